@@ -1,0 +1,490 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// inlineTails is how many deferred text/bytes values a Builder records
+// without allocating. Beyond that the record spills into a slice that the
+// Builder keeps across Resets, so a warm Builder still does not allocate.
+const inlineTails = 8
+
+// Builder writes one ZAP message into a buffer the caller owns. It appends;
+// it never copies a value into side storage: text and bytes values are
+// recorded by reference when set and written once, when their object
+// finishes, exactly where the canonical runtime puts them (WIRE.md §2).
+//
+//	var b codec.Builder
+//	b.Reset(buf[:0])
+//	o := b.StartObject(24)
+//	o.SetUint32(0, 7)
+//	o.SetText(8, "zap")
+//	b.SetRoot(o.Finish())
+//	buf = b.Finish()
+//
+// Building allocates nothing once the buffer has the capacity. A Builder is
+// not safe for concurrent use; the zero value is ready after [Builder.Reset].
+// Object and list builders it hands out are small values that refer back to
+// it and are valid until the next Reset.
+type Builder struct {
+	buf     []byte
+	base    int // where the message starts in buf
+	version uint16
+	flags   uint16
+	root    Ref
+	ntails  int
+	tails   [inlineTails]tail
+	spill   []tail // tails past inlineTails; reused across Resets
+	err     error
+}
+
+// tail is a text or bytes value waiting for its object to finish.
+type tail struct {
+	owner int32 // absolute position of the owning object in buf
+	slot  int32 // absolute position of the slot in buf
+	data  string
+}
+
+// Ref is the position of a finished object in its message, for
+// [ObjectBuilder.SetObject] and [Builder.SetRoot]. The zero Ref is null.
+type Ref int32
+
+// ListRef is a finished list, for [ObjectBuilder.SetList]. The zero ListRef
+// is an empty list.
+type ListRef struct {
+	pos   int32
+	count uint32
+}
+
+// Len returns the number of elements in the list.
+func (r ListRef) Len() int { return int(r.count) }
+
+var zeroHeader [HeaderSize]byte
+
+// Reset starts a new message, appended to dst after its existing bytes: all
+// offsets and alignment inside the message are measured from len(dst). The
+// Builder takes dst over until [Builder.Finish]; pass dst[:0] to reuse a
+// buffer. The version is reset to 1 and the flags to 0.
+func (b *Builder) Reset(dst []byte) {
+	b.base = len(dst)
+	b.buf = append(dst, zeroHeader[:]...)
+	b.version = Version1
+	b.flags = 0
+	b.root = 0
+	b.clearTails()
+	b.err = nil
+}
+
+func (b *Builder) clearTails() {
+	for i := range b.ntails {
+		if i < inlineTails {
+			b.tails[i].data = ""
+		}
+	}
+	for i := range b.spill {
+		b.spill[i].data = ""
+	}
+	b.spill = b.spill[:0]
+	b.ntails = 0
+}
+
+// SetVersion sets the header version: [Version1] (the default) or
+// [Version2]. Any other value is recorded as misuse.
+func (b *Builder) SetVersion(v uint16) {
+	if v != Version1 && v != Version2 {
+		b.fail("version %d", v)
+		return
+	}
+	b.version = v
+}
+
+// SetFlags sets the header flags word (flag bits in the low byte, a message
+// type in the high byte).
+func (b *Builder) SetFlags(f uint16) { b.flags = f }
+
+// SetRoot makes r the root object of the message.
+func (b *Builder) SetRoot(r Ref) { b.root = r }
+
+// Len returns the number of message bytes written so far, header included.
+func (b *Builder) Len() int { return len(b.buf) - b.base }
+
+// Err returns the first misuse recorded since Reset, wrapping [ErrBuilder],
+// or nil. A misused call writes nothing.
+func (b *Builder) Err() error { return b.err }
+
+func (b *Builder) fail(format string, args ...any) {
+	if b.err == nil {
+		b.err = fmt.Errorf("%w: "+format, append([]any{ErrBuilder}, args...)...)
+	}
+}
+
+// pad8 appends zero bytes up to the next multiple of 8 from the message start.
+func (b *Builder) pad8() {
+	n := len(b.buf) - b.base
+	if pad := align8(n) - n; pad > 0 {
+		b.buf = append(b.buf, zeroHeader[:pad]...)
+	}
+}
+
+// StartObject pads to 8 and reserves a zero-filled fixed section of size
+// bytes. Set its fields through the returned ObjectBuilder, then call
+// [ObjectBuilder.Finish]. Other objects and lists may be built while it is
+// open; its text and bytes values land after them.
+func (b *Builder) StartObject(size int) ObjectBuilder {
+	if size < 0 || size > math.MaxInt32 {
+		b.fail("object size %d", size)
+		return ObjectBuilder{}
+	}
+	b.pad8()
+	at := len(b.buf)
+	b.buf = append(b.buf, make([]byte, size)...)
+	return ObjectBuilder{b: b, at: at, size: size}
+}
+
+// WriteBytes pads to 8 and appends p as a raw blob that no field points to.
+// It returns the blob's position.
+func (b *Builder) WriteBytes(p []byte) Ref {
+	b.pad8()
+	at := len(b.buf) - b.base
+	b.buf = append(b.buf, p...)
+	return Ref(at)
+}
+
+// Finish writes the header (magic, version, flags, root offset, size) and
+// returns the buffer given to Reset with the message appended; the message
+// is result[len(dst):]. The result aliases that buffer. Values of objects
+// that were not finished are not written (see [Builder.Err]).
+func (b *Builder) Finish() []byte {
+	size := len(b.buf) - b.base
+	if b.ntails > 0 {
+		b.fail("%d text/bytes values of unfinished objects", b.ntails)
+	}
+	if uint64(size) > math.MaxUint32 {
+		b.fail("message of %d bytes", size)
+	}
+	h := b.buf[b.base : b.base+HeaderSize]
+	copy(h, Magic)
+	binary.LittleEndian.PutUint16(h[offVersion:], b.version)
+	binary.LittleEndian.PutUint16(h[offFlags:], b.flags)
+	binary.LittleEndian.PutUint32(h[offRoot:], uint32(b.root))
+	binary.LittleEndian.PutUint32(h[offSize:], uint32(size))
+	return b.buf
+}
+
+// tailAt returns the i-th recorded tail.
+func (b *Builder) tailAt(i int) *tail {
+	if i < inlineTails {
+		return &b.tails[i]
+	}
+	return &b.spill[i-inlineTails]
+}
+
+func (b *Builder) addTail(t tail) {
+	if b.ntails < inlineTails {
+		b.tails[b.ntails] = t
+	} else {
+		b.spill = append(b.spill, t)
+	}
+	b.ntails++
+}
+
+// ObjectBuilder sets the fields of one object of a [Builder]. It is a small
+// value that refers back to its Builder; copies refer to the same object.
+// Offsets are from the start of the object's fixed section; a field that
+// does not fit inside the section is recorded as misuse ([Builder.Err]) and
+// not written.
+type ObjectBuilder struct {
+	b    *Builder
+	at   int // absolute position of the fixed section in b.buf
+	size int
+}
+
+// field returns the n bytes at off, or nil after recording misuse.
+func (o ObjectBuilder) field(off, n int) []byte {
+	if o.b == nil {
+		return nil
+	}
+	if uint(off) > uint(o.size) || uint(off)+uint(n) > uint(o.size) {
+		o.b.fail("field at %d+%d outside object of %d bytes", off, n, o.size)
+		return nil
+	}
+	p := o.at + off
+	return o.b.buf[p : p+n : p+n]
+}
+
+// SetBool writes 1 or 0 at off.
+func (o ObjectBuilder) SetBool(off int, v bool) {
+	var x uint8
+	if v {
+		x = 1
+	}
+	o.SetUint8(off, x)
+}
+
+// SetUint8 writes v at off.
+func (o ObjectBuilder) SetUint8(off int, v uint8) {
+	if f := o.field(off, 1); f != nil {
+		f[0] = v
+	}
+}
+
+// SetUint16 writes v little-endian at off.
+func (o ObjectBuilder) SetUint16(off int, v uint16) {
+	if f := o.field(off, 2); f != nil {
+		binary.LittleEndian.PutUint16(f, v)
+	}
+}
+
+// SetUint32 writes v little-endian at off.
+func (o ObjectBuilder) SetUint32(off int, v uint32) {
+	if f := o.field(off, 4); f != nil {
+		binary.LittleEndian.PutUint32(f, v)
+	}
+}
+
+// SetUint64 writes v little-endian at off.
+func (o ObjectBuilder) SetUint64(off int, v uint64) {
+	if f := o.field(off, 8); f != nil {
+		binary.LittleEndian.PutUint64(f, v)
+	}
+}
+
+// SetInt8 writes v at off.
+func (o ObjectBuilder) SetInt8(off int, v int8) { o.SetUint8(off, uint8(v)) }
+
+// SetInt16 writes v little-endian at off.
+func (o ObjectBuilder) SetInt16(off int, v int16) { o.SetUint16(off, uint16(v)) }
+
+// SetInt32 writes v little-endian at off.
+func (o ObjectBuilder) SetInt32(off int, v int32) { o.SetUint32(off, uint32(v)) }
+
+// SetInt64 writes v little-endian at off.
+func (o ObjectBuilder) SetInt64(off int, v int64) { o.SetUint64(off, uint64(v)) }
+
+// SetFloat32 writes the IEEE-754 bits of v at off.
+func (o ObjectBuilder) SetFloat32(off int, v float32) { o.SetUint32(off, math.Float32bits(v)) }
+
+// SetFloat64 writes the IEEE-754 bits of v at off.
+func (o ObjectBuilder) SetFloat64(off int, v float64) { o.SetUint64(off, math.Float64bits(v)) }
+
+// SetBytesFixed copies p into the fixed section at off (a bytes_fixed[N]
+// field with N = len(p)).
+func (o ObjectBuilder) SetBytesFixed(off int, p []byte) {
+	if f := o.field(off, len(p)); f != nil {
+		copy(f, p)
+	}
+}
+
+// SetText sets the text slot at off. An empty s leaves the slot {0, 0}.
+// s is not copied now: it is written when the object finishes.
+func (o ObjectBuilder) SetText(off int, s string) {
+	f := o.field(off, TextSlotSize)
+	if f == nil || len(s) == 0 {
+		return
+	}
+	o.b.addTail(tail{owner: int32(o.at), slot: int32(o.at + off), data: s})
+}
+
+// SetBytes sets the bytes slot at off. An empty p leaves the slot {0, 0}.
+// p is not copied now: it is written when the object finishes, so its bytes
+// must stay unchanged until then.
+func (o ObjectBuilder) SetBytes(off int, p []byte) {
+	if len(p) == 0 {
+		o.field(off, BytesSlotSize)
+		return
+	}
+	o.SetText(off, unsafe.String(&p[0], len(p)))
+}
+
+// SetObject points the nested-object slot at off to the finished object r
+// (a signed offset: r may lie before or after this object). A zero r leaves
+// the slot null.
+func (o ObjectBuilder) SetObject(off int, r Ref) {
+	f := o.field(off, ObjectSlotSize)
+	if f == nil || r == 0 {
+		return
+	}
+	rel := int64(o.b.base) + int64(r) - int64(o.at+off)
+	binary.LittleEndian.PutUint32(f, uint32(int32(rel)))
+}
+
+// SetList points the list slot at off to the finished list l. An empty list
+// is written as {0, 0}.
+func (o ObjectBuilder) SetList(off int, l ListRef) {
+	f := o.field(off, ListSlotSize)
+	if f == nil || l.count == 0 {
+		return
+	}
+	rel := int64(o.b.base) + int64(l.pos) - int64(o.at+off)
+	binary.LittleEndian.PutUint32(f, uint32(int32(rel)))
+	binary.LittleEndian.PutUint32(f[4:], l.count)
+}
+
+// Finish writes the object's text and bytes values, in the order they were
+// set, at the end of the buffer, points their slots at them, and returns the
+// object's Ref. Call it once per object.
+func (o ObjectBuilder) Finish() Ref {
+	b := o.b
+	if b == nil {
+		return 0
+	}
+	owner := int32(o.at)
+	kept := 0
+	for i := range b.ntails {
+		t := *b.tailAt(i)
+		if t.owner != owner {
+			*b.tailAt(kept) = t
+			kept++
+			continue
+		}
+		pos := len(b.buf)
+		b.buf = append(b.buf, t.data...)
+		binary.LittleEndian.PutUint32(b.buf[t.slot:], uint32(pos-int(t.slot)))
+		binary.LittleEndian.PutUint32(b.buf[t.slot+4:], uint32(len(t.data)))
+	}
+	for i := kept; i < b.ntails; i++ {
+		b.tailAt(i).data = ""
+	}
+	if b.ntails > inlineTails {
+		n := max(kept-inlineTails, 0)
+		b.spill = b.spill[:n]
+	}
+	b.ntails = kept
+	return Ref(o.at - b.base)
+}
+
+// ListBuilder appends the elements of one list of a [Builder]. Use it
+// through a variable (its methods have pointer receivers) and call
+// [ListBuilder.Finish] before starting another object or list.
+type ListBuilder struct {
+	b        *Builder
+	at       int // absolute position of the first element
+	elemSize int // 0 for a variable-element list
+	count    uint32
+	elemAt   int // BeginElement: absolute position of the element body
+}
+
+// StartList pads to 8 and starts a list. elemSize is the width of a flat
+// list's elements (1, 2, 4, 8 or a struct stride), or 0 for a
+// variable-element list whose elements are [u32 size][bytes].
+func (b *Builder) StartList(elemSize int) ListBuilder {
+	if elemSize < 0 {
+		b.fail("list element size %d", elemSize)
+		return ListBuilder{}
+	}
+	b.pad8()
+	return ListBuilder{b: b, at: len(b.buf), elemSize: elemSize}
+}
+
+func (l *ListBuilder) check(size int) bool {
+	if l.b == nil {
+		return false
+	}
+	if l.elemSize != size {
+		l.b.fail("%d-byte element in a list of %d-byte elements", size, l.elemSize)
+		return false
+	}
+	return true
+}
+
+// AddUint8 appends one u8 element.
+func (l *ListBuilder) AddUint8(v uint8) {
+	if l.check(1) {
+		l.b.buf = append(l.b.buf, v)
+		l.count++
+	}
+}
+
+// AddUint16 appends one u16 element.
+func (l *ListBuilder) AddUint16(v uint16) {
+	if l.check(2) {
+		l.b.buf = binary.LittleEndian.AppendUint16(l.b.buf, v)
+		l.count++
+	}
+}
+
+// AddUint32 appends one u32 element.
+func (l *ListBuilder) AddUint32(v uint32) {
+	if l.check(4) {
+		l.b.buf = binary.LittleEndian.AppendUint32(l.b.buf, v)
+		l.count++
+	}
+}
+
+// AddUint64 appends one u64 element.
+func (l *ListBuilder) AddUint64(v uint64) {
+	if l.check(8) {
+		l.b.buf = binary.LittleEndian.AppendUint64(l.b.buf, v)
+		l.count++
+	}
+}
+
+// AddBytes appends p to a list of u8: each byte is one element. p is copied.
+func (l *ListBuilder) AddBytes(p []byte) {
+	if l.check(1) {
+		l.b.buf = append(l.b.buf, p...)
+		l.count += uint32(len(p))
+	}
+}
+
+// AddElement appends one element of a flat list of fixed-size structs; len(p)
+// must equal the list's element size. p is copied.
+func (l *ListBuilder) AddElement(p []byte) {
+	if l.check(len(p)) {
+		l.b.buf = append(l.b.buf, p...)
+		l.count++
+	}
+}
+
+// AddMessage appends one element to a variable-element list: a u32 size,
+// then p (for a list of structs, p is a whole message). p is copied.
+func (l *ListBuilder) AddMessage(p []byte) {
+	if l.check(0) {
+		l.b.buf = binary.LittleEndian.AppendUint32(l.b.buf, uint32(len(p)))
+		l.b.buf = append(l.b.buf, p...)
+		l.count++
+	}
+}
+
+// BeginElement starts one element of a variable-element list and returns
+// the buffer to append its bytes to, typically a whole message:
+//
+//	buf := l.BeginElement()
+//	buf = item.AppendZAP(buf)
+//	l.EndElement(buf)
+//
+// Until EndElement, nothing else may use the Builder.
+func (l *ListBuilder) BeginElement() []byte {
+	if !l.check(0) {
+		return nil
+	}
+	l.b.buf = append(l.b.buf, 0, 0, 0, 0)
+	l.elemAt = len(l.b.buf)
+	return l.b.buf
+}
+
+// EndElement takes back the buffer returned by BeginElement, with the
+// element appended, and writes the element's size.
+func (l *ListBuilder) EndElement(buf []byte) {
+	if l.b == nil || l.elemAt == 0 || len(buf) < l.elemAt {
+		if l.b != nil {
+			l.b.fail("EndElement without BeginElement")
+		}
+		return
+	}
+	l.b.buf = buf
+	binary.LittleEndian.PutUint32(buf[l.elemAt-ElementHeaderSize:], uint32(len(buf)-l.elemAt))
+	l.elemAt = 0
+	l.count++
+}
+
+// Finish ends the list and returns it for [ObjectBuilder.SetList].
+func (l *ListBuilder) Finish() ListRef {
+	if l.b == nil {
+		return ListRef{}
+	}
+	return ListRef{pos: int32(l.at - l.b.base), count: l.count}
+}

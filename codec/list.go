@@ -1,0 +1,192 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// List is a view of a list inside a message. The zero List is empty. A List
+// does not know its element type: the caller reads it as a flat list
+// ([List.Uint32], [List.Object] with a stride, [List.Data]) or as a
+// variable-element list ([List.BytesAt], [List.ObjectAt], [List.Iter]), as
+// its schema says. Every read checks its own bounds and returns the zero
+// value when the element does not lie inside the message.
+//
+// A List aliases the message it was read from and is valid only while those
+// bytes are unchanged.
+type List struct {
+	b     []byte // the whole message
+	start int    // absolute position of the first element
+	n     int    // element count, at most len(b)
+}
+
+// Len returns the element count from the list slot. It never exceeds the
+// message size, but elements past the end of the message read as zero.
+func (l List) Len() int { return l.n }
+
+// IsNull reports whether the slot was null or out of bounds.
+func (l List) IsNull() bool { return l.b == nil }
+
+// elem returns the absolute position of element i of width w, or -1.
+func (l List) elem(i, w int) int {
+	if uint(i) >= uint(l.n) {
+		return -1
+	}
+	p := uint64(l.start) + uint64(i)*uint64(w)
+	if p+uint64(w) > uint64(len(l.b)) {
+		return -1
+	}
+	return int(p)
+}
+
+// Uint8 returns element i of a flat list of u8.
+func (l List) Uint8(i int) uint8 {
+	p := l.elem(i, 1)
+	if p < 0 {
+		return 0
+	}
+	return l.b[p]
+}
+
+// Uint16 returns element i of a flat list of u16.
+func (l List) Uint16(i int) uint16 {
+	p := l.elem(i, 2)
+	if p < 0 {
+		return 0
+	}
+	return binary.LittleEndian.Uint16(l.b[p:])
+}
+
+// Uint32 returns element i of a flat list of u32.
+func (l List) Uint32(i int) uint32 {
+	p := l.elem(i, 4)
+	if p < 0 {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(l.b[p:])
+}
+
+// Uint64 returns element i of a flat list of u64.
+func (l List) Uint64(i int) uint64 {
+	p := l.elem(i, 8)
+	if p < 0 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(l.b[p:])
+}
+
+// Object returns element i of a flat list of fixed-size objects laid out
+// stride bytes apart. Its pointers resolve inside the whole message.
+func (l List) Object(i, stride int) Object {
+	if stride <= 0 {
+		return Object{}
+	}
+	p := l.elem(i, stride)
+	if p < 0 {
+		return Object{}
+	}
+	return objectAt(l.b, uint32(p))
+}
+
+// Data returns the Len()*elemSize bytes of a flat list, or nil when they do
+// not all lie inside the message. For a list of u8 it is the list itself.
+// The result aliases the message.
+func (l List) Data(elemSize int) []byte {
+	if elemSize <= 0 || l.b == nil {
+		return nil
+	}
+	end := uint64(l.start) + uint64(l.n)*uint64(elemSize)
+	if end > uint64(len(l.b)) {
+		return nil
+	}
+	return l.b[l.start:end:end]
+}
+
+// BytesAt returns the bytes of element i of a variable-element list
+// (elements are [u32 size][size bytes], back to back), or nil when the walk
+// leaves the message. Finding element i walks the i sizes before it: use
+// [List.Iter] to visit every element in O(n) total. The result aliases the
+// message.
+func (l List) BytesAt(i int) []byte {
+	if uint(i) >= uint(l.n) {
+		return nil
+	}
+	it := l.Iter()
+	for it.Next() {
+		if it.Index() == i {
+			return it.Bytes()
+		}
+	}
+	return nil
+}
+
+// ObjectAt returns the root object of element i of a variable-element list
+// whose elements are whole messages (what the schema compiler writes for
+// list<Struct>). An element that does not parse gives a null Object.
+func (l List) ObjectAt(i int) Object {
+	return rootOf(l.BytesAt(i))
+}
+
+// Iter returns an iterator over the elements of a variable-element list.
+func (l List) Iter() ListIter {
+	return ListIter{b: l.b, next: l.start, left: l.n, index: -1}
+}
+
+// ListIter walks a variable-element list front to back without allocating:
+//
+//	for it := list.Iter(); it.Next(); {
+//		item := it.Object()
+//		...
+//	}
+//
+// The walk stops early, with Next returning false, at the first element
+// whose size does not fit inside the message.
+type ListIter struct {
+	b     []byte
+	next  int // absolute position of the next element's size word
+	left  int // elements not yet visited
+	index int
+	cur   []byte
+}
+
+// Next advances to the next element and reports whether there is one.
+func (it *ListIter) Next() bool {
+	if it.left <= 0 {
+		return false
+	}
+	p := uint64(it.next)
+	if p+ElementHeaderSize > uint64(len(it.b)) {
+		it.left = 0
+		return false
+	}
+	size := uint64(binary.LittleEndian.Uint32(it.b[p:]))
+	start := p + ElementHeaderSize
+	end := start + size
+	if end > uint64(len(it.b)) || end > math.MaxInt {
+		it.left = 0
+		return false
+	}
+	it.cur = it.b[start:end:end]
+	it.next = int(end)
+	it.left--
+	it.index++
+	return true
+}
+
+// Index returns the position of the current element in the list.
+func (it *ListIter) Index() int { return it.index }
+
+// Bytes returns the current element's bytes. They alias the message.
+func (it *ListIter) Bytes() []byte { return it.cur }
+
+// Object parses the current element as a whole message and returns its root
+// object; an element that does not parse gives a null Object.
+func (it *ListIter) Object() Object { return rootOf(it.cur) }
+
+func rootOf(b []byte) Object {
+	m, err := Parse(b)
+	if err != nil {
+		return Object{}
+	}
+	return m.Root()
+}
