@@ -1,0 +1,30 @@
+// Package rpc is a ZAP-RPC client and server over TCP, Unix and TLS
+// sockets, byte-compatible with the canonical runtime (WIRE.md §5–6).
+//
+// A call is one request envelope (version 2, flags 0xC800, fixed section
+// of 28 bytes: method, promise_id, target, cap, payload) carried in a
+// transport frame of kind 1; its answer is one response envelope (fixed
+// section of 20 bytes: status, promise_id, body) in a frame of kind 2.
+// Answers may arrive in any order and are matched by promise_id, so one
+// connection carries many concurrent calls.
+//
+// Server: [NewServer], [Server.Handle] registers a [Handler] per method
+// ordinal (dispatch is a slice index), [Server.Serve] runs one read loop per
+// connection and hands calls to a shared set of reused worker goroutines,
+// at most [WithMaxInFlight] per connection (beyond that the connection is
+// not read: backpressure). Answers that are ready together leave in one
+// write. [Server.Shutdown] sends every connection a go-away frame (kind 6,
+// ignored by canonical peers), finishes in-flight calls and closes.
+//
+// Client: [Dial] returns a [Client] that multiplexes calls from many
+// goroutines over one connection; [NewPool] spreads calls over several.
+// Both satisfy [Caller], the interface generated stubs use. A warm unary
+// call allocates nothing on either side.
+//
+// Buffers: a handler's req aliases a per-call buffer owned by the server
+// and is valid only until the handler returns; the handler appends its
+// answer to resp (owned by the server, valid until the handler returns) and
+// returns the result. Call appends the answer body to the caller's resp and
+// returns it; nothing of the caller's req or resp is kept after Call
+// returns.
+package rpc

@@ -1,0 +1,282 @@
+package rpc
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Envelope layout constants (WIRE.md §5). The request and the response are
+// each one ZAP message: a 16-byte header, the root object right after it
+// (offset 16 is already 8-aligned), then the tails in set order.
+const (
+	// EnvelopeVersion is the header version the canonical runtime writes
+	// for RPC envelopes.
+	EnvelopeVersion = 2
+	// EnvelopeFlags is the header flags word of an envelope: message type
+	// 200 in the high byte.
+	EnvelopeFlags = 0xC800
+	// EnvelopeType is the message type (flags >> 8) of an envelope.
+	EnvelopeType = 200
+
+	// RequestFixedSize is the size of the request's fixed section.
+	RequestFixedSize = 28
+	// ResponseFixedSize is the size of the response's fixed section.
+	ResponseFixedSize = 20
+
+	headerSize = 16
+	rootOffset = headerSize
+
+	reqMethod  = 0
+	reqPromise = 4
+	reqTarget  = 8
+	reqCap     = 12
+	reqPayload = 20
+
+	respStatus  = 0
+	respPromise = 4
+	respBody    = 12
+
+	// RequestOverhead is the size of a request envelope with empty cap and
+	// payload: header plus fixed section.
+	RequestOverhead = headerSize + RequestFixedSize
+	// ResponseOverhead is the size of a response envelope with an empty
+	// body: header plus fixed section.
+	ResponseOverhead = headerSize + ResponseFixedSize
+)
+
+// Status codes used by the canonical runtime.
+const (
+	StatusOK           = 200
+	StatusBadRequest   = 400
+	StatusUnauthorized = 401
+	StatusForbidden    = 403
+	StatusNotFound     = 404
+	StatusInternal     = 500
+	StatusUnavailable  = 503 // not canonical: answers a call read after a go-away
+)
+
+// Request is a decoded or to-be-encoded call envelope. Cap and Payload
+// alias the bytes they were parsed from (see [ParseRequest]).
+type Request struct {
+	Method    uint32 // 1-based method ordinal
+	PromiseID uint32 // echoed by the answer
+	Target    uint32 // 0, or the promise_id this call pipelines on
+	Cap       []byte // opaque capability token, may be empty
+	Payload   []byte // the request message, may be empty
+}
+
+// Response is a decoded or to-be-encoded answer envelope. Body aliases the
+// bytes it was parsed from (see [ParseResponse]).
+type Response struct {
+	Status    uint32
+	PromiseID uint32
+	Body      []byte
+}
+
+// AppendRequest appends the request envelope for r to dst and returns the
+// extended slice, byte-identical to the canonical rpc.BuildRequest: header
+// (version 2, flags 0xC800, root 16, size), the 28-byte fixed section, then
+// cap and payload with no padding. Empty cap or payload is a {0,0} slot.
+// dst may be nil; r's slices are only read.
+func AppendRequest(dst []byte, r *Request) []byte {
+	size := RequestOverhead + len(r.Cap) + len(r.Payload)
+	dst = appendHeader(dst, uint32(size))
+	dst = binary.LittleEndian.AppendUint32(dst, r.Method)
+	dst = binary.LittleEndian.AppendUint32(dst, r.PromiseID)
+	dst = binary.LittleEndian.AppendUint32(dst, r.Target)
+	pos := headerSize + RequestFixedSize // where the next tail lands
+	dst, pos = appendSlot(dst, headerSize+reqCap, pos, len(r.Cap))
+	dst, _ = appendSlot(dst, headerSize+reqPayload, pos, len(r.Payload))
+	dst = append(dst, r.Cap...)
+	dst = append(dst, r.Payload...)
+	return dst
+}
+
+// AppendResponse appends the answer envelope for r to dst and returns the
+// extended slice, byte-identical to the canonical rpc.BuildResponse. An
+// empty body is a {0,0} slot. dst may be nil; r.Body is only read.
+func AppendResponse(dst []byte, r *Response) []byte {
+	dst = AppendResponseHeader(dst, r.Status, r.PromiseID, len(r.Body))
+	return append(dst, r.Body...)
+}
+
+// AppendResponseHeader appends a response envelope's header and fixed
+// section for a body of bodyLen bytes; the caller must append exactly
+// bodyLen body bytes right after it. It lets a server build the body in
+// place after the header.
+func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
+	dst = appendHeader(dst, uint32(ResponseOverhead+bodyLen))
+	dst = binary.LittleEndian.AppendUint32(dst, status)
+	dst = binary.LittleEndian.AppendUint32(dst, promiseID)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst, _ = appendSlot(dst, headerSize+respBody, ResponseOverhead, bodyLen)
+	return dst
+}
+
+// patchResponseBodyLen rewrites the size and body slot of a response
+// envelope that starts at env[0] and was written by AppendResponseHeader
+// with a provisional body length.
+func patchResponseBodyLen(env []byte, bodyLen int) {
+	binary.LittleEndian.PutUint32(env[12:], uint32(ResponseOverhead+bodyLen))
+	slot := env[headerSize+respBody:]
+	if bodyLen == 0 {
+		binary.LittleEndian.PutUint32(slot, 0)
+		binary.LittleEndian.PutUint32(slot[4:], 0)
+		return
+	}
+	binary.LittleEndian.PutUint32(slot, uint32(ResponseOverhead-(headerSize+respBody)))
+	binary.LittleEndian.PutUint32(slot[4:], uint32(bodyLen))
+}
+
+func appendHeader(dst []byte, size uint32) []byte {
+	dst = append(dst, 'Z', 'A', 'P', 0)
+	dst = binary.LittleEndian.AppendUint16(dst, EnvelopeVersion)
+	dst = binary.LittleEndian.AppendUint16(dst, EnvelopeFlags)
+	dst = binary.LittleEndian.AppendUint32(dst, rootOffset)
+	dst = binary.LittleEndian.AppendUint32(dst, size)
+	return dst
+}
+
+// appendSlot appends a bytes slot located at absolute position slotPos for
+// a tail of n bytes that will start at absolute position tailPos; it
+// returns the position after that tail.
+func appendSlot(dst []byte, slotPos, tailPos, n int) ([]byte, int) {
+	if n == 0 {
+		return binary.LittleEndian.AppendUint64(dst, 0), tailPos
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(tailPos-slotPos))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+	return dst, tailPos + n
+}
+
+// EnvelopeError describes a malformed envelope: which part failed and, when
+// it could be read, the promise_id (so a server can still answer 400).
+// It matches [ErrMalformed] with errors.Is.
+type EnvelopeError struct {
+	Reason    string // e.g. "fixed section truncated"
+	PromiseID uint32 // valid only when HasPromise
+	// HasPromise reports whether the promise_id field was readable.
+	HasPromise bool
+}
+
+func (e *EnvelopeError) Error() string {
+	if e.HasPromise {
+		return fmt.Sprintf("rpc: malformed envelope (promise:%d): %s", e.PromiseID, e.Reason)
+	}
+	return "rpc: malformed envelope: " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrMalformed) true.
+func (e *EnvelopeError) Is(target error) bool { return target == ErrMalformed }
+
+// Preallocated reasons: a hostile peer must not make the parser allocate.
+var (
+	errEnvShort   = &EnvelopeError{Reason: "shorter than the 16-byte header"}
+	errEnvMagic   = &EnvelopeError{Reason: "bad magic"}
+	errEnvVersion = &EnvelopeError{Reason: "version not 1 or 2"}
+	errEnvSize    = &EnvelopeError{Reason: "size field outside the buffer"}
+	errEnvType    = &EnvelopeError{Reason: "message type is not 200"}
+	errEnvRoot    = &EnvelopeError{Reason: "root offset outside the message"}
+	errEnvPromise = &EnvelopeError{Reason: "promise_id truncated"}
+)
+
+// envelopeRoot checks the message header of an envelope and returns the
+// message (b[:size]) and its root position.
+func envelopeRoot(b []byte) (msg []byte, root int, err error) {
+	if len(b) < headerSize {
+		return nil, 0, errEnvShort
+	}
+	if b[0] != 'Z' || b[1] != 'A' || b[2] != 'P' || b[3] != 0 {
+		return nil, 0, errEnvMagic
+	}
+	if v := binary.LittleEndian.Uint16(b[4:]); v != 1 && v != 2 {
+		return nil, 0, errEnvVersion
+	}
+	if b[7] != EnvelopeType {
+		return nil, 0, errEnvType
+	}
+	size := binary.LittleEndian.Uint32(b[12:])
+	if size < headerSize || uint64(size) > uint64(len(b)) {
+		return nil, 0, errEnvSize
+	}
+	msg = b[:size]
+	r := binary.LittleEndian.Uint32(b[8:])
+	if r < headerSize || r >= size {
+		return nil, 0, errEnvRoot
+	}
+	return msg, int(r), nil
+}
+
+// readBytesSlot reads the bytes slot at absolute position slot of msg.
+// {0, n} is empty (null); a non-zero offset must point inside the data
+// segment with the whole value inside the message.
+func readBytesSlot(msg []byte, slot int) ([]byte, bool) {
+	rel := binary.LittleEndian.Uint32(msg[slot:])
+	n := binary.LittleEndian.Uint32(msg[slot+4:])
+	if rel == 0 {
+		return nil, true
+	}
+	at := uint64(slot) + uint64(rel)
+	if at < headerSize || at+uint64(n) > uint64(len(msg)) {
+		return nil, false
+	}
+	if n == 0 {
+		return nil, true
+	}
+	return msg[at : at+uint64(n) : at+uint64(n)], true
+}
+
+// ParseRequest decodes a request envelope. It checks the message header
+// (magic, version 1 or 2, type 200, size within b, root inside the
+// message), requires the whole 28-byte fixed section inside the message,
+// and requires cap and payload to lie inside it. Errors are
+// *[EnvelopeError] (errors.Is [ErrMalformed]); PromiseID is reported in the
+// error when it was readable. Cap and Payload alias b and are valid as long
+// as b is unchanged. Never panics; allocates only for an error that
+// carries a promise_id.
+func ParseRequest(b []byte) (Request, error) {
+	msg, root, err := envelopeRoot(b)
+	if err != nil {
+		return Request{}, err
+	}
+	if root+reqPromise+4 > len(msg) {
+		return Request{}, errEnvPromise
+	}
+	r := Request{PromiseID: binary.LittleEndian.Uint32(msg[root+reqPromise:])}
+	if root+RequestFixedSize > len(msg) {
+		return r, &EnvelopeError{Reason: "request fixed section truncated", PromiseID: r.PromiseID, HasPromise: true}
+	}
+	r.Method = binary.LittleEndian.Uint32(msg[root+reqMethod:])
+	r.Target = binary.LittleEndian.Uint32(msg[root+reqTarget:])
+	var ok bool
+	if r.Cap, ok = readBytesSlot(msg, root+reqCap); !ok {
+		return r, &EnvelopeError{Reason: "cap outside the message", PromiseID: r.PromiseID, HasPromise: true}
+	}
+	if r.Payload, ok = readBytesSlot(msg, root+reqPayload); !ok {
+		return r, &EnvelopeError{Reason: "payload outside the message", PromiseID: r.PromiseID, HasPromise: true}
+	}
+	return r, nil
+}
+
+// ParseResponse decodes an answer envelope with the same checks as
+// [ParseRequest] (fixed section of 20 bytes, body inside the message).
+// Body aliases b and is valid as long as b is unchanged. Never panics.
+func ParseResponse(b []byte) (Response, error) {
+	msg, root, err := envelopeRoot(b)
+	if err != nil {
+		return Response{}, err
+	}
+	if root+respPromise+4 > len(msg) {
+		return Response{}, errEnvPromise
+	}
+	r := Response{PromiseID: binary.LittleEndian.Uint32(msg[root+respPromise:])}
+	if root+ResponseFixedSize > len(msg) {
+		return r, &EnvelopeError{Reason: "response fixed section truncated", PromiseID: r.PromiseID, HasPromise: true}
+	}
+	r.Status = binary.LittleEndian.Uint32(msg[root+respStatus:])
+	var ok bool
+	if r.Body, ok = readBytesSlot(msg, root+respBody); !ok {
+		return r, &EnvelopeError{Reason: "body outside the message", PromiseID: r.PromiseID, HasPromise: true}
+	}
+	return r, nil
+}

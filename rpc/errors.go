@@ -1,0 +1,78 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrClosed: the connection or server is closed, or the connection broke
+	// while the call was pending. A call that failed with ErrClosed may or
+	// may not have run on the server.
+	ErrClosed = errors.New("rpc: connection closed")
+	// ErrGoAway: the server announced shutdown (go-away frame) before this
+	// call was sent, so it did not run; it is safe to retry elsewhere
+	// ([IsRetryable] reports true).
+	ErrGoAway = errors.New("rpc: server is going away")
+	// ErrMalformed: an envelope did not decode (see [EnvelopeError]).
+	ErrMalformed = errors.New("rpc: malformed envelope")
+	// ErrServerClosed is returned by [Server.Serve] after Shutdown or Close.
+	ErrServerClosed = errors.New("rpc: server closed")
+	// ErrTooManyPending: the client already has the maximum number of
+	// pending calls on this connection.
+	ErrTooManyPending = errors.New("rpc: too many pending calls")
+	// ErrProtocol: the peer sent bytes that are not a valid frame stream or
+	// an answer the client cannot match; the connection is dropped.
+	ErrProtocol = errors.New("rpc: protocol violation")
+)
+
+// StatusError is a non-200 answer. A handler returns one (see [Errorf]) to
+// choose the status; [Client.Call] returns one for every non-200 answer.
+// Read it with errors.As. On the wire the message travels as the answer
+// body (the canonical server writes "no such method" for 404 this way).
+type StatusError struct {
+	Code    uint32
+	Message string
+}
+
+// Error returns "rpc: status <code>: <message>".
+func (e *StatusError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("rpc: status %d", e.Code)
+	}
+	return fmt.Sprintf("rpc: status %d: %s", e.Code, e.Message)
+}
+
+// Is makes errors.Is(err, ErrGoAway) true for a 503 answer, which a server
+// sends for a call it read after announcing go-away (the call did not run).
+func (e *StatusError) Is(target error) bool {
+	return target == ErrGoAway && e.Code == StatusUnavailable
+}
+
+// Errorf returns a *[StatusError] with the given code and a formatted
+// message. A handler that returns it answers with that status and the
+// message as body.
+func Errorf(code uint32, format string, args ...any) error {
+	return &StatusError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Code returns the status an error answers with: 200 for nil, the code of a
+// wrapped *StatusError, else 500.
+func Code(err error) uint32 {
+	if err == nil {
+		return StatusOK
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return StatusInternal
+}
+
+// IsRetryable reports whether a failed call certainly did not run on the
+// server and may be sent again (to another connection): a go-away before
+// the call was sent, or a 503 answer to a call read after go-away.
+func IsRetryable(err error) bool {
+	return errors.Is(err, ErrGoAway)
+}
