@@ -1,0 +1,62 @@
+package schema
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks that no input panics, that errors are positioned in the
+// input file, and that every accepted File satisfies checkInvariants.
+func FuzzParse(f *testing.F) {
+	var paths []string
+	for _, pattern := range []string{"testdata/*.zap", "testdata/bad/*.zap"} {
+		m, _ := filepath.Glob(pattern)
+		paths = append(paths, m...)
+	}
+	if dir := sharedDirOrEmpty(); dir != "" {
+		m, _ := filepath.Glob(filepath.Join(dir, "schemas", "*.zap"))
+		paths = append(paths, m...)
+	}
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		file, err := Parse("f.zap", src)
+		if err != nil {
+			if file != nil || !strings.HasPrefix(err.Error(), "f.zap:") {
+				t.Fatalf("bad error %v (file %v)", err, file)
+			}
+			return
+		}
+		checkInvariants(t, file)
+	})
+}
+
+// sharedDirOrEmpty returns ../shared/zap beside the directory holding
+// go.mod, or "" when either is absent.
+func sharedDirOrEmpty() string {
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			return ""
+		}
+		dir = filepath.Dir(dir)
+	}
+	shared := filepath.Join(dir, "..", "shared", "zap")
+	if _, err := os.Stat(shared); err != nil {
+		return ""
+	}
+	return shared
+}

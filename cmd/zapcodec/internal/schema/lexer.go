@@ -1,0 +1,104 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// tokKind classifies a token.
+type tokKind uint8
+
+const (
+	tokEOF     tokKind = iota
+	tokNewline         // end of a line that held at least one token
+	tokIdent           // [A-Za-z_][A-Za-z0-9_]*
+	tokNumber          // [0-9][A-Za-z0-9_]*, checked by the parser
+	tokPunct           // one of { } ( ) < > [ ] = @ : ; , -
+)
+
+type token struct {
+	kind tokKind
+	text string
+	pos  Pos
+}
+
+// describe names the token for error messages.
+func (t token) describe() string {
+	switch t.kind {
+	case tokEOF:
+		return "end of file"
+	case tokNewline:
+		return "end of line"
+	}
+	return fmt.Sprintf("%q", t.text)
+}
+
+func isLetter(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
+
+// lex splits src into tokens, dropping comments and blank lines. It rejects
+// tabs in the indentation of a line holding tokens and any character outside
+// the dialect. The result always ends with a tokEOF.
+func lex(filename string, src []byte) ([]token, error) {
+	var toks []token
+	line, lineStart := 1, 0
+	pos := func(i int) Pos { return Pos{filename, line, i - lineStart + 1} }
+	tab := -1         // first tab in the current line's indentation, or -1
+	indenting := true // still in the current line's leading whitespace
+	hasTok := false   // the current line produced a token
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '\n':
+			if hasTok {
+				toks = append(toks, token{tokNewline, "", pos(i)})
+			}
+			i++
+			line, lineStart = line+1, i
+			tab, indenting, hasTok = -1, true, false
+			continue
+		case c == ' ' || c == '\r' || c == '\t':
+			if c == '\t' && indenting && tab < 0 {
+				tab = i
+			}
+			i++
+			continue
+		case c == '#':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+			continue
+		}
+		if tab >= 0 {
+			return nil, errorf(pos(tab), "tab in indentation; indent with spaces")
+		}
+		indenting, hasTok = false, true
+		start := i
+		switch {
+		case isLetter(c):
+			for i < len(src) && (isLetter(src[i]) || isDigit(src[i])) {
+				i++
+			}
+			toks = append(toks, token{tokIdent, string(src[start:i]), pos(start)})
+		case isDigit(c):
+			for i < len(src) && (isLetter(src[i]) || isDigit(src[i])) {
+				i++
+			}
+			toks = append(toks, token{tokNumber, string(src[start:i]), pos(start)})
+		case c < utf8.RuneSelf && strings.IndexByte("{}()<>[]=@:;,-", c) >= 0:
+			i++
+			toks = append(toks, token{tokPunct, string(src[start:i]), pos(start)})
+		default:
+			r, size := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return nil, errorf(pos(i), "invalid UTF-8 byte 0x%02x", c)
+			}
+			return nil, errorf(pos(i), "unexpected character %q", r)
+		}
+	}
+	if hasTok {
+		toks = append(toks, token{tokNewline, "", pos(len(src))})
+	}
+	return append(toks, token{tokEOF, "", pos(len(src))}), nil
+}

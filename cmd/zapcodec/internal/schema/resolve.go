@@ -1,0 +1,156 @@
+package schema
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// resolver binds names to aliases and structs, lays out structs and checks
+// method payloads, in that order.
+type resolver struct {
+	aliases map[string]*Alias
+	structs map[string]*Struct
+	stack   []string // aliases being resolved, for cycle messages
+}
+
+func (r *resolver) file(f *File) error {
+	for _, a := range f.Aliases {
+		if _, err := r.alias(a); err != nil {
+			return err
+		}
+	}
+	for _, s := range f.Structs {
+		if err := r.layout(s); err != nil {
+			return err
+		}
+	}
+	for _, it := range f.Interfaces {
+		for _, m := range it.Methods {
+			var err error
+			if m.Req, err = r.payload(m, m.reqExpr, "request"); err != nil {
+				return err
+			}
+			if m.Resp, err = r.payload(m, m.respExpr, "result"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// alias resolves a once; meeting it again while in progress is a cycle.
+func (r *resolver) alias(a *Alias) (*Type, error) {
+	switch a.state {
+	case 2:
+		return a.Type, nil
+	case 1:
+		i := slices.Index(r.stack, a.Name)
+		path := strings.Join(append(r.stack[i:], a.Name), " -> ")
+		return nil, errorf(a.Pos, "alias cycle: %s", path)
+	}
+	a.state = 1
+	r.stack = append(r.stack, a.Name)
+	t, err := r.resolve(a.expr)
+	if err != nil {
+		return nil, err
+	}
+	r.stack = r.stack[:len(r.stack)-1]
+	a.Type, a.state = t, 2
+	return t, nil
+}
+
+// resolve returns t with every name replaced by its alias's type or struct.
+// It never modifies t or a resolved alias's type.
+func (r *resolver) resolve(t *Type) (*Type, error) {
+	switch {
+	case t.ref != "":
+		if a, ok := r.aliases[t.ref]; ok {
+			at, err := r.alias(a)
+			if err != nil {
+				return nil, err
+			}
+			c := *at
+			c.AliasName, c.Pos = t.ref, t.Pos
+			return &c, nil
+		}
+		if s, ok := r.structs[t.ref]; ok {
+			return &Type{Kind: KindStruct, Struct: s, Pos: t.Pos}, nil
+		}
+		return nil, errorf(t.Pos, "unknown type %s", t.ref)
+	case t.Kind == KindList:
+		e, err := r.resolve(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		switch e.Kind {
+		case KindList:
+			return nil, errorf(e.Pos, "nested lists are not supported (%s is %s)", t.Elem.ref, e)
+		case KindBytesFixed:
+			return nil, errorf(e.Pos, "list of %s is not supported; wrap it in a struct", e)
+		}
+		c := *t
+		c.Elem = e
+		return &c, nil
+	}
+	return t, nil
+}
+
+// layout resolves s's field types, assigns offsets and checks overlaps.
+func (r *resolver) layout(s *Struct) error {
+	cursor := 0
+	for _, f := range s.Fields {
+		t, err := r.resolve(f.expr)
+		if err != nil {
+			return err
+		}
+		f.Type, f.Width = t, t.Width()
+		if !f.Explicit {
+			f.Offset = cursor
+		}
+		cursor = f.Offset + f.Width
+		if cursor > MaxStructSize {
+			return errorf(f.Pos, "field %s ends at byte %d, beyond the maximum struct size %d", f.Name, cursor, MaxStructSize)
+		}
+		s.Size = max(s.Size, cursor)
+	}
+	byOffset := slices.Clone(s.Fields)
+	slices.SortStableFunc(byOffset, func(a, b *Field) int { return cmp.Compare(a.Offset, b.Offset) })
+	var last *Field // the field ending furthest so far
+	for _, f := range byOffset {
+		if last != nil && f.Offset < last.Offset+last.Width {
+			a, b := last, f // report at the one declared later
+			if before(b.Pos, a.Pos) {
+				a, b = b, a
+			}
+			return errorf(b.Pos, "field %s (offset %d, width %d) overlaps field %s (offset %d, width %d) in struct %s",
+				b.Name, b.Offset, b.Width, a.Name, a.Offset, a.Width, s.Name)
+		}
+		if last == nil || f.Offset+f.Width > last.Offset+last.Width {
+			last = f
+		}
+	}
+	return nil
+}
+
+func before(a, b Pos) bool { return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col }
+
+// payload resolves a method's request or result type, which must be a
+// struct (possibly through aliases). A nil expr means none.
+func (r *resolver) payload(m *Method, expr *Type, what string) (*Struct, error) {
+	if expr == nil {
+		return nil, nil
+	}
+	t, err := r.resolve(expr)
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind != KindStruct {
+		written := t.String()
+		if t.AliasName != "" {
+			written = t.AliasName + " (" + written + ")"
+		}
+		return nil, errorf(expr.Pos, "method %s: %s type %s is not a struct", m.Name, what, written)
+	}
+	return t.Struct, nil
+}

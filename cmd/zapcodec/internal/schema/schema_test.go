@@ -1,0 +1,259 @@
+package schema
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden and testdata/bad/*.golden")
+
+// layout renders each struct as "Name=size Field@offset:width ...", one per line.
+func layout(f *File) string {
+	var b strings.Builder
+	for _, s := range f.Structs {
+		fmt.Fprintf(&b, "%s=%d", s.Name, s.Size)
+		for _, fd := range s.Fields {
+			fmt.Fprintf(&b, " %s@%d:%d", fd.Name, fd.Offset, fd.Width)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// dump renders the whole File, types included, for golden files.
+func dump(f *File) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "package %q files %q\n", f.Package, f.Files)
+	for _, a := range f.Aliases {
+		fmt.Fprintf(&b, "alias %s = %s at %s\n", a.Name, typeDump(a.Type), a.Pos)
+	}
+	for _, s := range f.Structs {
+		fmt.Fprintf(&b, "struct %s size %d at %s\n", s.Name, s.Size, s.Pos)
+		for _, fd := range s.Fields {
+			fmt.Fprintf(&b, "    %s %s @%d width %d explicit %v at %s\n",
+				fd.Name, typeDump(fd.Type), fd.Offset, fd.Width, fd.Explicit, fd.Pos)
+		}
+	}
+	for _, it := range f.Interfaces {
+		fmt.Fprintf(&b, "interface %s at %s\n", it.Name, it.Pos)
+		for _, m := range it.Methods {
+			fmt.Fprintf(&b, "    %d %s(%s %s) (%s %s) at %s\n", m.Ordinal, m.Name,
+				m.ReqName, structName(m.Req), m.RespName, structName(m.Resp), m.Pos)
+		}
+	}
+	return b.String()
+}
+
+// typeDump shows kind, size, element, struct and alias: "bytes_fixed[16](alias key)".
+func typeDump(t *Type) string {
+	s := t.Kind.String()
+	switch t.Kind {
+	case KindBytesFixed:
+		s += fmt.Sprintf("[%d]", t.N)
+	case KindList:
+		s += "<" + typeDump(t.Elem) + ">"
+	case KindStruct:
+		s += " " + t.Struct.Name
+	}
+	if t.AliasName != "" {
+		s += "(alias " + t.AliasName + ")"
+	}
+	return s
+}
+
+func structName(s *Struct) string {
+	if s == nil {
+		return "-"
+	}
+	return s.Name
+}
+
+// golden compares got with the file at path, or rewrites it under -update.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s mismatch (run with -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func TestGoldenSchemas(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/*.zap")
+	if len(paths) == 0 {
+		t.Fatal("no testdata/*.zap")
+	}
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(filepath.Base(path), src)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		checkInvariants(t, f)
+		golden(t, strings.TrimSuffix(path, ".zap")+".golden", dump(f))
+	}
+}
+
+func TestGoldenErrors(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/bad/*.zap")
+	if len(paths) == 0 {
+		t.Fatal("no testdata/bad/*.zap")
+	}
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(filepath.Base(path), src)
+		if err == nil {
+			t.Errorf("%s: parsed without error:\n%s", path, dump(f))
+			continue
+		}
+		if f != nil {
+			t.Errorf("%s: non-nil File with an error", path)
+		}
+		e, ok := err.(*Error)
+		if !ok || e.Pos.Filename != filepath.Base(path) || e.Pos.Line < 1 || e.Pos.Col < 1 {
+			t.Errorf("%s: error %#v is not a positioned *Error", path, err)
+		}
+		golden(t, strings.TrimSuffix(path, ".zap")+".golden", err.Error()+"\n")
+	}
+}
+
+// checkInvariants asserts what every successfully parsed File guarantees.
+func checkInvariants(t *testing.T, f *File) {
+	t.Helper()
+	var checkType func(ty *Type)
+	checkType = func(ty *Type) {
+		switch {
+		case ty == nil || ty.Kind == KindInvalid || ty.ref != "":
+			t.Fatalf("unresolved type %#v", ty)
+		case ty.Kind == KindStruct && ty.Struct == nil,
+			ty.Kind == KindList && ty.Elem == nil,
+			ty.Kind == KindBytesFixed && ty.N < 1:
+			t.Fatalf("incomplete type %#v", ty)
+		case ty.Kind == KindList:
+			checkType(ty.Elem)
+		}
+	}
+	for _, a := range f.Aliases {
+		checkType(a.Type)
+	}
+	for _, s := range f.Structs {
+		end, used := 0, make([]*Field, s.Size)
+		for _, fd := range s.Fields {
+			checkType(fd.Type)
+			if fd.Width != fd.Type.Width() || fd.Width < 1 || fd.Offset < 0 {
+				t.Fatalf("%s.%s: offset %d width %d", s.Name, fd.Name, fd.Offset, fd.Width)
+			}
+			end = max(end, fd.Offset+fd.Width)
+			for i := fd.Offset; i < fd.Offset+fd.Width && i < len(used); i++ {
+				if used[i] != nil {
+					t.Fatalf("%s: %s overlaps %s at byte %d", s.Name, fd.Name, used[i].Name, i)
+				}
+				used[i] = fd
+			}
+		}
+		if end != s.Size {
+			t.Fatalf("%s: size %d, last field ends at %d", s.Name, s.Size, end)
+		}
+	}
+	for _, it := range f.Interfaces {
+		for i, m := range it.Methods {
+			if m.Ordinal != uint32(i+1) || (m.Req == nil) != (m.ReqName == "") || (m.Resp == nil) != (m.RespName == "") {
+				t.Fatalf("%s.%s: ordinal %d req %v %q resp %v %q", it.Name, m.Name, m.Ordinal, m.Req, m.ReqName, m.Resp, m.RespName)
+			}
+		}
+	}
+}
+
+func TestLayout(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"whitespace packed", "struct A\n    X u8\n    Y u32\n    Z u16\n", "A=7 X@0:1 Y@1:4 Z@5:2\n"},
+		{"whitespace reset", "struct A\n    X u8\n    Y u32 @8\n    Z u16\n", "A=14 X@0:1 Y@8:4 Z@12:2\n"},
+		{"whitespace reset backwards", "struct A\n    X u64 @8\n    Y u32 @0\n    Z u16\n", "A=16 X@8:8 Y@0:4 Z@4:2\n"},
+		{"whitespace every width", "struct A\n    B bool\n    T text\n    Y bytes\n    F bytes_fixed[3]\n    L list<u8>\n    S A\n    D f64\n",
+			"A=40 B@0:1 T@1:8 Y@9:8 F@17:3 L@20:8 S@28:4 D@32:8\n"},
+		{"whitespace blank lines and comments", "struct A\n    X u8\n\n    # note\n    Y u8\nstruct B\n    Z u8\n", "A=2 X@0:1 Y@1:1\nB=1 Z@0:1\n"},
+		{"whitespace empty", "struct A\nstruct B\n", "A=0\nB=0\n"},
+		{"brace explicit", "struct A {\n    X u32 @4\n    Y u8 @0\n}\n", "A=8 X@4:4 Y@0:1\n"},
+		{"brace positional", "struct A {\n    X u32\n    Y u8\n}\n", "A=5 X@0:4 Y@4:1\n"},
+		{"brace mixed", "struct A {\n    X u32 @8\n    Y u8\n    Z i16 @0\n}\n", "A=13 X@8:4 Y@12:1 Z@0:2\n"},
+		{"brace one line", "struct A { X u8; Y u16 @2 }\n", "A=4 X@0:1 Y@2:2\n"},
+		{"brace gap", "struct A {\n    X u8 @0\n    Y u8 @7\n}", "A=8 X@0:1 Y@7:1\n"},
+		{"brace empty", "struct A {}\nstruct B {\n}\n", "A=0\nB=0\n"},
+		{"brace close after field", "struct A {\n    X u8 }\n", "A=1 X@0:1\n"},
+		{"forward reference", "struct A\n    B B\n    C list<B>\nstruct B { X u8 }\n", "A=12 B@0:4 C@4:8\nB=1 X@0:1\n"},
+		{"crlf", "struct A\r\n    X u16\r\n    Y u8\r\n", "A=3 X@0:2 Y@2:1\n"},
+		{"tab inside a line", "struct A\n    X\tu16\t@2\n", "A=4 X@2:2\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("t.zap", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, f)
+			if got := layout(f); got != tt.want {
+				t.Errorf("got\n%swant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTypes(t *testing.T) {
+	src := `package p
+type a = b
+type b = c
+type c = bytes_fixed[20]
+type s = S
+struct S
+    A a
+    C s
+    D list<s>
+    E u8
+`
+	tests := []struct {
+		field, want string
+		width       int
+	}{
+		{"A", "bytes_fixed[20](alias a)", 20},
+		{"C", "struct S(alias s)", 4},
+		{"D", "list<struct S(alias s)>", 8},
+		{"E", "u8", 1},
+	}
+	f, err := Parse("t.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Struct("S")
+	for _, tt := range tests {
+		fd := s.Field(tt.field)
+		if got := typeDump(fd.Type); got != tt.want || fd.Width != tt.width {
+			t.Errorf("%s: %s width %d, want %s width %d", tt.field, got, fd.Width, tt.want, tt.width)
+		}
+	}
+	if got := s.Field("D").Type.String(); got != "list<S>" {
+		t.Errorf("D.String() = %s, want list<S>", got)
+	}
+	if got := f.Aliases[0].Type; got.AliasName != "b" || got.N != 20 {
+		t.Errorf("alias a resolves to %s (alias %q), want bytes_fixed[20] via b", got, got.AliasName)
+	}
+}

@@ -1,0 +1,105 @@
+package schema
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// sharedDir returns ../shared/zap beside the directory holding go.mod, or
+// skips the test when it is absent.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir := sharedDirOrEmpty()
+	if dir == "" {
+		t.Skip("shared fixtures absent (../shared/zap beside the module root)")
+	}
+	return dir
+}
+
+// TestSharedOffsets checks the layout of the shared schemas against the
+// offsets and sizes the canonical compiler assigned (generated.json).
+func TestSharedOffsets(t *testing.T) {
+	dir := sharedDir(t)
+	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fixture struct {
+		Offsets map[string]map[string]int `json:"offsets"` // "pkg.Struct" -> field or "size" -> value
+	}
+	if err := json.Unmarshal(raw, &fixture); err != nil {
+		t.Fatal(err)
+	}
+	if len(fixture.Offsets) == 0 {
+		t.Fatal("generated.json has no offsets")
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "schemas", "*.zap"))
+	if len(paths) == 0 {
+		t.Fatal("no shared schemas")
+	}
+	seen := map[string]bool{}
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(filepath.Base(path), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, f)
+		for _, s := range f.Structs {
+			key := f.Package + "." + s.Name
+			want, ok := fixture.Offsets[key]
+			if !ok {
+				t.Errorf("%s: not in generated.json", key)
+				continue
+			}
+			seen[key] = true
+			got := map[string]int{"size": s.Size}
+			for _, fd := range s.Fields {
+				got[fd.Name] = fd.Offset
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s: got %v, want %v", key, got, want)
+			}
+			for name, w := range want {
+				if g, ok := got[name]; !ok || g != w {
+					t.Errorf("%s.%s: got %d (present %v), want %d", key, name, g, ok, w)
+				}
+			}
+		}
+	}
+	for key := range fixture.Offsets {
+		if !seen[key] {
+			t.Errorf("%s: in generated.json but not in any shared schema", key)
+		}
+	}
+}
+
+// TestSharedInterface checks the eth interface: one method, ordinal 1.
+func TestSharedInterface(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(sharedDir(t), "schemas", "eth.zap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse("eth.zap", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := f.Interface("Eth")
+	if it == nil || len(it.Methods) != 1 {
+		t.Fatalf("interface Eth: %+v", it)
+	}
+	m := it.Methods[0]
+	if m.Name != "getBalance" || m.Ordinal != 1 || m.Req != f.Struct("GetBalanceRequest") ||
+		m.Resp != f.Struct("GetBalanceResponse") || m.ReqName != "req" || m.RespName != "resp" {
+		t.Errorf("method: %+v", m)
+	}
+	acct := f.Struct("GetBalanceRequest").Field("Account").Type
+	if acct.Kind != KindBytesFixed || acct.N != 20 || acct.AliasName != "address" {
+		t.Errorf("Account type: %+v", acct)
+	}
+}

@@ -1,0 +1,3 @@
+type a = b
+type b = c
+type c = a

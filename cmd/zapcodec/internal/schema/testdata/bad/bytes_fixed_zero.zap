@@ -1,0 +1,2 @@
+struct A
+    X bytes_fixed[0]

@@ -1,0 +1,2 @@
+type a = u8
+type a = u16

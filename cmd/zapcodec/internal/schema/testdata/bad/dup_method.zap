@@ -1,0 +1,5 @@
+struct R {}
+interface S {
+    call(req: R)
+    call()
+}

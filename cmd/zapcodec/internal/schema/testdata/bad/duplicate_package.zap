@@ -1,0 +1,2 @@
+package a
+package a

@@ -1,0 +1,2 @@
+struct A
+    X u8 extra

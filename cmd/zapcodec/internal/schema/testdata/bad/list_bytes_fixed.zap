@@ -1,0 +1,2 @@
+struct A
+    X list<bytes_fixed[4]>

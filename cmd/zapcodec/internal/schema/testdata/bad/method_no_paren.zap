@@ -1,0 +1,3 @@
+interface S {
+    ping
+}

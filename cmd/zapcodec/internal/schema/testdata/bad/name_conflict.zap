@@ -1,0 +1,3 @@
+type A = u8
+struct A
+    X u8

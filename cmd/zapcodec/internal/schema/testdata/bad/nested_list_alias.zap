@@ -1,0 +1,3 @@
+type bs = list<u8>
+struct A
+    X list<bs>

@@ -1,0 +1,4 @@
+struct A {
+    Late u16 @8
+    Early u64 @2
+}

@@ -1,0 +1,3 @@
+struct A
+    X u32
+    Y u8 @2

@@ -1,0 +1,4 @@
+struct A {
+    X u8
+	  Y u8
+}

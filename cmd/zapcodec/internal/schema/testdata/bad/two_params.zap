@@ -1,0 +1,4 @@
+struct R {}
+interface S {
+    get(a: R, b: R)
+}

@@ -1,0 +1,4 @@
+interface S {
+    ping()
+struct A
+    X u8
