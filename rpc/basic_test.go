@@ -1,0 +1,76 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestEchoAndStatus(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(mFail, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		if string(req) == "plain" {
+			return resp, errors.New("secret internal detail")
+		}
+		return resp, Errorf(StatusForbidden, "no access to %s", req)
+	})
+	c := dial(t, addr)
+	ctx := context.Background()
+	for _, n := range []int{0, 1, 64, 4096, 70000, 1 << 20} {
+		req := bytes.Repeat([]byte{byte(n)}, n)
+		out, err := c.Call(ctx, mEcho, req, []byte("pre"))
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if string(out[:3]) != "pre" || !bytes.Equal(out[3:], req) {
+			t.Fatalf("n=%d: echo mismatch (len %d)", n, len(out))
+		}
+	}
+	_, err := c.Call(ctx, mFail, []byte("x"), nil)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != StatusForbidden || se.Message != "no access to x" {
+		t.Fatalf("status error: %v", err)
+	}
+	out, err := c.Call(ctx, mFail, []byte("plain"), []byte("keep"))
+	if !errors.As(err, &se) || se.Code != StatusInternal || se.Message != "" || string(out) != "keep" {
+		t.Fatalf("plain error: %q %v", out, err)
+	}
+	if Code(err) != StatusInternal || IsRetryable(err) {
+		t.Fatal("Code/IsRetryable")
+	}
+	_, err = c.Call(ctx, 77, nil, nil)
+	if !errors.As(err, &se) || se.Code != StatusNotFound || se.Message != "no such method" {
+		t.Fatalf("unknown method: %v", err)
+	}
+	_, err = c.Call(ctx, 0, nil, nil)
+	if !errors.As(err, &se) || se.Code != StatusNotFound {
+		t.Fatalf("method 0: %v", err)
+	}
+	// The connection still works after all that.
+	if out, err := c.Call(ctx, mEcho, []byte("ok"), nil); err != nil || string(out) != "ok" {
+		t.Fatalf("after errors: %q %v", out, err)
+	}
+	st := s.Stats()
+	if st.Calls < 11 || st.OK < 7 || st.NotFound != 2 || st.Internal != 1 || st.OtherStatus != 1 || st.Active != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestCallInfo(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		m, p, ok := CallInfo(ctx)
+		if !ok || m != 5 || p == 0 || ctx.Err() != nil {
+			return resp, Errorf(StatusBadRequest, "CallInfo %d %d %v", m, p, ok)
+		}
+		return resp, nil
+	})
+	c := dial(t, addr)
+	if _, err := c.Call(context.Background(), 5, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := CallInfo(context.Background()); ok {
+		t.Fatal("CallInfo on a plain context")
+	}
+}

@@ -1,0 +1,393 @@
+package rpc
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
+)
+
+// Caller makes unary calls; generated stubs target it. *Client and *Pool
+// implement it.
+type Caller interface {
+	// Call sends req (a ZAP message, may be empty) to the method with the
+	// given ordinal and appends the answer body to resp. See Client.Call.
+	Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error)
+}
+
+var (
+	_ Caller = (*Client)(nil)
+	_ Caller = (*Pool)(nil)
+)
+
+// Client is one connection to a ZAP-RPC server, safe for concurrent use:
+// calls from many goroutines are multiplexed over it and matched to their
+// answers by promise_id, in any order. Create it with [Dial] or
+// [NewClient].
+//
+// Promise ids are (generation << 16) | (slot + 1): the slot indexes the
+// table of pending calls (no map), the generation changes each time a slot
+// is reused; a fresh client's first calls get ids 1, 2, 3... A slot whose call was abandoned (ctx done) stays reserved until
+// its late answer arrives or the connection closes, so a late answer can
+// never reach another call.
+type Client struct {
+	nc   net.Conn
+	opts clientOptions
+	r    *frame.Reader
+
+	wmu     sync.Mutex
+	w       *frame.Writer
+	writers atomic.Int32 // callers waiting for wmu
+
+	mu     sync.Mutex
+	slots  []*slot
+	free   []uint32 // indices of idle slots
+	closed bool     // under mu; err says why
+	err    error
+
+	goAway   atomic.Bool // set under wmu: no request may be written after it
+	broken   atomic.Bool
+	readDone chan struct{}
+}
+
+// Slot states.
+const (
+	slotIdle int32 = iota
+	slotWaiting
+	slotDelivering
+	slotDone
+	slotAbandoned
+)
+
+type slot struct {
+	idx    uint32
+	gen    uint32 // generation of the next use, 0..65535
+	pid    uint32 // under Client.mu
+	state  atomic.Int32
+	ch     chan struct{} // capacity 1: one signal per delivered answer
+	resp   []byte        // the caller's buffer while waiting
+	status uint32
+	err    error
+}
+
+// Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
+// [WithTLSConfig], TLS over it) and returns a client. ctx bounds the dial
+// and the TLS handshake only.
+func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Client, error) {
+	o := buildClientOptions(opts)
+	d := o.dialer
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	nc, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if o.tls != nil {
+		cfg := tlsConfig(o.tls)
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				host = addr
+			}
+			if cfg == o.tls {
+				cfg = cfg.Clone()
+			}
+			cfg.ServerName = host
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	return newClient(nc, o), nil
+}
+
+// NewClient runs a client over an established connection (net.Pipe, a
+// custom dialer's result...). The client owns nc and closes it.
+func NewClient(nc net.Conn, opts ...ClientOption) *Client {
+	return newClient(nc, buildClientOptions(opts))
+}
+
+func newClient(nc net.Conn, o clientOptions) *Client {
+	c := &Client{
+		nc:       nc,
+		opts:     o,
+		r:        frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
+		w:        frame.NewWriter(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
+		readDone: make(chan struct{}),
+	}
+	go c.readLoop()
+	return c
+}
+
+// Call sends a request for method (1-based ordinal) with payload req and
+// appends the answer body to resp, returning the extended slice. req is
+// only read, and only during Call; nothing of req or resp is kept after
+// Call returns.
+//
+// Errors: a non-200 answer is a *[StatusError] (errors.As; its Message is
+// the answer body, and resp comes back unextended); ctx's error when ctx
+// ends first (the call is abandoned, a late answer is dropped);
+// [ErrGoAway] when the server announced shutdown before the call was sent
+// (retryable); an error matching [ErrClosed] when the connection is closed
+// or breaks before the answer arrives; frame.ErrFrameTooLarge when the
+// request exceeds the maximum frame size (the connection is unaffected);
+// [ErrTooManyPending].
+//
+// Once warm, a call allocates nothing.
+func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return resp, err
+	}
+	if c.goAway.Load() {
+		return resp, ErrGoAway
+	}
+	s, err := c.acquire(resp)
+	if err != nil {
+		return resp, err
+	}
+
+	c.writers.Add(1)
+	c.wmu.Lock()
+	c.writers.Add(-1)
+	if c.goAway.Load() {
+		c.wmu.Unlock()
+		c.unsend(s)
+		return resp, ErrGoAway
+	}
+	buf := c.w.Begin(KindRequest)
+	buf = appendRequest(buf, method, s.pid, req)
+	err = c.w.End(buf)
+	if err == nil && c.writers.Load() == 0 {
+		if d := c.opts.writeTimeout; d > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(d))
+		}
+		err = c.w.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		if errors.Is(err, frame.ErrFrameTooLarge) {
+			c.unsend(s)
+			return resp, err
+		}
+		c.fail(err) // fails s with the other pending calls
+	}
+
+	if done := ctx.Done(); done == nil {
+		<-s.ch
+	} else {
+		select {
+		case <-s.ch:
+		case <-done:
+			if s.state.CompareAndSwap(slotWaiting, slotAbandoned) {
+				// The slot is no longer ours: the read loop frees it
+				// when the late answer comes.
+				return resp, ctx.Err()
+			}
+			<-s.ch // the answer is being delivered: take it
+		}
+	}
+	out, status, err := s.resp, s.status, s.err
+	s.resp, s.err = nil, nil
+	c.release(s)
+	if err != nil {
+		return resp, err
+	}
+	if status != StatusOK {
+		return resp, &StatusError{Code: status, Message: string(out[len(resp):])}
+	}
+	return out, nil
+}
+
+// appendRequest is AppendRequest for a call without cap or target.
+func appendRequest(dst []byte, method, pid uint32, payload []byte) []byte {
+	r := Request{Method: method, PromiseID: pid, Payload: payload}
+	return AppendRequest(dst, &r)
+}
+
+func (c *Client) acquire(resp []byte) (*slot, error) {
+	c.mu.Lock()
+	if c.closed {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	var s *slot
+	if n := len(c.free); n > 0 {
+		s = c.slots[c.free[n-1]]
+		c.free = c.free[:n-1]
+	} else if len(c.slots) < c.opts.maxPending {
+		s = &slot{idx: uint32(len(c.slots)), ch: make(chan struct{}, 1)}
+		c.slots = append(c.slots, s)
+	} else {
+		c.mu.Unlock()
+		return nil, ErrTooManyPending
+	}
+	s.pid = s.gen<<16 | (s.idx + 1)
+	s.gen = (s.gen + 1) & 0xFFFF
+	s.resp = resp
+	s.state.Store(slotWaiting)
+	c.mu.Unlock()
+	return s, nil
+}
+
+func (c *Client) release(s *slot) {
+	c.mu.Lock()
+	s.state.Store(slotIdle)
+	c.free = append(c.free, s.idx)
+	c.mu.Unlock()
+}
+
+// unsend gives back the slot of a call that was not written.
+func (c *Client) unsend(s *slot) {
+	if !s.state.CompareAndSwap(slotWaiting, slotIdle) {
+		<-s.ch // failed by fail() meanwhile
+	}
+	s.resp, s.err = nil, nil
+	c.release(s)
+}
+
+// deliver hands an answer to the call waiting for pid; an answer for an
+// abandoned call frees its slot; an unknown pid is dropped.
+func (c *Client) deliver(pid, status uint32, body []byte, err error) {
+	idx := int(pid&0xFFFF) - 1
+	c.mu.Lock()
+	if idx < 0 || idx >= len(c.slots) {
+		c.mu.Unlock()
+		return
+	}
+	s := c.slots[idx]
+	if s.pid != pid {
+		c.mu.Unlock()
+		return
+	}
+	if s.state.CompareAndSwap(slotAbandoned, slotIdle) {
+		c.free = append(c.free, s.idx)
+		c.mu.Unlock()
+		return
+	}
+	if !s.state.CompareAndSwap(slotWaiting, slotDelivering) {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	s.resp = append(s.resp, body...)
+	s.status, s.err = status, err
+	s.state.Store(slotDone)
+	s.ch <- struct{}{}
+}
+
+func (c *Client) readLoop() {
+	defer close(c.readDone)
+	for {
+		kind, p, err := c.r.Next()
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		switch kind {
+		case KindResponse:
+			r, err := ParseResponse(p)
+			if err != nil {
+				var ee *EnvelopeError
+				if errors.As(err, &ee) && ee.HasPromise {
+					c.deliver(ee.PromiseID, 0, nil, err)
+					continue
+				}
+				c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
+				return
+			}
+			c.deliver(r.PromiseID, r.Status, r.Body, nil)
+		case KindGoAway:
+			c.wmu.Lock()
+			first := !c.goAway.Swap(true)
+			var err error
+			if first {
+				// Acknowledge: no request of ours follows this frame.
+				if err = c.w.WriteFrame(KindGoAway, nil); err == nil {
+					err = c.w.Flush()
+				}
+			}
+			c.wmu.Unlock()
+			if err != nil {
+				c.fail(err)
+				return
+			}
+		case KindRequest:
+			// The connection is symmetric, but a Client serves nothing.
+			req, err := ParseRequest(p)
+			status := uint32(StatusNotFound)
+			if err != nil {
+				var ee *EnvelopeError
+				if !errors.As(err, &ee) || !ee.HasPromise {
+					c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
+					return
+				}
+				req.PromiseID, status = ee.PromiseID, StatusBadRequest
+			}
+			c.wmu.Lock()
+			buf := c.w.Begin(KindResponse)
+			buf = AppendResponseHeader(buf, status, req.PromiseID, 0)
+			err = c.w.End(buf)
+			if err == nil {
+				err = c.w.Flush()
+			}
+			c.wmu.Unlock()
+			if err != nil {
+				c.fail(err)
+				return
+			}
+		}
+	}
+}
+
+// fail closes the connection once and fails every pending call with an
+// error matching ErrClosed.
+func (c *Client) fail(cause error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	err := ErrClosed
+	if cause != nil && !errors.Is(cause, ErrClosed) {
+		err = fmt.Errorf("%w: %v", ErrClosed, cause)
+	}
+	c.closed, c.err = true, err
+	c.broken.Store(true)
+	c.nc.Close()
+	for _, s := range c.slots {
+		if s.state.CompareAndSwap(slotWaiting, slotDelivering) {
+			s.err = err
+			s.state.Store(slotDone)
+			s.ch <- struct{}{}
+		} else if s.state.CompareAndSwap(slotAbandoned, slotIdle) {
+			c.free = append(c.free, s.idx)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// Close closes the connection; pending calls fail with ErrClosed. It
+// waits for the read loop to end.
+func (c *Client) Close() error {
+	c.fail(ErrClosed)
+	<-c.readDone
+	return nil
+}
+
+// Draining reports whether the server sent a go-away: new calls fail fast
+// with ErrGoAway.
+func (c *Client) Draining() bool { return c.goAway.Load() }
+
+// Closed reports whether the connection is closed or broken.
+func (c *Client) Closed() bool { return c.broken.Load() }

@@ -1,0 +1,380 @@
+package rpc
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/zapcodec/zapcodec/frame"
+)
+
+// serverConn is one accepted connection: a read loop (serve) that parses
+// requests and hands them to workers, and a mutex-guarded frame writer that
+// workers append answers to. The last writer in line flushes, so answers
+// that are ready together leave in one write.
+type serverConn struct {
+	s  *Server
+	nc net.Conn
+	r  *frame.Reader
+
+	wmu     sync.Mutex
+	w       *frame.Writer
+	writers atomic.Int32 // goroutines waiting for wmu to write an answer
+
+	done      chan struct{} // closed by close; the handlers' ctx.Done
+	closeOnce sync.Once
+	closed    atomic.Bool
+
+	// free holds the jobs not in use; its capacity is the in-flight limit,
+	// and nJobs (read loop only) counts jobs allocated so far.
+	free  chan *job
+	nJobs int
+
+	inflight   atomic.Int32 // requests being parsed, run or answered
+	goAwaySent atomic.Bool
+	acked      atomic.Bool  // peer answered our go-away: no more calls follow
+	quietSince atomic.Int64 // unix ns: go-away sent, or in-flight fell to 0 after it
+
+	promises *promiseTable // nil unless WithPipelining
+}
+
+func newServerConn(s *Server, nc net.Conn) *serverConn {
+	o := &s.opts
+	c := &serverConn{
+		s:    s,
+		nc:   nc,
+		r:    frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
+		w:    frame.NewWriter(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
+		done: make(chan struct{}),
+		free: make(chan *job, o.maxInFlight),
+	}
+	if o.pipelining {
+		c.promises = newPromiseTable(o.promiseTable)
+	}
+	return c
+}
+
+// close closes the connection once. A non-nil reason is logged and counted
+// as a dropped connection.
+func (c *serverConn) close(reason error) {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.done)
+		c.nc.Close()
+		if c.promises != nil {
+			c.promises.close()
+		}
+		if reason != nil {
+			c.s.stats.dropped.Add(1)
+			c.s.opts.logger.Warn("rpc: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", reason.Error())
+		}
+	})
+}
+
+// serve is the connection's read loop.
+func (c *serverConn) serve() {
+	defer c.s.removeConn(c)
+	o := &c.s.opts
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		d := o.idleTimeout
+		if d <= 0 {
+			d = 10 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			c.close(fmt.Errorf("tls handshake: %w", err))
+			return
+		}
+	}
+	for {
+		if o.idleTimeout > 0 && c.r.Buffered() == 0 {
+			c.nc.SetReadDeadline(time.Now().Add(o.idleTimeout))
+		}
+		kind, p, err := c.r.Next()
+		if err != nil {
+			if o.idleTimeout > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() &&
+				c.inflight.Load() > 0 && c.r.Buffered() == 0 {
+				// Idle between frames while calls run: keep waiting.
+				c.r.Reset(c.nc)
+				continue
+			}
+			switch {
+			case c.closed.Load(), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+				c.close(nil)
+			default:
+				c.close(fmt.Errorf("read: %w", err))
+			}
+			return
+		}
+		c.s.stats.bytesIn.Add(uint64(len(p) + 5))
+		switch kind {
+		case KindRequest:
+			if !c.request(p) {
+				return
+			}
+		case KindGoAway:
+			c.acked.Store(true)
+		default:
+			// Answers, stream frames and unknown kinds are ignored
+			// (WIRE.md §6: a reader ignores a kind it does not know).
+		}
+	}
+}
+
+// request handles one request frame; false means the connection is closed.
+func (c *serverConn) request(p []byte) bool {
+	s := c.s
+	s.stats.calls.Add(1)
+	c.inflight.Add(1)
+	req, err := ParseRequest(p)
+	if err != nil {
+		var ee *EnvelopeError
+		if errors.As(err, &ee) && ee.HasPromise {
+			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)
+			return true
+		}
+		c.inflight.Add(-1)
+		c.close(err)
+		return false
+	}
+	if c.acked.Load() {
+		c.answerDirect(StatusUnavailable, req.PromiseID, "going away")
+		return true
+	}
+	h := s.handler(req.Method)
+	if h == nil {
+		c.answerDirect(StatusNotFound, req.PromiseID, "no such method")
+		return true
+	}
+	if req.Target != 0 && c.promises == nil {
+		c.answerDirect(StatusBadRequest, req.PromiseID, "promise pipelining is not enabled")
+		return true
+	}
+	j := c.acquire()
+	if j == nil {
+		c.inflight.Add(-1)
+		return false
+	}
+	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
+	j.req = append(j.req[:0], req.Payload...)
+	if c.promises != nil {
+		j.pslot, j.pseq = c.promises.record(req.PromiseID)
+	}
+	s.dispatch(j)
+	return true
+}
+
+// acquire returns a free job, allocating one while fewer than the in-flight
+// limit exist, else waiting for one (backpressure: the connection is not
+// read meanwhile). nil: the connection closed while waiting.
+func (c *serverConn) acquire() *job {
+	select {
+	case j := <-c.free:
+		return j
+	default:
+	}
+	if c.nJobs < cap(c.free) {
+		c.nJobs++
+		return &job{c: c, resp: make([]byte, 0, 512)}
+	}
+	select {
+	case j := <-c.free:
+		return j
+	case <-c.done:
+		return nil
+	}
+}
+
+// run executes a call on a worker goroutine and answers it.
+func (c *serverConn) run(j *job) {
+	status, body := c.invoke(j)
+	if c.promises != nil {
+		c.promises.complete(j.pslot, j.pseq, status == StatusOK, body)
+	}
+	c.writeAnswer(status, j.pid, body)
+	if cap(j.req) > maxKeptBuffer {
+		j.req = nil
+	}
+	if cap(j.resp) > maxKeptBuffer {
+		j.resp = make([]byte, 0, 512)
+	}
+	j.h = nil
+	c.free <- j
+	c.doneOne()
+}
+
+func (c *serverConn) doneOne() {
+	if c.inflight.Add(-1) == 0 && c.goAwaySent.Load() {
+		c.quietSince.Store(time.Now().UnixNano())
+	}
+}
+
+// invoke runs the handler, turning its error or panic into a status.
+func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid, "panic", fmt.Sprint(r))
+			status, body = StatusInternal, nil
+		}
+	}()
+	if j.target != 0 {
+		var ok bool
+		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0]); !ok {
+			return StatusBadRequest, append(j.resp[:0], "promise target failed or unknown"...)
+		}
+	}
+	out, err := j.h(j, j.req, j.resp[:0])
+	if len(out) > 0 || cap(out) > 0 {
+		if unsafe.SliceData(out) == unsafe.SliceData(j.resp) {
+			j.resp = out[:0]
+		} else if cap(out) > cap(j.resp) && cap(out) <= maxKeptBuffer {
+			// The answer outgrew the job's buffer: grow it once for the
+			// next call (never keep out itself: it may be the handler's).
+			j.resp = make([]byte, 0, cap(out))
+		}
+	}
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) {
+			return se.Code, append(j.resp[:0], se.Message...)
+		}
+		return StatusInternal, nil
+	}
+	return StatusOK, out
+}
+
+// answerDirect answers from the read loop (no handler ran) and ends the
+// request's in-flight count.
+func (c *serverConn) answerDirect(status, pid uint32, msg string) {
+	c.writeAnswerString(status, pid, msg)
+	c.doneOne()
+}
+
+func (c *serverConn) writeAnswer(status, pid uint32, body []byte) {
+	c.writers.Add(1)
+	c.wmu.Lock()
+	c.writers.Add(-1)
+	if c.closed.Load() {
+		c.wmu.Unlock()
+		return
+	}
+	buf := c.w.Begin(KindResponse)
+	buf = AppendResponseHeader(buf, status, pid, len(body))
+	buf = append(buf, body...)
+	err := c.w.End(buf)
+	if errors.Is(err, frame.ErrFrameTooLarge) {
+		status, body = StatusInternal, nil
+		buf = c.w.Begin(KindResponse)
+		buf = AppendResponseHeader(buf, status, pid, 0)
+		err = c.w.End(buf)
+	}
+	c.finishWrite(err, status, len(body))
+}
+
+func (c *serverConn) writeAnswerString(status, pid uint32, msg string) {
+	c.writers.Add(1)
+	c.wmu.Lock()
+	c.writers.Add(-1)
+	if c.closed.Load() {
+		c.wmu.Unlock()
+		return
+	}
+	buf := c.w.Begin(KindResponse)
+	buf = AppendResponseHeader(buf, status, pid, len(msg))
+	buf = append(buf, msg...)
+	c.finishWrite(c.w.End(buf), status, len(msg))
+}
+
+// finishWrite flushes when nobody else waits to write, releases wmu and
+// accounts the answer. Called with wmu held.
+func (c *serverConn) finishWrite(err error, status uint32, bodyLen int) {
+	if err == nil && c.writers.Load() == 0 {
+		if d := c.s.opts.writeTimeout; d > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(d))
+		}
+		err = c.w.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return
+	}
+	c.s.stats.answered(status)
+	c.s.stats.bytesOut.Add(uint64(5 + ResponseOverhead + bodyLen))
+}
+
+// goAway sends the go-away frame once.
+func (c *serverConn) goAway() {
+	if !c.goAwaySent.CompareAndSwap(false, true) {
+		return
+	}
+	c.quietSince.Store(time.Now().UnixNano())
+	c.wmu.Lock()
+	err := c.w.WriteFrame(KindGoAway, nil)
+	if err == nil {
+		if d := c.s.opts.writeTimeout; d > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(d))
+		}
+		err = c.w.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.close(nil) // the peer is gone already
+	}
+}
+
+// drained reports whether a connection told to go away can be closed: no
+// call is running and the peer acknowledged, or stayed quiet for the grace
+// period.
+func (c *serverConn) drained(now time.Time) bool {
+	if !c.goAwaySent.Load() || c.inflight.Load() != 0 {
+		return false
+	}
+	if c.acked.Load() {
+		return true
+	}
+	return now.UnixNano()-c.quietSince.Load() >= int64(c.s.opts.shutdownGrace)
+}
+
+// job is one call on its way through a worker. It is reused: it returns to
+// its connection's free list when the answer is written. It is also the
+// handler's ctx (no allocation per call).
+type job struct {
+	c           *serverConn
+	h           Handler
+	method, pid uint32
+	target      uint32
+	pslot       int    // promise table entry (pipelining only)
+	pseq        uint64 // its record number
+	req, resp   []byte // owned by the job, reused
+}
+
+// Deadline reports no deadline: a call runs until it returns or its
+// connection closes.
+func (j *job) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done is closed when the call's connection (or the server) closes.
+func (j *job) Done() <-chan struct{} { return j.c.done }
+
+// Err is context.Canceled once the connection closed, else nil.
+func (j *job) Err() error {
+	if j.c.closed.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Value returns nil: a call context carries no values (see CallInfo).
+func (j *job) Value(any) any { return nil }
+
+var _ context.Context = (*job)(nil)

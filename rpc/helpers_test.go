@@ -1,0 +1,141 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const (
+	mEcho  = 1
+	mFail  = 2
+	mPanic = 3
+	mSlow  = 4
+)
+
+// syncBuf is a goroutine-safe log sink.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func echo(_ context.Context, req, resp []byte) ([]byte, error) { return append(resp, req...), nil }
+
+// testServer starts a server with the echo handler on mEcho, listening on
+// loopback TCP; it is closed when the test ends. The log goes to the
+// returned buffer.
+func testServer(t testing.TB, opts ...ServerOption) (*Server, string, *syncBuf) {
+	t.Helper()
+	logs := &syncBuf{}
+	opts = append([]ServerOption{WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}, opts...)
+	s := NewServer(opts...)
+	s.Handle(mEcho, echo)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-served; err != ErrServerClosed {
+			t.Errorf("Serve returned %v", err)
+		}
+	})
+	return s, l.Addr().String(), logs
+}
+
+func dial(t testing.TB, addr string, opts ...ClientOption) *Client {
+	t.Helper()
+	c, err := Dial(context.Background(), "tcp", addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rawConn is a test peer speaking frames by hand.
+type rawConn struct {
+	t testing.TB
+	net.Conn
+}
+
+func rawDial(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t, nc}
+}
+
+func frameBytes(kind byte, env []byte) []byte {
+	n := len(env) + 1
+	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24), kind}, env...)
+}
+
+func (r *rawConn) send(kind byte, env []byte) {
+	r.t.Helper()
+	if _, err := r.Write(frameBytes(kind, env)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// recv reads one frame; ok false at EOF or error.
+func (r *rawConn) recv() (kind byte, env []byte, ok bool) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, false
+	}
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16 | int(h[3])<<24
+	env = make([]byte, n-1)
+	if _, err := io.ReadFull(r, env); err != nil {
+		return 0, nil, false
+	}
+	return h[4], env, true
+}
+
+func (r *rawConn) recvResponse() Response {
+	r.t.Helper()
+	kind, env, ok := r.recv()
+	if !ok {
+		r.t.Fatal("connection closed, want a response")
+	}
+	if kind != KindResponse {
+		r.t.Fatalf("frame kind %d, want %d", kind, KindResponse)
+	}
+	resp, err := ParseResponse(env)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return resp
+}
+
+// expectClosed reads until EOF; it fails the test on a frame.
+func (r *rawConn) expectClosed() {
+	r.t.Helper()
+	if kind, env, ok := r.recv(); ok {
+		r.t.Fatalf("got frame kind %d (%x), want the connection closed", kind, env)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

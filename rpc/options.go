@@ -1,0 +1,249 @@
+package rpc
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
+)
+
+// Defaults of the options.
+const (
+	// DefaultMaxInFlight is the number of calls one server connection runs
+	// at once; beyond it the connection is not read (backpressure).
+	DefaultMaxInFlight = 256
+	// DefaultMaxConns is the server's connection limit: 0, no limit.
+	DefaultMaxConns = 0
+	// DefaultShutdownGrace is how long Shutdown keeps an idle connection
+	// whose peer did not acknowledge the go-away frame (a canonical peer
+	// ignores kind 6) before closing it.
+	DefaultShutdownGrace = 500 * time.Millisecond
+	// DefaultMaxPending is the largest number of pending calls on one client
+	// connection (promise ids carry a 16-bit slot index).
+	DefaultMaxPending = 1<<16 - 1
+	// maxKeptBuffer: a per-call buffer grown above this is dropped when the
+	// call ends instead of being kept for the next call.
+	maxKeptBuffer = 256 << 10
+)
+
+// Frame kinds (WIRE.md §6), plus the go-away kind of this package.
+const (
+	KindRequest  = 1
+	KindResponse = 2
+	// KindGoAway is sent by a server that is shutting down: the peer should
+	// send no new calls on this connection. Canonical peers ignore it; this
+	// package's client answers with a KindGoAway of its own (the peer's
+	// promise that no more calls follow), after which the server closes the
+	// connection as soon as its calls are answered.
+	KindGoAway = 6
+)
+
+// ServerOption configures a [Server] (see [NewServer]).
+type ServerOption interface{ applyServer(*serverOptions) }
+
+// ClientOption configures a [Client] or a [Pool].
+type ClientOption interface{ applyClient(*clientOptions) }
+
+// Option configures both sides; every Option is a ServerOption and a
+// ClientOption.
+type Option interface {
+	ServerOption
+	ClientOption
+}
+
+type serverOptions struct {
+	tls           *tls.Config
+	maxFrame      int
+	bufSize       int
+	maxConns      int
+	maxInFlight   int
+	idleTimeout   time.Duration
+	writeTimeout  time.Duration
+	shutdownGrace time.Duration
+	pipelining    bool
+	promiseTable  int
+	logger        *slog.Logger
+}
+
+type clientOptions struct {
+	tls          *tls.Config
+	maxFrame     int
+	bufSize      int
+	writeTimeout time.Duration
+	dialer       *net.Dialer
+	maxPending   int
+}
+
+func buildServerOptions(opts []ServerOption) serverOptions {
+	o := serverOptions{
+		maxFrame:      frame.DefaultMaxFrameSize,
+		bufSize:       frame.DefaultBufferSize,
+		maxInFlight:   DefaultMaxInFlight,
+		shutdownGrace: DefaultShutdownGrace,
+	}
+	for _, f := range opts {
+		if f != nil {
+			f.applyServer(&o)
+		}
+	}
+	if o.promiseTable <= 0 {
+		o.promiseTable = 2 * o.maxInFlight
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	return o
+}
+
+func buildClientOptions(opts []ClientOption) clientOptions {
+	o := clientOptions{
+		maxFrame:   frame.DefaultMaxFrameSize,
+		bufSize:    frame.DefaultBufferSize,
+		maxPending: DefaultMaxPending,
+	}
+	for _, f := range opts {
+		if f != nil {
+			f.applyClient(&o)
+		}
+	}
+	return o
+}
+
+type bothOption struct {
+	s func(*serverOptions)
+	c func(*clientOptions)
+}
+
+func (b bothOption) applyServer(o *serverOptions) { b.s(o) }
+func (b bothOption) applyClient(o *clientOptions) { b.c(o) }
+
+type serverOption func(*serverOptions)
+
+func (f serverOption) applyServer(o *serverOptions) { f(o) }
+
+type clientOption func(*clientOptions)
+
+func (f clientOption) applyClient(o *clientOptions) { f(o) }
+
+// WithTLSConfig runs the connection over TLS with cfg (not copied; do not
+// change it afterwards). A server needs certificates in cfg; a client with
+// an empty ServerName uses the host of the dialed address. MinVersion 0 is
+// raised to TLS 1.3, whose default key exchange in Go is the post-quantum
+// hybrid X25519MLKEM768. Default: plain TCP or Unix.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return bothOption{
+		s: func(o *serverOptions) { o.tls = cfg },
+		c: func(o *clientOptions) { o.tls = cfg },
+	}
+}
+
+// WithMaxFrameSize sets the largest frame (length prefix) accepted and
+// sent. A peer announcing a larger frame loses its connection; a call whose
+// request is larger fails without breaking the connection. Default
+// frame.DefaultMaxFrameSize (16 MiB); n <= 0 means the default.
+func WithMaxFrameSize(n int) Option {
+	if n <= 0 {
+		n = frame.DefaultMaxFrameSize
+	}
+	return bothOption{
+		s: func(o *serverOptions) { o.maxFrame = n },
+		c: func(o *clientOptions) { o.maxFrame = n },
+	}
+}
+
+// WithBufferSize sets the read buffer and the write coalescing buffer of a
+// connection: frames up to this size are read without a copy. Default
+// frame.DefaultBufferSize (64 KiB); n <= 0 means the default.
+func WithBufferSize(n int) Option {
+	if n <= 0 {
+		n = frame.DefaultBufferSize
+	}
+	return bothOption{
+		s: func(o *serverOptions) { o.bufSize = n },
+		c: func(o *clientOptions) { o.bufSize = n },
+	}
+}
+
+// WithWriteTimeout bounds each write to the socket; a peer that does not
+// read for that long loses its connection. Default 0: no limit (the
+// in-flight bound still stops a server from buffering without bound).
+func WithWriteTimeout(d time.Duration) Option {
+	return bothOption{
+		s: func(o *serverOptions) { o.writeTimeout = d },
+		c: func(o *clientOptions) { o.writeTimeout = d },
+	}
+}
+
+// WithMaxInFlight sets how many calls of one connection the server runs at
+// once (default DefaultMaxInFlight, 256; n <= 0 means the default). When
+// that many are running, the server stops reading the connection until one
+// finishes.
+func WithMaxInFlight(n int) ServerOption {
+	return serverOption(func(o *serverOptions) {
+		if n <= 0 {
+			n = DefaultMaxInFlight
+		}
+		o.maxInFlight = n
+	})
+}
+
+// WithMaxConns limits the number of open server connections; a connection
+// accepted beyond it is closed at once (counted in Stats.Rejected).
+// Default 0: no limit.
+func WithMaxConns(n int) ServerOption {
+	return serverOption(func(o *serverOptions) { o.maxConns = n })
+}
+
+// WithIdleTimeout closes a server connection that sends no frame for d
+// while none of its calls is running, or that takes longer than d to send
+// the rest of a frame it began. Default 0: no limit.
+func WithIdleTimeout(d time.Duration) ServerOption {
+	return serverOption(func(o *serverOptions) { o.idleTimeout = d })
+}
+
+// WithShutdownGrace sets how long [Server.Shutdown] waits, once a
+// connection has no call running, for a peer that did not acknowledge the
+// go-away frame before closing it. Default DefaultShutdownGrace.
+func WithShutdownGrace(d time.Duration) ServerOption {
+	return serverOption(func(o *serverOptions) { o.shutdownGrace = d })
+}
+
+// WithPipelining turns on promise pipelining (WIRE.md §5): a call with
+// target != 0 gets as payload the body of the OK answer to promise target
+// on the same connection, waits for it if it is still running, and is
+// refused with 400 if it failed or is unknown. Each connection remembers
+// the last tableSize calls (tableSize <= 0: 2 × the in-flight limit);
+// older promises are unknown. Default: off, and a call with a target is
+// refused with 400.
+func WithPipelining(tableSize int) ServerOption {
+	return serverOption(func(o *serverOptions) {
+		o.pipelining = true
+		o.promiseTable = tableSize
+	})
+}
+
+// WithLogger sets where the server logs dropped connections and handler
+// panics. Default slog.Default().
+func WithLogger(l *slog.Logger) ServerOption {
+	return serverOption(func(o *serverOptions) { o.logger = l })
+}
+
+// WithDialer sets the dialer of [Dial] and [NewPool]. Default: a zero
+// net.Dialer.
+func WithDialer(d *net.Dialer) ClientOption {
+	return clientOption(func(o *clientOptions) { o.dialer = d })
+}
+
+// WithMaxPending limits the pending calls of one client connection
+// (default and maximum DefaultMaxPending); Call beyond it fails with
+// ErrTooManyPending.
+func WithMaxPending(n int) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if n <= 0 || n > DefaultMaxPending {
+			n = DefaultMaxPending
+		}
+		o.maxPending = n
+	})
+}

@@ -1,0 +1,375 @@
+package rpc
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler serves one method. req is the request payload (a ZAP message);
+// it aliases a buffer the server owns and is valid only until the handler
+// returns. The handler appends its answer body to resp (a server-owned
+// buffer, also valid only until return) and returns the extended slice.
+//
+// An error answers 500 with an empty body, unless it wraps a *[StatusError]
+// (see [Errorf]): then its code, with its message as body. A panic answers
+// 500 and is logged with the method; the connection goes on.
+//
+// ctx is done when the connection or the server closes. It is a pooled
+// value: do not use it after the handler returns (copy what you need with
+// [CallInfo] first).
+type Handler func(ctx context.Context, req []byte, resp []byte) ([]byte, error)
+
+// Server serves ZAP-RPC calls on any number of listeners. Create it with
+// [NewServer], register handlers with [Server.Handle], then call
+// [Server.Serve]. Its methods are safe for concurrent use.
+type Server struct {
+	opts serverOptions
+
+	hmu      sync.Mutex
+	handlers atomic.Pointer[[]Handler] // index: method ordinal; copied on write
+
+	// work hands a call to an idle worker goroutine; when none is idle, a
+	// new worker is started and stays (see dispatch). A nil job tells an
+	// idle worker to exit; all idle workers exit once the server closes.
+	work     chan *job
+	workers  atomic.Int64
+	idleWork atomic.Int64
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*serverConn]struct{}
+	closing   bool // Shutdown or Close called
+	done      chan struct{}
+	janitor   bool
+
+	connWG sync.WaitGroup
+
+	stats serverStats
+}
+
+type serverStats struct {
+	accepted, rejected, active atomic.Int64
+	calls                      atomic.Uint64
+	byStatus                   [6]atomic.Uint64 // 200, 400, 404, 500, 503, other
+	bytesIn, bytesOut          atomic.Uint64
+	dropped                    atomic.Uint64
+}
+
+// Stats is a snapshot of a server's counters.
+type Stats struct {
+	Accepted uint64 // connections accepted
+	Rejected uint64 // connections closed at once because of WithMaxConns
+	Active   int64  // connections open now
+	Dropped  uint64 // connections closed because of a protocol violation, timeout or I/O error
+	Calls    uint64 // requests read
+	// Answers counts answers sent by status.
+	OK, BadRequest, NotFound, Internal, Unavailable, OtherStatus uint64
+	BytesIn, BytesOut                                            uint64 // frame bytes
+	Workers                                                      int64  // worker goroutines alive
+}
+
+// NewServer returns a server with no handlers.
+func NewServer(opts ...ServerOption) *Server {
+	s := &Server{
+		opts:      buildServerOptions(opts),
+		work:      make(chan *job),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*serverConn]struct{}),
+		done:      make(chan struct{}),
+	}
+	empty := []Handler{}
+	s.handlers.Store(&empty)
+	return s
+}
+
+// Handle registers h for the method with the given 1-based ordinal,
+// replacing an earlier one; a nil h removes it. Safe to call while serving.
+// Method 0 is not a valid ordinal and is ignored.
+func (s *Server) Handle(method uint32, h Handler) {
+	if method == 0 {
+		return
+	}
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	old := *s.handlers.Load()
+	n := len(old)
+	if int(method) >= n {
+		n = int(method) + 1
+	}
+	hs := make([]Handler, n)
+	copy(hs, old)
+	hs[method] = h
+	s.handlers.Store(&hs)
+}
+
+func (s *Server) handler(method uint32) Handler {
+	hs := *s.handlers.Load()
+	if uint64(method) < uint64(len(hs)) {
+		return hs[method]
+	}
+	return nil
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	st := &s.stats
+	return Stats{
+		Accepted:    uint64(st.accepted.Load()),
+		Rejected:    uint64(st.rejected.Load()),
+		Active:      st.active.Load(),
+		Dropped:     st.dropped.Load(),
+		Calls:       st.calls.Load(),
+		OK:          st.byStatus[0].Load(),
+		BadRequest:  st.byStatus[1].Load(),
+		NotFound:    st.byStatus[2].Load(),
+		Internal:    st.byStatus[3].Load(),
+		Unavailable: st.byStatus[4].Load(),
+		OtherStatus: st.byStatus[5].Load(),
+		BytesIn:     st.bytesIn.Load(),
+		BytesOut:    st.bytesOut.Load(),
+		Workers:     s.workers.Load(),
+	}
+}
+
+func (st *serverStats) answered(status uint32) {
+	i := 5
+	switch status {
+	case StatusOK:
+		i = 0
+	case StatusBadRequest:
+		i = 1
+	case StatusNotFound:
+		i = 2
+	case StatusInternal:
+		i = 3
+	case StatusUnavailable:
+		i = 4
+	}
+	st.byStatus[i].Add(1)
+}
+
+// Serve accepts connections on l and serves each in its own read loop
+// until l fails or the server shuts down; it then returns
+// [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
+// closed when Serve returns. TCP, Unix and TLS listeners all work; with
+// [WithTLSConfig] every accepted connection is wrapped in TLS.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	if !s.janitor {
+		s.janitor = true
+		go s.reapWorkers()
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosing() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.opts.logger.Warn("rpc: accept error, retrying", "err", err, "delay", backoff)
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-s.done:
+					return ErrServerClosed
+				}
+			}
+			return err
+		}
+		backoff = 0
+		s.stats.accepted.Add(1)
+		if s.opts.maxConns > 0 && s.stats.active.Load() >= int64(s.opts.maxConns) {
+			s.stats.rejected.Add(1)
+			nc.Close()
+			continue
+		}
+		if s.opts.tls != nil {
+			nc = tls.Server(nc, tlsConfig(s.opts.tls))
+		}
+		c := newServerConn(s, nc)
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.stats.active.Add(1)
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+func tlsConfig(cfg *tls.Config) *tls.Config {
+	if cfg.MinVersion != 0 {
+		return cfg
+	}
+	c := cfg.Clone()
+	c.MinVersion = tls.VersionTLS13
+	return c
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+func (s *Server) removeConn(c *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.stats.active.Add(-1)
+	s.connWG.Done()
+}
+
+// beginClose marks the server closing and closes its listeners. It
+// reports false when it was already closing.
+func (s *Server) beginClose() (conns []*serverConn, first bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first = !s.closing
+	if first {
+		s.closing = true
+		close(s.done)
+	}
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns, first
+}
+
+// Shutdown stops accepting, sends every connection a go-away frame (kind
+// 6), lets in-flight calls finish and their answers go out, then closes
+// each connection: at once when the peer acknowledged the go-away (this
+// package's client does), else after [WithShutdownGrace] without running
+// calls. It returns nil when every connection is closed, or ctx's error
+// after closing the rest at once when ctx ends first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	conns, _ := s.beginClose()
+	for _, c := range conns {
+		c.goAway()
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		n := len(s.conns)
+		conns = conns[:0]
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		now := time.Now()
+		for _, c := range conns {
+			c.goAway() // no-op when sent already (covers connections accepted meanwhile)
+			if c.drained(now) {
+				c.close(nil)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			s.Close()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Close closes the listeners and every connection at once; pending calls
+// on them fail at their clients with ErrClosed. Handlers still running get
+// a done ctx; their answers are dropped.
+func (s *Server) Close() error {
+	conns, _ := s.beginClose()
+	for _, c := range conns {
+		c.close(nil)
+	}
+	s.connWG.Wait()
+	return nil
+}
+
+// CallInfo returns the method and promise id of the call a handler's ctx
+// belongs to; ok is false for any other context.
+func CallInfo(ctx context.Context) (method, promiseID uint32, ok bool) {
+	if j, isJob := ctx.(*job); isJob {
+		return j.method, j.pid, true
+	}
+	return 0, 0, false
+}
+
+// dispatch hands j to an idle worker, or starts a new one.
+func (s *Server) dispatch(j *job) {
+	select {
+	case s.work <- j:
+	default:
+		s.workers.Add(1)
+		go s.worker(j)
+	}
+}
+
+func (s *Server) worker(j *job) {
+	defer s.workers.Add(-1)
+	for {
+		j.c.run(j)
+		s.idleWork.Add(1)
+		select {
+		case j = <-s.work:
+		case <-s.done:
+			j = nil
+		}
+		s.idleWork.Add(-1)
+		if j == nil {
+			return
+		}
+	}
+}
+
+// reapWorkers ends half of the idle workers every second, so that a burst
+// does not leave its goroutines behind forever.
+func (s *Server) reapWorkers() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		for n := s.idleWork.Load() / 2; n > 0; n-- {
+			select {
+			case s.work <- nil:
+			default:
+				n = 0
+			}
+		}
+	}
+}
