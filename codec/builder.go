@@ -64,6 +64,9 @@ func (r ListRef) Len() int { return int(r.count) }
 
 var zeroHeader [HeaderSize]byte
 
+// magicWord is [Magic] read as a little-endian uint32.
+const magicWord = 'Z' | 'A'<<8 | 'P'<<16
+
 // Reset starts a new message, appended to dst after its existing bytes: all
 // offsets and alignment inside the message are measured from len(dst). The
 // Builder takes dst over until [Builder.Finish]; pass dst[:0] to reuse a
@@ -74,21 +77,9 @@ func (b *Builder) Reset(dst []byte) {
 	b.version = Version1
 	b.flags = 0
 	b.root = 0
-	b.clearTails()
-	b.err = nil
-}
-
-func (b *Builder) clearTails() {
-	for i := range b.ntails {
-		if i < inlineTails {
-			b.tails[i].data = ""
-		}
-	}
-	for i := range b.spill {
-		b.spill[i].data = ""
-	}
-	b.spill = b.spill[:0]
 	b.ntails = 0
+	b.spill = b.spill[:0]
+	b.err = nil
 }
 
 // SetVersion sets the header version: [Version1] (the default) or
@@ -166,11 +157,8 @@ func (b *Builder) Finish() []byte {
 		b.fail("message of %d bytes", size)
 	}
 	h := b.buf[b.base : b.base+HeaderSize]
-	copy(h, Magic)
-	binary.LittleEndian.PutUint16(h[offVersion:], b.version)
-	binary.LittleEndian.PutUint16(h[offFlags:], b.flags)
-	binary.LittleEndian.PutUint32(h[offRoot:], uint32(b.root))
-	binary.LittleEndian.PutUint32(h[offSize:], uint32(size))
+	binary.LittleEndian.PutUint64(h, magicWord|uint64(b.version)<<32|uint64(b.flags)<<48)
+	binary.LittleEndian.PutUint64(h[offRoot:], uint64(uint32(b.root))|uint64(size)<<32)
 	return b.buf
 }
 
@@ -202,17 +190,22 @@ type ObjectBuilder struct {
 	size int
 }
 
-// field returns the n bytes at off, or nil after recording misuse.
+// field returns the n bytes at off, or nil after recording misuse. It is
+// small enough to inline into every setter; the misuse path is not.
 func (o ObjectBuilder) field(off, n int) []byte {
-	if o.b == nil {
-		return nil
-	}
-	if uint(off) > uint(o.size) || uint(off)+uint(n) > uint(o.size) {
-		o.b.fail("field at %d+%d outside object of %d bytes", off, n, o.size)
+	if uint(off) > uint(o.size) || uint(off)+uint(n) > uint(o.size) || o.b == nil {
+		o.misuse(off, n)
 		return nil
 	}
 	p := o.at + off
 	return o.b.buf[p : p+n : p+n]
+}
+
+//go:noinline
+func (o ObjectBuilder) misuse(off, n int) {
+	if o.b != nil {
+		o.b.fail("field at %d+%d outside object of %d bytes", off, n, o.size)
+	}
 }
 
 // SetBool writes 1 or 0 at off.
@@ -273,6 +266,9 @@ func (o ObjectBuilder) SetFloat64(off int, v float64) { o.SetUint64(off, math.Fl
 // SetBytesFixed copies p into the fixed section at off (a bytes_fixed[N]
 // field with N = len(p)).
 func (o ObjectBuilder) SetBytesFixed(off int, p []byte) {
+	if len(p) == 0 {
+		return
+	}
 	if f := o.field(off, len(p)); f != nil {
 		copy(f, p)
 	}
@@ -331,7 +327,29 @@ func (o ObjectBuilder) Finish() Ref {
 	if b == nil {
 		return 0
 	}
-	owner := int32(o.at)
+	if b.ntails > 0 {
+		b.writeTails(int32(o.at))
+	}
+	return Ref(o.at - b.base)
+}
+
+// writeTails writes the pending values of the object at owner, in set
+// order, and keeps the others (objects still open) in order.
+func (b *Builder) writeTails(owner int32) {
+	if b.ntails <= inlineTails {
+		tails := b.tails[:b.ntails]
+		kept := 0
+		for _, t := range tails {
+			if t.owner != owner {
+				tails[kept] = t
+				kept++
+				continue
+			}
+			b.writeTail(t)
+		}
+		b.ntails = kept
+		return
+	}
 	kept := 0
 	for i := range b.ntails {
 		t := *b.tailAt(i)
@@ -340,20 +358,19 @@ func (o ObjectBuilder) Finish() Ref {
 			kept++
 			continue
 		}
-		pos := len(b.buf)
-		b.buf = append(b.buf, t.data...)
-		binary.LittleEndian.PutUint32(b.buf[t.slot:], uint32(pos-int(t.slot)))
-		binary.LittleEndian.PutUint32(b.buf[t.slot+4:], uint32(len(t.data)))
+		b.writeTail(t)
 	}
-	for i := kept; i < b.ntails; i++ {
-		b.tailAt(i).data = ""
-	}
-	if b.ntails > inlineTails {
-		n := max(kept-inlineTails, 0)
-		b.spill = b.spill[:n]
-	}
+	b.spill = b.spill[:max(kept-inlineTails, 0)]
 	b.ntails = kept
-	return Ref(o.at - b.base)
+}
+
+// writeTail appends one pending value and patches its slot.
+func (b *Builder) writeTail(t tail) {
+	pos := len(b.buf)
+	b.buf = append(b.buf, t.data...)
+	slot := b.buf[t.slot : t.slot+TextSlotSize]
+	binary.LittleEndian.PutUint32(slot, uint32(pos-int(t.slot)))
+	binary.LittleEndian.PutUint32(slot[4:], uint32(len(t.data)))
 }
 
 // ListBuilder appends the elements of one list of a [Builder]. Use it

@@ -63,14 +63,17 @@ func loadMessages(t testing.TB) []messageCase {
 // allocation test does no JSON work.
 type program struct {
 	steps []func(*runState)
+	ids   map[string]int // object and list ids → slot in runState
 }
 
+// runState holds the builders of one replay, indexed by program.ids, so a
+// replay does no map work and no allocation.
 type runState struct {
 	b     *codec.Builder
-	objs  map[string]codec.ObjectBuilder
-	refs  map[string]codec.Ref
-	lists map[string]*codec.ListBuilder
-	lrefs map[string]codec.ListRef
+	objs  []codec.ObjectBuilder
+	refs  []codec.Ref
+	lists []codec.ListBuilder
+	lrefs []codec.ListRef
 }
 
 // unquote returns a JSON value that may be a number or a string holding one.
@@ -123,18 +126,25 @@ func textValue(t testing.TB, op fixtureOp) string {
 
 // compile turns ops into builder calls.
 func compile(t testing.TB, ops []fixtureOp) program {
-	var p program
+	p := program{ids: map[string]int{}}
 	add := func(f func(*runState)) { p.steps = append(p.steps, f) }
+	idx := func(name string) int {
+		if i, ok := p.ids[name]; ok {
+			return i
+		}
+		p.ids[name] = len(p.ids)
+		return len(p.ids) - 1
+	}
 	for _, op := range ops {
 		switch op.Op {
 		case "new_builder":
 			v := op.Version
 			add(func(s *runState) { s.b.SetVersion(v) })
 		case "start_object":
-			id, size := op.ID, op.Size
+			id, size := idx(op.ID), op.Size
 			add(func(s *runState) { s.objs[id] = s.b.StartObject(size) })
 		case "finish_object", "finish_root":
-			id, root := op.Obj, op.Op == "finish_root"
+			id, root := idx(op.Obj), op.Op == "finish_root"
 			add(func(s *runState) {
 				r := s.objs[id].Finish()
 				s.refs[id] = r
@@ -143,24 +153,21 @@ func compile(t testing.TB, ops []fixtureOp) program {
 				}
 			})
 		case "set":
-			add(compileSet(t, op))
+			add(compileSet(t, op, idx(op.Obj)))
 		case "set_object":
-			id, off, ref := op.Obj, op.Off, op.Ref
+			id, off, ref := idx(op.Obj), op.Off, idx(op.Ref)
 			add(func(s *runState) { s.objs[id].SetObject(off, s.refs[ref]) })
 		case "set_list":
-			id, off, ref := op.Obj, op.Off, op.Ref
+			id, off, ref := idx(op.Obj), op.Off, idx(op.Ref)
 			add(func(s *runState) { s.objs[id].SetList(off, s.lrefs[ref]) })
 		case "start_list":
-			id, size := op.ID, op.ElemSize
-			add(func(s *runState) {
-				l := s.b.StartList(size)
-				s.lists[id] = &l
-			})
+			id, size := idx(op.ID), op.ElemSize
+			add(func(s *runState) { s.lists[id] = s.b.StartList(size) })
 		case "finish_list":
-			id := op.List
+			id := idx(op.List)
 			add(func(s *runState) { s.lrefs[id] = s.lists[id].Finish() })
 		case "add":
-			add(compileAdd(t, op))
+			add(compileAdd(t, op, idx(op.List)))
 		case "write_bytes":
 			data := fixture.Hex(t, op.Hex)
 			add(func(s *runState) { s.b.WriteBytes(data) })
@@ -174,8 +181,8 @@ func compile(t testing.TB, ops []fixtureOp) program {
 	return p
 }
 
-func compileSet(t testing.TB, op fixtureOp) func(*runState) {
-	id, off := op.Obj, op.Off
+func compileSet(t testing.TB, op fixtureOp, id int) func(*runState) {
+	off := op.Off
 	switch op.Type {
 	case "bool":
 		v := string(op.Value) == "true"
@@ -224,8 +231,7 @@ func compileSet(t testing.TB, op fixtureOp) func(*runState) {
 	return nil
 }
 
-func compileAdd(t testing.TB, op fixtureOp) func(*runState) {
-	id := op.List
+func compileAdd(t testing.TB, op fixtureOp, id int) func(*runState) {
 	switch op.Type {
 	case "u8":
 		v := uint8(parseUint(t, op.Value))
@@ -247,13 +253,14 @@ func compileAdd(t testing.TB, op fixtureOp) func(*runState) {
 	return nil
 }
 
-func newRunState(b *codec.Builder) *runState {
+func (p program) newState(b *codec.Builder) *runState {
+	n := len(p.ids)
 	return &runState{
 		b:     b,
-		objs:  map[string]codec.ObjectBuilder{},
-		refs:  map[string]codec.Ref{},
-		lists: map[string]*codec.ListBuilder{},
-		lrefs: map[string]codec.ListRef{},
+		objs:  make([]codec.ObjectBuilder, n),
+		refs:  make([]codec.Ref, n),
+		lists: make([]codec.ListBuilder, n),
+		lrefs: make([]codec.ListRef, n),
 	}
 }
 
@@ -271,7 +278,7 @@ func TestFixtureMessagesBuild(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			var b codec.Builder
 			p := compile(t, c.Ops)
-			got := p.run(newRunState(&b), nil)
+			got := p.run(p.newState(&b), nil)
 			if err := b.Err(); err != nil {
 				t.Fatalf("builder: %v", err)
 			}
@@ -280,7 +287,7 @@ func TestFixtureMessagesBuild(t *testing.T) {
 			}
 			// The same message appended after a prefix is the same bytes.
 			prefix := []byte("prefix-of-odd-length")
-			got = p.run(newRunState(&b), prefix)
+			got = p.run(p.newState(&b), prefix)
 			if !bytes.Equal(got[len(prefix):], fixture.Hex(t, c.Hex)) || string(got[:len(prefix)]) != "prefix-of-odd-length" {
 				t.Fatalf("message after a prefix differs\n got %x", got)
 			}

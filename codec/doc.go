@@ -1,0 +1,51 @@
+// Package codec reads and writes ZAP messages: records whose fields sit at
+// fixed byte offsets, so that reading a field is a bounds-checked load and
+// writing one is a store. It is byte-compatible with the canonical ZAP Go
+// runtime and imports only the standard library.
+//
+// # Wire layout
+//
+//	offset  size  field
+//	0       4     magic "ZAP\x00"
+//	4       2     version: 1 or 2
+//	6       2     flags: bit0 compressed, bit1 encrypted, bit2 signed;
+//	              high byte: message type
+//	8       4     root offset: absolute position of the root object
+//	12      4     size: message length, header included
+//	16      ...   objects, lists, text and bytes values
+//
+// An object is a fixed section whose fields the schema places at offsets.
+// Scalars are stored little-endian in place; bytes_fixed[N] is stored
+// inline; text and bytes fields hold {u32 forward offset, u32 length}; a
+// nested object holds {i32 offset}; a list holds {i32 offset, u32 count}.
+// Offsets are relative to the slot that holds them. Objects and lists start
+// on 8-byte boundaries measured from the start of the message.
+//
+// # Reading
+//
+// [Parse] checks the header and returns a [Message] value; [Message.Root]
+// gives the root [Object]; Object's typed getters (Uint32, Text, Object,
+// List, ...) read one field each; [List] reads flat lists by index and
+// variable-element lists with [List.Iter]. Nothing allocates, and every
+// getter is total: a field that does not fit inside the message reads as
+// the zero value, so hostile bytes cannot make a reader panic or allocate.
+//
+// Aliasing rule: a Message and every Object, List, string and []byte read
+// from it alias the buffer given to Parse. They are valid only while that
+// buffer is unchanged. Copy what you keep (strings.Clone, bytes.Clone).
+//
+// # Writing
+//
+// A [Builder] appends one message to a buffer the caller owns and reuses:
+// [Builder.StartObject] reserves a fixed section, an [ObjectBuilder] sets
+// its fields, [ObjectBuilder.Finish] writes its text and bytes values,
+// [Builder.StartList] and [ListBuilder] write lists, and [Builder.Finish]
+// writes the header. Building allocates nothing once the buffer has the
+// capacity. Text and bytes values are not copied when set but written once,
+// when their object finishes: the caller's slices must stay unchanged until
+// then.
+//
+// The builder places every value where the canonical runtime places it, so
+// the same calls give the same bytes: an object's text and bytes values
+// follow, in the order they were set, whatever was built while it was open.
+package codec

@@ -1,0 +1,79 @@
+package codec_test
+
+import (
+	"fmt"
+
+	"github.com/zapcodec/zapcodec/codec"
+)
+
+// A message with a u32, a text and a nested object, built into a reused
+// buffer and read back.
+func Example() {
+	var b codec.Builder
+	buf := make([]byte, 0, 256) // reused across messages
+
+	b.Reset(buf[:0])
+	child := b.StartObject(8)
+	child.SetUint64(0, 42)
+	childRef := child.Finish()
+
+	root := b.StartObject(16)
+	root.SetUint32(0, 7)
+	root.SetText(4, "hello")
+	root.SetObject(12, childRef)
+	b.SetRoot(root.Finish())
+	buf = b.Finish()
+
+	m, err := codec.Parse(buf)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := m.Root()
+	fmt.Println(r.Uint32(0), r.Text(4), r.Object(12).Uint64(0), m.Size())
+	// Output: 7 hello 42 45
+}
+
+// Reading a variable-element list front to back without allocating.
+func ExampleListIter() {
+	var b, elem codec.Builder
+	b.Reset(nil)
+	root := b.StartObject(8)
+	l := b.StartList(0)
+	for i, name := range []string{"one", "two", "three"} {
+		elem.Reset(l.BeginElement())
+		e := elem.StartObject(12)
+		e.SetUint32(0, uint32(i+1))
+		e.SetText(4, name)
+		elem.SetRoot(e.Finish())
+		l.EndElement(elem.Finish())
+	}
+	root.SetList(0, l.Finish())
+	b.SetRoot(root.Finish())
+
+	m, _ := codec.Parse(b.Finish())
+	for it := m.Root().List(0).Iter(); it.Next(); {
+		item := it.Object()
+		fmt.Println(item.Uint32(0), item.Text(4))
+	}
+	// Output:
+	// 1 one
+	// 2 two
+	// 3 three
+}
+
+// Hostile bytes never panic: a read that does not fit gives the zero value.
+func ExampleObject_Text() {
+	msg := []byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x20\x00\x00\x00" +
+		"\x08\x00\x00\x00\xff\xff\xff\xff" + // text slot: length 4 GiB
+		"\x00\x00\x00\x00\x00\x00\x00\x00")
+	m, err := codec.Parse(msg)
+	fmt.Printf("%v %q %d\n", err, m.Root().Text(0), m.Root().List(0).Len())
+	// Output: <nil> "" 0
+}
+
+func ExampleParse() {
+	_, err := codec.Parse([]byte("not a zap message"))
+	fmt.Println(err)
+	// Output: codec: invalid magic
+}
