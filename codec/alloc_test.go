@@ -11,7 +11,7 @@ import (
 	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 
-var sink uint64
+
 
 // touch performs the read named by typ without rendering its value, so that
 // the only allocations counted are the reader's own.

@@ -120,7 +120,10 @@ type request struct {
 	method    string
 }
 
-var reqSink request
+var (
+	reqSink request
+	sink    uint64
+)
 
 func BenchmarkReadRequest(b *testing.B) {
 	msg := handRequest(nil)
