@@ -11,8 +11,6 @@ import (
 	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 
-
-
 // touch performs the read named by typ without rendering its value, so that
 // the only allocations counted are the reader's own.
 func touch(o codec.Object, typ string, off, fixedN int) {
