@@ -41,6 +41,7 @@ type serverConn struct {
 	inflight   atomic.Int32 // requests being parsed, run or answered
 	goAwaySent atomic.Bool
 	acked      atomic.Bool  // peer answered our go-away: no more calls follow
+	eof        atomic.Bool  // the peer sent its last frame
 	quietSince atomic.Int64 // unix ns: go-away sent, or in-flight fell to 0 after it
 
 	promises *promiseTable // nil unless WithPipelining
@@ -76,12 +77,12 @@ func (c *serverConn) close(reason error) {
 			c.s.stats.dropped.Add(1)
 			c.s.opts.logger.Warn("rpc: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", reason.Error())
 		}
+		c.s.removeConn(c)
 	})
 }
 
 // serve is the connection's read loop.
 func (c *serverConn) serve() {
-	defer c.s.removeConn(c)
 	o := &c.s.opts
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		d := o.idleTimeout
@@ -109,7 +110,14 @@ func (c *serverConn) serve() {
 				continue
 			}
 			switch {
-			case c.closed.Load(), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			case err == io.EOF:
+				// The peer half-closed (or closed) between frames: answer
+				// the calls still running, then close.
+				c.eof.Store(true)
+				if c.inflight.Load() == 0 {
+					c.close(nil)
+				}
+			case c.closed.Load(), errors.Is(err, net.ErrClosed):
 				c.close(nil)
 			default:
 				c.close(fmt.Errorf("read: %w", err))
@@ -214,8 +222,12 @@ func (c *serverConn) run(j *job) {
 }
 
 func (c *serverConn) doneOne() {
-	if c.inflight.Add(-1) == 0 && c.goAwaySent.Load() {
-		c.quietSince.Store(time.Now().UnixNano())
+	if c.inflight.Add(-1) == 0 {
+		if c.eof.Load() {
+			c.close(nil)
+		} else if c.goAwaySent.Load() {
+			c.quietSince.Store(time.Now().UnixNano())
+		}
 	}
 }
 

@@ -1,0 +1,74 @@
+//go:build !race
+
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+// A warm unary call allocates nothing: client and server run in this
+// process over a real loopback TCP connection, so the count covers both
+// sides (client Call, server read loop, worker, handler, answer write,
+// client read loop).
+func TestAllocsUnaryCall(t *testing.T) {
+	for _, size := range []int{0, 64, 4096} {
+		_, addr, _ := testServer(t)
+		c := dial(t, addr)
+		req := bytes.Repeat([]byte{7}, size)
+		resp := make([]byte, 0, size)
+		ctx := context.Background()
+		call := func() {
+			out, err := c.Call(ctx, mEcho, req, resp[:0])
+			if err != nil || len(out) != size {
+				t.Fatalf("call: %d bytes, %v", len(out), err)
+			}
+		}
+		for i := 0; i < 100; i++ {
+			call()
+		}
+		if n := testing.AllocsPerRun(2000, call); n != 0 {
+			t.Errorf("%d-byte unary call: %v allocs, want 0", size, n)
+		}
+	}
+}
+
+// The same with a cancelable context carrying a deadline (the caller's
+// context is allocated by the caller, outside the measured call).
+func TestAllocsUnaryCallWithDeadline(t *testing.T) {
+	_, addr, _ := testServer(t)
+	c := dial(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 1<<40)
+	defer cancel()
+	req := []byte("0123456789abcdef")
+	resp := make([]byte, 0, 64)
+	call := func() {
+		if _, err := c.Call(ctx, mEcho, req, resp[:0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		call()
+	}
+	if n := testing.AllocsPerRun(2000, call); n != 0 {
+		t.Errorf("unary call with deadline ctx: %v allocs, want 0", n)
+	}
+}
+
+func TestAllocsEnvelope(t *testing.T) {
+	buf := make([]byte, 0, 256)
+	req := &Request{Method: 1, PromiseID: 2, Cap: []byte("cap"), Payload: []byte("payload")}
+	if n := testing.AllocsPerRun(100, func() {
+		b := AppendRequest(buf[:0], req)
+		if _, err := ParseRequest(b); err != nil {
+			t.Fatal(err)
+		}
+		b = AppendResponseHeader(buf[:0], 200, 2, 0)
+		if _, err := ParseResponse(b); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("envelope encode/parse: %v allocs", n)
+	}
+}
