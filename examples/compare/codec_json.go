@@ -1,0 +1,188 @@
+package compare
+
+// The JSON arms: encoding/json, goccy/go-json and sonic on the same Go
+// types, shaped as JSON-RPC 2.0 carries eth_getBalance: bytes and quantities
+// as 0x-hex strings (quantities without leading zeros), the id a decimal
+// number. Each library's default entry points (Marshal/Unmarshal) are used.
+
+import (
+	"encoding/hex"
+	stdjson "encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/bytedance/sonic"
+	gojson "github.com/goccy/go-json"
+)
+
+// jsonRequest is {"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x<account>","0x<block>"]}.
+type jsonRequest struct {
+	JSONRPC string    `json:"jsonrpc"`
+	ID      uint64    `json:"id"`
+	Method  string    `json:"method"`
+	Params  [2]string `json:"params"`
+}
+
+// jsonResponse is {"jsonrpc":"2.0","id":1,"result":{"balance":"0x..","nonce":"0x..","blockHash":"0x.."}}.
+type jsonResponse struct {
+	JSONRPC string      `json:"jsonrpc"`
+	ID      uint64      `json:"id"`
+	Result  jsonBalance `json:"result"`
+}
+
+type jsonBalance struct {
+	Balance   string `json:"balance"`
+	Nonce     string `json:"nonce"`
+	BlockHash string `json:"blockHash"`
+}
+
+// jsonLib is the part of a JSON library the arms use.
+type jsonLib struct {
+	name      string
+	marshal   func(v any) ([]byte, error)
+	unmarshal func(b []byte, v any) error
+}
+
+type jsonCodec struct {
+	lib  jsonLib
+	req  jsonRequest
+	resp jsonResponse
+	in   Request
+	out  Response
+}
+
+func newStdJSON() *jsonCodec {
+	return &jsonCodec{lib: jsonLib{"encoding/json", stdjson.Marshal, stdjson.Unmarshal}}
+}
+
+func newGoccyJSON() *jsonCodec {
+	return &jsonCodec{lib: jsonLib{"goccy/go-json", gojson.Marshal, gojson.Unmarshal}}
+}
+
+func newSonicJSON() *jsonCodec {
+	return &jsonCodec{lib: jsonLib{"sonic", sonic.Marshal, sonic.Unmarshal}}
+}
+
+func (c *jsonCodec) Name() string { return c.lib.name }
+
+// hexData is "0x" and the lowercase hex of p.
+func hexData(p []byte) string {
+	var buf [2 + 64]byte
+	b := append(buf[:0], "0x"...)
+	b = hex.AppendEncode(b, p)
+	return string(b)
+}
+
+// hexQty is a JSON-RPC quantity: "0x" and hex digits without leading zeros.
+func hexQty(v uint64) string {
+	var buf [2 + 16]byte
+	b := append(buf[:0], "0x"...)
+	return string(strconv.AppendUint(b, v, 16))
+}
+
+func parseData(s string, dst []byte) error {
+	if len(s) != 2+2*len(dst) || s[0] != '0' || s[1] != 'x' {
+		return fmt.Errorf("%w: want 0x and %d hex digits, got %q", ErrMalformed, 2*len(dst), s)
+	}
+	for i := range dst {
+		hi, ok1 := unhex(s[2+2*i])
+		lo, ok2 := unhex(s[3+2*i])
+		if !ok1 || !ok2 {
+			return fmt.Errorf("%w: bad hex %q", ErrMalformed, s)
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return nil
+}
+
+// unhex accepts lowercase hex digits only, so that decode then re-encode is
+// byte-exact.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+func parseQty(s string) (uint64, error) {
+	if len(s) < 3 || len(s) > 18 || s[0] != '0' || s[1] != 'x' || (s[2] == '0' && len(s) > 3) {
+		return 0, fmt.Errorf("%w: bad quantity %q", ErrMalformed, s)
+	}
+	var v uint64
+	for i := 2; i < len(s); i++ {
+		d, ok := unhex(s[i])
+		if !ok {
+			return 0, fmt.Errorf("%w: bad quantity %q", ErrMalformed, s)
+		}
+		v = v<<4 | uint64(d)
+	}
+	return v, nil
+}
+
+func (c *jsonCodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
+	c.req = jsonRequest{JSONRPC: "2.0", ID: r.ID, Method: r.Method,
+		Params: [2]string{hexData(r.Account[:]), hexQty(r.Block)}}
+	b, err := c.lib.marshal(&c.req)
+	return append(dst, b...), err
+}
+
+func (c *jsonCodec) DecodeRequest(b []byte, r *Request) error {
+	c.req = jsonRequest{}
+	if err := c.lib.unmarshal(b, &c.req); err != nil {
+		return err
+	}
+	if c.req.JSONRPC != "2.0" {
+		return fmt.Errorf("%w: jsonrpc %q", ErrMalformed, c.req.JSONRPC)
+	}
+	if err := parseData(c.req.Params[0], r.Account[:]); err != nil {
+		return err
+	}
+	blk, err := parseQty(c.req.Params[1])
+	if err != nil {
+		return err
+	}
+	r.Block, r.ID, r.Method = blk, c.req.ID, c.req.Method
+	return nil
+}
+
+func (c *jsonCodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
+	c.resp = jsonResponse{JSONRPC: "2.0", ID: r.ID, Result: jsonBalance{
+		Balance: hexData(r.Balance[:]), Nonce: hexQty(r.Nonce), BlockHash: hexData(r.BlockHash[:])}}
+	b, err := c.lib.marshal(&c.resp)
+	return append(dst, b...), err
+}
+
+func (c *jsonCodec) DecodeResponse(b []byte, r *Response) error {
+	c.resp = jsonResponse{}
+	if err := c.lib.unmarshal(b, &c.resp); err != nil {
+		return err
+	}
+	if c.resp.JSONRPC != "2.0" {
+		return fmt.Errorf("%w: jsonrpc %q", ErrMalformed, c.resp.JSONRPC)
+	}
+	if err := parseData(c.resp.Result.Balance, r.Balance[:]); err != nil {
+		return err
+	}
+	if err := parseData(c.resp.Result.BlockHash, r.BlockHash[:]); err != nil {
+		return err
+	}
+	n, err := parseQty(c.resp.Result.Nonce)
+	if err != nil {
+		return err
+	}
+	r.Nonce, r.ID = n, c.resp.ID
+	return nil
+}
+
+func (c *jsonCodec) Handle(dst, req []byte, t *Table) ([]byte, error) {
+	if err := c.DecodeRequest(req, &c.in); err != nil {
+		return dst, err
+	}
+	if err := t.Answer(&c.in, &c.out); err != nil {
+		return dst, err
+	}
+	return c.AppendResponse(dst, &c.out)
+}

@@ -1,0 +1,150 @@
+package compare
+
+// The protobuf arms: google.golang.org/protobuf (proto.MarshalOptions
+// .MarshalAppend / proto.Unmarshal) and vtprotobuf's generated
+// MarshalToSizedBufferVT / UnmarshalVT, on the same generated messages
+// (internal/pb, committed). Bytes fields on encode point at the caller's
+// arrays (no copy), as a protobuf user would write it.
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/zapcodec/zapcodec/examples/compare/internal/pb"
+	"google.golang.org/protobuf/proto"
+)
+
+type protobufCodec struct {
+	vt   bool
+	req  pb.GetBalanceRequest
+	resp pb.GetBalanceResponse
+	in   Request
+	out  Response
+}
+
+func newProtobuf() *protobufCodec   { return &protobufCodec{} }
+func newVTProtobuf() *protobufCodec { return &protobufCodec{vt: true} }
+
+func (c *protobufCodec) Name() string {
+	if c.vt {
+		return "vtprotobuf"
+	}
+	return "protobuf"
+}
+
+// pbAppend appends m's encoding to dst.
+func pbAppend(dst []byte, m interface {
+	proto.Message
+	SizeVT() int
+	MarshalToSizedBufferVT([]byte) (int, error)
+}, vt bool) ([]byte, error) {
+	if !vt {
+		return proto.MarshalOptions{}.MarshalAppend(dst, m)
+	}
+	n := m.SizeVT()
+	dst = slices.Grow(dst, n)
+	if _, err := m.MarshalToSizedBufferVT(dst[len(dst) : len(dst)+n]); err != nil {
+		return dst, err
+	}
+	return dst[:len(dst)+n], nil
+}
+
+func fixedField(name string, dst, src []byte) error {
+	if len(src) != len(dst) {
+		return fmt.Errorf("%w: %s has %d bytes, want %d", ErrMalformed, name, len(src), len(dst))
+	}
+	copy(dst, src)
+	return nil
+}
+
+func (c *protobufCodec) setRequest(r *Request) {
+	c.req.Account = r.Account[:]
+	c.req.Block = r.Block
+	c.req.Id = r.ID
+	c.req.Method = r.Method
+}
+
+func (c *protobufCodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
+	c.setRequest(r)
+	return pbAppend(dst, &c.req, c.vt)
+}
+
+func (c *protobufCodec) unmarshalRequest(b []byte) error {
+	if !c.vt {
+		return proto.Unmarshal(b, &c.req)
+	}
+	// UnmarshalVT merges: clear the fields first, keeping Account's array.
+	c.req.Account, c.req.Block, c.req.Id, c.req.Method = c.req.Account[:0], 0, 0, ""
+	return c.req.UnmarshalVT(b)
+}
+
+func (c *protobufCodec) DecodeRequest(b []byte, r *Request) error {
+	if err := c.unmarshalRequest(b); err != nil {
+		return err
+	}
+	if err := fixedField("account", r.Account[:], c.req.Account); err != nil {
+		return err
+	}
+	r.Block, r.ID, r.Method = c.req.Block, c.req.Id, c.req.Method
+	return nil
+}
+
+func (c *protobufCodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
+	c.resp.Balance = r.Balance[:]
+	c.resp.Nonce = r.Nonce
+	c.resp.BlockHash = r.BlockHash[:]
+	c.resp.Id = r.ID
+	return pbAppend(dst, &c.resp, c.vt)
+}
+
+func (c *protobufCodec) DecodeResponse(b []byte, r *Response) error {
+	var err error
+	if !c.vt {
+		err = proto.Unmarshal(b, &c.resp)
+	} else {
+		c.resp.Balance, c.resp.Nonce, c.resp.BlockHash, c.resp.Id = c.resp.Balance[:0], 0, c.resp.BlockHash[:0], 0
+		err = c.resp.UnmarshalVT(b)
+	}
+	if err != nil {
+		return err
+	}
+	if err := fixedField("balance", r.Balance[:], c.resp.Balance); err != nil {
+		return err
+	}
+	if err := fixedField("block_hash", r.BlockHash[:], c.resp.BlockHash); err != nil {
+		return err
+	}
+	r.Nonce, r.ID = c.resp.Nonce, c.resp.Id
+	return nil
+}
+
+// Handle decodes into the reused message and answers with bytes fields
+// pointing at the table row (no copy until encode).
+func (c *protobufCodec) Handle(dst, req []byte, t *Table) ([]byte, error) {
+	if err := c.unmarshalRequest(req); err != nil {
+		return dst, err
+	}
+	return pbAnswer(dst, &c.req, &c.resp, t, c.vt)
+}
+
+// pbAnswer is the compute and encode step shared with the gRPC arm.
+func pbAnswer(dst []byte, req *pb.GetBalanceRequest, resp *pb.GetBalanceResponse, t *Table, vt bool) ([]byte, error) {
+	a, h, err := pbLookup(req, t)
+	if err != nil {
+		return dst, err
+	}
+	resp.Balance, resp.Nonce, resp.BlockHash, resp.Id = a.Balance[:], a.Nonce, h[:], req.Id
+	return pbAppend(dst, resp, vt)
+}
+
+func pbLookup(req *pb.GetBalanceRequest, t *Table) (*Account, *[32]byte, error) {
+	if req.Method != Method {
+		return nil, nil, ErrMethod
+	}
+	var addr [20]byte
+	if err := fixedField("account", addr[:], req.Account); err != nil {
+		return nil, nil, err
+	}
+	a, h := t.Lookup(&addr, req.Block)
+	return a, h, nil
+}

@@ -1,0 +1,14 @@
+// Package compare puts zapcodec beside other Go codecs and RPC stacks on one
+// job: eth_getBalance, the same records and the same handler each way.
+//
+// Every codec implements [Codec] over the records [Request] and [Response];
+// every RPC stack serves the same [Table] behind the same handler logic.
+// The benchmark bodies live in this package (bench.go) so that both
+// `go test -bench` and cmd/results run exactly the same code.
+//
+// Buffers: an Append method appends to dst and returns the extended slice,
+// which the caller owns. A Decode method may leave string fields aliasing
+// its input where the codec's own API aliases (zapcodec, FlatBuffers,
+// sonic's default config); such a record is valid while the input bytes stay
+// unchanged. A Codec value keeps scratch state and is for one goroutine.
+package compare

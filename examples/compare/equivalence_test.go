@@ -1,0 +1,291 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// edgeRequests are records beside the fixture ring: all-zero, all-ones and
+// method texts that need escaping in JSON.
+func edgeRequests() []Request {
+	var ones [20]byte
+	for i := range ones {
+		ones[i] = 0xff
+	}
+	return []Request{
+		{},
+		{Account: ones, Block: math.MaxUint64, ID: math.MaxUint64, Method: Method},
+		{Account: ones, Block: 1, ID: 0, Method: `a<b&c>"d"\é`},
+	}
+}
+
+func edgeResponses() []Response {
+	var ones [32]byte
+	for i := range ones {
+		ones[i] = 0xff
+	}
+	return []Response{{}, {Balance: ones, Nonce: math.MaxUint64, BlockHash: ones, ID: math.MaxUint64}}
+}
+
+// TestEquivalence: for every codec and record, decode returns exactly the
+// source values and re-encoding the decoded record gives the same bytes.
+func TestEquivalence(t *testing.T) {
+	f := NewFixture()
+	reqs := append(append([]Request{}, f.Requests...), edgeRequests()...)
+	resps := append(append([]Response{}, f.Responses...), edgeResponses()...)
+	for _, m := range Codecs() {
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.New()
+			for i := range reqs {
+				want := reqs[i]
+				enc, err := c.AppendRequest(nil, &want)
+				if err != nil {
+					t.Fatalf("request %d: encode: %v", i, err)
+				}
+				var got Request
+				if err := c.DecodeRequest(enc, &got); err != nil {
+					t.Fatalf("request %d: decode: %v", i, err)
+				}
+				if got != want {
+					t.Fatalf("request %d: decoded %+v, want %+v", i, got, want)
+				}
+				again, err := c.AppendRequest(nil, &got)
+				if err != nil || !bytes.Equal(again, enc) {
+					t.Fatalf("request %d: re-encode differs (%v):\n%x\n%x", i, err, again, enc)
+				}
+			}
+			for i := range resps {
+				want := resps[i]
+				enc, err := c.AppendResponse(nil, &want)
+				if err != nil {
+					t.Fatalf("response %d: encode: %v", i, err)
+				}
+				var got Response
+				if err := c.DecodeResponse(enc, &got); err != nil {
+					t.Fatalf("response %d: decode: %v", i, err)
+				}
+				if got != want {
+					t.Fatalf("response %d: decoded %+v, want %+v", i, got, want)
+				}
+				again, err := c.AppendResponse(nil, &got)
+				if err != nil || !bytes.Equal(again, enc) {
+					t.Fatalf("response %d: re-encode differs (%v):\n%x\n%x", i, err, again, enc)
+				}
+			}
+		})
+	}
+}
+
+// TestEncodeAppends: encoding appends after existing bytes and leaves them.
+func TestEncodeAppends(t *testing.T) {
+	f := NewFixture()
+	for _, m := range Codecs() {
+		c := m.New()
+		alone, _ := c.AppendRequest(nil, &f.Requests[0])
+		prefix := []byte("prefix")
+		out, err := c.AppendRequest(append([]byte{}, prefix...), &f.Requests[0])
+		if err != nil || !bytes.Equal(out[:len(prefix)], prefix) || !bytes.Equal(out[len(prefix):], alone) {
+			t.Errorf("%s: AppendRequest after a prefix: %v %x", m.Name, err, out)
+		}
+	}
+}
+
+// TestHandler: every codec's handler gives the answer the table gives.
+func TestHandler(t *testing.T) {
+	f := NewFixture()
+	for _, m := range Codecs() {
+		c := m.New()
+		for i := range f.Requests {
+			req, err := c.AppendRequest(nil, &f.Requests[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.Handle([]byte("x"), req, f.Table)
+			if err != nil {
+				t.Fatalf("%s: handle %d: %v", m.Name, i, err)
+			}
+			if out[0] != 'x' {
+				t.Fatalf("%s: handler overwrote dst", m.Name)
+			}
+			var got Response
+			if err := c.DecodeResponse(out[1:], &got); err != nil {
+				t.Fatalf("%s: decode answer %d: %v", m.Name, i, err)
+			}
+			if got != f.Responses[i] {
+				t.Fatalf("%s: answer %d = %+v, want %+v", m.Name, i, got, f.Responses[i])
+			}
+		}
+		bad := f.Requests[0]
+		bad.Method = "eth_call"
+		req, _ := c.AppendRequest(nil, &bad)
+		if _, err := c.Handle(nil, req, f.Table); err == nil {
+			t.Errorf("%s: handler accepted method %q", m.Name, bad.Method)
+		}
+	}
+}
+
+// TestTruncated: every prefix of an encoding decodes to an error or a
+// record, never a panic, and handlers refuse garbage.
+func TestTruncated(t *testing.T) {
+	f := NewFixture()
+	for _, m := range Codecs() {
+		c := m.New()
+		req, _ := c.AppendRequest(nil, &f.Requests[1])
+		resp, _ := c.AppendResponse(nil, &f.Responses[1])
+		for n := range len(req) {
+			var r Request
+			_ = c.DecodeRequest(req[:n], &r)
+			_, _ = c.Handle(nil, req[:n], f.Table)
+		}
+		for n := range len(resp) {
+			var r Response
+			_ = c.DecodeResponse(resp[:n], &r)
+		}
+		if _, err := c.Handle(nil, nil, f.Table); err == nil {
+			t.Errorf("%s: handler accepted an empty request", m.Name)
+		}
+		var r Request
+		if err := c.DecodeRequest(bytes.Repeat([]byte{0xff}, 64), &r); err == nil {
+			t.Errorf("%s: decoded 64 bytes of 0xff as %+v", m.Name, r)
+		}
+	}
+}
+
+// TestJSONShape pins the JSON-RPC text of the fixture values.
+func TestJSONShape(t *testing.T) {
+	r := Request{Block: 19000000, ID: 1, Method: Method}
+	copy(r.Account[:], mustHex(t, "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3"))
+	resp := Response{Nonce: 7, ID: 1}
+	copy(resp.Balance[:], mustHex(t, "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"))
+	copy(resp.BlockHash[:], mustHex(t, "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"))
+	wantReq := `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0xa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3","0x121eac0"]}`
+	wantResp := `{"jsonrpc":"2.0","id":1,"result":{"balance":"0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20","nonce":"0x7","blockHash":"0x404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"}}`
+	for _, c := range []*jsonCodec{newStdJSON(), newGoccyJSON(), newSonicJSON()} {
+		got, _ := c.AppendRequest(nil, &r)
+		if string(got) != wantReq {
+			t.Errorf("%s request:\n%s\nwant\n%s", c.Name(), got, wantReq)
+		}
+		got, _ = c.AppendResponse(nil, &resp)
+		if string(got) != wantResp {
+			t.Errorf("%s response:\n%s\nwant\n%s", c.Name(), got, wantResp)
+		}
+	}
+	for _, bad := range []string{"0x", "0x01", "0xG", "12", "0x10000000000000000"} {
+		if _, err := parseQty(bad); err == nil {
+			t.Errorf("parseQty(%q) accepted", bad)
+		}
+	}
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sharedZap finds ../shared/zap beside the repository root (the directory
+// holding the library's go.mod, above this module's).
+func sharedZap(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			p := filepath.Join(d, "..", "shared", "zap")
+			if _, err := os.Stat(p); err != nil {
+				t.Skip("no ../shared/zap beside the repository: canonical fixtures unavailable")
+			}
+			return p
+		}
+		if filepath.Dir(d) == d {
+			t.Skip("no repository root above this module: canonical fixtures unavailable")
+		}
+	}
+}
+
+// TestZapcodecCanonical: the zapcodec arm writes the bytes the canonical
+// runtime's generated constructors wrote for the eth fixtures.
+func TestZapcodecCanonical(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(sharedZap(t), "fixtures", "generated.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []struct {
+			Schema, Struct, Name, Hex string
+			Values                    map[string]any
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	z := NewZapcodec()
+	n := 0
+	for _, tc := range doc.Cases {
+		if tc.Schema != "eth.zap" {
+			continue
+		}
+		n++
+		str := func(k string) string { s, _ := tc.Values[k].(string); return s }
+		u := func(k string) uint64 {
+			if str(k) == "" {
+				return 0
+			}
+			v, err := strconv.ParseUint(str(k), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		var got []byte
+		switch tc.Struct {
+		case "GetBalanceRequest":
+			var r Request
+			copy(r.Account[:], mustHex(t, str("Account")))
+			r.Block, r.ID, r.Method = u("Block"), u("ID"), str("Method")
+			got, err = z.AppendRequest(nil, &r)
+			var back Request
+			if err == nil {
+				err = z.DecodeRequest(mustHex(t, tc.Hex), &back)
+			}
+			if back != r {
+				t.Errorf("%s: decoded canonical bytes as %+v, want %+v", tc.Name, back, r)
+			}
+		case "GetBalanceResponse":
+			var r Response
+			copy(r.Balance[:], mustHex(t, str("Balance")))
+			copy(r.BlockHash[:], mustHex(t, str("BlockHash")))
+			r.Nonce, r.ID = u("Nonce"), u("ID")
+			got, err = z.AppendResponse(nil, &r)
+			var back Response
+			if err == nil {
+				err = z.DecodeResponse(mustHex(t, tc.Hex), &back)
+			}
+			if back != r {
+				t.Errorf("%s: decoded canonical bytes as %+v, want %+v", tc.Name, back, r)
+			}
+		default:
+			t.Fatalf("unknown struct %q", tc.Struct)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.Name, err)
+		}
+		if hex.EncodeToString(got) != tc.Hex {
+			t.Errorf("%s:\n got %x\nwant %s", tc.Name, got, tc.Hex)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no eth.zap cases in generated.json")
+	}
+}
