@@ -39,7 +39,11 @@ type Builder struct {
 	tails   [inlineTails]tail
 	spill   []tail // tails past inlineTails; reused across Resets
 	err     error
+	bad     badField // the first field written outside its object
 }
+
+// badField records a misused setter; Err turns it into an error.
+type badField struct{ off, n, size int }
 
 // tail is a text or bytes value waiting for its object to finish.
 type tail struct {
@@ -73,13 +77,14 @@ const magicWord = 'Z' | 'A'<<8 | 'P'<<16
 // buffer. The version is reset to 1 and the flags to 0.
 func (b *Builder) Reset(dst []byte) {
 	b.base = len(dst)
-	b.buf = append(dst, zeroHeader[:]...)
+	b.buf = grow(dst, HeaderSize)
 	b.version = Version1
 	b.flags = 0
 	b.root = 0
 	b.ntails = 0
 	b.spill = b.spill[:0]
 	b.err = nil
+	b.bad = badField{}
 }
 
 // SetVersion sets the header version: [Version1] (the default) or
@@ -104,12 +109,28 @@ func (b *Builder) Len() int { return len(b.buf) - b.base }
 
 // Err returns the first misuse recorded since Reset, wrapping [ErrBuilder],
 // or nil. A misused call writes nothing.
-func (b *Builder) Err() error { return b.err }
+func (b *Builder) Err() error {
+	if b.err == nil && b.bad.n != 0 {
+		b.err = fmt.Errorf("%w: field at %d+%d outside object of %d bytes", ErrBuilder, b.bad.off, b.bad.n, b.bad.size)
+	}
+	return b.err
+}
 
 func (b *Builder) fail(format string, args ...any) {
 	if b.err == nil {
 		b.err = fmt.Errorf("%w: "+format, append([]any{ErrBuilder}, args...)...)
 	}
+}
+
+// grow returns buf extended by n zero bytes.
+func grow(buf []byte, n int) []byte {
+	l := len(buf)
+	if cap(buf)-l < n {
+		buf = append(buf[:cap(buf)], make([]byte, l+n-cap(buf))...)
+	}
+	buf = buf[:l+n]
+	clear(buf[l:])
+	return buf
 }
 
 // pad8 appends zero bytes up to the next multiple of 8 from the message start.
@@ -129,9 +150,9 @@ func (b *Builder) StartObject(size int) ObjectBuilder {
 		b.fail("object size %d", size)
 		return ObjectBuilder{}
 	}
-	b.pad8()
-	at := len(b.buf)
-	b.buf = append(b.buf, make([]byte, size)...)
+	n := len(b.buf)
+	at := b.base + align8(n-b.base)
+	b.buf = grow(b.buf, at-n+size)
 	return ObjectBuilder{b: b, at: at, size: size}
 }
 
@@ -150,16 +171,23 @@ func (b *Builder) WriteBytes(p []byte) Ref {
 // that were not finished are not written (see [Builder.Err]).
 func (b *Builder) Finish() []byte {
 	size := len(b.buf) - b.base
+	if b.ntails > 0 || uint64(size) > math.MaxUint32 {
+		b.finishMisuse(size)
+	}
+	h := b.buf[b.base : b.base+HeaderSize]
+	binary.LittleEndian.PutUint64(h, magicWord|uint64(b.version)<<32|uint64(b.flags)<<48)
+	binary.LittleEndian.PutUint64(h[offRoot:], uint64(uint32(b.root))|uint64(size)<<32)
+	return b.buf
+}
+
+//go:noinline
+func (b *Builder) finishMisuse(size int) {
 	if b.ntails > 0 {
 		b.fail("%d text/bytes values of unfinished objects", b.ntails)
 	}
 	if uint64(size) > math.MaxUint32 {
 		b.fail("message of %d bytes", size)
 	}
-	h := b.buf[b.base : b.base+HeaderSize]
-	binary.LittleEndian.PutUint64(h, magicWord|uint64(b.version)<<32|uint64(b.flags)<<48)
-	binary.LittleEndian.PutUint64(h[offRoot:], uint64(uint32(b.root))|uint64(size)<<32)
-	return b.buf
 }
 
 // tailAt returns the i-th recorded tail.
@@ -190,22 +218,17 @@ type ObjectBuilder struct {
 	size int
 }
 
-// field returns the n bytes at off, or nil after recording misuse. It is
-// small enough to inline into every setter; the misuse path is not.
-func (o ObjectBuilder) field(off, n int) []byte {
-	if uint(off) > uint(o.size) || uint(off)+uint(n) > uint(o.size) || o.b == nil {
-		o.misuse(off, n)
-		return nil
+// fits reports whether the n bytes at off lie inside the fixed section. It
+// records misuse without a call, so that every setter stays small enough to
+// inline.
+func (o ObjectBuilder) fits(off, n int) bool {
+	if uint(off) <= uint(o.size) && uint(off)+uint(n) <= uint(o.size) && o.b != nil {
+		return true
 	}
-	p := o.at + off
-	return o.b.buf[p : p+n : p+n]
-}
-
-//go:noinline
-func (o ObjectBuilder) misuse(off, n int) {
-	if o.b != nil {
-		o.b.fail("field at %d+%d outside object of %d bytes", off, n, o.size)
+	if o.b != nil && o.b.bad.n == 0 {
+		o.b.bad = badField{off: off, n: n, size: o.size}
 	}
+	return false
 }
 
 // SetBool writes 1 or 0 at off.
@@ -219,29 +242,29 @@ func (o ObjectBuilder) SetBool(off int, v bool) {
 
 // SetUint8 writes v at off.
 func (o ObjectBuilder) SetUint8(off int, v uint8) {
-	if f := o.field(off, 1); f != nil {
-		f[0] = v
+	if o.fits(off, 1) {
+		o.b.buf[o.at+off] = v
 	}
 }
 
 // SetUint16 writes v little-endian at off.
 func (o ObjectBuilder) SetUint16(off int, v uint16) {
-	if f := o.field(off, 2); f != nil {
-		binary.LittleEndian.PutUint16(f, v)
+	if o.fits(off, 2) {
+		binary.LittleEndian.PutUint16(o.b.buf[o.at+off:], v)
 	}
 }
 
 // SetUint32 writes v little-endian at off.
 func (o ObjectBuilder) SetUint32(off int, v uint32) {
-	if f := o.field(off, 4); f != nil {
-		binary.LittleEndian.PutUint32(f, v)
+	if o.fits(off, 4) {
+		binary.LittleEndian.PutUint32(o.b.buf[o.at+off:], v)
 	}
 }
 
 // SetUint64 writes v little-endian at off.
 func (o ObjectBuilder) SetUint64(off int, v uint64) {
-	if f := o.field(off, 8); f != nil {
-		binary.LittleEndian.PutUint64(f, v)
+	if o.fits(off, 8) {
+		binary.LittleEndian.PutUint64(o.b.buf[o.at+off:], v)
 	}
 }
 
@@ -269,19 +292,17 @@ func (o ObjectBuilder) SetBytesFixed(off int, p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	if f := o.field(off, len(p)); f != nil {
-		copy(f, p)
+	if o.fits(off, len(p)) {
+		copy(o.b.buf[o.at+off:], p)
 	}
 }
 
 // SetText sets the text slot at off. An empty s leaves the slot {0, 0}.
 // s is not copied now: it is written when the object finishes.
 func (o ObjectBuilder) SetText(off int, s string) {
-	f := o.field(off, TextSlotSize)
-	if f == nil || len(s) == 0 {
-		return
+	if o.fits(off, TextSlotSize) && len(s) > 0 {
+		o.b.addTail(tail{owner: int32(o.at), slot: int32(o.at + off), data: s})
 	}
-	o.b.addTail(tail{owner: int32(o.at), slot: int32(o.at + off), data: s})
 }
 
 // SetBytes sets the bytes slot at off. An empty p leaves the slot {0, 0}.
@@ -289,7 +310,7 @@ func (o ObjectBuilder) SetText(off int, s string) {
 // must stay unchanged until then.
 func (o ObjectBuilder) SetBytes(off int, p []byte) {
 	if len(p) == 0 {
-		o.field(off, BytesSlotSize)
+		o.fits(off, BytesSlotSize)
 		return
 	}
 	o.SetText(off, unsafe.String(&p[0], len(p)))
@@ -299,21 +320,20 @@ func (o ObjectBuilder) SetBytes(off int, p []byte) {
 // (a signed offset: r may lie before or after this object). A zero r leaves
 // the slot null.
 func (o ObjectBuilder) SetObject(off int, r Ref) {
-	f := o.field(off, ObjectSlotSize)
-	if f == nil || r == 0 {
+	if !o.fits(off, ObjectSlotSize) || r == 0 {
 		return
 	}
 	rel := int64(o.b.base) + int64(r) - int64(o.at+off)
-	binary.LittleEndian.PutUint32(f, uint32(int32(rel)))
+	binary.LittleEndian.PutUint32(o.b.buf[o.at+off:], uint32(int32(rel)))
 }
 
 // SetList points the list slot at off to the finished list l. An empty list
 // is written as {0, 0}.
 func (o ObjectBuilder) SetList(off int, l ListRef) {
-	f := o.field(off, ListSlotSize)
-	if f == nil || l.count == 0 {
+	if !o.fits(off, ListSlotSize) || l.count == 0 {
 		return
 	}
+	f := o.b.buf[o.at+off:]
 	rel := int64(o.b.base) + int64(l.pos) - int64(o.at+off)
 	binary.LittleEndian.PutUint32(f, uint32(int32(rel)))
 	binary.LittleEndian.PutUint32(f[4:], l.count)
@@ -324,11 +344,11 @@ func (o ObjectBuilder) SetList(off int, l ListRef) {
 // object's Ref. Call it once per object.
 func (o ObjectBuilder) Finish() Ref {
 	b := o.b
+	if b != nil && b.ntails > 0 {
+		b.writeTails(int32(o.at))
+	}
 	if b == nil {
 		return 0
-	}
-	if b.ntails > 0 {
-		b.writeTails(int32(o.at))
 	}
 	return Ref(o.at - b.base)
 }
