@@ -1,0 +1,24 @@
+package loadgen
+
+import (
+	"net"
+	"sync/atomic"
+)
+
+// countingConn counts the bytes read from and written to a connection.
+type countingConn struct {
+	net.Conn
+	in, out *atomic.Uint64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.in.Add(uint64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.out.Add(uint64(n))
+	return n, err
+}

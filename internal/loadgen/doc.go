@@ -1,0 +1,20 @@
+// Package loadgen drives a ZAP-RPC server with calls and measures it: the
+// engine behind `zapcodec load` and the examples/ethrpc demo.
+//
+// A run opens Config.Conns connections and keeps Config.Concurrency calls in
+// flight on each (one worker goroutine per in-flight slot). Closed loop (Rate
+// 0): a worker sends its next call as soon as the previous one is answered,
+// and latency is measured from the send. Open loop (Rate > 0): call k is due
+// at start + k/Rate whatever happened before, and its latency is measured from
+// that intended time, so a stalled server shows up as latency instead of
+// silently lowering the send rate (no coordinated omission).
+//
+// Latencies go into a [Histogram] (log-linear buckets, at most 1/128
+// relative error) that allocates nothing per record; each worker owns one and
+// they are merged at the end. Bytes in and out are counted at the connection
+// (a net.Conn wrapper), so they are the real frame bytes on the wire.
+//
+// A warm run ([Runner.Run] after [Runner.Warm]) allocates nothing per call on
+// the client side beyond what package rpc does (nothing, when warm), unless
+// Config.Request or Config.Check allocate.
+package loadgen

@@ -1,0 +1,389 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// Defaults of Config.
+const (
+	DefaultConns       = 1
+	DefaultConcurrency = 1
+	DefaultDuration    = 10 * time.Second
+	DefaultGrace       = 10 * time.Second
+	DefaultInterval    = time.Second
+)
+
+// ErrNoConns: every connection of the run broke (the server went away).
+var ErrNoConns = errors.New("loadgen: every connection is closed")
+
+// Config describes a load run. Zero fields mean the stated defaults.
+type Config struct {
+	// Network is "tcp" (default) or "unix"; Addr the server address.
+	Network, Addr string
+	// Dial, when set, opens the connections instead of net.Dialer (tests,
+	// in-memory pipes). The result is wrapped to count bytes.
+	Dial func(ctx context.Context) (net.Conn, error)
+	// ClientOptions are passed to every rpc client.
+	ClientOptions []rpc.ClientOption
+
+	// Conns is the number of connections (default 1); Concurrency the
+	// calls in flight on each (default 1).
+	Conns, Concurrency int
+	// Duration bounds the run (default 10 s, unless Calls is set); Calls,
+	// when > 0, stops it after that many calls (whichever comes first when
+	// both are set).
+	Duration time.Duration
+	Calls    uint64
+	// Rate, when > 0, is the open-loop arrival rate in calls per second
+	// over the whole run; 0 means closed loop.
+	Rate float64
+	// Grace is how long calls still in flight at the end may take before
+	// they are abandoned and counted as errors (default 10 s).
+	Grace time.Duration
+
+	// Method is the 1-based method ordinal called.
+	Method uint32
+	// Payload is the request of every call, unless Request is set. It is
+	// only read.
+	Payload []byte
+	// Request, when set, builds the payload of call i (0, 1, 2... across
+	// the run) by appending to dst, which belongs to the calling worker and
+	// is reused for its next call. It is called from many goroutines.
+	Request func(i uint64, dst []byte) []byte
+	// Check, when set, validates an OK answer; a non-nil error counts the
+	// call as failed (class "check: "+err). req and resp are valid only
+	// during the call. It is called from many goroutines.
+	Check func(req, resp []byte) error
+
+	// Progress, when set, is called every Interval (default 1 s) during
+	// Run, from a goroutine of its own.
+	Progress func(Progress)
+	Interval time.Duration
+}
+
+// Progress is a snapshot taken during a run.
+type Progress struct {
+	Elapsed time.Duration
+	Calls   uint64  // completed so far
+	Failed  uint64  // of which not OK
+	Rate    float64 // calls/s over the last interval
+}
+
+// Runner holds the connections of a load run. Create it with New, run
+// Warm and Run any number of times, then Close. Not safe for concurrent use.
+type Runner struct {
+	cfg     Config
+	clients []*rpc.Client
+	workers []*worker
+	in, out atomic.Uint64
+}
+
+// worker is one in-flight slot: it owns its buffers and its tallies.
+type worker struct {
+	client   *rpc.Client
+	hist     Histogram
+	req      []byte
+	resp     []byte
+	calls    uint64
+	failed   uint64
+	statuses map[uint32]uint64
+	errors   map[string]uint64
+}
+
+// New checks cfg, applies the defaults and opens the connections.
+func New(ctx context.Context, cfg Config) (*Runner, error) {
+	if cfg.Network == "" {
+		cfg.Network = "tcp"
+	}
+	if cfg.Conns <= 0 {
+		cfg.Conns = DefaultConns
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Concurrency > rpc.DefaultMaxPending {
+		return nil, fmt.Errorf("loadgen: concurrency %d above the %d calls a connection can hold", cfg.Concurrency, rpc.DefaultMaxPending)
+	}
+	if cfg.Duration <= 0 && cfg.Calls == 0 {
+		cfg.Duration = DefaultDuration
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Method == 0 {
+		return nil, errors.New("loadgen: method ordinal 0 (ordinals start at 1)")
+	}
+	if cfg.Rate < 0 {
+		return nil, fmt.Errorf("loadgen: negative rate %v", cfg.Rate)
+	}
+	r := &Runner{cfg: cfg}
+	for i := 0; i < cfg.Conns; i++ {
+		nc, err := r.dial(ctx)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("loadgen: connection %d: %w", i, err)
+		}
+		r.clients = append(r.clients, rpc.NewClient(&countingConn{Conn: nc, in: &r.in, out: &r.out}, cfg.ClientOptions...))
+	}
+	for i := 0; i < cfg.Conns*cfg.Concurrency; i++ {
+		r.workers = append(r.workers, &worker{
+			client:   r.clients[i%cfg.Conns],
+			req:      make([]byte, 0, 256),
+			resp:     make([]byte, 0, 256),
+			statuses: make(map[uint32]uint64),
+			errors:   make(map[string]uint64),
+		})
+	}
+	return r, nil
+}
+
+func (r *Runner) dial(ctx context.Context) (net.Conn, error) {
+	if r.cfg.Dial != nil {
+		return r.cfg.Dial(ctx)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, r.cfg.Network, r.cfg.Addr)
+}
+
+// Close closes every connection.
+func (r *Runner) Close() error {
+	var first error
+	for _, c := range r.clients {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Warm runs closed-loop calls for d (or until ctx ends) and discards the
+// results: connections, buffers and both sides' pools warm up.
+func (r *Runner) Warm(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	cfg := r.cfg
+	cfg.Rate, cfg.Calls, cfg.Duration, cfg.Progress = 0, 0, d, nil
+	_, err := r.run(ctx, cfg)
+	return err
+}
+
+// Run runs the load described by the Config and returns its report. The
+// error is ctx's, or ErrNoConns when every connection broke (the report
+// then holds what was measured until then).
+func (r *Runner) Run(ctx context.Context) (*Report, error) {
+	return r.run(ctx, r.cfg)
+}
+
+// schedule hands out call numbers and decides when the run is over.
+type schedule struct {
+	next     atomic.Uint64
+	start    time.Time
+	end      time.Time // zero: no time bound
+	calls    uint64    // 0: no count bound
+	interval float64   // ns between intended sends; 0: closed loop
+}
+
+// take returns the number of the next call and, in open loop, when it is
+// due; ok is false when the run is over.
+func (s *schedule) take() (i uint64, due time.Time, ok bool) {
+	i = s.next.Add(1) - 1
+	if s.calls > 0 && i >= s.calls {
+		return 0, time.Time{}, false
+	}
+	if s.interval > 0 {
+		due = s.start.Add(time.Duration(float64(i) * s.interval))
+		if !s.end.IsZero() && !due.Before(s.end) {
+			return 0, time.Time{}, false
+		}
+		return i, due, true
+	}
+	if !s.end.IsZero() && !time.Now().Before(s.end) {
+		return 0, time.Time{}, false
+	}
+	return i, time.Time{}, true
+}
+
+func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
+	for _, w := range r.workers {
+		w.hist.Reset()
+		w.calls, w.failed = 0, 0
+		clear(w.statuses)
+		clear(w.errors)
+	}
+	in0, out0 := r.in.Load(), r.out.Load()
+
+	sched := &schedule{calls: cfg.Calls}
+	if cfg.Rate > 0 {
+		sched.interval = 1e9 / cfg.Rate
+	}
+	// Calls still pending Grace after the end are abandoned.
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var done, failed atomic.Uint64
+	sched.start = time.Now()
+	if cfg.Duration > 0 {
+		sched.end = sched.start.Add(cfg.Duration)
+		t := time.AfterFunc(cfg.Duration+cfg.Grace, cancel)
+		defer t.Stop()
+	}
+
+	var wg sync.WaitGroup
+	for _, w := range r.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.loop(callCtx, &cfg, sched, &done, &failed)
+		}()
+	}
+	finished := make(chan struct{})
+	if cfg.Progress != nil {
+		go func() {
+			tick := time.NewTicker(cfg.Interval)
+			defer tick.Stop()
+			last, lastAt := uint64(0), sched.start
+			for {
+				select {
+				case <-finished:
+					return
+				case now := <-tick.C:
+					n := done.Load()
+					cfg.Progress(Progress{
+						Elapsed: now.Sub(sched.start),
+						Calls:   n,
+						Failed:  failed.Load(),
+						Rate:    float64(n-last) / now.Sub(lastAt).Seconds(),
+					})
+					last, lastAt = n, now
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(sched.start)
+	close(finished)
+
+	rep := &Report{
+		Network: cfg.Network, Addr: cfg.Addr, Method: cfg.Method,
+		Conns: cfg.Conns, Concurrency: cfg.Concurrency, TargetRate: cfg.Rate,
+		Seconds:  elapsed.Seconds(),
+		BytesIn:  r.in.Load() - in0,
+		BytesOut: r.out.Load() - out0,
+		Statuses: map[string]uint64{},
+		Errors:   map[string]uint64{},
+	}
+	var h Histogram
+	for _, w := range r.workers {
+		h.Merge(&w.hist)
+		rep.Calls += w.calls
+		rep.Failed += w.failed
+		for code, n := range w.statuses {
+			rep.Statuses[fmt.Sprint(code)] += n
+		}
+		for class, n := range w.errors {
+			rep.Errors[class] += n
+		}
+	}
+	rep.OK = rep.Calls - rep.Failed
+	rep.fill(&h)
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	alive := 0
+	for _, c := range r.clients {
+		if !c.Closed() {
+			alive++
+		}
+	}
+	if alive == 0 {
+		return rep, ErrNoConns
+	}
+	return rep, nil
+}
+
+func (w *worker) loop(ctx context.Context, cfg *Config, s *schedule, done, failed *atomic.Uint64) {
+	for {
+		i, due, ok := s.take()
+		if !ok || ctx.Err() != nil {
+			return
+		}
+		req := cfg.Payload
+		if cfg.Request != nil {
+			w.req = cfg.Request(i, w.req[:0])
+			req = w.req
+		}
+		start := due
+		if s.interval > 0 {
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+			}
+		} else {
+			start = time.Now()
+		}
+		var err error
+		w.resp, err = w.client.Call(ctx, cfg.Method, req, w.resp[:0])
+		w.hist.RecordDuration(time.Since(start))
+		w.calls++
+		done.Add(1)
+		bad := w.tally(err)
+		if !bad && cfg.Check != nil {
+			if cerr := cfg.Check(req, w.resp); cerr != nil {
+				w.errors["check: "+cerr.Error()]++
+				bad = true
+			}
+		}
+		if bad {
+			w.failed++
+			failed.Add(1)
+		}
+		if err != nil && w.client.Closed() {
+			return // this connection is gone; the others go on
+		}
+	}
+}
+
+// tally counts the answer's status, or the class of error of a call that got
+// no answer; it reports whether the call failed.
+func (w *worker) tally(err error) bool {
+	if err == nil {
+		w.statuses[rpc.StatusOK]++
+		return false
+	}
+	var se *rpc.StatusError
+	if errors.As(err, &se) {
+		w.statuses[se.Code]++
+		return true
+	}
+	w.errors[errorClass(err)]++
+	return true
+}
+
+// errorClass names the kind of a transport error, in few distinct strings.
+func errorClass(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "abandoned (no answer in time)"
+	case errors.Is(err, rpc.ErrGoAway):
+		return "go-away"
+	case errors.Is(err, rpc.ErrClosed):
+		return "connection closed"
+	case errors.Is(err, rpc.ErrTooManyPending):
+		return "too many pending"
+	}
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
+}

@@ -1,0 +1,220 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+const (
+	mEcho   = 1 // answers its request
+	mReject = 2 // answers 403
+	mLie    = 3 // answers a wrong body
+)
+
+func startServer(t *testing.T) (*rpc.Server, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rpc.NewServer()
+	s.Handle(mEcho, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return append(resp, req...), nil
+	})
+	s.Handle(mReject, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return resp, rpc.Errorf(rpc.StatusForbidden, "no")
+	})
+	s.Handle(mLie, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return append(resp, "lie"...), nil
+	})
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	return s, l.Addr().String()
+}
+
+// request numbers every call, so Check can see each answer is its own.
+func request(i uint64, dst []byte) []byte {
+	return binary.LittleEndian.AppendUint64(dst, i)
+}
+
+func echoed(req, resp []byte) error {
+	if !bytes.Equal(req, resp) {
+		return fmt.Errorf("answer %x to request %x", resp, req)
+	}
+	return nil
+}
+
+func run(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func checkLatency(t *testing.T, rep *Report) {
+	t.Helper()
+	l := rep.Latency
+	if !(l.Min <= l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) || l.Max == 0 {
+		t.Fatalf("latencies out of order or empty: %+v", l)
+	}
+}
+
+func TestClosedLoopCallCount(t *testing.T) {
+	s, addr := startServer(t)
+	rep := run(t, Config{Addr: addr, Conns: 3, Concurrency: 4, Calls: 600, Method: mEcho, Request: request, Check: echoed})
+	if rep.Calls != 600 || rep.OK != 600 || rep.Failed != 0 {
+		t.Fatalf("calls %d ok %d failed %d, want 600/600/0; errors %v", rep.Calls, rep.OK, rep.Failed, rep.Errors)
+	}
+	if len(rep.Statuses) != 1 || rep.Statuses["200"] != 600 {
+		t.Fatalf("statuses %v, want 200: 600", rep.Statuses)
+	}
+	checkLatency(t, rep)
+	// Each request frame: 4+1 prefix, 44-byte envelope, 8-byte payload;
+	// each answer: 4+1, 36, 8. Counted at the client's connections.
+	if want := uint64(600 * (5 + rpc.RequestOverhead + 8)); rep.BytesOut != want {
+		t.Errorf("bytes out %d, want %d", rep.BytesOut, want)
+	}
+	if want := uint64(600 * (5 + rpc.ResponseOverhead + 8)); rep.BytesIn != want {
+		t.Errorf("bytes in %d, want %d", rep.BytesIn, want)
+	}
+	if st := s.Stats(); st.Accepted != 3 {
+		t.Errorf("server accepted %d connections, want 3", st.Accepted)
+	}
+}
+
+// An open-loop run sends exactly ceil(rate*duration) calls, whatever the
+// server's speed: call k is due at k/rate.
+func TestOpenLoopSendsOnSchedule(t *testing.T) {
+	_, addr := startServer(t)
+	rep := run(t, Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: 2000, Duration: 150 * time.Millisecond,
+		Method: mEcho, Request: request, Check: echoed})
+	if rep.Calls != 300 || rep.OK != 300 {
+		t.Fatalf("calls %d ok %d, want 300 (2000/s for 150 ms); errors %v", rep.Calls, rep.OK, rep.Errors)
+	}
+	if rep.TargetRate != 2000 {
+		t.Fatalf("target rate %v", rep.TargetRate)
+	}
+	checkLatency(t, rep)
+}
+
+func TestStatusesAndBadAnswers(t *testing.T) {
+	_, addr := startServer(t)
+	rep := run(t, Config{Addr: addr, Calls: 50, Method: mReject, Payload: []byte("x")})
+	if rep.Failed != 50 || rep.OK != 0 || rep.Statuses["403"] != 50 || len(rep.Errors) != 0 {
+		t.Fatalf("403 run: failed %d ok %d statuses %v errors %v", rep.Failed, rep.OK, rep.Statuses, rep.Errors)
+	}
+	rep = run(t, Config{Addr: addr, Calls: 50, Method: mLie, Request: request, Check: echoed})
+	if rep.Failed != 50 || rep.Statuses["200"] != 50 || len(rep.Errors) != 50 {
+		t.Fatalf("lying server: failed %d statuses %v, %d error classes (one per distinct request)", rep.Failed, rep.Statuses, len(rep.Errors))
+	}
+	for class := range rep.Errors {
+		if !strings.HasPrefix(class, "check: answer 6c6965") {
+			t.Fatalf("error class %q", class)
+		}
+	}
+	rep = run(t, Config{Addr: addr, Calls: 20, Method: 9})
+	if rep.Statuses["404"] != 20 {
+		t.Fatalf("unknown method: statuses %v", rep.Statuses)
+	}
+}
+
+func TestProgressAndWarm(t *testing.T) {
+	_, addr := startServer(t)
+	var mu sync.Mutex
+	var seen []Progress
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Duration: 120 * time.Millisecond,
+		Method: mEcho, Payload: []byte("p"), Interval: 10 * time.Millisecond,
+		Progress: func(p Progress) { mu.Lock(); seen = append(seen, p); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Warm(context.Background(), 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("no progress reported")
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i].Calls < seen[i-1].Calls || seen[i].Elapsed <= seen[i-1].Elapsed {
+			t.Fatalf("progress not monotonic: %+v then %+v", seen[i-1], seen[i])
+		}
+	}
+	if last := seen[len(seen)-1]; last.Calls > rep.Calls {
+		t.Fatalf("progress saw %d calls, report %d", last.Calls, rep.Calls)
+	}
+	if rep.Calls == 0 || rep.Failed != 0 {
+		t.Fatalf("report: %d calls, %d failed", rep.Calls, rep.Failed)
+	}
+}
+
+func TestServerGoneEndsRun(t *testing.T) {
+	s, addr := startServer(t)
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Duration: time.Hour, Method: mEcho})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() { time.Sleep(50 * time.Millisecond); s.Close() }()
+	rep, err := r.Run(context.Background())
+	if !errors.Is(err, ErrNoConns) {
+		t.Fatalf("run against a closed server: err %v, want ErrNoConns", err)
+	}
+	if rep.Errors["connection closed"] == 0 {
+		t.Fatalf("errors %v, want connection closed counted", rep.Errors)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Addr: "127.0.0.1:1", Method: 0}, "ordinal 0"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: -1}, "negative rate"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Concurrency: 1 << 20}, "concurrency"},
+		{Config{Network: "unix", Addr: "/nonexistent/sock", Method: 1}, "connection 0"},
+	} {
+		_, err := New(context.Background(), tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestReportText(t *testing.T) {
+	_, addr := startServer(t)
+	rep := run(t, Config{Addr: addr, Calls: 10, Method: mEcho, Payload: []byte("abc")})
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"calls      10 (10 ok, 0 failed)", "statuses   200: 10", "p99.9"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

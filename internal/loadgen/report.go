@@ -1,0 +1,121 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Report is the result of a run, shaped for encoding/json.
+type Report struct {
+	Network     string  `json:"network"`
+	Addr        string  `json:"addr"`
+	Method      uint32  `json:"method"`
+	Conns       int     `json:"conns"`
+	Concurrency int     `json:"concurrency"`
+	TargetRate  float64 `json:"target_rate,omitempty"` // open loop only
+	Seconds     float64 `json:"seconds"`
+
+	Calls       uint64  `json:"calls"`  // completed (answered or failed)
+	OK          uint64  `json:"ok"`     // status 200 and, with Check, a good answer
+	Failed      uint64  `json:"failed"` // Calls - OK
+	CallsPerSec float64 `json:"calls_per_sec"`
+
+	// Latency in nanoseconds, from the send (closed loop) or from the
+	// intended send time (open loop).
+	Latency Latency `json:"latency_ns"`
+
+	// Statuses counts answers by status code ("200": n).
+	Statuses map[string]uint64 `json:"statuses"`
+	// Errors counts failed calls that got no usable answer, by class.
+	Errors map[string]uint64 `json:"errors"`
+
+	// Frame bytes read and written on the connections during the run.
+	BytesIn  uint64 `json:"bytes_in"`
+	BytesOut uint64 `json:"bytes_out"`
+}
+
+// Latency summarises a Histogram. Percentiles overstate by at most 1/128.
+type Latency struct {
+	Min  uint64  `json:"min"`
+	Mean float64 `json:"mean"`
+	P50  uint64  `json:"p50"`
+	P90  uint64  `json:"p90"`
+	P99  uint64  `json:"p99"`
+	P999 uint64  `json:"p99_9"`
+	Max  uint64  `json:"max"`
+}
+
+func (r *Report) fill(h *Histogram) {
+	if r.Seconds > 0 {
+		r.CallsPerSec = float64(r.Calls) / r.Seconds
+	}
+	r.Latency = Latency{
+		Min: h.Min(), Mean: h.Mean(),
+		P50: h.Quantile(0.50), P90: h.Quantile(0.90), P99: h.Quantile(0.99), P999: h.Quantile(0.999),
+		Max: h.Max(),
+	}
+}
+
+// BytesPerCall returns the wire bytes (both ways) per completed call.
+func (r *Report) BytesPerCall() float64 {
+	if r.Calls == 0 {
+		return 0
+	}
+	return float64(r.BytesIn+r.BytesOut) / float64(r.Calls)
+}
+
+// WriteText writes the report for people, bombardier style.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	mode := "closed loop"
+	if r.TargetRate > 0 {
+		mode = fmt.Sprintf("open loop at %.0f calls/s", r.TargetRate)
+	}
+	fmt.Fprintf(&b, "%s %s, method %d: %d connections x %d in flight, %s, %.2fs\n",
+		r.Network, r.Addr, r.Method, r.Conns, r.Concurrency, mode, r.Seconds)
+	fmt.Fprintf(&b, "  calls      %d (%d ok, %d failed)\n", r.Calls, r.OK, r.Failed)
+	fmt.Fprintf(&b, "  calls/s    %.0f\n", r.CallsPerSec)
+	l := r.Latency
+	fmt.Fprintf(&b, "  latency    p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)\n",
+		ns(l.P50), ns(l.P90), ns(l.P99), ns(l.P999), ns(l.Max), ns(uint64(l.Mean)))
+	fmt.Fprintf(&b, "  statuses   %s\n", counts(r.Statuses))
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(&b, "  errors     %s\n", counts(r.Errors))
+	}
+	fmt.Fprintf(&b, "  bytes      in %d, out %d (%.1f per call)\n", r.BytesIn, r.BytesOut, r.BytesPerCall())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ns formats nanoseconds as a rounded duration.
+func ns(v uint64) string {
+	d := time.Duration(v)
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	case d >= time.Microsecond:
+		return d.Round(100 * time.Nanosecond).String()
+	}
+	return d.String()
+}
+
+func counts(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
