@@ -77,7 +77,11 @@ const magicWord = 'Z' | 'A'<<8 | 'P'<<16
 // buffer. The version is reset to 1 and the flags to 0.
 func (b *Builder) Reset(dst []byte) {
 	b.base = len(dst)
-	b.buf = grow(dst, HeaderSize)
+	if cap(dst)-len(dst) >= HeaderSize {
+		b.buf = dst[:len(dst)+HeaderSize] // Finish writes every header byte
+	} else {
+		b.buf = append(dst, zeroHeader[:]...)
+	}
 	b.version = Version1
 	b.flags = 0
 	b.root = 0
