@@ -139,3 +139,5 @@ func (r *rawConn) expectClosed() {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,0 +1,187 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestUnixSocket(t *testing.T) {
+	s := NewServer()
+	s.Handle(mEcho, echo)
+	path := filepath.Join(t.TempDir(), "rpc.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Skipf("skipping: unix sockets unavailable: %v", err)
+	}
+	go s.Serve(l)
+	defer s.Close()
+	c, err := Dial(context.Background(), "unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out, err := c.Call(context.Background(), mEcho, []byte("unix"), nil); err != nil || string(out) != "unix" {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+func TestTLS(t *testing.T) {
+	cert, roots := selfSigned(t)
+	_, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	c := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	tc := c.nc.(*tls.Conn)
+	st := tc.ConnectionState()
+	if st.Version != tls.VersionTLS13 {
+		t.Fatalf("TLS version %x, want 1.3", st.Version)
+	}
+	for i := 0; i < 10; i++ {
+		if out, err := c.Call(context.Background(), mEcho, []byte("secret"), nil); err != nil || string(out) != "secret" {
+			t.Fatalf("%q %v", out, err)
+		}
+	}
+	// A plain-text peer on the TLS port is dropped without harm.
+	rc := rawDial(t, addr)
+	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1}))
+	io.Copy(io.Discard, rc)
+	bystander(t, c)
+}
+
+// FuzzServerStream feeds arbitrary bytes to a server connection: it must
+// never panic, and what it writes back must be well-formed answer frames.
+func FuzzServerStream(f *testing.F) {
+	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1, Payload: []byte("x")})))
+	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 9, PromiseID: 2, Target: 1})))
+	f.Add(append(frameBytes(KindGoAway, nil), frameBytes(KindRequest, []byte("ZAP\x00\x02\x00\x00\xc8"))...))
+	f.Add([]byte{0, 0, 0, 0})
+	s := NewServer(WithLogger(discardLogger()), WithMaxFrameSize(1<<16), WithPipelining(4))
+	s.Handle(mEcho, echo)
+	s.Handle(mPanic, func(context.Context, []byte, []byte) ([]byte, error) { panic("fuzz") })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fc := &fakeConn{r: bytes.NewReader(in)}
+		c := newServerConn(s, fc)
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.stats.active.Add(1)
+		s.mu.Unlock()
+		c.serve()
+		<-c.done
+		waitFor(func() bool { return c.inflight.Load() == 0 })
+		out := fc.written()
+		for len(out) > 0 {
+			if len(out) < 5 {
+				t.Fatalf("truncated frame header %x", out)
+			}
+			n := int(uint32(out[0]) | uint32(out[1])<<8 | uint32(out[2])<<16 | uint32(out[3])<<24)
+			if n < 1 || 4+n > len(out) {
+				t.Fatalf("bad frame length %d of %d", n, len(out))
+			}
+			if out[4] != KindResponse {
+				t.Fatalf("kind %d", out[4])
+			}
+			if _, err := ParseResponse(out[5 : 4+n]); err != nil {
+				t.Fatalf("server wrote a bad answer: %v", err)
+			}
+			out = out[4+n:]
+		}
+	})
+}
+
+// FuzzClientStream feeds arbitrary bytes to a client as its server's
+// output while calls are pending: no panic, and each call ends.
+func FuzzClientStream(f *testing.F) {
+	f.Add(frameBytes(KindResponse, AppendResponse(nil, &Response{Status: 200, PromiseID: 1, Body: []byte("a")})))
+	f.Add(frameBytes(KindResponse, AppendResponse(nil, &Response{Status: 404, PromiseID: 2, Body: []byte("no")})))
+	f.Add(frameBytes(KindGoAway, nil))
+	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 1, PromiseID: 1})))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a, b := net.Pipe()
+		c := NewClient(a, WithMaxFrameSize(1<<16))
+		errs := make(chan error, 3)
+		for i := 0; i < 3; i++ {
+			go func() { _, err := c.Call(context.Background(), 1, []byte("q"), nil); errs <- err }()
+		}
+		go io.Copy(io.Discard, b)
+		b.Write(in)
+		b.Close()
+		for i := 0; i < 3; i++ {
+			<-errs
+		}
+		c.Close()
+	})
+}
+
+// fakeConn reads from r and records what is written; Close makes later
+// writes fail.
+type fakeConn struct {
+	r      *bytes.Reader
+	mu     sync.Mutex
+	out    bytes.Buffer
+	closed bool
+}
+
+func (f *fakeConn) Read(p []byte) (int, error) { return f.r.Read(p) }
+func (f *fakeConn) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, net.ErrClosed
+	}
+	return f.out.Write(p)
+}
+func (f *fakeConn) written() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]byte(nil), f.out.Bytes()...)
+}
+func (f *fakeConn) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (f *fakeConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (f *fakeConn) SetDeadline(time.Time) error      { return nil }
+func (f *fakeConn) SetReadDeadline(time.Time) error  { return nil }
+func (f *fakeConn) SetWriteDeadline(time.Time) error { return nil }
