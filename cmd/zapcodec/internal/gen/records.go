@@ -1,0 +1,522 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+)
+
+// maxInlineTails mirrors codec's inline tail capacity: a Builder records
+// this many pending text/bytes values without allocating. Records whose
+// open-object chain can hold more use a pooled Builder instead of one on
+// the stack.
+const maxInlineTails = 8
+
+// scalarInfo describes how a scalar kind is read and written.
+type scalarInfo struct {
+	goType string
+	get    string // codec.Object getter / ObjectBuilder setter suffix
+	width  int
+}
+
+var scalars = map[schema.Kind]scalarInfo{
+	schema.KindBool: {"bool", "Bool", 1},
+	schema.KindU8:   {"uint8", "Uint8", 1},
+	schema.KindU16:  {"uint16", "Uint16", 2},
+	schema.KindU32:  {"uint32", "Uint32", 4},
+	schema.KindU64:  {"uint64", "Uint64", 8},
+	schema.KindI8:   {"int8", "Int8", 1},
+	schema.KindI16:  {"int16", "Int16", 2},
+	schema.KindI32:  {"int32", "Int32", 4},
+	schema.KindI64:  {"int64", "Int64", 8},
+	schema.KindF32:  {"float32", "Float32", 4},
+	schema.KindF64:  {"float64", "Float64", 8},
+}
+
+// uintOf returns the codec List getter/adder suffix for a flat element width.
+func uintOf(width int) string {
+	return map[int]string{1: "Uint8", 2: "Uint16", 4: "Uint32", 8: "Uint64"}[width]
+}
+
+// goType is the Go type of a struct field.
+func goType(t *schema.Type) string {
+	switch t.Kind {
+	case schema.KindText:
+		return "string"
+	case schema.KindBytes:
+		return "[]byte"
+	case schema.KindBytesFixed:
+		return fmt.Sprintf("[%d]byte", t.N)
+	case schema.KindStruct:
+		return "*" + GoName(t.Struct.Name)
+	case schema.KindList:
+		if t.Elem.Kind == schema.KindStruct {
+			return "[]" + GoName(t.Elem.Struct.Name)
+		}
+		return "[]" + goType(t.Elem)
+	}
+	return scalars[t.Kind].goType
+}
+
+// listAdd returns the statement appending scalar x to flat list l.
+func (g *generator) listAdd(k schema.Kind, x string) string {
+	si := scalars[k]
+	u := uintOf(si.width)
+	switch k {
+	case schema.KindBool:
+		return fmt.Sprintf("if %s { l.AddUint8(1) } else { l.AddUint8(0) }", x)
+	case schema.KindF32:
+		g.use("math")
+		return fmt.Sprintf("l.AddUint32(math.Float32bits(%s))", x)
+	case schema.KindF64:
+		g.use("math")
+		return fmt.Sprintf("l.AddUint64(math.Float64bits(%s))", x)
+	case schema.KindI8, schema.KindI16, schema.KindI32, schema.KindI64:
+		return fmt.Sprintf("l.Add%s(u%s(%s))", u, strings.TrimPrefix(si.goType, "u"), x)
+	}
+	return fmt.Sprintf("l.Add%s(%s)", u, x)
+}
+
+// listGet returns the expression reading scalar element i of flat list l.
+func (g *generator) listGet(k schema.Kind, l, i string) string {
+	si := scalars[k]
+	raw := fmt.Sprintf("%s.%s(%s)", l, uintOf(si.width), i)
+	switch k {
+	case schema.KindBool:
+		return raw + " != 0"
+	case schema.KindF32:
+		g.use("math")
+		return "math.Float32frombits(" + raw + ")"
+	case schema.KindF64:
+		g.use("math")
+		return "math.Float64frombits(" + raw + ")"
+	case schema.KindI8, schema.KindI16, schema.KindI32, schema.KindI64:
+		return si.goType + "(" + raw + ")"
+	}
+	return raw
+}
+
+// tailBound returns how many text/bytes values can be pending at once while
+// building s (its own plus the deepest nested chain), or -1 when unbounded
+// (a struct that nests itself).
+func tailBound(s *schema.Struct, visiting map[*schema.Struct]bool) int {
+	if visiting[s] {
+		return -1
+	}
+	visiting[s] = true
+	defer delete(visiting, s)
+	own, nested := 0, 0
+	for _, f := range s.Fields {
+		switch f.Type.Kind {
+		case schema.KindText, schema.KindBytes:
+			own++
+		case schema.KindStruct:
+			n := tailBound(f.Type.Struct, visiting)
+			if n < 0 {
+				return -1
+			}
+			nested = max(nested, n)
+		}
+	}
+	return own + nested
+}
+
+func (g *generator) record(s *schema.Struct) {
+	g.use(codecPath)
+	t := GoName(s.Name)
+	pkgErr := g.pkg + ": " + s.Name
+
+	// The struct.
+	g.p("// %s is the record of schema struct %s (%d-byte fixed section).", t, s.Name, s.Size)
+	g.p("// The zero value is an empty record; it is not safe for concurrent use.")
+	g.p("type %s struct {", t)
+	for _, f := range s.Fields {
+		g.p("%s %s // %s @%d", GoName(f.Name), goType(f.Type), f.Type, f.Offset)
+	}
+	g.p("}\n")
+	g.use("encoding")
+	g.p("var _ encoding.BinaryAppender = (*%s)(nil)\n", t)
+
+	// AppendZAP and its helpers.
+	pooled := tailBound(s, map[*schema.Struct]bool{}) > maxInlineTails || tailBound(s, map[*schema.Struct]bool{}) < 0
+	g.p("// AppendZAP appends m to dst as one whole ZAP message (version 1) and")
+	g.p("// returns the extended slice, growing dst at most once. It allocates")
+	g.p("// nothing when dst has SizeZAP bytes of spare capacity. m is only read.")
+	g.p("func (m *%s) AppendZAP(dst []byte) []byte {", t)
+	g.use("slices")
+	g.p("dst = slices.Grow(dst, m.SizeZAP())")
+	g.p("return m.zapAppend(dst)")
+	g.p("}\n")
+	g.p("// zapAppend appends m as one message without growing dst first.")
+	g.p("func (m *%s) zapAppend(dst []byte) []byte {", t)
+	if pooled {
+		g.use("sync")
+		g.p("b := zap%sBuilders.Get().(*codec.Builder)", t)
+		g.p("b.Reset(dst)")
+		g.p("b.SetRoot(m.zapBuild(b))")
+		g.p("dst = b.Finish()")
+		g.p("b.Reset(nil)")
+		g.p("zap%sBuilders.Put(b)", t)
+		g.p("return dst")
+		g.p("}\n")
+		g.p("// zap%sBuilders holds Builders for %s, whose nested text and bytes", t, t)
+		g.p("// values may outnumber what a Builder records without allocating.")
+		g.p("var zap%sBuilders = sync.Pool{New: func() any { return new(codec.Builder) }}\n", t)
+	} else {
+		g.p("var b codec.Builder")
+		g.p("b.Reset(dst)")
+		g.p("b.SetRoot(m.zapBuild(&b))")
+		g.p("return b.Finish()")
+		g.p("}\n")
+	}
+
+	g.p("// zapBuild writes m's object (and what it nests) into b and returns it.")
+	g.p("func (m *%s) zapBuild(b *codec.Builder) codec.Ref {", t)
+	g.p("o := b.StartObject(%d)", s.Size)
+	for _, f := range s.Fields {
+		n, off := GoName(f.Name), f.Offset
+		switch k := f.Type.Kind; k {
+		case schema.KindText:
+			g.p("o.SetText(%d, m.%s)", off, n)
+		case schema.KindBytes:
+			g.p("o.SetBytes(%d, m.%s)", off, n)
+		case schema.KindBytesFixed:
+			g.p("o.SetBytesFixed(%d, m.%s[:])", off, n)
+		case schema.KindStruct:
+			g.p("if m.%s != nil {", n)
+			g.p("o.SetObject(%d, m.%s.zapBuild(b))", off, n)
+			g.p("}")
+		case schema.KindList:
+			g.p("if len(m.%s) > 0 {", n)
+			switch e := f.Type.Elem; e.Kind {
+			case schema.KindStruct:
+				g.p("l := b.StartList(0)")
+				g.p("for i := range m.%s {", n)
+				g.p("l.EndElement(m.%s[i].zapAppend(l.BeginElement()))", n)
+				g.p("}")
+			case schema.KindText:
+				g.p("l := b.StartList(0)")
+				g.p("for _, x := range m.%s {", n)
+				g.p("l.EndElement(append(l.BeginElement(), x...))")
+				g.p("}")
+			case schema.KindBytes:
+				g.p("l := b.StartList(0)")
+				g.p("for _, x := range m.%s {", n)
+				g.p("l.AddMessage(x)")
+				g.p("}")
+			case schema.KindU8:
+				g.p("l := b.StartList(1)")
+				g.p("l.AddBytes(m.%s)", n)
+			default:
+				g.p("l := b.StartList(%d)", scalars[e.Kind].width)
+				g.p("for _, x := range m.%s {", n)
+				g.p("%s", g.listAdd(e.Kind, "x"))
+				g.p("}")
+			}
+			g.p("o.SetList(%d, l.Finish())", off)
+			g.p("}")
+		default:
+			g.p("o.Set%s(%d, m.%s)", scalars[k].get, off, n)
+		}
+	}
+	g.p("return o.Finish()")
+	g.p("}\n")
+
+	// SizeZAP.
+	g.p("// SizeZAP returns the exact length of the message AppendZAP writes for m.")
+	g.p("func (m *%s) SizeZAP() int { return m.zapSize(codec.HeaderSize) }\n", t)
+	g.p("// zapSize returns the message length after writing m's object at n.")
+	g.p("func (m *%s) zapSize(n int) int {", t)
+	g.p("n = (n+codec.Alignment-1)&^(codec.Alignment-1) + %d", s.Size)
+	var tails []string
+	for _, f := range s.Fields {
+		n := GoName(f.Name)
+		switch f.Type.Kind {
+		case schema.KindText, schema.KindBytes:
+			tails = append(tails, "len(m."+n+")")
+		case schema.KindStruct:
+			g.p("if m.%s != nil {", n)
+			g.p("n = m.%s.zapSize(n)", n)
+			g.p("}")
+		case schema.KindList:
+			g.p("if len(m.%s) > 0 {", n)
+			g.p("n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)")
+			switch e := f.Type.Elem; e.Kind {
+			case schema.KindStruct:
+				g.p("for i := range m.%s {", n)
+				g.p("n += codec.ElementHeaderSize + m.%s[i].SizeZAP()", n)
+				g.p("}")
+			case schema.KindText, schema.KindBytes:
+				g.p("for _, x := range m.%s {", n)
+				g.p("n += codec.ElementHeaderSize + len(x)")
+				g.p("}")
+			default:
+				g.p("n += %d * len(m.%s)", scalars[e.Kind].width, n)
+			}
+			g.p("}")
+		}
+	}
+	if len(tails) > 0 {
+		g.p("n += %s", strings.Join(tails, " + "))
+	}
+	g.p("return n")
+	g.p("}\n")
+
+	// DecodeZAP.
+	g.use("errors")
+	g.p("// DecodeZAP fills m from the message at the start of b, reusing m's")
+	g.p("// strings, slices and nested records where it can; nothing of b is")
+	g.p("// retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion")
+	g.p("// from the header, or a list or nesting that does not fit in the message.")
+	g.p("// On error m holds a partial result.")
+	g.p("func (m *%s) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }\n", t)
+	g.p("func (m *%s) zapDecodeMessage(b []byte, depth int) error {", t)
+	g.p("msg, err := codec.Parse(b)")
+	g.p("if err != nil {")
+	g.p("return err")
+	g.p("}")
+	g.p("return m.zapDecode(msg.Root(), depth)")
+	g.p("}\n")
+	g.p("// zapDecode fills m from object o, nested depth levels deep.")
+	g.p("func (m *%s) zapDecode(o codec.Object, depth int) error {", t)
+	g.p("if depth > 100 {")
+	g.p("return errors.New(%q)", pkgErr+": nesting deeper than 100 levels")
+	g.p("}")
+	for _, f := range s.Fields {
+		n, off := GoName(f.Name), f.Offset
+		switch k := f.Type.Kind; k {
+		case schema.KindText:
+			g.p("if p := o.Bytes(%d); string(p) != m.%s {", off, n)
+			g.p("m.%s = string(p)", n)
+			g.p("}")
+		case schema.KindBytes:
+			g.p("m.%s = append(m.%s[:0], o.Bytes(%d)...)", n, n, off)
+		case schema.KindBytesFixed:
+			g.p("if p := o.BytesFixed(%d, %d); p != nil {", off, f.Type.N)
+			g.p("m.%s = [%d]byte(p)", n, f.Type.N)
+			g.p("} else {")
+			g.p("m.%s = [%d]byte{}", n, f.Type.N)
+			g.p("}")
+		case schema.KindStruct:
+			g.p("if c := o.Object(%d); c.IsNull() {", off)
+			g.p("m.%s = nil", n)
+			g.p("} else {")
+			g.p("if m.%s == nil {", n)
+			g.p("m.%s = new(%s)", n, GoName(f.Type.Struct.Name))
+			g.p("}")
+			g.p("if err := m.%s.zapDecode(c, depth+1); err != nil {", n)
+			g.p("return err")
+			g.p("}")
+			g.p("}")
+		case schema.KindList:
+			g.p("{")
+			g.p("l := o.List(%d)", off)
+			switch e := f.Type.Elem; e.Kind {
+			case schema.KindStruct, schema.KindText, schema.KindBytes:
+				g.p("xs := m.%s[:0]", n)
+				g.p("for it := l.Iter(); it.Next(); {")
+				g.p("k := len(xs)")
+				g.p("if k < cap(xs) {")
+				g.p("xs = xs[:k+1]")
+				g.p("} else {")
+				zero := `""`
+				switch e.Kind {
+				case schema.KindStruct:
+					zero = GoName(e.Struct.Name) + "{}"
+				case schema.KindBytes:
+					zero = "nil"
+				}
+				g.p("xs = append(xs, %s)", zero)
+				g.p("}")
+				switch e.Kind {
+				case schema.KindStruct:
+					g.p("if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1); err != nil {")
+					g.p("m.%s = xs", n)
+					g.p("return err")
+					g.p("}")
+				case schema.KindText:
+					g.p("if p := it.Bytes(); string(p) != xs[k] {")
+					g.p("xs[k] = string(p)")
+					g.p("}")
+				case schema.KindBytes:
+					g.p("xs[k] = append(xs[k][:0], it.Bytes()...)")
+				}
+				g.p("}")
+				g.p("m.%s = xs", n)
+				g.p("if len(xs) != l.Len() {")
+				g.p("return errors.New(%q)", pkgErr+"."+f.Name+": list element outside the message")
+				g.p("}")
+			default:
+				w := scalars[e.Kind].width
+				g.p("if l.Len() > 0 && l.Data(%d) == nil {", w)
+				g.p("return errors.New(%q)", pkgErr+"."+f.Name+": list outside the message")
+				g.p("}")
+				if e.Kind == schema.KindU8 {
+					g.p("m.%s = append(m.%s[:0], l.Data(1)...)", n, n)
+				} else {
+					g.p("xs := m.%s[:0]", n)
+					g.p("if cap(xs) < l.Len() {")
+					g.p("xs = make([]%s, 0, l.Len())", scalars[e.Kind].goType)
+					g.p("}")
+					g.p("for i := range l.Len() {")
+					g.p("xs = append(xs, %s)", g.listGet(e.Kind, "l", "i"))
+					g.p("}")
+					g.p("m.%s = xs", n)
+				}
+			}
+			g.p("}")
+		default:
+			g.p("m.%s = o.%s(%d)", n, scalars[k].get, off)
+		}
+	}
+	g.p("return nil")
+	g.p("}\n")
+
+	// Binary interfaces.
+	g.p("// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.")
+	g.p("func (m *%s) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }\n", t)
+	g.p("// MarshalBinary returns m as a new ZAP message.")
+	g.p("func (m *%s) MarshalBinary() ([]byte, error) { return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil }\n", t)
+	g.p("// UnmarshalBinary is DecodeZAP; b is not retained.")
+	g.p("func (m *%s) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }\n", t)
+
+	g.view(s)
+}
+
+func (g *generator) view(s *schema.Struct) {
+	t := GoName(s.Name)
+	v := t + "View"
+	g.p("// %s is a read-only view of a %s message. It is a small value; it and", v, t)
+	g.p("// every string, slice and view read from it alias the message bytes and")
+	g.p("// are valid only while those bytes are unchanged. Every accessor is total:")
+	g.p("// a field outside the message reads as its zero value.")
+	g.p("type %s struct{ o codec.Object }\n", v)
+	g.p("// Read%s checks the message header at the start of b and returns a view of", t)
+	g.p("// its root %s. It does not copy b and does not allocate. Errors:", t)
+	g.p("// codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.")
+	g.p("func Read%s(b []byte) (%s, error) {", t, v)
+	g.p("msg, err := codec.Parse(b)")
+	g.p("if err != nil {")
+	g.p("return %s{}, err", v)
+	g.p("}")
+	g.p("return %s{msg.Root()}, nil", v)
+	g.p("}\n")
+	g.p("// IsNull reports whether the viewed object is null (a nil nested record).")
+	g.p("func (v %s) IsNull() bool { return v.o.IsNull() }\n", v)
+	for _, f := range s.Fields {
+		n, off := GoName(f.Name), f.Offset
+		at := fmt.Sprintf("bytes [%d, %d)", off, off+f.Width)
+		switch k := f.Type.Kind; k {
+		case schema.KindText:
+			g.p("// %s returns field %s (text, slot %s). The result aliases the message.", n, f.Name, at)
+			g.p("func (v %s) %s() string { return v.o.Text(%d) }\n", v, n, off)
+			g.p("// %sBytes returns field %s as bytes (nil when empty). The result aliases the message.", n, f.Name)
+			g.p("func (v %s) %sBytes() []byte { return v.o.Bytes(%d) }\n", v, n, off)
+		case schema.KindBytes:
+			g.p("// %s returns field %s (bytes, slot %s), nil when empty. The result aliases the message.", n, f.Name, at)
+			g.p("func (v %s) %s() []byte { return v.o.Bytes(%d) }\n", v, n, off)
+		case schema.KindBytesFixed:
+			g.p("// %s returns a copy of field %s (%s, %s).", n, f.Name, f.Type, at)
+			g.p("func (v %s) %s() (a [%d]byte) {", v, n, f.Type.N)
+			g.p("copy(a[:], v.o.BytesFixed(%d, %d))", off, f.Type.N)
+			g.p("return a")
+			g.p("}\n")
+			g.p("// %sBytes returns field %s in place, nil when outside the message. The result aliases the message.", n, f.Name)
+			g.p("func (v %s) %sBytes() []byte { return v.o.BytesFixed(%d, %d) }\n", v, n, off, f.Type.N)
+		case schema.KindStruct:
+			u := GoName(f.Type.Struct.Name)
+			g.p("// %s returns a view of nested field %s (slot %s); it is null when the slot is.", n, f.Name, at)
+			g.p("func (v %s) %s() %sView { return %sView{v.o.Object(%d)} }\n", v, n, u, u, off)
+		case schema.KindList:
+			g.listView(t, s, f)
+		default:
+			g.p("// %s returns field %s (%s, %s).", n, f.Name, f.Type, at)
+			g.p("func (v %s) %s() %s { return v.o.%s(%d) }\n", v, n, scalars[k].goType, scalars[k].get, off)
+		}
+	}
+}
+
+func (g *generator) listView(t string, s *schema.Struct, f *schema.Field) {
+	n, off := GoName(f.Name), f.Offset
+	lt, it := t+n+"List", t+n+"Iter"
+	e := f.Type.Elem
+	g.p("// %s returns a view of list field %s (%s, slot bytes [%d, %d)).", n, f.Name, f.Type, off, off+f.Width)
+	g.p("func (v %s) %s() %s { return %s{v.o.List(%d)} }\n", t+"View", n, lt, lt, off)
+	g.p("// %s is a view of list field %s.%s; it aliases the message.", lt, s.Name, f.Name)
+	g.p("type %s struct{ l codec.List }\n", lt)
+	g.p("// Len returns the element count.")
+	g.p("func (l %s) Len() int { return l.l.Len() }\n", lt)
+	g.p("// Iter returns an iterator over the elements, front to back.")
+	variable := e.Kind == schema.KindStruct || e.Kind == schema.KindText || e.Kind == schema.KindBytes
+	if variable {
+		g.p("func (l %s) Iter() %s { return %s{l.l.Iter()} }\n", lt, it, it)
+		g.p("// %s walks list %s.%s front to back without allocating:", it, s.Name, f.Name)
+		g.p("// for it := l.Iter(); it.Next(); { use(it.Value()) }.")
+		g.p("type %s struct{ it codec.ListIter }\n", it)
+		g.p("// Next advances to the next element and reports whether there is one.")
+		g.p("func (it *%s) Next() bool { return it.it.Next() }\n", it)
+		g.p("// Index returns the position of the current element.")
+		g.p("func (it *%s) Index() int { return it.it.Index() }\n", it)
+	} else {
+		g.p("func (l %s) Iter() %s { return %s{l: l.l, i: -1} }\n", lt, it, it)
+		g.p("// %s walks list %s.%s front to back without allocating:", it, s.Name, f.Name)
+		g.p("// for it := l.Iter(); it.Next(); { use(it.Value()) }.")
+		g.p("type %s struct {", it)
+		g.p("l codec.List")
+		g.p("i int")
+		g.p("}\n")
+		g.p("// Next advances to the next element and reports whether there is one.")
+		g.p("func (it *%s) Next() bool {", it)
+		g.p("if it.i+1 >= it.l.Len() {")
+		g.p("return false")
+		g.p("}")
+		g.p("it.i++")
+		g.p("return true")
+		g.p("}\n")
+		g.p("// Index returns the position of the current element.")
+		g.p("func (it *%s) Index() int { return it.i }\n", it)
+	}
+	switch e.Kind {
+	case schema.KindStruct:
+		u := GoName(e.Struct.Name) + "View"
+		g.p("// At returns element i (a null view when out of range). Finding it walks")
+		g.p("// the i elements before it: use Iter to visit them all.")
+		g.p("func (l %s) At(i int) %s { return %s{l.l.ObjectAt(i)} }\n", lt, u, u)
+		g.p("// Value returns the current element.")
+		g.p("func (it *%s) Value() %s { return %s{it.it.Object()} }\n", it, u, u)
+	case schema.KindText:
+		g.use("unsafe")
+		g.p("// At returns element i (\"\" when out of range); it aliases the message.")
+		g.p("// Finding it walks the i elements before it: use Iter to visit them all.")
+		g.p("func (l %s) At(i int) string {", lt)
+		g.p("p := l.l.BytesAt(i)")
+		g.p("if len(p) == 0 {")
+		g.p("return \"\"")
+		g.p("}")
+		g.p("return unsafe.String(&p[0], len(p))")
+		g.p("}\n")
+		g.p("// Value returns the current element; it aliases the message.")
+		g.p("func (it *%s) Value() string {", it)
+		g.p("p := it.it.Bytes()")
+		g.p("if len(p) == 0 {")
+		g.p("return \"\"")
+		g.p("}")
+		g.p("return unsafe.String(&p[0], len(p))")
+		g.p("}\n")
+		g.p("// Bytes returns the current element as bytes; it aliases the message.")
+		g.p("func (it *%s) Bytes() []byte { return it.it.Bytes() }\n", it)
+	case schema.KindBytes:
+		g.p("// At returns element i (nil when out of range); it aliases the message.")
+		g.p("// Finding it walks the i elements before it: use Iter to visit them all.")
+		g.p("func (l %s) At(i int) []byte { return l.l.BytesAt(i) }\n", lt)
+		g.p("// Value returns the current element; it aliases the message.")
+		g.p("func (it *%s) Value() []byte { return it.it.Bytes() }\n", it)
+	default:
+		et := scalars[e.Kind].goType
+		g.p("// At returns element i (0 when out of range).")
+		g.p("func (l %s) At(i int) %s { return %s }\n", lt, et, g.listGet(e.Kind, "l.l", "i"))
+		g.p("// Value returns the current element.")
+		g.p("func (it *%s) Value() %s { return %s }\n", it, et, g.listGet(e.Kind, "it.l", "it.i"))
+	}
+}

@@ -1,0 +1,151 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+)
+
+// maxPooledBuf is the largest buffer a generated client keeps in its pool;
+// larger ones are left to the garbage collector.
+const maxPooledBuf = 1 << 20
+
+func (g *generator) stubs(it *schema.Interface) {
+	g.use("context")
+	g.use("sync")
+	g.use(rpcPath)
+	i := GoName(it.Name)
+	srv, cli := i+"Server", i+"Client"
+
+	g.p("// RPC method ordinals of interface %s (1-based, declaration order).", it.Name)
+	g.p("const (")
+	for _, m := range it.Methods {
+		g.p("%s%sOrdinal uint32 = %d // %s", i, GoName(m.Name), m.Ordinal, m.Name)
+	}
+	g.p(")\n")
+
+	// Server interface.
+	g.p("// %s is implemented by a server of interface %s; register it with", srv, it.Name)
+	g.p("// Register%s. A request view aliases a buffer the server owns and is", srv)
+	g.p("// valid only until the method returns. A result arrives set to its zero")
+	g.p("// value and is encoded after the method returns nil; it must not be kept.")
+	g.p("// An error answers the call with its status (see rpc.Errorf), 500 by default.")
+	g.p("type %s interface {", srv)
+	for _, m := range it.Methods {
+		g.p("// %s serves %s.%s.", GoName(m.Name), it.Name, m.Name)
+		g.p("%s(%s) error", GoName(m.Name), params(m, true))
+	}
+	g.p("}\n")
+
+	g.p("// Register%s registers impl's methods on s under their ordinals.", srv)
+	g.p("// A request that is not a valid message is answered with status 400.")
+	g.p("func Register%s(s *rpc.Server, impl %s) {", srv, srv)
+	for _, m := range it.Methods {
+		mn := GoName(m.Name)
+		ord := i + mn + "Ordinal"
+		pool := "zap" + i + mn + "Pool"
+		g.p("s.Handle(%s, func(ctx context.Context, req, out []byte) ([]byte, error) {", ord)
+		var args []string
+		args = append(args, "ctx")
+		if m.Req != nil {
+			g.p("in, err := Read%s(req)", GoName(m.Req.Name))
+			g.p("if err != nil {")
+			g.p("return out, rpc.Errorf(rpc.StatusBadRequest, %q, err)", g.pkg+": "+it.Name+"."+m.Name+": %v")
+			g.p("}")
+			args = append(args, "in")
+		}
+		if m.Resp != nil {
+			r := GoName(m.Resp.Name)
+			g.p("resp := %s.Get().(*%s)", pool, r)
+			args = append(args, "resp")
+			op := ":="
+			if m.Req != nil {
+				op = "="
+			}
+			g.p("err %s impl.%s(%s)", op, mn, strings.Join(args, ", "))
+			g.p("if err == nil {")
+			g.p("out = resp.AppendZAP(out)")
+			g.p("}")
+			g.p("*resp = %s{}", r)
+			g.p("%s.Put(resp)", pool)
+			g.p("return out, err")
+		} else {
+			g.p("return out, impl.%s(%s)", mn, strings.Join(args, ", "))
+		}
+		g.p("})")
+	}
+	g.p("}\n")
+	for _, m := range it.Methods {
+		if m.Resp != nil {
+			r := GoName(m.Resp.Name)
+			g.p("// zap%s%sPool recycles the results of %s.%s.", i, GoName(m.Name), it.Name, m.Name)
+			g.p("var zap%s%sPool = sync.Pool{New: func() any { return new(%s) }}\n", i, GoName(m.Name), r)
+		}
+	}
+
+	// Client.
+	bufs := "zap" + i + "Bufs"
+	g.p("// %s calls the methods of interface %s through an rpc.Caller (an", cli, it.Name)
+	g.p("// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.")
+	g.p("type %s struct{ c rpc.Caller }\n", cli)
+	g.p("// New%s returns a client of interface %s that calls through c.", cli, it.Name)
+	g.p("func New%s(c rpc.Caller) *%s { return &%s{c: c} }\n", cli, cli, cli)
+	for _, m := range it.Methods {
+		mn := GoName(m.Name)
+		g.p("// %s calls %s.%s. It encodes the request into a pooled buffer,", mn, it.Name, m.Name)
+		if m.Resp != nil {
+			g.p("// decodes the answer into resp (reusing resp's memory) and keeps")
+		} else {
+			g.p("// ignores the answer body and keeps")
+		}
+		g.p("// nothing of its arguments. A non-200 answer is an *rpc.StatusError")
+		g.p("// (errors.As); see rpc.Client.Call for the other errors.")
+		g.p("func (c *%s) %s(%s) error {", cli, mn, params(m, false))
+		g.p("bp := %s.Get().(*[]byte)", bufs)
+		if m.Req != nil {
+			g.p("buf := req.AppendZAP((*bp)[:0])")
+		} else {
+			g.p("buf := (*bp)[:0]")
+		}
+		g.p("out, err := c.c.Call(ctx, %s%sOrdinal, buf, buf[len(buf):])", i, mn)
+		if m.Resp != nil {
+			g.p("if err == nil {")
+			g.p("err = resp.DecodeZAP(out)")
+			g.p("}")
+		}
+		g.p("c.zapRelease(bp, buf, out)")
+		g.p("return err")
+		g.p("}\n")
+	}
+	g.p("// zapRelease returns the largest of a call's buffers to the pool.")
+	g.p("func (c *%s) zapRelease(bp *[]byte, buf, out []byte) {", cli)
+	g.p("if cap(out) > cap(buf)-len(buf) {")
+	g.p("buf = out")
+	g.p("}")
+	g.p("if cap(buf) > %d {", maxPooledBuf)
+	g.p("return")
+	g.p("}")
+	g.p("*bp = buf[:0]")
+	g.p("%s.Put(bp)", bufs)
+	g.p("}\n")
+	g.p("// %s holds request/answer buffers of %s.", bufs, cli)
+	g.p("var %s = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}\n", bufs)
+}
+
+// params returns a method's parameter list: server side (req as a view) or
+// client side (req as a record).
+func params(m *schema.Method, server bool) string {
+	ps := []string{"ctx context.Context"}
+	if m.Req != nil {
+		if server {
+			ps = append(ps, fmt.Sprintf("req %sView", GoName(m.Req.Name)))
+		} else {
+			ps = append(ps, fmt.Sprintf("req *%s", GoName(m.Req.Name)))
+		}
+	}
+	if m.Resp != nil {
+		ps = append(ps, fmt.Sprintf("resp *%s", GoName(m.Resp.Name)))
+	}
+	return strings.Join(ps, ", ")
+}

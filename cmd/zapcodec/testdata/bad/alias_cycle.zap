@@ -1,0 +1,3 @@
+package p
+type a = b
+type b = a

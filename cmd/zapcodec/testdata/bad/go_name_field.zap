@@ -1,0 +1,4 @@
+package p
+struct A
+    name text
+    Name text

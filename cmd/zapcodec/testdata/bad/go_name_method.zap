@@ -1,0 +1,6 @@
+package p
+struct A {}
+interface S {
+    getA(req: A)
+    GetA(req: A)
+}

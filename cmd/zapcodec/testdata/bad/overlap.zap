@@ -1,0 +1,5 @@
+package p
+struct A {
+    X u32 @0
+    Y u16 @2
+}

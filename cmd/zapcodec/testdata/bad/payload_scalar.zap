@@ -1,0 +1,2 @@
+package p
+interface S { get(req: u32) }

@@ -1,0 +1,3 @@
+package p
+struct A {
+    X u8

@@ -1,0 +1,36 @@
+package all
+
+import (
+	"testing"
+
+	"github.com/zapcodec/zapcodec/internal/gentest/check"
+)
+
+var types = map[string]check.Type{
+	"Scalars": {
+		New:  func() check.Record { return new(Scalars) },
+		Read: func(b []byte) (any, error) { return ReadScalars(b) },
+	},
+	"Point": {
+		New:  func() check.Record { return new(Point) },
+		Read: func(b []byte) (any, error) { return ReadPoint(b) },
+	},
+	"Kitchen": {
+		New:  func() check.Record { return new(Kitchen) },
+		Read: func(b []byte) (any, error) { return ReadKitchen(b) },
+	},
+	"Pair": {
+		New:  func() check.Record { return new(Pair) },
+		Read: func(b []byte) (any, error) { return ReadPair(b) },
+	},
+	"Sparse": {
+		New:  func() check.Record { return new(Sparse) },
+		Read: func(b []byte) (any, error) { return ReadSparse(b) },
+	},
+	"Empty": {
+		New:  func() check.Record { return new(Empty) },
+		Read: func(b []byte) (any, error) { return ReadEmpty(b) },
+	},
+}
+
+func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 3, 2000, types) }

@@ -1,0 +1,375 @@
+// Package check holds reflection-based helpers for the tests of the
+// packages that zapcodec gen writes under internal/gentest: loading the
+// shared generated.json cases into records, random records, record
+// comparison and a view-versus-record check. It is test support only.
+package check
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/internal/fixture"
+)
+
+// Case is one entry of generated.json.
+type Case struct {
+	Schema string         `json:"schema"`
+	Struct string         `json:"struct"`
+	Name   string         `json:"name"`
+	Values map[string]any `json:"values"`
+	Hex    string         `json:"hex"`
+}
+
+// Generated returns the cases of generated.json, or skips t when the
+// shared fixtures are absent.
+func Generated(t testing.TB) []Case {
+	var doc struct {
+		Cases   []Case                    `json:"cases"`
+		Offsets map[string]map[string]int `json:"offsets"`
+	}
+	if err := json.Unmarshal(fixture.Read(t, "fixtures/generated.json"), &doc); err != nil {
+		t.Fatalf("generated.json: %v", err)
+	}
+	return doc.Cases
+}
+
+// Fill sets the fields of the record *ptr from a case's values. A list of
+// structs names other cases (looked up in byName) whose values fill its
+// elements.
+func Fill(t testing.TB, ptr any, values map[string]any, byName map[string]Case) {
+	t.Helper()
+	v := reflect.ValueOf(ptr).Elem()
+	for name, val := range values {
+		f := v.FieldByName(name)
+		if !f.IsValid() {
+			t.Fatalf("%s has no field %s", v.Type(), name)
+		}
+		if err := set(t, f, val, byName); err != nil {
+			t.Fatalf("%s.%s = %v: %v", v.Type(), name, val, err)
+		}
+	}
+}
+
+func set(t testing.TB, f reflect.Value, val any, byName map[string]Case) error {
+	switch f.Kind() {
+	case reflect.Bool:
+		f.SetBool(val.(bool))
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(val.(string), 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetUint(n)
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(val.(string), 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Float32, reflect.Float64:
+		f.SetFloat(val.(float64))
+	case reflect.String:
+		f.SetString(val.(string))
+	case reflect.Array:
+		b, err := hex.DecodeString(val.(string))
+		if err != nil || len(b) != f.Len() {
+			return fmt.Errorf("want %d hex bytes: %v", f.Len(), err)
+		}
+		reflect.Copy(f, reflect.ValueOf(b))
+	case reflect.Slice:
+		if f.Type().Elem().Kind() == reflect.Uint8 {
+			b, err := hex.DecodeString(val.(string))
+			if err != nil {
+				return err
+			}
+			f.SetBytes(b)
+			return nil
+		}
+		names := val.([]any)
+		s := reflect.MakeSlice(f.Type(), len(names), len(names))
+		for i, n := range names {
+			c, ok := byName[n.(string)]
+			if !ok {
+				return fmt.Errorf("no case %v", n)
+			}
+			Fill(t, s.Index(i).Addr().Interface(), c.Values, byName)
+		}
+		f.Set(s)
+	default:
+		return fmt.Errorf("unsupported kind %s", f.Kind())
+	}
+	return nil
+}
+
+// Randomize fills the record *ptr with random values: lists of up to 4
+// elements, strings and byte slices of up to 24 bytes (sometimes empty),
+// nested records up to a few levels deep (sometimes nil), every float
+// except NaN.
+func Randomize(r *rand.Rand, ptr any) { randomize(r, reflect.ValueOf(ptr).Elem(), 0) }
+
+func randomize(r *rand.Rand, v reflect.Value, depth int) {
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 1)
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(edgy(r))
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(edgy(r)))
+	case reflect.Float32:
+		x := math.Float32frombits(uint32(edgy(r)))
+		if x != x {
+			x = -0.5
+		}
+		v.SetFloat(float64(x))
+	case reflect.Float64:
+		x := math.Float64frombits(edgy(r))
+		if x != x {
+			x = 1.25
+		}
+		v.SetFloat(x)
+	case reflect.String:
+		v.SetString(string(randBytes(r)))
+	case reflect.Array:
+		for i := range v.Len() {
+			v.Index(i).SetUint(uint64(r.IntN(256)))
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			v.SetBytes(randBytes(r))
+			return
+		}
+		n := r.IntN(5)
+		if depth > 1 || r.IntN(4) == 0 {
+			n = 0
+		}
+		s := reflect.MakeSlice(v.Type(), n, n)
+		for i := range n {
+			randomize(r, s.Index(i), depth+1)
+		}
+		if n > 0 {
+			v.Set(s)
+		} else {
+			v.Set(reflect.Zero(v.Type()))
+		}
+	case reflect.Pointer:
+		if depth > 1 || r.IntN(3) == 0 {
+			v.Set(reflect.Zero(v.Type()))
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		randomize(r, p.Elem(), depth+1)
+		v.Set(p)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			randomize(r, v.Field(i), depth)
+		}
+	default:
+		panic("BUG: unsupported kind " + v.Kind().String())
+	}
+}
+
+// edgy returns a random 64-bit value, often an edge case.
+func edgy(r *rand.Rand) uint64 {
+	switch r.IntN(6) {
+	case 0:
+		return 0
+	case 1:
+		return math.MaxUint64
+	case 2:
+		return uint64(r.IntN(256))
+	}
+	return r.Uint64()
+}
+
+func randBytes(r *rand.Rand) []byte {
+	if r.IntN(4) == 0 {
+		return nil
+	}
+	b := make([]byte, r.IntN(25))
+	for i := range b {
+		b[i] = byte(r.IntN(256))
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// Equal reports whether two records hold the same values, treating a nil
+// slice and an empty one as equal. It returns a description of the first
+// difference, or "".
+func Equal(a, b any) string { return diff(reflect.ValueOf(a), reflect.ValueOf(b), "") }
+
+func diff(a, b reflect.Value, path string) string {
+	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			if a.IsNil() != b.IsNil() {
+				return fmt.Sprintf("%s: nil %v vs nil %v", path, a.IsNil(), b.IsNil())
+			}
+			return ""
+		}
+		return diff(a.Elem(), b.Elem(), path)
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if d := diff(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name); d != "" {
+				return d
+			}
+		}
+		return ""
+	case reflect.Slice:
+		if a.Len() != b.Len() {
+			return fmt.Sprintf("%s: len %d vs %d", path, a.Len(), b.Len())
+		}
+		for i := range a.Len() {
+			if d := diff(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	case reflect.Float32, reflect.Float64:
+		if math.Float64bits(a.Float()) != math.Float64bits(b.Float()) {
+			return fmt.Sprintf("%s: %v vs %v", path, a.Float(), b.Float())
+		}
+		return ""
+	}
+	if !a.Equal(b) {
+		return fmt.Sprintf("%s: %#v vs %#v", path, a.Interface(), b.Interface())
+	}
+	return ""
+}
+
+// View compares a generated view (TView) with the record it should show,
+// through the accessors the generator promises: F() for every field, FBytes()
+// for text and bytes_fixed, IsNull, and for lists Len, At and Iter. It
+// returns a description of the first mismatch, or "".
+func View(rec any, view any) string {
+	r := reflect.ValueOf(rec)
+	if r.Kind() == reflect.Pointer {
+		// The root: a struct without fields has an empty object at the end
+		// of its message, which reads as null; do not compare nullness.
+		r = r.Elem()
+	}
+	return viewDiff(r, reflect.ValueOf(view), "")
+}
+
+func call(v reflect.Value, name string, args ...reflect.Value) reflect.Value {
+	m := v.MethodByName(name)
+	if !m.IsValid() {
+		p := reflect.New(v.Type())
+		p.Elem().Set(v)
+		m = p.MethodByName(name)
+	}
+	if !m.IsValid() {
+		panic(fmt.Sprintf("%s has no method %s", v.Type(), name))
+	}
+	return m.Call(args)[0]
+}
+
+func viewDiff(rec, view reflect.Value, path string) string {
+	if rec.Kind() == reflect.Pointer {
+		null := call(view, "IsNull").Bool()
+		if rec.IsNil() != null {
+			return fmt.Sprintf("%s: record nil %v, view null %v", path, rec.IsNil(), null)
+		}
+		if rec.IsNil() {
+			return ""
+		}
+		rec = rec.Elem()
+	}
+	for i := range rec.NumField() {
+		name := rec.Type().Field(i).Name
+		p := path + "." + name
+		f := rec.Field(i)
+		got := call(view, name)
+		switch f.Kind() {
+		case reflect.Pointer:
+			if d := viewDiff(f, got, p); d != "" {
+				return d
+			}
+		case reflect.String:
+			if got.String() != f.String() {
+				return fmt.Sprintf("%s: view %q, record %q", p, got.String(), f.String())
+			}
+			if b := call(view, name+"Bytes").Bytes(); string(b) != f.String() {
+				return fmt.Sprintf("%sBytes: view %q, record %q", p, b, f.String())
+			}
+		case reflect.Array:
+			if !got.Equal(f) {
+				return fmt.Sprintf("%s: view %x, record %x", p, got.Interface(), f.Interface())
+			}
+			b := call(view, name+"Bytes").Bytes()
+			if !reflect.DeepEqual(reflect.ValueOf(b).Convert(reflect.TypeOf([]byte(nil))).Interface(), f.Slice(0, f.Len()).Bytes()) {
+				return fmt.Sprintf("%sBytes: view %x, record %x", p, b, f.Interface())
+			}
+		case reflect.Slice:
+			if f.Type().Elem().Kind() == reflect.Uint8 && got.Kind() == reflect.Slice {
+				if string(got.Bytes()) != string(f.Bytes()) {
+					return fmt.Sprintf("%s: view %x, record %x", p, got.Bytes(), f.Bytes())
+				}
+				continue
+			}
+			if d := listDiff(f, got, p); d != "" {
+				return d
+			}
+		default:
+			if d := diff(got, f, p); d != "" {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+func elemDiff(want, got reflect.Value, p string) string {
+	switch want.Kind() {
+	case reflect.Struct:
+		return viewDiff(want, got, p)
+	case reflect.Slice: // []byte element
+		if string(got.Bytes()) != string(want.Bytes()) {
+			return fmt.Sprintf("%s: view %x, record %x", p, got.Bytes(), want.Bytes())
+		}
+		return ""
+	}
+	return diff(got, want, p)
+}
+
+func listDiff(rec, list reflect.Value, path string) string {
+	if n := call(list, "Len").Int(); int(n) != rec.Len() {
+		return fmt.Sprintf("%s.Len() = %d, record has %d", path, n, rec.Len())
+	}
+	for i := range rec.Len() {
+		got := call(list, "At", reflect.ValueOf(i))
+		if d := elemDiff(rec.Index(i), got, fmt.Sprintf("%s.At(%d)", path, i)); d != "" {
+			return d
+		}
+	}
+	if got := call(list, "At", reflect.ValueOf(rec.Len())); !got.IsZero() {
+		return fmt.Sprintf("%s.At(Len()) is not the zero value", path)
+	}
+	it := reflect.New(call(list, "Iter").Type())
+	it.Elem().Set(call(list, "Iter"))
+	i := 0
+	for it.MethodByName("Next").Call(nil)[0].Bool() {
+		if idx := it.MethodByName("Index").Call(nil)[0].Int(); int(idx) != i {
+			return fmt.Sprintf("%s.Iter: Index() = %d at step %d", path, idx, i)
+		}
+		if i >= rec.Len() {
+			return fmt.Sprintf("%s.Iter: more than %d elements", path, rec.Len())
+		}
+		if d := elemDiff(rec.Index(i), it.MethodByName("Value").Call(nil)[0], fmt.Sprintf("%s.Iter[%d]", path, i)); d != "" {
+			return d
+		}
+		i++
+	}
+	if i != rec.Len() {
+		return fmt.Sprintf("%s.Iter: %d elements, record has %d", path, i, rec.Len())
+	}
+	return ""
+}

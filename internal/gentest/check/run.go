@@ -1,0 +1,162 @@
+package check
+
+import (
+	"bytes"
+	"encoding/hex"
+	"math/rand/v2"
+	"testing"
+)
+
+// Record is the method set every generated record has.
+type Record interface {
+	AppendZAP(dst []byte) []byte
+	SizeZAP() int
+	DecodeZAP(b []byte) error
+	AppendBinary(dst []byte) ([]byte, error)
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary(b []byte) error
+}
+
+// Type describes one generated record type for the generic checks.
+type Type struct {
+	New  func() Record               // a new zero record (a *T)
+	Read func(b []byte) (any, error) // ReadT, its view as any
+}
+
+// Fixtures checks every generated.json case of schema (e.g. "eth.zap")
+// against the records in types (by struct name): AppendZAP reproduces the
+// bytes exactly, also after a prefix; SizeZAP is their length; the view of
+// the fixture bytes shows the values; DecodeZAP of the fixture bytes gives
+// the record back, also into a record holding stale random values.
+func Fixtures(t *testing.T, schema string, types map[string]Type) {
+	cases := Generated(t)
+	byName := map[string]Case{}
+	for _, c := range cases {
+		byName[c.Name] = c
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 0
+	for _, c := range cases {
+		if c.Schema != schema {
+			continue
+		}
+		n++
+		t.Run(c.Name, func(t *testing.T) {
+			typ, ok := types[c.Struct]
+			if !ok {
+				t.Fatalf("no generated type %s", c.Struct)
+			}
+			want, err := hex.DecodeString(c.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := typ.New()
+			Fill(t, rec, c.Values, byName)
+			if got := rec.AppendZAP(nil); !bytes.Equal(got, want) {
+				t.Errorf("AppendZAP:\n got %x\nwant %x", got, want)
+			}
+			prefix := []byte("0123456789")[:r.IntN(10)]
+			if got := rec.AppendZAP(bytes.Clone(prefix)); !bytes.Equal(got[len(prefix):], want) || !bytes.Equal(got[:len(prefix)], prefix) {
+				t.Errorf("AppendZAP after a %d-byte prefix:\n got %x\nwant %x", len(prefix), got, want)
+			}
+			if n := rec.SizeZAP(); n != len(want) {
+				t.Errorf("SizeZAP = %d, want %d", n, len(want))
+			}
+			v, err := typ.Read(want)
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			if d := View(rec, v); d != "" {
+				t.Errorf("view of the fixture: %s", d)
+			}
+			for _, dst := range []Record{typ.New(), stale(r, typ)} {
+				if err := dst.DecodeZAP(want); err != nil {
+					t.Fatalf("DecodeZAP: %v", err)
+				}
+				if d := Equal(rec, dst); d != "" {
+					t.Errorf("DecodeZAP: %s", d)
+				}
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatalf("generated.json has no case for %s", schema)
+	}
+}
+
+func stale(r *rand.Rand, typ Type) Record {
+	rec := typ.New()
+	Randomize(r, rec)
+	return rec
+}
+
+// RoundTrip checks n random records of every type, seeded: AppendZAP (after
+// a random prefix) writes SizeZAP bytes; the view shows the record; DecodeZAP
+// into a fresh record and into one holding stale values gives it back;
+// MarshalBinary, AppendBinary and UnmarshalBinary agree with them; and
+// corrupting one byte or truncating the message never panics.
+func RoundTrip(t *testing.T, seed uint64, n int, types map[string]Type) {
+	for name, typ := range types {
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			var buf []byte
+			for i := range n {
+				rec := typ.New()
+				Randomize(r, rec)
+				prefix := []byte("0123456789abcdef")[:r.IntN(16)]
+				buf = append(buf[:0], prefix...)
+				buf = rec.AppendZAP(buf)
+				msg := buf[len(prefix):]
+				if len(msg) != rec.SizeZAP() {
+					t.Fatalf("#%d: SizeZAP %d, wrote %d", i, rec.SizeZAP(), len(msg))
+				}
+				if bin, _ := rec.MarshalBinary(); !bytes.Equal(bin, msg) {
+					t.Fatalf("#%d: MarshalBinary differs from AppendZAP", i)
+				}
+				if bin, _ := rec.AppendBinary(nil); !bytes.Equal(bin, msg) {
+					t.Fatalf("#%d: AppendBinary differs from AppendZAP", i)
+				}
+				v, err := typ.Read(msg)
+				if err != nil {
+					t.Fatalf("#%d: Read: %v", i, err)
+				}
+				if d := View(rec, v); d != "" {
+					t.Fatalf("#%d: view: %s\n%x", i, d, msg)
+				}
+				for j, dst := range []Record{typ.New(), stale(r, typ)} {
+					if err := dst.DecodeZAP(msg); err != nil {
+						t.Fatalf("#%d: DecodeZAP: %v", i, err)
+					}
+					if d := Equal(rec, dst); d != "" {
+						t.Fatalf("#%d/%d: DecodeZAP: %s\n%x", i, j, d, msg)
+					}
+				}
+				dst := typ.New()
+				if err := dst.UnmarshalBinary(msg); err != nil || Equal(rec, dst) != "" {
+					t.Fatalf("#%d: UnmarshalBinary: %v %s", i, err, Equal(rec, dst))
+				}
+				// Hostile variants: must not panic.
+				bad := bytes.Clone(msg)
+				if len(bad) > 16 {
+					bad[16+r.IntN(len(bad)-16)] ^= byte(1 + r.IntN(255))
+				}
+				Poke(typ, bad)
+				Poke(typ, msg[:r.IntN(len(msg)+1)])
+			}
+		})
+	}
+}
+
+// Poke decodes and views b, ignoring the results: for hostile inputs, where
+// the only requirement is not to panic (or hang).
+func Poke(typ Type, b []byte) {
+	_ = typ.New().DecodeZAP(b)
+	if v, err := typ.Read(b); err == nil {
+		rec := typ.New()
+		_ = View(rec, v) // walks every accessor of the view
+		_ = rec.DecodeZAP(b)
+		if err := rec.DecodeZAP(b); err == nil {
+			_ = View(rec, v)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package eth
+
+import (
+	"testing"
+
+	"github.com/zapcodec/zapcodec/internal/gentest/check"
+)
+
+var types = map[string]check.Type{
+	"GetBalanceRequest": {
+		New:  func() check.Record { return new(GetBalanceRequest) },
+		Read: func(b []byte) (any, error) { return ReadGetBalanceRequest(b) },
+	},
+	"GetBalanceResponse": {
+		New:  func() check.Record { return new(GetBalanceResponse) },
+		Read: func(b []byte) (any, error) { return ReadGetBalanceResponse(b) },
+	},
+}
+
+func TestFixtures(t *testing.T) { check.Fixtures(t, "eth.zap", types) }
+
+func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 1, 3000, types) }
