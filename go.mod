@@ -2,4 +2,4 @@ module github.com/zapcodec/zapcodec
 
 go 1.24
 
-require github.com/valyala/bytebufferpool v1.0.0 // indirect
+require github.com/valyala/bytebufferpool v1.0.0

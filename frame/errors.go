@@ -1,0 +1,26 @@
+package frame
+
+import "errors"
+
+// Errors of this package. Match them with errors.Is; the returned error may
+// wrap them with the values involved.
+var (
+	// ErrFrameTooLarge: a header announced, or a caller tried to write, a
+	// frame whose length prefix exceeds the maximum frame size. The reader
+	// reports it before reading or allocating any of the body.
+	ErrFrameTooLarge = errors.New("frame: frame too large")
+
+	// ErrEmptyFrame: a canonical frame with length 0, which cannot hold
+	// the kind byte. A protocol violation: the peer is broken.
+	ErrEmptyFrame = errors.New("frame: frame of length 0 has no kind byte")
+
+	// ErrNoBegin: Writer.End was called without a matching Begin, or with a
+	// buffer that does not extend the one Begin returned.
+	ErrNoBegin = errors.New("frame: End without matching Begin")
+)
+
+// noCopy makes go vet's copylocks check flag copies of Reader and Writer.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}

@@ -1,0 +1,147 @@
+package frame
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+
+	"github.com/zapcodec/zapcodec/pool"
+)
+
+// refFrame is one frame as the reference parser sees it.
+type refFrame struct {
+	kind    byte
+	payload []byte
+}
+
+// refParse splits stream into frames by hand (the oracle for the fuzzer)
+// and returns the error class the Reader must end with.
+func refParse(stream []byte, max int, http bool) ([]refFrame, error) {
+	var out []refFrame
+	hl := 5
+	if http {
+		hl = 4
+	}
+	for {
+		if len(stream) == 0 {
+			return out, io.EOF
+		}
+		if !http && len(stream) >= 4 && binary.LittleEndian.Uint32(stream) == 0 {
+			return out, ErrEmptyFrame
+		}
+		if len(stream) < hl {
+			return out, io.ErrUnexpectedEOF
+		}
+		var n int
+		var kind byte
+		if http {
+			n = int(binary.BigEndian.Uint32(stream))
+		} else {
+			n = int(binary.LittleEndian.Uint32(stream))
+			kind = stream[4]
+		}
+		if n > max {
+			return out, ErrFrameTooLarge
+		}
+		body := n
+		if !http {
+			body--
+		}
+		if len(stream) < hl+body {
+			return out, io.ErrUnexpectedEOF
+		}
+		out = append(out, refFrame{kind, stream[hl : hl+body]})
+		stream = stream[hl+body:]
+	}
+}
+
+func fuzzSeeds() [][]byte {
+	var seeds [][]byte
+	var b bytes.Buffer
+	w := NewWriter(&b)
+	w.WriteFrame(1, []byte("hello"))
+	w.WriteFrame(2, nil)
+	w.WriteFrame(3, bytes.Repeat([]byte{0xAB}, 300))
+	w.Flush()
+	seeds = append(seeds, append([]byte(nil), b.Bytes()...))
+	b.Reset()
+	w = NewWriter(&b, WithHTTPFraming())
+	w.WriteFrame(0, []byte("ZAP\x00 message"))
+	w.WriteFrame(0, nil)
+	w.Flush()
+	seeds = append(seeds, append([]byte(nil), b.Bytes()...))
+	seeds = append(seeds,
+		nil,
+		[]byte{0, 0, 0, 0},
+		[]byte{0xFF, 0xFF, 0xFF, 0xFF, 1},
+		[]byte{1, 0, 0, 0, 4, 9, 0, 0},
+		[]byte{2, 0, 0},
+	)
+	return seeds
+}
+
+// FuzzReader feeds arbitrary streams to a Reader with small limits and
+// buffers and checks it against refParse: same frames, same final error
+// class, no panic, and no body allocation larger than the maximum frame
+// size, whatever the headers announce.
+func FuzzReader(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		for _, http := range []bool{false, true} {
+			f.Add(s, uint16(16), uint16(64), http, false)
+			f.Add(s, uint16(100), uint16(1000), http, true)
+		}
+	}
+	// A body whose size class (1024) is above the maximum frame (1000).
+	var b bytes.Buffer
+	w := NewWriter(&b)
+	w.WriteFrame(1, make([]byte, 999))
+	w.Flush()
+	f.Add(b.Bytes(), uint16(16), uint16(1000), false, false)
+	f.Fuzz(func(t *testing.T, stream []byte, bufSize, maxSize uint16, http, oneByte bool) {
+		max := int(maxSize)
+		if max == 0 {
+			max = 1 // WithMaxFrameSize(0) means the 16 MiB default
+		}
+		want, wantErr := refParse(stream, max, http)
+		opts := []Option{WithBufferSize(int(bufSize)), WithMaxFrameSize(max)}
+		if http {
+			opts = append(opts, WithHTTPFraming())
+		}
+		var src io.Reader = bytes.NewReader(stream)
+		if oneByte {
+			src = iotest.OneByteReader(src)
+		}
+		r := NewReader(src, opts...)
+		// A pool of its own: every body buffer seen was allocated here.
+		r.bodies = new(pool.SizedPool)
+		for i := 0; ; i++ {
+			kind, p, err := r.Next()
+			// Body memory is bounded by the maximum frame size, whatever
+			// the headers announced.
+			if r.big != nil && cap(r.big.B) > max {
+				t.Fatalf("body buffer of cap %d, max frame %d", cap(r.big.B), max)
+			}
+			if err != nil {
+				if i != len(want) {
+					t.Fatalf("error %v after %d frames, reference has %d", err, i, len(want))
+				}
+				if !errors.Is(err, wantErr) {
+					t.Fatalf("error %v, reference %v", err, wantErr)
+				}
+				return
+			}
+			if i >= len(want) {
+				t.Fatalf("frame %d beyond the reference's %d", i, len(want))
+			}
+			if kind != want[i].kind || !bytes.Equal(p, want[i].payload) {
+				t.Fatalf("frame %d: kind %d %x, reference %d %x", i, kind, p, want[i].kind, want[i].payload)
+			}
+			if len(p) > max {
+				t.Fatalf("payload of %d bytes over max %d", len(p), max)
+			}
+		}
+	})
+}

@@ -1,0 +1,378 @@
+package frame
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func le(n uint32) []byte { return binary.LittleEndian.AppendUint32(nil, n) }
+func be(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+
+func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// errAfterReader returns data, then err (a failure of the underlying stream
+// in the middle of a frame).
+type errAfterReader struct {
+	data []byte
+	err  error
+}
+
+func (r *errAfterReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// headerOnlyReader hands out its data and fails the test if read again: the
+// reader must decide on the header alone.
+type headerOnlyReader struct {
+	t    *testing.T
+	data []byte
+}
+
+func (r *headerOnlyReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		r.t.Errorf("reader asked for more bytes after a too-large header")
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+var errBoom = errors.New("boom")
+
+func TestReaderHostile(t *testing.T) {
+	big := bytes.Repeat([]byte{7}, 100)
+	tests := []struct {
+		name   string
+		in     func() io.Reader
+		opts   []Option
+		frames int    // good frames expected before the error
+		err    error  // errors.Is target
+		msg    string // substring of the error text
+	}{
+		{"empty stream", func() io.Reader { return bytes.NewReader(nil) }, nil, 0, io.EOF, "EOF"},
+		{"length 0", func() io.Reader { return bytes.NewReader(le(0)) }, nil, 0, ErrEmptyFrame, "length 0"},
+		{"length 0 after good frame", func() io.Reader { return bytes.NewReader(cat(le(2), []byte{1, 9}, le(0), []byte{1})) }, nil, 1, ErrEmptyFrame, ""},
+		{"length 0xFFFFFFFF", func() io.Reader { return bytes.NewReader(cat(le(0xFFFFFFFF), []byte{1, 2, 3})) }, nil, 0, ErrFrameTooLarge, "len:4294967295 max:16777216"},
+		{"length max+1", func() io.Reader { return bytes.NewReader(cat(le(101), []byte{1}, big)) }, []Option{WithMaxFrameSize(100)}, 0, ErrFrameTooLarge, "len:101 max:100"},
+		{"http length 0xFFFFFFFF", func() io.Reader { return bytes.NewReader(be(0xFFFFFFFF)) }, []Option{WithHTTPFraming()}, 0, ErrFrameTooLarge, ""},
+		{"truncated header 1", func() io.Reader { return bytes.NewReader([]byte{5}) }, nil, 0, io.ErrUnexpectedEOF, ""},
+		{"truncated header 4", func() io.Reader { return bytes.NewReader(le(5)) }, nil, 0, io.ErrUnexpectedEOF, ""},
+		{"truncated header after frame", func() io.Reader { return bytes.NewReader(cat(le(1), []byte{3}, []byte{1, 0})) }, nil, 1, io.ErrUnexpectedEOF, ""},
+		{"truncated small body", func() io.Reader { return bytes.NewReader(cat(le(10), []byte{1}, []byte{1, 2, 3})) }, nil, 0, io.ErrUnexpectedEOF, ""},
+		{"truncated large body", func() io.Reader { return bytes.NewReader(cat(le(101), []byte{1}, big[:50])) }, []Option{WithBufferSize(16)}, 0, io.ErrUnexpectedEOF, ""},
+		{"http truncated body", func() io.Reader { return bytes.NewReader(cat(be(10), []byte{1, 2})) }, []Option{WithHTTPFraming()}, 0, io.ErrUnexpectedEOF, ""},
+		{"error mid header", func() io.Reader { return &errAfterReader{le(9)[:2], errBoom} }, nil, 0, errBoom, "boom"},
+		{"error mid small body", func() io.Reader { return &errAfterReader{cat(le(9), []byte{1, 2}), errBoom} }, nil, 0, errBoom, ""},
+		{"error mid large body", func() io.Reader { return &errAfterReader{cat(le(101), []byte{1}, big[:60]), errBoom} }, []Option{WithBufferSize(16)}, 0, errBoom, ""},
+		{"error after good frame", func() io.Reader { return &errAfterReader{cat(le(3), []byte{1, 2, 3}), errBoom} }, nil, 1, errBoom, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReader(tt.in(), tt.opts...)
+			for i := 0; i < tt.frames; i++ {
+				if _, _, err := r.Next(); err != nil {
+					t.Fatalf("frame %d: %v", i, err)
+				}
+			}
+			kind, p, err := r.Next()
+			if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Next = %d %x %v, want error %v containing %q", kind, p, err, tt.err, tt.msg)
+			}
+			if kind != 0 || p != nil {
+				t.Fatalf("Next returned kind %d payload %x with an error", kind, p)
+			}
+			// Sticky: the reader stays broken.
+			if _, _, err2 := r.Next(); err2 != err {
+				t.Fatalf("second Next = %v, want the same error %v", err2, err)
+			}
+		})
+	}
+}
+
+func TestReaderTooLargeReadsNoBody(t *testing.T) {
+	for _, http := range []bool{false, true} {
+		hdr := cat(le(1<<30), []byte{1})
+		opts := []Option{WithBufferSize(16)}
+		if http {
+			hdr = be(1 << 30)
+			opts = append(opts, WithHTTPFraming())
+		}
+		r := NewReader(&headerOnlyReader{t: t, data: hdr}, opts...)
+		if _, _, err := r.Next(); !errors.Is(err, ErrFrameTooLarge) {
+			t.Fatalf("http=%v: %v, want ErrFrameTooLarge", http, err)
+		}
+		if r.big != nil {
+			t.Fatalf("http=%v: a body buffer was taken for a refused frame", http)
+		}
+	}
+}
+
+func TestReaderValidEdges(t *testing.T) {
+	// Length 1: a kind with an empty envelope.
+	r := NewReader(bytes.NewReader(cat(le(1), []byte{4}, le(1), []byte{5})))
+	for _, want := range []byte{4, 5} {
+		kind, p, err := r.Next()
+		if err != nil || kind != want || len(p) != 0 {
+			t.Fatalf("Next = %d %x %v, want kind %d, empty payload", kind, p, err, want)
+		}
+	}
+	if _, _, err := r.Next(); err != io.EOF {
+		t.Fatalf("got %v, want io.EOF", err)
+	}
+	// HTTP framing: length 0 is an empty message.
+	r = NewReader(bytes.NewReader(cat(be(0), be(2), []byte{8, 9})), WithHTTPFraming())
+	if kind, p, err := r.Next(); err != nil || kind != 0 || len(p) != 0 {
+		t.Fatalf("http empty: %d %x %v", kind, p, err)
+	}
+	if kind, p, err := r.Next(); err != nil || kind != 0 || !bytes.Equal(p, []byte{8, 9}) {
+		t.Fatalf("http: %d %x %v", kind, p, err)
+	}
+	// A frame of exactly the maximum size is accepted, on both paths.
+	for _, bs := range []int{16, 4096} {
+		body := bytes.Repeat([]byte{3}, 99)
+		r = NewReader(bytes.NewReader(cat(le(100), []byte{2}, body)), WithMaxFrameSize(100), WithBufferSize(bs))
+		if kind, p, err := r.Next(); err != nil || kind != 2 || !bytes.Equal(p, body) {
+			t.Fatalf("buf %d: max-size frame: %d %d bytes %v", bs, kind, len(p), err)
+		}
+	}
+}
+
+func TestReaderPayloadCapacity(t *testing.T) {
+	// Appending to a payload must not clobber the next frame in the buffer.
+	r := NewReader(bytes.NewReader(cat(le(3), []byte{1, 'a', 'b'}, le(3), []byte{2, 'c', 'd'})))
+	_, p, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(p) != len(p) {
+		t.Fatalf("payload cap %d != len %d", cap(p), len(p))
+	}
+	_ = append(p, 'X', 'X', 'X')
+	_, p, err = r.Next()
+	if err != nil || string(p) != "cd" {
+		t.Fatalf("second frame %q %v", p, err)
+	}
+}
+
+func TestReaderReset(t *testing.T) {
+	r := NewReader(bytes.NewReader(le(0)))
+	if _, _, err := r.Next(); !errors.Is(err, ErrEmptyFrame) {
+		t.Fatal(err)
+	}
+	r.Reset(bytes.NewReader(cat(le(2), []byte{1, 42})))
+	if kind, p, err := r.Next(); err != nil || kind != 1 || !bytes.Equal(p, []byte{42}) {
+		t.Fatalf("after Reset: %d %x %v", kind, p, err)
+	}
+}
+
+func TestReaderBuffered(t *testing.T) {
+	r := NewReader(bytes.NewReader(cat(le(3), []byte{1, 'a', 'b'}, le(2), []byte{2, 'c'})))
+	if _, _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Buffered(); got != 6 {
+		t.Fatalf("Buffered = %d after the first frame, want 6", got)
+	}
+}
+
+// shortWriter accepts at most half of each write and reports no error:
+// a broken io.Writer.
+type shortWriter struct{ bytes.Buffer }
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	n := len(p) / 2
+	w.Buffer.Write(p[:n])
+	return n, nil
+}
+
+// failWriter accepts limit bytes, then fails.
+type failWriter struct {
+	bytes.Buffer
+	limit int
+}
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.Len()+len(p) <= w.limit {
+		return w.Buffer.Write(p)
+	}
+	n := w.limit - w.Len()
+	w.Buffer.Write(p[:n])
+	return n, errBoom
+}
+
+func TestWriterShortWrites(t *testing.T) {
+	payload := bytes.Repeat([]byte{1}, 1000)
+	for _, threshold := range []int{100, 1 << 20} { // writev path and copy path
+		var sw shortWriter
+		w := NewWriter(&sw, WithWritevThreshold(threshold))
+		err := w.WriteFrame(1, payload)
+		if err == nil {
+			err = w.Flush()
+		}
+		if !errors.Is(err, io.ErrShortWrite) {
+			t.Fatalf("threshold %d: got %v, want io.ErrShortWrite", threshold, err)
+		}
+		// Sticky.
+		if err := w.WriteFrame(1, nil); !errors.Is(err, io.ErrShortWrite) {
+			t.Fatalf("threshold %d: WriteFrame after failure: %v", threshold, err)
+		}
+		if err := w.Flush(); !errors.Is(err, io.ErrShortWrite) {
+			t.Fatalf("threshold %d: Flush after failure: %v", threshold, err)
+		}
+		buf := w.Begin(1)
+		if err := w.End(append(buf, 1)); !errors.Is(err, io.ErrShortWrite) {
+			t.Fatalf("threshold %d: End after failure: %v", threshold, err)
+		}
+		// What did reach the stream is a prefix of the intended bytes.
+		want := cat(le(1001), []byte{1}, payload)
+		if !bytes.HasPrefix(want, sw.Bytes()) || sw.Len() == len(want) {
+			t.Fatalf("threshold %d: wrote %d bytes, not a strict prefix", threshold, sw.Len())
+		}
+		// Reset recovers.
+		var out bytes.Buffer
+		w.Reset(&out)
+		if err := w.WriteFrame(2, []byte{9}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil || !bytes.Equal(out.Bytes(), cat(le(2), []byte{2, 9})) {
+			t.Fatalf("after Reset: %x %v", out.Bytes(), err)
+		}
+	}
+}
+
+func TestWriterErrorMidStream(t *testing.T) {
+	fw := &failWriter{limit: 7}
+	w := NewWriter(fw)
+	if err := w.WriteFrame(1, []byte("hello world")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); !errors.Is(err, errBoom) {
+		t.Fatalf("Flush = %v, want boom", err)
+	}
+	if err := w.WriteFrame(1, nil); !errors.Is(err, errBoom) {
+		t.Fatalf("sticky: %v", err)
+	}
+}
+
+func TestWriterMisuse(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out, WithMaxFrameSize(10))
+	if err := w.End(nil); !errors.Is(err, ErrNoBegin) {
+		t.Fatalf("End without Begin: %v", err)
+	}
+	if err := w.WriteFrame(1, make([]byte, 10)); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("too large WriteFrame: %v", err)
+	}
+	buf := w.Begin(1)
+	if err := w.End(append(buf, make([]byte, 10)...)); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("too large End: %v", err)
+	}
+	buf = w.Begin(1)
+	if err := w.End(buf[:len(buf)-1]); !errors.Is(err, ErrNoBegin) {
+		t.Fatalf("End with a truncated buffer: %v", err)
+	}
+	// An abandoned Begin leaves no trace.
+	buf = w.Begin(3)
+	_ = append(buf, 1, 2, 3)
+	if err := w.WriteFrame(2, []byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	if w.Buffered() != 6 {
+		t.Fatalf("Buffered = %d, want 6", w.Buffered())
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := cat(le(2), []byte{2, 7}); !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("got %x, want %x (refused and abandoned frames must not be written)", out.Bytes(), want)
+	}
+}
+
+// countWriter counts Write calls.
+type countWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+func TestWriterCoalesces(t *testing.T) {
+	var cw countWriter
+	w := NewWriter(&cw)
+	for i := 0; i < 100; i++ {
+		if err := w.WriteFrame(2, []byte("answer")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := w.Buffered(), 100*11; got != want {
+		t.Fatalf("Buffered = %d, want %d", got, want)
+	}
+	if cw.writes != 0 {
+		t.Fatalf("%d writes before Flush", cw.writes)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if cw.writes != 1 || cw.Len() != 1100 || w.Buffered() != 0 {
+		t.Fatalf("after Flush: %d writes, %d bytes, %d buffered; want 1, 1100, 0", cw.writes, cw.Len(), w.Buffered())
+	}
+	// A full buffer is written out by itself.
+	cw = countWriter{}
+	w = NewWriter(&cw, WithBufferSize(64))
+	for i := 0; i < 10; i++ {
+		if err := w.WriteFrame(2, []byte("answer")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cw.writes == 0 || w.Buffered() > 64 {
+		t.Fatalf("buffer of 64 holds %d bytes after %d writes", w.Buffered(), cw.writes)
+	}
+}
+
+// vecWriter records whether the large payload was handed over without a
+// copy (the same backing array).
+type vecWriter struct {
+	calls [][]byte
+}
+
+func (w *vecWriter) Write(p []byte) (int, error) {
+	w.calls = append(w.calls, p)
+	return len(p), nil
+}
+
+func TestWriterWritevDoesNotCopy(t *testing.T) {
+	var vw vecWriter
+	w := NewWriter(&vw, WithWritevThreshold(1000))
+	if err := w.WriteFrame(1, []byte("small")); err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 1000)
+	if err := w.WriteFrame(2, payload); err != nil {
+		t.Fatal(err)
+	}
+	if len(vw.calls) != 2 {
+		t.Fatalf("%d writes, want 2 (pending+header, payload)", len(vw.calls))
+	}
+	if want := cat(le(6), []byte{1}, []byte("small"), le(1001), []byte{2}); !bytes.Equal(vw.calls[0], want) {
+		t.Fatalf("first write %x, want %x", vw.calls[0], want)
+	}
+	if &vw.calls[1][0] != &payload[0] {
+		t.Fatal("the large payload was copied")
+	}
+	if w.Buffered() != 0 {
+		t.Fatalf("Buffered = %d after writev", w.Buffered())
+	}
+}

@@ -1,0 +1,105 @@
+package frame
+
+import "math"
+
+// Defaults of the options.
+const (
+	// DefaultMaxFrameSize is the largest length prefix accepted or written
+	// unless WithMaxFrameSize says otherwise: 16 MiB. (The canonical runtime
+	// refuses frames over 64 MiB; a lower limit here bounds the memory one
+	// peer can make us commit.)
+	DefaultMaxFrameSize = 16 << 20
+
+	// DefaultBufferSize is the size of the Reader's bufio buffer and the
+	// Writer's coalescing buffer: 64 KiB. A payload whose frame fits the
+	// read buffer is returned without a copy.
+	DefaultBufferSize = 64 << 10
+
+	// DefaultWritevThreshold is the payload size from which
+	// Writer.WriteFrame stops copying the payload and writes header and
+	// payload together with net.Buffers (writev): 64 KiB.
+	DefaultWritevThreshold = 64 << 10
+
+	// minBufferSize is bufio's own lower bound.
+	minBufferSize = 16
+)
+
+// Option configures a Reader or a Writer. Options that concern only one of
+// them are ignored by the other.
+type Option func(*options)
+
+type options struct {
+	maxFrameSize    int
+	bufferSize      int
+	writevThreshold int
+	http            bool
+}
+
+func buildOptions(opts []Option) options {
+	o := options{
+		maxFrameSize:    DefaultMaxFrameSize,
+		bufferSize:      DefaultBufferSize,
+		writevThreshold: DefaultWritevThreshold,
+	}
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// WithMaxFrameSize sets the largest accepted value of the length prefix
+// (kind byte included in the default format). Reader.Next fails with
+// ErrFrameTooLarge on a larger header before reading the body; the Writer
+// refuses to write a larger frame. n <= 0 means DefaultMaxFrameSize (16 MiB);
+// n is capped at 2^32-1, the largest length a u32 prefix can carry.
+func WithMaxFrameSize(n int) Option {
+	return func(o *options) {
+		switch {
+		case n <= 0:
+			n = DefaultMaxFrameSize
+		case uint64(n) > math.MaxUint32:
+			n = math.MaxUint32
+		}
+		o.maxFrameSize = n
+	}
+}
+
+// WithBufferSize sets the Reader's bufio buffer size and the size at which
+// the Writer's coalescing buffer is written out by itself. Default
+// DefaultBufferSize (64 KiB); n <= 0 means the default, and values below 16
+// are raised to 16.
+func WithBufferSize(n int) Option {
+	return func(o *options) {
+		switch {
+		case n <= 0:
+			n = DefaultBufferSize
+		case n < minBufferSize:
+			n = minBufferSize
+		}
+		o.bufferSize = n
+	}
+}
+
+// WithWritevThreshold sets the payload size from which Writer.WriteFrame
+// writes header and payload with one writev (net.Buffers) instead of
+// copying the payload into its buffer. Default DefaultWritevThreshold
+// (64 KiB); n <= 0 means the default. Reader ignores it.
+func WithWritevThreshold(n int) Option {
+	return func(o *options) {
+		if n <= 0 {
+			n = DefaultWritevThreshold
+		}
+		o.writevThreshold = n
+	}
+}
+
+// WithHTTPFraming selects the ZAP-over-HTTP framing: a big-endian u32 length
+// followed by that many bytes of message, with no kind byte (WIRE.md §6).
+// Reader.Next then always reports kind 0 and accepts a length of 0 (an empty
+// message); Writer ignores the kind it is given. The default is the
+// canonical transport frame: little-endian u32 length, kind byte, envelope.
+func WithHTTPFraming() Option {
+	return func(o *options) { o.http = true }
+}

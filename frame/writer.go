@@ -1,0 +1,258 @@
+package frame
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+)
+
+// Writer writes length-prefixed frames to a stream, coalescing them: frames
+// accumulate in one buffer and leave in a single Write per Flush (many small
+// answers, one syscall). A payload of at least the writev threshold is not
+// copied: the pending bytes, its header and the payload go out together in
+// one net.Buffers write (writev on a net.Conn; two Writes on other
+// writers).
+//
+// The buffer is written out by itself when a frame would take it past the
+// buffer size; otherwise nothing reaches the stream until Flush. A Writer
+// must not be copied and is not safe for concurrent use: callers (rpc)
+// serialise access, and a frame from Begin must be ended before any other
+// method is called.
+//
+// After a write to the stream fails, the Writer is broken: the error is
+// returned by every later call (part of a frame may have been written).
+// Reset makes it usable on a new stream.
+type Writer struct {
+	_ noCopy
+
+	w         io.Writer
+	buf       []byte // pending bytes: whole frames, then possibly a begun header
+	begun     int    // offset in buf of the header Begin wrote; -1 when none
+	size      int    // write out when buf would exceed this
+	threshold int    // writev payloads of at least this size
+	max       int
+	http      bool
+	hdrLen    int
+	vecArr    [2][]byte
+	vec       net.Buffers
+	err       error // sticky
+}
+
+// NewWriter returns a Writer of frames to w. Options: WithBufferSize
+// (coalescing buffer, default 64 KiB), WithWritevThreshold (default
+// 64 KiB), WithMaxFrameSize (default 16 MiB), WithHTTPFraming.
+func NewWriter(w io.Writer, opts ...Option) *Writer {
+	o := buildOptions(opts)
+	fw := &Writer{
+		w:         w,
+		size:      o.bufferSize,
+		threshold: o.writevThreshold,
+		max:       o.maxFrameSize,
+		http:      o.http,
+		hdrLen:    5,
+		begun:     -1,
+	}
+	if o.http {
+		fw.hdrLen = 4
+	}
+	fw.buf = make([]byte, 0, fw.size)
+	return fw
+}
+
+// Reset drops pending bytes and a begun frame, clears a sticky error and
+// makes fw write to w, keeping its buffer and options.
+func (fw *Writer) Reset(w io.Writer) {
+	fw.w = w
+	fw.buf = fw.buf[:0]
+	fw.begun = -1
+	fw.err = nil
+}
+
+// Buffered returns the number of bytes of complete frames waiting for
+// Flush. A server can flush when it exceeds a target or when no more work
+// is queued.
+func (fw *Writer) Buffered() int {
+	if fw.begun >= 0 {
+		return fw.begun
+	}
+	return len(fw.buf)
+}
+
+// WriteFrame appends one frame (header, kind, payload) to the buffer, or,
+// when len(payload) is at least the writev threshold, writes the pending
+// bytes, the header and the payload at once. It fails with ErrFrameTooLarge
+// when the frame exceeds the maximum frame size (nothing is written). In
+// HTTP framing kind is ignored.
+//
+// WriteFrame does not retain payload: it is copied or written before
+// WriteFrame returns.
+func (fw *Writer) WriteFrame(kind byte, payload []byte) error {
+	fw.abandon()
+	if fw.err != nil {
+		return fw.err
+	}
+	n := len(payload)
+	if !fw.http {
+		n++
+	}
+	if n > fw.max {
+		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
+	}
+	if len(payload) >= fw.threshold {
+		fw.buf = fw.appendHeader(fw.buf, kind, n)
+		return fw.writev(payload)
+	}
+	if len(fw.buf) > 0 && len(fw.buf)+fw.hdrLen+len(payload) > fw.size {
+		if err := fw.flush(); err != nil {
+			return err
+		}
+	}
+	fw.buf = fw.appendHeader(fw.buf, kind, n)
+	fw.buf = append(fw.buf, payload...)
+	return nil
+}
+
+// Begin starts a frame of the given kind whose payload the caller appends
+// straight into the output buffer, with no intermediate copy:
+//
+//	buf := w.Begin(kind)
+//	buf = append(buf, ...) // or: builder.Reset(buf); ...; buf = builder.Finish()
+//	err := w.End(buf)
+//
+// The result holds the pending frames and the new frame's header; append
+// the payload after its end and never change the bytes already in it. The
+// result belongs to the Writer: it is valid only until End, and the caller
+// must not keep it (or what it appended to it) after End. The payload
+// starts at offset len(result), so a codec.Builder Reset on the result
+// writes the message at the right place.
+//
+// Calling any method other than End abandons the begun frame.
+func (fw *Writer) Begin(kind byte) []byte {
+	fw.abandon()
+	if fw.err == nil && len(fw.buf) >= fw.size {
+		fw.flush() // sets fw.err on failure; End reports it
+	}
+	fw.begun = len(fw.buf)
+	fw.buf = fw.appendHeader(fw.buf, kind, 0)
+	return fw.buf
+}
+
+// End finishes the frame Begin started: buf must be the slice Begin
+// returned with the payload appended. The length is patched in place in
+// buf's header. It fails with ErrNoBegin when no frame was begun or buf is
+// shorter than what Begin returned, and with ErrFrameTooLarge when the
+// payload exceeds the maximum frame size; on failure the begun frame is
+// dropped. The Writer takes buf over as its buffer: do not use buf after
+// End. When the buffer has reached the buffer size it is written out.
+func (fw *Writer) End(buf []byte) error {
+	start := fw.begun
+	if start < 0 {
+		return ErrNoBegin
+	}
+	fw.begun = -1
+	if fw.err != nil {
+		fw.buf = fw.buf[:start]
+		return fw.err
+	}
+	if len(buf) < start+fw.hdrLen {
+		fw.buf = fw.buf[:start]
+		return ErrNoBegin
+	}
+	n := len(buf) - start - fw.hdrLen
+	if !fw.http {
+		n++
+	}
+	if n > fw.max {
+		fw.buf = fw.buf[:start]
+		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
+	}
+	if fw.http {
+		binary.BigEndian.PutUint32(buf[start:], uint32(n))
+	} else {
+		binary.LittleEndian.PutUint32(buf[start:], uint32(n))
+	}
+	fw.buf = buf
+	if len(fw.buf) >= fw.size {
+		return fw.flush()
+	}
+	return nil
+}
+
+// Flush writes the buffered frames in one Write. A begun frame is
+// abandoned.
+func (fw *Writer) Flush() error {
+	fw.abandon()
+	if fw.err != nil {
+		return fw.err
+	}
+	return fw.flush()
+}
+
+func (fw *Writer) abandon() {
+	if fw.begun >= 0 {
+		fw.buf = fw.buf[:fw.begun]
+		fw.begun = -1
+	}
+}
+
+func (fw *Writer) appendHeader(b []byte, kind byte, n int) []byte {
+	if fw.http {
+		return binary.BigEndian.AppendUint32(b, uint32(n))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	return append(b, kind)
+}
+
+func (fw *Writer) flush() error {
+	if len(fw.buf) == 0 {
+		return nil
+	}
+	err := writeAll(fw.w, fw.buf)
+	fw.buf = fw.buf[:0]
+	if err != nil {
+		fw.err = err
+	}
+	return err
+}
+
+// writev writes the pending bytes (ending with payload's header) and
+// payload together: one writev on a net.Conn, two checked Writes elsewhere.
+func (fw *Writer) writev(payload []byte) error {
+	var err error
+	if _, ok := fw.w.(net.Conn); ok {
+		fw.vecArr[0] = fw.buf
+		fw.vecArr[1] = payload
+		fw.vec = fw.vecArr[:]
+		want := int64(len(fw.buf) + len(payload))
+		var n int64
+		n, err = fw.vec.WriteTo(fw.w)
+		if err == nil && n < want {
+			err = io.ErrShortWrite
+		}
+		fw.vecArr = [2][]byte{}
+		fw.vec = nil
+	} else {
+		// net.Buffers would also do two Writes here, but without
+		// noticing a short one.
+		err = writeAll(fw.w, fw.buf)
+		if err == nil {
+			err = writeAll(fw.w, payload)
+		}
+	}
+	fw.buf = fw.buf[:0]
+	if err != nil {
+		fw.err = err
+	}
+	return err
+}
+
+// writeAll writes p with one Write and turns a short write without an error
+// into io.ErrShortWrite.
+func writeAll(w io.Writer, p []byte) error {
+	n, err := w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	return err
+}

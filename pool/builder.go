@@ -1,0 +1,34 @@
+package pool
+
+import (
+	"sync"
+
+	"github.com/zapcodec/zapcodec/codec"
+)
+
+var builders = sync.Pool{New: func() any { return new(codec.Builder) }}
+
+// GetBuilder returns a codec.Builder from the pool, or a new one. It is not
+// ready for use: call Reset(dst) first, which also decides where the message
+// goes (for instance a Buffer's B from [Get], or frame.Writer.Begin's
+// result). The caller owns the Builder until PutBuilder. A pooled Builder
+// keeps the capacity of its internal tail list, so building allocates
+// nothing once warm.
+func GetBuilder() *codec.Builder { return builders.Get().(*codec.Builder) }
+
+// PutBuilder returns b to the pool; b is gone after the call: neither b nor
+// the object and list builders it handed out may be used again. The buffer
+// b was writing into is not touched and stays with whoever owns it (Put it
+// separately if it came from [Get]). Until its next Reset, a pooled Builder
+// still refers to that buffer; with poisoning on (see [SetPoison]) PutBuilder
+// drops the reference, so a stale Finish returns a bare header instead of the
+// caller's data. PutBuilder of nil does nothing.
+func PutBuilder(b *codec.Builder) {
+	if b == nil {
+		return
+	}
+	if poison.Load() {
+		b.Reset(nil)
+	}
+	builders.Put(b)
+}
