@@ -327,10 +327,13 @@ func (c *serverConn) finishWrite(err error, status uint32, bodyLen int) {
 
 // goAway sends the go-away frame once.
 func (c *serverConn) goAway() {
+	if c.goAwaySent.Load() {
+		return
+	}
+	c.quietSince.Store(time.Now().UnixNano()) // before the flag: drained reads both
 	if !c.goAwaySent.CompareAndSwap(false, true) {
 		return
 	}
-	c.quietSince.Store(time.Now().UnixNano())
 	c.wmu.Lock()
 	err := c.w.WriteFrame(KindGoAway, nil)
 	if err == nil {

@@ -274,7 +274,7 @@ func (s *Server) beginClose() (conns []*serverConn, first bool) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	conns, _ := s.beginClose()
 	for _, c := range conns {
-		c.goAway()
+		go c.goAway() // a peer that does not read must not stall Shutdown
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -291,7 +291,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		now := time.Now()
 		for _, c := range conns {
-			c.goAway() // no-op when sent already (covers connections accepted meanwhile)
+			if !c.goAwaySent.Load() { // accepted meanwhile
+				go c.goAway()
+			}
 			if c.drained(now) {
 				c.close(nil)
 			}
