@@ -313,8 +313,7 @@ func (m *Kitchen) zapAppend(dst []byte) []byte {
 	b.Reset(dst)
 	b.SetRoot(m.zapBuild(b))
 	dst = b.Finish()
-	b.Reset(nil)
-	zapKitchenBuilders.Put(b)
+	zapKitchenBuilders.Put(b) // keeps a reference to dst until its next use
 	return dst
 }
 

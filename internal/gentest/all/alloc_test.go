@@ -1,0 +1,66 @@
+//go:build !race
+
+package all
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/internal/gentest/check"
+)
+
+var sink uint64
+
+// TestAllocs: AppendZAP into a buffer with room, and a warm DecodeZAP of the
+// same message, allocate nothing for random records of every type (Kitchen
+// uses a pooled Builder: it nests itself).
+func TestAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for name, typ := range types {
+		for i := range 20 {
+			rec := typ.New()
+			check.Randomize(r, rec)
+			buf := make([]byte, 0, rec.SizeZAP())
+			msg := rec.AppendZAP(nil)
+			d := typ.New()
+			if err := d.DecodeZAP(msg); err != nil {
+				t.Fatal(err)
+			}
+			if n := testing.AllocsPerRun(20, func() { buf = rec.AppendZAP(buf[:0]) }); n != 0 {
+				t.Errorf("%s #%d AppendZAP: %v allocations", name, i, n)
+			}
+			if n := testing.AllocsPerRun(20, func() { _ = d.DecodeZAP(msg) }); n != 0 {
+				t.Errorf("%s #%d warm DecodeZAP: %v allocations", name, i, n)
+			}
+		}
+	}
+}
+
+func TestViewAllocs(t *testing.T) {
+	k := Kitchen{
+		Title: "t", Blob: []byte("b"), Bytes: []byte{1, 2, 3}, Words: []uint32{4, 5}, Longs: []uint64{6},
+		Points: []Point{{1, 2}, {3, 4}}, Origin: &Point{7, 8}, Self: &Kitchen{Title: "inner", Tail: 9},
+	}
+	s := Sparse{Named: []string{"a", "bc"}, Raw: [][]byte{{1}, nil}, Floats: []float64{1.5}}
+	km, sm := k.AppendZAP(nil), s.AppendZAP(nil)
+	f := func() {
+		v, _ := ReadKitchen(km)
+		sink += uint64(len(v.Title())+len(v.Blob())+len(v.KeyBytes())) + uint64(v.Hash()[0]) + uint64(v.Tail())
+		sink += uint64(v.Bytes().At(2)) + uint64(v.Words().At(1)) + v.Longs().At(0) + uint64(v.Origin().Y())
+		for it := v.Points().Iter(); it.Next(); {
+			sink += uint64(it.Value().X())
+		}
+		for it := v.Words().Iter(); it.Next(); {
+			sink += uint64(it.Value())
+		}
+		sink += uint64(len(v.Self().Title())) + uint64(v.Self().Tail())
+		w, _ := ReadSparse(sm)
+		for it := w.Named().Iter(); it.Next(); {
+			sink += uint64(len(it.Value()))
+		}
+		sink += uint64(len(w.Named().At(1))) + uint64(len(w.Raw().At(0))) + uint64(w.Floats().At(0))
+	}
+	if n := testing.AllocsPerRun(200, f); n != 0 {
+		t.Errorf("views: %v allocations, want 0", n)
+	}
+}

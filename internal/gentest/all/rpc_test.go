@@ -1,0 +1,89 @@
+package all
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// service implements every method shape: request and result, request only,
+// neither, result only.
+type service struct{ pings, resets atomic.Int32 }
+
+func (s *service) Get(ctx context.Context, req PairView, resp *Kitchen) error {
+	resp.Title = req.B()
+	resp.Tail = uint8(req.A())
+	resp.Points = append(resp.Points, Point{X: int32(req.A())})
+	return nil
+}
+
+func (s *service) Put(ctx context.Context, req PointView) error {
+	if req.X() < 0 {
+		return rpc.Errorf(rpc.StatusBadRequest, "negative x")
+	}
+	return nil
+}
+
+func (s *service) Ping(ctx context.Context) error { s.pings.Add(1); return nil }
+
+func (s *service) Stats(ctx context.Context, out *Scalars) error {
+	out.Count = uint32(s.pings.Load())
+	return nil
+}
+
+func (s *service) Reset(ctx context.Context) error { s.resets.Add(1); return nil }
+
+func TestRPCShapes(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback TCP: %v", err)
+	}
+	srv := rpc.NewServer()
+	impl := &service{}
+	RegisterServiceServer(srv, impl)
+	go srv.Serve(l)
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	defer c.Close()
+	cli := NewServiceClient(c)
+	ctx := context.Background()
+
+	if ServiceGetOrdinal != 1 || ServicePutOrdinal != 2 || ServicePingOrdinal != 3 || ServiceStatsOrdinal != 4 || ServiceResetOrdinal != 5 {
+		t.Fatal("ordinals are not 1..5 in declaration order")
+	}
+	for i := range 3 {
+		var k Kitchen
+		if err := cli.Get(ctx, &Pair{A: 7, B: "seven"}, &k); err != nil {
+			t.Fatal(err)
+		}
+		if k.Title != "seven" || k.Tail != 7 || len(k.Points) != 1 || k.Points[0].X != 7 {
+			t.Fatalf("Get #%d: %+v (a pooled result leaked into the next call?)", i, k)
+		}
+	}
+	if err := cli.Put(ctx, &Point{X: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var se *rpc.StatusError
+	if err := cli.Put(ctx, &Point{X: -1}); !errors.As(err, &se) || se.Code != rpc.StatusBadRequest {
+		t.Fatalf("Put(-1): %v", err)
+	}
+	for range 2 {
+		if err := cli.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st Scalars
+	if err := cli.Stats(ctx, &st); err != nil || st.Count != 2 {
+		t.Fatalf("Stats: %v %+v", err, st)
+	}
+	if err := cli.Reset(ctx); err != nil || impl.resets.Load() != 1 {
+		t.Fatalf("Reset: %v", err)
+	}
+}
