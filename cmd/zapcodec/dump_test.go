@@ -1,0 +1,419 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// The -update flag is shared with the other golden tests of this package;
+// it is defined here only when no other test file has defined it (package
+// variables, such as another file's flag.Bool, are set before init runs).
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func dumpUpdating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+const dumpDir = "testdata/dump"
+
+// dumpCase is one golden run: input is a file in testdata/dump (fed on
+// stdin), args are the flags; a *.zap argument is a schema in the same
+// directory (or in the shared schemas for the shared run).
+type dumpCase struct {
+	name  string
+	input string
+	args  []string
+}
+
+func dumpCases() []dumpCase {
+	cs := []dumpCase{
+		// Schema-driven records, bare messages.
+		{"gen_request_schema", "gen_request.hex", []string{"-schema", "eth.zap", "-type", "GetBalanceRequest"}},
+		{"gen_request_method", "gen_request.hex", []string{"-schema", "eth.zap", "-type", "Eth.getBalance"}},
+		{"gen_response_method", "gen_response.hex", []string{"-schema", "eth.zap", "-type", "getBalance", "-response"}},
+		{"gen_zero_values_schema", "gen_zero_values.hex", []string{"-schema", "eth.zap", "-type", "GetBalanceRequest"}},
+		{"gen_everything_schema", "gen_everything.hex", []string{"-schema", "kitchen.zap", "-type", "Everything"}},
+		{"gen_item_1_schema", "gen_item_1.hex", []string{"-schema", "kitchen.zap", "-type", "Item"}},
+		{"gen_request_bin", "gen_request.bin", nil},
+		{"gen_request_bin_schema", "gen_request.bin", []string{"-raw", "-schema", "eth.zap", "-type", "GetBalanceRequest"}},
+		// Frame streams.
+		{"rpc_frames", "rpc_frames.hex", nil},
+		{"rpc_frames_schema", "rpc_frames.hex", []string{"-schema", "num.zap", "-type", "T"}},
+		{"err_rpc_frames_eth", "rpc_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}}, // fixture payloads are not eth records
+		{"eth_frames", "eth_frames.hex", nil},
+		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
+		{"eth_frames_bin_method", "eth_frames.bin", []string{"-frames", "-schema", "eth.zap", "-type", "Eth.getBalance"}},
+		{"eth_http", "eth_http.hex", []string{"-http"}},
+		{"eth_http_schema", "eth_http.hex", []string{"-http", "-schema", "eth.zap", "-type", "getBalance"}},
+		// Envelopes given as single messages.
+		{"env_call_plain_schema", "env_call_plain.hex", []string{"-schema", "num.zap", "-type", "T"}},
+		{"env_reply_ok_schema", "env_reply_ok.hex", []string{"-schema", "num.zap", "-type", "T.first", "-response"}},
+		{"env_reply_not_found_schema", "env_reply_not_found.hex", []string{"-schema", "num.zap", "-type", "T", "-response"}},
+		// Garbage.
+		{"err_garbage", "garbage.hex", nil},
+		{"err_short_message", "short_message.hex", nil},
+		{"err_odd_hex", "odd.hex", nil},
+		{"err_forced_hex", "text.txt", []string{"-hex"}},
+		{"err_text_as_frames", "text.txt", nil},
+		{"err_truncated_frame", "truncated_frame.hex", nil},
+		{"err_message_as_frames", "msg_crosswire_v1.hex", []string{"-frames"}},
+		{"err_wrong_type", "gen_request.hex", []string{"-schema", "kitchen.zap", "-type", "Everything"}},
+		{"err_interface_bare", "gen_request.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
+	}
+	// Every message, envelope and generated record without a schema.
+	for _, prefix := range []string{"msg_", "env_", "gen_"} {
+		files, _ := filepath.Glob(filepath.Join(dumpDir, prefix+"*.hex"))
+		for _, f := range files {
+			base := filepath.Base(f)
+			cs = append(cs, dumpCase{strings.TrimSuffix(base, ".hex"), base, nil})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	return cs
+}
+
+// runDumpCase runs one case with the given input and schema directory and
+// returns the golden text: the command, stdout, stderr and exit code.
+func runDumpCase(c dumpCase, input []byte, schemaDir string) string {
+	args := make([]string, len(c.args))
+	for i, a := range c.args {
+		args[i] = a
+		if strings.HasSuffix(a, ".zap") {
+			args[i] = filepath.Join(schemaDir, a)
+			if _, err := os.Stat(args[i]); err != nil {
+				args[i] = filepath.Join(dumpDir, a) // a local schema (num.zap)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := runDump(args, bytes.NewReader(input), &stdout, &stderr)
+	return fmt.Sprintf("$ zapcodec dump %s < %s\n%s--- stderr\n%s--- exit %d\n",
+		strings.Join(c.args, " "), c.input, stdout.String(), stderr.String(), code)
+}
+
+func dumpGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(dumpDir, name+".golden")
+	if dumpUpdating() {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestDumpGolden -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestDumpGolden runs every case on the copies in testdata/dump.
+func TestDumpGolden(t *testing.T) {
+	for _, c := range dumpCases() {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := os.ReadFile(filepath.Join(dumpDir, c.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := runDumpCase(c, in, dumpDir)
+			dumpGolden(t, c.name, got)
+			wantExit := "--- exit 0\n"
+			if strings.HasPrefix(c.name, "err_") {
+				wantExit = "--- exit 1\n"
+			}
+			if !strings.HasSuffix(got, wantExit) {
+				t.Errorf("want %q:\n%s", wantExit, got)
+			}
+		})
+	}
+}
+
+// dumpSharedDir returns ../shared/zap beside the module root, or skips.
+func dumpSharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("shared fixtures absent (no go.mod above the package)")
+		}
+		dir = parent
+	}
+	shared := filepath.Join(dir, "..", "shared", "zap")
+	if _, err := os.Stat(shared); err != nil {
+		t.Skip("shared fixtures absent (../shared/zap beside the module root)")
+	}
+	return shared
+}
+
+// dumpSharedInputs builds, from the shared fixtures, the bytes every input
+// file of testdata/dump stands for: messages.json cases, generated.json
+// records, rpc.json frames and envelopes, and an eth call stream built
+// around the generated eth request and response with package rpc.
+func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	read := func(name string, v any) {
+		raw, err := os.ReadFile(filepath.Join(dir, "fixtures", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unhex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	in := map[string][]byte{}
+	var msgs struct{ Cases []struct{ Name, Hex string } }
+	read("messages.json", &msgs)
+	for _, c := range msgs.Cases {
+		in["msg_"+c.Name+".hex"] = unhex(c.Hex)
+	}
+	var gen struct{ Cases []struct{ Name, Hex string } }
+	read("generated.json", &gen)
+	for _, c := range gen.Cases {
+		in["gen_"+c.Name+".hex"] = unhex(c.Hex)
+	}
+	in["gen_request.bin"] = in["gen_request.hex"]
+	var rpcs struct {
+		Envelopes []struct{ Name, Hex string }
+		Frames    []struct{ Name, Hex string }
+	}
+	read("rpc.json", &rpcs)
+	for _, e := range rpcs.Envelopes {
+		in["env_"+e.Name+".hex"] = unhex(e.Hex)
+	}
+	var frames []byte
+	for _, f := range rpcs.Frames {
+		frames = append(frames, unhex(f.Hex)...)
+	}
+	in["rpc_frames.hex"] = frames
+
+	req, resp, zero := in["gen_request.hex"], in["gen_response.hex"], in["gen_zero_values.hex"]
+	if req == nil || resp == nil || zero == nil {
+		t.Fatal("generated.json lacks the eth request, response or zero_values case")
+	}
+	frame := func(dst []byte, kind byte, env []byte) []byte {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(1+len(env)))
+		return append(append(dst, kind), env...)
+	}
+	var s []byte
+	s = frame(s, rpc.KindRequest, rpc.AppendRequest(nil, &rpc.Request{Method: 1, PromiseID: 7, Payload: req}))
+	s = frame(s, rpc.KindResponse, rpc.AppendResponse(nil, &rpc.Response{Status: 200, PromiseID: 7, Body: resp}))
+	s = frame(s, rpc.KindRequest, rpc.AppendRequest(nil, &rpc.Request{Method: 2, PromiseID: 8, Payload: req}))
+	s = frame(s, rpc.KindResponse, rpc.AppendResponse(nil, &rpc.Response{Status: 404, PromiseID: 8, Body: []byte("no such method")}))
+	in["eth_frames.hex"] = s
+	in["eth_frames.bin"] = s
+	var h []byte
+	for _, m := range [][]byte{req, zero} {
+		h = binary.BigEndian.AppendUint32(h, uint32(len(m)))
+		h = append(h, m...)
+	}
+	in["eth_http.hex"] = h
+	return in
+}
+
+// TestDumpShared checks that the copies in testdata/dump hold the shared
+// fixtures' bytes, and runs every golden case on the bytes taken from the
+// shared fixtures themselves (with the shared schemas).
+func TestDumpShared(t *testing.T) {
+	dir := dumpSharedDir(t)
+	shared := dumpSharedInputs(t, dir)
+	for _, name := range []string{"eth.zap", "kitchen.zap"} {
+		a, err1 := os.ReadFile(filepath.Join(dir, "schemas", name))
+		b, err2 := os.ReadFile(filepath.Join(dumpDir, name))
+		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+			t.Errorf("testdata/dump/%s is not a copy of the shared schema (%v, %v)", name, err1, err2)
+		}
+	}
+	for name, want := range shared {
+		local, err := os.ReadFile(filepath.Join(dumpDir, name))
+		if err != nil {
+			t.Errorf("no local copy of %s: %v", name, err)
+			continue
+		}
+		if strings.HasSuffix(name, ".hex") {
+			local, err = dumpDecodeHex(local)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+		}
+		if !bytes.Equal(local, want) {
+			t.Errorf("testdata/dump/%s differs from the shared fixture:\n local %x\nshared %x", name, local, want)
+		}
+	}
+	ran := 0
+	for _, c := range dumpCases() {
+		b, ok := shared[c.input]
+		if !ok {
+			continue // not from a fixture (hand-made garbage)
+		}
+		ran++
+		t.Run(c.name, func(t *testing.T) {
+			input := b
+			if strings.HasSuffix(c.input, ".hex") {
+				input = []byte(hex.EncodeToString(b) + "\n")
+			}
+			got := runDumpCase(c, input, filepath.Join(dir, "schemas"))
+			want, err := os.ReadFile(filepath.Join(dumpDir, c.name+".golden"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("shared bytes give:\n%s\nthe golden file says:\n%s", got, want)
+			}
+		})
+	}
+	if ran < 30 {
+		t.Fatalf("only %d golden cases come from the shared fixtures", ran)
+	}
+}
+
+// TestDumpDispatch runs dump through the zapcodec command dispatcher.
+func TestDumpDispatch(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"dump", "-schema", filepath.Join(dumpDir, "eth.zap"), "-type", "GetBalanceRequest",
+		filepath.Join(dumpDir, "gen_request.hex")}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), `"Method": "eth_getBalance"`) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	stdout.Reset()
+	if code := run([]string{"-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "zapcodec dump [flags] [FILE]") {
+		t.Fatalf("usage lacks dump (exit %d):\n%s", code, &stdout)
+	}
+}
+
+// TestDumpUsage checks the command-line errors: exit 2 and a message.
+func TestDumpUsage(t *testing.T) {
+	eth := filepath.Join(dumpDir, "eth.zap")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-hex", "-raw"}, "-hex and -raw"},
+		{[]string{"-message", "-frames"}, "-message excludes"},
+		{[]string{"-message", "-http"}, "-message excludes"},
+		{[]string{"a", "b"}, "at most one input file"},
+		{[]string{"-schema", eth}, "-schema and -type go together"},
+		{[]string{"-type", "X"}, "-schema and -type go together"},
+		{[]string{"-schema", eth, "-type", "Nope"}, "no struct, interface or method"},
+		{[]string{"-schema", eth, "-type", "Eth.nope"}, "has no method nope"},
+		{[]string{"-schema", eth, "-type", "Nope.getBalance"}, "no interface Nope"},
+		{[]string{"-schema", filepath.Join(dumpDir, "missing.zap"), "-type", "X"}, "missing.zap"},
+		{[]string{"-schema", filepath.Join(dumpDir, "text.txt"), "-type", "X"}, "text.txt:1:"},
+		{[]string{filepath.Join(dumpDir, "missing.hex")}, "missing.hex"},
+		{[]string{"-bogus"}, "flag provided but not defined"},
+	}
+	for _, tc := range tests {
+		var stdout, stderr bytes.Buffer
+		code := runDump(tc.args, bytes.NewReader(nil), &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestDumpAmbiguousMethod checks that a bare method name found in two
+// interfaces is refused with both candidates named.
+func TestDumpAmbiguousMethod(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "two.zap")
+	src := "struct A\n    X u32\ninterface I {\n    get(req: A) returns (resp: A)\n}\ninterface J {\n    get(req: A)\n}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := runDump([]string{"-schema", path, "-type", "get"}, bytes.NewReader(nil), &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "ambiguous: I.get, J.get") {
+		t.Fatalf("exit %d, stderr %q", code, &stderr)
+	}
+	// Qualified, it works; J.get has no result, so a -response payload is an error.
+	in := []byte("5a4150000100000010000000140000002a000000")
+	stdout.Reset()
+	stderr.Reset()
+	code = runDump([]string{"-schema", path, "-type", "J.get"}, bytes.NewReader(in), &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), `"X": 42`) {
+		t.Fatalf("exit %d\n%s%s", code, &stdout, &stderr)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = runDump([]string{"-schema", path, "-type", "J.get", "-response"}, bytes.NewReader(in), &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "has no response struct") {
+		t.Fatalf("exit %d\n%s%s", code, &stdout, &stderr)
+	}
+}
+
+// TestDumpStdinAndFile checks that a file argument and stdin give the same
+// listing, and "-" means stdin.
+func TestDumpStdinAndFile(t *testing.T) {
+	path := filepath.Join(dumpDir, "eth_frames.hex")
+	in, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b, c, errs bytes.Buffer
+	runDump([]string{path}, bytes.NewReader(nil), &a, &errs)
+	runDump(nil, bytes.NewReader(in), &b, &errs)
+	runDump([]string{"-"}, bytes.NewReader(in), &c, &errs)
+	if a.Len() == 0 || a.String() != b.String() || b.String() != c.String() || errs.Len() != 0 {
+		t.Fatalf("file:\n%s\nstdin:\n%s\n-:\n%s\nstderr: %s", &a, &b, &c, &errs)
+	}
+}
+
+// TestDumpHexForms checks hex detection: white space and a 0x prefix are
+// accepted, upper case too, and raw bytes are never mistaken for hex.
+func TestDumpHexForms(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		isHex bool
+		want  string
+	}{
+		{"5a41", true, "5a41"},
+		{" 0x5A 41\n\t", true, "5a41"},
+		{"ZAP\x00", false, ""},
+		{"", false, ""},
+		{"  \n", false, ""},
+		{"0x", false, ""},
+	} {
+		if got := dumpLooksHex([]byte(tc.in)); got != tc.isHex {
+			t.Errorf("dumpLooksHex(%q) = %v", tc.in, got)
+			continue
+		}
+		if tc.isHex {
+			b, err := dumpDecodeHex([]byte(tc.in))
+			if err != nil || hex.EncodeToString(b) != tc.want {
+				t.Errorf("dumpDecodeHex(%q) = %x, %v", tc.in, b, err)
+			}
+		}
+	}
+}
