@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -374,5 +375,50 @@ func TestWriterWritevDoesNotCopy(t *testing.T) {
 	}
 	if w.Buffered() != 0 {
 		t.Fatalf("Buffered = %d after writev", w.Buffered())
+	}
+}
+
+// TestReaderResumesAfterReadError: an error of the underlying reader (as a
+// read deadline would give) loses nothing, wherever it strikes, and
+// Buffered counts the bytes of an interrupted frame.
+func TestReaderResumesAfterReadError(t *testing.T) {
+	big := bytes.Repeat([]byte{'b'}, 300)
+	stream := cat(le(3), []byte{1, 'h', 'i'}, le(301), []byte{2}, big, le(2), []byte{3, 'z'})
+	for cut := 1; cut < len(stream); cut++ {
+		src := &errAfterReader{data: stream[:cut], err: errFlaky}
+		r := NewReader(src, WithBufferSize(16))
+		var got []string
+		for {
+			kind, p, err := r.Next()
+			if err == errFlaky {
+				if src.data != nil && len(src.data) == 0 {
+					// Let the rest of the stream through.
+					src.data = stream[cut:]
+					src.err = io.EOF
+					if cut == 5 || cut == 2 {
+						if r.Buffered() != cut {
+							t.Fatalf("cut %d: Buffered = %d inside the first header", cut, r.Buffered())
+						}
+					}
+					if cut > 7 && cut < 7+5+300 && r.Buffered() != cut-7 {
+						t.Fatalf("cut %d: Buffered = %d inside the large frame, want %d", cut, r.Buffered(), cut-7)
+					}
+				}
+				continue
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("cut %d: %v", cut, err)
+			}
+			got = append(got, fmt.Sprintf("%d:%d", kind, len(p)))
+			if kind == 2 && !bytes.Equal(p, big) {
+				t.Fatalf("cut %d: large body corrupted", cut)
+			}
+		}
+		if want := "1:2 2:300 3:1"; strings.Join(got, " ") != want {
+			t.Fatalf("cut %d: frames %q, want %q", cut, strings.Join(got, " "), want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -106,6 +107,12 @@ func writeFrames(w *Writer, frames []testFrame, seed uint64) error {
 func readFrames(r *Reader, want []testFrame, http bool) error {
 	for i, f := range want {
 		kind, p, err := r.Next()
+		for retries := 0; isTransient(err); retries++ {
+			if retries > 1000 {
+				return fmt.Errorf("frame %d: no progress after %d transient errors", i, retries)
+			}
+			kind, p, err = r.Next()
+		}
 		if err != nil {
 			return fmt.Errorf("frame %d (len %d): %w", i, len(f.payload), err)
 		}
@@ -118,10 +125,39 @@ func readFrames(r *Reader, want []testFrame, http bool) error {
 				i, kind, len(p), wantKind, len(f.payload), bytes.Equal(p, f.payload))
 		}
 	}
-	if _, _, err := r.Next(); err != io.EOF {
+	_, _, err := r.Next()
+	for isTransient(err) {
+		_, _, err = r.Next()
+	}
+	if err != io.EOF {
 		return fmt.Errorf("after %d frames: %v, want io.EOF", len(want), err)
 	}
 	return nil
+}
+
+// errFlaky is a transient failure of the underlying reader, like a read
+// deadline: the stream goes on after it.
+var errFlaky = errors.New("flaky: try again")
+
+func isTransient(err error) bool { return err == errFlaky || err == iotest.ErrTimeout }
+
+// flakyReader fails every third Read with errFlaky, without data, and
+// hands out at most 7000 bytes per Read, so that errors land inside
+// headers, small frames and large bodies alike.
+type flakyReader struct {
+	r     io.Reader
+	calls int
+}
+
+func (f *flakyReader) Read(p []byte) (int, error) {
+	f.calls++
+	if f.calls%3 == 0 {
+		return 0, errFlaky
+	}
+	if len(p) > 7000 {
+		p = p[:7000]
+	}
+	return f.r.Read(p)
 }
 
 var randFramesCache []testFrame
@@ -180,6 +216,8 @@ func TestRandomFramesReaders(t *testing.T) {
 		{"onebyte", iotest.OneByteReader},
 		{"half", iotest.HalfReader},
 		{"dataerr", iotest.DataErrReader},
+		{"timeout", iotest.TimeoutReader},
+		{"flaky", func(r io.Reader) io.Reader { return &flakyReader{r: r} }},
 	}
 	// The one-byte and data+err readers are slow per byte: each crosses
 	// one buffer size per framing instead of all three.

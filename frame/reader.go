@@ -3,7 +3,6 @@ package frame
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 
@@ -19,9 +18,13 @@ var bodies pool.SizedPool
 // NewReader. A Reader must not be copied and is not safe for concurrent
 // use; one goroutine (a connection's read loop) calls Next.
 //
-// After Next returns an error, the Reader is broken: every later call
-// returns the same error (the stream position is unknown). Reset makes it
-// usable on a new stream.
+// Errors come in two classes. A protocol error (ErrFrameTooLarge,
+// ErrEmptyFrame) or the end of the stream (io.EOF, io.ErrUnexpectedEOF)
+// breaks the Reader: every later Next returns the same error. An error of
+// the underlying reader (a read deadline, a reset connection) is returned
+// as is and loses nothing: the next call to Next resumes where the stream
+// stopped, even inside a large body, so a read loop may retry after
+// os.ErrDeadlineExceeded. Reset makes any Reader usable on a new stream.
 type Reader struct {
 	_ noCopy
 
@@ -31,9 +34,11 @@ type Reader struct {
 	hdrLen  int  // 5 canonical, 4 HTTP
 	pending int  // bytes of the current frame still in br, discarded by the next Next
 	payload []byte
-	big     *pool.Buffer // pooled body of the current frame, Put by the next Next
 	bodies  *pool.SizedPool
-	err     error // sticky error
+	big     *pool.Buffer // pooled body of the current (or interrupted) frame
+	got     int          // bytes of big.B read; < len(big.B) while interrupted
+	kind    byte         // kind of the frame in big
+	err     error        // sticky error
 }
 
 // NewReader returns a Reader of frames from r, with a bufio buffer of the
@@ -55,18 +60,28 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 	return fr
 }
 
-// Reset releases the current payload and makes fr read from r, keeping its
-// buffers and options, and clears a sticky error.
+// Reset releases the current payload, drops buffered bytes and an
+// interrupted frame, clears a sticky error and makes fr read from r,
+// keeping its buffers and options.
 func (fr *Reader) Reset(r io.Reader) {
 	fr.release()
 	fr.br.Reset(r)
 	fr.err = nil
 }
 
-// Buffered returns the number of bytes read from the stream but not yet
-// returned by Next (the current payload excluded when it is still in the
-// buffer).
-func (fr *Reader) Buffered() int { return fr.br.Buffered() - fr.pending }
+// Buffered returns the number of bytes taken from the stream that no Next
+// has returned yet: bytes read ahead into the buffer, plus the header and
+// the body read so far of a large frame interrupted by an error. Zero means
+// the Reader stands exactly between two frames with nothing read ahead.
+func (fr *Reader) Buffered() int {
+	n := fr.br.Buffered() - fr.pending
+	if fr.interrupted() {
+		n += fr.hdrLen + fr.got
+	}
+	return n
+}
+
+func (fr *Reader) interrupted() bool { return fr.big != nil && fr.got < len(fr.big.B) }
 
 // Next reads the next frame and returns its kind byte and payload (the
 // envelope; in HTTP framing, kind is 0 and the payload is the message).
@@ -76,7 +91,8 @@ func (fr *Reader) Buffered() int { return fr.br.Buffered() - fr.pending }
 // ErrFrameTooLarge (wrapped, naming the length) when the length prefix
 // exceeds the maximum frame size, reported before any of the body is read
 // or allocated; ErrEmptyFrame for a canonical frame of length 0; otherwise
-// the error of the underlying reader.
+// the error of the underlying reader, after which Next may be called again
+// (see [Reader]).
 //
 // The payload aliases the reader's buffer (a frame that fits the bufio
 // buffer) or a pooled buffer (a larger frame) and is valid only until the
@@ -86,20 +102,25 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 	if fr.err != nil {
 		return 0, nil, fr.err
 	}
+	if fr.interrupted() {
+		return fr.readBody()
+	}
 	fr.release()
 
 	hl := fr.hdrLen
 	hdr, err := fr.br.Peek(hl)
 	if err != nil {
-		if !fr.http && len(hdr) >= 4 && binary.LittleEndian.Uint32(hdr) == 0 {
+		switch {
+		case !fr.http && len(hdr) >= 4 && binary.LittleEndian.Uint32(hdr) == 0:
 			// An empty frame is only 4 bytes long: report it as such
 			// even when the stream ends right after it.
 			return fr.fail(ErrEmptyFrame)
+		case err == io.EOF && len(hdr) > 0:
+			return fr.fail(io.ErrUnexpectedEOF)
+		case err == io.EOF:
+			return fr.fail(io.EOF)
 		}
-		if err == io.EOF && len(hdr) > 0 {
-			err = io.ErrUnexpectedEOF
-		}
-		return fr.fail(err)
+		return 0, nil, err // nothing consumed: retry reads the header again
 	}
 	var n int
 	if fr.http {
@@ -127,9 +148,9 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 		b, err := fr.br.Peek(total)
 		if err != nil {
 			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+				return fr.fail(io.ErrUnexpectedEOF)
 			}
-			return fr.fail(err)
+			return 0, nil, err // nothing consumed: retry peeks again
 		}
 		fr.pending = total
 		fr.payload = b[hl:total:total]
@@ -142,19 +163,30 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 		return fr.fail(fmt.Errorf("BUG: frame: discard of peeked header: %w", err))
 	}
 	fr.big = fr.bodies.Get(body, fr.max)
-	b := fr.big.B[:body:body]
-	if _, err := io.ReadFull(fr.br, b); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	fr.got = 0
+	fr.kind = kind
+	return fr.readBody()
+}
+
+// readBody reads (the rest of) a large body into fr.big. On an error of the
+// underlying reader it keeps what it got, for the next call to resume.
+func (fr *Reader) readBody() (byte, []byte, error) {
+	b := fr.big.B
+	n, err := io.ReadFull(fr.br, b[fr.got:])
+	fr.got += n
+	if err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return fr.fail(io.ErrUnexpectedEOF)
 		}
-		return fr.fail(err)
+		return 0, nil, err
 	}
-	fr.payload = b
-	return kind, b, nil
+	fr.payload = b[:len(b):len(b)]
+	return fr.kind, fr.payload, nil
 }
 
 // release gives up the current payload: poisons it when pool poisoning is
-// on, discards it from the bufio buffer or returns its pooled buffer.
+// on, discards it from the bufio buffer or returns its pooled buffer (also
+// the buffer of an interrupted frame).
 func (fr *Reader) release() {
 	if fr.payload != nil && pool.Poisoning() {
 		pool.Poison(fr.payload)
@@ -168,13 +200,12 @@ func (fr *Reader) release() {
 	if fr.big != nil {
 		fr.bodies.Put(fr.big)
 		fr.big = nil
+		fr.got = 0
 	}
 }
 
+// fail breaks the Reader with a protocol or end-of-stream error.
 func (fr *Reader) fail(err error) (byte, []byte, error) {
-	if err == nil {
-		err = errors.New("BUG: frame: fail(nil)")
-	}
 	fr.err = err
 	fr.release()
 	return 0, nil, err
