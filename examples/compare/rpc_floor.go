@@ -68,7 +68,11 @@ func (s *floorServer) serve(nc net.Conn) {
 		if n > maxEcho {
 			return
 		}
-		buf = append(append(buf[:0], hdr[:]...), make([]byte, n)...)
+		if cap(buf) < int(n)+4 {
+			buf = make([]byte, int(n)+4)
+		}
+		buf = buf[:n+4]
+		copy(buf, hdr[:])
 		if _, err := io.ReadFull(r, buf[4:]); err != nil {
 			return
 		}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunQuick runs the whole command with tiny durations into a temp file
+// and checks the report's sections and that hand-written notes survive.
+// Numbers are not checked: they are measurements.
+func TestRunQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every benchmark and RPC arm briefly")
+	}
+	out := filepath.Join(t.TempDir(), "RESULTS.md")
+	notes := notesBegin + "\nkept by hand\n" + notesEnd
+	if err := os.WriteFile(out, []byte("old numbers\n\n"+notes+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Out: out, BenchTime: time.Millisecond, BenchReps: 1, Reps: 1, Duration: 20 * time.Millisecond,
+		Warm: 10 * time.Millisecond, Workers: 2, GOGC: 100, Progress: io.Discard}
+	if err := run(c); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{"| cpu |", "GOMAXPROCS", "go run ./cmd/results", "## Codecs", "| zapcodec |",
+		"| flatbuffers |", "## RPC", "| zapcodec rpc |", "| floor (raw echo) |", "## Expectations of issue 6", notes} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "old numbers") {
+		t.Error("old report text survived outside the notes")
+	}
+}
