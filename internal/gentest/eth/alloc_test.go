@@ -9,14 +9,6 @@ import (
 
 var sink uint64
 
-func fixtureRequest() GetBalanceRequest {
-	r := GetBalanceRequest{Block: 19_000_000, ID: 1, Method: "eth_getBalance"}
-	for i := range r.Account {
-		r.Account[i] = 0xa0 + byte(i)
-	}
-	return r
-}
-
 func TestAllocs(t *testing.T) {
 	req := fixtureRequest()
 	resp := GetBalanceResponse{Nonce: 7, ID: 1}

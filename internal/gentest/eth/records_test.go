@@ -20,3 +20,11 @@ var types = map[string]check.Type{
 func TestFixtures(t *testing.T) { check.Fixtures(t, "eth.zap", types) }
 
 func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 1, 3000, types) }
+
+func fixtureRequest() GetBalanceRequest {
+	r := GetBalanceRequest{Block: 19_000_000, ID: 1, Method: "eth_getBalance"}
+	for i := range r.Account {
+		r.Account[i] = 0xa0 + byte(i)
+	}
+	return r
+}
