@@ -64,7 +64,7 @@ type Config struct {
 	Check func(req, resp []byte) error
 
 	// Progress, when set, is called every Interval (default 1 s) during
-	// Run, from a goroutine of its own.
+	// Run, from a goroutine of its own; never after Run returns.
 	Progress func(Progress)
 	Interval time.Duration
 }
@@ -248,8 +248,12 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		}()
 	}
 	finished := make(chan struct{})
-	if cfg.Progress != nil {
+	progressDone := make(chan struct{})
+	if cfg.Progress == nil {
+		close(progressDone)
+	} else {
 		go func() {
+			defer close(progressDone)
 			tick := time.NewTicker(cfg.Interval)
 			defer tick.Stop()
 			last, lastAt := uint64(0), sched.start
@@ -273,6 +277,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	wg.Wait()
 	elapsed := time.Since(sched.start)
 	close(finished)
+	<-progressDone // no Progress call runs after Run returns
 
 	rep := &Report{
 		Network: cfg.Network, Addr: cfg.Addr, Method: cfg.Method,

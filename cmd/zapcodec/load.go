@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/dynamic"
+	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/internal/loadgen"
+)
+
+func init() {
+	register(&command{
+		name:    "load",
+		summary: "load-test a ZAP-RPC server (calls/s, latency percentiles, statuses)",
+		usage: `  zapcodec load [flags]
+    Opens -c connections to a ZAP-RPC server and keeps -concurrency calls in
+    flight on each, for -d or -n calls; with -rate, sends at that fixed
+    arrival rate instead and measures latency from each call's intended send
+    time (no coordinated omission). Prints a progress line a second on
+    stderr, then calls/s, latency p50/p90/p99/p99.9/max, answers by status
+    and bytes in/out.
+  -addr ADDR          server address (default 127.0.0.1:7700; a socket path
+                      with -network unix)
+  -network NET        tcp or unix (default tcp)
+  -c N                connections (default 4)
+  -concurrency N      calls in flight per connection (default 8)
+  -d DURATION         how long to run (default 10s, unless -n is given)
+  -n N                stop after N calls
+  -rate R             open loop: R calls per second in total (default 0:
+                      closed loop)
+  -method M           method ordinal, or with -schema a method name
+                      ("getBalance", "Eth.getBalance"); default: the -type
+                      method's ordinal
+  -payload-hex HEX    request payload as hex
+  -payload-file FILE  request payload read from FILE, raw bytes
+  -schema FILE.zap    with -type and -payload-json: encode the payload
+  -type NAME          a struct, or a method whose request struct to encode
+  -payload-json JSON  the request as a JSON object (fields by name, bytes as
+                      hex strings); @FILE reads it from FILE
+  -json               print the report as JSON
+`,
+		run: runLoad,
+	})
+}
+
+// loadFlags is the parsed command line of one load run.
+type loadFlags struct {
+	cfg                          loadgen.Config
+	method                       string
+	payloadHex, payloadFile      string
+	schemaPath, typeName, jsonIn string
+	jsonOut                      bool
+}
+
+func runLoad(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runLoadCtx(ctx, args, stdout, stderr)
+}
+
+// runLoadCtx is runLoad with a context that ends the run early (Ctrl-C):
+// the report then covers what was measured.
+func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var lf loadFlags
+	c := &lf.cfg
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:7700", "server address")
+	fs.StringVar(&c.Network, "network", "tcp", "tcp or unix")
+	fs.IntVar(&c.Conns, "c", 4, "connections")
+	fs.IntVar(&c.Concurrency, "concurrency", 8, "calls in flight per connection")
+	fs.DurationVar(&c.Duration, "d", 0, "duration (default 10s unless -n)")
+	fs.Uint64Var(&c.Calls, "n", 0, "number of calls")
+	fs.Float64Var(&c.Rate, "rate", 0, "open-loop calls per second (0: closed loop)")
+	fs.StringVar(&lf.method, "method", "", "method ordinal or name")
+	fs.StringVar(&lf.payloadHex, "payload-hex", "", "payload as hex")
+	fs.StringVar(&lf.payloadFile, "payload-file", "", "payload file (raw bytes)")
+	fs.StringVar(&lf.schemaPath, "schema", "", "schema file")
+	fs.StringVar(&lf.typeName, "type", "", "struct or method to encode -payload-json as")
+	fs.StringVar(&lf.jsonIn, "payload-json", "", "payload as a JSON object, or @FILE")
+	fs.BoolVar(&lf.jsonOut, "json", false, "print the report as JSON")
+	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["load"].usage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "zapcodec load: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := lf.resolve(); err != nil {
+		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+		return 2
+	}
+	if c.Network != "tcp" && c.Network != "tcp4" && c.Network != "tcp6" && c.Network != "unix" {
+		fmt.Fprintf(stderr, "zapcodec load: -network %q: want tcp or unix\n", c.Network)
+		return 2
+	}
+	if c.Duration < 0 {
+		fmt.Fprintf(stderr, "zapcodec load: negative -d %v\n", c.Duration)
+		return 2
+	}
+	start := time.Now()
+	c.Progress = func(p loadgen.Progress) {
+		fmt.Fprintf(stderr, "%5.1fs  %8.0f calls/s  %9d calls  %d failed\n", p.Elapsed.Seconds(), p.Rate, p.Calls, p.Failed)
+	}
+	r, err := loadgen.New(ctx, *c)
+	if err != nil {
+		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+		return 1
+	}
+	defer r.Close()
+	rep, err := r.Run(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "zapcodec load: %v (after %v)\n", err, time.Since(start).Round(time.Millisecond))
+	}
+	if rep != nil {
+		if lf.jsonOut {
+			b, _ := json.MarshalIndent(rep, "", "  ")
+			fmt.Fprintf(stdout, "%s\n", b)
+		} else {
+			rep.WriteText(stdout)
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return 1
+	}
+	return 0
+}
+
+// resolve sets the Config's method and payload from the flags.
+func (lf *loadFlags) resolve() error {
+	sources := 0
+	for _, s := range []string{lf.payloadHex, lf.payloadFile, lf.jsonIn} {
+		if s != "" {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return errors.New("give one of -payload-hex, -payload-file and -payload-json")
+	}
+	if lf.payloadHex != "" {
+		h := strings.Join(strings.Fields(lf.payloadHex), "")
+		h = strings.TrimPrefix(strings.TrimPrefix(h, "0x"), "0X")
+		p, err := hex.DecodeString(h)
+		if err != nil {
+			return fmt.Errorf("-payload-hex: %v", err)
+		}
+		lf.cfg.Payload = p
+	}
+	if lf.payloadFile != "" {
+		p, err := os.ReadFile(lf.payloadFile)
+		if err != nil {
+			return fmt.Errorf("-payload-file: %v", err)
+		}
+		lf.cfg.Payload = p
+	}
+	var f *schema.File
+	if lf.schemaPath != "" {
+		src, err := os.ReadFile(lf.schemaPath)
+		if err != nil {
+			return fmt.Errorf("-schema: %v", err)
+		}
+		if f, err = schema.Parse(lf.schemaPath, src); err != nil {
+			return err
+		}
+	}
+	if lf.typeName != "" && f == nil {
+		return errors.New("-type needs -schema")
+	}
+	if lf.jsonIn != "" && lf.typeName == "" {
+		return errors.New("-payload-json needs -schema and -type")
+	}
+	var st *schema.Struct
+	var typeMethod *schema.Method
+	if lf.typeName != "" {
+		if st = f.Struct(lf.typeName); st == nil {
+			if typeMethod = loadFindMethod(f, lf.typeName); typeMethod == nil {
+				return fmt.Errorf("-type %q: no struct or method of that name in %s", lf.typeName, lf.schemaPath)
+			}
+			if st = typeMethod.Req; st == nil {
+				return fmt.Errorf("-type %q: the method takes no request", lf.typeName)
+			}
+		}
+	}
+	if lf.jsonIn != "" {
+		js := []byte(lf.jsonIn)
+		if name, ok := strings.CutPrefix(lf.jsonIn, "@"); ok {
+			var err error
+			if js, err = os.ReadFile(name); err != nil {
+				return fmt.Errorf("-payload-json: %v", err)
+			}
+		}
+		p, err := dynamic.AppendMessage(nil, st, js)
+		if err != nil {
+			return fmt.Errorf("-payload-json: %v", err)
+		}
+		lf.cfg.Payload = p
+	}
+	switch {
+	case lf.method == "" && typeMethod != nil:
+		lf.cfg.Method = typeMethod.Ordinal
+	case lf.method == "":
+		return errors.New("-method is required (an ordinal, or a method name with -schema)")
+	default:
+		if n, err := strconv.ParseUint(lf.method, 10, 32); err == nil {
+			if n == 0 {
+				return errors.New("-method 0: ordinals start at 1")
+			}
+			lf.cfg.Method = uint32(n)
+			break
+		}
+		if f == nil {
+			return fmt.Errorf("-method %q: not an ordinal (a method name needs -schema)", lf.method)
+		}
+		m := loadFindMethod(f, lf.method)
+		if m == nil {
+			return fmt.Errorf("-method %q: no method of that name in %s", lf.method, lf.schemaPath)
+		}
+		lf.cfg.Method = m.Ordinal
+	}
+	return nil
+}
+
+// loadFindMethod finds "Iface.method", or "method" when exactly one
+// interface has it.
+func loadFindMethod(f *schema.File, name string) *schema.Method {
+	iface, meth, qualified := strings.Cut(name, ".")
+	if !qualified {
+		meth = name
+	}
+	var found *schema.Method
+	for _, in := range f.Interfaces {
+		if qualified && in.Name != iface {
+			continue
+		}
+		for _, m := range in.Methods {
+			if m.Name == meth {
+				if found != nil {
+					return nil // ambiguous without the interface name
+				}
+				found = m
+			}
+		}
+	}
+	return found
+}
