@@ -250,13 +250,14 @@ func startChild(o options, stderr io.Writer) (*childServer, string, error) {
 
 // result is what one demo run measured.
 type result struct {
-	o                         options
-	addr                      string
-	report                    *loadgen.Report
-	clientAllocs, serverAlloc float64 // per call; in-process: clientAllocs is the sum
-	serverCalls               uint64
-	serverBytes               uint64
-	sample                    string
+	o                            options
+	addr                         string
+	report                       *loadgen.Report
+	clientAllocs, serverAlloc    float64 // per call; in-process: clientAllocs is the sum
+	clientMallocs, serverMallocs uint64  // totals over the measured run
+	serverCalls                  uint64
+	serverBytes                  uint64
+	sample                       string
 }
 
 func demo(ctx context.Context, o options, stderr io.Writer) (*result, error) {
@@ -325,11 +326,11 @@ func demo(ctx context.Context, o options, stderr io.Writer) (*result, error) {
 	res.report = rep
 	if rep.Calls > 0 {
 		n := float64(rep.Calls)
-		if o.inproc {
-			res.clientAllocs = float64(c1-c0) / n
-		} else {
-			res.clientAllocs = float64(c1-c0) / n
-			res.serverAlloc = float64(s1.Mallocs-s0.Mallocs) / n
+		res.clientMallocs = c1 - c0
+		res.clientAllocs = float64(res.clientMallocs) / n
+		if !o.inproc {
+			res.serverMallocs = s1.Mallocs - s0.Mallocs
+			res.serverAlloc = float64(res.serverMallocs) / n
 		}
 	}
 	res.serverCalls = s1.Calls - s0.Calls
@@ -372,11 +373,11 @@ func (res *result) print(w io.Writer) {
 		{"latency p99.9 / max", dur(rep.Latency.P999) + " / " + dur(rep.Latency.Max)},
 	}
 	if res.o.inproc {
-		rows = append(rows, [2]string{"allocs/call", fmt.Sprintf("%.3f client+server (one process)", res.clientAllocs)})
+		rows = append(rows, [2]string{"allocs/call", fmt.Sprintf("%.4f client+server (one process: %d allocations in all)", res.clientAllocs, res.clientMallocs)})
 	} else {
 		rows = append(rows,
-			[2]string{"allocs/call client", fmt.Sprintf("%.3f", res.clientAllocs)},
-			[2]string{"allocs/call server", fmt.Sprintf("%.3f", res.serverAlloc)})
+			[2]string{"allocs/call client", fmt.Sprintf("%.4f (%d allocations in the client process)", res.clientAllocs, res.clientMallocs)},
+			[2]string{"allocs/call server", fmt.Sprintf("%.4f (%d allocations in the server process)", res.serverAlloc, res.serverMallocs)})
 	}
 	if rep.Calls > 0 {
 		rows = append(rows, [2]string{"wire bytes/call", fmt.Sprintf("%.0f = %.0f request + %.0f answer (server counted %.0f)",
@@ -386,9 +387,9 @@ func (res *result) print(w io.Writer) {
 	if len(rep.Errors) > 0 || len(rep.Statuses) != 1 {
 		rows = append(rows, [2]string{"statuses / errors", fmt.Sprintf("%v / %v", rep.Statuses, rep.Errors)})
 	}
-	fmt.Fprintf(w, "| %-20s | %s\n|%s|%s\n", "metric", "value", strings.Repeat("-", 22), strings.Repeat("-", 50))
+	fmt.Fprintf(w, "| %-20s | %s |\n|%s|%s|\n", "metric", "value", strings.Repeat("-", 22), strings.Repeat("-", 7))
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %-20s | %s\n", r[0], r[1])
+		fmt.Fprintf(w, "| %-20s | %s |\n", r[0], r[1])
 	}
 }
 
