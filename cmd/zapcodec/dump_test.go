@@ -59,6 +59,9 @@ func dumpCases() []dumpCase {
 		{"eth_frames", "eth_frames.hex", nil},
 		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
 		{"eth_frames_bin_method", "eth_frames.bin", []string{"-frames", "-schema", "eth.zap", "-type", "Eth.getBalance"}},
+		{"eth_call", "eth_call.hex", nil},
+		{"eth_call_schema", "eth_call.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
+		{"eth_answer_schema", "eth_answer.hex", []string{"-schema", "eth.zap", "-type", "Eth.getBalance"}}, // captured from examples/ethrpc -serve
 		{"eth_http", "eth_http.hex", []string{"-http"}},
 		{"eth_http_schema", "eth_http.hex", []string{"-http", "-schema", "eth.zap", "-type", "getBalance"}},
 		// Envelopes given as single messages.
