@@ -449,7 +449,9 @@ func TestAppendJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fx struct{ Cases []struct{ Schema, Struct, Name, Hex string } }
+	var fx struct {
+		Cases []struct{ Schema, Struct, Name, Hex string }
+	}
 	if err := json.Unmarshal(raw, &fx); err != nil {
 		t.Fatal(err)
 	}
