@@ -71,7 +71,8 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 }
 
 // runLoadCtx is runLoad with a context that ends the run early (Ctrl-C):
-// the report then covers what was measured.
+// sending stops, the calls in flight finish, and the report covers the
+// calls made.
 func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -125,7 +126,10 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	defer r.Close()
 	rep, err := r.Run(ctx)
-	if err != nil && !errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "zapcodec load: interrupted after %v; the report covers the calls made\n", time.Since(start).Round(time.Millisecond))
+	case err != nil:
 		fmt.Fprintf(stderr, "zapcodec load: %v (after %v)\n", err, time.Since(start).Round(time.Millisecond))
 	}
 	if rep != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
@@ -201,4 +202,18 @@ func TestLoadUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.want)
 		}
 	}
+}
+
+// TestLoadInterrupted: an ended context (Ctrl-C) still prints the report
+// of the calls made, none of them failed.
+func TestLoadInterrupted(t *testing.T) {
+	addr := loadServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	var out, errOut bytes.Buffer
+	code := runLoadCtx(ctx, []string{"-addr", addr, "-d", "1h", "-method", "1", "-payload-hex", loadRequestHex, "-json"}, &out, &errOut)
+	if code != 0 || !strings.Contains(errOut.String(), "interrupted") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	loadCheckClean(t, loadReport(t, out.String()))
 }

@@ -179,8 +179,10 @@ func (r *Runner) Warm(ctx context.Context, d time.Duration) error {
 	return err
 }
 
-// Run runs the load described by the Config and returns its report. The
-// error is ctx's, or ErrNoConns when every connection broke (the report
+// Run runs the load described by the Config and returns its report. When
+// ctx ends, Run stops sending, lets the calls in flight finish (for at most
+// Grace) and returns the report with ctx's error. The error is also
+// ErrNoConns when every connection broke (the report
 // then holds what was measured until then).
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	return r.run(ctx, r.cfg)
@@ -228,9 +230,12 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Rate > 0 {
 		sched.interval = 1e9 / cfg.Rate
 	}
-	// Calls still pending Grace after the end are abandoned.
-	callCtx, cancel := context.WithCancel(ctx)
+	// ctx ending stops new calls; calls still pending Grace after the end
+	// (or after ctx ended) are abandoned.
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(cfg.Grace, cancel) })
+	defer stopGrace()
 	var done, failed atomic.Uint64
 	sched.start = time.Now()
 	if cfg.Duration > 0 {
@@ -244,7 +249,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.loop(callCtx, &cfg, sched, &done, &failed)
+			w.loop(ctx, callCtx, &cfg, sched, &done, &failed)
 		}()
 	}
 	finished := make(chan struct{})
@@ -317,10 +322,12 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func (w *worker) loop(ctx context.Context, cfg *Config, s *schedule, done, failed *atomic.Uint64) {
+// loop makes calls until the schedule ends or stop is done; calls run
+// under ctx.
+func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done, failed *atomic.Uint64) {
 	for {
 		i, due, ok := s.take()
-		if !ok || ctx.Err() != nil {
+		if !ok || stop.Err() != nil || ctx.Err() != nil {
 			return
 		}
 		req := cfg.Payload
@@ -333,6 +340,9 @@ func (w *worker) loop(ctx context.Context, cfg *Config, s *schedule, done, faile
 			if d := time.Until(due); d > 0 {
 				time.Sleep(d)
 			}
+			if stop.Err() != nil {
+				return
+			}
 		} else {
 			start = time.Now()
 		}
@@ -344,7 +354,7 @@ func (w *worker) loop(ctx context.Context, cfg *Config, s *schedule, done, faile
 		bad := w.tally(err)
 		if !bad && cfg.Check != nil {
 			if cerr := cfg.Check(req, w.resp); cerr != nil {
-				w.errors["check: "+cerr.Error()]++
+				w.countError("check: " + cerr.Error())
 				bad = true
 			}
 		}
@@ -370,8 +380,19 @@ func (w *worker) tally(err error) bool {
 		w.statuses[se.Code]++
 		return true
 	}
-	w.errors[errorClass(err)]++
+	w.countError(errorClass(err))
 	return true
+}
+
+// maxErrorClasses bounds the distinct error texts a worker keeps, so that
+// errors carrying unique details cannot grow the report without bound.
+const maxErrorClasses = 32
+
+func (w *worker) countError(class string) {
+	if _, ok := w.errors[class]; !ok && len(w.errors) >= maxErrorClasses {
+		class = "other errors"
+	}
+	w.errors[class]++
 }
 
 // errorClass names the kind of a transport error, in few distinct strings.

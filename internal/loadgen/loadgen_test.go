@@ -120,8 +120,8 @@ func TestStatusesAndBadAnswers(t *testing.T) {
 	if rep.Failed != 50 || rep.OK != 0 || rep.Statuses["403"] != 50 || len(rep.Errors) != 0 {
 		t.Fatalf("403 run: failed %d ok %d statuses %v errors %v", rep.Failed, rep.OK, rep.Statuses, rep.Errors)
 	}
-	rep = run(t, Config{Addr: addr, Calls: 50, Method: mLie, Request: request, Check: echoed})
-	if rep.Failed != 50 || rep.Statuses["200"] != 50 || len(rep.Errors) != 50 {
+	rep = run(t, Config{Addr: addr, Calls: 20, Method: mLie, Request: request, Check: echoed})
+	if rep.Failed != 20 || rep.Statuses["200"] != 20 || len(rep.Errors) != 20 {
 		t.Fatalf("lying server: failed %d statuses %v, %d error classes (one per distinct request)", rep.Failed, rep.Statuses, len(rep.Errors))
 	}
 	for class := range rep.Errors {
@@ -216,5 +216,34 @@ func TestReportText(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestCancelStopsGracefully: ending ctx stops new calls, and the calls in
+// flight get their answers instead of being abandoned.
+func TestCancelStopsGracefully(t *testing.T) {
+	_, addr := startServer(t)
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 4, Duration: time.Hour,
+		Method: mEcho, Request: request, Check: echoed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	rep, err := r.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if rep.Calls == 0 || rep.Failed != 0 || len(rep.Errors) != 0 {
+		t.Fatalf("calls %d failed %d errors %v", rep.Calls, rep.Failed, rep.Errors)
+	}
+}
+
+func TestErrorClassesBounded(t *testing.T) {
+	_, addr := startServer(t)
+	rep := run(t, Config{Addr: addr, Calls: 200, Method: mLie, Request: request, Check: echoed})
+	if rep.Failed != 200 || len(rep.Errors) > maxErrorClasses+1 || rep.Errors["other errors"] != 200-maxErrorClasses {
+		t.Fatalf("failed %d, %d classes, other %d", rep.Failed, len(rep.Errors), rep.Errors["other errors"])
 	}
 }
