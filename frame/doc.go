@@ -41,4 +41,44 @@
 // [Writer.End] let an encoder append a payload straight into the output
 // buffer; the length is patched in place. Neither Reader nor Writer is safe
 // for concurrent use.
+//
+// # Benchmarks
+//
+// Measured on the project machine (2 cores, shared with other jobs: load
+// average 6 to 13 throughout, so figures are noisy; each cell is the best of
+// 9 samples from three invocations of):
+//
+//	go test -run x -bench . -benchtime 200ms -count 3 ./frame
+//
+// Time per frame and throughput in MB/s (G: GB/s), payload size in
+// columns; 0 allocs/op in every cell. "mem" replays an in-memory stream or writes to io.Discard; "tcp" is
+// a loopback TCP connection. FloorCopy is io.CopyBuffer of the same bytes
+// with no framing; FloorHand is the 5-byte header and io.ReadFull by hand
+// over a bufio.Reader of the same size (for writes: header and payload
+// appended to a slice by hand). Write mem at 64 KiB and up is a writev to
+// io.Discard, so it measures only the call.
+//
+//	ns/op (MB/s)                       64B            512B            4KiB           64KiB            1MiB
+//	Read mem                   28ns (2483)     53ns (9803)   201ns (20.4G)    7.6µs (8650)  90.9µs (11.5G)
+//	ReadFloorCopy mem          30ns (2333)    32ns (16.3G)   290ns (14.2G)   2.7µs (24.0G)  61.0µs (17.2G)
+//	ReadFloorHand mem          20ns (3517)    37ns (14.0G)   378ns (10.8G)    7.0µs (9371)  82.0µs (12.8G)
+//	Write mem                  11ns (6238)    16ns (32.9G)    61ns (67.7G)        16ns (-)        16ns (-)
+//	WriteBeginEnd mem           9ns (7429)    15ns (34.8G)    76ns (54.1G)   1.8µs (37.1G)  49.5µs (21.2G)
+//	WriteFloorCopy mem         22ns (3127)    24ns (21.6G)   217ns (18.9G)   2.8µs (23.6G)  62.3µs (16.8G)
+//	WriteFloorHand mem         5ns (13.9G)     9ns (55.1G)    55ns (74.2G)   1.5µs (42.4G)  56.2µs (18.7G)
+//	Read tcp                    70ns (992)    287ns (1801)    1.5µs (2776)   28.0µs (2343)  623.8µs (1681)
+//	ReadFloorCopy tcp          444ns (155)     655ns (789)    2.3µs (1817)   31.0µs (2114)  474.3µs (2211)
+//	ReadFloorHand tcp          50ns (1379)    281ns (1840)    2.7µs (1516)   41.5µs (1580)  497.4µs (2108)
+//	Write tcp                  29ns (2381)    275ns (1882)    2.2µs (1879)   33.4µs (1961)  475.5µs (2205)
+//	WriteBeginEnd tcp          39ns (1772)    255ns (2030)    2.1µs (1914)   35.0µs (1870)  596.9µs (1757)
+//	WriteFloorCopy tcp          974ns (71)     1.0µs (508)    2.7µs (1508)   43.4µs (1509)  688.0µs (1524)
+//	WriteFloorHand tcp         41ns (1673)    252ns (2049)    2.2µs (1865)   37.0µs (1772)  629.3µs (1666)
+//
+// Read mem of 64-byte frames: 36 M frames/s (Read tcp: 14 M frames/s). A
+// frame larger than the read buffer (64 KiB and up with the default
+// buffer) costs two copies of the bytes bufio read ahead (stream to buffer,
+// buffer to the pooled body), hence Read mem at 64 KiB trailing the
+// single-copy io.Copy floor in memory; over TCP it matches the floors.
+// WithBufferSize above the frame size keeps such frames on the zero-copy
+// path.
 package frame

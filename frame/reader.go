@@ -72,7 +72,9 @@ func (fr *Reader) Reset(r io.Reader) {
 // Buffered returns the number of bytes taken from the stream that no Next
 // has returned yet: bytes read ahead into the buffer, plus the header and
 // the body read so far of a large frame interrupted by an error. Zero means
-// the Reader stands exactly between two frames with nothing read ahead.
+// the Reader stands exactly between two frames with nothing read ahead. A
+// server can use Buffered() == 0 after handling a frame as the moment to
+// flush its Writer: no further request is already waiting.
 func (fr *Reader) Buffered() int {
 	n := fr.br.Buffered() - fr.pending
 	if fr.interrupted() {
