@@ -15,11 +15,15 @@ import (
 )
 
 type protobufCodec struct {
-	vt   bool
-	req  pb.GetBalanceRequest
-	resp pb.GetBalanceResponse
-	in   Request
-	out  Response
+	vt bool
+	// Arrays UnmarshalVT appends the bytes fields into (vtprotobuf reuses a
+	// field's capacity, as its own pool feature does); never the caller's.
+	acc       [20]byte
+	bal, hash [32]byte
+	req       pb.GetBalanceRequest
+	resp      pb.GetBalanceResponse
+	in        Request
+	out       Response
 }
 
 func newProtobuf() *protobufCodec   { return &protobufCodec{} }
@@ -57,11 +61,10 @@ func fixedField(name string, dst, src []byte) error {
 	return nil
 }
 
+// setRequest replaces the whole message (as the generated Reset does), so
+// unknown fields kept by an earlier decode are not sent again.
 func (c *protobufCodec) setRequest(r *Request) {
-	c.req.Account = r.Account[:]
-	c.req.Block = r.Block
-	c.req.Id = r.ID
-	c.req.Method = r.Method
+	c.req = pb.GetBalanceRequest{Account: r.Account[:], Block: r.Block, Id: r.ID, Method: r.Method}
 }
 
 func (c *protobufCodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
@@ -73,8 +76,9 @@ func (c *protobufCodec) unmarshalRequest(b []byte) error {
 	if !c.vt {
 		return proto.Unmarshal(b, &c.req)
 	}
-	// UnmarshalVT merges: clear the fields first, keeping Account's array.
-	c.req.Account, c.req.Block, c.req.Id, c.req.Method = c.req.Account[:0], 0, 0, ""
+	// UnmarshalVT merges (and keeps unknown fields): start from a fresh
+	// message whose Account has the codec's own capacity.
+	c.req = pb.GetBalanceRequest{Account: c.acc[:0]}
 	return c.req.UnmarshalVT(b)
 }
 
@@ -90,10 +94,7 @@ func (c *protobufCodec) DecodeRequest(b []byte, r *Request) error {
 }
 
 func (c *protobufCodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
-	c.resp.Balance = r.Balance[:]
-	c.resp.Nonce = r.Nonce
-	c.resp.BlockHash = r.BlockHash[:]
-	c.resp.Id = r.ID
+	c.resp = pb.GetBalanceResponse{Balance: r.Balance[:], Nonce: r.Nonce, BlockHash: r.BlockHash[:], Id: r.ID}
 	return pbAppend(dst, &c.resp, c.vt)
 }
 
@@ -102,7 +103,7 @@ func (c *protobufCodec) DecodeResponse(b []byte, r *Response) error {
 	if !c.vt {
 		err = proto.Unmarshal(b, &c.resp)
 	} else {
-		c.resp.Balance, c.resp.Nonce, c.resp.BlockHash, c.resp.Id = c.resp.Balance[:0], 0, c.resp.BlockHash[:0], 0
+		c.resp = pb.GetBalanceResponse{Balance: c.bal[:0], BlockHash: c.hash[:0]}
 		err = c.resp.UnmarshalVT(b)
 	}
 	if err != nil {
@@ -133,7 +134,7 @@ func pbAnswer(dst []byte, req *pb.GetBalanceRequest, resp *pb.GetBalanceResponse
 	if err != nil {
 		return dst, err
 	}
-	resp.Balance, resp.Nonce, resp.BlockHash, resp.Id = a.Balance[:], a.Nonce, h[:], req.Id
+	*resp = pb.GetBalanceResponse{Balance: a.Balance[:], Nonce: a.Nonce, BlockHash: h[:], Id: req.Id}
 	return pbAppend(dst, resp, vt)
 }
 

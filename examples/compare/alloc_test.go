@@ -1,0 +1,32 @@
+//go:build !race
+
+package compare
+
+import "testing"
+
+// TestZeroAllocs pins the allocation counts that the results report as
+// zero: every zapcodec operation and the hand-written floor, once warm.
+func TestZeroAllocs(t *testing.T) {
+	f := NewFixture()
+	for _, c := range []Codec{NewZapcodec(), newFloor()} {
+		e, err := f.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 0, 512)
+		var req Request
+		var resp Response
+		ops := map[string]func(){
+			"DecodeRequest":  func() { _ = c.DecodeRequest(e.Requests[3], &req) },
+			"DecodeResponse": func() { _ = c.DecodeResponse(e.Responses[3], &resp) },
+			"EncodeRequest":  func() { buf, _ = c.AppendRequest(buf[:0], &f.Requests[3]) },
+			"EncodeResponse": func() { buf, _ = c.AppendResponse(buf[:0], &f.Responses[3]) },
+			"Handler":        func() { buf, _ = c.Handle(buf[:0], e.Requests[3], f.Table) },
+		}
+		for name, op := range ops {
+			if n := testing.AllocsPerRun(200, op); n != 0 {
+				t.Errorf("%s %s: %v allocs, want 0", c.Name(), name, n)
+			}
+		}
+	}
+}
