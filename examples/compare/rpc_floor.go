@@ -1,9 +1,14 @@
 package compare
 
-// The floor: a raw length-prefixed echo over loopback TCP. The server reads
-// [u32 length][payload] and writes the same frame back; each worker has its
-// own connection with one call in flight. No codec, no dispatch, no
-// multiplexing: what moving a request and an answer of that size costs.
+// The floors: a raw length-prefixed echo over loopback TCP. The server reads
+// [u32 length][payload] and writes the same frame back through a buffered
+// writer that it flushes when no further request is already buffered (so
+// answers ready together leave in one write). No codec, no dispatch: what
+// moving a request and an answer of that size costs. Two clients:
+//   - per worker: each worker has its own connection, one call in flight;
+//   - one connection: all workers share one connection, frames written
+//     through one buffered writer flushed by the last writer waiting, echoes
+//     matched first-in first-out (the server answers in order).
 
 import (
 	"bufio"
@@ -15,24 +20,30 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // maxEcho bounds the floor's frames.
 const maxEcho = 1 << 16
 
 type floorServer struct {
+	mux   bool // Connect returns the one-connection client
 	l     net.Listener
 	addr  string
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 }
 
-func startFloor(*Table) (Server, error) {
+func startFloor(*Table) (Server, error) { return startFloorServer(false) }
+
+func startFloorMux(*Table) (Server, error) { return startFloorServer(true) }
+
+func startFloorServer(mux bool) (Server, error) {
 	l, err := listen()
 	if err != nil {
 		return nil, err
 	}
-	s := &floorServer{l: l, addr: l.Addr().String(), conns: map[net.Conn]struct{}{}}
+	s := &floorServer{mux: mux, l: l, addr: l.Addr().String(), conns: map[net.Conn]struct{}{}}
 	go s.accept()
 	return s, nil
 }
@@ -57,14 +68,15 @@ func (s *floorServer) serve(nc net.Conn) {
 		s.mu.Unlock()
 		nc.Close()
 	}()
-	r := bufio.NewReaderSize(nc, 4096)
+	r := bufio.NewReaderSize(nc, 64<<10)
+	w := bufio.NewWriterSize(nc, 64<<10)
 	buf := make([]byte, 0, 4096)
+	hdr := make([]byte, 4)
 	for {
-		var hdr [4]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if _, err := io.ReadFull(r, hdr); err != nil {
 			return
 		}
-		n := binary.LittleEndian.Uint32(hdr[:])
+		n := binary.LittleEndian.Uint32(hdr)
 		if n > maxEcho {
 			return
 		}
@@ -72,12 +84,17 @@ func (s *floorServer) serve(nc net.Conn) {
 			buf = make([]byte, int(n)+4)
 		}
 		buf = buf[:n+4]
-		copy(buf, hdr[:])
+		copy(buf, hdr)
 		if _, err := io.ReadFull(r, buf[4:]); err != nil {
 			return
 		}
-		if _, err := nc.Write(buf); err != nil {
+		if _, err := w.Write(buf); err != nil {
 			return
+		}
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
 		}
 	}
 }
@@ -92,7 +109,12 @@ func (s *floorServer) Close() error {
 	return err
 }
 
-func (s *floorServer) Connect(context.Context) (Client, error) { return floorClient{s.addr}, nil }
+func (s *floorServer) Connect(ctx context.Context) (Client, error) {
+	if s.mux {
+		return dialFloorMux(ctx, s.addr)
+	}
+	return floorClient{s.addr}, nil
+}
 
 type floorClient struct{ addr string }
 
@@ -108,10 +130,9 @@ func (f floorClient) NewCaller(ctx context.Context) (Caller, error) {
 }
 
 type floorCaller struct {
-	nc       net.Conn
-	r        *bufio.Reader
-	out, in  []byte
-	floorEnc floorCodec
+	nc      net.Conn
+	r       *bufio.Reader
+	out, in []byte
 }
 
 func (c *floorCaller) Close() error { return c.nc.Close() }
@@ -124,9 +145,7 @@ func (c *floorCaller) Call(ctx context.Context, req *Request, _ *Response) error
 	if d, ok := ctx.Deadline(); ok {
 		c.nc.SetDeadline(d)
 	}
-	c.out = append(c.out[:0], 0, 0, 0, 0)
-	c.out, _ = c.floorEnc.AppendRequest(c.out, req)
-	binary.LittleEndian.PutUint32(c.out, uint32(len(c.out)-4))
+	c.out = appendFloorFrame(c.out[:0], req)
 	if _, err := c.nc.Write(c.out); err != nil {
 		return err
 	}
@@ -136,6 +155,128 @@ func (c *floorCaller) Call(ctx context.Context, req *Request, _ *Response) error
 	c.in = c.in[:len(c.out)]
 	if _, err := io.ReadFull(c.r, c.in); err != nil {
 		return fmt.Errorf("compare: floor read: %w", err)
+	}
+	if !bytes.Equal(c.in, c.out) {
+		return errEcho
+	}
+	return nil
+}
+
+// appendFloorFrame appends [u32 length][hand-encoded req] to dst.
+func appendFloorFrame(dst []byte, req *Request) []byte {
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst, _ = floorCodec{}.AppendRequest(dst, req)
+	binary.LittleEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	return dst
+}
+
+// floorMux is the one-connection floor client.
+type floorMux struct {
+	nc      net.Conn
+	wmu     sync.Mutex // guards w and the order of queue pushes
+	w       *bufio.Writer
+	writers atomic.Int32 // callers between "want to write" and "wrote"
+	qmu     sync.Mutex
+	queue   []*floorMuxCaller // callers waiting for their echo, in send order
+	failed  error             // set under qmu when the read loop ends
+}
+
+func dialFloorMux(ctx context.Context, addr string) (*floorMux, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	m := &floorMux{nc: nc, w: bufio.NewWriterSize(nc, 64<<10)}
+	go m.readLoop()
+	return m, nil
+}
+
+func (m *floorMux) readLoop() {
+	r := bufio.NewReaderSize(m.nc, 64<<10)
+	hdr := make([]byte, 4)
+	var err error
+	for {
+		if _, err = io.ReadFull(r, hdr); err != nil {
+			break
+		}
+		n := binary.LittleEndian.Uint32(hdr)
+		if n > maxEcho {
+			err = fmt.Errorf("compare: floor frame of %d bytes", n)
+			break
+		}
+		m.qmu.Lock()
+		if len(m.queue) == 0 {
+			m.qmu.Unlock()
+			err = errors.New("compare: floor echo without a call")
+			break
+		}
+		c := m.queue[0]
+		m.queue = m.queue[1:]
+		m.qmu.Unlock()
+		if cap(c.in) < int(n)+4 {
+			c.in = make([]byte, int(n)+4)
+		}
+		c.in = c.in[:n+4]
+		copy(c.in, hdr)
+		if _, err = io.ReadFull(r, c.in[4:]); err != nil {
+			c.done <- err
+			break
+		}
+		c.done <- nil
+	}
+	m.nc.Close()
+	m.qmu.Lock()
+	m.failed = fmt.Errorf("compare: floor connection: %w", err)
+	for _, c := range m.queue {
+		c.done <- m.failed
+	}
+	m.queue = nil
+	m.qmu.Unlock()
+}
+
+func (m *floorMux) Close() error { return m.nc.Close() }
+
+func (m *floorMux) NewCaller(context.Context) (Caller, error) {
+	return &floorMuxCaller{m: m, done: make(chan error, 1)}, nil
+}
+
+type floorMuxCaller struct {
+	m       *floorMux
+	out, in []byte
+	done    chan error
+}
+
+func (*floorMuxCaller) Close() error { return nil }
+
+// Call writes the frame and waits for its echo; ctx is not consulted once
+// the frame is written (the floor has no cancellation).
+func (c *floorMuxCaller) Call(ctx context.Context, req *Request, _ *Response) error {
+	m := c.m
+	c.out = appendFloorFrame(c.out[:0], req)
+	m.writers.Add(1)
+	m.wmu.Lock()
+	m.qmu.Lock()
+	if m.failed != nil {
+		err := m.failed
+		m.qmu.Unlock()
+		m.wmu.Unlock()
+		m.writers.Add(-1)
+		return err
+	}
+	m.queue = append(m.queue, c)
+	m.qmu.Unlock()
+	_, err := m.w.Write(c.out)
+	if m.writers.Add(-1) == 0 && err == nil {
+		err = m.w.Flush()
+	}
+	m.wmu.Unlock()
+	if err != nil {
+		m.nc.Close() // the read loop fails every waiting call, this one too
+	}
+	if err := <-c.done; err != nil {
+		return err
 	}
 	if !bytes.Equal(c.in, c.out) {
 		return errEcho
