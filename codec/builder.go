@@ -150,14 +150,24 @@ func (b *Builder) pad8() {
 // [ObjectBuilder.Finish]. Other objects and lists may be built while it is
 // open; its text and bytes values land after them.
 func (b *Builder) StartObject(size int) ObjectBuilder {
-	if size < 0 || size > math.MaxInt32 {
-		b.fail("object size %d", size)
-		return ObjectBuilder{}
+	if uint(size) > math.MaxInt32 {
+		return b.badObject(size)
 	}
 	n := len(b.buf)
 	at := b.base + align8(n-b.base)
-	b.buf = grow(b.buf, at-n+size)
+	if end := at + size; end <= cap(b.buf) {
+		b.buf = b.buf[:end]
+		clear(b.buf[n:end])
+	} else {
+		b.buf = grow(b.buf, end-n)
+	}
 	return ObjectBuilder{b: b, at: at, size: size}
+}
+
+//go:noinline
+func (b *Builder) badObject(size int) ObjectBuilder {
+	b.fail("object size %d", size)
+	return ObjectBuilder{}
 }
 
 // WriteBytes pads to 8 and appends p as a raw blob that no field points to.
@@ -347,20 +357,20 @@ func (o ObjectBuilder) SetList(off int, l ListRef) {
 // set, at the end of the buffer, points their slots at them, and returns the
 // object's Ref. Call it once per object.
 func (o ObjectBuilder) Finish() Ref {
-	b := o.b
-	if b != nil && b.ntails > 0 {
-		b.writeTails(int32(o.at))
-	}
-	if b == nil {
+	if o.b == nil {
 		return 0
 	}
-	return Ref(o.at - b.base)
+	return o.b.finishObject(o.at)
 }
 
-// writeTails writes the pending values of the object at owner, in set
-// order, and keeps the others (objects still open) in order.
-func (b *Builder) writeTails(owner int32) {
-	if b.ntails <= inlineTails {
+// finishObject writes the pending values of the object at absolute position
+// at, in set order, keeps the others (objects still open) in order, and
+// returns the object's Ref.
+func (b *Builder) finishObject(at int) Ref {
+	owner := int32(at)
+	switch {
+	case b.ntails == 0:
+	case b.ntails <= inlineTails:
 		tails := b.tails[:b.ntails]
 		kept := 0
 		for _, t := range tails {
@@ -372,8 +382,14 @@ func (b *Builder) writeTails(owner int32) {
 			b.writeTail(t)
 		}
 		b.ntails = kept
-		return
+	default:
+		b.finishSpilled(owner)
 	}
+	return Ref(at - b.base)
+}
+
+// finishSpilled is finishObject for a record that spilled past inlineTails.
+func (b *Builder) finishSpilled(owner int32) {
 	kept := 0
 	for i := range b.ntails {
 		t := *b.tailAt(i)
