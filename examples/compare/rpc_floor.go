@@ -213,7 +213,9 @@ func (m *floorMux) readLoop() {
 			break
 		}
 		c := m.queue[0]
-		m.queue = m.queue[1:]
+		n0 := copy(m.queue, m.queue[1:]) // keep the array: no reallocation
+		m.queue[n0] = nil
+		m.queue = m.queue[:n0]
 		m.qmu.Unlock()
 		if cap(c.in) < int(n)+4 {
 			c.in = make([]byte, int(n)+4)
