@@ -20,6 +20,12 @@ import (
 // serialise access, and a frame from Begin must be ended before any other
 // method is called.
 //
+// The buffer keeps the largest capacity it reached (a frame built with
+// Begin/End larger than the buffer size grows it), so a connection that
+// once sent a 16 MiB frame through Begin/End holds 16 MiB until the Writer
+// is dropped (Reset keeps it). WriteFrame grows it at most to the buffer size
+// plus the writev threshold.
+//
 // After a write to the stream fails, the Writer is broken: the error is
 // returned by every later call (part of a frame may have been written).
 // Reset makes it usable on a new stream.
@@ -110,6 +116,41 @@ func (fw *Writer) WriteFrame(kind byte, payload []byte) error {
 	}
 	fw.buf = fw.appendHeader(fw.buf, kind, n)
 	fw.buf = append(fw.buf, payload...)
+	return nil
+}
+
+// WriteFrameParts is WriteFrame for a payload given in two parts, head
+// then body (an envelope header and a large body the caller does not want
+// copied): the frame is the same as WriteFrame(kind, head+body). When
+// len(body) is at least the writev threshold, the pending bytes, the frame
+// header and head go out with body in one net.Buffers write (writev on a
+// net.Conn) and body is not copied; otherwise both parts are copied into
+// the buffer. Neither slice is retained after WriteFrameParts returns.
+func (fw *Writer) WriteFrameParts(kind byte, head, body []byte) error {
+	fw.abandon()
+	if fw.err != nil {
+		return fw.err
+	}
+	n := len(head) + len(body)
+	if !fw.http {
+		n++
+	}
+	if n > fw.max {
+		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
+	}
+	if len(body) >= fw.threshold {
+		fw.buf = fw.appendHeader(fw.buf, kind, n)
+		fw.buf = append(fw.buf, head...)
+		return fw.writev(body)
+	}
+	if len(fw.buf) > 0 && len(fw.buf)+fw.hdrLen+len(head)+len(body) > fw.size {
+		if err := fw.flush(); err != nil {
+			return err
+		}
+	}
+	fw.buf = fw.appendHeader(fw.buf, kind, n)
+	fw.buf = append(fw.buf, head...)
+	fw.buf = append(fw.buf, body...)
 	return nil
 }
 
