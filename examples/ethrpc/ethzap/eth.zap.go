@@ -6,8 +6,8 @@ package ethzap
 import (
 	"context"
 	"encoding"
+	"encoding/binary"
 	"errors"
-	"slices"
 	"sync"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -32,17 +32,16 @@ var _ encoding.BinaryAppender = (*GetBalanceRequest)(nil)
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *GetBalanceRequest) AppendZAP(dst []byte) []byte {
-	dst = slices.Grow(dst, m.SizeZAP())
-	return m.zapAppend(dst)
+	dst, o := codec.AppendFlat(dst, 44, len(m.Method))
+	copy(dst[o+0:], m.Account[:])
+	binary.LittleEndian.PutUint64(dst[o+20:], uint64(m.Block))
+	binary.LittleEndian.PutUint64(dst[o+28:], uint64(m.ID))
+	dst = codec.AppendTail(dst, o+36, m.Method)
+	return dst
 }
 
-// zapAppend appends m as one message without growing dst first.
-func (m *GetBalanceRequest) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
-}
+// zapAppend appends m as one message (a list element).
+func (m *GetBalanceRequest) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *GetBalanceRequest) zapBuild(b *codec.Builder) codec.Ref {
@@ -164,17 +163,16 @@ var _ encoding.BinaryAppender = (*GetBalanceResponse)(nil)
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *GetBalanceResponse) AppendZAP(dst []byte) []byte {
-	dst = slices.Grow(dst, m.SizeZAP())
-	return m.zapAppend(dst)
+	dst, o := codec.AppendFlat(dst, 80, 0)
+	copy(dst[o+0:], m.Balance[:])
+	binary.LittleEndian.PutUint64(dst[o+32:], uint64(m.Nonce))
+	copy(dst[o+40:], m.BlockHash[:])
+	binary.LittleEndian.PutUint64(dst[o+72:], uint64(m.ID))
+	return dst
 }
 
-// zapAppend appends m as one message without growing dst first.
-func (m *GetBalanceResponse) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
-}
+// zapAppend appends m as one message (a list element).
+func (m *GetBalanceResponse) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *GetBalanceResponse) zapBuild(b *codec.Builder) codec.Ref {

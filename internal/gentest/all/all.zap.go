@@ -6,6 +6,7 @@ package all
 import (
 	"context"
 	"encoding"
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
@@ -41,17 +42,25 @@ var _ encoding.BinaryAppender = (*Scalars)(nil)
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Scalars) AppendZAP(dst []byte) []byte {
-	dst = slices.Grow(dst, m.SizeZAP())
-	return m.zapAppend(dst)
+	dst, o := codec.AppendFlat(dst, 51, 0)
+	if m.Flag {
+		dst[o+0] = 1
+	}
+	dst[o+1] = m.Small
+	binary.LittleEndian.PutUint16(dst[o+2:], uint16(m.Port))
+	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Count))
+	binary.LittleEndian.PutUint64(dst[o+8:], uint64(m.Big))
+	dst[o+24] = byte(m.Delta)
+	binary.LittleEndian.PutUint16(dst[o+25:], uint16(m.Temp))
+	binary.LittleEndian.PutUint32(dst[o+27:], uint32(m.Off))
+	binary.LittleEndian.PutUint64(dst[o+31:], uint64(m.Nanos))
+	binary.LittleEndian.PutUint32(dst[o+39:], math.Float32bits(m.Ratio))
+	binary.LittleEndian.PutUint64(dst[o+43:], math.Float64bits(m.Score))
+	return dst
 }
 
-// zapAppend appends m as one message without growing dst first.
-func (m *Scalars) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
-}
+// zapAppend appends m as one message (a list element).
+func (m *Scalars) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *Scalars) zapBuild(b *codec.Builder) codec.Ref {
@@ -190,17 +199,14 @@ var _ encoding.BinaryAppender = (*Point)(nil)
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Point) AppendZAP(dst []byte) []byte {
-	dst = slices.Grow(dst, m.SizeZAP())
-	return m.zapAppend(dst)
+	dst, o := codec.AppendFlat(dst, 8, 0)
+	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
+	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Y))
+	return dst
 }
 
-// zapAppend appends m as one message without growing dst first.
-func (m *Point) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
-}
+// zapAppend appends m as one message (a list element).
+func (m *Point) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *Point) zapBuild(b *codec.Builder) codec.Ref {
@@ -731,17 +737,14 @@ var _ encoding.BinaryAppender = (*Pair)(nil)
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Pair) AppendZAP(dst []byte) []byte {
-	dst = slices.Grow(dst, m.SizeZAP())
-	return m.zapAppend(dst)
+	dst, o := codec.AppendFlat(dst, 10, len(m.B))
+	binary.LittleEndian.PutUint16(dst[o+0:], uint16(m.A))
+	dst = codec.AppendTail(dst, o+2, m.B)
+	return dst
 }
 
-// zapAppend appends m as one message without growing dst first.
-func (m *Pair) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
-}
+// zapAppend appends m as one message (a list element).
+func (m *Pair) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *Pair) zapBuild(b *codec.Builder) codec.Ref {
@@ -1147,17 +1150,12 @@ var _ encoding.BinaryAppender = (*Empty)(nil)
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Empty) AppendZAP(dst []byte) []byte {
-	dst = slices.Grow(dst, m.SizeZAP())
-	return m.zapAppend(dst)
+	dst, _ = codec.AppendFlat(dst, 0, 0)
+	return dst
 }
 
-// zapAppend appends m as one message without growing dst first.
-func (m *Empty) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
-}
+// zapAppend appends m as one message (a list element).
+func (m *Empty) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *Empty) zapBuild(b *codec.Builder) codec.Ref {

@@ -5,6 +5,7 @@ package kitchen
 
 import (
 	"encoding"
+	"encoding/binary"
 	"errors"
 	"slices"
 
@@ -27,17 +28,14 @@ var _ encoding.BinaryAppender = (*Item)(nil)
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Item) AppendZAP(dst []byte) []byte {
-	dst = slices.Grow(dst, m.SizeZAP())
-	return m.zapAppend(dst)
+	dst, o := codec.AppendFlat(dst, 12, len(m.Name))
+	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.Tag))
+	dst = codec.AppendTail(dst, o+4, m.Name)
+	return dst
 }
 
-// zapAppend appends m as one message without growing dst first.
-func (m *Item) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
-}
+// zapAppend appends m as one message (a list element).
+func (m *Item) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *Item) zapBuild(b *codec.Builder) codec.Ref {

@@ -144,30 +144,17 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("// returns the extended slice, growing dst at most once. It allocates")
 	g.p("// nothing when dst has SizeZAP bytes of spare capacity. m is only read.")
 	g.p("func (m *%s) AppendZAP(dst []byte) []byte {", t)
-	g.use("slices")
-	g.p("dst = slices.Grow(dst, m.SizeZAP())")
-	g.p("return m.zapAppend(dst)")
-	g.p("}\n")
-	g.p("// zapAppend appends m as one message without growing dst first.")
-	g.p("func (m *%s) zapAppend(dst []byte) []byte {", t)
-	if pooled {
-		g.use("sync")
-		g.p("b := zap%sBuilders.Get().(*codec.Builder)", t)
-		g.p("b.Reset(dst)")
-		g.p("b.SetRoot(m.zapBuild(b))")
-		g.p("dst = b.Finish()")
-		g.p("zap%sBuilders.Put(b) // keeps a reference to dst until its next use", t)
-		g.p("return dst")
+	if isFlat(s) {
+		g.flatAppend(s)
 		g.p("}\n")
-		g.p("// zap%sBuilders holds Builders for %s, whose nested text and bytes", t, t)
-		g.p("// values may outnumber what a Builder records without allocating.")
-		g.p("var zap%sBuilders = sync.Pool{New: func() any { return new(codec.Builder) }}\n", t)
+		g.p("// zapAppend appends m as one message (a list element).")
+		g.p("func (m *%s) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }\n", t)
 	} else {
-		g.p("var b codec.Builder")
-		g.p("b.Reset(dst)")
-		g.p("b.SetRoot(m.zapBuild(&b))")
-		g.p("return b.Finish()")
+		g.use("slices")
+		g.p("dst = slices.Grow(dst, m.SizeZAP())")
+		g.p("return m.zapAppend(dst)")
 		g.p("}\n")
+		g.builderAppend(s, pooled)
 	}
 
 	g.p("// zapBuild writes m's object (and what it nests) into b and returns it.")
@@ -518,4 +505,97 @@ func (g *generator) listView(t string, s *schema.Struct, f *schema.Field) {
 		g.p("// Value returns the current element.")
 		g.p("func (it *%s) Value() %s { return %s }\n", it, et, g.listGet(e.Kind, "it.l", "it.i"))
 	}
+}
+
+// builderAppend writes zapAppend for a record with nested objects or lists:
+// it goes through a codec.Builder.
+func (g *generator) builderAppend(s *schema.Struct, pooled bool) {
+	t := GoName(s.Name)
+	g.p("// zapAppend appends m as one message without growing dst first.")
+	g.p("func (m *%s) zapAppend(dst []byte) []byte {", t)
+	if pooled {
+		g.use("sync")
+		g.p("b := zap%sBuilders.Get().(*codec.Builder)", t)
+		g.p("b.Reset(dst)")
+		g.p("b.SetRoot(m.zapBuild(b))")
+		g.p("dst = b.Finish()")
+		g.p("zap%sBuilders.Put(b) // keeps a reference to dst until its next use", t)
+		g.p("return dst")
+		g.p("}\n")
+		g.p("// zap%sBuilders holds Builders for %s, whose nested text and bytes", t, t)
+		g.p("// values may outnumber what a Builder records without allocating.")
+		g.p("var zap%sBuilders = sync.Pool{New: func() any { return new(codec.Builder) }}\n", t)
+	} else {
+		g.p("var b codec.Builder")
+		g.p("b.Reset(dst)")
+		g.p("b.SetRoot(m.zapBuild(&b))")
+		g.p("return b.Finish()")
+		g.p("}\n")
+	}
+
+}
+
+// isFlat reports whether s has no nested objects and no lists: its message
+// is the header, its fixed section and its text and bytes values in field
+// order, which codec.AppendFlat writes without a Builder.
+func isFlat(s *schema.Struct) bool {
+	for _, f := range s.Fields {
+		if k := f.Type.Kind; k == schema.KindStruct || k == schema.KindList {
+			return false
+		}
+	}
+	return true
+}
+
+// flatAppend writes the body of AppendZAP for a flat record: one grow, the
+// fields stored in place, then the text and bytes values in field order
+// (the order the Builder would write them in).
+func (g *generator) flatAppend(s *schema.Struct) {
+	var tails []string
+	for _, f := range s.Fields {
+		if k := f.Type.Kind; k == schema.KindText || k == schema.KindBytes {
+			tails = append(tails, "len(m."+GoName(f.Name)+")")
+		}
+	}
+	if len(tails) == 0 {
+		tails = []string{"0"}
+	}
+	o := "o :"
+	if len(s.Fields) == 0 {
+		o = "_"
+	}
+	g.p("dst, %s= codec.AppendFlat(dst, %d, %s)", o, s.Size, strings.Join(tails, "+"))
+	for _, f := range s.Fields {
+		n, off := GoName(f.Name), f.Offset
+		at := fmt.Sprintf("dst[o+%d:]", off)
+		switch k := f.Type.Kind; k {
+		case schema.KindText:
+			g.p("dst = codec.AppendTail(dst, o+%d, m.%s)", off, n)
+		case schema.KindBytes:
+			g.p("dst = codec.AppendTailBytes(dst, o+%d, m.%s)", off, n)
+		case schema.KindBytesFixed:
+			g.p("copy(%s, m.%s[:])", at, n)
+		case schema.KindBool:
+			g.p("if m.%s {", n)
+			g.p("dst[o+%d] = 1", off)
+			g.p("}")
+		case schema.KindU8:
+			g.p("dst[o+%d] = m.%s", off, n)
+		case schema.KindI8:
+			g.p("dst[o+%d] = byte(m.%s)", off, n)
+		case schema.KindF32:
+			g.use("encoding/binary")
+			g.use("math")
+			g.p("binary.LittleEndian.PutUint32(%s, math.Float32bits(m.%s))", at, n)
+		case schema.KindF64:
+			g.use("encoding/binary")
+			g.use("math")
+			g.p("binary.LittleEndian.PutUint64(%s, math.Float64bits(m.%s))", at, n)
+		default:
+			w := scalars[k].width * 8
+			g.use("encoding/binary")
+			g.p("binary.LittleEndian.PutUint%d(%s, uint%d(m.%s))", w, at, w, n)
+		}
+	}
+	g.p("return dst")
 }

@@ -1,0 +1,52 @@
+package codec
+
+import "encoding/binary"
+
+// AppendFlat starts a version-1 message whose only object is its root: a
+// fixed section of size bytes right after the header, followed by tails
+// bytes of text and bytes values. It appends the header (with its final
+// size) and the zeroed fixed section, growing dst once for the whole
+// message, and returns the extended buffer and the absolute position of the
+// fixed section in it. The caller then stores the fields in place and
+// appends the values, in field order, with [AppendTail] and
+// [AppendTailBytes]; their lengths must add up to tails.
+//
+// This is the layout [Builder] writes for a record with no nested objects
+// and no lists whose fields are set in offset order, so generated code uses
+// it to skip the builder's bookkeeping.
+func AppendFlat(dst []byte, size, tails int) ([]byte, int) {
+	base := len(dst)
+	total := HeaderSize + size + tails
+	if cap(dst)-base < total {
+		dst = append(dst[:cap(dst)], make([]byte, base+total-cap(dst))...)
+	}
+	dst = dst[:base+HeaderSize+size]
+	h := dst[base:]
+	binary.LittleEndian.PutUint64(h, magicWord|uint64(Version1)<<32)
+	binary.LittleEndian.PutUint64(h[offRoot:], HeaderSize|uint64(uint32(total))<<32)
+	clear(h[HeaderSize:])
+	return dst, base + HeaderSize
+}
+
+// AppendTail appends s as the value of the text slot at absolute position
+// slot of dst and points the slot at it. An empty s leaves the slot {0, 0}.
+func AppendTail(dst []byte, slot int, s string) []byte {
+	if len(s) == 0 {
+		return dst
+	}
+	pos := len(dst)
+	dst = append(dst, s...)
+	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(pos-slot))|uint64(uint32(len(s)))<<32)
+	return dst
+}
+
+// AppendTailBytes is [AppendTail] for a bytes value.
+func AppendTailBytes(dst []byte, slot int, p []byte) []byte {
+	if len(p) == 0 {
+		return dst
+	}
+	pos := len(dst)
+	dst = append(dst, p...)
+	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(pos-slot))|uint64(uint32(len(p)))<<32)
+	return dst
+}
