@@ -284,3 +284,28 @@ func BenchmarkWalkVarList100Floor(b *testing.B) {
 		sink = sum
 	}
 }
+
+// flatRequest appends the request with AppendFlat, the path generated
+// records without nesting or lists take.
+func flatRequest(dst []byte) []byte {
+	dst, o := codec.AppendFlat(dst, reqSize, len(benchMethod))
+	copy(dst[o+reqAccount:], benchAccount[:])
+	binary.LittleEndian.PutUint64(dst[o+reqBlock:], 19_000_000)
+	binary.LittleEndian.PutUint64(dst[o+reqID:], 1)
+	return codec.AppendTail(dst, o+reqMethod, benchMethod)
+}
+
+func TestFlatRequestMatchesFloor(t *testing.T) {
+	if got, want := string(flatRequest(nil)), string(handRequest(nil)); got != want {
+		t.Fatalf("AppendFlat request differs:\n%x\n%x", got, want)
+	}
+}
+
+func BenchmarkAppendFlatRequest(b *testing.B) {
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = flatRequest(buf[:0])
+	}
+	b.SetBytes(int64(len(buf)))
+}
