@@ -91,6 +91,20 @@ func (b *Builder) Reset(dst []byte) {
 	b.bad = badField{}
 }
 
+// Release drops the Builder's references to its buffer and to the text and
+// bytes values it recorded, so that a Builder kept for reuse (in a pool)
+// does not keep them alive. It keeps the capacity of its spill record. The
+// Builder must be Reset before its next use.
+func (b *Builder) Release() {
+	b.buf = nil
+	b.base = 0
+	clear(b.tails[:])
+	clear(b.spill[:cap(b.spill)])
+	b.spill = b.spill[:0]
+	b.ntails = 0
+	b.err = nil
+}
+
 // SetVersion sets the header version: [Version1] (the default) or
 // [Version2]. Any other value is recorded as misuse.
 func (b *Builder) SetVersion(v uint16) {
@@ -182,8 +196,13 @@ func (b *Builder) WriteBytes(p []byte) Ref {
 // Finish writes the header (magic, version, flags, root offset, size) and
 // returns the buffer given to Reset with the message appended; the message
 // is result[len(dst):]. The result aliases that buffer. Values of objects
-// that were not finished are not written (see [Builder.Err]).
+// that were not finished are not written, and a Builder that was never
+// Reset (or was Released) returns nil; both are reported by [Builder.Err].
 func (b *Builder) Finish() []byte {
+	if len(b.buf)-b.base < HeaderSize {
+		b.fail("Finish without Reset")
+		return b.buf
+	}
 	size := len(b.buf) - b.base
 	if b.ntails > 0 || uint64(size) > math.MaxUint32 {
 		b.finishMisuse(size)

@@ -221,3 +221,16 @@ func TestBuilderMisuse(t *testing.T) {
 		})
 	}
 }
+
+func TestFinishWithoutReset(t *testing.T) {
+	var b codec.Builder
+	if out := b.Finish(); out != nil || b.Err() == nil {
+		t.Fatalf("Finish of a zero Builder = %x, %v; want nil and an error", out, b.Err())
+	}
+	b.Reset(make([]byte, 0, 64))
+	b.SetRoot(b.StartObject(8).Finish())
+	b.Release()
+	if out := b.Finish(); out != nil || b.Err() == nil {
+		t.Fatalf("Finish after Release = %x, %v; want nil and an error", out, b.Err())
+	}
+}

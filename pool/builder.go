@@ -19,16 +19,14 @@ func GetBuilder() *codec.Builder { return builders.Get().(*codec.Builder) }
 // PutBuilder returns b to the pool; b is gone after the call: neither b nor
 // the object and list builders it handed out may be used again. The buffer
 // b was writing into is not touched and stays with whoever owns it (Put it
-// separately if it came from [Get]). Until its next Reset, a pooled Builder
-// still refers to that buffer; with poisoning on (see [SetPoison]) PutBuilder
-// drops the reference, so a stale Finish returns a bare header instead of the
-// caller's data. PutBuilder of nil does nothing.
+// separately if it came from [Get]). PutBuilder drops the Builder's
+// references to that buffer and to the values it recorded
+// ([codec.Builder.Release]), so the pool keeps nothing of the caller's
+// alive. PutBuilder of nil does nothing.
 func PutBuilder(b *codec.Builder) {
 	if b == nil {
 		return
 	}
-	if poison.Load() {
-		b.Reset(nil)
-	}
+	b.Release()
 	builders.Put(b)
 }
