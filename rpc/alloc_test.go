@@ -13,7 +13,7 @@ import (
 // sides (client Call, server read loop, worker, handler, answer write,
 // client read loop).
 func TestAllocsUnaryCall(t *testing.T) {
-	for _, size := range []int{0, 64, 4096} {
+	for _, size := range []int{0, 64, 4096, 200 << 10} { // 200 KiB: writev answer
 		_, addr, _ := testServer(t)
 		c := dial(t, addr)
 		req := bytes.Repeat([]byte{7}, size)

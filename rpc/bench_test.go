@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -114,6 +115,140 @@ func BenchmarkFloor(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkFloorMux is the floor with the same shape as BenchmarkUnary:
+// `callers` goroutines, each waiting for its own answer, multiplexed by hand
+// over one loopback connection to the raw echo server. A frame carries a
+// 4-byte caller index; a read goroutine wakes the caller its answer names
+// (a channel per caller, as rpc does); requests are coalesced like rpc's
+// (the first writer of a batch yields once, then writes until nothing new
+// was appended). There are no envelopes, dispatch, handler goroutines or
+// slot bookkeeping: the difference to BenchmarkUnary is rpc's own cost.
+func BenchmarkFloorMux(b *testing.B) {
+	for _, size := range benchSizes {
+		for _, callers := range benchCallers {
+			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
+				benchFloorMux(b, size+RequestOverhead, callers)
+			})
+		}
+	}
+}
+
+// muxConn is BenchmarkFloorMux's hand-written client.
+type muxConn struct {
+	nc       net.Conn
+	mu       sync.Mutex
+	cur, out []byte
+	flushing bool
+	err      atomic.Pointer[error]
+	wake     []chan struct{}
+}
+
+func (m *muxConn) call(id int, frame []byte) error {
+	m.mu.Lock()
+	start := len(m.cur)
+	m.cur = append(m.cur, frame...)
+	binary.LittleEndian.PutUint32(m.cur[start+5:], uint32(id))
+	lead := !m.flushing
+	m.flushing = true
+	m.mu.Unlock()
+	if lead {
+		runtime.Gosched()
+		m.mu.Lock()
+		for len(m.cur) > 0 {
+			m.cur, m.out = m.out[:0], m.cur
+			m.mu.Unlock()
+			_, err := m.nc.Write(m.out)
+			m.mu.Lock()
+			if err != nil {
+				m.err.Store(&err)
+				break
+			}
+		}
+		m.flushing = false
+		m.mu.Unlock()
+	}
+	if p := m.err.Load(); p != nil {
+		return *p
+	}
+	<-m.wake[id]
+	return nil
+}
+
+func (m *muxConn) readLoop(b *testing.B, size int, stop <-chan struct{}) {
+	br := bufio.NewReaderSize(m.nc, 64<<10)
+	var hdr [5]byte
+	body := make([]byte, size)
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			select {
+			case <-stop:
+			default:
+				b.Error(err)
+			}
+			return
+		}
+		if _, err := io.ReadFull(br, body); err != nil {
+			b.Error(err)
+			return
+		}
+		m.wake[binary.LittleEndian.Uint32(body)] <- struct{}{}
+	}
+}
+
+func benchFloorMux(b *testing.B, size, callers int) {
+	addr := rawEchoServer(b)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &muxConn{nc: nc, cur: make([]byte, 0, 64<<10), out: make([]byte, 0, 64<<10)}
+	for i := 0; i < callers; i++ {
+		m.wake = append(m.wake, make(chan struct{}, 1))
+	}
+	stop := make(chan struct{})
+	readDone := make(chan struct{})
+	go func() { defer close(readDone); m.readLoop(b, size, stop) }()
+	defer func() { close(stop); nc.Close(); <-readDone }()
+	frame := make([]byte, 5+size)
+	binary.LittleEndian.PutUint32(frame, uint32(size+1))
+	frame[4] = KindRequest
+	lat := make([]time.Duration, b.N)
+	for id := 0; id < callers; id++ { // warm up
+		if err := m.call(id, frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.SetBytes(int64(2 * (size - RequestOverhead)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for id := 0; id < callers; id++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				t0 := time.Now()
+				err := m.call(id, frame)
+				lat[i] = time.Since(t0)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	report(b, elapsed, lat)
 }
 
 func rawEchoServer(b *testing.B) string {

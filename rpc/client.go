@@ -8,7 +8,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
 )
@@ -41,9 +40,7 @@ type Client struct {
 	opts clientOptions
 	r    *frame.Reader
 
-	wmu     sync.Mutex
-	w       *frame.Writer
-	writers atomic.Int32 // callers waiting for wmu
+	out outbox // requests and go-away acks
 
 	mu     sync.Mutex
 	slots  []*slot
@@ -51,7 +48,8 @@ type Client struct {
 	closed bool     // under mu; err says why
 	err    error
 
-	goAway   atomic.Bool // set under wmu: no request may be written after it
+	active   atomic.Int32 // calls between acquire and release
+	goAway   atomic.Bool  // set under out.mu: no request may be written after it
 	broken   atomic.Bool
 	readDone chan struct{}
 }
@@ -122,9 +120,9 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 		nc:       nc,
 		opts:     o,
 		r:        frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
-		w:        frame.NewWriter(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
 		readDone: make(chan struct{}),
 	}
+	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	go c.readLoop()
 	return c
 }
@@ -156,24 +154,19 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		return resp, err
 	}
 
-	c.writers.Add(1)
-	c.wmu.Lock()
-	c.writers.Add(-1)
+	buf := c.out.begin(KindRequest)
 	if c.goAway.Load() {
-		c.wmu.Unlock()
+		c.out.abandon(buf)
 		c.unsend(s)
 		return resp, ErrGoAway
 	}
-	buf := c.w.Begin(KindRequest)
 	buf = appendRequest(buf, method, s.pid, req)
-	err = c.w.End(buf)
-	if err == nil && c.writers.Load() == 0 {
-		if d := c.opts.writeTimeout; d > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(d))
+	lead, err := c.out.end(buf)
+	if lead {
+		if ferr := c.out.flush(c.active.Load() > 1); err == nil {
+			err = ferr
 		}
-		err = c.w.Flush()
 	}
-	c.wmu.Unlock()
 	if err != nil {
 		if errors.Is(err, frame.ErrFrameTooLarge) {
 			c.unsend(s)
@@ -191,6 +184,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			if s.state.CompareAndSwap(slotWaiting, slotAbandoned) {
 				// The slot is no longer ours: the read loop frees it
 				// when the late answer comes.
+				c.active.Add(-1)
 				return resp, ctx.Err()
 			}
 			<-s.ch // the answer is being delivered: take it
@@ -237,10 +231,12 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 	s.resp = resp
 	s.state.Store(slotWaiting)
 	c.mu.Unlock()
+	c.active.Add(1)
 	return s, nil
 }
 
 func (c *Client) release(s *slot) {
+	c.active.Add(-1)
 	c.mu.Lock()
 	s.state.Store(slotIdle)
 	c.free = append(c.free, s.idx)
@@ -308,16 +304,18 @@ func (c *Client) readLoop() {
 			}
 			c.deliver(r.PromiseID, r.Status, r.Body, nil)
 		case KindGoAway:
-			c.wmu.Lock()
+			w := c.out.lock()
 			first := !c.goAway.Swap(true)
 			var err error
 			if first {
 				// Acknowledge: no request of ours follows this frame.
-				if err = c.w.WriteFrame(KindGoAway, nil); err == nil {
-					err = c.w.Flush()
+				err = w.WriteFrame(KindGoAway, nil)
+			}
+			if c.out.unlock() {
+				if ferr := c.out.flush(false); err == nil {
+					err = ferr
 				}
 			}
-			c.wmu.Unlock()
 			if err != nil {
 				c.fail(err)
 				return
@@ -334,14 +332,14 @@ func (c *Client) readLoop() {
 				}
 				req.PromiseID, status = ee.PromiseID, StatusBadRequest
 			}
-			c.wmu.Lock()
-			buf := c.w.Begin(KindResponse)
+			buf := c.out.begin(KindResponse)
 			buf = AppendResponseHeader(buf, status, req.PromiseID, 0)
-			err = c.w.End(buf)
-			if err == nil {
-				err = c.w.Flush()
+			lead, err := c.out.end(buf)
+			if lead {
+				if ferr := c.out.flush(false); err == nil {
+					err = ferr
+				}
 			}
-			c.wmu.Unlock()
 			if err != nil {
 				c.fail(err)
 				return

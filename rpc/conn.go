@@ -25,9 +25,7 @@ type serverConn struct {
 	nc net.Conn
 	r  *frame.Reader
 
-	wmu     sync.Mutex
-	w       *frame.Writer
-	writers atomic.Int32 // goroutines waiting for wmu to write an answer
+	out outbox // answers and go-away; the last writer in line flushes
 
 	done      chan struct{} // closed by close; the handlers' ctx.Done
 	closeOnce sync.Once
@@ -53,10 +51,10 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 		s:    s,
 		nc:   nc,
 		r:    frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
-		w:    frame.NewWriter(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
 		done: make(chan struct{}),
 		free: make(chan *job, o.maxInFlight),
 	}
+	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
@@ -67,15 +65,16 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 // as a dropped connection.
 func (c *serverConn) close(reason error) {
 	c.closeOnce.Do(func() {
+		if reason != nil {
+			// Logged before the peer can see the close.
+			c.s.stats.dropped.Add(1)
+			c.s.opts.logger.Warn("rpc: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", reason.Error())
+		}
 		c.closed.Store(true)
 		close(c.done)
 		c.nc.Close()
 		if c.promises != nil {
 			c.promises.close()
-		}
-		if reason != nil {
-			c.s.stats.dropped.Add(1)
-			c.s.opts.logger.Warn("rpc: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", reason.Error())
 		}
 		c.s.removeConn(c)
 	})
@@ -273,50 +272,54 @@ func (c *serverConn) answerDirect(status, pid uint32, msg string) {
 }
 
 func (c *serverConn) writeAnswer(status, pid uint32, body []byte) {
-	c.writers.Add(1)
-	c.wmu.Lock()
-	c.writers.Add(-1)
 	if c.closed.Load() {
-		c.wmu.Unlock()
 		return
 	}
-	buf := c.w.Begin(KindResponse)
-	buf = AppendResponseHeader(buf, status, pid, len(body))
-	buf = append(buf, body...)
-	err := c.w.End(buf)
+	var lead bool
+	var err error
+	if len(body) >= frame.DefaultWritevThreshold {
+		// A big body is not copied: it leaves with its headers in one
+		// writev (after the frames already waiting).
+		var hb [ResponseOverhead]byte
+		head := AppendResponseHeader(hb[:0], status, pid, len(body))
+		err = c.out.lock().WriteFrameParts(KindResponse, head, body)
+		lead = c.out.unlock()
+	} else {
+		buf := c.out.begin(KindResponse)
+		buf = AppendResponseHeader(buf, status, pid, len(body))
+		buf = append(buf, body...)
+		lead, err = c.out.end(buf)
+	}
 	if errors.Is(err, frame.ErrFrameTooLarge) {
 		status, body = StatusInternal, nil
-		buf = c.w.Begin(KindResponse)
+		buf := c.out.begin(KindResponse)
 		buf = AppendResponseHeader(buf, status, pid, 0)
-		err = c.w.End(buf)
+		var l bool
+		l, err = c.out.end(buf)
+		lead = lead || l
 	}
-	c.finishWrite(err, status, len(body))
+	c.finishWrite(lead, err, status, len(body))
 }
 
 func (c *serverConn) writeAnswerString(status, pid uint32, msg string) {
-	c.writers.Add(1)
-	c.wmu.Lock()
-	c.writers.Add(-1)
 	if c.closed.Load() {
-		c.wmu.Unlock()
 		return
 	}
-	buf := c.w.Begin(KindResponse)
+	buf := c.out.begin(KindResponse)
 	buf = AppendResponseHeader(buf, status, pid, len(msg))
 	buf = append(buf, msg...)
-	c.finishWrite(c.w.End(buf), status, len(msg))
+	lead, err := c.out.end(buf)
+	c.finishWrite(lead, err, status, len(msg))
 }
 
-// finishWrite flushes when nobody else waits to write, releases wmu and
-// accounts the answer. Called with wmu held.
-func (c *serverConn) finishWrite(err error, status uint32, bodyLen int) {
-	if err == nil && c.writers.Load() == 0 {
-		if d := c.s.opts.writeTimeout; d > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(d))
+// finishWrite flushes when the caller became the outbox's flusher and
+// accounts the answer.
+func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen int) {
+	if lead {
+		if ferr := c.out.flush(c.inflight.Load() > 1); err == nil {
+			err = ferr
 		}
-		err = c.w.Flush()
 	}
-	c.wmu.Unlock()
 	if err != nil {
 		c.close(fmt.Errorf("write: %w", err))
 		return
@@ -334,15 +337,12 @@ func (c *serverConn) goAway() {
 	if !c.goAwaySent.CompareAndSwap(false, true) {
 		return
 	}
-	c.wmu.Lock()
-	err := c.w.WriteFrame(KindGoAway, nil)
-	if err == nil {
-		if d := c.s.opts.writeTimeout; d > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(d))
+	err := c.out.lock().WriteFrame(KindGoAway, nil)
+	if c.out.unlock() {
+		if ferr := c.out.flush(false); err == nil {
+			err = ferr
 		}
-		err = c.w.Flush()
 	}
-	c.wmu.Unlock()
 	if err != nil {
 		c.close(nil) // the peer is gone already
 	}
