@@ -17,9 +17,8 @@ import (
 )
 
 // serverConn is one accepted connection: a read loop (serve) that parses
-// requests and hands them to workers, and a mutex-guarded frame writer that
-// workers append answers to. The last writer in line flushes, so answers
-// that are ready together leave in one write.
+// requests and hands them to workers, and an outbox that workers append
+// answers to: answers that are ready together leave in one write.
 type serverConn struct {
 	s  *Server
 	nc net.Conn
