@@ -1,6 +1,9 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // AppendFlat starts a version-1 message whose only object is its root: a
 // fixed section of size bytes right after the header, followed by tails
@@ -45,8 +48,5 @@ func AppendTailBytes(dst []byte, slot int, p []byte) []byte {
 	if len(p) == 0 {
 		return dst
 	}
-	pos := len(dst)
-	dst = append(dst, p...)
-	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(pos-slot))|uint64(uint32(len(p)))<<32)
-	return dst
+	return AppendTail(dst, slot, unsafe.String(&p[0], len(p)))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/zapcodec/zapcodec/internal/fixture"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ type rpcFixtureFrame struct {
 
 func loadFixtureFrames(t testing.TB) []rpcFixtureFrame {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(sharedZap(t), "fixtures", "rpc.json"))
+	raw, err := os.ReadFile(filepath.Join(fixture.Dir(t), "fixtures", "rpc.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

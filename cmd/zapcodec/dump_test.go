@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/zapcodec/zapcodec/internal/fixture"
 	"os"
 	"path/filepath"
 	"sort"
@@ -149,30 +150,6 @@ func TestDumpGolden(t *testing.T) {
 	}
 }
 
-// dumpSharedDir returns ../shared/zap beside the module root, or skips.
-func dumpSharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared fixtures absent (no go.mod above the package)")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "zap")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skip("shared fixtures absent (../shared/zap beside the module root)")
-	}
-	return shared
-}
-
 // dumpSharedInputs builds, from the shared fixtures, the bytes every input
 // file of testdata/dump stands for: messages.json cases, generated.json
 // records, rpc.json frames and envelopes, and an eth call stream built
@@ -249,7 +226,7 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 // fixtures' bytes, and runs every golden case on the bytes taken from the
 // shared fixtures themselves (with the shared schemas).
 func TestDumpShared(t *testing.T) {
-	dir := dumpSharedDir(t)
+	dir := fixture.Dir(t)
 	shared := dumpSharedInputs(t, dir)
 	for _, name := range []string{"eth.zap", "kitchen.zap"} {
 		a, err1 := os.ReadFile(filepath.Join(dir, "schemas", name))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/zapcodec/zapcodec/internal/fixture"
 	"math"
 	"os"
 	"path/filepath"
@@ -155,35 +156,11 @@ func TestAppendJSONAllKinds(t *testing.T) {
 	}
 }
 
-// decSharedDir returns ../shared/zap beside the module root, or skips.
-func decSharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared fixtures absent (no go.mod above the package)")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "zap")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skip("shared fixtures absent (../shared/zap beside the module root)")
-	}
-	return shared
-}
-
 // TestAppendJSONGenerated decodes the bytes the canonical generated
 // constructors wrote (generated.json) and compares every field with the
 // values they were given.
 func TestAppendJSONGenerated(t *testing.T) {
-	dir := decSharedDir(t)
+	dir := fixture.Dir(t)
 	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -444,7 +421,7 @@ func TestAppendJSONSharedBudget(t *testing.T) {
 // encodes the JSON back with AppendMessage: the bytes must be the
 // fixture's, byte for byte (both follow the generated layout).
 func TestAppendJSONRoundTrip(t *testing.T) {
-	dir := decSharedDir(t)
+	dir := fixture.Dir(t)
 	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
 	if err != nil {
 		t.Fatal(err)

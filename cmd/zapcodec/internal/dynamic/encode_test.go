@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/zapcodec/zapcodec/internal/fixture"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,33 +124,10 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 }
 
-func encSharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared fixtures absent (no go.mod above the package)")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "zap")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skip("shared fixtures absent (../shared/zap beside the module root)")
-	}
-	return shared
-}
-
 // TestEncodeGeneratedFixtures encodes the values of generated.json and
 // compares with the bytes the canonical generated constructors wrote.
 func TestEncodeGeneratedFixtures(t *testing.T) {
-	dir := encSharedDir(t)
+	dir := fixture.Dir(t)
 	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
 	if err != nil {
 		t.Fatal(err)
