@@ -83,6 +83,44 @@ func (fr *Reader) Buffered() int {
 	return n
 }
 
+// Ready reports whether the next call to Next returns without reading from
+// the stream: a whole frame (or a protocol error, or the sticky error) is
+// already buffered. A server that runs handlers in its read loop can use
+// !Ready() as the moment to flush: Next is about to block.
+func (fr *Reader) Ready() bool {
+	if fr.err != nil {
+		return true
+	}
+	if fr.interrupted() {
+		return false
+	}
+	hl := fr.hdrLen
+	avail := fr.br.Buffered() - fr.pending
+	if avail < hl {
+		return false
+	}
+	b, err := fr.br.Peek(fr.pending + hl) // buffered: never reads
+	if err != nil {
+		return false
+	}
+	hdr := b[fr.pending:]
+	var n, body int
+	if fr.http {
+		n = int(binary.BigEndian.Uint32(hdr))
+		body = n
+	} else {
+		n = int(binary.LittleEndian.Uint32(hdr))
+		if n == 0 {
+			return true
+		}
+		body = n - 1 // the kind byte is in the header
+	}
+	if n > fr.max {
+		return true
+	}
+	return avail >= hl+body
+}
+
 func (fr *Reader) interrupted() bool { return fr.big != nil && fr.got < len(fr.big.B) }
 
 // Next reads the next frame and returns its kind byte and payload (the

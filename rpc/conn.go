@@ -42,7 +42,20 @@ type serverConn struct {
 	quietSince atomic.Int64 // unix ns: go-away sent, or in-flight fell to 0 after it
 
 	promises *promiseTable // nil unless WithPipelining
+
+	// The read loop is a role, not a goroutine: it runs calls inline and
+	// the server's watchdog hands it to a worker when an inline handler
+	// does not return promptly (see runInline). inl is the sequence number
+	// of the inline call running now, 0 when none, readerTaken after the
+	// watchdog took the role away from it.
+	inl    atomic.Uint64
+	seq    uint64 // role holder: last inline sequence number used
+	owed   bool   // role holder: answers wait in out for its flush
+	wdSeen uint64 // watchdog only: inl at its previous tick
+	rjob   job    // dispatched to a worker to take over the read loop
 }
+
+const readerTaken = ^uint64(0)
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
 	o := &s.opts
@@ -53,6 +66,7 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 		done: make(chan struct{}),
 		free: make(chan *job, o.maxInFlight),
 	}
+	c.rjob = job{c: c, reader: true}
 	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
@@ -95,9 +109,33 @@ func (c *serverConn) serve() {
 			return
 		}
 	}
+	if !c.readLoop() {
+		// The read loop moved to another goroutine while a handler ran
+		// here: this goroutine joins the workers.
+		c.s.workers.Add(1)
+		c.s.worker(nil)
+	}
+}
+
+// readLoop reads and handles frames while this goroutine holds the read
+// loop role. It returns true when the connection is done, false when the
+// role was handed to another goroutine.
+func (c *serverConn) readLoop() bool {
+	o := &c.s.opts
 	for {
-		if o.idleTimeout > 0 && c.r.Buffered() == 0 {
-			c.nc.SetReadDeadline(time.Now().Add(o.idleTimeout))
+		if !c.r.Ready() {
+			// Next is about to block: the answers of the calls run
+			// inline so far leave now, in one write.
+			if c.owed {
+				c.owed = false
+				if err := c.out.flush(false); err != nil {
+					c.close(fmt.Errorf("write: %w", err))
+					return true
+				}
+			}
+			if o.idleTimeout > 0 && c.r.Buffered() == 0 {
+				c.nc.SetReadDeadline(time.Now().Add(o.idleTimeout))
+			}
 		}
 		kind, p, err := c.r.Next()
 		if err != nil {
@@ -120,13 +158,16 @@ func (c *serverConn) serve() {
 			default:
 				c.close(fmt.Errorf("read: %w", err))
 			}
-			return
+			return true
 		}
 		c.s.stats.bytesIn.Add(uint64(len(p) + 5))
 		switch kind {
 		case KindRequest:
-			if !c.request(p) {
-				return
+			switch c.request(p) {
+			case reqClosed:
+				return true
+			case reqLost:
+				return false
 			}
 		case KindGoAway:
 			c.acked.Store(true)
@@ -137,8 +178,15 @@ func (c *serverConn) serve() {
 	}
 }
 
-// request handles one request frame; false means the connection is closed.
-func (c *serverConn) request(p []byte) bool {
+// Results of request.
+const (
+	reqNext   = iota // go on reading
+	reqClosed        // the connection is closed
+	reqLost          // the read loop role went to another goroutine
+)
+
+// request handles one request frame.
+func (c *serverConn) request(p []byte) int {
 	s := c.s
 	s.stats.calls.Add(1)
 	c.inflight.Add(1)
@@ -147,37 +195,66 @@ func (c *serverConn) request(p []byte) bool {
 		var ee *EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
 			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)
-			return true
+			return reqNext
 		}
 		c.inflight.Add(-1)
 		c.close(err)
-		return false
+		return reqClosed
 	}
 	if c.acked.Load() {
 		c.answerDirect(StatusUnavailable, req.PromiseID, "going away")
-		return true
+		return reqNext
 	}
 	h := s.handler(req.Method)
 	if h == nil {
 		c.answerDirect(StatusNotFound, req.PromiseID, "no such method")
-		return true
+		return reqNext
 	}
 	if req.Target != 0 && c.promises == nil {
 		c.answerDirect(StatusBadRequest, req.PromiseID, "promise pipelining is not enabled")
-		return true
+		return reqNext
 	}
 	j := c.acquire()
 	if j == nil {
 		c.inflight.Add(-1)
-		return false
+		return reqClosed
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
 	j.req = append(j.req[:0], req.Payload...)
 	if c.promises != nil {
+		// Pipelined calls may wait for each other: each runs on a worker.
 		j.pslot, j.pseq = c.promises.record(req.PromiseID)
+		s.dispatch(j)
+		return reqNext
 	}
-	s.dispatch(j)
-	return true
+	return c.runInline(j)
+}
+
+// runInline runs a call on the read loop's goroutine, which saves handing
+// it to a worker (a goroutine wake-up per call). While the handler runs,
+// c.inl holds its sequence number; the server's watchdog, which looks at
+// every connection each tick (see Server.watchdog), takes the read loop
+// role away from a handler still running at two consecutive ticks and
+// dispatches it to a worker, which goes on reading: a slow handler delays
+// the calls behind it by a tick or two at most, and then runs on as a
+// worker call. The answer of an inline call is appended to the outbox and
+// written by the read loop once no further request is buffered.
+func (c *serverConn) runInline(j *job) int {
+	c.seq++
+	seq := c.seq
+	c.inl.Store(seq)
+	if c.s.wdParked.Load() {
+		c.s.wakeWatchdog()
+	}
+	status, body := c.invoke(j)
+	if !c.inl.CompareAndSwap(seq, 0) {
+		// Taken over: answer like a worker and leave reading to the
+		// goroutine that has the role now.
+		c.finish(j, status, body, false)
+		return reqLost
+	}
+	c.finish(j, status, body, true)
+	return reqNext
 }
 
 // acquire returns a free job, allocating one while fewer than the in-flight
@@ -193,6 +270,13 @@ func (c *serverConn) acquire() *job {
 		c.nJobs++
 		return &job{c: c, resp: make([]byte, 0, 512)}
 	}
+	if c.owed { // the answers written so far need not wait too
+		c.owed = false
+		if err := c.out.flush(false); err != nil {
+			c.close(fmt.Errorf("write: %w", err))
+			return nil
+		}
+	}
 	select {
 	case j := <-c.free:
 		return j
@@ -204,10 +288,16 @@ func (c *serverConn) acquire() *job {
 // run executes a call on a worker goroutine and answers it.
 func (c *serverConn) run(j *job) {
 	status, body := c.invoke(j)
+	c.finish(j, status, body, false)
+}
+
+// finish answers a call and frees its job. inReader: the caller holds the
+// read loop role and flushes later (see readLoop).
+func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	if c.promises != nil {
 		c.promises.complete(j.pslot, j.pseq, status == StatusOK, body)
 	}
-	c.writeAnswer(status, j.pid, body)
+	c.writeAnswer(status, j.pid, body, inReader)
 	if cap(j.req) > maxKeptBuffer {
 		j.req = nil
 	}
@@ -266,11 +356,11 @@ func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 // answerDirect answers from the read loop (no handler ran) and ends the
 // request's in-flight count.
 func (c *serverConn) answerDirect(status, pid uint32, msg string) {
-	c.writeAnswerString(status, pid, msg)
+	c.writeAnswerString(status, pid, msg, true)
 	c.doneOne()
 }
 
-func (c *serverConn) writeAnswer(status, pid uint32, body []byte) {
+func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool) {
 	if c.closed.Load() {
 		return
 	}
@@ -297,10 +387,10 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte) {
 		l, err = c.out.end(buf)
 		lead = lead || l
 	}
-	c.finishWrite(lead, err, status, len(body))
+	c.finishWrite(lead, err, status, len(body), inReader)
 }
 
-func (c *serverConn) writeAnswerString(status, pid uint32, msg string) {
+func (c *serverConn) writeAnswerString(status, pid uint32, msg string, inReader bool) {
 	if c.closed.Load() {
 		return
 	}
@@ -308,13 +398,15 @@ func (c *serverConn) writeAnswerString(status, pid uint32, msg string) {
 	buf = AppendResponseHeader(buf, status, pid, len(msg))
 	buf = append(buf, msg...)
 	lead, err := c.out.end(buf)
-	c.finishWrite(lead, err, status, len(msg))
+	c.finishWrite(lead, err, status, len(msg), inReader)
 }
 
-// finishWrite flushes when the caller became the outbox's flusher and
-// accounts the answer.
-func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen int) {
-	if lead {
+// finishWrite flushes when the caller became the outbox's flusher (or, in
+// the read loop, leaves the flush to it) and accounts the answer.
+func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen int, inReader bool) {
+	if lead && inReader {
+		c.owed = true
+	} else if lead {
 		if ferr := c.out.flush(c.inflight.Load() > 1); err == nil {
 			err = ferr
 		}
@@ -371,6 +463,7 @@ type job struct {
 	pslot       int    // promise table entry (pipelining only)
 	pseq        uint64 // its record number
 	req, resp   []byte // owned by the job, reused
+	reader      bool   // not a call: take over the connection's read loop
 }
 
 // Deadline reports no deadline: a call runs until it returns or its

@@ -40,6 +40,12 @@ type Server struct {
 	workers  atomic.Int64
 	idleWork atomic.Int64
 
+	// The watchdog takes the read loop away from slow inline handlers
+	// (see serverConn.runInline). It parks while no handler runs inline
+	// for a while; a read loop starting an inline call wakes it.
+	wdParked atomic.Bool
+	wdWake   chan struct{} // capacity 1
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
@@ -78,6 +84,7 @@ func NewServer(opts ...ServerOption) *Server {
 	s := &Server{
 		opts:      buildServerOptions(opts),
 		work:      make(chan *job),
+		wdWake:    make(chan struct{}, 1),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 		done:      make(chan struct{}),
@@ -169,6 +176,7 @@ func (s *Server) Serve(l net.Listener) error {
 	if !s.janitor {
 		s.janitor = true
 		go s.reapWorkers()
+		go s.watchdog()
 	}
 	s.mu.Unlock()
 	defer func() {
@@ -338,10 +346,17 @@ func (s *Server) dispatch(j *job) {
 	}
 }
 
+// worker runs jobs until told to exit; a nil j starts it idle.
 func (s *Server) worker(j *job) {
 	defer s.workers.Add(-1)
 	for {
-		j.c.run(j)
+		if j != nil {
+			if j.reader {
+				j.c.readLoop()
+			} else {
+				j.c.run(j)
+			}
+		}
 		s.idleWork.Add(1)
 		select {
 		case j = <-s.work:
@@ -351,6 +366,83 @@ func (s *Server) worker(j *job) {
 		s.idleWork.Add(-1)
 		if j == nil {
 			return
+		}
+	}
+}
+
+// Watchdog timing: a handler running inline is taken over when it is seen
+// at two consecutive ticks (after one to two ticks); the watchdog parks
+// after wdIdleTicks ticks without any inline handler.
+const (
+	wdTick      = time.Millisecond
+	wdIdleTicks = 100
+)
+
+// watchdog hands the read loop of a connection whose inline handler has
+// not returned since the previous tick to a worker (see
+// serverConn.runInline).
+func (s *Server) watchdog() {
+	t := time.NewTicker(wdTick)
+	defer t.Stop()
+	idle := 0
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		if s.scanInline() {
+			idle = 0
+			continue
+		}
+		if idle++; idle < wdIdleTicks {
+			continue
+		}
+		idle = 0
+		t.Stop()
+		s.wdParked.Store(true)
+		if s.scanInline() { // a read loop that missed the flag
+			s.wdParked.Store(false)
+		} else {
+			select {
+			case <-s.wdWake:
+			case <-s.done:
+				return
+			}
+			s.wdParked.Store(false)
+		}
+		t.Reset(wdTick)
+	}
+}
+
+// scanInline takes over the read loops stuck in a handler and reports
+// whether any connection runs a handler inline.
+func (s *Server) scanInline() (any bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		v := c.inl.Load()
+		if v == 0 || v == readerTaken {
+			continue
+		}
+		any = true
+		if v != c.wdSeen {
+			c.wdSeen = v
+			continue
+		}
+		if c.inl.CompareAndSwap(v, readerTaken) {
+			s.dispatch(&c.rjob)
+		}
+	}
+	return any
+}
+
+// wakeWatchdog unparks the watchdog.
+func (s *Server) wakeWatchdog() {
+	if s.wdParked.CompareAndSwap(true, false) {
+		select {
+		case s.wdWake <- struct{}{}:
+		default:
 		}
 	}
 }
