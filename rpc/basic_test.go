@@ -51,6 +51,12 @@ func TestEchoAndStatus(t *testing.T) {
 	if out, err := c.Call(ctx, mEcho, []byte("ok"), nil); err != nil || string(out) != "ok" {
 		t.Fatalf("after errors: %q %v", out, err)
 	}
+	// The server counts an answer around the time it writes it: wait for
+	// the counters rather than read them the moment the answers arrived.
+	waitFor(func() bool {
+		st := s.Stats()
+		return st.OK >= 7 && st.NotFound >= 2 && st.Internal >= 1 && st.OtherStatus >= 1
+	})
 	st := s.Stats()
 	if st.Calls < 11 || st.OK < 7 || st.NotFound != 2 || st.Internal != 1 || st.OtherStatus != 1 || st.Active != 1 {
 		t.Fatalf("stats %+v", st)

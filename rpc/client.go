@@ -44,8 +44,9 @@ type Client struct {
 
 	mu     sync.Mutex
 	slots  []*slot
-	free   []uint32 // indices of idle slots
-	closed bool     // under mu; err says why
+	free   []uint32                // indices of idle slots
+	table  atomic.Pointer[[]*slot] // copy of slots for the read loop (no lock)
+	closed bool                    // under mu; err says why
 	err    error
 
 	active   atomic.Int32 // calls between acquire and release
@@ -54,9 +55,10 @@ type Client struct {
 	readDone chan struct{}
 }
 
-// Slot states.
+// Slot states: the low 32 bits of slot.st (the high 32 bits are the
+// promise id of the slot's current use).
 const (
-	slotIdle int32 = iota
+	slotIdle uint64 = iota
 	slotWaiting
 	slotDelivering
 	slotDone
@@ -65,9 +67,9 @@ const (
 
 type slot struct {
 	idx    uint32
-	gen    uint32 // generation of the next use, 0..65535
-	pid    uint32 // under Client.mu
-	state  atomic.Int32
+	gen    uint32        // generation of the next use, 0..65535
+	pid    uint32        // of the current use; written by acquire
+	st     atomic.Uint64 // pid<<32 | state: a state change names its use
 	ch     chan struct{} // capacity 1: one signal per delivered answer
 	resp   []byte        // the caller's buffer while waiting
 	status uint32
@@ -181,7 +183,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		select {
 		case <-s.ch:
 		case <-done:
-			if s.state.CompareAndSwap(slotWaiting, slotAbandoned) {
+			if w := uint64(s.pid) << 32; s.st.CompareAndSwap(w|slotWaiting, w|slotAbandoned) {
 				// The slot is no longer ours: the read loop frees it
 				// when the late answer comes.
 				c.active.Add(-1)
@@ -222,6 +224,8 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 	} else if len(c.slots) < c.opts.maxPending {
 		s = &slot{idx: uint32(len(c.slots)), ch: make(chan struct{}, 1)}
 		c.slots = append(c.slots, s)
+		table := c.slots
+		c.table.Store(&table)
 	} else {
 		c.mu.Unlock()
 		return nil, ErrTooManyPending
@@ -229,7 +233,7 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 	s.pid = s.gen<<16 | (s.idx + 1)
 	s.gen = (s.gen + 1) & 0xFFFF
 	s.resp = resp
-	s.state.Store(slotWaiting)
+	s.st.Store(uint64(s.pid)<<32 | slotWaiting)
 	c.mu.Unlock()
 	c.active.Add(1)
 	return s, nil
@@ -238,14 +242,14 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 func (c *Client) release(s *slot) {
 	c.active.Add(-1)
 	c.mu.Lock()
-	s.state.Store(slotIdle)
+	s.st.Store(uint64(s.pid)<<32 | slotIdle)
 	c.free = append(c.free, s.idx)
 	c.mu.Unlock()
 }
 
 // unsend gives back the slot of a call that was not written.
 func (c *Client) unsend(s *slot) {
-	if !s.state.CompareAndSwap(slotWaiting, slotIdle) {
+	if w := uint64(s.pid) << 32; !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
 		<-s.ch // failed by fail() meanwhile
 	}
 	s.resp, s.err = nil, nil
@@ -253,33 +257,30 @@ func (c *Client) unsend(s *slot) {
 }
 
 // deliver hands an answer to the call waiting for pid; an answer for an
-// abandoned call frees its slot; an unknown pid is dropped.
+// abandoned call frees its slot; an unknown pid is dropped. It takes no
+// lock on the way to a waiting call: the slot's state word names the
+// promise id, so one compare-and-swap both matches the answer to the
+// slot's current use and claims it.
 func (c *Client) deliver(pid, status uint32, body []byte, err error) {
 	idx := int(pid&0xFFFF) - 1
-	c.mu.Lock()
-	if idx < 0 || idx >= len(c.slots) {
-		c.mu.Unlock()
+	table := c.table.Load()
+	if table == nil || idx < 0 || idx >= len(*table) {
 		return
 	}
-	s := c.slots[idx]
-	if s.pid != pid {
-		c.mu.Unlock()
+	s := (*table)[idx]
+	w := uint64(pid) << 32
+	if s.st.CompareAndSwap(w|slotWaiting, w|slotDelivering) {
+		s.resp = append(s.resp, body...)
+		s.status, s.err = status, err
+		s.st.Store(w | slotDone)
+		s.ch <- struct{}{}
 		return
 	}
-	if s.state.CompareAndSwap(slotAbandoned, slotIdle) {
+	if s.st.CompareAndSwap(w|slotAbandoned, w|slotIdle) {
+		c.mu.Lock()
 		c.free = append(c.free, s.idx)
 		c.mu.Unlock()
-		return
 	}
-	if !s.state.CompareAndSwap(slotWaiting, slotDelivering) {
-		c.mu.Unlock()
-		return
-	}
-	c.mu.Unlock()
-	s.resp = append(s.resp, body...)
-	s.status, s.err = status, err
-	s.state.Store(slotDone)
-	s.ch <- struct{}{}
 }
 
 func (c *Client) readLoop() {
@@ -364,12 +365,19 @@ func (c *Client) fail(cause error) {
 	c.broken.Store(true)
 	c.nc.Close()
 	for _, s := range c.slots {
-		if s.state.CompareAndSwap(slotWaiting, slotDelivering) {
-			s.err = err
-			s.state.Store(slotDone)
-			s.ch <- struct{}{}
-		} else if s.state.CompareAndSwap(slotAbandoned, slotIdle) {
-			c.free = append(c.free, s.idx)
+		v := s.st.Load()
+		w := v &^ 0xFFFFFFFF
+		switch v & 0xFFFFFFFF {
+		case slotWaiting:
+			if s.st.CompareAndSwap(v, w|slotDelivering) {
+				s.err = err
+				s.st.Store(w | slotDone)
+				s.ch <- struct{}{}
+			}
+		case slotAbandoned:
+			if s.st.CompareAndSwap(v, w|slotIdle) {
+				c.free = append(c.free, s.idx)
+			}
 		}
 	}
 	c.mu.Unlock()

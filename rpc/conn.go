@@ -51,6 +51,7 @@ type serverConn struct {
 	inl    atomic.Uint64
 	seq    uint64 // role holder: last inline sequence number used
 	owed   bool   // role holder: answers wait in out for its flush
+	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous tick
 	rjob   job    // dispatched to a worker to take over the read loop
 }
@@ -261,6 +262,10 @@ func (c *serverConn) runInline(j *job) int {
 // limit exist, else waiting for one (backpressure: the connection is not
 // read meanwhile). nil: the connection closed while waiting.
 func (c *serverConn) acquire() *job {
+	if j := c.spare; j != nil {
+		c.spare = nil
+		return j
+	}
 	select {
 	case j := <-c.free:
 		return j
@@ -305,7 +310,11 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		j.resp = make([]byte, 0, 512)
 	}
 	j.h = nil
-	c.free <- j
+	if inReader {
+		c.spare = j // the read loop's next call takes it without a channel op
+	} else {
+		c.free <- j
+	}
 	c.doneOne()
 }
 

@@ -505,12 +505,16 @@ func TestPoolMovesAfterGoAway(t *testing.T) {
 	if err := s1.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// Counters are updated around the answer's write: wait until they
+	// account for every answer received so far.
+	waitFor(func() bool { return s1.Stats().OK+s2.Stats().OK == 10 })
 	before := s2.Stats().OK
 	for i := 0; i < 10; i++ {
 		if _, err := p.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
 			t.Fatalf("after go-away on one server: %v", err)
 		}
 	}
+	waitFor(func() bool { return s1.Stats().OK+s2.Stats().OK == 20 })
 	if s2.Stats().OK != before+10 {
 		t.Fatal("calls did not move to the live server")
 	}

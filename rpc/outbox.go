@@ -9,6 +9,9 @@ import (
 	"github.com/zapcodec/zapcodec/frame"
 )
 
+// maxFlushYields bounds the yields of a flusher waiting for more frames.
+const maxFlushYields = 4
+
 // outbox is the write side of a connection, shared by every goroutine that
 // sends on it (callers on a client, workers on a server). Frames are
 // appended under mu; the goroutine that appends the first frame of a batch
@@ -87,13 +90,25 @@ func (o *outbox) claim() bool {
 
 // flush is called by the goroutine end or unlock made the flusher. When
 // others may be about to send (other calls are in progress), it first
-// yields, so that goroutines already runnable (answers being produced,
+// yields, again while a yield brought new frames (up to maxFlushYields
+// times), so that goroutines already runnable (answers being produced,
 // callers woken by the same read) append their frames to the same write;
 // then it writes batches until none is left. On a write error it gives up
 // the role and returns the error: the caller closes the connection.
 func (o *outbox) flush(others bool) error {
 	if others {
-		runtime.Gosched()
+		// Yield until a yield brings no new frame (at most a few times).
+		n := -1
+		for range maxFlushYields {
+			runtime.Gosched()
+			o.mu.Lock()
+			b := o.cur.Buffered()
+			o.mu.Unlock()
+			if b == n {
+				break
+			}
+			n = b
+		}
 	}
 	o.mu.Lock()
 	for {
