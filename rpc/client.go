@@ -42,11 +42,17 @@ type Client struct {
 
 	out outbox // requests and go-away acks
 
+	// Idle slots form a lock-free stack: free is tag<<32 | (index+1) of
+	// the top slot (0: empty), each slot's next links to the one below;
+	// the tag changes on every push and pop, so a stale compare-and-swap
+	// fails. The table of slots only grows, under mu; table is its latest
+	// copy, read without a lock.
+	free  atomic.Uint64
+	table atomic.Pointer[[]*slot]
+
 	mu     sync.Mutex
 	slots  []*slot
-	free   []uint32                // indices of idle slots
-	table  atomic.Pointer[[]*slot] // copy of slots for the read loop (no lock)
-	closed bool                    // under mu; err says why
+	closed bool // under mu; err says why
 	err    error
 
 	active   atomic.Int32 // calls between acquire and release
@@ -67,6 +73,7 @@ const (
 
 type slot struct {
 	idx    uint32
+	next   atomic.Uint32 // in the free stack: index+1 of the slot below, 0 none
 	gen    uint32        // generation of the next use, 0..65535
 	pid    uint32        // of the current use; written by acquire
 	st     atomic.Uint64 // pid<<32 | state: a state change names its use
@@ -211,40 +218,76 @@ func appendRequest(dst []byte, method, pid uint32, payload []byte) []byte {
 }
 
 func (c *Client) acquire(resp []byte) (*slot, error) {
-	c.mu.Lock()
-	if c.closed {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
-	}
-	var s *slot
-	if n := len(c.free); n > 0 {
-		s = c.slots[c.free[n-1]]
-		c.free = c.free[:n-1]
-	} else if len(c.slots) < c.opts.maxPending {
+	s := c.pop()
+	if s == nil {
+		c.mu.Lock()
+		if c.closed {
+			err := c.err
+			c.mu.Unlock()
+			return nil, err
+		}
+		if len(c.slots) >= c.opts.maxPending {
+			c.mu.Unlock()
+			return nil, ErrTooManyPending
+		}
 		s = &slot{idx: uint32(len(c.slots)), ch: make(chan struct{}, 1)}
 		c.slots = append(c.slots, s)
 		table := c.slots
 		c.table.Store(&table)
-	} else {
 		c.mu.Unlock()
-		return nil, ErrTooManyPending
 	}
 	s.pid = s.gen<<16 | (s.idx + 1)
 	s.gen = (s.gen + 1) & 0xFFFF
 	s.resp = resp
-	s.st.Store(uint64(s.pid)<<32 | slotWaiting)
-	c.mu.Unlock()
+	w := uint64(s.pid) << 32
+	s.st.Store(w | slotWaiting)
 	c.active.Add(1)
+	if c.broken.Load() {
+		// fail may have passed this slot before it was waiting: give it
+		// back, or take the failure fail delivered meanwhile.
+		if !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
+			<-s.ch
+		}
+		s.resp, s.err = nil, nil
+		c.release(s)
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
 	return s, nil
+}
+
+// pop takes an idle slot off the free stack; nil when it is empty.
+func (c *Client) pop() *slot {
+	for {
+		h := c.free.Load()
+		i := uint32(h)
+		if i == 0 {
+			return nil
+		}
+		s := (*c.table.Load())[i-1]
+		if c.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(s.next.Load())) {
+			return s
+		}
+	}
+}
+
+// push puts an idle slot on the free stack.
+func (c *Client) push(s *slot) {
+	for {
+		h := c.free.Load()
+		s.next.Store(uint32(h))
+		if c.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(s.idx+1)) {
+			return
+		}
+	}
 }
 
 func (c *Client) release(s *slot) {
 	c.active.Add(-1)
-	c.mu.Lock()
 	s.st.Store(uint64(s.pid)<<32 | slotIdle)
-	c.free = append(c.free, s.idx)
-	c.mu.Unlock()
+	c.push(s)
 }
 
 // unsend gives back the slot of a call that was not written.
@@ -277,9 +320,7 @@ func (c *Client) deliver(pid, status uint32, body []byte, err error) {
 		return
 	}
 	if s.st.CompareAndSwap(w|slotAbandoned, w|slotIdle) {
-		c.mu.Lock()
-		c.free = append(c.free, s.idx)
-		c.mu.Unlock()
+		c.push(s)
 	}
 }
 
@@ -376,7 +417,7 @@ func (c *Client) fail(cause error) {
 			}
 		case slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
-				c.free = append(c.free, s.idx)
+				c.push(s)
 			}
 		}
 	}

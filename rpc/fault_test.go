@@ -94,8 +94,9 @@ func TestCancelAndDeadline(t *testing.T) {
 		}
 	}
 	c.mu.Lock()
-	nslots, nfree := len(c.slots), len(c.free)
+	nslots := len(c.slots)
 	c.mu.Unlock()
+	nfree := idleSlots(c)
 	if nslots != nfree {
 		t.Fatalf("%d slots, %d free: abandoned slots leaked", nslots, nfree)
 	}

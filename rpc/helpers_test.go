@@ -141,3 +141,13 @@ func (r *rawConn) expectClosed() {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// idleSlots counts the slots on c's free stack; call it while no call is
+// in progress on c.
+func idleSlots(c *Client) int {
+	n := 0
+	for i := uint32(c.free.Load()); i != 0; i = (*c.table.Load())[i-1].next.Load() {
+		n++
+	}
+	return n
+}
