@@ -51,12 +51,69 @@ type serverConn struct {
 	inl    atomic.Uint64
 	seq    uint64 // role holder: last inline sequence number used
 	owed   bool   // role holder: answers wait in out for its flush
+	batch  bool   // role holder: holds one unit of inflight for the calls it answers
+	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous tick
 	rjob   job    // dispatched to a worker to take over the read loop
 }
 
 const readerTaken = ^uint64(0)
+
+// connStats are counters the read loop keeps without atomics and adds to
+// the server's at its flush points (before its answers leave).
+type connStats struct {
+	calls, bytesIn, bytesOut uint64
+	byStatus                 [6]uint64
+}
+
+func (l *connStats) answered(status uint32) { l.byStatus[statusIndex(status)]++ }
+
+// publish adds the read loop's counters to the server's.
+func (c *serverConn) publish() {
+	l, st := &c.local, &c.s.stats
+	if l.calls != 0 {
+		st.calls.Add(l.calls)
+	}
+	if l.bytesIn != 0 {
+		st.bytesIn.Add(l.bytesIn)
+	}
+	if l.bytesOut != 0 {
+		st.bytesOut.Add(l.bytesOut)
+	}
+	for i, n := range l.byStatus {
+		if n != 0 {
+			st.byStatus[i].Add(n)
+		}
+	}
+	*l = connStats{}
+}
+
+// flushOwed is the read loop's flush point: it publishes its counters,
+// writes the answers it owes and gives back its unit of inflight (the
+// calls it answered are done once their answers are written).
+func (c *serverConn) flushOwed() error {
+	c.publish()
+	var err error
+	if c.owed {
+		c.owed = false
+		err = c.out.flush(false)
+	}
+	if c.batch {
+		c.batch = false
+		c.doneOne()
+	}
+	return err
+}
+
+// hold makes the read loop hold its unit of inflight: the calls it answers
+// count as in flight until its next flush point.
+func (c *serverConn) hold() {
+	if !c.batch {
+		c.batch = true
+		c.inflight.Add(1)
+	}
+}
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
 	o := &s.opts
@@ -127,12 +184,9 @@ func (c *serverConn) readLoop() bool {
 		if !c.r.Ready() {
 			// Next is about to block: the answers of the calls run
 			// inline so far leave now, in one write.
-			if c.owed {
-				c.owed = false
-				if err := c.out.flush(false); err != nil {
-					c.close(fmt.Errorf("write: %w", err))
-					return true
-				}
+			if err := c.flushOwed(); err != nil {
+				c.close(fmt.Errorf("write: %w", err))
+				return true
 			}
 			if o.idleTimeout > 0 && c.r.Buffered() == 0 {
 				c.nc.SetReadDeadline(time.Now().Add(o.idleTimeout))
@@ -140,6 +194,9 @@ func (c *serverConn) readLoop() bool {
 		}
 		kind, p, err := c.r.Next()
 		if err != nil {
+			// A broken stream may fail Next at once: answers owed so far
+			// still go out (a write error is the read error's business).
+			c.flushOwed()
 			if o.idleTimeout > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() &&
 				c.inflight.Load() > 0 && c.r.Buffered() == 0 {
 				// Idle between frames while calls run: keep waiting.
@@ -161,11 +218,12 @@ func (c *serverConn) readLoop() bool {
 			}
 			return true
 		}
-		c.s.stats.bytesIn.Add(uint64(len(p) + 5))
+		c.local.bytesIn += uint64(len(p) + 5)
 		switch kind {
 		case KindRequest:
 			switch c.request(p) {
 			case reqClosed:
+				c.flushOwed() // gives back the read loop's unit of inflight
 				return true
 			case reqLost:
 				return false
@@ -189,8 +247,8 @@ const (
 // request handles one request frame.
 func (c *serverConn) request(p []byte) int {
 	s := c.s
-	s.stats.calls.Add(1)
-	c.inflight.Add(1)
+	c.local.calls++
+	c.hold()
 	req, err := ParseRequest(p)
 	if err != nil {
 		var ee *EnvelopeError
@@ -198,7 +256,7 @@ func (c *serverConn) request(p []byte) int {
 			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)
 			return reqNext
 		}
-		c.inflight.Add(-1)
+		c.publish()
 		c.close(err)
 		return reqClosed
 	}
@@ -217,7 +275,6 @@ func (c *serverConn) request(p []byte) int {
 	}
 	j := c.acquire()
 	if j == nil {
-		c.inflight.Add(-1)
 		return reqClosed
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
@@ -225,6 +282,7 @@ func (c *serverConn) request(p []byte) int {
 	if c.promises != nil {
 		// Pipelined calls may wait for each other: each runs on a worker.
 		j.pslot, j.pseq = c.promises.record(req.PromiseID)
+		c.inflight.Add(1) // the worker's doneOne ends it
 		s.dispatch(j)
 		return reqNext
 	}
@@ -250,7 +308,8 @@ func (c *serverConn) runInline(j *job) int {
 	status, body := c.invoke(j)
 	if !c.inl.CompareAndSwap(seq, 0) {
 		// Taken over: answer like a worker and leave reading to the
-		// goroutine that has the role now.
+		// goroutine that has the role now. The watchdog counted this
+		// call in inflight on its own; doneOne ends it.
 		c.finish(j, status, body, false)
 		return reqLost
 	}
@@ -275,13 +334,12 @@ func (c *serverConn) acquire() *job {
 		c.nJobs++
 		return &job{c: c, resp: make([]byte, 0, 512)}
 	}
-	if c.owed { // the answers written so far need not wait too
-		c.owed = false
-		if err := c.out.flush(false); err != nil {
-			c.close(fmt.Errorf("write: %w", err))
-			return nil
-		}
+	// The answers written so far need not wait too.
+	if err := c.flushOwed(); err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return nil
 	}
+	c.hold()
 	select {
 	case j := <-c.free:
 		return j
@@ -314,8 +372,8 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		c.spare = j // the read loop's next call takes it without a channel op
 	} else {
 		c.free <- j
+		c.doneOne()
 	}
-	c.doneOne()
 }
 
 func (c *serverConn) doneOne() {
@@ -366,7 +424,6 @@ func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 // request's in-flight count.
 func (c *serverConn) answerDirect(status, pid uint32, msg string) {
 	c.writeAnswerString(status, pid, msg, true)
-	c.doneOne()
 }
 
 func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool) {
@@ -422,6 +479,11 @@ func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen in
 	}
 	if err != nil {
 		c.close(fmt.Errorf("write: %w", err))
+		return
+	}
+	if inReader {
+		c.local.answered(status)
+		c.local.bytesOut += uint64(5 + ResponseOverhead + bodyLen)
 		return
 	}
 	c.s.stats.answered(status)

@@ -143,21 +143,23 @@ func (s *Server) Stats() Stats {
 	}
 }
 
-func (st *serverStats) answered(status uint32) {
-	i := 5
+func (st *serverStats) answered(status uint32) { st.byStatus[statusIndex(status)].Add(1) }
+
+// statusIndex is the index of status in serverStats.byStatus.
+func statusIndex(status uint32) int {
 	switch status {
 	case StatusOK:
-		i = 0
+		return 0
 	case StatusBadRequest:
-		i = 1
+		return 1
 	case StatusNotFound:
-		i = 2
+		return 2
 	case StatusInternal:
-		i = 3
+		return 3
 	case StatusUnavailable:
-		i = 4
+		return 4
 	}
-	st.byStatus[i].Add(1)
+	return 5
 }
 
 // Serve accepts connections on l and serves each in its own read loop
@@ -431,6 +433,8 @@ func (s *Server) scanInline() (any bool) {
 			continue
 		}
 		if c.inl.CompareAndSwap(v, readerTaken) {
+			// The stuck call now ends on its own (see runInline).
+			c.inflight.Add(1)
 			s.dispatch(&c.rjob)
 		}
 	}
