@@ -10,10 +10,14 @@
 //
 // Server: [NewServer], [Server.Handle] registers a [Handler] per method
 // ordinal (dispatch is a slice index), [Server.Serve] runs one read loop per
-// connection and hands calls to a shared set of reused worker goroutines,
-// at most [WithMaxInFlight] per connection (beyond that the connection is
-// not read: backpressure). Answers that are ready together leave in one
-// write. [Server.Shutdown] sends every connection a go-away frame (kind 6,
+// connection, which runs each call inline and writes the answers of all
+// the requests it found buffered in one write. A handler still running
+// after one to two milliseconds loses the read loop to a parked worker
+// goroutine (a server-wide watchdog hands it over), so a slow handler
+// delays the calls behind it by that much at most and then runs on beside
+// them. At most [WithMaxInFlight] calls run per connection (beyond that
+// the connection is not read: backpressure); worker goroutines are reused.
+// Answers that are ready together leave in one write. [Server.Shutdown] sends every connection a go-away frame (kind 6,
 // ignored by canonical peers), finishes in-flight calls and closes.
 //
 // Client: [Dial] returns a [Client] that multiplexes calls from many

@@ -19,6 +19,10 @@ import (
 // (see [Errorf]): then its code, with its message as body. A panic answers
 // 500 and is logged with the method; the connection goes on.
 //
+// A handler may block: calls run in the connection's read loop, and one
+// still running after a millisecond or two is left there while a worker
+// goroutine takes over reading (other calls on the connection go on).
+//
 // ctx is done when the connection or the server closes. It is a pooled
 // value: do not use it after the handler returns (copy what you need with
 // [CallInfo] first).
@@ -33,8 +37,9 @@ type Server struct {
 	hmu      sync.Mutex
 	handlers atomic.Pointer[[]Handler] // index: method ordinal; copied on write
 
-	// work hands a call to an idle worker goroutine; when none is idle, a
-	// new worker is started and stays (see dispatch). A nil job tells an
+	// work hands a job (a pipelined call, or a read loop taken from a slow
+	// handler) to an idle worker goroutine; when none is idle, a new worker
+	// is started and stays (see dispatch). A nil job tells an
 	// idle worker to exit; all idle workers exit once the server closes.
 	work     chan *job
 	workers  atomic.Int64
