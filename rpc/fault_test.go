@@ -106,6 +106,46 @@ func TestCancelAndDeadline(t *testing.T) {
 	}
 }
 
+// Many blocked handlers on one connection: each one's read loop is handed
+// to a worker in turn, and fast calls still get through.
+func TestManySlowHandlersBesideFast(t *testing.T) {
+	s, addr, _ := testServer(t)
+	release := make(chan struct{})
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr)
+	const n = 32
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			out, err := c.Call(context.Background(), mSlow, []byte{byte(i)}, nil)
+			if err == nil && (len(out) != 1 || out[0] != byte(i)) {
+				err = errors.New("slow call got another answer")
+			}
+			errs <- err
+		}()
+	}
+	waitFor(func() bool { return s.Stats().Calls == n })
+	for i := 0; i < 100; i++ {
+		if out, err := c.Call(context.Background(), mEcho, []byte{byte(i)}, nil); err != nil || out[0] != byte(i) {
+			t.Fatalf("fast call %d: %x %v", i, out, err)
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("slow call finished early: %v", err)
+	default:
+	}
+	close(release)
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestSlowHandlerBesideFast(t *testing.T) {
 	s, addr, _ := testServer(t)
 	release := make(chan struct{})
