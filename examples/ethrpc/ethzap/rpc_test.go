@@ -1,4 +1,4 @@
-package eth
+package ethzap
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func TestRPCRoundTrip(t *testing.T) {
 
 	// A request that is not a message is refused with 400 by the stub.
 	_, err = raw.Call(ctx, EthGetBalanceOrdinal, []byte("not a zap message"), nil)
-	if !errors.As(err, &se) || se.Code != rpc.StatusBadRequest || !bytes.Contains([]byte(se.Message), []byte("eth: Eth.getBalance: codec: invalid magic")) {
+	if !errors.As(err, &se) || se.Code != rpc.StatusBadRequest || !bytes.Contains([]byte(se.Message), []byte("ethzap: Eth.getBalance: codec: invalid magic")) {
 		t.Fatalf("got %v, want status 400", err)
 	}
 	// The connection is unaffected.

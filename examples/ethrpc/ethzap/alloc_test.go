@@ -1,6 +1,6 @@
 //go:build !race
 
-package eth
+package ethzap
 
 import (
 	"context"
