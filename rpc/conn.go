@@ -188,7 +188,10 @@ func (c *serverConn) readLoop() bool {
 				c.close(fmt.Errorf("write: %w", err))
 				return true
 			}
-			if o.idleTimeout > 0 && c.r.Buffered() == 0 {
+			if o.idleTimeout > 0 {
+				// Also with part of a frame buffered: its rest must come
+				// within the timeout from now (an active peer's writes
+				// need not end on frame boundaries).
 				c.nc.SetReadDeadline(time.Now().Add(o.idleTimeout))
 			}
 		}
