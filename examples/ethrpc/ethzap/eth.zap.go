@@ -66,22 +66,32 @@ func (m *GetBalanceRequest) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *GetBalanceRequest) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *GetBalanceRequest) zapDecodeMessage(b []byte, depth int) error {
+func (m *GetBalanceRequest) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *GetBalanceRequest) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *GetBalanceRequest) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("ethzap: GetBalanceRequest: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("ethzap: GetBalanceRequest: objects shared or cyclic beyond the message size")
 	}
 	if p := o.BytesFixed(0, 20); p != nil {
 		m.Account = [20]byte(p)
@@ -92,6 +102,7 @@ func (m *GetBalanceRequest) zapDecode(o codec.Object, depth int) error {
 	m.ID = o.Uint64(28)
 	if p := o.Bytes(36); string(p) != m.Method {
 		m.Method = string(p)
+		*budget -= len(p)
 	}
 	return nil
 }
@@ -196,22 +207,32 @@ func (m *GetBalanceResponse) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *GetBalanceResponse) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *GetBalanceResponse) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *GetBalanceResponse) zapDecodeMessage(b []byte, depth int) error {
+func (m *GetBalanceResponse) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *GetBalanceResponse) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *GetBalanceResponse) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("ethzap: GetBalanceResponse: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("ethzap: GetBalanceResponse: objects shared or cyclic beyond the message size")
 	}
 	if p := o.BytesFixed(0, 32); p != nil {
 		m.Balance = [32]byte(p)

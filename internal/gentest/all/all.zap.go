@@ -91,22 +91,32 @@ func (m *Scalars) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Scalars) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Scalars) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Scalars) zapDecodeMessage(b []byte, depth int) error {
+func (m *Scalars) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Scalars) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Scalars) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("all: Scalars: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("all: Scalars: objects shared or cyclic beyond the message size")
 	}
 	m.Flag = o.Bool(0)
 	m.Small = o.Uint8(1)
@@ -228,22 +238,32 @@ func (m *Point) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Point) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Point) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Point) zapDecodeMessage(b []byte, depth int) error {
+func (m *Point) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Point) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("all: Point: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("all: Point: objects shared or cyclic beyond the message size")
 	}
 	m.X = o.Int32(0)
 	m.Y = o.Int32(4)
@@ -407,27 +427,39 @@ func (m *Kitchen) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Kitchen) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Kitchen) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Kitchen) zapDecodeMessage(b []byte, depth int) error {
+func (m *Kitchen) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("all: Kitchen: nesting deeper than 100 levels")
 	}
+	if *budget--; *budget < 0 {
+		return errors.New("all: Kitchen: objects shared or cyclic beyond the message size")
+	}
 	if p := o.Bytes(0); string(p) != m.Title {
 		m.Title = string(p)
+		*budget -= len(p)
 	}
 	m.Blob = append(m.Blob[:0], o.Bytes(8)...)
+	*budget -= len(m.Blob)
 	if p := o.BytesFixed(16, 16); p != nil {
 		m.Key = [16]byte(p)
 	} else {
@@ -440,6 +472,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
 	}
 	{
 		l := o.List(64)
+		*budget -= l.Len()
 		if l.Len() > 0 && l.Data(1) == nil {
 			return errors.New("all: Kitchen.Bytes: list outside the message")
 		}
@@ -447,6 +480,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
 	}
 	{
 		l := o.List(72)
+		*budget -= l.Len()
 		if l.Len() > 0 && l.Data(4) == nil {
 			return errors.New("all: Kitchen.Words: list outside the message")
 		}
@@ -461,6 +495,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
 	}
 	{
 		l := o.List(80)
+		*budget -= l.Len()
 		if l.Len() > 0 && l.Data(8) == nil {
 			return errors.New("all: Kitchen.Longs: list outside the message")
 		}
@@ -475,6 +510,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
 	}
 	{
 		l := o.List(88)
+		*budget -= l.Len()
 		xs := m.Points[:0]
 		for it := l.Iter(); it.Next(); {
 			k := len(xs)
@@ -483,7 +519,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
 			} else {
 				xs = append(xs, Point{})
 			}
-			if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1); err != nil {
+			if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1, budget); err != nil {
 				m.Points = xs
 				return err
 			}
@@ -499,7 +535,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
 		if m.Origin == nil {
 			m.Origin = new(Point)
 		}
-		if err := m.Origin.zapDecode(c, depth+1); err != nil {
+		if err := m.Origin.zapDecode(c, depth+1, budget); err != nil {
 			return err
 		}
 	}
@@ -509,7 +545,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int) error {
 		if m.Self == nil {
 			m.Self = new(Kitchen)
 		}
-		if err := m.Self.zapDecode(c, depth+1); err != nil {
+		if err := m.Self.zapDecode(c, depth+1, budget); err != nil {
 			return err
 		}
 	}
@@ -767,26 +803,37 @@ func (m *Pair) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Pair) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Pair) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Pair) zapDecodeMessage(b []byte, depth int) error {
+func (m *Pair) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Pair) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Pair) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("all: Pair: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("all: Pair: objects shared or cyclic beyond the message size")
 	}
 	m.A = o.Uint16(0)
 	if p := o.Bytes(2); string(p) != m.B {
 		m.B = string(p)
+		*budget -= len(p)
 	}
 	return nil
 }
@@ -916,28 +963,39 @@ func (m *Sparse) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Sparse) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Sparse) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Sparse) zapDecodeMessage(b []byte, depth int) error {
+func (m *Sparse) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Sparse) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("all: Sparse: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("all: Sparse: objects shared or cyclic beyond the message size")
 	}
 	m.First = o.Uint8(0)
 	m.Second = o.Uint64(8)
 	m.Third = o.Uint8(16)
 	{
 		l := o.List(17)
+		*budget -= l.Len()
 		xs := m.Named[:0]
 		for it := l.Iter(); it.Next(); {
 			k := len(xs)
@@ -948,6 +1006,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int) error {
 			}
 			if p := it.Bytes(); string(p) != xs[k] {
 				xs[k] = string(p)
+				*budget -= len(p)
 			}
 		}
 		m.Named = xs
@@ -957,6 +1016,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int) error {
 	}
 	{
 		l := o.List(25)
+		*budget -= l.Len()
 		xs := m.Raw[:0]
 		for it := l.Iter(); it.Next(); {
 			k := len(xs)
@@ -966,6 +1026,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int) error {
 				xs = append(xs, nil)
 			}
 			xs[k] = append(xs[k][:0], it.Bytes()...)
+			*budget -= len(xs[k])
 		}
 		m.Raw = xs
 		if len(xs) != l.Len() {
@@ -974,6 +1035,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int) error {
 	}
 	{
 		l := o.List(33)
+		*budget -= l.Len()
 		if l.Len() > 0 && l.Data(8) == nil {
 			return errors.New("all: Sparse.Floats: list outside the message")
 		}
@@ -1175,22 +1237,32 @@ func (m *Empty) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Empty) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Empty) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Empty) zapDecodeMessage(b []byte, depth int) error {
+func (m *Empty) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Empty) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Empty) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("all: Empty: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("all: Empty: objects shared or cyclic beyond the message size")
 	}
 	return nil
 }

@@ -58,26 +58,37 @@ func (m *Item) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Item) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Item) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Item) zapDecodeMessage(b []byte, depth int) error {
+func (m *Item) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Item) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("kitchen: Item: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("kitchen: Item: objects shared or cyclic beyond the message size")
 	}
 	m.Tag = o.Uint32(0)
 	if p := o.Bytes(4); string(p) != m.Name {
 		m.Name = string(p)
+		*budget -= len(p)
 	}
 	return nil
 }
@@ -204,22 +215,32 @@ func (m *Everything) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
-// from the header, or a list or nesting that does not fit in the message.
-// On error m holds a partial result.
-func (m *Everything) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Everything) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
 
-func (m *Everything) zapDecodeMessage(b []byte, depth int) error {
+func (m *Everything) zapDecodeMessage(b []byte, depth int, budget *int) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
 	}
-	return m.zapDecode(msg.Root(), depth)
+	return m.zapDecode(msg.Root(), depth, budget)
 }
 
-// zapDecode fills m from object o, nested depth levels deep.
-func (m *Everything) zapDecode(o codec.Object, depth int) error {
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return errors.New("kitchen: Everything: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("kitchen: Everything: objects shared or cyclic beyond the message size")
 	}
 	m.Flag = o.Bool(0)
 	m.Small = o.Uint8(1)
@@ -234,8 +255,10 @@ func (m *Everything) zapDecode(o codec.Object, depth int) error {
 	m.Score = o.Float64(40)
 	if p := o.Bytes(48); string(p) != m.Title {
 		m.Title = string(p)
+		*budget -= len(p)
 	}
 	m.Blob = append(m.Blob[:0], o.Bytes(56)...)
+	*budget -= len(m.Blob)
 	if p := o.BytesFixed(64, 32); p != nil {
 		m.Root = [32]byte(p)
 	} else {
@@ -243,6 +266,7 @@ func (m *Everything) zapDecode(o codec.Object, depth int) error {
 	}
 	{
 		l := o.List(96)
+		*budget -= l.Len()
 		xs := m.Items[:0]
 		for it := l.Iter(); it.Next(); {
 			k := len(xs)
@@ -251,7 +275,7 @@ func (m *Everything) zapDecode(o codec.Object, depth int) error {
 			} else {
 				xs = append(xs, Item{})
 			}
-			if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1); err != nil {
+			if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1, budget); err != nil {
 				m.Items = xs
 				return err
 			}

@@ -254,20 +254,30 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("// DecodeZAP fills m from the message at the start of b, reusing m's")
 	g.p("// strings, slices and nested records where it can; nothing of b is")
 	g.p("// retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion")
-	g.p("// from the header, or a list or nesting that does not fit in the message.")
-	g.p("// On error m holds a partial result.")
-	g.p("func (m *%s) DecodeZAP(b []byte) error { return m.zapDecodeMessage(b, 0) }\n", t)
-	g.p("func (m *%s) zapDecodeMessage(b []byte, depth int) error {", t)
+	g.p("// from the header, or a list or nesting that does not fit in the message,")
+	g.p("// or objects shared or cyclic so that decoding would grow out of")
+	g.p("// proportion to len(b). On error m holds a partial result.")
+	g.p("func (m *%s) DecodeZAP(b []byte) error {", t)
+	g.p("budget := 2*len(b) + 64")
+	g.p("return m.zapDecodeMessage(b, 0, &budget)")
+	g.p("}\n")
+	g.p("func (m *%s) zapDecodeMessage(b []byte, depth int, budget *int) error {", t)
 	g.p("msg, err := codec.Parse(b)")
 	g.p("if err != nil {")
 	g.p("return err")
 	g.p("}")
-	g.p("return m.zapDecode(msg.Root(), depth)")
+	g.p("return m.zapDecode(msg.Root(), depth, budget)")
 	g.p("}\n")
-	g.p("// zapDecode fills m from object o, nested depth levels deep.")
-	g.p("func (m *%s) zapDecode(o codec.Object, depth int) error {", t)
+	g.p("// zapDecode fills m from object o, nested depth levels deep. budget is")
+	g.p("// charged one unit per object, per list element and per byte of text or")
+	g.p("// bytes copied: a message whose objects are not shared costs less than")
+	g.p("// its size, so running out means shared or cyclic objects.")
+	g.p("func (m *%s) zapDecode(o codec.Object, depth int, budget *int) error {", t)
 	g.p("if depth > 100 {")
 	g.p("return errors.New(%q)", pkgErr+": nesting deeper than 100 levels")
+	g.p("}")
+	g.p("if *budget--; *budget < 0 {")
+	g.p("return errors.New(%q)", pkgErr+": objects shared or cyclic beyond the message size")
 	g.p("}")
 	for _, f := range s.Fields {
 		n, off := GoName(f.Name), f.Offset
@@ -275,9 +285,11 @@ func (g *generator) record(s *schema.Struct) {
 		case schema.KindText:
 			g.p("if p := o.Bytes(%d); string(p) != m.%s {", off, n)
 			g.p("m.%s = string(p)", n)
+			g.p("*budget -= len(p)")
 			g.p("}")
 		case schema.KindBytes:
 			g.p("m.%s = append(m.%s[:0], o.Bytes(%d)...)", n, n, off)
+			g.p("*budget -= len(m.%s)", n)
 		case schema.KindBytesFixed:
 			g.p("if p := o.BytesFixed(%d, %d); p != nil {", off, f.Type.N)
 			g.p("m.%s = [%d]byte(p)", n, f.Type.N)
@@ -291,13 +303,14 @@ func (g *generator) record(s *schema.Struct) {
 			g.p("if m.%s == nil {", n)
 			g.p("m.%s = new(%s)", n, GoName(f.Type.Struct.Name))
 			g.p("}")
-			g.p("if err := m.%s.zapDecode(c, depth+1); err != nil {", n)
+			g.p("if err := m.%s.zapDecode(c, depth+1, budget); err != nil {", n)
 			g.p("return err")
 			g.p("}")
 			g.p("}")
 		case schema.KindList:
 			g.p("{")
 			g.p("l := o.List(%d)", off)
+			g.p("*budget -= l.Len()")
 			switch e := f.Type.Elem; e.Kind {
 			case schema.KindStruct, schema.KindText, schema.KindBytes:
 				g.p("xs := m.%s[:0]", n)
@@ -317,16 +330,18 @@ func (g *generator) record(s *schema.Struct) {
 				g.p("}")
 				switch e.Kind {
 				case schema.KindStruct:
-					g.p("if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1); err != nil {")
+					g.p("if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1, budget); err != nil {")
 					g.p("m.%s = xs", n)
 					g.p("return err")
 					g.p("}")
 				case schema.KindText:
 					g.p("if p := it.Bytes(); string(p) != xs[k] {")
 					g.p("xs[k] = string(p)")
+					g.p("*budget -= len(p)")
 					g.p("}")
 				case schema.KindBytes:
 					g.p("xs[k] = append(xs[k][:0], it.Bytes()...)")
+					g.p("*budget -= len(xs[k])")
 				}
 				g.p("}")
 				g.p("m.%s = xs", n)
