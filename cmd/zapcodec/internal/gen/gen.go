@@ -87,6 +87,7 @@ type generator struct {
 	source  string // schema file name as given
 	imports map[string]bool
 	body    bytes.Buffer
+	tails   map[*schema.Struct]int // tailBound results
 }
 
 func (g *generator) p(format string, args ...any) {

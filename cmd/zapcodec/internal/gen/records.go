@@ -99,8 +99,13 @@ func (g *generator) listGet(k schema.Kind, l, i string) string {
 
 // tailBound returns how many text/bytes values can be pending at once while
 // building s (its own plus the deepest nested chain), or -1 when unbounded
-// (a struct that nests itself).
-func tailBound(s *schema.Struct, visiting map[*schema.Struct]bool) int {
+// (a struct that nests itself). done memoises results, which do not depend
+// on the path (-1 means a cycle is reachable from s): without it a schema
+// whose structs share nested types would take exponential time.
+func tailBound(s *schema.Struct, visiting map[*schema.Struct]bool, done map[*schema.Struct]int) int {
+	if n, ok := done[s]; ok {
+		return n
+	}
 	if visiting[s] {
 		return -1
 	}
@@ -112,13 +117,15 @@ func tailBound(s *schema.Struct, visiting map[*schema.Struct]bool) int {
 		case schema.KindText, schema.KindBytes:
 			own++
 		case schema.KindStruct:
-			n := tailBound(f.Type.Struct, visiting)
+			n := tailBound(f.Type.Struct, visiting, done)
 			if n < 0 {
+				done[s] = -1
 				return -1
 			}
 			nested = max(nested, n)
 		}
 	}
+	done[s] = own + nested
 	return own + nested
 }
 
@@ -139,7 +146,11 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("var _ encoding.BinaryAppender = (*%s)(nil)\n", t)
 
 	// AppendZAP and its helpers.
-	pooled := tailBound(s, map[*schema.Struct]bool{}) > maxInlineTails || tailBound(s, map[*schema.Struct]bool{}) < 0
+	if g.tails == nil {
+		g.tails = map[*schema.Struct]int{}
+	}
+	tb := tailBound(s, map[*schema.Struct]bool{}, g.tails)
+	pooled := tb > maxInlineTails || tb < 0
 	g.p("// AppendZAP appends m to dst as one whole ZAP message (version 1) and")
 	g.p("// returns the extended slice, growing dst at most once. It allocates")
 	g.p("// nothing when dst has SizeZAP bytes of spare capacity. m is only read.")

@@ -1,0 +1,37 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+)
+
+// Structs that nest the same struct twice, 64 levels deep: generation must
+// visit each struct once, not each of the 2^64 paths (it used to hang).
+func TestGenerateSharedNesting(t *testing.T) {
+	const depth = 64
+	var src strings.Builder
+	src.WriteString("package dag\n")
+	for i := range depth {
+		fmt.Fprintf(&src, "struct S%d { A S%d; B S%d; T text }\n", i, i+1, i+1)
+	}
+	fmt.Fprintf(&src, "struct S%d { X text }\n", depth)
+	f, err := schema.Parse("dag.zap", []byte(src.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || !strings.Contains(string(files[0].Data), "func (m *S0) AppendZAP(") {
+		t.Fatal("no S0 record generated")
+	}
+	// S0 can have 65 text values pending at once: its own and one per
+	// level below it.
+	if got := tailBound(f.Struct("S0"), map[*schema.Struct]bool{}, map[*schema.Struct]int{}); got != depth+1 {
+		t.Errorf("tailBound(S0) = %d, want %d", got, depth+1)
+	}
+}
