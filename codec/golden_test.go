@@ -234,3 +234,26 @@ func TestFinishWithoutReset(t *testing.T) {
 		t.Fatalf("Finish after Release = %x, %v; want nil and an error", out, b.Err())
 	}
 }
+
+// TestListHugeStride: a stride no element can have gives a null object
+// rather than wrapping around to some other position.
+func TestListHugeStride(t *testing.T) {
+	var b codec.Builder
+	b.Reset(nil)
+	root := b.StartObject(8)
+	l := b.StartList(4)
+	l.AddUint32(1)
+	l.AddUint32(2)
+	root.SetList(0, l.Finish())
+	b.SetRoot(root.Finish())
+	m, err := codec.Parse(b.Finish())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := m.Root().List(0)
+	for _, stride := range []int{1 << 62, 1<<63 - 1, 1 << 61} {
+		if o := list.Object(1, stride); !o.IsNull() {
+			t.Errorf("Object(1, %d) is not null", stride)
+		}
+	}
+}

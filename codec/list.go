@@ -29,7 +29,7 @@ func (l List) IsNull() bool { return l.b == nil }
 
 // elem returns the absolute position of element i of width w, or -1.
 func (l List) elem(i, w int) int {
-	if uint(i) >= uint(l.n) {
+	if uint(i) >= uint(l.n) || uint(w) > uint(len(l.b)) {
 		return -1
 	}
 	p := uint64(l.start) + uint64(i)*uint64(w)

@@ -206,7 +206,8 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		return resp, err
 	}
 	if status != StatusOK {
-		return resp, &StatusError{Code: status, Message: string(out[len(resp):])}
+		msg := string(out[len(resp):])
+		return resp, &StatusError{Code: status, Message: msg, refused: status == StatusUnavailable && msg == goAwayRefusal}
 	}
 	return out, nil
 }

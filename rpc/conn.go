@@ -264,7 +264,7 @@ func (c *serverConn) request(p []byte) int {
 		return reqClosed
 	}
 	if c.acked.Load() {
-		c.answerDirect(StatusUnavailable, req.PromiseID, "going away")
+		c.answerDirect(StatusUnavailable, req.PromiseID, goAwayRefusal)
 		return reqNext
 	}
 	h := s.handler(req.Method)

@@ -34,7 +34,13 @@ var (
 type StatusError struct {
 	Code    uint32
 	Message string
+
+	refused bool // the server refused the call unrun: a 503 "going away"
 }
+
+// goAwayRefusal is the body of the 503 answer a server sends for a call it
+// read after announcing go-away; the call did not run.
+const goAwayRefusal = "going away"
 
 // Error returns "rpc: status <code>: <message>".
 func (e *StatusError) Error() string {
@@ -44,10 +50,12 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("rpc: status %d: %s", e.Code, e.Message)
 }
 
-// Is makes errors.Is(err, ErrGoAway) true for a 503 answer, which a server
-// sends for a call it read after announcing go-away (the call did not run).
+// Is makes errors.Is(err, ErrGoAway) true for the 503 "going away" answer
+// a server sends for a call it read after announcing go-away (the call did
+// not run, so it may be sent elsewhere). A 503 that a handler returned is
+// not a go-away: the call ran.
 func (e *StatusError) Is(target error) bool {
-	return target == ErrGoAway && e.Code == StatusUnavailable
+	return target == ErrGoAway && e.refused
 }
 
 // Errorf returns a *[StatusError] with the given code and a formatted

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -99,12 +100,21 @@ func NewServer(opts ...ServerOption) *Server {
 	return s
 }
 
+// MaxMethod is the largest method ordinal [Server.Handle] takes. Dispatch
+// is a slice indexed by ordinal, so the bound keeps that slice small;
+// schema ordinals count methods from 1.
+const MaxMethod = 1 << 16
+
 // Handle registers h for the method with the given 1-based ordinal,
 // replacing an earlier one; a nil h removes it. Safe to call while serving.
-// Method 0 is not a valid ordinal and is ignored.
+// Method 0 is not a valid ordinal and is ignored. Handle panics on an
+// ordinal above [MaxMethod], a programming error caught at registration.
 func (s *Server) Handle(method uint32, h Handler) {
 	if method == 0 {
 		return
+	}
+	if method > MaxMethod {
+		panic(fmt.Sprintf("rpc: Handle: method ordinal %d above MaxMethod (%d)", method, MaxMethod))
 	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
