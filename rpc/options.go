@@ -217,6 +217,10 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 // the last tableSize calls (tableSize <= 0: 2 × the in-flight limit);
 // older promises are unknown. Default: off, and a call with a target is
 // refused with 400.
+//
+// Memory: the table keeps the answer bodies it remembers, so one
+// connection may hold up to tableSize answers of up to the maximum frame
+// size each; size both with that product in mind (WithMaxFrameSize).
 func WithPipelining(tableSize int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		o.pipelining = true
