@@ -6,10 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/zapcodec/zapcodec/internal/fixture"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -160,38 +157,10 @@ func TestAppendJSONAllKinds(t *testing.T) {
 // constructors wrote (generated.json) and compares every field with the
 // values they were given.
 func TestAppendJSONGenerated(t *testing.T) {
-	dir := fixture.Dir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx struct {
-		Cases []struct {
-			Schema, Struct, Name, Hex string
-			Values                    map[string]any
-		}
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]map[string]any{}
-	for _, c := range fx.Cases {
-		byName[c.Name] = c.Values
-	}
-	files := map[string]*schema.File{}
-	for _, c := range fx.Cases {
+	cases, byName, parse := generatedCases(t)
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			f := files[c.Schema]
-			if f == nil {
-				src, err := os.ReadFile(filepath.Join(dir, "schemas", c.Schema))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if f, err = schema.Parse(c.Schema, src); err != nil {
-					t.Fatal(err)
-				}
-				files[c.Schema] = f
-			}
+			f := parse(t, c.Schema)
 			s := f.Struct(c.Struct)
 			msg, err := hex.DecodeString(c.Hex)
 			if err != nil {
@@ -204,7 +173,7 @@ func TestAppendJSONGenerated(t *testing.T) {
 			decCheckValues(t, out, s, c.Values, byName)
 		})
 	}
-	if len(fx.Cases) == 0 {
+	if len(cases) == 0 {
 		t.Fatal("generated.json has no cases")
 	}
 }
@@ -421,26 +390,9 @@ func TestAppendJSONSharedBudget(t *testing.T) {
 // encodes the JSON back with AppendMessage: the bytes must be the
 // fixture's, byte for byte (both follow the generated layout).
 func TestAppendJSONRoundTrip(t *testing.T) {
-	dir := fixture.Dir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx struct {
-		Cases []struct{ Schema, Struct, Name, Hex string }
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range fx.Cases {
-		src, err := os.ReadFile(filepath.Join(dir, "schemas", c.Schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := schema.Parse(c.Schema, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+	cases, _, parse := generatedCases(t)
+	for _, c := range cases {
+		f := parse(t, c.Schema)
 		msg, _ := hex.DecodeString(c.Hex)
 		js, err := AppendJSON(nil, msg, f.Struct(c.Struct))
 		if err != nil {

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/zapcodec/zapcodec/internal/fixture"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -127,33 +124,9 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 // TestEncodeGeneratedFixtures encodes the values of generated.json and
 // compares with the bytes the canonical generated constructors wrote.
 func TestEncodeGeneratedFixtures(t *testing.T) {
-	dir := fixture.Dir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx struct {
-		Cases []struct {
-			Schema, Struct, Name, Hex string
-			Values                    map[string]any
-		}
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]map[string]any{}
-	for _, c := range fx.Cases {
-		byName[c.Name] = c.Values
-	}
-	for _, c := range fx.Cases {
-		src, err := os.ReadFile(filepath.Join(dir, "schemas", c.Schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := schema.Parse(c.Schema, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+	cases, byName, parse := generatedCases(t)
+	for _, c := range cases {
+		f := parse(t, c.Schema)
 		vals := map[string]any{}
 		for k, v := range c.Values {
 			if names, ok := v.([]any); ok { // list<Item>: names of other cases
