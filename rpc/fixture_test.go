@@ -3,8 +3,7 @@ package rpc
 import (
 	"encoding/hex"
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"github.com/zapcodec/zapcodec/internal/fixture"
 	"testing"
 )
 
@@ -34,28 +33,7 @@ type rpcFixtures struct {
 // module root) or skips the test when the shared folder is absent.
 func loadFixtures(t testing.TB) *rpcFixtures {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("skipping: go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "zap", "fixtures", "rpc.json")
-	data, err := os.ReadFile(p)
-	if os.IsNotExist(err) {
-		t.Skipf("skipping: %s absent", p)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := fixture.Read(t, "fixtures/rpc.json")
 	var f rpcFixtures
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatalf("rpc.json: %v", err)

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"github.com/zapcodec/zapcodec/internal/fixture"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,25 +39,12 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// sharedDirOrEmpty returns ../shared/zap beside the directory holding
-// go.mod, or "" when either is absent.
+// sharedDirOrEmpty returns ../shared/zap beside the module root, or ""
+// when it is absent.
 func sharedDirOrEmpty() string {
-	dir, err := filepath.Abs(".")
+	dir, err := fixture.Find()
 	if err != nil {
 		return ""
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			return ""
-		}
-		dir = filepath.Dir(dir)
-	}
-	shared := filepath.Join(dir, "..", "shared", "zap")
-	if _, err := os.Stat(shared); err != nil {
-		return ""
-	}
-	return shared
+	return dir
 }
