@@ -80,6 +80,7 @@ type slot struct {
 	ch     chan struct{} // capacity 1: one signal per delivered answer
 	resp   []byte        // the caller's buffer while waiting
 	status uint32
+	notRun bool // the server refused the call without running it
 	err    error
 }
 
@@ -199,7 +200,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			<-s.ch // the answer is being delivered: take it
 		}
 	}
-	out, status, err := s.resp, s.status, s.err
+	out, status, notRun, err := s.resp, s.status, s.notRun, s.err
 	s.resp, s.err = nil, nil
 	c.release(s)
 	if err != nil {
@@ -207,7 +208,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	}
 	if status != StatusOK {
 		msg := string(out[len(resp):])
-		return resp, &StatusError{Code: status, Message: msg, refused: status == StatusUnavailable && msg == goAwayRefusal}
+		return resp, &StatusError{Code: status, Message: msg, refused: notRun}
 	}
 	return out, nil
 }
@@ -305,7 +306,7 @@ func (c *Client) unsend(s *slot) {
 // lock on the way to a waiting call: the slot's state word names the
 // promise id, so one compare-and-swap both matches the answer to the
 // slot's current use and claims it.
-func (c *Client) deliver(pid, status uint32, body []byte, err error) {
+func (c *Client) deliver(pid, status uint32, notRun bool, body []byte, err error) {
 	idx := int(pid&0xFFFF) - 1
 	table := c.table.Load()
 	if table == nil || idx < 0 || idx >= len(*table) {
@@ -315,7 +316,7 @@ func (c *Client) deliver(pid, status uint32, body []byte, err error) {
 	w := uint64(pid) << 32
 	if s.st.CompareAndSwap(w|slotWaiting, w|slotDelivering) {
 		s.resp = append(s.resp, body...)
-		s.status, s.err = status, err
+		s.status, s.notRun, s.err = status, notRun, err
 		s.st.Store(w | slotDone)
 		s.ch <- struct{}{}
 		return
@@ -339,13 +340,13 @@ func (c *Client) readLoop() {
 			if err != nil {
 				var ee *EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
-					c.deliver(ee.PromiseID, 0, nil, err)
+					c.deliver(ee.PromiseID, 0, false, nil, err)
 					continue
 				}
 				c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
 				return
 			}
-			c.deliver(r.PromiseID, r.Status, r.Body, nil)
+			c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, nil)
 		case KindGoAway:
 			w := c.out.lock()
 			first := !c.goAway.Swap(true)

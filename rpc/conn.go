@@ -264,7 +264,7 @@ func (c *serverConn) request(p []byte) int {
 		return reqClosed
 	}
 	if c.acked.Load() {
-		c.answerDirect(StatusUnavailable, req.PromiseID, goAwayRefusal)
+		c.refuse(req.PromiseID)
 		return reqNext
 	}
 	h := s.handler(req.Method)
@@ -426,7 +426,14 @@ func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 // answerDirect answers from the read loop (no handler ran) and ends the
 // request's in-flight count.
 func (c *serverConn) answerDirect(status, pid uint32, msg string) {
-	c.writeAnswerString(status, pid, msg, true)
+	c.writeAnswerString(status, pid, msg, false, true)
+}
+
+// refuse answers, from the read loop, a call read after the go-away: 503
+// with the not-run flag (WIRE.md §8 extension), so the client knows it may
+// send the call again. A canonical client reads a plain 503 "going away".
+func (c *serverConn) refuse(pid uint32) {
+	c.writeAnswerString(StatusUnavailable, pid, goAwayRefusal, true, true)
 }
 
 func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool) {
@@ -459,12 +466,16 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 	c.finishWrite(lead, err, status, len(body), inReader)
 }
 
-func (c *serverConn) writeAnswerString(status, pid uint32, msg string, inReader bool) {
+func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, inReader bool) {
 	if c.closed.Load() {
 		return
 	}
 	buf := c.out.begin(KindResponse)
-	buf = AppendResponseHeader(buf, status, pid, len(msg))
+	if notRun {
+		buf = appendRefusalHeader(buf, status, pid, len(msg))
+	} else {
+		buf = AppendResponseHeader(buf, status, pid, len(msg))
+	}
 	buf = append(buf, msg...)
 	lead, err := c.out.end(buf)
 	c.finishWrite(lead, err, status, len(msg), inReader)

@@ -36,6 +36,16 @@ const (
 	respPromise = 4
 	respBody    = 12
 
+	// respFlags is a zapcodec extension field (a u32 past the canonical
+	// fixed section, WIRE.md §8), present only in answers that set a flag:
+	// the fixed section is then respExtFixedSize bytes. A canonical reader
+	// reads its fields at their offsets and never looks here.
+	respFlags        = 20
+	respExtFixedSize = 24
+	// respFlagNotRun marks an answer the server sent without running the
+	// handler (a refusal after go-away): the call may be sent again.
+	respFlagNotRun = 1
+
 	// RequestOverhead is the size of a request envelope with empty cap and
 	// payload: header plus fixed section.
 	RequestOverhead = headerSize + RequestFixedSize
@@ -71,6 +81,11 @@ type Response struct {
 	Status    uint32
 	PromiseID uint32
 	Body      []byte
+	// NotRun is a zapcodec extension (WIRE.md §8): the server refused the
+	// call without running its handler, so it may be sent again. Only a
+	// server's own refusal sets it; no handler return value can. A
+	// canonical peer never sets it, and ignores it.
+	NotRun bool
 }
 
 // AppendRequest appends the request envelope for r to dst and returns the
@@ -96,7 +111,11 @@ func AppendRequest(dst []byte, r *Request) []byte {
 // extended slice, byte-identical to the canonical rpc.BuildResponse. An
 // empty body is a {0,0} slot. dst may be nil; r.Body is only read.
 func AppendResponse(dst []byte, r *Response) []byte {
-	dst = AppendResponseHeader(dst, r.Status, r.PromiseID, len(r.Body))
+	if r.NotRun {
+		dst = appendRefusalHeader(dst, r.Status, r.PromiseID, len(r.Body))
+	} else {
+		dst = AppendResponseHeader(dst, r.Status, r.PromiseID, len(r.Body))
+	}
 	return append(dst, r.Body...)
 }
 
@@ -111,6 +130,19 @@ func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []b
 	dst = binary.LittleEndian.AppendUint32(dst, 0)
 	dst, _ = appendSlot(dst, headerSize+respBody, ResponseOverhead, bodyLen)
 	return dst
+}
+
+// appendRefusalHeader is AppendResponseHeader for an answer whose handler
+// did not run: the fixed section carries the flags extension field with
+// respFlagNotRun, and the body follows it.
+func appendRefusalHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
+	const overhead = headerSize + respExtFixedSize
+	dst = appendHeader(dst, uint32(overhead+bodyLen))
+	dst = binary.LittleEndian.AppendUint32(dst, status)
+	dst = binary.LittleEndian.AppendUint32(dst, promiseID)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst, _ = appendSlot(dst, headerSize+respBody, overhead, bodyLen)
+	return binary.LittleEndian.AppendUint32(dst, respFlagNotRun)
 }
 
 // patchResponseBodyLen rewrites the size and body slot of a response
@@ -278,5 +310,24 @@ func ParseResponse(b []byte) (Response, error) {
 	if r.Body, ok = readBytesSlot(msg, root+respBody); !ok {
 		return r, &EnvelopeError{Reason: "body outside the message", PromiseID: r.PromiseID, HasPromise: true}
 	}
+	if root+respExtFixedSize <= fixedEnd(msg, root+respBody) {
+		r.NotRun = binary.LittleEndian.Uint32(msg[root+respFlags:])&respFlagNotRun != 0
+	}
 	return r, nil
+}
+
+// fixedEnd returns where the fixed section of an envelope object ends at
+// the latest: the start of its tail (the value of the bytes slot at
+// absolute position slot, which the builder appends right after the fixed
+// section), or the message end when that slot is empty. Extension fields
+// lie before it; a canonical envelope has none, because its tail starts
+// right at the end of the canonical fixed section. msg must be a checked
+// envelope with the slot inside it.
+func fixedEnd(msg []byte, slot int) int {
+	if rel := binary.LittleEndian.Uint32(msg[slot:]); rel != 0 {
+		if at := uint64(slot) + uint64(rel); at < uint64(len(msg)) {
+			return int(at)
+		}
+	}
+	return len(msg)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/codec"
 )
 
 func TestEnvelopeFixtures(t *testing.T) {
@@ -193,4 +195,50 @@ func FuzzEnvelope(f *testing.F) {
 			t.Fatal("parser modified its input")
 		}
 	})
+}
+
+// The not-run flag is an extension field past the canonical fixed section:
+// it round-trips, a canonical answer never reads as flagged (even when its
+// body starts with a word whose low bit is set), and a canonical reader of
+// a flagged answer still finds status, promise and body where it looks.
+func TestResponseNotRunFlag(t *testing.T) {
+	body := []byte{1, 0, 0, 0, 'x'}
+	for _, tc := range []struct {
+		name string
+		in   Response
+	}{
+		{"flagged with body", Response{Status: StatusUnavailable, PromiseID: 9, Body: body, NotRun: true}},
+		{"flagged empty", Response{Status: StatusUnavailable, PromiseID: 10, NotRun: true}},
+		{"canonical with body", Response{Status: StatusOK, PromiseID: 11, Body: body}},
+		{"canonical empty", Response{Status: StatusInternal, PromiseID: 12}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := AppendResponse(nil, &tc.in)
+			want := ResponseOverhead + len(tc.in.Body)
+			if tc.in.NotRun {
+				want += respExtFixedSize - ResponseFixedSize
+			}
+			if len(b) != want {
+				t.Fatalf("len %d, want %d", len(b), want)
+			}
+			got, err := ParseResponse(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tc.in.Status || got.PromiseID != tc.in.PromiseID ||
+				!bytes.Equal(got.Body, tc.in.Body) || got.NotRun != tc.in.NotRun {
+				t.Fatalf("parsed %+v, want %+v", got, tc.in)
+			}
+			// What a canonical reader sees: the fields at their offsets.
+			m, err := codec.Parse(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := m.Root()
+			if r.Uint32(respStatus) != tc.in.Status || r.Uint32(respPromise) != tc.in.PromiseID ||
+				!bytes.Equal(r.Bytes(respBody), tc.in.Body) {
+				t.Fatalf("canonical view: status %d promise %d body %x", r.Uint32(respStatus), r.Uint32(respPromise), r.Bytes(respBody))
+			}
+		})
+	}
 }

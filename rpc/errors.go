@@ -35,11 +35,13 @@ type StatusError struct {
 	Code    uint32
 	Message string
 
-	refused bool // the server refused the call unrun: a 503 "going away"
+	refused bool // the answer carried the server's not-run flag
 }
 
 // goAwayRefusal is the body of the 503 answer a server sends for a call it
-// read after announcing go-away; the call did not run.
+// read after announcing go-away; the call did not run. The words are for
+// people: what makes the answer a refusal is the not-run flag beside them
+// (see [Response].NotRun), which no handler can set.
 const goAwayRefusal = "going away"
 
 // Error returns "rpc: status <code>: <message>".
@@ -50,10 +52,10 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("rpc: status %d: %s", e.Code, e.Message)
 }
 
-// Is makes errors.Is(err, ErrGoAway) true for the 503 "going away" answer
-// a server sends for a call it read after announcing go-away (the call did
-// not run, so it may be sent elsewhere). A 503 that a handler returned is
-// not a go-away: the call ran.
+// Is makes errors.Is(err, ErrGoAway) true for the answer a server sends,
+// with the not-run flag, for a call it read after announcing go-away (the
+// call did not run, so it may be sent elsewhere). Any answer a handler
+// returned, whatever its status and message, is not a go-away: the call ran.
 func (e *StatusError) Is(target error) bool {
 	return target == ErrGoAway && e.refused
 }

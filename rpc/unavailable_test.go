@@ -7,14 +7,16 @@ import (
 	"testing"
 )
 
-// A 503 that a handler returns is an answer, not a go-away: the call ran,
-// so a Pool must not send it again and the error is not retryable.
+// A 503 that a handler returns is an answer, not a go-away, even with the
+// very words of the server's refusal: the call ran, so a Pool must not send
+// it again and the error is not retryable. Only the not-run flag of the
+// server's own refusal makes a call retryable.
 func TestHandler503IsNotGoAway(t *testing.T) {
 	s, addr, _ := testServer(t)
 	var runs atomic.Int32
 	s.Handle(mFail, func(ctx context.Context, req, resp []byte) ([]byte, error) {
 		runs.Add(1)
-		return resp, Errorf(StatusUnavailable, "busy")
+		return resp, Errorf(StatusUnavailable, goAwayRefusal)
 	})
 	p, err := NewPool(context.Background(), "tcp", []string{addr}, 2)
 	if err != nil {
@@ -23,8 +25,8 @@ func TestHandler503IsNotGoAway(t *testing.T) {
 	defer p.Close()
 	_, err = p.Call(context.Background(), mFail, nil, nil)
 	var se *StatusError
-	if !errors.As(err, &se) || se.Code != StatusUnavailable || se.Message != "busy" {
-		t.Fatalf("Call: %v, want status 503 busy", err)
+	if !errors.As(err, &se) || se.Code != StatusUnavailable || se.Message != goAwayRefusal {
+		t.Fatalf("Call: %v, want status 503 %q", err, goAwayRefusal)
 	}
 	if errors.Is(err, ErrGoAway) || IsRetryable(err) {
 		t.Fatalf("a handler's 503 reads as a go-away refusal: %v", err)
