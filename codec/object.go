@@ -20,7 +20,8 @@ type Object struct {
 }
 
 // IsNull reports whether the object is null: a zero slot, a pointer into the
-// header or past the end of the message.
+// header or at or past the end of the message (a root at exactly the end is
+// the exception: see [Message.Root]).
 func (o Object) IsNull() bool { return o.b == nil }
 
 // at returns the absolute position of the n bytes at off, or -1 when they do
