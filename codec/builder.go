@@ -36,6 +36,7 @@ type Builder struct {
 	flags   uint16
 	root    Ref
 	ntails  int
+	pending uint64 // bit slot/8%64 set: a pending value may target that slot
 	tails   [inlineTails]tail
 	spill   []tail // tails past inlineTails; reused across Resets
 	err     error
@@ -89,6 +90,7 @@ func (b *Builder) Reset(dst []byte) {
 	b.flags = 0
 	b.root = 0
 	b.ntails = 0
+	b.pending = 0
 	b.spill = b.spill[:0]
 	b.err = nil
 	b.bad = badField{}
@@ -343,27 +345,36 @@ func (o ObjectBuilder) SetBytesFixed(off int, p []byte) {
 // value set. So "abc" then "" reads as an empty (non-null) value, and
 // "first" then "second" leaves "first" behind, unreferenced.
 func (o ObjectBuilder) SetText(off int, s string) {
-	if len(s) == 0 {
-		o.setEmpty(off)
-		return
-	}
-	if o.fits(off, TextSlotSize) {
-		o.b.addTail(tail{owner: int32(o.at), slot: int32(o.at + off), data: s})
-	}
-}
-
-// setEmpty is SetText of an empty value: it zeroes the slot, and a value
-// set to the slot earlier, still pending, is written with length 0.
-//
-//go:noinline
-func (o ObjectBuilder) setEmpty(off int) {
 	if !o.fits(off, TextSlotSize) {
 		return
 	}
-	slot := int32(o.at + off)
-	clear(o.b.buf[slot : slot+TextSlotSize])
-	for i := range o.b.ntails {
-		if t := o.b.tailAt(i); t.slot == slot {
+	slot := o.at + off
+	if len(s) == 0 {
+		o.b.setEmpty(slot)
+		return
+	}
+	o.b.pending |= pendingBit(slot)
+	o.b.addTail(tail{owner: int32(o.at), slot: int32(slot), data: s})
+}
+
+// pendingBit is the bit of Builder.pending for the slot at absolute
+// position slot.
+func pendingBit(slot int) uint64 { return 1 << (uint(slot) / 8 % 64) }
+
+// setEmpty is SetText of an empty value for the slot at absolute position
+// slot: it zeroes the slot, and a value set to the slot earlier, still
+// pending, will be written with length 0.
+func (b *Builder) setEmpty(slot int) {
+	binary.LittleEndian.PutUint64(b.buf[slot:], 0)
+	if b.pending&pendingBit(slot) != 0 {
+		b.markEmpty(int32(slot))
+	}
+}
+
+// markEmpty flags the pending values of the slot at slot (WIRE.md §2).
+func (b *Builder) markEmpty(slot int32) {
+	for i := range b.ntails {
+		if t := b.tailAt(i); t.slot == slot {
 			t.slot = ^slot
 		}
 	}
@@ -430,6 +441,9 @@ func (b *Builder) finishObject(at int) Ref {
 		b.ntails = kept
 	default:
 		b.finishSpilled(owner)
+	}
+	if b.ntails == 0 {
+		b.pending = 0
 	}
 	return Ref(at - b.base)
 }
