@@ -89,68 +89,94 @@ func TestSetTwiceModel(t *testing.T) {
 	}
 	var b codec.Builder
 	for _, ops := range seqs {
-		want := setTwiceModel(ops)
+		checkSetTwice(t, &b, ops)
+	}
+}
 
-		b.Reset(nil)
-		o := b.StartObject(24)
-		o.SetUint32(16, 0xfeedf00d)
-		tails := 0
+// FuzzSetTwice checks longer sequences (past the Builder's inline record of
+// pending values): each input byte is one set.
+func FuzzSetTwice(f *testing.F) {
+	f.Add([]byte{0x02, 0x00})
+	f.Add([]byte{0x02, 0x13, 0x04, 0x11, 0x00, 0x0e, 0x0f, 0x1e, 0x1f, 0x06, 0x07, 0x00, 0x01})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 256 {
+			in = in[:256]
+		}
+		ops := make([]setOp, len(in))
+		for i, c := range in {
+			// bit 0: slot; bits 1-3: value length; bit 4: SetBytes.
+			ops[i] = setOp{slot: int(c & 1), value: "abcdefg"[:c>>1&7], bytes: c&0x10 != 0}
+		}
+		var b codec.Builder
+		checkSetTwice(t, &b, ops)
+	})
+}
+
+// checkSetTwice builds ops with b and with AppendFlat, compares both with
+// setTwiceModel, and reads the slots back.
+func checkSetTwice(t *testing.T, b *codec.Builder, ops []setOp) {
+	t.Helper()
+	want := setTwiceModel(ops)
+
+	b.Reset(nil)
+	o := b.StartObject(24)
+	o.SetUint32(16, 0xfeedf00d)
+	tails := 0
+	for _, op := range ops {
+		if op.bytes {
+			o.SetBytes(8*op.slot, opBytes(op))
+		} else {
+			o.SetText(8*op.slot, op.value)
+		}
+		tails += len(op.value)
+	}
+	b.SetRoot(o.Finish())
+	got := b.Finish()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%+v: Builder\n got %x\nwant %x", ops, got, want)
+	}
+
+	flat, at := codec.AppendFlat(nil, 24, tails)
+	binary.LittleEndian.PutUint32(flat[at+16:], 0xfeedf00d)
+	for _, op := range ops {
+		if op.bytes {
+			flat = codec.AppendTailBytes(flat, at+8*op.slot, opBytes(op))
+		} else {
+			flat = codec.AppendTail(flat, at+8*op.slot, op.value)
+		}
+	}
+	if !bytes.Equal(flat, want) {
+		t.Fatalf("%+v: AppendFlat\n got %x\nwant %x", ops, flat, want)
+	}
+
+	m, err := codec.Parse(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := m.Root()
+	for slot := range 2 {
+		last, anySet := "", false
 		for _, op := range ops {
-			if op.bytes {
-				o.SetBytes(8*op.slot, opBytes(op))
-			} else {
-				o.SetText(8*op.slot, op.value)
-			}
-			tails += len(op.value)
-		}
-		b.SetRoot(o.Finish())
-		got := b.Finish()
-		if err := b.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%+v: Builder\n got %x\nwant %x", ops, got, want)
-		}
-
-		flat, at := codec.AppendFlat(nil, 24, tails)
-		binary.LittleEndian.PutUint32(flat[at+16:], 0xfeedf00d)
-		for _, op := range ops {
-			if op.bytes {
-				flat = codec.AppendTailBytes(flat, at+8*op.slot, opBytes(op))
-			} else {
-				flat = codec.AppendTail(flat, at+8*op.slot, op.value)
+			if op.slot == slot {
+				last = op.value
+				anySet = anySet || op.value != ""
 			}
 		}
-		if !bytes.Equal(flat, want) {
-			t.Fatalf("%+v: AppendFlat\n got %x\nwant %x", ops, flat, want)
+		if s := root.Text(8 * slot); s != last {
+			t.Fatalf("%+v: slot %d reads %q, want %q", ops, slot, s, last)
 		}
-
-		m, err := codec.Parse(got)
-		if err != nil {
-			t.Fatal(err)
+		// A slot that was ever given a value is not null, even when its
+		// last value is empty: the canonical reader returns a non-nil
+		// empty slice.
+		if p := root.Bytes(8 * slot); (p == nil) == anySet || string(p) != last {
+			t.Fatalf("%+v: slot %d bytes %q (nil %v), want %q (non-nil %v)", ops, slot, p, p == nil, last, anySet)
 		}
-		for slot := range 2 {
-			last, anySet := "", false
-			for _, op := range ops {
-				if op.slot == slot {
-					last = op.value
-					anySet = anySet || op.value != ""
-				}
-			}
-			root := m.Root()
-			if s := root.Text(8 * slot); s != last {
-				t.Fatalf("%+v: slot %d reads %q, want %q", ops, slot, s, last)
-			}
-			// A slot that was ever given a value is not null, even when its
-			// last value is empty: the canonical reader returns a non-nil
-			// empty slice.
-			if p := root.Bytes(8 * slot); (p == nil) == anySet || string(p) != last {
-				t.Fatalf("%+v: slot %d bytes %q (nil %v), want %q (non-nil %v)", ops, slot, p, p == nil, last, anySet)
-			}
-		}
-		if v := m.Root().Uint32(16); v != 0xfeedf00d {
-			t.Fatalf("%+v: u32 @16 = %#x", ops, v)
-		}
+	}
+	if v := root.Uint32(16); v != 0xfeedf00d {
+		t.Fatalf("%+v: u32 @16 = %#x", ops, v)
 	}
 }
 
