@@ -43,8 +43,20 @@ func touch(o codec.Object, typ string, off, fixedN int) {
 		sink += uint64(len(o.Text(off)))
 	case "bytes":
 		sink += uint64(len(o.Bytes(off)))
-	case "object_is_null":
+	case "bytes_is_nil":
+		if o.Bytes(off) == nil {
+			sink++
+		}
+	case "object_is_null", "object_null":
 		if o.Object(off).IsNull() {
+			sink++
+		}
+	case "list_null":
+		if o.List(off).IsNull() {
+			sink++
+		}
+	case "root_null":
+		if o.IsNull() {
 			sink++
 		}
 	case "list_len":
@@ -55,6 +67,9 @@ func touch(o codec.Object, typ string, off, fixedN int) {
 			sink += uint64(l.Uint8(i)) + uint64(l.Uint32(i)) + l.Uint64(i)
 		}
 	default:
+		if !strings.HasPrefix(typ, "bytes_fixed[") {
+			panic("touch: unknown read type " + typ)
+		}
 		sink += uint64(len(o.BytesFixed(off, fixedN)))
 	}
 }

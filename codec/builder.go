@@ -36,6 +36,7 @@ type Builder struct {
 	flags   uint16
 	root    Ref
 	ntails  int
+	pending uint64 // bit slot/8%64 set: a pending value may target that slot
 	tails   [inlineTails]tail
 	spill   []tail // tails past inlineTails; reused across Resets
 	err     error
@@ -48,8 +49,11 @@ type badField struct{ off, n, size int }
 // tail is a text or bytes value waiting for its object to finish.
 type tail struct {
 	owner int32 // absolute position of the owning object in buf
-	slot  int32 // absolute position of the slot in buf
-	data  string
+	// slot is the absolute position of the slot in buf, or its complement
+	// (^slot, negative) when the slot was set to an empty value after this
+	// one: the value is still written, and the slot gets length 0.
+	slot int32
+	data string
 }
 
 // Ref is the position of a finished object in its message, for
@@ -86,6 +90,7 @@ func (b *Builder) Reset(dst []byte) {
 	b.flags = 0
 	b.root = 0
 	b.ntails = 0
+	b.pending = 0
 	b.spill = b.spill[:0]
 	b.err = nil
 	b.bad = badField{}
@@ -330,23 +335,56 @@ func (o ObjectBuilder) SetBytesFixed(off int, p []byte) {
 	}
 }
 
-// SetText sets the text slot at off. An empty s leaves the slot {0, 0}.
-// s is not copied now: it is written when the object finishes.
+// SetText sets the text slot at off. s is not copied now: it is written
+// when the object finishes. An empty s is not written: set once, it leaves
+// the slot {0, 0}.
+//
+// Setting a slot again follows the canonical builder (WIRE.md §2): every
+// non-empty value set is still written at finish, in set order, and the
+// slot ends up pointing at the last one written with the length of the last
+// value set. So "abc" then "" reads as an empty (non-null) value, and
+// "first" then "second" leaves "first" behind, unreferenced.
 func (o ObjectBuilder) SetText(off int, s string) {
-	if o.fits(off, TextSlotSize) && len(s) > 0 {
-		o.b.addTail(tail{owner: int32(o.at), slot: int32(o.at + off), data: s})
+	if !o.fits(off, TextSlotSize) {
+		return
+	}
+	slot := o.at + off
+	if len(s) == 0 {
+		o.b.setEmpty(slot)
+		return
+	}
+	o.b.pending |= pendingBit(slot)
+	o.b.addTail(tail{owner: int32(o.at), slot: int32(slot), data: s})
+}
+
+// pendingBit is the bit of Builder.pending for the slot at absolute
+// position slot.
+func pendingBit(slot int) uint64 { return 1 << (uint(slot) / 8 % 64) }
+
+// setEmpty is SetText of an empty value for the slot at absolute position
+// slot: it zeroes the slot, and a value set to the slot earlier, still
+// pending, will be written with length 0.
+func (b *Builder) setEmpty(slot int) {
+	binary.LittleEndian.PutUint64(b.buf[slot:], 0)
+	if b.pending&pendingBit(slot) != 0 {
+		b.markEmpty(int32(slot))
 	}
 }
 
-// SetBytes sets the bytes slot at off. An empty p leaves the slot {0, 0}.
-// p is not copied now: it is written when the object finishes, so its bytes
+// markEmpty flags the pending values of the slot at slot (WIRE.md §2).
+func (b *Builder) markEmpty(slot int32) {
+	for i := range b.ntails {
+		if t := b.tailAt(i); t.slot == slot {
+			t.slot = ^slot
+		}
+	}
+}
+
+// SetBytes sets the bytes slot at off, as [ObjectBuilder.SetText] does. p
+// is not copied now: it is written when the object finishes, so its bytes
 // must stay unchanged until then.
 func (o ObjectBuilder) SetBytes(off int, p []byte) {
-	if len(p) == 0 {
-		o.fits(off, BytesSlotSize)
-		return
-	}
-	o.SetText(off, unsafe.String(&p[0], len(p)))
+	o.SetText(off, unsafe.String(unsafe.SliceData(p), len(p)))
 }
 
 // SetObject points the nested-object slot at off to the finished object r
@@ -404,6 +442,9 @@ func (b *Builder) finishObject(at int) Ref {
 	default:
 		b.finishSpilled(owner)
 	}
+	if b.ntails == 0 {
+		b.pending = 0
+	}
 	return Ref(at - b.base)
 }
 
@@ -423,13 +464,17 @@ func (b *Builder) finishSpilled(owner int32) {
 	b.ntails = kept
 }
 
-// writeTail appends one pending value and patches its slot.
+// writeTail appends one pending value and patches its slot: offset and
+// length, or offset only (length 0) when the slot was set to an empty value
+// after this one (WIRE.md §2).
 func (b *Builder) writeTail(t tail) {
 	pos := len(b.buf)
 	b.buf = append(b.buf, t.data...)
-	slot := b.buf[t.slot : t.slot+TextSlotSize]
-	binary.LittleEndian.PutUint32(slot, uint32(pos-int(t.slot)))
-	binary.LittleEndian.PutUint32(slot[4:], uint32(len(t.data)))
+	slot, n := int(t.slot), uint64(len(t.data))
+	if slot < 0 {
+		slot, n = ^slot, 0
+	}
+	binary.LittleEndian.PutUint64(b.buf[slot:slot+TextSlotSize], uint64(uint32(pos-slot))|n<<32)
 }
 
 // ListBuilder appends the elements of one list of a [Builder]. Use it

@@ -47,5 +47,8 @@
 //
 // The builder places every value where the canonical runtime places it, so
 // the same calls give the same bytes: an object's text and bytes values
-// follow, in the order they were set, whatever was built while it was open.
+// follow, in the order they were set, whatever was built while it was open;
+// a text or bytes field set more than once keeps every value in the message
+// and ends up with the last one (an empty last value reads as empty, not
+// null), as the canonical builder leaves it.
 package codec

@@ -41,6 +41,7 @@ type fixtureRead struct {
 }
 
 type messageCase struct {
+	File  string        `json:"-"` // the fixture file the case came from
 	Name  string        `json:"name"`
 	Note  string        `json:"note"`
 	Ops   []fixtureOp   `json:"ops"`
@@ -48,15 +49,29 @@ type messageCase struct {
 	Reads []fixtureRead `json:"reads"`
 }
 
+// messageFiles are the fixture files written in the builder-ops vocabulary:
+// messages.json, and messages-more.json (set twice, empty lists, zero-size
+// objects, and the read types bytes_is_nil, object_null, list_null,
+// list_len and root_null).
+var messageFiles = []string{"fixtures/messages.json", "fixtures/messages-more.json"}
+
+// loadMessages returns the cases of every file in messageFiles, in order.
 func loadMessages(t testing.TB) []messageCase {
-	var f struct{ Cases []messageCase }
-	if err := json.Unmarshal(fixture.Read(t, "fixtures/messages.json"), &f); err != nil {
-		t.Fatal(err)
+	var all []messageCase
+	for _, file := range messageFiles {
+		var f struct{ Cases []messageCase }
+		if err := json.Unmarshal(fixture.Read(t, file), &f); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(f.Cases) == 0 {
+			t.Fatalf("no cases in %s", file)
+		}
+		for _, c := range f.Cases {
+			c.File = strings.TrimSuffix(strings.TrimPrefix(file, "fixtures/"), ".json")
+			all = append(all, c)
+		}
 	}
-	if len(f.Cases) == 0 {
-		t.Fatal("no cases in messages.json")
-	}
-	return f.Cases
+	return all
 }
 
 // program is a fixture case compiled to values, so that replaying it in an
@@ -275,7 +290,7 @@ func (p program) run(s *runState, dst []byte) []byte {
 
 func TestFixtureMessagesBuild(t *testing.T) {
 	for _, c := range loadMessages(t) {
-		t.Run(c.Name, func(t *testing.T) {
+		t.Run(c.File+"/"+c.Name, func(t *testing.T) {
 			var b codec.Builder
 			p := compile(t, c.Ops)
 			got := p.run(p.newState(&b), nil)
@@ -297,7 +312,7 @@ func TestFixtureMessagesBuild(t *testing.T) {
 
 func TestFixtureMessagesRead(t *testing.T) {
 	for _, c := range loadMessages(t) {
-		t.Run(c.Name, func(t *testing.T) {
+		t.Run(c.File+"/"+c.Name, func(t *testing.T) {
 			m, err := codec.Parse(fixture.Hex(t, c.Hex))
 			if err != nil {
 				t.Fatal(err)
@@ -367,8 +382,15 @@ func readValue(t testing.TB, o codec.Object, typ string, off int) string {
 		return strconv.Quote(o.Text(off))
 	case "bytes":
 		return hex.EncodeToString(o.Bytes(off))
-	case "object_is_null":
+	case "bytes_is_nil":
+		return strconv.FormatBool(o.Bytes(off) == nil)
+	case "object_is_null", "object_null":
 		return strconv.FormatBool(o.Object(off).IsNull())
+	case "list_null":
+		return strconv.FormatBool(o.List(off).IsNull())
+	case "root_null":
+		// The read's object is the root (its path is empty).
+		return strconv.FormatBool(o.IsNull())
 	case "list_len":
 		return strconv.Itoa(o.List(off).Len())
 	case "list<u8>", "list<u32>", "list<u64>":
@@ -401,7 +423,7 @@ func readValue(t testing.TB, o codec.Object, typ string, off int) string {
 
 func normalize(t testing.TB, typ string, raw json.RawMessage) string {
 	switch {
-	case typ == "bool" || typ == "object_is_null":
+	case typ == "bool" || strings.HasSuffix(typ, "_null") || typ == "bytes_is_nil":
 		return unquote(raw)
 	case typ == "f32" || typ == "f64":
 		return fmt.Sprint(parseFloat(t, raw))

@@ -32,9 +32,16 @@ func AppendFlat(dst []byte, size, tails int) ([]byte, int) {
 }
 
 // AppendTail appends s as the value of the text slot at absolute position
-// slot of dst and points the slot at it. An empty s leaves the slot {0, 0}.
+// slot of dst and points the slot at it. An empty s appends nothing: set
+// once, it leaves the slot {0, 0}.
+//
+// Called again for the same slot, it gives what [ObjectBuilder.SetText]
+// gives (WIRE.md §2): every non-empty value stays in the message, and the
+// slot points at the last one appended with the length of the last one
+// given, so "abc" then "" reads as an empty, non-null value.
 func AppendTail(dst []byte, slot int, s string) []byte {
 	if len(s) == 0 {
+		binary.LittleEndian.PutUint32(dst[slot+4:], 0)
 		return dst
 	}
 	pos := len(dst)
@@ -45,8 +52,5 @@ func AppendTail(dst []byte, slot int, s string) []byte {
 
 // AppendTailBytes is [AppendTail] for a bytes value.
 func AppendTailBytes(dst []byte, slot int, p []byte) []byte {
-	if len(p) == 0 {
-		return dst
-	}
-	return AppendTail(dst, slot, unsafe.String(&p[0], len(p)))
+	return AppendTail(dst, slot, unsafe.String(unsafe.SliceData(p), len(p)))
 }

@@ -4,28 +4,22 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 
-// addFixtureSeeds adds every message of the shared fixtures, when present.
+// addFixtureSeeds adds every message of the canonical fixtures
+// (testdata/canonical in the repository).
 func addFixtureSeeds(f *testing.F, add func([]byte)) {
-	dir, err := fixture.Find()
-	if err != nil {
-		return // a user's clone: the built seeds still run
-	}
-	for _, name := range []string{"messages.json", "malformed.json"} {
-		raw, err := os.ReadFile(filepath.Join(dir, "fixtures", name))
-		if err != nil {
-			continue
-		}
+	for _, name := range []string{"messages.json", "messages-more.json", "malformed.json"} {
 		var cases struct{ Cases []struct{ Hex string } }
-		if json.Unmarshal(raw, &cases) != nil {
-			continue
+		if err := json.Unmarshal(fixture.Read(f, "fixtures/"+name), &cases); err != nil {
+			f.Fatalf("%s: %v", name, err)
+		}
+		if len(cases.Cases) == 0 {
+			f.Fatalf("%s: no cases", name)
 		}
 		for _, c := range cases.Cases {
 			if b, err := hex.DecodeString(c.Hex); err == nil && len(b) < 4096 {

@@ -34,12 +34,19 @@ func Parse(b []byte) (Message, error) {
 }
 
 // Root returns the root object. A root offset that points into the header or
-// past the end gives a null object whose reads are all zero.
+// past the end gives a null object whose reads are all zero. A root offset
+// equal to the size is the zero-size root the builder writes for an object
+// of no bytes at the end of the message: it is not null, and its reads are
+// all zero too.
 func (m Message) Root() Object {
 	if len(m.b) < HeaderSize {
 		return Object{}
 	}
-	return objectAt(m.b, binary.LittleEndian.Uint32(m.b[offRoot:]))
+	pos := binary.LittleEndian.Uint32(m.b[offRoot:])
+	if uint64(pos) == uint64(len(m.b)) {
+		return Object{b: m.b, pos: int(pos)}
+	}
+	return objectAt(m.b, pos)
 }
 
 // Version returns the header version (1 or 2); 0 for the zero Message.

@@ -20,7 +20,8 @@ type Object struct {
 }
 
 // IsNull reports whether the object is null: a zero slot, a pointer into the
-// header or past the end of the message.
+// header or at or past the end of the message (a root at exactly the end is
+// the exception: see [Message.Root]).
 func (o Object) IsNull() bool { return o.b == nil }
 
 // at returns the absolute position of the n bytes at off, or -1 when they do
@@ -103,10 +104,12 @@ func (o Object) Text(off int) string {
 }
 
 // Bytes reads the bytes slot at off (8 bytes: forward relative offset,
-// length). A null slot, or one whose value does not lie inside the message,
-// reads as nil; an empty value reads as nil too. The result aliases the
-// message and is valid only while the message bytes are unchanged; copy it
-// to keep it.
+// length). A null slot (offset 0, which is how an empty value is normally
+// written), or one whose value does not lie inside the message, reads as
+// nil. A non-null slot of length 0 (a value set, then set again to empty:
+// WIRE.md §2) reads as an empty, non-nil slice, as the canonical reader
+// returns it. The result aliases the message and is valid only while the
+// message bytes are unchanged; copy it to keep it.
 func (o Object) Bytes(off int) []byte {
 	p := o.at(off, TextSlotSize)
 	if p < 0 {
@@ -119,7 +122,7 @@ func (o Object) Bytes(off int) []byte {
 	}
 	start := uint64(p) + uint64(rel)
 	end := start + uint64(n)
-	if start < HeaderSize || end > uint64(len(o.b)) || n == 0 {
+	if start < HeaderSize || end > uint64(len(o.b)) {
 		return nil
 	}
 	return o.b[start:end:end]

@@ -29,8 +29,7 @@ type rpcFixtures struct {
 	} `json:"frames"`
 }
 
-// loadFixtures reads ../shared/zap/fixtures/rpc.json (relative to the
-// module root) or skips the test when the shared folder is absent.
+// loadFixtures reads the canonical fixtures/rpc.json (testdata/canonical).
 func loadFixtures(t testing.TB) *rpcFixtures {
 	t.Helper()
 	data := fixture.Read(t, "fixtures/rpc.json")
