@@ -40,7 +40,8 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid, "panic", fmt.Sprint(r))
+			c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
+				"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
 			status, body = StatusInternal, nil
 		}
 	}()
@@ -65,9 +66,29 @@ func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 		if errors.As(err, &se) {
 			return se.Code, append(j.resp[:0], se.Message...)
 		}
-		return StatusInternal, nil
+		return c.internalError(j, err)
 	}
 	return StatusOK, out
+}
+
+// internalErrorText is the answer body of a plain handler error under
+// WithHideErrors.
+const internalErrorText = "internal error"
+
+// internalError answers a handler error that is not a *StatusError: 500
+// with the error's text (or internalErrorText under WithHideErrors), and
+// logs it with the method and the peer. The text is bounded by the
+// maximum frame size like any answer (beyond it the answer is an empty
+// 500).
+func (c *serverConn) internalError(j *job, err error) (uint32, []byte) {
+	msg := err.Error()
+	o := &c.s.opts
+	o.logger.Error("rpc: handler error", "method", j.method, "promise", j.pid,
+		"remote", c.nc.RemoteAddr().String(), "err", msg)
+	if o.hideErrors {
+		msg = internalErrorText
+	}
+	return StatusInternal, append(j.resp[:0], msg...)
 }
 
 // answerDirect answers from the read loop (no handler ran) and ends the

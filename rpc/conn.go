@@ -25,9 +25,14 @@ type serverConn struct {
 
 	out outbox // answers and go-away; the last writer in line flushes
 
-	done      chan struct{} // closed by close; the handlers' ctx.Done
+	done      chan struct{} // closed by close
 	closeOnce sync.Once
-	closed    atomic.Bool
+
+	// ctx is the handlers' context: derived from the listener's base
+	// context (WithBaseContext), canceled by close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed atomic.Bool
 
 	// free holds the jobs not in use; its capacity is the in-flight limit,
 	// and nJobs (read loop only) counts jobs allocated so far.
@@ -54,7 +59,15 @@ type serverConn struct {
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous tick
-	rjob   job    // dispatched to a worker to take over the read loop
+
+	// Read deadlines (see readtimeout.go), role holder only.
+	armed      int64 // the read deadline set on nc (unix ns), 0 none
+	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
+	idleSince  int64 // when the loop last waited after reading a request
+	active     bool  // a request was read since the last wait
+	idleAway   int64 // when the idle timeout sent a go-away, 0 not
+
+	rjob job // dispatched to a worker to take over the read loop
 }
 
 const readerTaken = ^uint64(0)
@@ -114,7 +127,7 @@ func (c *serverConn) hold() {
 	}
 }
 
-func newServerConn(s *Server, nc net.Conn) *serverConn {
+func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	o := &s.opts
 	c := &serverConn{
 		s:    s,
@@ -123,6 +136,7 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 		done: make(chan struct{}),
 		free: make(chan *job, o.maxInFlight),
 	}
+	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
 	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	if o.pipelining {
@@ -142,6 +156,7 @@ func (c *serverConn) close(reason error) {
 		}
 		c.closed.Store(true)
 		close(c.done)
+		c.cancel()
 		c.nc.Close()
 		if c.promises != nil {
 			c.promises.close()
@@ -150,15 +165,15 @@ func (c *serverConn) close(reason error) {
 	})
 }
 
-// serve is the connection's read loop.
+// serve runs the connection: the TLS handshake if any, then the read loop.
 func (c *serverConn) serve() {
 	o := &c.s.opts
 	if tc, ok := c.nc.(*tls.Conn); ok {
-		d := o.idleTimeout
+		d := o.readTimeout
 		if d <= 0 {
-			d = 10 * time.Second
+			d = DefaultReadTimeout
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), d)
+		ctx, cancel := context.WithTimeout(c.ctx, d)
 		err := tc.HandshakeContext(ctx)
 		cancel()
 		if err != nil {
@@ -166,6 +181,7 @@ func (c *serverConn) serve() {
 			return
 		}
 	}
+	c.idleSince = time.Now().UnixNano()
 	if !c.readLoop() {
 		// The read loop moved to another goroutine while a handler ran
 		// here: this goroutine joins the workers.
@@ -177,9 +193,42 @@ func (c *serverConn) serve() {
 // readLoop reads and handles frames while this goroutine holds the read
 // loop role. It returns true when the connection is done, false when the
 // role was handed to another goroutine.
+//
+// The read loop role moves between goroutines; its states:
+//
+//	       accept
+//	         |
+//	         v
+//	+---> READING ----- Next blocks? ----> flush owed answers,
+//	|        |                             arm read deadline, block
+//	|   request read                            |
+//	|        v                                  |
+//	|   conn dead or go-away sent? -- yes --> refuse / stop (no handler runs)
+//	|        | no                               |
+//	|        v                                  |
+//	|   INLINE (c.inl = seq) -- handler returns, CAS seq->0 ok --> answer owed
+//	|        |                                                      |
+//	+--------+------------------------------------------------------+
+//	         |
+//	watchdog sees the same seq at two ticks: CAS seq -> readerTaken,
+//	dispatches c.rjob to a worker
+//	         |
+//	         v
+//	TAKEN: the worker becomes the new READING holder; the old goroutine's
+//	CAS fails when its handler returns: it answers like a worker (doneOne)
+//	and joins the workers (serve) or goes back to its pool (worker).
+//
+// Only the role holder touches the fields marked "role holder"; the
+// hand-over goes through c.inl (compare-and-swap) and the work channel,
+// which order those writes before the new holder's reads.
 func (c *serverConn) readLoop() bool {
-	o := &c.s.opts
 	for {
+		if c.closed.Load() {
+			// Known dead (a write failed, a timeout, Close): the frames
+			// still buffered are not run.
+			c.flushOwed()
+			return true
+		}
 		if !c.r.Ready() {
 			// Next is about to block: the answers of the calls run
 			// inline so far leave now, in one write.
@@ -187,23 +236,18 @@ func (c *serverConn) readLoop() bool {
 				c.close(fmt.Errorf("write: %w", err))
 				return true
 			}
-			if o.idleTimeout > 0 {
-				// Also with part of a frame buffered: its rest must come
-				// within the timeout from now (an active peer's writes
-				// need not end on frame boundaries).
-				c.nc.SetReadDeadline(time.Now().Add(o.idleTimeout))
-			}
+			c.armWait()
 		}
 		kind, p, err := c.r.Next()
 		if err != nil {
 			// A broken stream may fail Next at once: answers owed so far
 			// still go out (a write error is the read error's business).
 			c.flushOwed()
-			if o.idleTimeout > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() &&
-				c.inflight.Load() > 0 && c.r.Buffered() == 0 {
-				// Idle between frames while calls run: keep waiting.
-				c.r.Reset(c.nc)
-				continue
+			if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() {
+				if c.deadlineFired() {
+					continue
+				}
+				return true
 			}
 			switch {
 			case err == io.EOF:
@@ -220,9 +264,11 @@ func (c *serverConn) readLoop() bool {
 			}
 			return true
 		}
+		c.frameStart = 0
 		c.local.bytesIn += uint64(len(p) + 5)
 		switch kind {
 		case KindRequest:
+			c.active = true
 			switch c.request(p) {
 			case reqClosed:
 				c.flushOwed() // gives back the read loop's unit of inflight
@@ -231,7 +277,16 @@ func (c *serverConn) readLoop() bool {
 				return false
 			}
 		case KindGoAway:
-			c.acked.Store(true)
+			// Only an answer to our own go-away is an acknowledgement; a
+			// peer's unsolicited kind 6 means nothing to a server.
+			if c.goAwaySent.Load() {
+				c.acked.Store(true)
+				c.flushOwed()
+				if c.inflight.Load() == 0 && c.outIdle() {
+					c.close(nil)
+					return true
+				}
+			}
 		default:
 			// Answers, stream frames and unknown kinds are ignored
 			// (WIRE.md §6: a reader ignores a kind it does not know).
@@ -262,7 +317,10 @@ func (c *serverConn) request(p []byte) int {
 		c.close(err)
 		return reqClosed
 	}
-	if c.acked.Load() {
+	if c.goAwaySent.Load() {
+		// Read after our go-away: refused at once, not run, so the
+		// client may send it elsewhere (its peer may not have seen the
+		// go-away yet when it sent it).
 		c.refuse(req.PromiseID)
 		return reqNext
 	}
@@ -316,6 +374,12 @@ func (c *serverConn) acquire() *job {
 	c.hold()
 	select {
 	case j := <-c.free:
+		if c.closed.Load() {
+			// The connection died while we waited (the job comes back
+			// after its answer failed): run nothing more.
+			c.spare = j
+			return nil
+		}
 		return j
 	case <-c.done:
 		return nil

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -178,7 +179,9 @@ func statusIndex(status uint32) int {
 }
 
 // Serve accepts connections on l and serves each in its own read loop
-// until l fails or the server shuts down; it then returns
+// until l fails or the server shuts down. A temporary accept error (out of
+// file descriptors: EMFILE, ENFILE; ECONNABORTED...) is logged and retried
+// after a pause of 5 ms doubling to 1 s, as net/http does. Serve returns
 // [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
 // closed when Serve returns. TCP, Unix and TLS listeners all work; with
 // [WithTLSConfig] every accepted connection is wrapped in TLS.
@@ -203,6 +206,12 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 	}()
 
+	base := context.Background()
+	if f := s.opts.baseContext; f != nil {
+		if base = f(l); base == nil {
+			panic("rpc: WithBaseContext function returned a nil context")
+		}
+	}
 	var backoff time.Duration
 	for {
 		nc, err := l.Accept()
@@ -210,8 +219,7 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.isClosing() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if temporaryAcceptError(err) {
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 				s.opts.logger.Warn("rpc: accept error, retrying", "err", err, "delay", backoff)
 				select {
@@ -233,7 +241,7 @@ func (s *Server) Serve(l net.Listener) error {
 		if s.opts.tls != nil {
 			nc = tls.Server(nc, tlsConfig(s.opts.tls))
 		}
-		c := newServerConn(s, nc)
+		c := newServerConn(s, nc, base)
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
@@ -246,6 +254,21 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		go c.serve()
 	}
+}
+
+// temporaryAcceptError reports whether Accept may succeed if tried again
+// later: out of file descriptors (EMFILE, ENFILE), of buffer memory, a
+// connection aborted before it was accepted, or a timeout. net/http backs
+// off on the same errors (5 ms doubling to 1 s) instead of returning.
+func temporaryAcceptError(err error) bool {
+	for _, e := range [...]error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
+		syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR, syscall.EAGAIN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func tlsConfig(cfg *tls.Config) *tls.Config {

@@ -33,9 +33,19 @@ func (c *serverConn) drained(now time.Time) bool {
 		return false
 	}
 	if c.acked.Load() {
-		return true
+		return c.outIdle()
 	}
-	return now.UnixNano()-c.quietSince.Load() >= int64(c.s.opts.shutdownGrace)
+	return now.UnixNano()-c.quietSince.Load() >= int64(c.s.opts.shutdownGrace) && c.outIdle()
+}
+
+// outIdle reports whether every frame appended to the outbox has been
+// written (nothing buffered, no flush in progress): closing now loses no
+// answer.
+func (c *serverConn) outIdle() bool {
+	c.out.mu.Lock()
+	idle := !c.out.flushing && c.out.cur.Buffered() == 0
+	c.out.mu.Unlock()
+	return idle
 }
 
 // beginClose marks the server closing and closes its listeners. It

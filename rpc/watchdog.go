@@ -76,34 +76,36 @@ const (
 
 // watchdog hands the read loop of a connection whose inline handler has
 // not returned since the previous tick to a worker (see
-// serverConn.runInline).
+// serverConn.runInline). It runs until the server is closing and its last
+// connection is gone: during Shutdown, a read loop stuck in a slow handler
+// must still be handed over, or the calls behind it would wait for it
+// (and the calls read after the go-away would not be refused).
 func (s *Server) watchdog() {
 	t := time.NewTicker(wdTick)
 	defer t.Stop()
 	idle := 0
 	for {
-		select {
-		case <-s.done:
+		<-t.C
+		busy, conns, closing := s.scanInline()
+		if closing && conns == 0 {
 			return
-		case <-t.C:
 		}
-		if s.scanInline() {
+		if busy {
 			idle = 0
 			continue
 		}
-		if idle++; idle < wdIdleTicks {
+		if idle++; idle < wdIdleTicks || closing {
 			continue
 		}
 		idle = 0
 		t.Stop()
 		s.wdParked.Store(true)
-		if s.scanInline() { // a read loop that missed the flag
+		if busy, _, _ := s.scanInline(); busy { // a read loop that missed the flag
 			s.wdParked.Store(false)
 		} else {
 			select {
 			case <-s.wdWake:
 			case <-s.done:
-				return
 			}
 			s.wdParked.Store(false)
 		}
@@ -112,10 +114,12 @@ func (s *Server) watchdog() {
 }
 
 // scanInline takes over the read loops stuck in a handler and reports
-// whether any connection runs a handler inline.
-func (s *Server) scanInline() (any bool) {
+// whether any connection runs a handler inline, how many connections are
+// open and whether the server is closing.
+func (s *Server) scanInline() (any bool, conns int, closing bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	conns, closing = len(s.conns), s.closing
 	for c := range s.conns {
 		v := c.inl.Load()
 		if v == 0 || v == readerTaken {
@@ -132,7 +136,7 @@ func (s *Server) scanInline() (any bool) {
 			s.dispatch(&c.rjob)
 		}
 	}
-	return any
+	return any, conns, closing
 }
 
 // wakeWatchdog unparks the watchdog.
