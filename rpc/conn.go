@@ -63,6 +63,7 @@ type serverConn struct {
 	// Read deadlines (see readtimeout.go), role holder only.
 	armed      int64 // the read deadline set on nc (unix ns), 0 none
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
+	waitStart  int64 // when the current wait between frames began, 0 none
 	idleSince  int64 // when the loop last waited after reading a request
 	active     bool  // a request was read since the last wait
 	idleAway   int64 // when the idle timeout sent a go-away, 0 not

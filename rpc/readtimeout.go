@@ -38,16 +38,45 @@ func (c *serverConn) armWait() {
 		if c.frameStart == 0 {
 			c.frameStart = now
 		}
-		c.deadline(c.frameStart + int64(o.readTimeout))
+		c.waitStart = 0
+		c.deadline(c.frameStart + c.frameAllowance(c.r.Buffered()))
 		return
 	}
 	c.frameStart = 0
+	c.waitStart = now
+	c.deadline(c.betweenFrames(now))
+}
+
+// frameAllowance is the time a frame of which n bytes arrived gets from its
+// start: the read timeout plus a second per minReadRate bytes.
+func (c *serverConn) frameAllowance(n int) int64 {
+	o := &c.s.opts
+	allow := int64(o.readTimeout)
+	if o.minReadRate > 0 {
+		allow += int64(n) * int64(time.Second) / int64(o.minReadRate)
+	}
+	return allow
+}
+
+// betweenFrames is the deadline for a wait that begins between frames: the
+// idle limit, but no later than one read timeout from now, because a frame
+// that begins during the wait is only seen when Next returns (a large
+// frame is read whole inside Next): a wake-up every read timeout notices
+// it and starts its clock (so a trickled frame is dropped within two read
+// timeouts of its first byte).
+func (c *serverConn) betweenFrames(now int64) int64 {
+	o := &c.s.opts
+	at := int64(1<<63 - 1)
 	switch {
 	case c.idleAway != 0:
-		c.deadline(c.idleAway + int64(o.shutdownGrace))
+		at = c.idleAway + int64(o.shutdownGrace)
 	case o.idleTimeout > 0:
-		c.deadline(c.idleSince + int64(o.idleTimeout))
+		at = c.idleSince + int64(o.idleTimeout)
 	}
+	if o.readTimeout > 0 {
+		at = min(at, now+int64(o.readTimeout))
+	}
+	return at
 }
 
 // deadline makes the read deadline fire no later than at (unix ns).
@@ -66,14 +95,18 @@ func (c *serverConn) deadlineFired() bool {
 	o := &c.s.opts
 	now := time.Now().UnixNano()
 	c.armed = 0
+	defer func() { c.waitStart = 0 }()
 	if n := c.r.Buffered(); n != 0 && o.readTimeout > 0 {
 		if c.frameStart == 0 {
+			// The frame began during a wait that started between frames:
+			// its clock starts with that wait (it cannot have begun
+			// earlier; its bytes earn it time as usual).
 			c.frameStart = now
+			if c.waitStart != 0 {
+				c.frameStart = c.waitStart
+			}
 		}
-		allow := int64(o.readTimeout)
-		if o.minReadRate > 0 {
-			allow += int64(n) * int64(time.Second) / int64(o.minReadRate)
-		}
+		allow := c.frameAllowance(n)
 		if now-c.frameStart < allow {
 			c.deadline(c.frameStart + allow)
 			return true
@@ -89,17 +122,14 @@ func (c *serverConn) deadlineFired() bool {
 			c.close(nil)
 			return false
 		}
-		c.deadline(max(c.idleAway+int64(o.shutdownGrace), now+int64(time.Millisecond)))
-		return true
-	}
-	if o.idleTimeout <= 0 {
+		c.deadline(max(c.betweenFrames(now), now+int64(time.Millisecond)))
 		return true
 	}
 	if busy {
 		c.idleSince = now // a running call is activity
 	}
-	if now-c.idleSince < int64(o.idleTimeout) {
-		c.deadline(c.idleSince + int64(o.idleTimeout))
+	if o.idleTimeout <= 0 || now-c.idleSince < int64(o.idleTimeout) {
+		c.deadline(c.betweenFrames(now))
 		return true
 	}
 	// Idle: ask the peer to go away rather than close under a call it may
@@ -109,6 +139,6 @@ func (c *serverConn) deadlineFired() bool {
 	if c.closed.Load() {
 		return false
 	}
-	c.deadline(now + int64(o.shutdownGrace))
+	c.deadline(c.betweenFrames(now))
 	return true
 }
