@@ -3,11 +3,14 @@ package frame
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // waitTimeout bounds every wait of these tests: a hang becomes a failure
@@ -56,6 +59,8 @@ func waitN(t *testing.T, ch <-chan struct{}, n int, what string) {
 }
 
 func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
@@ -179,5 +184,159 @@ func TestBareHeaderErrorsAtOnce(t *testing.T) {
 				t.Fatalf("Next still waiting for more bytes %v after a complete header", waitTimeout)
 			}
 		})
+	}
+}
+
+// notifyReader passes reads through to r and, once at least after bytes
+// went through, reports on ch (once) when the next Read starts: the
+// Reader above it is waiting for a frame that will not come.
+type notifyReader struct {
+	r     io.Reader
+	n     int
+	after int
+	ch    chan<- struct{}
+	sent  bool
+}
+
+func (nr *notifyReader) Read(p []byte) (int, error) {
+	if nr.n >= nr.after && !nr.sent {
+		nr.sent = true
+		nr.ch <- struct{}{}
+	}
+	n, err := nr.r.Read(p)
+	nr.n += n
+	return n, err
+}
+
+// TestIdleConnectionsHoldNoBuffers (issue 11, item 4): after traffic,
+// each side of an idle connection (a Reader blocked in Next and a Writer
+// with nothing pending) holds only the two structs: no read or write
+// buffer (64 KiB each before). 2,000 net.Pipe connections, each with an
+// echo side and a client side, carry frames of 64 B to 70 KB and go quiet.
+func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
+	const (
+		conns = 2000
+		bound = 1 << 10 // bytes per side: a Reader and a Writer
+	)
+	sizes := []int{64, 4000, 70000, 100}
+	total := 0
+	for _, s := range sizes {
+		total += 5 + s
+	}
+	payload := make([]byte, 70000)
+	type side struct {
+		nc net.Conn
+		r  *Reader
+		w  *Writer
+	}
+	clients := make([]side, conns)
+	servers := make([]side, conns)
+	for i := range clients {
+		clients[i].nc, servers[i].nc = net.Pipe()
+	}
+	var wg sync.WaitGroup
+	defer func() {
+		for i := range clients {
+			clients[i].nc.Close()
+			servers[i].nc.Close()
+		}
+		wg.Wait()
+	}()
+	waiting := make(chan struct{}, 2*conns)
+	echoed := make(chan error, conns)
+	for i := range clients {
+		c, s := &clients[i], &servers[i]
+		wg.Add(2)
+		go func() { // echo side
+			defer wg.Done()
+			var b [1]byte
+			if _, err := s.nc.Read(b[:]); err != nil {
+				return
+			}
+			for {
+				kind, p, err := s.r.Next()
+				if err != nil {
+					return
+				}
+				if err := s.w.WriteFrame(kind, p); err != nil {
+					return
+				}
+				if err := s.w.Flush(); err != nil {
+					return
+				}
+			}
+		}()
+		go func() { // client read side
+			defer wg.Done()
+			var b [1]byte
+			if _, err := c.nc.Read(b[:]); err != nil {
+				echoed <- err
+				return
+			}
+			for _, want := range sizes {
+				_, p, err := c.r.Next()
+				if err == nil && len(p) != want {
+					err = fmt.Errorf("echo of %d bytes has %d", want, len(p))
+				}
+				if err != nil {
+					echoed <- err
+					return
+				}
+			}
+			echoed <- nil
+			c.r.Next() // waits, idle, until the pipe closes
+		}()
+	}
+	// The baseline has the pipes and the goroutines, blocked in a read of
+	// the pipe as they will be at the end (net.Pipe's select holds heap
+	// of its own): what follows is frame's share (and notifyReader's 48
+	// bytes).
+	base := heapInUse()
+	for i := range clients {
+		c, s := &clients[i], &servers[i]
+		c.w, s.w = NewWriter(c.nc), NewWriter(s.nc)
+		c.r = NewReader(&notifyReader{r: c.nc, after: total, ch: waiting})
+		s.r = NewReader(&notifyReader{r: s.nc, after: total, ch: waiting})
+	}
+	for i := range clients { // a start byte each way
+		if _, err := clients[i].nc.Write([]byte{0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := servers[i].nc.Write([]byte{0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range clients {
+		for _, n := range sizes {
+			if err := clients[i].w.WriteFrame(1, payload[:n]); err != nil {
+				t.Fatal(err)
+			}
+			if err := clients[i].w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline := time.After(waitTimeout)
+	for i := 0; i < conns; i++ {
+		select {
+		case err := <-echoed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-deadline:
+			t.Fatalf("only %d of %d connections echoed within %v", i, conns, waitTimeout)
+		}
+	}
+	waitN(t, waiting, 2*conns, "readers waiting, idle, after traffic")
+	for i := range clients {
+		if h := clients[i].w.Held() + servers[i].w.Held(); h != 0 {
+			t.Fatalf("connection %d: idle Writers hold %d B", i, h)
+		}
+	}
+	idle := heapInUse()
+	perSide := (int64(idle) - int64(base)) / (2 * conns)
+	t.Logf("%d idle connections after traffic: %d B of heap per side (Reader %d B, Writer %d B, wrapper 48 B)", conns, perSide, unsafe.Sizeof(Reader{}), unsafe.Sizeof(Writer{}))
+	if perSide > bound {
+		t.Errorf("an idle side holds %d B of heap after traffic, want at most %d", perSide, bound)
 	}
 }

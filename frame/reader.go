@@ -231,7 +231,10 @@ func (fr *Reader) fill(need int) error {
 			fr.dropBig()
 		}
 	}
-	if n := fr.target(need); n > len(fr.buf) {
+	if n, ahead := fr.target(need); n > len(fr.buf) {
+		if ahead {
+			fr.raCap = max(fr.raCap, n)
+		}
 		fr.grow(n)
 	} else if need > len(fr.buf)-fr.r && fr.r > 0 {
 		// The frame does not fit where it starts: move it to the front.
@@ -248,7 +251,8 @@ func (fr *Reader) fill(need int) error {
 }
 
 // target returns the length the buffer should have for the next read:
-// len(fr.buf), or more when it must or may grow. It grows only
+// len(fr.buf), or more when it must or may grow; ahead reports a larger
+// buffer for reading ahead (remembered in raCap). It grows only
 //   - when the last read filled all the space offered (a busy stream, or
 //     the buffer full of one frame), to at most growFactor times its
 //     current length (at least minChunk) for reading ahead, up to the
@@ -260,33 +264,33 @@ func (fr *Reader) fill(need int) error {
 //
 // So what a Reader holds follows the bytes it received, never a length
 // prefix alone.
-func (fr *Reader) target(need int) int {
-	n := len(fr.buf)
+func (fr *Reader) target(need int) (n int, ahead bool) {
+	n = len(fr.buf)
 	if fr.full && n < fr.rsize {
 		n = min(fr.rsize, max(minChunk, growFactor*n, fr.raCap))
+		ahead = true
 	}
 	if need <= n {
-		return n
+		return n, ahead
 	}
 	if need <= fr.credit {
-		return need
+		return need, false
 	}
 	if fr.w-fr.r < len(fr.buf) {
 		// Room left: read into it first.
-		return n
+		return n, ahead
 	}
 	allowed := max(minChunk, growFactor*len(fr.buf))
 	if need <= 2*allowed {
-		return need
+		return need, false
 	}
-	return max(n, allowed)
+	return max(n, allowed), false
 }
 
 // grow moves the unread bytes to a pooled buffer of at least n bytes.
 func (fr *Reader) grow(n int) {
 	limit := 4 + fr.max // the largest frame
 	if n <= fr.rsize {
-		fr.raCap = max(fr.raCap, n)
 		limit = max(limit, fr.rsize)
 	}
 	nb := fr.bodies.Get(n, limit)
