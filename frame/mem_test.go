@@ -1,11 +1,13 @@
 package frame
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -338,5 +340,77 @@ func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
 	t.Logf("%d idle connections after traffic: %d B of heap per side (Reader %d B, Writer %d B, wrapper 48 B)", conns, perSide, unsafe.Sizeof(Reader{}), unsafe.Sizeof(Writer{}))
 	if perSide > bound {
 		t.Errorf("an idle side holds %d B of heap after traffic, want at most %d", perSide, bound)
+	}
+}
+
+// TestSocketReaderWaitsWithoutBuffer: on a TCP connection (read through
+// the socket's readiness, see rawSource) a Reader waiting for a frame
+// holds no pooled buffer, even after frames of 4000 bytes that it reads
+// into a pooled buffer in one go; a read deadline loses nothing, between
+// frames or inside one, and the end of the stream is io.EOF.
+func TestSocketReaderWaitsWithoutBuffer(t *testing.T) {
+	client, server := tcpPair(t)
+	w := NewWriter(client)
+	r := NewReader(server)
+	payload := make([]byte, 4000)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	send := func(b []byte) {
+		t.Helper()
+		if _, err := client.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var frame bytes.Buffer
+	fw := NewWriter(&frame)
+	fw.WriteFrame(3, payload)
+	fw.Flush()
+	for i := 0; i < 3; i++ {
+		if err := w.WriteFrame(3, payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if kind, p, err := r.Next(); err != nil || kind != 3 || !bytes.Equal(p, payload) {
+			t.Fatalf("frame %d: kind %d, %d bytes, %v", i, kind, len(p), err)
+		}
+	}
+	// Between frames: the deadline strikes while Next waits.
+	server.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, _, err := r.Next(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Next past the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	if r.Held() != 0 || r.Buffered() != 0 {
+		t.Fatalf("after a deadline between frames: holds %d B, %d B buffered; want none", r.Held(), r.Buffered())
+	}
+	// Inside a frame: what came stays.
+	send(frame.Bytes()[:105])
+	server.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	for {
+		_, _, err := r.Next()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Fatal("a frame from 105 bytes of 4005")
+	}
+	if r.Buffered() != 105 {
+		t.Fatalf("after a deadline inside a frame: %d B buffered, want 105", r.Buffered())
+	}
+	server.SetReadDeadline(time.Time{})
+	send(frame.Bytes()[105:])
+	if kind, p, err := r.Next(); err != nil || kind != 3 || !bytes.Equal(p, payload) {
+		t.Fatalf("frame resumed after the deadline: kind %d, %d bytes, %v", kind, len(p), err)
+	}
+	client.Close()
+	if _, _, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next after the peer closed: %v, want io.EOF", err)
+	}
+	if r.Held() != 0 {
+		t.Fatalf("holds %d B after the end of the stream", r.Held())
 	}
 }

@@ -51,6 +51,7 @@ type Reader struct {
 	_ noCopy
 
 	src     io.Reader
+	raw     *rawSource   // readiness-first reads of a TCP or Unix socket; nil for other readers
 	buf     []byte       // small[:], or big.B[:cap(big.B)]
 	big     *pool.Buffer // pooled backing of buf; nil while buf is small
 	r, w    int          // buf[r:w] was read and not yet returned by Next
@@ -87,6 +88,7 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 		fr.off = 4
 	}
 	fr.buf = fr.small[:]
+	fr.raw = newRawSource(fr, r)
 	return fr
 }
 
@@ -97,6 +99,9 @@ func (fr *Reader) Reset(r io.Reader) {
 	fr.release()
 	fr.dropBig()
 	fr.src = r
+	if fr.raw == nil || fr.raw.src != r {
+		fr.raw = newRawSource(fr, r)
+	}
 	fr.r, fr.w = 0, 0
 	fr.full, fr.raCap, fr.credit = false, 0, 0
 	fr.rerr, fr.err = nil, nil
@@ -240,6 +245,17 @@ func (fr *Reader) fill(need int) error {
 		// The frame does not fit where it starts: move it to the front.
 		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
 		fr.r = 0
+	}
+	if fr.raw != nil && fr.w == 0 && fr.big == nil && fr.credit <= fr.rsize {
+		// Drained, on a socket: when frames above the inline buffer's
+		// size came lately (or a busy stream read ahead), read straight
+		// into a pooled buffer of that size, taken only once the socket
+		// is readable. (After a frame above the read-ahead limit, the
+		// inline buffer reads the next header: a large frame is then
+		// read exactly into its own buffer, without a copy.)
+		if pre := max(fr.raCap, fr.credit); pre > smallSize {
+			return fr.raw.read(pre)
+		}
 	}
 	end := len(fr.buf)
 	if need > fr.rsize && fr.r+need < end {
