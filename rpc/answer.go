@@ -31,7 +31,7 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	if inReader {
 		c.spare = j // the read loop's next call takes it without a channel op
 	} else {
-		c.free <- j
+		c.putFree(j)
 		c.doneOne()
 	}
 }

@@ -34,9 +34,10 @@ type serverConn struct {
 	cancel context.CancelFunc
 	closed atomic.Bool
 
-	// free holds the jobs not in use; its capacity is the in-flight limit,
-	// and nJobs (read loop only) counts jobs allocated so far.
-	free  chan *job
+	// free holds the jobs not in use (see jobs.go); nJobs (role holder
+	// only) counts the jobs the connection holds, at most the in-flight
+	// limit.
+	free  jobFree
 	nJobs int
 
 	inflight   atomic.Int32 // requests being parsed, run or answered
@@ -135,8 +136,8 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 		nc:   nc,
 		r:    frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
 		done: make(chan struct{}),
-		free: make(chan *job, o.maxInFlight),
 	}
+	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
 	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
@@ -350,43 +351,9 @@ func (c *serverConn) request(p []byte) int {
 	return c.runInline(j)
 }
 
-// acquire returns a free job, allocating one while fewer than the in-flight
-// limit exist, else waiting for one (backpressure: the connection is not
-// read meanwhile). nil: the connection closed while waiting.
-func (c *serverConn) acquire() *job {
-	if j := c.spare; j != nil {
-		c.spare = nil
-		return j
-	}
-	select {
-	case j := <-c.free:
-		return j
-	default:
-	}
-	if c.nJobs < cap(c.free) {
-		c.nJobs++
-		return &job{c: c, resp: make([]byte, 0, 512)}
-	}
-	// The answers written so far need not wait too.
-	if err := c.flushOwed(); err != nil {
-		c.close(fmt.Errorf("write: %w", err))
-		return nil
-	}
-	c.hold()
-	select {
-	case j := <-c.free:
-		if c.closed.Load() {
-			// The connection died while we waited (the job comes back
-			// after its answer failed): run nothing more.
-			c.spare = j
-			return nil
-		}
-		return j
-	case <-c.done:
-		return nil
-	}
-}
-
+// doneOne ends one unit of inflight; the last one closes a connection
+// whose peer sent its last frame, or starts the quiet time of one told to
+// go away.
 func (c *serverConn) doneOne() {
 	if c.inflight.Add(-1) == 0 {
 		if c.eof.Load() {

@@ -116,6 +116,10 @@ func (c *serverConn) deadlineFired() bool {
 		return false
 	}
 	busy := c.inflight.Load() > 0
+	if !busy {
+		// Quiet between frames with no call running: hold no jobs.
+		c.releaseJobs()
+	}
 	if c.idleAway != 0 {
 		// Waiting for the peer to acknowledge the idle go-away.
 		if !busy && now-c.idleAway >= int64(o.shutdownGrace) && c.outIdle() {

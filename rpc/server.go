@@ -17,17 +17,22 @@ import (
 // returns. The handler appends its answer body to resp (a server-owned
 // buffer, also valid only until return) and returns the extended slice.
 //
-// An error answers 500 with an empty body, unless it wraps a *[StatusError]
-// (see [Errorf]): then its code, with its message as body. A panic answers
-// 500 and is logged with the method; the connection goes on.
+// An error that wraps a *[StatusError] (see [Errorf]) answers its code,
+// with its message as body. Any other error answers 500 with the error's
+// text as body (or "internal error" under [WithHideErrors]) and is logged
+// with the method and the peer's address. A panic answers 500 and is
+// logged the same way; the connection goes on.
 //
 // A handler may block: calls run in the connection's read loop, and one
 // still running after a millisecond or two is left there while a worker
 // goroutine takes over reading (other calls on the connection go on).
 //
-// ctx is done when the connection or the server closes. It is a pooled
-// value: do not use it after the handler returns (copy what you need with
-// [CallInfo] first).
+// ctx carries the values of the base context ([WithBaseContext]) and is
+// done when the connection dies (the peer reset it, a write failed, a
+// timeout dropped it, Close, or the end of Shutdown's grace) or the base
+// context is done. [CallInfo] reads the call's method and promise id from
+// it or from any context derived from it. It is a pooled value: do not
+// use it after the handler returns (copy what you need first).
 type Handler func(ctx context.Context, req []byte, resp []byte) ([]byte, error)
 
 // Server serves ZAP-RPC calls on any number of listeners. Create it with

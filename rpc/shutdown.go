@@ -71,8 +71,12 @@ func (s *Server) beginClose() (conns []*serverConn, first bool) {
 // 6), lets in-flight calls finish and their answers go out, then closes
 // each connection: at once when the peer acknowledged the go-away (this
 // package's client does), else after [WithShutdownGrace] without running
-// calls. It returns nil when every connection is closed, or ctx's error
-// after closing the rest at once when ctx ends first.
+// calls. A call the server reads after it sent the go-away is not run: it
+// is answered at once with 503 and the not-run flag, which this package's
+// client reports as [ErrGoAway] (retryable; a [Pool] sends it elsewhere).
+// Shutdown returns nil once every connection is closed with all its
+// answers written, or ctx's error after closing the rest at once (their
+// handlers' ctx is done) when ctx ends first.
 func (s *Server) Shutdown(ctx context.Context) error {
 	conns, _ := s.beginClose()
 	for _, c := range conns {
