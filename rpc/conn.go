@@ -56,6 +56,7 @@ type serverConn struct {
 	inl    atomic.Uint64
 	seq    uint64 // role holder: last inline sequence number used
 	owed   bool   // role holder: answers wait in out for its flush
+	spill  bool   // role holder: dispatch calls to workers until the next wait
 	batch  bool   // role holder: holds one unit of inflight for the calls it answers
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
@@ -238,6 +239,7 @@ func (c *serverConn) readLoop() bool {
 				c.close(fmt.Errorf("write: %w", err))
 				return true
 			}
+			c.spill = false
 			c.armWait()
 		}
 		kind, p, err := c.r.Next()
@@ -341,9 +343,14 @@ func (c *serverConn) request(p []byte) int {
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
 	j.req = append(j.req[:0], req.Payload...)
-	if c.promises != nil {
+	if c.promises != nil || c.spill {
 		// Pipelined calls may wait for each other: each runs on a worker.
-		j.pslot, j.pseq = c.promises.record(req.PromiseID)
+		// So do the calls read right after the watchdog took the read loop
+		// from a slow handler, up to the next wait (a burst of slow calls
+		// then starts at once instead of one per watchdog tick or two).
+		if c.promises != nil {
+			j.pslot, j.pseq = c.promises.record(req.PromiseID)
+		}
 		c.inflight.Add(1) // the worker's doneOne ends it
 		s.dispatch(j)
 		return reqNext

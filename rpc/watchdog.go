@@ -48,6 +48,9 @@ func (s *Server) worker(j *job) {
 	for {
 		if j != nil {
 			if j.reader {
+				// Taken from a slow inline handler: the calls already
+				// buffered behind it go to workers (see request).
+				j.c.spill = true
 				j.c.readLoop()
 			} else {
 				j.c.run(j)
