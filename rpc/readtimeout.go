@@ -62,8 +62,8 @@ func (c *serverConn) frameAllowance(n int) int64 {
 // idle limit, but no later than one read timeout from now, because a frame
 // that begins during the wait is only seen when Next returns (a large
 // frame is read whole inside Next): a wake-up every read timeout notices
-// it and starts its clock (so a trickled frame is dropped within two read
-// timeouts of its first byte).
+// it, and its clock starts with the wait (see deadlineFired), so a trickled
+// frame is dropped about one read timeout after the wait began.
 func (c *serverConn) betweenFrames(now int64) int64 {
 	o := &c.s.opts
 	at := int64(1<<63 - 1)
