@@ -10,7 +10,9 @@ import (
 )
 
 // Payload sizes of the benchmarks.
-var benchSizes = []int{64, 512, 4 << 10, 64 << 10, 1 << 20}
+var benchBufSize = DefaultBufferSize
+
+var benchSizes = []int{64, 512, 4 << 10, 16 << 10, 64 << 10, 1 << 20}
 
 func sizeName(n int) string {
 	switch {
@@ -105,7 +107,7 @@ func BenchmarkRead(b *testing.B) {
 	for _, tr := range transports {
 		for _, size := range benchSizes {
 			b.Run(tr.name+"/"+sizeName(size), func(b *testing.B) {
-				r := NewReader(tr.source(b, benchStream(size)))
+				r := NewReader(tr.source(b, benchStream(size)), WithBufferSize(benchBufSize))
 				r.Next()
 				b.SetBytes(int64(5 + size))
 				b.ReportAllocs()

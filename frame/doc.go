@@ -18,17 +18,36 @@
 // # Limits
 //
 // A length prefix above the maximum frame size ([WithMaxFrameSize], default
-// 16 MiB) fails with [ErrFrameTooLarge] before any of the body is read or
-// allocated, so a hostile peer can make a Reader commit at most that much
-// memory.
+// 16 MiB) fails with [ErrFrameTooLarge], and a canonical length of 0 with
+// [ErrEmptyFrame], as soon as the 4 length bytes are in: no further byte
+// is awaited or read, and no buffer is taken for the body.
+//
+// # Memory
+//
+// Memory follows the bytes received, never a declared length. A Reader
+// reads into an inline 512-byte buffer whenever it starts with nothing
+// buffered (between frames), so a Reader blocked waiting for its peer
+// holds no pooled buffer. A pooled buffer is taken only when the buffer in
+// use is full and more bytes are needed: at first 4 KiB, then at most 4
+// times the bytes it holds (or the whole frame when that is at most twice
+// as much), up to the frame's length; a busy stream's read-ahead grows the
+// same way up to [WithBufferSize]. So a peer that declares 16 MiB and
+// sends one byte costs nothing beyond the Reader itself, and in general a
+// Reader holds at most max(32 KiB, 32 times the bytes received), bounded
+// by the larger of the read-ahead limit and the maximum frame size (the
+// factor includes the pool's power-of-two rounding). One exception, to
+// keep steady streams of large frames at one copy: a frame no longer than
+// the previous frame above 512 bytes gets its whole buffer at once (the
+// peer has just sent that much). The pooled buffer goes back to the pool
+// when the Reader is drained (at the next Next).
 //
 // # Validity of a payload
 //
-// [Reader.Next] returns a payload that aliases either the Reader's bufio
-// buffer (the whole frame fits it: no copy) or a buffer from package pool
-// (a larger frame, read with io.ReadFull). Either way the payload is valid
-// only until the next call to Next: then the bytes are discarded from the
-// bufio buffer or the pooled buffer goes back to its pool. Copy what must
+// [Reader.Next] returns a payload that aliases the buffer its frame was
+// read into, never a copy: the Reader's inline buffer or a pooled buffer
+// from package pool. Either way the payload is valid only until the next
+// call to Next (or Reset): then its bytes may be overwritten by the bytes
+// that follow, or the pooled buffer goes back to its pool. Copy what must
 // live longer. Build with -tags zapdebug (or call pool.SetPoison(true) in
 // a test) and an expired payload is overwritten with 0xDB bytes, so a use
 // after Next shows up in tests.

@@ -32,19 +32,25 @@ func refParse(stream []byte, max int, http bool) ([]refFrame, error) {
 		if !http && len(stream) >= 4 && binary.LittleEndian.Uint32(stream) == 0 {
 			return out, ErrEmptyFrame
 		}
-		if len(stream) < hl {
+		// The 4 length bytes decide a refusal: no fifth byte is awaited.
+		if len(stream) < 4 {
 			return out, io.ErrUnexpectedEOF
 		}
 		var n int
-		var kind byte
 		if http {
 			n = int(binary.BigEndian.Uint32(stream))
 		} else {
 			n = int(binary.LittleEndian.Uint32(stream))
-			kind = stream[4]
 		}
 		if n > max {
 			return out, ErrFrameTooLarge
+		}
+		if len(stream) < hl {
+			return out, io.ErrUnexpectedEOF
+		}
+		var kind byte
+		if !http {
+			kind = stream[4]
 		}
 		body := n
 		if !http {
@@ -85,8 +91,8 @@ func fuzzSeeds() [][]byte {
 
 // FuzzReader feeds arbitrary streams to a Reader with small limits and
 // buffers and checks it against refParse: same frames, same final error
-// class, no panic, and no body allocation larger than the maximum frame
-// size, whatever the headers announce.
+// class, no panic, and no buffer larger than heldBound of the bytes
+// received, whatever the headers announce.
 func FuzzReader(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		for _, http := range []bool{false, true} {
@@ -110,19 +116,22 @@ func FuzzReader(f *testing.F) {
 		if http {
 			opts = append(opts, WithHTTPFraming())
 		}
-		var src io.Reader = bytes.NewReader(stream)
+		cr := &countingReader{r: bytes.NewReader(stream)}
+		var src io.Reader = cr
 		if oneByte {
 			src = iotest.OneByteReader(src)
 		}
 		r := NewReader(src, opts...)
-		// A pool of its own: every body buffer seen was allocated here.
+		// A pool of its own: every buffer seen was allocated here.
 		r.bodies = new(pool.SizedPool)
 		for i := 0; ; i++ {
 			kind, p, err := r.Next()
-			// Body memory is bounded by the maximum frame size, whatever
-			// the headers announced.
-			if r.big != nil && cap(r.big.B) > max {
-				t.Fatalf("body buffer of cap %d, max frame %d", cap(r.big.B), max)
+			// Memory follows the bytes received, whatever the headers
+			// announced, and never exceeds the larger of the read-ahead
+			// limit and the largest frame.
+			if h := r.Held(); h > heldBound(cr.n) || h > builtinMax(r.rsize, 4+r.max) {
+				t.Fatalf("holds a buffer of %d bytes after receiving %d (bound %d; read-ahead %d, max frame %d)",
+					h, cr.n, heldBound(cr.n), r.rsize, r.max)
 			}
 			if err != nil {
 				if i != len(want) {
@@ -145,3 +154,24 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// heldBound is the most a Reader may hold after receiving n bytes: a
+// buffer grows to at most 2*growFactor times the bytes it holds (at least
+// 2*minChunk), and the pool may hand out up to 4 times what was asked for
+// (a buffer of the next power-of-two class, or one from the class above
+// that a capacity limit filed lower).
+func heldBound(n int) int { return 4 * max(2*minChunk, 2*growFactor*n) }
+
+func builtinMax(a, b int) int { return max(a, b) }

@@ -1,18 +1,36 @@
 package frame
 
 import (
-	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/zapcodec/zapcodec/pool"
 )
 
-// bodies holds the buffers of payloads too large for a Reader's bufio
-// buffer, by power-of-two size class, apart from the small message buffers
-// of the default pool. New buffers are capped at the maximum frame size.
+// bodies holds the pooled buffers of Readers and Writers, by power-of-two
+// size class, apart from the small message buffers of the default pool.
 var bodies pool.SizedPool
+
+// Memory policy of a Reader (see "Memory" in the package doc).
+const (
+	// smallSize is the Reader's inline buffer: a read that starts with
+	// nothing buffered (between frames) goes there, so a Reader blocked
+	// waiting for a peer holds no pooled buffer. Frames that fit it (most
+	// RPC requests and answers) are returned from it without touching a
+	// pool.
+	smallSize = 512
+
+	// minChunk is the first pooled buffer a Reader takes when its buffer is
+	// full and more bytes are needed: 4 KiB.
+	minChunk = 4 << 10
+
+	// growFactor: a full buffer is replaced by one at most growFactor times
+	// as large (before rounding to the pool's power-of-two class), so the
+	// memory a Reader holds follows the bytes it received.
+	growFactor = 4
+)
 
 // Reader reads length-prefixed frames from a stream. Create it with
 // NewReader. A Reader must not be copied and is not safe for concurrent
@@ -25,62 +43,88 @@ var bodies pool.SizedPool
 // as is and loses nothing: the next call to Next resumes where the stream
 // stopped, even inside a large body, so a read loop may retry after
 // os.ErrDeadlineExceeded. Reset makes any Reader usable on a new stream.
+//
+// Memory: a Reader holds a pooled buffer only while bytes it has read wait
+// in it (read ahead, or part of a frame); see "Memory" in the package doc
+// for the exact rules.
 type Reader struct {
 	_ noCopy
 
-	br      *bufio.Reader
-	max     int  // largest accepted length prefix
-	http    bool // big-endian length, no kind byte
-	hdrLen  int  // 5 canonical, 4 HTTP
-	pending int  // bytes of the current frame still in br, discarded by the next Next
-	payload []byte
+	src     io.Reader
+	raw     *rawSource   // readiness-first reads of a TCP or Unix socket; nil for other readers
+	buf     []byte       // small[:], or big.B[:cap(big.B)]
+	big     *pool.Buffer // pooled backing of buf; nil while buf is small
+	r, w    int          // buf[r:w] was read and not yet returned by Next
+	payload []byte       // the last payload returned, for poisoning
 	bodies  *pool.SizedPool
-	big     *pool.Buffer // pooled body of the current (or interrupted) frame
-	got     int          // bytes of big.B read; < len(big.B) while interrupted
-	kind    byte         // kind of the frame in big
-	err     error        // sticky error
+	max     int  // largest accepted length prefix
+	rsize   int  // read-ahead limit and large-frame threshold (WithBufferSize)
+	http    bool // big-endian length, no kind byte
+	off     int  // offset of the payload in a frame: 5 canonical, 4 HTTP
+	full    bool // the last read filled all the space it was offered
+	raCap   int  // largest read-ahead buffer used so far (<= rsize)
+	credit  int  // length of the last completed frame larger than smallSize
+	rerr    error
+	err     error // sticky error
+
+	small [smallSize]byte
 }
 
-// NewReader returns a Reader of frames from r, with a bufio buffer of the
-// size WithBufferSize sets (default 64 KiB). If r is already a
-// *bufio.Reader at least that large, it is used as is. Options:
-// WithMaxFrameSize, WithBufferSize, WithHTTPFraming.
+// NewReader returns a Reader of frames from r. Options: WithMaxFrameSize,
+// WithBufferSize (the read-ahead limit, default 64 KiB), WithHTTPFraming.
+// The Reader does its own buffering: do not wrap r in a bufio.Reader (it
+// would work, but copy every byte once more).
 func NewReader(r io.Reader, opts ...Option) *Reader {
 	o := buildOptions(opts)
 	fr := &Reader{
-		br:     bufio.NewReaderSize(r, o.bufferSize),
+		src:    r,
 		max:    o.maxFrameSize,
+		rsize:  o.bufferSize,
 		http:   o.http,
-		hdrLen: 5,
+		off:    5,
 		bodies: &bodies,
 	}
 	if o.http {
-		fr.hdrLen = 4
+		fr.off = 4
 	}
+	fr.buf = fr.small[:]
+	fr.raw = newRawSource(fr, r)
 	return fr
 }
 
-// Reset releases the current payload, drops buffered bytes and an
-// interrupted frame, clears a sticky error and makes fr read from r,
-// keeping its buffers and options.
+// Reset releases the current payload, gives back the pooled buffer,
+// drops buffered bytes and an interrupted frame, clears a sticky error and
+// makes fr read from r, keeping its options.
 func (fr *Reader) Reset(r io.Reader) {
 	fr.release()
-	fr.br.Reset(r)
-	fr.err = nil
+	fr.dropBig()
+	fr.src = r
+	if fr.raw == nil || fr.raw.src != r {
+		fr.raw = newRawSource(fr, r)
+	}
+	fr.r, fr.w = 0, 0
+	fr.full, fr.raCap, fr.credit = false, 0, 0
+	fr.rerr, fr.err = nil, nil
 }
 
 // Buffered returns the number of bytes taken from the stream that no Next
-// has returned yet: bytes read ahead into the buffer, plus the header and
-// the body read so far of a large frame interrupted by an error. Zero means
-// the Reader stands exactly between two frames with nothing read ahead. A
-// server can use Buffered() == 0 after handling a frame as the moment to
-// flush its Writer: no further request is already waiting.
-func (fr *Reader) Buffered() int {
-	n := fr.br.Buffered() - fr.pending
-	if fr.interrupted() {
-		n += fr.hdrLen + fr.got
+// has returned yet: bytes read ahead, or the part read so far of a frame
+// interrupted by an error. Zero means the Reader stands exactly between
+// two frames with nothing read ahead. A server can use Buffered() == 0
+// after handling a frame as the moment to flush its Writer: no further
+// request is already waiting.
+func (fr *Reader) Buffered() int { return fr.w - fr.r }
+
+// Held returns the capacity of the pooled buffer the Reader holds now, 0
+// when it holds none (its inline 512-byte buffer is not counted). The
+// current payload may alias it. Between frames with nothing buffered, the
+// next Next gives the buffer back before it reads, so a Reader blocked in
+// Next waiting for a new frame holds none. For tests and metrics.
+func (fr *Reader) Held() int {
+	if fr.big == nil {
+		return 0
 	}
-	return n
+	return cap(fr.big.B)
 }
 
 // Ready reports whether the next call to Next returns without reading from
@@ -91,37 +135,33 @@ func (fr *Reader) Ready() bool {
 	if fr.err != nil {
 		return true
 	}
-	if fr.interrupted() {
+	avail := fr.w - fr.r
+	if avail < 4 {
 		return false
 	}
-	hl := fr.hdrLen
-	avail := fr.br.Buffered() - fr.pending
-	if avail < hl {
-		return false
-	}
-	b, err := fr.br.Peek(fr.pending + hl) // buffered: never reads
-	if err != nil {
-		return false
-	}
-	hdr := b[fr.pending:]
-	var n, body int
-	if fr.http {
-		n = int(binary.BigEndian.Uint32(hdr))
-		body = n
-	} else {
-		n = int(binary.LittleEndian.Uint32(hdr))
-		if n == 0 {
-			return true
-		}
-		body = n - 1 // the kind byte is in the header
-	}
-	if n > fr.max {
-		return true
-	}
-	return avail >= hl+body
+	t, err := fr.total(fr.buf[fr.r:fr.w])
+	return err != nil || avail >= t
 }
 
-func (fr *Reader) interrupted() bool { return fr.big != nil && fr.got < len(fr.big.B) }
+// total returns the length of the frame whose header starts h (at least 4
+// bytes): the 4-byte length prefix plus the length it announces. It fails
+// on a length of 0 (canonical framing) or one above the maximum, decided
+// on the 4 length bytes alone.
+func (fr *Reader) total(h []byte) (int, error) {
+	var n int
+	if fr.http {
+		n = int(binary.BigEndian.Uint32(h))
+	} else {
+		n = int(binary.LittleEndian.Uint32(h))
+		if n == 0 {
+			return 0, ErrEmptyFrame
+		}
+	}
+	if n > fr.max {
+		return 0, fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fr.max)
+	}
+	return 4 + n, nil
+}
 
 // Next reads the next frame and returns its kind byte and payload (the
 // envelope; in HTTP framing, kind is 0 and the payload is the message).
@@ -129,124 +169,213 @@ func (fr *Reader) interrupted() bool { return fr.big != nil && fr.got < len(fr.b
 // Errors: io.EOF when the stream ends cleanly between frames;
 // io.ErrUnexpectedEOF when it ends inside a header or a body;
 // ErrFrameTooLarge (wrapped, naming the length) when the length prefix
-// exceeds the maximum frame size, reported before any of the body is read
-// or allocated; ErrEmptyFrame for a canonical frame of length 0; otherwise
-// the error of the underlying reader, after which Next may be called again
-// (see [Reader]).
+// exceeds the maximum frame size, and ErrEmptyFrame for a canonical
+// length of 0: both are reported as soon as the 4 length bytes are in,
+// before any further byte is read or any buffer is taken for the body;
+// otherwise the error of the underlying reader, after which Next may be
+// called again (see [Reader]).
 //
-// The payload aliases the reader's buffer (a frame that fits the bufio
-// buffer) or a pooled buffer (a larger frame) and is valid only until the
-// next call to Next or Reset; copy it to keep it. Its capacity equals its
-// length, so appending to it copies.
+// The payload aliases the buffer the frame was read into, never a copy
+// made for the caller: the Reader's inline 512-byte buffer (a frame that
+// arrived whole while nothing was buffered) or a pooled buffer (a larger
+// frame, or frames read ahead on a busy stream). Either way it is valid
+// only until the next call to Next or Reset: Next may overwrite that
+// memory (moving the unread bytes that follow) or give the pooled buffer
+// back to the pool. Copy what must live longer. With pool poisoning on
+// (-tags zapdebug) an expired payload reads as 0xDB bytes. Its capacity
+// equals its length, so appending to it copies.
 func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 	if fr.err != nil {
 		return 0, nil, fr.err
 	}
-	if fr.interrupted() {
-		return fr.readBody()
-	}
 	fr.release()
-
-	hl := fr.hdrLen
-	hdr, err := fr.br.Peek(hl)
-	if err != nil {
-		switch {
-		case !fr.http && len(hdr) >= 4 && binary.LittleEndian.Uint32(hdr) == 0:
-			// An empty frame is only 4 bytes long: report it as such
-			// even when the stream ends right after it.
-			return fr.fail(ErrEmptyFrame)
-		case err == io.EOF && len(hdr) > 0:
-			return fr.fail(io.ErrUnexpectedEOF)
-		case err == io.EOF:
-			return fr.fail(io.EOF)
+	for {
+		avail := fr.w - fr.r
+		need := 4
+		if avail >= 4 {
+			t, err := fr.total(fr.buf[fr.r:fr.w])
+			if err != nil {
+				return fr.fail(err)
+			}
+			if avail >= t {
+				start := fr.r
+				fr.r += t
+				if t > smallSize {
+					fr.credit = t
+				}
+				if !fr.http {
+					kind = fr.buf[start+4]
+				}
+				fr.payload = fr.buf[start+fr.off : start+t : start+t]
+				return kind, fr.payload, nil
+			}
+			need = t
 		}
-		return 0, nil, err // nothing consumed: retry reads the header again
-	}
-	var n int
-	if fr.http {
-		n = int(binary.BigEndian.Uint32(hdr))
-	} else {
-		n = int(binary.LittleEndian.Uint32(hdr))
-		if n == 0 {
-			return fr.fail(ErrEmptyFrame)
-		}
-		kind = hdr[4]
-	}
-	if n > fr.max {
-		return fr.fail(fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fr.max))
-	}
-	// The header counts the kind byte in n; the body is what follows hdr.
-	body := n
-	if !fr.http {
-		body = n - 1
-	}
-	total := hl + body
-
-	if total <= fr.br.Size() {
-		// Small frame: return a view into the bufio buffer, discarded by
-		// the next call.
-		b, err := fr.br.Peek(total)
-		if err != nil {
+		if err := fr.fill(need); err != nil {
 			if err == io.EOF {
+				if fr.w == fr.r {
+					return fr.fail(io.EOF)
+				}
 				return fr.fail(io.ErrUnexpectedEOF)
 			}
-			return 0, nil, err // nothing consumed: retry peeks again
+			return 0, nil, err // nothing lost: the next call resumes
 		}
-		fr.pending = total
-		fr.payload = b[hl:total:total]
-		return kind, fr.payload, nil
 	}
-
-	// Large frame: read the body into a pooled buffer. Discarding the
-	// header never touches the stream: Peek buffered it.
-	if _, err := fr.br.Discard(hl); err != nil {
-		return fr.fail(fmt.Errorf("BUG: frame: discard of peeked header: %w", err))
-	}
-	fr.big = fr.bodies.Get(body, fr.max)
-	fr.got = 0
-	fr.kind = kind
-	return fr.readBody()
 }
 
-// readBody reads (the rest of) a large body into fr.big. On an error of the
-// underlying reader it keeps what it got, for the next call to resume.
-func (fr *Reader) readBody() (byte, []byte, error) {
-	b := fr.big.B
-	n, err := io.ReadFull(fr.br, b[fr.got:])
-	fr.got += n
-	if err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return fr.fail(io.ErrUnexpectedEOF)
+// fill makes room for a frame of need bytes starting at buf[r] (need is 4
+// while its header is not in yet) and reads once.
+func (fr *Reader) fill(need int) error {
+	if fr.r == fr.w {
+		// Between frames with nothing buffered: the next read may block,
+		// so hold no pooled buffer while it does (the peer may go idle
+		// here for hours). Back to the inline buffer.
+		fr.r, fr.w = 0, 0
+		fr.full = false
+		if fr.big != nil {
+			fr.dropBig()
 		}
-		return 0, nil, err
 	}
-	fr.payload = b[:len(b):len(b)]
-	return fr.kind, fr.payload, nil
+	if n, ahead := fr.target(need); n > len(fr.buf) {
+		if ahead {
+			fr.raCap = max(fr.raCap, n)
+		}
+		fr.grow(n)
+	} else if need > len(fr.buf)-fr.r && fr.r > 0 {
+		// The frame does not fit where it starts: move it to the front.
+		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
+		fr.r = 0
+	}
+	if fr.raw != nil && fr.w == 0 && fr.big == nil && fr.credit <= fr.rsize {
+		// Drained, on a socket: when frames above the inline buffer's
+		// size came lately (or a busy stream read ahead), read straight
+		// into a pooled buffer of that size, taken only once the socket
+		// is readable. (After a frame above the read-ahead limit, the
+		// inline buffer reads the next header: a large frame is then
+		// read exactly into its own buffer, without a copy.)
+		if pre := max(fr.raCap, fr.credit); pre > smallSize {
+			return fr.raw.read(pre)
+		}
+	}
+	end := len(fr.buf)
+	if need > fr.rsize && fr.r+need < end {
+		// A large frame is read exactly, so that the next one starts in
+		// the inline buffer and never needs moving.
+		end = fr.r + need
+	}
+	return fr.read(fr.buf[fr.w:end])
 }
 
-// release gives up the current payload: poisons it when pool poisoning is
-// on, discards it from the bufio buffer or returns its pooled buffer (also
-// the buffer of an interrupted frame).
+// target returns the length the buffer should have for the next read:
+// len(fr.buf), or more when it must or may grow; ahead reports a larger
+// buffer for reading ahead (remembered in raCap). It grows only
+//   - when the last read filled all the space offered (a busy stream, or
+//     the buffer full of one frame), to at most growFactor times its
+//     current length (at least minChunk) for reading ahead, up to the
+//     read-ahead limit; or, for a frame that does not fit, to the frame's
+//     length when that is at most twice as much, else to that much;
+//   - or to a frame's length when the previous frame larger than the
+//     inline buffer was at least as long (credit: the peer just sent that
+//     much).
+//
+// So what a Reader holds follows the bytes it received, never a length
+// prefix alone.
+func (fr *Reader) target(need int) (n int, ahead bool) {
+	n = len(fr.buf)
+	if fr.full && n < fr.rsize {
+		n = min(fr.rsize, max(minChunk, growFactor*n, fr.raCap))
+		ahead = true
+	}
+	if need <= n {
+		return n, ahead
+	}
+	if need <= fr.credit {
+		return need, false
+	}
+	if fr.w-fr.r < len(fr.buf) {
+		// Room left: read into it first.
+		return n, ahead
+	}
+	allowed := max(minChunk, growFactor*len(fr.buf))
+	if need <= 2*allowed {
+		return need, false
+	}
+	return max(n, allowed), false
+}
+
+// grow moves the unread bytes to a pooled buffer of at least n bytes.
+func (fr *Reader) grow(n int) {
+	limit := 4 + fr.max // the largest frame
+	if n <= fr.rsize {
+		limit = max(limit, fr.rsize)
+	}
+	nb := fr.bodies.Get(n, limit)
+	nb.B = nb.B[:cap(nb.B)]
+	fr.w = copy(nb.B, fr.buf[fr.r:fr.w])
+	fr.r = 0
+	fr.dropBig()
+	fr.big = nb
+	fr.buf = nb.B
+}
+
+// read reads once into p (at the end of buf[:w]), retrying a few times on
+// (0, nil). Bytes that come with an error are kept and the error is
+// returned by the next read.
+func (fr *Reader) read(p []byte) error {
+	if err := fr.rerr; err != nil {
+		fr.rerr = nil
+		return err
+	}
+	for range 100 {
+		n, err := fr.src.Read(p)
+		if n < 0 || n > len(p) {
+			return fr.brk(errors.New("frame: underlying reader returned an invalid count"))
+		}
+		fr.w += n
+		fr.full = n == len(p)
+		if n > 0 {
+			fr.rerr = err
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return io.ErrNoProgress
+}
+
+// brk makes err sticky (a broken underlying reader) and returns it.
+func (fr *Reader) brk(err error) error {
+	fr.fail(err)
+	return err
+}
+
+// release ends the current payload: poisons it when pool poisoning is on.
+// Its bytes stay where they are until Next overwrites them or gives the
+// buffer back.
 func (fr *Reader) release() {
 	if fr.payload != nil && pool.Poisoning() {
 		pool.Poison(fr.payload)
 	}
 	fr.payload = nil
-	if fr.pending > 0 {
-		// At most Buffered() bytes: never reads from the stream.
-		fr.br.Discard(fr.pending)
-		fr.pending = 0
-	}
+}
+
+// dropBig gives the pooled buffer back and returns to the inline buffer.
+// Unread bytes must have been moved out first.
+func (fr *Reader) dropBig() {
 	if fr.big != nil {
 		fr.bodies.Put(fr.big)
 		fr.big = nil
-		fr.got = 0
 	}
+	fr.buf = fr.small[:]
 }
 
-// fail breaks the Reader with a protocol or end-of-stream error.
+// fail breaks the Reader with a protocol or end-of-stream error and gives
+// its buffer back.
 func (fr *Reader) fail(err error) (byte, []byte, error) {
 	fr.err = err
 	fr.release()
+	fr.dropBig()
+	fr.r, fr.w = 0, 0
 	return 0, nil, err
 }

@@ -5,6 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+
+	"github.com/zapcodec/zapcodec/pool"
+)
+
+const (
+	// minWant is the smallest buffer a Writer asks its pool for: 512 bytes.
+	minWant = 512
+	// shrinkAfter: the buffer asked for halves after this many batches in a
+	// row that used less than a quarter of it.
+	shrinkAfter = 16
 )
 
 // Writer writes length-prefixed frames to a stream, coalescing them: frames
@@ -20,11 +30,18 @@ import (
 // serialise access, and a frame from Begin must be ended before any other
 // method is called.
 //
-// The buffer keeps the largest capacity it reached (a frame built with
-// Begin/End larger than the buffer size grows it), so a connection that
-// once sent a 16 MiB frame through Begin/End holds 16 MiB until the Writer
-// is dropped (Reset keeps it). WriteFrame grows it at most to the buffer size
-// plus the writev threshold.
+// Memory: the buffer is pooled. The Writer takes one from the pool when a
+// frame is added to an empty Writer (Begin, WriteFrame, WriteFrameParts)
+// and gives it back whenever a write leaves nothing pending (Flush, a
+// write-out when the buffer is full, a writev, Reset, a write error), so
+// an idle Writer holds no buffer and costs only its own struct (about 150
+// bytes). The capacity asked for follows the batches actually written:
+// the largest recent batch, halved after 16 batches in a row that used less
+// than a quarter of it, at least 512 bytes. A frame built with Begin/End larger
+// than the buffer grows it (by append: one allocation) and a buffer of
+// that size is asked for next time, so repeated large frames allocate
+// nothing once warm. WriteFrame grows the buffer at most to the buffer
+// size plus the writev threshold.
 //
 // After a write to the stream fails, the Writer is broken: the error is
 // returned by every later call (part of a frame may have been written).
@@ -33,10 +50,14 @@ type Writer struct {
 	_ noCopy
 
 	w         io.Writer
-	buf       []byte // pending bytes: whole frames, then possibly a begun header
-	begun     int    // offset in buf of the header Begin wrote; -1 when none
-	size      int    // write out when buf would exceed this
-	threshold int    // writev payloads of at least this size
+	buf       []byte       // pending bytes: whole frames, then possibly a begun header
+	bb        *pool.Buffer // pooled backing of buf; nil when none is held
+	bodies    *pool.SizedPool
+	want      int // capacity to ask the pool for
+	smaller   int // batches in a row much smaller than want
+	begun     int // offset in buf of the header Begin wrote; -1 when none
+	size      int // write out when buf would exceed this
+	threshold int // writev payloads of at least this size
 	max       int
 	http      bool
 	hdrLen    int
@@ -58,21 +79,72 @@ func NewWriter(w io.Writer, opts ...Option) *Writer {
 		http:      o.http,
 		hdrLen:    5,
 		begun:     -1,
+		bodies:    &bodies,
+		want:      minWant,
 	}
 	if o.http {
 		fw.hdrLen = 4
 	}
-	fw.buf = make([]byte, 0, fw.size)
 	return fw
 }
 
-// Reset drops pending bytes and a begun frame, clears a sticky error and
-// makes fw write to w, keeping its buffer and options.
+// Reset drops pending bytes and a begun frame, gives the buffer back,
+// clears a sticky error and makes fw write to w, keeping its options.
 func (fw *Writer) Reset(w io.Writer) {
 	fw.w = w
 	fw.buf = fw.buf[:0]
+	fw.give()
 	fw.begun = -1
 	fw.err = nil
+}
+
+// Held returns the capacity of the pooled buffer the Writer holds now, 0
+// when it holds none: nothing is pending since its last write. For tests
+// and metrics.
+func (fw *Writer) Held() int {
+	if fw.bb == nil {
+		return 0
+	}
+	return cap(fw.buf)
+}
+
+// take makes sure the Writer holds a buffer.
+func (fw *Writer) take() {
+	if fw.bb == nil {
+		fw.bb = fw.bodies.Get(fw.want, 0)
+		fw.buf = fw.bb.B[:0]
+	}
+}
+
+// give returns the (empty) buffer to the pool, first updating want from
+// the batch just written (n bytes).
+func (fw *Writer) give() {
+	if fw.bb == nil {
+		return
+	}
+	fw.bb.B = fw.buf[:0] // append may have moved it to a larger array
+	fw.bodies.Put(fw.bb)
+	fw.bb = nil
+	fw.buf = nil
+}
+
+// sized records a batch of n bytes leaving: want follows the batch sizes,
+// up at once, down by half after shrinkAfter batches in a row that used
+// less than a quarter of it.
+func (fw *Writer) sized(n int) {
+	switch {
+	case n > fw.want:
+		fw.want = n
+		fw.smaller = 0
+	case n < fw.want/4:
+		fw.smaller++
+		if fw.smaller >= shrinkAfter {
+			fw.want = max(fw.want/2, minWant)
+			fw.smaller = 0
+		}
+	default:
+		fw.smaller = 0
+	}
 }
 
 // Buffered returns the number of bytes of complete frames waiting for
@@ -106,6 +178,7 @@ func (fw *Writer) WriteFrame(kind byte, payload []byte) error {
 		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
 	}
 	if len(payload) >= fw.threshold {
+		fw.take()
 		fw.buf = fw.appendHeader(fw.buf, kind, n)
 		return fw.writev(payload)
 	}
@@ -114,6 +187,7 @@ func (fw *Writer) WriteFrame(kind byte, payload []byte) error {
 			return err
 		}
 	}
+	fw.take()
 	fw.buf = fw.appendHeader(fw.buf, kind, n)
 	fw.buf = append(fw.buf, payload...)
 	return nil
@@ -139,6 +213,7 @@ func (fw *Writer) WriteFrameParts(kind byte, head, body []byte) error {
 		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
 	}
 	if len(body) >= fw.threshold {
+		fw.take()
 		fw.buf = fw.appendHeader(fw.buf, kind, n)
 		fw.buf = append(fw.buf, head...)
 		return fw.writev(body)
@@ -148,6 +223,7 @@ func (fw *Writer) WriteFrameParts(kind byte, head, body []byte) error {
 			return err
 		}
 	}
+	fw.take()
 	fw.buf = fw.appendHeader(fw.buf, kind, n)
 	fw.buf = append(fw.buf, head...)
 	fw.buf = append(fw.buf, body...)
@@ -174,6 +250,7 @@ func (fw *Writer) Begin(kind byte) []byte {
 	if fw.err == nil && len(fw.buf) >= fw.size {
 		fw.flush() // sets fw.err on failure; End reports it
 	}
+	fw.take()
 	fw.begun = len(fw.buf)
 	fw.buf = fw.appendHeader(fw.buf, kind, 0)
 	return fw.buf
@@ -194,6 +271,7 @@ func (fw *Writer) End(buf []byte) error {
 	fw.begun = -1
 	if fw.err != nil {
 		fw.buf = fw.buf[:start]
+		fw.give()
 		return fw.err
 	}
 	if len(buf) < start+fw.hdrLen {
@@ -247,10 +325,13 @@ func (fw *Writer) appendHeader(b []byte, kind byte, n int) []byte {
 
 func (fw *Writer) flush() error {
 	if len(fw.buf) == 0 {
+		fw.give()
 		return nil
 	}
 	err := writeAll(fw.w, fw.buf)
+	fw.sized(len(fw.buf))
 	fw.buf = fw.buf[:0]
+	fw.give()
 	if err != nil {
 		fw.err = err
 	}
@@ -281,7 +362,9 @@ func (fw *Writer) writev(payload []byte) error {
 			err = writeAll(fw.w, payload)
 		}
 	}
+	fw.sized(len(fw.buf))
 	fw.buf = fw.buf[:0]
+	fw.give()
 	if err != nil {
 		fw.err = err
 	}

@@ -5,6 +5,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
 )
 
@@ -70,5 +71,37 @@ func TestAllocsEnvelope(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("envelope encode/parse: %v allocs", n)
+	}
+}
+
+// A handler that uses its ctx as a real context (a base context's value,
+// CallInfo, Done, Err, Deadline) still costs no allocation per call.
+func TestAllocsHandlerContext(t *testing.T) {
+	type key struct{}
+	base := context.WithValue(context.Background(), key{}, "v")
+	s, addr, _ := testServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
+	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		m, _, ok := CallInfo(ctx)
+		if !ok || m != 5 || ctx.Value(key{}) != "v" || ctx.Err() != nil || ctx.Done() == nil {
+			return resp, Errorf(StatusBadRequest, "bad ctx")
+		}
+		if _, ok := ctx.Deadline(); ok {
+			return resp, Errorf(StatusBadRequest, "deadline")
+		}
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr)
+	req := []byte("0123456789abcdef")
+	resp := make([]byte, 0, 64)
+	call := func() {
+		if out, err := c.Call(context.Background(), 5, req, resp[:0]); err != nil || len(out) != len(req) {
+			t.Fatalf("call: %q %v", out, err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		call()
+	}
+	if n := testing.AllocsPerRun(2000, call); n != 0 {
+		t.Errorf("call whose handler reads its ctx: %v allocs, want 0", n)
 	}
 }

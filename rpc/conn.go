@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/zapcodec/zapcodec/frame"
 )
@@ -26,13 +25,19 @@ type serverConn struct {
 
 	out outbox // answers and go-away; the last writer in line flushes
 
-	done      chan struct{} // closed by close; the handlers' ctx.Done
+	done      chan struct{} // closed by close
 	closeOnce sync.Once
-	closed    atomic.Bool
 
-	// free holds the jobs not in use; its capacity is the in-flight limit,
-	// and nJobs (read loop only) counts jobs allocated so far.
-	free  chan *job
+	// ctx is the handlers' context: derived from the listener's base
+	// context (WithBaseContext), canceled by close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed atomic.Bool
+
+	// free holds the jobs not in use (see jobs.go); nJobs (role holder
+	// only) counts the jobs the connection holds, at most the in-flight
+	// limit.
+	free  jobFree
 	nJobs int
 
 	inflight   atomic.Int32 // requests being parsed, run or answered
@@ -51,11 +56,21 @@ type serverConn struct {
 	inl    atomic.Uint64
 	seq    uint64 // role holder: last inline sequence number used
 	owed   bool   // role holder: answers wait in out for its flush
+	spill  bool   // role holder: dispatch calls to workers until the next wait
 	batch  bool   // role holder: holds one unit of inflight for the calls it answers
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous tick
-	rjob   job    // dispatched to a worker to take over the read loop
+
+	// Read deadlines (see readtimeout.go), role holder only.
+	armed      int64 // the read deadline set on nc (unix ns), 0 none
+	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
+	waitStart  int64 // when the current wait between frames began, 0 none
+	idleSince  int64 // when the loop last waited after reading a request
+	active     bool  // a request was read since the last wait
+	idleAway   int64 // when the idle timeout sent a go-away, 0 not
+
+	rjob job // dispatched to a worker to take over the read loop
 }
 
 const readerTaken = ^uint64(0)
@@ -115,15 +130,16 @@ func (c *serverConn) hold() {
 	}
 }
 
-func newServerConn(s *Server, nc net.Conn) *serverConn {
+func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	o := &s.opts
 	c := &serverConn{
 		s:    s,
 		nc:   nc,
 		r:    frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
 		done: make(chan struct{}),
-		free: make(chan *job, o.maxInFlight),
 	}
+	c.free.wake = make(chan struct{}, 1)
+	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
 	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	if o.pipelining {
@@ -143,6 +159,7 @@ func (c *serverConn) close(reason error) {
 		}
 		c.closed.Store(true)
 		close(c.done)
+		c.cancel()
 		c.nc.Close()
 		if c.promises != nil {
 			c.promises.close()
@@ -151,15 +168,15 @@ func (c *serverConn) close(reason error) {
 	})
 }
 
-// serve is the connection's read loop.
+// serve runs the connection: the TLS handshake if any, then the read loop.
 func (c *serverConn) serve() {
 	o := &c.s.opts
 	if tc, ok := c.nc.(*tls.Conn); ok {
-		d := o.idleTimeout
+		d := o.readTimeout
 		if d <= 0 {
-			d = 10 * time.Second
+			d = DefaultReadTimeout
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), d)
+		ctx, cancel := context.WithTimeout(c.ctx, d)
 		err := tc.HandshakeContext(ctx)
 		cancel()
 		if err != nil {
@@ -167,6 +184,7 @@ func (c *serverConn) serve() {
 			return
 		}
 	}
+	c.idleSince = time.Now().UnixNano()
 	if !c.readLoop() {
 		// The read loop moved to another goroutine while a handler ran
 		// here: this goroutine joins the workers.
@@ -178,9 +196,42 @@ func (c *serverConn) serve() {
 // readLoop reads and handles frames while this goroutine holds the read
 // loop role. It returns true when the connection is done, false when the
 // role was handed to another goroutine.
+//
+// The read loop role moves between goroutines; its states:
+//
+//	       accept
+//	         |
+//	         v
+//	+---> READING ----- Next blocks? ----> flush owed answers,
+//	|        |                             arm read deadline, block
+//	|   request read                            |
+//	|        v                                  |
+//	|   conn dead or go-away sent? -- yes --> refuse / stop (no handler runs)
+//	|        | no                               |
+//	|        v                                  |
+//	|   INLINE (c.inl = seq) -- handler returns, CAS seq->0 ok --> answer owed
+//	|        |                                                      |
+//	+--------+------------------------------------------------------+
+//	         |
+//	watchdog sees the same seq at two ticks: CAS seq -> readerTaken,
+//	dispatches c.rjob to a worker
+//	         |
+//	         v
+//	TAKEN: the worker becomes the new READING holder; the old goroutine's
+//	CAS fails when its handler returns: it answers like a worker (doneOne)
+//	and joins the workers (serve) or goes back to its pool (worker).
+//
+// Only the role holder touches the fields marked "role holder"; the
+// hand-over goes through c.inl (compare-and-swap) and the work channel,
+// which order those writes before the new holder's reads.
 func (c *serverConn) readLoop() bool {
-	o := &c.s.opts
 	for {
+		if c.closed.Load() {
+			// Known dead (a write failed, a timeout, Close): the frames
+			// still buffered are not run.
+			c.flushOwed()
+			return true
+		}
 		if !c.r.Ready() {
 			// Next is about to block: the answers of the calls run
 			// inline so far leave now, in one write.
@@ -188,23 +239,19 @@ func (c *serverConn) readLoop() bool {
 				c.close(fmt.Errorf("write: %w", err))
 				return true
 			}
-			if o.idleTimeout > 0 {
-				// Also with part of a frame buffered: its rest must come
-				// within the timeout from now (an active peer's writes
-				// need not end on frame boundaries).
-				c.nc.SetReadDeadline(time.Now().Add(o.idleTimeout))
-			}
+			c.spill = false
+			c.armWait()
 		}
 		kind, p, err := c.r.Next()
 		if err != nil {
 			// A broken stream may fail Next at once: answers owed so far
 			// still go out (a write error is the read error's business).
 			c.flushOwed()
-			if o.idleTimeout > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() &&
-				c.inflight.Load() > 0 && c.r.Buffered() == 0 {
-				// Idle between frames while calls run: keep waiting.
-				c.r.Reset(c.nc)
-				continue
+			if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() {
+				if c.deadlineFired() {
+					continue
+				}
+				return true
 			}
 			switch {
 			case err == io.EOF:
@@ -221,9 +268,11 @@ func (c *serverConn) readLoop() bool {
 			}
 			return true
 		}
+		c.frameStart = 0
 		c.local.bytesIn += uint64(len(p) + 5)
 		switch kind {
 		case KindRequest:
+			c.active = true
 			switch c.request(p) {
 			case reqClosed:
 				c.flushOwed() // gives back the read loop's unit of inflight
@@ -232,7 +281,16 @@ func (c *serverConn) readLoop() bool {
 				return false
 			}
 		case KindGoAway:
-			c.acked.Store(true)
+			// Only an answer to our own go-away is an acknowledgement; a
+			// peer's unsolicited kind 6 means nothing to a server.
+			if c.goAwaySent.Load() {
+				c.acked.Store(true)
+				c.flushOwed()
+				if c.inflight.Load() == 0 && c.outIdle() {
+					c.close(nil)
+					return true
+				}
+			}
 		default:
 			// Answers, stream frames and unknown kinds are ignored
 			// (WIRE.md §6: a reader ignores a kind it does not know).
@@ -263,7 +321,10 @@ func (c *serverConn) request(p []byte) int {
 		c.close(err)
 		return reqClosed
 	}
-	if c.acked.Load() {
+	if c.goAwaySent.Load() {
+		// Read after our go-away: refused at once, not run, so the
+		// client may send it elsewhere (its peer may not have seen the
+		// go-away yet when it sent it).
 		c.refuse(req.PromiseID)
 		return reqNext
 	}
@@ -282,9 +343,14 @@ func (c *serverConn) request(p []byte) int {
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
 	j.req = append(j.req[:0], req.Payload...)
-	if c.promises != nil {
+	if c.promises != nil || c.spill {
 		// Pipelined calls may wait for each other: each runs on a worker.
-		j.pslot, j.pseq = c.promises.record(req.PromiseID)
+		// So do the calls read right after the watchdog took the read loop
+		// from a slow handler, up to the next wait (a burst of slow calls
+		// then starts at once instead of one per watchdog tick or two).
+		if c.promises != nil {
+			j.pslot, j.pseq = c.promises.record(req.PromiseID)
+		}
 		c.inflight.Add(1) // the worker's doneOne ends it
 		s.dispatch(j)
 		return reqNext
@@ -292,93 +358,9 @@ func (c *serverConn) request(p []byte) int {
 	return c.runInline(j)
 }
 
-// runInline runs a call on the read loop's goroutine, which saves handing
-// it to a worker (a goroutine wake-up per call). While the handler runs,
-// c.inl holds its sequence number; the server's watchdog, which looks at
-// every connection each tick (see Server.watchdog), takes the read loop
-// role away from a handler still running at two consecutive ticks and
-// dispatches it to a worker, which goes on reading: a slow handler delays
-// the calls behind it by a tick or two at most, and then runs on as a
-// worker call. The answer of an inline call is appended to the outbox and
-// written by the read loop once no further request is buffered.
-func (c *serverConn) runInline(j *job) int {
-	c.seq++
-	seq := c.seq
-	c.inl.Store(seq)
-	if c.s.wdParked.Load() {
-		c.s.wakeWatchdog()
-	}
-	status, body := c.invoke(j)
-	if !c.inl.CompareAndSwap(seq, 0) {
-		// Taken over: answer like a worker and leave reading to the
-		// goroutine that has the role now. The watchdog counted this
-		// call in inflight on its own; doneOne ends it.
-		c.finish(j, status, body, false)
-		return reqLost
-	}
-	c.finish(j, status, body, true)
-	return reqNext
-}
-
-// acquire returns a free job, allocating one while fewer than the in-flight
-// limit exist, else waiting for one (backpressure: the connection is not
-// read meanwhile). nil: the connection closed while waiting.
-func (c *serverConn) acquire() *job {
-	if j := c.spare; j != nil {
-		c.spare = nil
-		return j
-	}
-	select {
-	case j := <-c.free:
-		return j
-	default:
-	}
-	if c.nJobs < cap(c.free) {
-		c.nJobs++
-		return &job{c: c, resp: make([]byte, 0, 512)}
-	}
-	// The answers written so far need not wait too.
-	if err := c.flushOwed(); err != nil {
-		c.close(fmt.Errorf("write: %w", err))
-		return nil
-	}
-	c.hold()
-	select {
-	case j := <-c.free:
-		return j
-	case <-c.done:
-		return nil
-	}
-}
-
-// run executes a call on a worker goroutine and answers it.
-func (c *serverConn) run(j *job) {
-	status, body := c.invoke(j)
-	c.finish(j, status, body, false)
-}
-
-// finish answers a call and frees its job. inReader: the caller holds the
-// read loop role and flushes later (see readLoop).
-func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
-	if c.promises != nil {
-		c.promises.complete(j.pslot, j.pseq, status == StatusOK, body)
-	}
-	c.writeAnswer(status, j.pid, body, inReader)
-	if cap(j.req) > maxKeptBuffer {
-		j.req = nil
-	}
-	if cap(j.resp) > maxKeptBuffer {
-		j.resp = make([]byte, 0, 512)
-	}
-	j.h = nil
-	if inReader {
-		c.spare = j // the read loop's next call takes it without a channel op
-	} else {
-		c.free <- j
-		c.doneOne()
-	}
-}
-
+// doneOne ends one unit of inflight; the last one closes a connection
+// whose peer sent its last frame, or starts the quiet time of one told to
+// go away.
 func (c *serverConn) doneOne() {
 	if c.inflight.Add(-1) == 0 {
 		if c.eof.Load() {
@@ -388,185 +370,3 @@ func (c *serverConn) doneOne() {
 		}
 	}
 }
-
-// invoke runs the handler, turning its error or panic into a status.
-func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid, "panic", fmt.Sprint(r))
-			status, body = StatusInternal, nil
-		}
-	}()
-	if j.target != 0 {
-		var ok bool
-		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0]); !ok {
-			return StatusBadRequest, append(j.resp[:0], "promise target failed or unknown"...)
-		}
-	}
-	out, err := j.h(j, j.req, j.resp[:0])
-	if len(out) > 0 || cap(out) > 0 {
-		if unsafe.SliceData(out) == unsafe.SliceData(j.resp) {
-			j.resp = out[:0]
-		} else if cap(out) > cap(j.resp) && cap(out) <= maxKeptBuffer {
-			// The answer outgrew the job's buffer: grow it once for the
-			// next call (never keep out itself: it may be the handler's).
-			j.resp = make([]byte, 0, cap(out))
-		}
-	}
-	if err != nil {
-		var se *StatusError
-		if errors.As(err, &se) {
-			return se.Code, append(j.resp[:0], se.Message...)
-		}
-		return StatusInternal, nil
-	}
-	return StatusOK, out
-}
-
-// answerDirect answers from the read loop (no handler ran) and ends the
-// request's in-flight count.
-func (c *serverConn) answerDirect(status, pid uint32, msg string) {
-	c.writeAnswerString(status, pid, msg, false, true)
-}
-
-// refuse answers, from the read loop, a call read after the go-away: 503
-// with the not-run flag (WIRE.md §8 extension), so the client knows it may
-// send the call again. A canonical client reads a plain 503 "going away".
-func (c *serverConn) refuse(pid uint32) {
-	c.writeAnswerString(StatusUnavailable, pid, goAwayRefusal, true, true)
-}
-
-func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool) {
-	if c.closed.Load() {
-		return
-	}
-	var lead bool
-	var err error
-	if len(body) >= frame.DefaultWritevThreshold {
-		// A big body is not copied: it leaves with its headers in one
-		// writev (after the frames already waiting).
-		var hb [ResponseOverhead]byte
-		head := AppendResponseHeader(hb[:0], status, pid, len(body))
-		err = c.out.lock().WriteFrameParts(KindResponse, head, body)
-		lead = c.out.unlock()
-	} else {
-		buf := c.out.begin(KindResponse)
-		buf = AppendResponseHeader(buf, status, pid, len(body))
-		buf = append(buf, body...)
-		lead, err = c.out.end(buf)
-	}
-	if errors.Is(err, frame.ErrFrameTooLarge) {
-		status, body = StatusInternal, nil
-		buf := c.out.begin(KindResponse)
-		buf = AppendResponseHeader(buf, status, pid, 0)
-		var l bool
-		l, err = c.out.end(buf)
-		lead = lead || l
-	}
-	c.finishWrite(lead, err, status, len(body), inReader)
-}
-
-func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, inReader bool) {
-	if c.closed.Load() {
-		return
-	}
-	buf := c.out.begin(KindResponse)
-	if notRun {
-		buf = appendRefusalHeader(buf, status, pid, len(msg))
-	} else {
-		buf = AppendResponseHeader(buf, status, pid, len(msg))
-	}
-	buf = append(buf, msg...)
-	lead, err := c.out.end(buf)
-	c.finishWrite(lead, err, status, len(msg), inReader)
-}
-
-// finishWrite flushes when the caller became the outbox's flusher (or, in
-// the read loop, leaves the flush to it) and accounts the answer.
-func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen int, inReader bool) {
-	if lead && inReader {
-		c.owed = true
-	} else if lead {
-		if ferr := c.out.flush(c.inflight.Load() > 1); err == nil {
-			err = ferr
-		}
-	}
-	if err != nil {
-		c.close(fmt.Errorf("write: %w", err))
-		return
-	}
-	if inReader {
-		c.local.answered(status)
-		c.local.bytesOut += uint64(5 + ResponseOverhead + bodyLen)
-		return
-	}
-	c.s.stats.answered(status)
-	c.s.stats.bytesOut.Add(uint64(5 + ResponseOverhead + bodyLen))
-}
-
-// goAway sends the go-away frame once.
-func (c *serverConn) goAway() {
-	if c.goAwaySent.Load() {
-		return
-	}
-	c.quietSince.Store(time.Now().UnixNano()) // before the flag: drained reads both
-	if !c.goAwaySent.CompareAndSwap(false, true) {
-		return
-	}
-	err := c.out.lock().WriteFrame(KindGoAway, nil)
-	if c.out.unlock() {
-		if ferr := c.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
-	if err != nil {
-		c.close(nil) // the peer is gone already
-	}
-}
-
-// drained reports whether a connection told to go away can be closed: no
-// call is running and the peer acknowledged, or stayed quiet for the grace
-// period.
-func (c *serverConn) drained(now time.Time) bool {
-	if !c.goAwaySent.Load() || c.inflight.Load() != 0 {
-		return false
-	}
-	if c.acked.Load() {
-		return true
-	}
-	return now.UnixNano()-c.quietSince.Load() >= int64(c.s.opts.shutdownGrace)
-}
-
-// job is one call on its way through a worker. It is reused: it returns to
-// its connection's free list when the answer is written. It is also the
-// handler's ctx (no allocation per call).
-type job struct {
-	c           *serverConn
-	h           Handler
-	method, pid uint32
-	target      uint32
-	pslot       int    // promise table entry (pipelining only)
-	pseq        uint64 // its record number
-	req, resp   []byte // owned by the job, reused
-	reader      bool   // not a call: take over the connection's read loop
-}
-
-// Deadline reports no deadline: a call runs until it returns or its
-// connection closes.
-func (j *job) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-// Done is closed when the call's connection (or the server) closes.
-func (j *job) Done() <-chan struct{} { return j.c.done }
-
-// Err is context.Canceled once the connection closed, else nil.
-func (j *job) Err() error {
-	if j.c.closed.Load() {
-		return context.Canceled
-	}
-	return nil
-}
-
-// Value returns nil: a call context carries no values (see CallInfo).
-func (j *job) Value(any) any { return nil }
-
-var _ context.Context = (*job)(nil)

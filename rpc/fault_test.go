@@ -347,9 +347,10 @@ func TestMaxConnsAndIdleTimeout(t *testing.T) {
 	if s.Stats().Rejected != 1 {
 		t.Fatalf("%+v", s.Stats())
 	}
-	// Idle connections are closed by the idle timeout.
-	a.expectClosed()
-	b.expectClosed()
+	// Idle connections are told to go away by the idle timeout, then
+	// closed (a raw peer does not acknowledge: after the grace).
+	a.expectGoAwayThenClosed()
+	b.expectGoAwayThenClosed()
 	waitFor(func() bool { return s.Stats().Active == 0 })
 	// A connection with a long call running is not idle.
 	release := make(chan struct{})

@@ -138,6 +138,15 @@ func (r *rawConn) expectClosed() {
 	}
 }
 
+// expectGoAwayThenClosed reads a go-away frame, then expects EOF.
+func (r *rawConn) expectGoAwayThenClosed() {
+	r.t.Helper()
+	if kind, env, ok := r.recv(); !ok || kind != KindGoAway {
+		r.t.Fatalf("got frame kind %d (%x) ok %v, want a go-away", kind, env, ok)
+	}
+	r.expectClosed()
+}
+
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"net"
@@ -20,6 +21,16 @@ const (
 	// whose peer did not acknowledge the go-away frame (a canonical peer
 	// ignores kind 6) before closing it.
 	DefaultShutdownGrace = 500 * time.Millisecond
+	// DefaultIdleTimeout is how long a server connection may go without a
+	// request while none of its calls runs before the server sends it a
+	// go-away and closes it (see [WithIdleTimeout]).
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultReadTimeout is the time a frame that has begun gets to
+	// finish, before DefaultMinReadRate extends it (see [WithReadTimeout]).
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultMinReadRate is the rate, in bytes per second, below which a
+	// frame's transfer stops earning more time (see [WithMinReadRate]).
+	DefaultMinReadRate = 16 << 10
 	// DefaultMaxPending is the largest number of pending calls on one client
 	// connection (promise ids carry a 16-bit slot index).
 	DefaultMaxPending = 1<<16 - 1
@@ -60,11 +71,15 @@ type serverOptions struct {
 	maxConns      int
 	maxInFlight   int
 	idleTimeout   time.Duration
+	readTimeout   time.Duration
+	minReadRate   int
 	writeTimeout  time.Duration
 	shutdownGrace time.Duration
 	pipelining    bool
 	promiseTable  int
 	logger        *slog.Logger
+	hideErrors    bool
+	baseContext   func(net.Listener) context.Context
 }
 
 type clientOptions struct {
@@ -82,6 +97,9 @@ func buildServerOptions(opts []ServerOption) serverOptions {
 		bufSize:       frame.DefaultBufferSize,
 		maxInFlight:   DefaultMaxInFlight,
 		shutdownGrace: DefaultShutdownGrace,
+		idleTimeout:   DefaultIdleTimeout,
+		readTimeout:   DefaultReadTimeout,
+		minReadRate:   DefaultMinReadRate,
 	}
 	for _, f := range opts {
 		if f != nil {
@@ -196,11 +214,70 @@ func WithMaxConns(n int) ServerOption {
 	return serverOption(func(o *serverOptions) { o.maxConns = n })
 }
 
-// WithIdleTimeout closes a server connection that sends no frame for d
-// while none of its calls is running, or that takes longer than d to send
-// the rest of a frame it began. Default 0: no limit.
+// WithIdleTimeout sets how long a server connection may go without a
+// request while none of its calls is running. When it has, the server
+// sends the peer a go-away (kind 6) and closes the connection once the
+// peer acknowledged it, or after the shutdown grace ([WithShutdownGrace]):
+// a call that crosses the go-away is refused as not run (retryable), never
+// lost. Frames other than requests do not count as activity. Default
+// DefaultIdleTimeout (5 min); d <= 0: no idle limit.
+//
+// Why 5 minutes: net/http and gRPC-go keep idle connections forever by
+// default (http.Server.IdleTimeout 0; gRPC's MaxConnectionIdle infinite,
+// with keepalive pings every 2 h), which lets clients that vanished
+// without a FIN (a powered-off host, a dropped NAT mapping) hold server
+// memory for hours. Five minutes is longer than the idle spells of a
+// working connection pool (a Pool redials on demand), and frees a dead
+// peer's connection within minutes; load balancers use 60–350 s.
 func WithIdleTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.idleTimeout = d })
+}
+
+// WithReadTimeout bounds the transfer of one frame, measured on progress:
+// from its first byte, a frame gets d plus one second for every rate bytes
+// of it received so far ([WithMinReadRate]); a frame that has not finished
+// by then drops the connection (logged, counted in Stats.Dropped). A peer
+// trickling bytes (slowloris) is dropped about d after its frame began; a
+// healthy transfer at rate or faster is never cut, whatever its size. The
+// TLS handshake also gets d. Default DefaultReadTimeout (10 s);
+// d <= 0: no limit.
+//
+// Why: net/http has no read timeout by default (ReadTimeout and
+// ReadHeaderTimeout 0, so a slowloris peer is held forever); gRPC-go
+// leaves it to HTTP/2 flow control and keepalive, and bounds only the
+// handshake (ConnectionTimeout, 120 s). 10 s is long for any frame a
+// healthy peer sends whole on a LAN, and short enough that 500 slowloris
+// connections are all gone within 10–11 s.
+func WithReadTimeout(d time.Duration) ServerOption {
+	return serverOption(func(o *serverOptions) { o.readTimeout = d })
+}
+
+// WithMinReadRate sets the rate, in bytes per second, at which a frame's
+// transfer earns more time beyond the read timeout (see [WithReadTimeout]):
+// a 16 MiB frame sent at 10 MiB/s finishes in 1.6 s; one sent at the
+// default 16 KiB/s would get 10 s + 1,024 s. Default DefaultMinReadRate;
+// n <= 0: no extension (a frame must finish within the read timeout).
+func WithMinReadRate(n int) ServerOption {
+	return serverOption(func(o *serverOptions) { o.minReadRate = n })
+}
+
+// WithHideErrors makes the server answer a plain handler error (one that
+// is not a *[StatusError]) with status 500 and the body "internal error"
+// instead of the error's text, for services whose errors may carry
+// details callers should not see. The error is logged either way.
+// Default: the error's text is the answer body.
+func WithHideErrors() ServerOption {
+	return serverOption(func(o *serverOptions) { o.hideErrors = true })
+}
+
+// WithBaseContext sets the function that gives the base context of the
+// calls served from a listener, as http.Server.BaseContext does: f is
+// called once per [Server.Serve] with its listener, and every handler ctx
+// of that listener's connections returns the base context's values and
+// deadline and is done when it is. f must not return nil. Default
+// context.Background().
+func WithBaseContext(f func(net.Listener) context.Context) ServerOption {
+	return serverOption(func(o *serverOptions) { o.baseContext = f })
 }
 
 // WithShutdownGrace sets how long [Server.Shutdown] waits, once a

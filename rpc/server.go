@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -16,17 +17,22 @@ import (
 // returns. The handler appends its answer body to resp (a server-owned
 // buffer, also valid only until return) and returns the extended slice.
 //
-// An error answers 500 with an empty body, unless it wraps a *[StatusError]
-// (see [Errorf]): then its code, with its message as body. A panic answers
-// 500 and is logged with the method; the connection goes on.
+// An error that wraps a *[StatusError] (see [Errorf]) answers its code,
+// with its message as body. Any other error answers 500 with the error's
+// text as body (or "internal error" under [WithHideErrors]) and is logged
+// with the method and the peer's address. A panic answers 500 and is
+// logged the same way; the connection goes on.
 //
 // A handler may block: calls run in the connection's read loop, and one
 // still running after a millisecond or two is left there while a worker
 // goroutine takes over reading (other calls on the connection go on).
 //
-// ctx is done when the connection or the server closes. It is a pooled
-// value: do not use it after the handler returns (copy what you need with
-// [CallInfo] first).
+// ctx carries the values of the base context ([WithBaseContext]) and is
+// done when the connection dies (the peer reset it, a write failed, a
+// timeout dropped it, Close, or the end of Shutdown's grace) or the base
+// context is done. [CallInfo] reads the call's method and promise id from
+// it or from any context derived from it. It is a pooled value: do not
+// use it after the handler returns (copy what you need first).
 type Handler func(ctx context.Context, req []byte, resp []byte) ([]byte, error)
 
 // Server serves ZAP-RPC calls on any number of listeners. Create it with
@@ -178,7 +184,9 @@ func statusIndex(status uint32) int {
 }
 
 // Serve accepts connections on l and serves each in its own read loop
-// until l fails or the server shuts down; it then returns
+// until l fails or the server shuts down. A temporary accept error (out of
+// file descriptors: EMFILE, ENFILE; ECONNABORTED...) is logged and retried
+// after a pause of 5 ms doubling to 1 s, as net/http does. Serve returns
 // [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
 // closed when Serve returns. TCP, Unix and TLS listeners all work; with
 // [WithTLSConfig] every accepted connection is wrapped in TLS.
@@ -203,6 +211,12 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 	}()
 
+	base := context.Background()
+	if f := s.opts.baseContext; f != nil {
+		if base = f(l); base == nil {
+			panic("rpc: WithBaseContext function returned a nil context")
+		}
+	}
 	var backoff time.Duration
 	for {
 		nc, err := l.Accept()
@@ -210,8 +224,7 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.isClosing() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if temporaryAcceptError(err) {
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 				s.opts.logger.Warn("rpc: accept error, retrying", "err", err, "delay", backoff)
 				select {
@@ -233,7 +246,7 @@ func (s *Server) Serve(l net.Listener) error {
 		if s.opts.tls != nil {
 			nc = tls.Server(nc, tlsConfig(s.opts.tls))
 		}
-		c := newServerConn(s, nc)
+		c := newServerConn(s, nc, base)
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
@@ -246,6 +259,21 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		go c.serve()
 	}
+}
+
+// temporaryAcceptError reports whether Accept may succeed if tried again
+// later: out of file descriptors (EMFILE, ENFILE), of buffer memory, a
+// connection aborted before it was accepted, or a timeout. net/http backs
+// off on the same errors (5 ms doubling to 1 s) instead of returning.
+func temporaryAcceptError(err error) bool {
+	for _, e := range [...]error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
+		syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR, syscall.EAGAIN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func tlsConfig(cfg *tls.Config) *tls.Config {
@@ -269,220 +297,4 @@ func (s *Server) removeConn(c *serverConn) {
 	s.mu.Unlock()
 	s.stats.active.Add(-1)
 	s.connWG.Done()
-}
-
-// beginClose marks the server closing and closes its listeners. It
-// reports false when it was already closing.
-func (s *Server) beginClose() (conns []*serverConn, first bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	first = !s.closing
-	if first {
-		s.closing = true
-		close(s.done)
-	}
-	for l := range s.listeners {
-		l.Close()
-	}
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	return conns, first
-}
-
-// Shutdown stops accepting, sends every connection a go-away frame (kind
-// 6), lets in-flight calls finish and their answers go out, then closes
-// each connection: at once when the peer acknowledged the go-away (this
-// package's client does), else after [WithShutdownGrace] without running
-// calls. It returns nil when every connection is closed, or ctx's error
-// after closing the rest at once when ctx ends first.
-func (s *Server) Shutdown(ctx context.Context) error {
-	conns, _ := s.beginClose()
-	for _, c := range conns {
-		go c.goAway() // a peer that does not read must not stall Shutdown
-	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		s.mu.Lock()
-		n := len(s.conns)
-		conns = conns[:0]
-		for c := range s.conns {
-			conns = append(conns, c)
-		}
-		s.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		now := time.Now()
-		for _, c := range conns {
-			if !c.goAwaySent.Load() { // accepted meanwhile
-				go c.goAway()
-			}
-			if c.drained(now) {
-				c.close(nil)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			s.Close()
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// Close closes the listeners and every connection at once; pending calls
-// on them fail at their clients with ErrClosed. Handlers still running get
-// a done ctx; their answers are dropped.
-func (s *Server) Close() error {
-	conns, _ := s.beginClose()
-	for _, c := range conns {
-		c.close(nil)
-	}
-	s.connWG.Wait()
-	return nil
-}
-
-// CallInfo returns the method and promise id of the call a handler's ctx
-// belongs to; ok is false for any other context.
-func CallInfo(ctx context.Context) (method, promiseID uint32, ok bool) {
-	if j, isJob := ctx.(*job); isJob {
-		return j.method, j.pid, true
-	}
-	return 0, 0, false
-}
-
-// dispatch hands j to an idle worker, or starts a new one.
-func (s *Server) dispatch(j *job) {
-	select {
-	case s.work <- j:
-	default:
-		s.workers.Add(1)
-		go s.worker(j)
-	}
-}
-
-// worker runs jobs until told to exit; a nil j starts it idle.
-func (s *Server) worker(j *job) {
-	defer s.workers.Add(-1)
-	for {
-		if j != nil {
-			if j.reader {
-				j.c.readLoop()
-			} else {
-				j.c.run(j)
-			}
-		}
-		s.idleWork.Add(1)
-		select {
-		case j = <-s.work:
-		case <-s.done:
-			j = nil
-		}
-		s.idleWork.Add(-1)
-		if j == nil {
-			return
-		}
-	}
-}
-
-// Watchdog timing: a handler running inline is taken over when it is seen
-// at two consecutive ticks (after one to two ticks); the watchdog parks
-// after wdIdleTicks ticks without any inline handler.
-const (
-	wdTick      = time.Millisecond
-	wdIdleTicks = 100
-)
-
-// watchdog hands the read loop of a connection whose inline handler has
-// not returned since the previous tick to a worker (see
-// serverConn.runInline).
-func (s *Server) watchdog() {
-	t := time.NewTicker(wdTick)
-	defer t.Stop()
-	idle := 0
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-t.C:
-		}
-		if s.scanInline() {
-			idle = 0
-			continue
-		}
-		if idle++; idle < wdIdleTicks {
-			continue
-		}
-		idle = 0
-		t.Stop()
-		s.wdParked.Store(true)
-		if s.scanInline() { // a read loop that missed the flag
-			s.wdParked.Store(false)
-		} else {
-			select {
-			case <-s.wdWake:
-			case <-s.done:
-				return
-			}
-			s.wdParked.Store(false)
-		}
-		t.Reset(wdTick)
-	}
-}
-
-// scanInline takes over the read loops stuck in a handler and reports
-// whether any connection runs a handler inline.
-func (s *Server) scanInline() (any bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		v := c.inl.Load()
-		if v == 0 || v == readerTaken {
-			continue
-		}
-		any = true
-		if v != c.wdSeen {
-			c.wdSeen = v
-			continue
-		}
-		if c.inl.CompareAndSwap(v, readerTaken) {
-			// The stuck call now ends on its own (see runInline).
-			c.inflight.Add(1)
-			s.dispatch(&c.rjob)
-		}
-	}
-	return any
-}
-
-// wakeWatchdog unparks the watchdog.
-func (s *Server) wakeWatchdog() {
-	if s.wdParked.CompareAndSwap(true, false) {
-		select {
-		case s.wdWake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// reapWorkers ends half of the idle workers every second, so that a burst
-// does not leave its goroutines behind forever.
-func (s *Server) reapWorkers() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-t.C:
-		}
-		for n := s.idleWork.Load() / 2; n > 0; n-- {
-			select {
-			case s.work <- nil:
-			default:
-				n = 0
-			}
-		}
-	}
 }

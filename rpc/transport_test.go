@@ -98,7 +98,7 @@ func FuzzServerStream(f *testing.F) {
 	s.Handle(mPanic, func(context.Context, []byte, []byte) ([]byte, error) { panic("fuzz") })
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fc := &fakeConn{r: bytes.NewReader(in)}
-		c := newServerConn(s, fc)
+		c := newServerConn(s, fc, context.Background())
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.connWG.Add(1)

@@ -1,0 +1,173 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/zapcodec/zapcodec/frame"
+)
+
+// run executes a call on a worker goroutine and answers it.
+func (c *serverConn) run(j *job) {
+	status, body := c.invoke(j)
+	c.finish(j, status, body, false)
+}
+
+// finish answers a call and frees its job. inReader: the caller holds the
+// read loop role and flushes later (see readLoop).
+func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
+	if c.promises != nil {
+		c.promises.complete(j.pslot, j.pseq, status == StatusOK, body)
+	}
+	c.writeAnswer(status, j.pid, body, inReader)
+	if cap(j.req) > maxKeptBuffer {
+		j.req = nil
+	}
+	if cap(j.resp) > maxKeptBuffer {
+		j.resp = make([]byte, 0, 512)
+	}
+	j.h = nil
+	if inReader {
+		c.spare = j // the read loop's next call takes it without a channel op
+	} else {
+		c.putFree(j)
+		c.doneOne()
+	}
+}
+
+// invoke runs the handler, turning its error or panic into a status.
+func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
+				"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+			status, body = StatusInternal, nil
+		}
+	}()
+	if j.target != 0 {
+		var ok bool
+		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0]); !ok {
+			return StatusBadRequest, append(j.resp[:0], "promise target failed or unknown"...)
+		}
+	}
+	out, err := j.h(j, j.req, j.resp[:0])
+	if len(out) > 0 || cap(out) > 0 {
+		if unsafe.SliceData(out) == unsafe.SliceData(j.resp) {
+			j.resp = out[:0]
+		} else if cap(out) > cap(j.resp) && cap(out) <= maxKeptBuffer {
+			// The answer outgrew the job's buffer: grow it once for the
+			// next call (never keep out itself: it may be the handler's).
+			j.resp = make([]byte, 0, cap(out))
+		}
+	}
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) {
+			return se.Code, append(j.resp[:0], se.Message...)
+		}
+		return c.internalError(j, err)
+	}
+	return StatusOK, out
+}
+
+// internalErrorText is the answer body of a plain handler error under
+// WithHideErrors.
+const internalErrorText = "internal error"
+
+// internalError answers a handler error that is not a *StatusError: 500
+// with the error's text (or internalErrorText under WithHideErrors), and
+// logs it with the method and the peer. The text is bounded by the
+// maximum frame size like any answer (beyond it the answer is an empty
+// 500).
+func (c *serverConn) internalError(j *job, err error) (uint32, []byte) {
+	msg := err.Error()
+	o := &c.s.opts
+	o.logger.Error("rpc: handler error", "method", j.method, "promise", j.pid,
+		"remote", c.nc.RemoteAddr().String(), "err", msg)
+	if o.hideErrors {
+		msg = internalErrorText
+	}
+	return StatusInternal, append(j.resp[:0], msg...)
+}
+
+// answerDirect answers from the read loop (no handler ran) and ends the
+// request's in-flight count.
+func (c *serverConn) answerDirect(status, pid uint32, msg string) {
+	c.writeAnswerString(status, pid, msg, false, true)
+}
+
+// refuse answers, from the read loop, a call read after the go-away: 503
+// with the not-run flag (WIRE.md §8 extension), so the client knows it may
+// send the call again. A canonical client reads a plain 503 "going away".
+func (c *serverConn) refuse(pid uint32) {
+	c.writeAnswerString(StatusUnavailable, pid, goAwayRefusal, true, true)
+}
+
+func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool) {
+	if c.closed.Load() {
+		return
+	}
+	var lead bool
+	var err error
+	if len(body) >= frame.DefaultWritevThreshold {
+		// A big body is not copied: it leaves with its headers in one
+		// writev (after the frames already waiting).
+		var hb [ResponseOverhead]byte
+		head := AppendResponseHeader(hb[:0], status, pid, len(body))
+		err = c.out.lock().WriteFrameParts(KindResponse, head, body)
+		lead = c.out.unlock()
+	} else {
+		buf := c.out.begin(KindResponse)
+		buf = AppendResponseHeader(buf, status, pid, len(body))
+		buf = append(buf, body...)
+		lead, err = c.out.end(buf)
+	}
+	if errors.Is(err, frame.ErrFrameTooLarge) {
+		status, body = StatusInternal, nil
+		buf := c.out.begin(KindResponse)
+		buf = AppendResponseHeader(buf, status, pid, 0)
+		var l bool
+		l, err = c.out.end(buf)
+		lead = lead || l
+	}
+	c.finishWrite(lead, err, status, len(body), inReader)
+}
+
+func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, inReader bool) {
+	if c.closed.Load() {
+		return
+	}
+	buf := c.out.begin(KindResponse)
+	if notRun {
+		buf = appendRefusalHeader(buf, status, pid, len(msg))
+	} else {
+		buf = AppendResponseHeader(buf, status, pid, len(msg))
+	}
+	buf = append(buf, msg...)
+	lead, err := c.out.end(buf)
+	c.finishWrite(lead, err, status, len(msg), inReader)
+}
+
+// finishWrite flushes when the caller became the outbox's flusher (or, in
+// the read loop, leaves the flush to it) and accounts the answer.
+func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen int, inReader bool) {
+	if lead && inReader {
+		c.owed = true
+	} else if lead {
+		if ferr := c.out.flush(c.inflight.Load() > 1); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return
+	}
+	if inReader {
+		c.local.answered(status)
+		c.local.bytesOut += uint64(5 + ResponseOverhead + bodyLen)
+		return
+	}
+	c.s.stats.answered(status)
+	c.s.stats.bytesOut.Add(uint64(5 + ResponseOverhead + bodyLen))
+}

@@ -1,0 +1,135 @@
+package rpc
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Jobs of a server connection. A connection holds jobs only while calls
+// flow: the read loop takes one for each call (its spare one, else one from
+// the connection's free list, else a new one from the server-wide pool, up
+// to the in-flight limit), and when the connection has been quiet for a
+// read-timeout wake-up with no call running, it gives them all back to the
+// pool (releaseJobs). The free list is a slice under a mutex, not a channel
+// of in-flight-limit capacity: an idle connection keeps no 2 KiB channel
+// buffer.
+type jobFree struct {
+	mu      sync.Mutex
+	jobs    []*job
+	waiting bool          // the read loop waits in acquire for a job
+	wake    chan struct{} // capacity 1: a job came back while it waited
+}
+
+// jobPool holds the jobs of quiet connections, for any connection.
+var jobPool sync.Pool
+
+// keptJobBuffer: a job's buffers above this are dropped when it goes back
+// to the pool (a connection keeps up to maxKeptBuffer while calls flow).
+const keptJobBuffer = 4 << 10
+
+// newJob returns a job bound to c, from the pool when one is there.
+func (c *serverConn) newJob() *job {
+	if j, _ := jobPool.Get().(*job); j != nil {
+		j.c = c
+		return j
+	}
+	return &job{c: c, resp: make([]byte, 0, 512)}
+}
+
+// putFree gives a job back to its connection (worker side).
+func (c *serverConn) putFree(j *job) {
+	f := &c.free
+	f.mu.Lock()
+	f.jobs = append(f.jobs, j)
+	w := f.waiting
+	f.waiting = false
+	f.mu.Unlock()
+	if w {
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// takeFree pops a job off the free list; nil when it is empty. With wait,
+// an empty list records that the read loop is about to wait for one.
+func (c *serverConn) takeFree(wait bool) *job {
+	f := &c.free
+	f.mu.Lock()
+	var j *job
+	if n := len(f.jobs); n > 0 {
+		j = f.jobs[n-1]
+		f.jobs[n-1] = nil
+		f.jobs = f.jobs[:n-1]
+	} else if wait {
+		f.waiting = true
+	}
+	f.mu.Unlock()
+	return j
+}
+
+// acquire returns a free job, taking a new one while fewer than the
+// in-flight limit exist, else waiting for one (backpressure: the
+// connection is not read meanwhile). nil: the connection closed.
+func (c *serverConn) acquire() *job {
+	if j := c.spare; j != nil {
+		c.spare = nil
+		return j
+	}
+	if j := c.takeFree(false); j != nil {
+		return j
+	}
+	if c.nJobs < c.s.opts.maxInFlight {
+		c.nJobs++
+		return c.newJob()
+	}
+	// The answers written so far need not wait too.
+	if err := c.flushOwed(); err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return nil
+	}
+	c.hold()
+	for {
+		if j := c.takeFree(true); j != nil {
+			if c.closed.Load() {
+				// The connection died while we waited (the job comes back
+				// after its answer failed): run nothing more.
+				c.spare = j
+				return nil
+			}
+			return j
+		}
+		select {
+		case <-c.free.wake:
+		case <-c.done:
+			return nil
+		}
+	}
+}
+
+// releaseJobs gives the connection's jobs back to the server-wide pool.
+// The read loop calls it between frames with no call running (no job is
+// out), so it holds none while the connection is quiet.
+func (c *serverConn) releaseJobs() {
+	f := &c.free
+	f.mu.Lock()
+	jobs := f.jobs
+	f.jobs = nil
+	f.mu.Unlock()
+	if c.spare != nil {
+		jobs = append(jobs, c.spare)
+		c.spare = nil
+	}
+	for _, j := range jobs {
+		c.nJobs--
+		j.c, j.h = nil, nil
+		if cap(j.req) > keptJobBuffer {
+			j.req = nil
+		}
+		if cap(j.resp) > keptJobBuffer {
+			j.resp = make([]byte, 0, 512)
+		}
+		jobPool.Put(j)
+	}
+}

@@ -1,0 +1,148 @@
+package rpc
+
+import (
+	"fmt"
+	"time"
+)
+
+// Read deadlines of a server connection's read loop. Three limits share
+// the one read deadline of the socket:
+//
+//   - frame progress (WithReadTimeout, WithMinReadRate): a frame that has
+//     begun must finish within readTimeout plus one second per minReadRate
+//     bytes of it received, counted from the first time the loop waited
+//     inside it;
+//   - idle (WithIdleTimeout): no request for idleTimeout while no call runs
+//     sends a go-away; the connection closes when the peer acknowledges
+//     it or after the shutdown grace;
+//   - the grace after that idle go-away.
+//
+// Setting a deadline costs a timer update, so it is set lazily: only when
+// the deadline in force would fire later than the limit wants. A deadline
+// that fires early (the limit moved on since it was set) is simply set
+// again (deadlineFired), so the hot path, a wait between frames, sets no
+// deadline at all once one is armed.
+
+// armWait sets the read deadline before the loop blocks in Next.
+func (c *serverConn) armWait() {
+	o := &c.s.opts
+	if o.idleTimeout <= 0 && o.readTimeout <= 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	if c.active {
+		c.active = false
+		c.idleSince = now
+	}
+	if c.r.Buffered() != 0 && o.readTimeout > 0 {
+		if c.frameStart == 0 {
+			c.frameStart = now
+		}
+		c.waitStart = 0
+		c.deadline(c.frameStart + c.frameAllowance(c.r.Buffered()))
+		return
+	}
+	c.frameStart = 0
+	c.waitStart = now
+	c.deadline(c.betweenFrames(now))
+}
+
+// frameAllowance is the time a frame of which n bytes arrived gets from its
+// start: the read timeout plus a second per minReadRate bytes.
+func (c *serverConn) frameAllowance(n int) int64 {
+	o := &c.s.opts
+	allow := int64(o.readTimeout)
+	if o.minReadRate > 0 {
+		allow += int64(n) * int64(time.Second) / int64(o.minReadRate)
+	}
+	return allow
+}
+
+// betweenFrames is the deadline for a wait that begins between frames: the
+// idle limit, but no later than one read timeout from now, because a frame
+// that begins during the wait is only seen when Next returns (a large
+// frame is read whole inside Next): a wake-up every read timeout notices
+// it, and its clock starts with the wait (see deadlineFired), so a trickled
+// frame is dropped about one read timeout after the wait began.
+func (c *serverConn) betweenFrames(now int64) int64 {
+	o := &c.s.opts
+	at := int64(1<<63 - 1)
+	switch {
+	case c.idleAway != 0:
+		at = c.idleAway + int64(o.shutdownGrace)
+	case o.idleTimeout > 0:
+		at = c.idleSince + int64(o.idleTimeout)
+	}
+	if o.readTimeout > 0 {
+		at = min(at, now+int64(o.readTimeout))
+	}
+	return at
+}
+
+// deadline makes the read deadline fire no later than at (unix ns).
+func (c *serverConn) deadline(at int64) {
+	if c.armed != 0 && c.armed <= at {
+		return // fires earlier: deadlineFired sets it again then
+	}
+	c.armed = at
+	c.nc.SetReadDeadline(time.Unix(0, at))
+}
+
+// deadlineFired handles a read deadline that expired while Next waited. It
+// reports whether the loop goes on reading; when not, the connection is
+// closed.
+func (c *serverConn) deadlineFired() bool {
+	o := &c.s.opts
+	now := time.Now().UnixNano()
+	c.armed = 0
+	defer func() { c.waitStart = 0 }()
+	if n := c.r.Buffered(); n != 0 && o.readTimeout > 0 {
+		if c.frameStart == 0 {
+			// The frame began during a wait that started between frames:
+			// its clock starts with that wait (it cannot have begun
+			// earlier; its bytes earn it time as usual).
+			c.frameStart = now
+			if c.waitStart != 0 {
+				c.frameStart = c.waitStart
+			}
+		}
+		allow := c.frameAllowance(n)
+		if now-c.frameStart < allow {
+			c.deadline(c.frameStart + allow)
+			return true
+		}
+		c.close(fmt.Errorf("read timeout: frame not finished %v after it began (%d bytes received; WithReadTimeout %v, WithMinReadRate %d B/s)",
+			time.Duration(now-c.frameStart).Round(time.Millisecond), n, o.readTimeout, o.minReadRate))
+		return false
+	}
+	busy := c.inflight.Load() > 0
+	if !busy {
+		// Quiet between frames with no call running: hold no jobs.
+		c.releaseJobs()
+	}
+	if c.idleAway != 0 {
+		// Waiting for the peer to acknowledge the idle go-away.
+		if !busy && now-c.idleAway >= int64(o.shutdownGrace) && c.outIdle() {
+			c.close(nil)
+			return false
+		}
+		c.deadline(max(c.betweenFrames(now), now+int64(time.Millisecond)))
+		return true
+	}
+	if busy {
+		c.idleSince = now // a running call is activity
+	}
+	if o.idleTimeout <= 0 || now-c.idleSince < int64(o.idleTimeout) {
+		c.deadline(c.betweenFrames(now))
+		return true
+	}
+	// Idle: ask the peer to go away rather than close under a call it may
+	// be sending right now; calls that cross the go-away are refused.
+	c.idleAway = now
+	c.goAway()
+	if c.closed.Load() {
+		return false
+	}
+	c.deadline(c.betweenFrames(now))
+	return true
+}

@@ -1,0 +1,126 @@
+package rpc
+
+import (
+	"context"
+	"time"
+)
+
+// goAway sends the go-away frame once.
+func (c *serverConn) goAway() {
+	if c.goAwaySent.Load() {
+		return
+	}
+	c.quietSince.Store(time.Now().UnixNano()) // before the flag: drained reads both
+	if !c.goAwaySent.CompareAndSwap(false, true) {
+		return
+	}
+	err := c.out.lock().WriteFrame(KindGoAway, nil)
+	if c.out.unlock() {
+		if ferr := c.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		c.close(nil) // the peer is gone already
+	}
+}
+
+// drained reports whether a connection told to go away can be closed: no
+// call is running and the peer acknowledged, or stayed quiet for the grace
+// period.
+func (c *serverConn) drained(now time.Time) bool {
+	if !c.goAwaySent.Load() || c.inflight.Load() != 0 {
+		return false
+	}
+	if c.acked.Load() {
+		return c.outIdle()
+	}
+	return now.UnixNano()-c.quietSince.Load() >= int64(c.s.opts.shutdownGrace) && c.outIdle()
+}
+
+// outIdle reports whether every frame appended to the outbox has been
+// written (nothing buffered, no flush in progress): closing now loses no
+// answer.
+func (c *serverConn) outIdle() bool {
+	c.out.mu.Lock()
+	idle := !c.out.flushing && c.out.cur.Buffered() == 0
+	c.out.mu.Unlock()
+	return idle
+}
+
+// beginClose marks the server closing and closes its listeners. It
+// reports false when it was already closing.
+func (s *Server) beginClose() (conns []*serverConn, first bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first = !s.closing
+	if first {
+		s.closing = true
+		close(s.done)
+	}
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns, first
+}
+
+// Shutdown stops accepting, sends every connection a go-away frame (kind
+// 6), lets in-flight calls finish and their answers go out, then closes
+// each connection: at once when the peer acknowledged the go-away (this
+// package's client does), else after [WithShutdownGrace] without running
+// calls. A call the server reads after it sent the go-away is not run: it
+// is answered at once with 503 and the not-run flag, which this package's
+// client reports as [ErrGoAway] (retryable; a [Pool] sends it elsewhere).
+// Shutdown returns nil once every connection is closed with all its
+// answers written, or ctx's error after closing the rest at once (their
+// handlers' ctx is done) when ctx ends first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	conns, _ := s.beginClose()
+	for _, c := range conns {
+		go c.goAway() // a peer that does not read must not stall Shutdown
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		n := len(s.conns)
+		conns = conns[:0]
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		now := time.Now()
+		for _, c := range conns {
+			if !c.goAwaySent.Load() { // accepted meanwhile
+				go c.goAway()
+			}
+			if c.drained(now) {
+				c.close(nil)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			s.Close()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Close closes the listeners and every connection at once; pending calls
+// on them fail at their clients with ErrClosed. Handlers still running get
+// a done ctx; their answers are dropped.
+func (s *Server) Close() error {
+	conns, _ := s.beginClose()
+	for _, c := range conns {
+		c.close(nil)
+	}
+	s.connWG.Wait()
+	return nil
+}

@@ -1,0 +1,171 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// slowloris opens a connection to addr that declares a frame of size
+// bytes and then sends its body one byte every pause until the server
+// closes it; closed gets the time the server closed it.
+func slowloris(t *testing.T, addr string, size int, pause time.Duration, closed chan<- time.Time, stop <-chan struct{}) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Error(err)
+		closed <- time.Time{}
+		return
+	}
+	defer nc.Close()
+	var h [5]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(size))
+	h[4] = KindRequest
+	if _, err := nc.Write(h[:]); err != nil {
+		closed <- time.Now()
+		return
+	}
+	// The server's close shows as a read error (EOF or reset).
+	gone := make(chan struct{})
+	go func() { io.Copy(io.Discard, nc); close(gone) }()
+	tick := time.NewTicker(pause)
+	defer tick.Stop()
+	for {
+		select {
+		case <-gone:
+			closed <- time.Now()
+			return
+		case <-stop:
+			closed <- time.Time{}
+			return
+		case <-tick.C:
+			nc.Write([]byte{0})
+		}
+	}
+}
+
+// Issue 11 item 5: a peer that trickles a frame is dropped by the read
+// timeout, which is measured on progress.
+func TestReadTimeoutDropsTrickle(t *testing.T) {
+	s, addr, logs := testServer(t, WithReadTimeout(200*time.Millisecond))
+	const n = 20
+	closed := make(chan time.Time, n)
+	stop := make(chan struct{})
+	defer close(stop)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		go slowloris(t, addr, 1<<20, 20*time.Millisecond, closed, stop)
+	}
+	timeout := time.After(60 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case at := <-closed:
+			if at.IsZero() {
+				t.Fatal("slowloris peer failed")
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d trickling connections still open after 60 s; stats %+v", n-i, n, s.Stats())
+		}
+	}
+	t.Logf("all %d closed after %v", n, time.Since(start))
+	await(t, "the server to forget the connections", func() bool { return s.Stats().Active == 0 })
+	if st := s.Stats(); st.Dropped != n {
+		t.Fatalf("stats %+v", st)
+	}
+	if !contains(logs.String(), "read timeout") {
+		t.Fatalf("log: %s", logs)
+	}
+}
+
+// Issue 11 item 5: 500 slowloris connections (one byte a second) are all
+// closed with the default options. The default read timeout (10 s) closes
+// them about 10 s after they began; the test only bounds its wait.
+func TestSlowlorisDefaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes the default read timeout (10 s)")
+	}
+	s, addr, _ := testServer(t)
+	const n = 500
+	closed := make(chan time.Time, n)
+	stop := make(chan struct{})
+	defer close(stop)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		go slowloris(t, addr, 1<<20, time.Second, closed, stop)
+	}
+	timeout := time.After(120 * time.Second)
+	var last time.Time
+	for i := 0; i < n; i++ {
+		select {
+		case at := <-closed:
+			if at.IsZero() {
+				t.Fatal("slowloris peer failed")
+			}
+			last = at
+		case <-timeout:
+			t.Fatalf("%d of %d slowloris connections still open after 120 s; stats %+v", n-i, n, s.Stats())
+		}
+	}
+	t.Logf("all %d slowloris connections closed, the last %v after the first opened", n, last.Sub(start).Round(time.Millisecond))
+	await(t, "the server to forget the connections", func() bool { return s.Stats().Active == 0 })
+	if st := s.Stats(); st.Dropped != n || st.Active != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Issue 11 item 5: a healthy 16 MiB request sent at 10 MiB/s completes
+// even with a read timeout shorter than its transfer: the allowance grows
+// with the bytes received (WithMinReadRate).
+func TestReadTimeoutHealthyLargeFrame(t *testing.T) {
+	// The allowance grows by a second per 256 KiB received: the transfer
+	// must only stay above 256 KiB/s on average (the machine is shared).
+	_, addr, logs := testServer(t, WithReadTimeout(200*time.Millisecond), WithMinReadRate(256<<10))
+	rc := rawDial(t, addr)
+	payload := bytes.Repeat([]byte{7}, 16<<20-RequestOverhead-64)
+	stream := frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1, Payload: payload}))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// 64 KiB at a time, paced to 10 MiB/s: 1.6 s in all (8 × the read
+		// timeout).
+		const chunk = 64 << 10
+		start := time.Now()
+		for at := 0; at < len(stream); at += chunk {
+			time.Sleep(time.Until(start.Add(time.Duration(at) * time.Second / (10 << 20))))
+			if _, err := rc.Write(stream[at:min(at+chunk, len(stream))]); err != nil {
+				t.Errorf("write at %d: %v; log %s", at, err, logs)
+				return
+			}
+		}
+	}()
+	rc.SetReadDeadline(time.Now().Add(60 * time.Second)) // a bound, not a speed assert
+	r := rc.recvResponse()
+	wg.Wait()
+	if r.Status != StatusOK || !bytes.Equal(r.Body, payload) {
+		t.Fatalf("status %d, %d bytes; log %s", r.Status, len(r.Body), logs)
+	}
+}
+
+// The idle timeout sends a go-away; this package's client acknowledges and
+// the server closes the connection without counting it as dropped.
+func TestIdleTimeoutGoAway(t *testing.T) {
+	s, addr, _ := testServer(t, WithIdleTimeout(50*time.Millisecond))
+	c := dial(t, addr)
+	if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the client to see the idle go-away", c.Draining)
+	await(t, "the connection to close", c.Closed)
+	if _, err := c.Call(context.Background(), mEcho, nil, nil); !IsRetryable(err) && !contains(err.Error(), "closed") {
+		t.Fatalf("call after idle close: %v", err)
+	}
+	await(t, "the server to forget the connection", func() bool { return s.Stats().Active == 0 })
+	if st := s.Stats(); st.Dropped != 0 {
+		t.Fatalf("idle close counted as dropped: %+v", st)
+	}
+}
