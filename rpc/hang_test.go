@@ -1,0 +1,206 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// deafListener accepts connections and never reads from them; the
+// connections are closed when the test ends.
+func deafListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String()
+}
+
+// waitOrFail waits for done, failing the test with msg after 30 s (a hang,
+// not a speed check).
+func waitOrFail(t *testing.T, done <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
+// A peer that accepts and never reads: every call, each with a 200 ms
+// deadline, returns (the deadline's error, or ErrClosed once the write
+// timeout drops the connection), although the first requests fill the
+// socket buffers and the write that follows can never finish. Before the
+// write path kept callers out of blocked writes, the callers queued behind
+// the blocked write on the outbox mutex, far past their deadlines. A fast
+// call on another connection is not held up meanwhile.
+func TestDeadlineWhilePeerNotReading(t *testing.T) {
+	addr := deafListener(t)
+	_, okAddr, _ := testServer(t)
+	c := dial(t, addr)
+	other := dial(t, okAddr)
+
+	req := bytes.Repeat([]byte{7}, 256<<10)
+	const callers, calls = 8, 10
+	errs := make(chan error, callers*calls)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range calls {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				_, err := c.Call(ctx, mEcho, req, nil)
+				cancel()
+				errs <- err
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	// Meanwhile, a call on another connection goes through.
+	if out, err := other.Call(context.Background(), mEcho, []byte("hi"), nil); err != nil || string(out) != "hi" {
+		t.Fatalf("call on a healthy connection: %q, %v", out, err)
+	}
+
+	waitOrFail(t, done, "callers to a peer that never reads did not all return within 30 s")
+	close(errs)
+	n := 0
+	for err := range errs {
+		n++
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrClosed) {
+			t.Errorf("call %d: %v, want a deadline error or ErrClosed", n, err)
+		}
+	}
+	if n != callers*calls {
+		t.Fatalf("%d calls returned, want %d", n, callers*calls)
+	}
+}
+
+// The same with one 1 MiB request per caller and deadlines that run out
+// while the first caller's write is blocked: no caller waits for another's
+// write.
+func TestDeadlineBigRequestsPeerNotReading(t *testing.T) {
+	addr := deafListener(t)
+	c := dial(t, addr)
+	req := bytes.Repeat([]byte{1}, 1<<20)
+	const callers = 6
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err := c.Call(ctx, mEcho, req, nil)
+			errs <- err
+		}()
+	}
+	for i := range callers {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrClosed) {
+				t.Errorf("call: %v, want a deadline error or ErrClosed", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d callers still blocked after 30 s", callers-i, callers)
+		}
+	}
+}
+
+// A caller whose context is canceled (no deadline) while it is the one
+// writing to a peer that never reads returns too.
+func TestCancelWhileWriteBlocked(t *testing.T) {
+	addr := deafListener(t)
+	c := dial(t, addr)
+	req := bytes.Repeat([]byte{1}, 1<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := c.Call(ctx, mEcho, req, nil)
+			errs <- err
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // let the writes block
+	cancel()
+	for i := range 8 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+				t.Errorf("call: %v, want context.Canceled or ErrClosed", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of 8 canceled callers still blocked after 30 s", 8-i)
+		}
+	}
+}
+
+// A peer that stops reading is dropped after the write timeout: the
+// pending calls (without deadlines) fail with ErrClosed and the client
+// reports Closed.
+func TestWriteTimeoutDropsNonReadingServer(t *testing.T) {
+	addr := deafListener(t)
+	c := dial(t, addr, WithWriteTimeout(300*time.Millisecond))
+	req := bytes.Repeat([]byte{1}, 1<<20)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := c.Call(context.Background(), mEcho, req, nil)
+			errs <- err
+		}()
+	}
+	for i := range 8 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrClosed) {
+				t.Errorf("call: %v, want ErrClosed", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of 8 callers still blocked after 30 s", 8-i)
+		}
+	}
+	if !c.Closed() {
+		t.Fatal("client not Closed after its write timed out")
+	}
+}
+
+func TestDefaultWriteTimeout(t *testing.T) {
+	if DefaultWriteTimeout <= 0 {
+		t.Fatal("no default write timeout")
+	}
+	if o := buildClientOptions(nil); o.writeTimeout != DefaultWriteTimeout {
+		t.Fatalf("client write timeout %v, want %v", o.writeTimeout, DefaultWriteTimeout)
+	}
+	if o := buildServerOptions(nil); o.writeTimeout != DefaultWriteTimeout {
+		t.Fatalf("server write timeout %v, want %v", o.writeTimeout, DefaultWriteTimeout)
+	}
+	if o := buildClientOptions([]ClientOption{WithWriteTimeout(0)}); o.writeTimeout != 0 {
+		t.Fatalf("WithWriteTimeout(0): %v, want no limit", o.writeTimeout)
+	}
+}
