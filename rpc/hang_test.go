@@ -3,11 +3,14 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
 )
 
 // deafListener accepts connections and never reads from them; the
@@ -202,5 +205,79 @@ func TestDefaultWriteTimeout(t *testing.T) {
 	}
 	if o := buildClientOptions([]ClientOption{WithWriteTimeout(0)}); o.writeTimeout != 0 {
 		t.Fatalf("WithWriteTimeout(0): %v, want no limit", o.writeTimeout)
+	}
+}
+
+// Over TLS a timed-out write cannot be resumed (crypto/tls fails every
+// write after it), so a caller with a ctx leaves the write to a goroutine
+// of its own: callers still return by their deadlines when the peer
+// completes the handshake and then never reads.
+func TestDeadlineWhilePeerNotReadingTLS(t *testing.T) {
+	cert, roots := selfSigned(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			tc := tls.Server(nc, &tls.Config{Certificates: []tls.Certificate{cert}})
+			if tc.Handshake() == nil {
+				held <- tc // never read again
+			}
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case nc := <-held:
+				nc.Close()
+			default:
+				return
+			}
+		}
+	}()
+	c := dial(t, l.Addr().String(), WithTLSConfig(&tls.Config{RootCAs: roots}))
+	req := bytes.Repeat([]byte{3}, 256<<10)
+	const callers, calls = 8, 3
+	errs := make(chan error, callers*calls)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range calls {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				_, err := c.Call(ctx, mEcho, req, nil)
+				cancel()
+				errs <- err
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	waitOrFail(t, done, "TLS callers to a peer that never reads did not all return within 30 s")
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrClosed) {
+			t.Errorf("call: %v, want a deadline error or ErrClosed", err)
+		}
+	}
+}
+
+// The server side reads its maximum frame size out of frame options; a
+// change in package frame that broke that would silently fall back to the
+// default.
+func TestFrameMaxOf(t *testing.T) {
+	if n := frameMaxOf([]frame.Option{frame.WithBufferSize(100), frame.WithMaxFrameSize(1234)}); n != 1234 {
+		t.Fatalf("frameMaxOf: %d, want 1234", n)
+	}
+	if n := frameMaxOf(nil); n != frame.DefaultMaxFrameSize {
+		t.Fatalf("frameMaxOf(nil): %d, want the default", n)
 	}
 }

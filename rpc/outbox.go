@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -88,6 +89,10 @@ type outbox struct {
 	nc      net.Conn
 	timeout time.Duration // a write without progress for this long breaks the stream; 0 none
 	max     int           // largest frame length (kind byte included)
+	// resumable: a write that failed on a deadline can go on where it
+	// stopped (TCP, Unix). Not over TLS: crypto/tls fails every write after
+	// a timed-out one.
+	resumable bool
 
 	mu      sync.Mutex
 	cur     *outBuf       // the queue: whole frames, then possibly a begun one; nil when empty
@@ -119,6 +124,8 @@ func (o *outbox) init(nc net.Conn, timeout time.Duration, opts ...frame.Option) 
 // and maximum frame length.
 func (o *outbox) setup(nc net.Conn, timeout time.Duration, maxFrame int) {
 	o.nc, o.timeout, o.max, o.begun = nc, timeout, maxFrame, -1
+	_, isTLS := nc.(*tls.Conn)
+	o.resumable = !isTLS
 	if o.max <= 0 {
 		o.max = frame.DefaultMaxFrameSize
 	}
@@ -209,6 +216,10 @@ func (o *outbox) room(ctx context.Context, size int) error {
 		if !o.writing {
 			o.writing, o.claimed = true, false
 			o.mu.Unlock()
+			if ctx != nil && ctx.Done() != nil && !o.resumable {
+				go o.drain(nil, nil, 0) // see flushCtx
+				continue
+			}
 			if err := o.drain(ctx, nil, 0); err == errHandOff {
 				return ctx.Err()
 			}
@@ -343,6 +354,12 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	}
 	o.writing, o.claimed = true, false
 	o.mu.Unlock()
+	if ctx != nil && ctx.Done() != nil && !o.resumable {
+		// A blocked write could not be cut at ctx's end and resumed: let
+		// a goroutine of its own write, and return now.
+		go o.drain(nil, nil, 0)
+		return nil
+	}
 	err := o.drain(ctx, nil, 0)
 	if err == errHandOff {
 		return ctx.Err()
@@ -453,7 +470,7 @@ func (o *outbox) broke(err error) {
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	var ctxDL time.Time
 	var poll, cancelable bool
-	if ctx != nil && ctx.Done() != nil {
+	if ctx != nil && ctx.Done() != nil && o.resumable {
 		cancelable = true
 		if d, ok := ctx.Deadline(); ok {
 			ctxDL = d
@@ -503,7 +520,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 		if cancelable && ctx.Err() != nil {
 			return written, errHandOff
 		}
-		if o.timeout > 0 && now.Sub(progress) >= o.timeout {
+		if o.timeout > 0 && (now.Sub(progress) >= o.timeout || !o.resumable) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), errWriteTimeout
 		}
