@@ -378,3 +378,97 @@ func TestBigErrorBodyIsCut(t *testing.T) {
 		t.Fatalf("short error: %v (%+v)", err, se)
 	}
 }
+
+// pongListener reads requests and never answers them, but answers each
+// KindPing with a KindPong: a zapcodec server whose handlers are slow.
+func pongListener(t *testing.T, pings *atomic.Int32) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				rc := &rawConn{t: t, Conn: nc}
+				for {
+					kind, env, ok := rc.recv()
+					if !ok {
+						return
+					}
+					if kind == KindPing {
+						pings.Add(1)
+						if _, err := nc.Write(frameBytes(KindPong, env)); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// A server that answers pings is not taken for hung while a call waits
+// longer than the answer timeout; a ctx still ends the call.
+func TestPingKeepsSlowServer(t *testing.T) {
+	var pings atomic.Int32
+	addr := pongListener(t, &pings)
+	c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := c.Call(ctx, mEcho, []byte("x"), nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call: %v, want the deadline", err)
+	}
+	if c.Closed() {
+		t.Fatalf("client closed although the server answered %d pings", pings.Load())
+	}
+	if pings.Load() == 0 {
+		t.Fatal("no ping sent")
+	}
+}
+
+// The client answers a server's ping with a pong carrying the same bytes.
+func TestClientAnswersPing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		rc := &rawConn{t: t, Conn: nc}
+		nc.Write(frameBytes(KindPing, []byte("12345678")))
+		for {
+			kind, env, ok := rc.recv()
+			if !ok {
+				got <- nil
+				return
+			}
+			if kind == KindPong {
+				got <- env
+				return
+			}
+		}
+	}()
+	dial(t, l.Addr().String())
+	select {
+	case p := <-got:
+		if string(p) != "12345678" {
+			t.Fatalf("pong %q, want the ping's payload", p)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no pong within 30 s")
+	}
+}

@@ -56,6 +56,15 @@ const (
 	// promise that no more calls follow), after which the server closes the
 	// connection as soon as its calls are answered.
 	KindGoAway = 6
+	// KindPing asks the peer for a KindPong carrying the same payload (at
+	// most 8 bytes; zapcodec extension, WIRE.md §8: canonical peers ignore
+	// it). A client with calls outstanding that has heard nothing for half
+	// its answer timeout sends one, so that a server that answers pings is
+	// not taken for hung while its handlers are merely slow; a client
+	// answers the pings it receives.
+	KindPing = 7
+	// KindPong answers a KindPing.
+	KindPong = 8
 )
 
 // ServerOption configures a [Server] (see [NewServer]).

@@ -52,6 +52,24 @@ var outBufs = sync.Pool{New: func() any { return &outBuf{B: make([]byte, 0, outb
 // outBuf is a queue buffer.
 type outBuf struct{ B []byte }
 
+// Buffered returns the bytes in b; 0 for nil (no queue buffer).
+func (b *outBuf) Buffered() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.B)
+}
+
+// flushed reports whether every frame queued so far has been written:
+// nothing is queued and nobody is writing. (After the stream broke, the
+// queue is dropped: flushed turns true once no goroutine writes.) (Equivalent
+// to !o.flushing && o.cur.Buffered() == 0 under mu.)
+func (o *outbox) flushed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.flushing && o.cur.Buffered() == 0
+}
+
 // errHandOff: the writer's ctx ended during its write; another goroutine
 // took the rest of the write over.
 var errHandOff = errors.New("rpc: write handed off")
@@ -94,15 +112,15 @@ type outbox struct {
 	// a timed-out one.
 	resumable bool
 
-	mu      sync.Mutex
-	cur     *outBuf       // the queue: whole frames, then possibly a begun one; nil when empty
-	spare   *outBuf       // an empty buffer for the next queue, or nil
-	begun   int           // offset in cur.B of the header begin wrote; -1 when none
-	claimed bool          // a goroutine was told to flush and has not started
-	writing bool          // a goroutine holds the writer role
-	bigWait int           // goroutines waiting for the writer role (WriteFrameParts)
-	err     error         // sticky: the stream broke
-	wake    chan struct{} // closed when room frees, the role is given up or the stream breaks
+	mu       sync.Mutex
+	cur      *outBuf       // the queue: whole frames, then possibly a begun one; nil when empty
+	spare    *outBuf       // an empty buffer for the next queue, or nil
+	begun    int           // offset in cur.B of the header begin wrote; -1 when none
+	claimed  bool          // a goroutine was told to flush and has not started
+	flushing bool          // a goroutine holds the writer role
+	bigWait  int           // goroutines waiting for the writer role (WriteFrameParts)
+	err      error         // sticky: the stream broke
+	wake     chan struct{} // closed when room frees, the role is given up or the stream breaks
 
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc
@@ -213,8 +231,8 @@ func (o *outbox) room(ctx context.Context, size int) error {
 		if o.err != nil || q == 0 || q+size <= outboxLimit {
 			return nil
 		}
-		if !o.writing {
-			o.writing, o.claimed = true, false
+		if !o.flushing {
+			o.flushing, o.claimed = true, false
 			o.mu.Unlock()
 			if ctx != nil && ctx.Done() != nil && !o.resumable {
 				go o.drain(nil, nil, 0) // see flushCtx
@@ -304,7 +322,7 @@ func (o *outbox) unlock() (lead bool) {
 // claim makes the caller the flusher when frames wait and nobody writes or
 // was told to. Called with mu held.
 func (o *outbox) claim() bool {
-	if o.writing || o.claimed || o.err != nil || o.queued() == 0 {
+	if o.flushing || o.claimed || o.err != nil || o.queued() == 0 {
 		return false
 	}
 	o.claimed = true
@@ -343,7 +361,7 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 		}
 	}
 	o.mu.Lock()
-	if o.writing {
+	if o.flushing {
 		o.mu.Unlock()
 		return nil
 	}
@@ -352,7 +370,7 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 		o.mu.Unlock()
 		return err
 	}
-	o.writing, o.claimed = true, false
+	o.flushing, o.claimed = true, false
 	o.mu.Unlock()
 	if ctx != nil && ctx.Done() != nil && !o.resumable {
 		// A blocked write could not be cut at ctx's end and resumed: let
@@ -381,15 +399,15 @@ func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
 		if w == nil { // mu held
 			if o.err != nil {
 				err := o.err
-				o.writing = false
+				o.flushing = false
 				o.wakeAll()
 				o.mu.Unlock()
 				return err
 			}
 			if o.queued() == 0 || o.bigWait > 0 {
-				o.writing = false
+				o.flushing = false
 				if o.queued() == 0 {
-					o.idle()
+					o.release()
 				}
 				o.wakeAll()
 				o.mu.Unlock()
@@ -430,9 +448,9 @@ func (o *outbox) recycle(w *outBuf) {
 	outBufs.Put(w)
 }
 
-// idle gives the outbox's buffers back to the pool: nothing is queued and
+// release gives the outbox's buffers back to the pool: nothing is queued and
 // nobody writes. Called with mu held.
-func (o *outbox) idle() {
+func (o *outbox) release() {
 	if o.cur != nil {
 		o.cur.B = o.cur.B[:0]
 		if cap(o.cur.B) <= outboxKeep {
@@ -453,6 +471,9 @@ func (o *outbox) broke(err error) {
 	if o.err == nil {
 		o.err = err
 		o.nc.Close()
+	}
+	if o.cur != nil {
+		o.cur.B = o.cur.B[:0] // these frames can never leave
 	}
 }
 
@@ -604,7 +625,7 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	}
 	// Wait for the writer role.
 	o.bigWait++
-	for o.writing && o.err == nil {
+	for o.flushing && o.err == nil {
 		ch := o.waitChan()
 		o.mu.Unlock()
 		<-ch
@@ -614,7 +635,7 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	if o.err != nil {
 		return o.err
 	}
-	o.writing, o.claimed = true, false
+	o.flushing, o.claimed = true, false
 	w := o.cur
 	if w == nil {
 		w = o.take()
@@ -629,7 +650,7 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	o.recycle(w)
 	if err != nil {
 		o.broke(err)
-		o.writing = false
+		o.flushing = false
 		o.wakeAll()
 		return err
 	}
