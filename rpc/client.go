@@ -160,9 +160,10 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 //
 // Call returns by ctx's deadline (or soon after ctx is canceled) whatever
 // the server does: a request that cannot be queued because the
-// connection's queue is full is not sent; a request whose write is blocked
-// when ctx ends is finished by another goroutine (the stream cannot be cut
-// mid-frame) while Call returns. Without a deadline, a peer that stops
+// connection's queue is full is not sent; a request already queued is
+// still sent (its answer will be dropped); a request whose write is
+// blocked when ctx ends is finished by another goroutine (the stream
+// cannot be cut mid-frame) while Call returns. Without a deadline, a peer that stops
 // reading is dropped after the write timeout ([WithWriteTimeout]) and one
 // that stops answering after the answer timeout ([WithAnswerTimeout]).
 //

@@ -105,6 +105,13 @@ func TestDeadlineWhilePeerNotReading(t *testing.T) {
 	if n != callers*calls {
 		t.Fatalf("%d calls returned, want %d", n, callers*calls)
 	}
+	// The queue stayed bounded: the limit plus at most one frame.
+	c.out.mu.Lock()
+	q := c.out.queued()
+	c.out.mu.Unlock()
+	if q > outboxLimit+RequestOverhead+len(req)+frameHeader {
+		t.Fatalf("%d bytes queued for a peer that never reads, limit %d", q, outboxLimit)
+	}
 }
 
 // The same with one 1 MiB request per caller and deadlines that run out
