@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,5 +287,131 @@ func TestFrameMaxOf(t *testing.T) {
 	}
 	if n := frameMaxOf(nil); n != frame.DefaultMaxFrameSize {
 		t.Fatalf("frameMaxOf(nil): %d, want the default", n)
+	}
+}
+
+// slowProxy forwards client→server bytes in 32 KiB steps with a pause
+// between steps (a slow link), and server→client bytes freely.
+func slowProxy(t *testing.T, to string, pause time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			a, err := l.Accept()
+			if err != nil {
+				return
+			}
+			a.(*net.TCPConn).SetReadBuffer(16 << 10)
+			b, err := net.Dial("tcp", to)
+			if err != nil {
+				a.Close()
+				return
+			}
+			mu.Lock()
+			conns = append(conns, a, b)
+			mu.Unlock()
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := a.Read(buf)
+					if n > 0 {
+						if _, werr := b.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						b.Close()
+						return
+					}
+					time.Sleep(pause)
+				}
+			}()
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := b.Read(buf)
+					if n > 0 {
+						if _, werr := a.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						a.Close()
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String()
+}
+
+// Over a slow link, callers with short deadlines give up in the middle of
+// their writes again and again; the goroutines that finish those writes
+// keep the stream whole: the server never sees a broken frame, the calls
+// that get an answer get their own, and the connection still works
+// afterwards.
+func TestHandOffKeepsStreamWhole(t *testing.T) {
+	s, addr, logs := testServer(t)
+	c := dial(t, slowProxy(t, addr, time.Millisecond))
+	c.nc.(*net.TCPConn).SetWriteBuffer(16 << 10) // writes block soon
+	handed := handOffs.Load()
+	const callers, calls = 8, 12
+	var wg sync.WaitGroup
+	var ok, late atomic.Int32
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				req := bytes.Repeat([]byte{byte(g*calls + i)}, 100<<10+g*1000+i)
+				d := time.Duration(2+(g*calls+i)%40) * time.Millisecond
+				if i%3 == 2 {
+					d = 10 * time.Second // these get their answers
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				out, err := c.Call(ctx, mEcho, req, nil)
+				cancel()
+				switch {
+				case err == nil:
+					if !bytes.Equal(out, req) {
+						t.Errorf("caller %d call %d: answer of %d bytes is not its own", g, i, len(out))
+					}
+					ok.Add(1)
+				case errors.Is(err, context.DeadlineExceeded):
+					late.Add(1)
+				default:
+					t.Errorf("caller %d call %d: %v", g, i, err)
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	waitOrFail(t, done, "callers over a slow link did not all return within 30 s")
+	t.Logf("%d answered, %d gave up, %d writes handed over", ok.Load(), late.Load(), handOffs.Load()-handed)
+	if ok.Load() == 0 || handOffs.Load() == handed {
+		t.Fatal("the test did not exercise both answers and hand-offs")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.Call(ctx, mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+		t.Fatalf("call after the storm: %q, %v; server log: %s", out, err, logs)
+	}
+	if st := s.Stats(); st.Dropped != 0 {
+		t.Fatalf("server dropped %d connections (broken stream); log: %s", st.Dropped, logs)
 	}
 }

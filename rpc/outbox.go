@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
@@ -73,6 +74,9 @@ func (o *outbox) flushed() bool {
 // errHandOff: the writer's ctx ended during its write; another goroutine
 // took the rest of the write over.
 var errHandOff = errors.New("rpc: write handed off")
+
+// handOffs counts the writes handed over (for tests).
+var handOffs atomic.Int64
 
 // errWriteTimeout breaks a connection whose peer took no byte for the
 // write timeout.
@@ -422,6 +426,7 @@ func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
 		n, err := o.write(ctx, w.B[off:], nil)
 		if err == errHandOff {
 			// The rest of w and the role go to a goroutine without ctx.
+			handOffs.Add(1)
 			go o.drain(nil, w, off+n)
 			return err
 		}
