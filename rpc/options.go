@@ -202,7 +202,9 @@ func WithBufferSize(n int) Option {
 // calls fail with ErrClosed; a server logs and counts it as dropped). The
 // timer restarts whenever the peer takes bytes, so a slow reader that keeps
 // reading is not cut; the drop comes between d and 2d after the last byte
-// was taken. Default DefaultWriteTimeout (30 s); d <= 0 means no limit.
+// was taken. Over TLS, where a timed-out write cannot go on, each write
+// must finish within d instead. Default DefaultWriteTimeout (30 s); d <= 0
+// means no limit.
 //
 // Writes never hold up the goroutines that only queue frames: at most 4
 // MiB waits per connection, beyond which senders wait for room (a Call
