@@ -372,6 +372,9 @@ func (c *Client) readLoop() {
 	for {
 		kind, p, err := c.r.Next()
 		if err != nil {
+			if werr := c.out.failure(); werr != nil {
+				err = werr // the write side closed the connection: say why
+			}
 			c.fail(err)
 			return
 		}

@@ -291,8 +291,9 @@ func TestFrameMaxOf(t *testing.T) {
 }
 
 // slowProxy forwards client→server bytes in 32 KiB steps with a pause
-// between steps (a slow link), and server→client bytes freely.
-func slowProxy(t *testing.T, to string, pause time.Duration) string {
+// between steps (a slow link), and server→client bytes freely. rcvBuf > 0
+// shrinks the proxy's receive buffer (writes to it block sooner).
+func slowProxy(t *testing.T, to string, pause time.Duration, rcvBuf int) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -306,7 +307,9 @@ func slowProxy(t *testing.T, to string, pause time.Duration) string {
 			if err != nil {
 				return
 			}
-			a.(*net.TCPConn).SetReadBuffer(16 << 10)
+			if rcvBuf > 0 {
+				a.(*net.TCPConn).SetReadBuffer(rcvBuf)
+			}
 			b, err := net.Dial("tcp", to)
 			if err != nil {
 				a.Close()
@@ -366,7 +369,7 @@ func slowProxy(t *testing.T, to string, pause time.Duration) string {
 // afterwards.
 func TestHandOffKeepsStreamWhole(t *testing.T) {
 	s, addr, logs := testServer(t)
-	c := dial(t, slowProxy(t, addr, time.Millisecond))
+	c := dial(t, slowProxy(t, addr, time.Millisecond, 16<<10))
 	c.nc.(*net.TCPConn).SetWriteBuffer(16 << 10) // writes block soon
 	handed := handOffs.Load()
 	const callers, calls = 8, 12
@@ -413,5 +416,40 @@ func TestHandOffKeepsStreamWhole(t *testing.T) {
 	}
 	if st := s.Stats(); st.Dropped != 0 {
 		t.Fatalf("server dropped %d connections (broken stream); log: %s", st.Dropped, logs)
+	}
+}
+
+// The write deadline armed by an earlier write expires while the
+// connection is idle; the next writes re-arm it and go through (no
+// spurious drop on either side).
+func TestWriteTimeoutAfterIdle(t *testing.T) {
+	s, addr, logs := testServer(t, WithWriteTimeout(30*time.Millisecond))
+	c := dial(t, addr, WithWriteTimeout(30*time.Millisecond))
+	big := bytes.Repeat([]byte{5}, 1<<20)
+	for i := range 3 {
+		if out, err := c.Call(context.Background(), mEcho, big, nil); err != nil || !bytes.Equal(out, big) {
+			t.Fatalf("round %d: %d bytes, %v", i, len(out), err)
+		}
+		time.Sleep(100 * time.Millisecond) // the deadlines pass meanwhile
+	}
+	if c.Closed() || s.Stats().Dropped != 0 {
+		t.Fatalf("connection dropped; log: %s", logs)
+	}
+}
+
+// A slow but live reader is not cut by the write timeout: a 12 MiB request
+// crosses a link taking 32 KiB every 3 ms (at most about 10 MiB/s), a
+// write far longer than the 100 ms timeout, which restarts on every byte
+// taken. (The proxy keeps its default socket buffers: tiny buffers on
+// loopback, whose MSS is 64 KiB, stall TCP itself for hundreds of ms.)
+func TestWriteTimeoutSparesSlowReader(t *testing.T) {
+	_, addr, _ := testServer(t)
+	c := dial(t, slowProxy(t, addr, 3*time.Millisecond, 0), WithWriteTimeout(100*time.Millisecond))
+	req := bytes.Repeat([]byte{9}, 12<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := c.Call(ctx, mEcho, req, nil)
+	if err != nil || !bytes.Equal(out, req) {
+		t.Fatalf("12 MiB over a slow link: %d bytes, %v", len(out), err)
 	}
 }

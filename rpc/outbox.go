@@ -128,6 +128,7 @@ type outbox struct {
 
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc
+	wdlCtx bool      // wdl came from a caller's ctx, not the write timeout
 	vecArr [2][]byte
 	vec    net.Buffers
 }
@@ -469,6 +470,13 @@ func (o *outbox) release() {
 	}
 }
 
+// failure returns the error that broke the stream, or nil.
+func (o *outbox) failure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
 // broke records the stream's first error and closes the connection, so
 // that its read loop ends and every waiter learns of it. Called with mu
 // held.
@@ -490,9 +498,12 @@ func (o *outbox) broke(err error) {
 // Deadlines: a write that takes no byte for the write timeout fails with
 // errWriteTimeout. With a ctx, the socket's write deadline is also set to
 // ctx's deadline (or, for a ctx without one, to cancelPoll ahead, to look
-// at it again), so a blocked write returns when ctx ends. Without a ctx the
-// deadline is refreshed only when less than 3/4 of the timeout is left, so
-// a fast stream of writes does not reset it each time.
+// at it again), so a blocked write returns when ctx ends. Without a ctx
+// the deadline set for the timeout by an earlier write is kept; when it
+// expires during a later write, that write re-arms it and goes on, so a
+// fast stream of writes neither reads the clock nor resets a timer, and a
+// write that takes no byte is failed between one and two timeouts after
+// it began.
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	var ctxDL time.Time
 	var poll, cancelable bool
@@ -510,11 +521,21 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 		o.vecArr = [2][]byte{p, q}
 		o.vec = o.vecArr[:]
 	}
-	now := time.Now()
-	progress := now // when the last byte was taken, as far as we know
+	// The deadline on nc is armed lazily: a deadline set by an earlier
+	// write for the write timeout alone is kept (no clock read, no timer
+	// change on the fast path). fresh tells that the deadline was armed
+	// during this write, so that its expiry means no progress since;
+	// the expiry of an older one only starts the count.
+	var now, progress time.Time // progress: when the last byte was taken, as far as we know
+	fresh := false
+	if cancelable || !o.resumable || o.wdlCtx || o.wdl.IsZero() != (o.timeout <= 0) {
+		now = time.Now()
+		progress = now
+		o.arm(now, progress, ctxDL, poll)
+		fresh = true
+	}
 	written := 0
 	for {
-		o.arm(now, progress, ctxDL, poll)
 		var n int
 		var err error
 		if q != nil {
@@ -540,13 +561,13 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			return min(written, len(p)), err
 		}
 		now = time.Now()
-		if n > 0 {
+		if n > 0 || !fresh {
 			progress = now
 		}
 		if cancelable && ctx.Err() != nil {
 			return written, errHandOff
 		}
-		if o.timeout > 0 && (now.Sub(progress) >= o.timeout || !o.resumable) {
+		if o.timeout > 0 && fresh && (now.Sub(progress) >= o.timeout || !o.resumable) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), errWriteTimeout
 		}
@@ -555,6 +576,8 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), err
 		}
+		o.arm(now, progress, ctxDL, poll)
+		fresh = true
 	}
 }
 
@@ -590,7 +613,7 @@ func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool) {
 		}
 	}
 	o.nc.SetWriteDeadline(want)
-	o.wdl = want
+	o.wdl, o.wdlCtx = want, exact
 }
 
 // outboxFrames writes whole frames into the outbox while its mu is held
