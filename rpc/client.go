@@ -191,7 +191,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		return resp, err
 	}
 
-	buf, err := c.out.beginCtx(ctx, KindRequest, RequestOverhead+len(req))
+	buf, err := c.out.beginCtx(ctx, KindRequest)
 	if err != nil {
 		// ctx ended while the queue was full: nothing was sent.
 		c.unsend(s)

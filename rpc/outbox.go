@@ -210,30 +210,30 @@ func (o *outbox) wakeAll() {
 // connection whose peer stops reading). The result belongs to the outbox:
 // it is valid only until end or abandon.
 func (o *outbox) begin(kind byte) []byte {
-	o.room(nil, 0)
+	o.room(nil)
 	return o.start(kind)
 }
 
-// beginCtx is begin for a frame of about size bytes that gives up when ctx
-// ends while it waits for room: then it returns ctx's error, the outbox
-// unlocked and nothing queued.
-func (o *outbox) beginCtx(ctx context.Context, kind byte, size int) ([]byte, error) {
-	if err := o.room(ctx, size); err != nil {
+// beginCtx is begin that gives up when ctx ends while it waits for room:
+// then it returns ctx's error, the outbox unlocked and nothing queued.
+func (o *outbox) beginCtx(ctx context.Context, kind byte) ([]byte, error) {
+	if err := o.room(ctx); err != nil {
 		return nil, err
 	}
 	return o.start(kind), nil
 }
 
-// room returns with mu held once a frame of size bytes may be queued (or
-// the stream is broken: end then reports the error). When the queue is
-// full and nobody writes (its flusher may be deferring its flush), the
-// caller writes it out itself. With ctx, it gives up when ctx ends and
-// returns ctx's error without mu.
-func (o *outbox) room(ctx context.Context, size int) error {
+// room returns with mu held once a frame may be queued: less than
+// outboxLimit is queued (a frame of any size is then admitted, so a large
+// frame is not starved by a steady flow of small ones), or the stream is
+// broken (end then reports the error). When the queue is full and nobody
+// writes (its flusher may be deferring its flush), the caller writes it
+// out itself. With ctx, it gives up when ctx ends and returns ctx's error
+// without mu.
+func (o *outbox) room(ctx context.Context) error {
 	for {
 		o.mu.Lock()
-		q := o.queued()
-		if o.err != nil || q == 0 || q+size <= outboxLimit {
+		if o.err != nil || o.queued() < outboxLimit {
 			return nil
 		}
 		if !o.flushing {
