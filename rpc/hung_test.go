@@ -472,3 +472,46 @@ func TestClientAnswersPing(t *testing.T) {
 		t.Fatal("no pong within 30 s")
 	}
 }
+
+// The reproduction, with the default options: 64 goroutines ×
+// 1,100 calls with a 1 ms ctx against a server that never answers. Before,
+// the client ended up failing every call with ErrTooManyPending while
+// Closed stayed false. Now it closes itself once its table is full of
+// abandoned calls, and the calls after that fail with ErrClosed.
+func TestAbandonedCallsDefaultTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("70,400 calls")
+	}
+	addr := silentListener(t)
+	c := dial(t, addr)
+	var wg sync.WaitGroup
+	var tooMany, closed atomic.Int32
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1100 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				_, err := c.Call(ctx, mEcho, nil, nil)
+				cancel()
+				switch {
+				case errors.Is(err, context.DeadlineExceeded):
+				case errors.Is(err, ErrTooManyPending):
+					tooMany.Add(1)
+				case errors.Is(err, ErrClosed):
+					closed.Add(1)
+				default:
+					t.Errorf("call: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	waitOrFail(t, done, "70,400 calls did not all return within 30 s")
+	t.Logf("%d ErrTooManyPending, %d ErrClosed", tooMany.Load(), closed.Load())
+	if !c.Closed() {
+		t.Fatalf("client with %d abandoned calls not Closed", c.abandoned.Load())
+	}
+}
