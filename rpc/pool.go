@@ -75,6 +75,7 @@ func (p *Pool) Call(ctx context.Context, method uint32, req, resp []byte) ([]byt
 	n := uint32(len(p.conns))
 	start := p.next.Add(1)
 	var lastErr error = ErrClosed
+	lastOut := resp
 	retried := false
 	for i := uint32(0); i <= n; i++ {
 		if p.closed.Load() {
@@ -89,12 +90,12 @@ func (p *Pool) Call(ctx context.Context, method uint32, req, resp []byte) ([]byt
 		out, err := c.Call(ctx, method, req, resp)
 		if err != nil && IsRetryable(err) && !retried {
 			retried = true
-			lastErr = err
+			lastOut, lastErr = out, err
 			continue
 		}
 		return out, err
 	}
-	return resp, lastErr
+	return lastOut, lastErr
 }
 
 // get returns connection k, redialing it when it is closed or draining.
