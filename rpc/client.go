@@ -58,12 +58,12 @@ type Client struct {
 
 	active    atomic.Int32  // calls between acquire and release
 	abandoned atomic.Int32  // slots of abandoned calls, waiting for their late answers
-	rx        atomic.Uint32 // frames received; the answer check watches it
+	rx        atomic.Uint64 // bytes received (rxCounter); the answer check watches it
 
 	// The answer check (see WithAnswerTimeout): watch runs check every
 	// answerTimeout/4; lastRx and quiet belong to check.
 	watch  atomic.Pointer[time.Timer]
-	lastRx uint32
+	lastRx uint64
 	quiet  int
 
 	goAway   atomic.Bool // set under out.mu: no request may be written after it
@@ -139,9 +139,9 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c := &Client{
 		nc:       nc,
 		opts:     o,
-		r:        frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
 		readDone: make(chan struct{}),
 	}
+	c.r = frame.NewReader(rxCounter{nc, &c.rx}, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	c.out.setup(nc, o.writeTimeout, o.maxFrame)
 	if o.answerTimeout > 0 {
 		// Stored before it can fire: check reschedules it.
@@ -378,7 +378,6 @@ func (c *Client) readLoop() {
 			c.fail(err)
 			return
 		}
-		c.rx.Add(1)
 		switch kind {
 		case KindResponse:
 			r, err := ParseResponse(p)
@@ -494,9 +493,24 @@ func (c *Client) fail(cause error) {
 	c.mu.Unlock()
 }
 
+// rxCounter counts the bytes read from a client's connection, so that the
+// answer check sees a large answer arriving slowly as life.
+type rxCounter struct {
+	nc net.Conn
+	n  *atomic.Uint64
+}
+
+func (r rxCounter) Read(p []byte) (int, error) {
+	n, err := r.nc.Read(p)
+	if n > 0 {
+		r.n.Add(uint64(n))
+	}
+	return n, err
+}
+
 // check is the answer check, run by c.watch every answerTimeout/4: a
 // client that had calls outstanding at five checks in a row (four periods,
-// one answer timeout) and received no frame since the first of them closes
+// one answer timeout) and received no byte since the first of them closes
 // the connection.
 func (c *Client) check() {
 	if c.broken.Load() {

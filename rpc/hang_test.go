@@ -369,7 +369,7 @@ func slowProxy(t *testing.T, to string, pause time.Duration, rcvBuf int) string 
 // afterwards.
 func TestHandOffKeepsStreamWhole(t *testing.T) {
 	s, addr, logs := testServer(t)
-	c := dial(t, slowProxy(t, addr, time.Millisecond, 16<<10))
+	c := dial(t, slowProxy(t, addr, time.Millisecond, 0))
 	c.nc.(*net.TCPConn).SetWriteBuffer(16 << 10) // writes block soon
 	handed := handOffs.Load()
 	const callers, calls = 8, 12
