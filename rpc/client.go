@@ -555,5 +555,9 @@ func (c *Client) Close() error {
 // with ErrGoAway.
 func (c *Client) Draining() bool { return c.goAway.Load() }
 
-// Closed reports whether the connection is closed or broken.
+// Closed reports whether the connection is closed or broken, including
+// closed by the client itself: a write that made no progress for the write
+// timeout, no byte received for the answer timeout while calls were
+// outstanding, or a table of pending calls full of abandoned ones. A
+// [Pool] replaces a closed client on its next call.
 func (c *Client) Closed() bool { return c.broken.Load() }
