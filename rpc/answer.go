@@ -149,6 +149,21 @@ func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, i
 	c.finishWrite(lead, err, status, len(msg), inReader)
 }
 
+// pong answers a ping from the read loop; the flush is left to the read
+// loop like an inline answer's. It reports false when the write failed and
+// the connection is closed.
+func (c *serverConn) pong(payload []byte) bool {
+	buf := c.out.begin(KindPong)
+	buf = append(buf, payload...)
+	lead, err := c.out.end(buf)
+	if err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return false
+	}
+	c.owed = c.owed || lead
+	return true
+}
+
 // finishWrite flushes when the caller became the outbox's flusher (or, in
 // the read loop, leaves the flush to it) and accounts the answer.
 func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen int, inReader bool) {

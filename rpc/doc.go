@@ -56,6 +56,20 @@
 // Both satisfy [Caller], the interface generated stubs use. A warm unary
 // call allocates nothing on either side.
 //
+// Safe defaults: a call returns by its ctx's deadline whatever the peer
+// does (a write blocked by a peer that does not read is finished by
+// another goroutine, or the request is not sent at all when the queue is
+// full). A peer that takes no byte of a write for [DefaultWriteTimeout]
+// (30 s, both sides, [WithWriteTimeout]) loses its connection; a client
+// with calls outstanding that receives nothing for [DefaultAnswerTimeout]
+// (60 s, [WithAnswerTimeout]) closes the connection, as does one whose
+// table of pending calls fills up with abandoned calls, so a [Pool] dials
+// a fresh one. At most 4 MiB wait to be written per connection. A
+// [StatusError]'s Message keeps at most [MaxErrorMessage] bytes of the
+// answer body; Call returns the whole body appended to resp. Only a call
+// the server certainly did not run ([IsRetryable]) is sent again by a
+// Pool, once.
+//
 // Buffers: a handler's req aliases a per-call buffer owned by the server
 // and is valid only until the handler returns; the handler appends its
 // answer to resp (owned by the server, valid until the handler returns) and

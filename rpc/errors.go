@@ -3,6 +3,7 @@ package rpc
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -27,6 +28,21 @@ var (
 	ErrProtocol = errors.New("rpc: protocol violation")
 )
 
+// Reasons a client closes a connection by itself; the calls it fails get
+// an error matching ErrClosed whose text names the reason.
+var (
+	errNoAnswer      = errors.New("rpc: no answer: the server sent nothing for the answer timeout while calls were outstanding")
+	errAbandonedFull = errors.New("rpc: the table of pending calls is full, at least half of it abandoned calls the server never answered")
+)
+
+// MaxErrorMessage is the most bytes of a non-200 answer's body that
+// [Client.Call] keeps in [StatusError].Message (cut at a UTF-8 boundary).
+// An error string travels through logs, wrapped errors and metrics labels,
+// so it must stay small whatever the server sent (a body may be up to the
+// maximum frame size, 16 MiB); 1 KiB holds any human-readable message. The
+// whole body is still given back: Call returns it appended to resp.
+const MaxErrorMessage = 1 << 10
+
 // StatusError is a non-200 answer. A handler returns one (see [Errorf]) to
 // choose the status; [Client.Call] returns one for every non-200 answer.
 // Read it with errors.As. On the wire the message travels as the answer
@@ -34,8 +50,27 @@ var (
 type StatusError struct {
 	Code    uint32
 	Message string
+	// BodyLen is the length of the answer body Message was taken from
+	// when Call had to cut it (len(Message) < BodyLen); 0 otherwise.
+	BodyLen int
 
 	refused bool // the answer carried the server's not-run flag
+}
+
+// newStatusError is the error of a non-200 answer with the given body: the
+// message keeps at most MaxErrorMessage bytes of it.
+func newStatusError(status uint32, body []byte, notRun bool) *StatusError {
+	e := &StatusError{Code: status, refused: notRun}
+	if len(body) > MaxErrorMessage {
+		e.BodyLen = len(body)
+		cut := MaxErrorMessage
+		for cut > MaxErrorMessage-utf8.UTFMax && cut > 0 && !utf8.RuneStart(body[cut]) {
+			cut--
+		}
+		body = body[:cut]
+	}
+	e.Message = string(body)
+	return e
 }
 
 // goAwayRefusal is the body of the 503 answer a server sends for a call it
@@ -44,10 +79,14 @@ type StatusError struct {
 // (see [Response].NotRun), which no handler can set.
 const goAwayRefusal = "going away"
 
-// Error returns "rpc: status <code>: <message>".
+// Error returns "rpc: status <code>: <message>", followed by
+// " [cut from N bytes]" when Message is a prefix of the answer body.
 func (e *StatusError) Error() string {
-	if e.Message == "" {
+	if e.Message == "" && e.BodyLen == 0 {
 		return fmt.Sprintf("rpc: status %d", e.Code)
+	}
+	if e.BodyLen > len(e.Message) {
+		return fmt.Sprintf("rpc: status %d: %s [cut from %d bytes]", e.Code, e.Message, e.BodyLen)
 	}
 	return fmt.Sprintf("rpc: status %d: %s", e.Code, e.Message)
 }

@@ -34,6 +34,24 @@ const (
 	// DefaultMaxPending is the largest number of pending calls on one client
 	// connection (promise ids carry a 16-bit slot index).
 	DefaultMaxPending = 1<<16 - 1
+	// DefaultWriteTimeout is how long a connection's write may go without
+	// the peer taking a single byte before the connection is dropped, on
+	// both sides (see [WithWriteTimeout]). A peer that stops reading would
+	// otherwise hold its connection, its queued frames and, on a client,
+	// the callers without deadlines forever. 30 s is long next to any
+	// healthy stall of a TCP peer (a full receive window drains in
+	// milliseconds unless the reader has stopped) and close to what other
+	// stacks allow: gRPC-go's keepalive drops a peer whose ping is not
+	// acknowledged within 20 s, and net/http, whose WriteTimeout defaults
+	// to none, is routinely deployed with 10-60 s. Because the timer
+	// restarts on every byte taken, a slow but live reader is never cut:
+	// a 16 MiB answer to a reader taking 10 MiB/s completes.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultAnswerTimeout is how long a client waits, while it has calls
+	// outstanding (waiting or abandoned), without receiving a single byte
+	// from the server, before it takes the server for hung and closes the
+	// connection (see [WithAnswerTimeout]).
+	DefaultAnswerTimeout = 60 * time.Second
 	// maxKeptBuffer: a per-call buffer grown above this is dropped when the
 	// call ends instead of being kept for the next call.
 	maxKeptBuffer = 256 << 10
@@ -49,7 +67,21 @@ const (
 	// promise that no more calls follow), after which the server closes the
 	// connection as soon as its calls are answered.
 	KindGoAway = 6
+	// KindPing asks the peer for a KindPong carrying the same payload (at
+	// most 8 bytes; zapcodec extension, WIRE.md §8: canonical peers ignore
+	// it). A client with calls outstanding that has heard nothing for half
+	// its answer timeout sends one, so that a server that answers pings is
+	// not taken for hung while its handlers are merely slow; a client
+	// answers the pings it receives.
+	KindPing = 7
+	// KindPong answers a KindPing; servers and clients of this package
+	// both answer pings.
+	KindPong = 8
 )
+
+// maxPingPayload is the largest ping payload a peer may send; a larger one
+// is a protocol violation that closes the connection.
+const maxPingPayload = 8
 
 // ServerOption configures a [Server] (see [NewServer]).
 type ServerOption interface{ applyServer(*serverOptions) }
@@ -83,12 +115,13 @@ type serverOptions struct {
 }
 
 type clientOptions struct {
-	tls          *tls.Config
-	maxFrame     int
-	bufSize      int
-	writeTimeout time.Duration
-	dialer       *net.Dialer
-	maxPending   int
+	tls           *tls.Config
+	maxFrame      int
+	bufSize       int
+	writeTimeout  time.Duration
+	answerTimeout time.Duration
+	dialer        *net.Dialer
+	maxPending    int
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {
@@ -100,6 +133,7 @@ func buildServerOptions(opts []ServerOption) serverOptions {
 		idleTimeout:   DefaultIdleTimeout,
 		readTimeout:   DefaultReadTimeout,
 		minReadRate:   DefaultMinReadRate,
+		writeTimeout:  DefaultWriteTimeout,
 	}
 	for _, f := range opts {
 		if f != nil {
@@ -117,9 +151,11 @@ func buildServerOptions(opts []ServerOption) serverOptions {
 
 func buildClientOptions(opts []ClientOption) clientOptions {
 	o := clientOptions{
-		maxFrame:   frame.DefaultMaxFrameSize,
-		bufSize:    frame.DefaultBufferSize,
-		maxPending: DefaultMaxPending,
+		maxFrame:      frame.DefaultMaxFrameSize,
+		bufSize:       frame.DefaultBufferSize,
+		maxPending:    DefaultMaxPending,
+		writeTimeout:  DefaultWriteTimeout,
+		answerTimeout: DefaultAnswerTimeout,
 	}
 	for _, f := range opts {
 		if f != nil {
@@ -184,10 +220,22 @@ func WithBufferSize(n int) Option {
 	}
 }
 
-// WithWriteTimeout bounds each write to the socket; a peer that does not
-// read for that long loses its connection. Default 0: no limit (the
-// in-flight bound still stops a server from buffering without bound).
+// WithWriteTimeout sets how long a write to the socket may go without the
+// peer taking a byte: after that the connection is closed (its pending
+// calls fail with ErrClosed; a server logs and counts it as dropped). The
+// timer restarts whenever the peer takes bytes, so a slow reader that keeps
+// reading is not cut; the drop comes between d and 2d after the last byte
+// was taken. Over TLS, where a timed-out write cannot go on, each write
+// must finish within d instead. Default DefaultWriteTimeout (30 s); d <= 0
+// means no limit.
+//
+// Writes never hold up the goroutines that only queue frames: at most 4
+// MiB waits per connection, beyond which senders wait for room (a Call
+// until its ctx ends, then it returns ctx's error with nothing sent).
 func WithWriteTimeout(d time.Duration) Option {
+	if d < 0 {
+		d = 0
+	}
 	return bothOption{
 		s: func(o *serverOptions) { o.writeTimeout = d },
 		c: func(o *clientOptions) { o.writeTimeout = d },
@@ -315,6 +363,27 @@ func WithLogger(l *slog.Logger) ServerOption {
 // net.Dialer.
 func WithDialer(d *net.Dialer) ClientOption {
 	return clientOption(func(o *clientOptions) { o.dialer = d })
+}
+
+// WithAnswerTimeout sets how long a client with calls outstanding
+// (waiting for their answers, or abandoned by their callers and still
+// holding their slots) may go without receiving any byte from the server
+// before it closes the connection as hung: its calls fail with ErrClosed,
+// [Client.Closed] turns true and a [Pool] dials a new connection. The
+// check runs every d/4, so the close comes between d and 1.25 d after the
+// last byte. Default DefaultAnswerTimeout (60 s): longer than a unary call
+// should take (a handler that legitimately runs longer with nothing else
+// on the connection needs a larger value); d <= 0 turns the check off.
+//
+// The client also closes a connection whose table of pending calls is
+// full while at least half of the slots belong to abandoned calls (ctx
+// ended) whose answers never came: the server answers other calls but not
+// those, and the slots would otherwise stay taken forever.
+func WithAnswerTimeout(d time.Duration) ClientOption {
+	if d < 0 {
+		d = 0
+	}
+	return clientOption(func(o *clientOptions) { o.answerTimeout = d })
 }
 
 // WithMaxPending limits the pending calls of one client connection

@@ -1,55 +1,270 @@
 package rpc
 
 import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
 )
 
-// maxFlushYields bounds the yields of a flusher waiting for more frames.
-const maxFlushYields = 4
+const (
+	// maxFlushYields bounds the yields of a flusher waiting for more frames.
+	maxFlushYields = 4
+	// outboxLimit bounds the bytes queued on one connection: an appender
+	// that finds this much queued waits (for room, for its ctx, or for the
+	// write timeout to break the connection) before adding its frame. One
+	// frame is always admitted to an empty queue, so the queue holds at most
+	// outboxLimit plus one frame. 4 MiB: 256 callers with 4 KiB requests (or
+	// a server's 256 in-flight 4 KiB answers, twice over) fit without
+	// waiting for room on a healthy connection, while a peer that stops
+	// reading pins a bounded amount.
+	outboxLimit = 4 << 20
+	// outboxKeep: a queue buffer grown above this (by one huge frame) is
+	// dropped after its write instead of being kept for the next batch.
+	outboxKeep = outboxLimit
+	// cancelPoll is how often a writer whose ctx can be canceled but has no
+	// deadline looks at it while its write is blocked.
+	cancelPoll = 20 * time.Millisecond
+	// outboxMinBuf is the least capacity of a queue buffer, so that a busy
+	// connection does not grow its buffers from nothing.
+	outboxMinBuf = 32 << 10
+	// frameHeader is the transport frame header: u32 length, kind.
+	frameHeader = 5
+)
+
+// outBufs holds the queue buffers of every outbox: a connection takes one
+// when it queues a frame and gives it back once its frames are written, so
+// an idle connection holds no write buffer. (A sync.Pool of its own, not
+// package pool: bytebufferpool calibrates on the length of the buffers it
+// gets back, and these come back empty.)
+var outBufs = sync.Pool{New: func() any { return &outBuf{B: make([]byte, 0, outboxMinBuf)} }}
+
+// outBuf is a queue buffer.
+type outBuf struct{ B []byte }
+
+// Buffered returns the bytes in b; 0 for nil (no queue buffer).
+func (b *outBuf) Buffered() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.B)
+}
+
+// flushed reports whether every frame queued so far has been written:
+// nothing is queued and nobody is writing. (After the stream broke, the
+// queue is dropped: flushed turns true once no goroutine writes.) (Equivalent
+// to !o.flushing && o.cur.Buffered() == 0 under mu.)
+func (o *outbox) flushed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.flushing && o.cur.Buffered() == 0
+}
+
+// errHandOff: the writer's ctx ended during its write; another goroutine
+// took the rest of the write over.
+var errHandOff = errors.New("rpc: write handed off")
+
+// handOffs counts the writes handed over (for tests).
+var handOffs atomic.Int64
+
+// errWriteTimeout breaks a connection whose peer took no byte for the
+// write timeout.
+var errWriteTimeout = errors.New("rpc: write timeout: the peer does not read")
 
 // outbox is the write side of a connection, shared by every goroutine that
-// sends on it (callers on a client, workers on a server). Frames are
-// appended under mu; the goroutine that appends the first frame of a batch
-// becomes the flusher and writes, outside mu, everything appended until it
-// finds nothing new (group commit): frames appended while a write is on the
-// wire leave together in the next write, and no appender ever waits for a
-// syscall. Two frame.Writers alternate: appenders fill cur while the
-// flusher writes the other one.
+// sends on it (callers on a client, workers and the read loop on a
+// server).
 //
-// Invariant (whenever mu is free): cur holds frames only while flushing is
-// true, i.e. some goroutine is bound to write them.
+// Appending never waits for the network: frames are appended to a queue
+// under mu, and no goroutine ever writes to the socket while holding mu.
+// The writer role (writing) is held by one goroutine at a time; it takes
+// the whole queue, writes it outside mu, and goes on until it finds the
+// queue empty (group commit: frames appended during a write leave together
+// in the next one). The goroutine that appends the first frame while
+// nobody writes is told to flush (claim); it then takes the writer role.
+//
+// Bounds:
+//   - queued bytes: an appender waits while outboxLimit bytes are queued
+//     (backpressure), giving up when its ctx ends;
+//   - a writer whose ctx ends while its write is blocked hands the rest of
+//     the write to a new goroutine and returns at once (the stream cannot
+//     be cut mid-frame, and frames of other calls share the write);
+//   - a write that makes no progress for the write timeout breaks the
+//     stream: the connection is closed, waiting appenders wake with the
+//     error, the read loop sees the close.
+//
+// Invariant (whenever mu is free): frames are queued only while a
+// goroutine is writing or has been told to flush (claimed), or while the
+// stream is broken.
 type outbox struct {
 	nc      net.Conn
-	timeout time.Duration // write deadline per write; 0 none
+	timeout time.Duration // a write without progress for this long breaks the stream; 0 none
+	max     int           // largest frame length (kind byte included)
+	// resumable: a write that failed on a deadline can go on where it
+	// stopped (TCP, Unix). Not over TLS: crypto/tls fails every write after
+	// a timed-out one.
+	resumable bool
 
 	mu       sync.Mutex
-	cur      *frame.Writer // frames are appended here, under mu
-	spare    *frame.Writer // being written by the flusher, or empty
-	flushing bool
+	cur      *outBuf       // the queue: whole frames, then possibly a begun one; nil when empty
+	spare    *outBuf       // an empty buffer for the next queue, or nil
+	begun    int           // offset in cur.B of the header begin wrote; -1 when none
+	claimed  bool          // a goroutine was told to flush and has not started
+	flushing bool          // a goroutine holds the writer role
+	bigWait  int           // goroutines waiting for the writer role (WriteFrameParts)
+	err      error         // sticky: the stream broke
+	wake     chan struct{} // closed when room frees, the role is given up or the stream breaks
+
+	// Writer-role state.
+	wdl    time.Time // the write deadline set on nc
+	wdlCtx bool      // wdl came from a caller's ctx, not the write timeout
+	vecArr [2][]byte
+	vec    net.Buffers
 }
 
-func (o *outbox) init(nc net.Conn, timeout time.Duration, opts ...frame.Option) {
-	o.nc, o.timeout = nc, timeout
-	o.cur = frame.NewWriter(nc, opts...)
-	o.spare = frame.NewWriter(nc, opts...)
+// setup prepares the outbox of nc with the given write timeout (0: none)
+// and maximum frame length.
+func (o *outbox) setup(nc net.Conn, timeout time.Duration, maxFrame int) {
+	o.nc, o.timeout, o.max, o.begun = nc, timeout, maxFrame, -1
+	_, isTLS := nc.(*tls.Conn)
+	o.resumable = !isTLS
+	if o.max <= 0 {
+		o.max = frame.DefaultMaxFrameSize
+	}
 }
 
-// begin locks the outbox and starts a frame (see frame.Writer.Begin); the
-// caller appends the payload and must call end or endString.
+// queued returns the bytes of whole frames queued. Called with mu held.
+func (o *outbox) queued() int {
+	if o.cur == nil {
+		return 0
+	}
+	if o.begun >= 0 {
+		return o.begun
+	}
+	return len(o.cur.B)
+}
+
+// waitChan returns the channel the next wake-up closes. Called with mu
+// held; allocates only when somebody has to wait.
+func (o *outbox) waitChan() chan struct{} {
+	if o.wake == nil {
+		o.wake = make(chan struct{})
+	}
+	return o.wake
+}
+
+// wakeAll wakes the goroutines waiting on the outbox. Called with mu held.
+func (o *outbox) wakeAll() {
+	if o.wake != nil {
+		close(o.wake)
+		o.wake = nil
+	}
+}
+
+// begin locks the outbox and starts a frame; the caller appends the
+// payload to the result and must call end or abandon. While the queue is
+// full, begin waits for room (bounded by the write timeout, which breaks a
+// connection whose peer stops reading). The result belongs to the outbox:
+// it is valid only until end or abandon.
 func (o *outbox) begin(kind byte) []byte {
-	return o.lock().Begin(kind)
+	o.room(nil)
+	return o.start(kind)
+}
+
+// beginCtx is begin that gives up when ctx ends while it waits for room:
+// then it returns ctx's error, the outbox unlocked and nothing queued.
+func (o *outbox) beginCtx(ctx context.Context, kind byte) ([]byte, error) {
+	if err := o.room(ctx); err != nil {
+		return nil, err
+	}
+	return o.start(kind), nil
+}
+
+// room returns with mu held once a frame may be queued: less than
+// outboxLimit is queued (a frame of any size is then admitted, so a large
+// frame is not starved by a steady flow of small ones), or the stream is
+// broken (end then reports the error). When the queue is full and nobody
+// writes (its flusher may be deferring its flush), the caller writes it
+// out itself. With ctx, it gives up when ctx ends and returns ctx's error
+// without mu.
+func (o *outbox) room(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		if o.err != nil || o.queued() < outboxLimit {
+			return nil
+		}
+		if !o.flushing {
+			o.flushing, o.claimed = true, false
+			o.mu.Unlock()
+			if ctx != nil && ctx.Done() != nil && !o.resumable {
+				go o.drain(nil, nil, 0) // see flushCtx
+				continue
+			}
+			if err := o.drain(ctx, nil, 0); err == errHandOff {
+				return ctx.Err()
+			}
+			continue
+		}
+		ch := o.waitChan()
+		o.mu.Unlock()
+		if ctx == nil {
+			<-ch
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// start appends a frame header to the queue. Called with mu held.
+func (o *outbox) start(kind byte) []byte {
+	if o.cur == nil {
+		o.cur = o.take()
+	}
+	o.begun = len(o.cur.B)
+	o.cur.B = append(o.cur.B, 0, 0, 0, 0, kind)
+	return o.cur.B
+}
+
+// take returns an empty queue buffer. Called with mu held.
+func (o *outbox) take() *outBuf {
+	if b := o.spare; b != nil {
+		o.spare = nil
+		return b
+	}
+	return outBufs.Get().(*outBuf)
 }
 
 // end finishes the frame begin started and unlocks. lead reports that the
 // caller must now call flush. err is the frame's error (ErrFrameTooLarge:
-// nothing was added) or a write error of the stream.
+// nothing was added) or the stream's.
 func (o *outbox) end(buf []byte) (lead bool, err error) {
-	err = o.cur.End(buf)
+	start := o.begun
+	o.begun = -1
+	switch n := len(buf) - start - frameHeader + 1; {
+	case o.err != nil:
+		o.cur.B = buf[:start]
+		err = o.err
+	case n > o.max:
+		o.cur.B = buf[:start]
+		err = fmt.Errorf("%w (len:%d max:%d)", frame.ErrFrameTooLarge, n, o.max)
+	default:
+		binary.LittleEndian.PutUint32(buf[start:], uint32(n))
+		o.cur.B = buf
+	}
 	lead = o.claim()
 	o.mu.Unlock()
 	return lead, err
@@ -57,19 +272,17 @@ func (o *outbox) end(buf []byte) (lead bool, err error) {
 
 // abandon drops the frame begin started and unlocks.
 func (o *outbox) abandon(buf []byte) {
-	o.cur.End(buf[:0]) // shorter than Begin's result: the frame is dropped
+	o.cur.B = buf[:o.begun]
+	o.begun = -1
 	o.mu.Unlock()
 }
 
-// lock and unlock bracket direct use of o.cur (WriteFrame); unlock reports
-// whether the caller must flush.
-func (o *outbox) lock() *frame.Writer {
+// lock and unlock bracket the direct writes of outboxFrames (a go-away
+// frame, an answer with a large body); unlock reports whether the caller
+// must flush.
+func (o *outbox) lock() *outboxFrames {
 	o.mu.Lock()
-	if o.timeout > 0 {
-		// Begin, End and WriteFrame may write to the stream by themselves.
-		o.nc.SetWriteDeadline(time.Now().Add(o.timeout))
-	}
-	return o.cur
+	return (*outboxFrames)(o)
 }
 
 func (o *outbox) unlock() (lead bool) {
@@ -78,31 +291,40 @@ func (o *outbox) unlock() (lead bool) {
 	return lead
 }
 
-// claim makes the caller the flusher when frames wait and nobody flushes.
-// Called with mu held.
+// claim makes the caller the flusher when frames wait and nobody writes or
+// was told to. Called with mu held.
 func (o *outbox) claim() bool {
-	if o.flushing || o.cur.Buffered() == 0 {
+	if o.flushing || o.claimed || o.err != nil || o.queued() == 0 {
 		return false
 	}
-	o.flushing = true
+	o.claimed = true
 	return true
 }
 
-// flush is called by the goroutine end or unlock made the flusher. When
-// others may be about to send (other calls are in progress), it first
-// yields, again while a yield brought new frames (up to maxFlushYields
-// times), so that goroutines already runnable (answers being produced,
-// callers woken by the same read) append their frames to the same write;
-// then it writes batches until none is left. On a write error it gives up
-// the role and returns the error: the caller closes the connection.
+// flush is called by the goroutine end or unlock made the flusher (a
+// goroutine that calls it otherwise does no harm). When others may be
+// about to send (other calls are in progress), it first yields, again
+// while a yield brought new frames (up to maxFlushYields times), so that
+// goroutines already runnable append their frames to the same write. Then
+// it writes the queue until it is empty, unless another goroutine is
+// writing (that one writes these frames too). On a write error it returns
+// the error; the connection is closed.
 func (o *outbox) flush(others bool) error {
+	return o.flushCtx(nil, others)
+}
+
+// flushCtx is flush for a caller with a ctx: when ctx ends while the write
+// is blocked, the rest of the write goes on in a new goroutine and
+// flushCtx returns ctx's error (the frames are not lost; the stream stays
+// whole).
+func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	if others {
 		// Yield until a yield brings no new frame (at most a few times).
 		n := -1
 		for range maxFlushYields {
 			runtime.Gosched()
 			o.mu.Lock()
-			b := o.cur.Buffered()
+			b := o.queued()
 			o.mu.Unlock()
 			if b == n {
 				break
@@ -111,24 +333,325 @@ func (o *outbox) flush(others bool) error {
 		}
 	}
 	o.mu.Lock()
-	for {
-		w := o.cur
-		if w.Buffered() == 0 {
-			o.flushing = false
-			o.mu.Unlock()
-			return nil
-		}
-		o.cur, o.spare = o.spare, w
+	if o.flushing {
 		o.mu.Unlock()
-		if o.timeout > 0 {
-			o.nc.SetWriteDeadline(time.Now().Add(o.timeout))
-		}
-		err := w.Flush()
+		return nil
+	}
+	if o.err != nil {
+		err := o.err
+		o.mu.Unlock()
+		return err
+	}
+	o.flushing, o.claimed = true, false
+	o.mu.Unlock()
+	if ctx != nil && ctx.Done() != nil && !o.resumable {
+		// A blocked write could not be cut at ctx's end and resumed: let
+		// a goroutine of its own write, and return now.
+		go o.drain(nil, nil, 0)
+		return nil
+	}
+	err := o.drain(ctx, nil, 0)
+	if err == errHandOff {
+		return ctx.Err()
+	}
+	return err
+}
+
+// drain is the writer role's loop, entered with the role held and mu
+// free: it writes w.B[off:] first when w is not nil, then the queue, batch
+// after batch, until the queue is empty (or a WriteFrameParts waits for the
+// role: it takes the role and the queue over); then it gives the role up.
+// It returns errHandOff when ctx ended and a new goroutine carries on, or
+// the stream's error.
+func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
+	if w == nil {
 		o.mu.Lock()
-		if err != nil {
-			o.flushing = false
+	}
+	for {
+		if w == nil { // mu held
+			if o.err != nil {
+				err := o.err
+				o.flushing = false
+				o.wakeAll()
+				o.mu.Unlock()
+				return err
+			}
+			if o.queued() == 0 || o.bigWait > 0 {
+				o.flushing = false
+				if o.queued() == 0 {
+					o.release()
+				}
+				o.wakeAll()
+				o.mu.Unlock()
+				return nil
+			}
+			// No frame is begun while mu is free: the queue holds whole
+			// frames only.
+			w, off = o.cur, 0
+			o.cur, o.spare = o.spare, nil
 			o.mu.Unlock()
+		}
+		n, err := o.write(ctx, w.B[off:], nil)
+		if err == errHandOff {
+			// The rest of w and the role go to a goroutine without ctx.
+			handOffs.Add(1)
+			go o.drain(nil, w, off+n)
 			return err
 		}
+		o.mu.Lock()
+		o.recycle(w)
+		w = nil
+		if err != nil {
+			o.broke(err) // the loop's next turn gives the role up
+		}
+		o.wakeAll() // room freed
 	}
+}
+
+// recycle gives w back after its write. Called with mu held.
+func (o *outbox) recycle(w *outBuf) {
+	w.B = w.B[:0]
+	if cap(w.B) > outboxKeep {
+		return // let a buffer a huge frame grew go
+	}
+	if o.spare == nil {
+		o.spare = w
+		return
+	}
+	outBufs.Put(w)
+}
+
+// release gives the outbox's buffers back to the pool: nothing is queued and
+// nobody writes. Called with mu held.
+func (o *outbox) release() {
+	if o.cur != nil {
+		o.cur.B = o.cur.B[:0]
+		if cap(o.cur.B) <= outboxKeep {
+			outBufs.Put(o.cur)
+		}
+		o.cur = nil
+	}
+	if o.spare != nil {
+		outBufs.Put(o.spare)
+		o.spare = nil
+	}
+}
+
+// failure returns the error that broke the stream, or nil.
+func (o *outbox) failure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// broke records the stream's first error and closes the connection, so
+// that its read loop ends and every waiter learns of it. Called with mu
+// held.
+func (o *outbox) broke(err error) {
+	if o.err == nil {
+		o.err = err
+		o.nc.Close()
+	}
+	if o.cur != nil {
+		o.cur.B = o.cur.B[:0] // these frames can never leave
+	}
+}
+
+// write writes p, then q (when q is not nil, together in one writev), as
+// the holder of the writer role. It returns the bytes of p written and
+// nil, errHandOff when ctx ended first (only when q is nil: the caller
+// hands p's rest over), or the error that broke the stream.
+//
+// Deadlines: a write that takes no byte for the write timeout fails with
+// errWriteTimeout. With a ctx, the socket's write deadline is also set to
+// ctx's deadline (or, for a ctx without one, to cancelPoll ahead, to look
+// at it again), so a blocked write returns when ctx ends. Without a ctx
+// the deadline set for the timeout by an earlier write is kept; when it
+// expires during a later write, that write re-arms it and goes on, so a
+// fast stream of writes neither reads the clock nor resets a timer, and a
+// write that takes no byte is failed between one and two timeouts after
+// it began.
+func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
+	var ctxDL time.Time
+	var poll, cancelable bool
+	if ctx != nil && ctx.Done() != nil && o.resumable {
+		cancelable = true
+		if d, ok := ctx.Deadline(); ok {
+			ctxDL = d
+		} else {
+			poll = true
+		}
+	}
+	if q != nil {
+		cancelable = false // a writev of a caller's body is never handed off
+		ctxDL, poll = time.Time{}, false
+		o.vecArr = [2][]byte{p, q}
+		o.vec = o.vecArr[:]
+	}
+	// The deadline on nc is armed lazily: a deadline set by an earlier
+	// write for the write timeout alone is kept (no clock read, no timer
+	// change on the fast path). fresh tells that the deadline was armed
+	// during this write, so that its expiry means no progress since;
+	// the expiry of an older one only starts the count.
+	var now, progress time.Time // progress: when the last byte was taken, as far as we know
+	fresh := false
+	if cancelable || !o.resumable || o.wdlCtx || o.wdl.IsZero() != (o.timeout <= 0) {
+		now = time.Now()
+		progress = now
+		o.arm(now, progress, ctxDL, poll)
+		fresh = true
+	}
+	written := 0
+	for {
+		var n int
+		var err error
+		if q != nil {
+			var n64 int64
+			n64, err = o.vec.WriteTo(o.nc)
+			n = int(n64)
+			if err == nil && len(o.vec) != 0 {
+				err = io.ErrShortWrite
+			}
+		} else {
+			n, err = o.nc.Write(p[written:])
+			if err == nil && written+n < len(p) {
+				err = io.ErrShortWrite
+			}
+		}
+		written += n
+		if err == nil {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return written, nil
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), err
+		}
+		now = time.Now()
+		if n > 0 || !fresh {
+			progress = now
+		}
+		if cancelable && ctx.Err() != nil {
+			return written, errHandOff
+		}
+		if o.timeout > 0 && fresh && (now.Sub(progress) >= o.timeout || !o.resumable) {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), errWriteTimeout
+		}
+		if o.timeout <= 0 && !cancelable {
+			// A deadline someone else set on nc (not ours): give up.
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), err
+		}
+		o.arm(now, progress, ctxDL, poll)
+		fresh = true
+	}
+}
+
+// arm sets the socket's write deadline for a write at now whose last
+// progress was at progress. Held by the writer role.
+func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool) {
+	var want time.Time
+	if o.timeout > 0 {
+		want = progress.Add(o.timeout)
+	}
+	exact := false
+	if !ctxDL.IsZero() && (want.IsZero() || ctxDL.Before(want)) {
+		want, exact = ctxDL, true
+	}
+	if poll {
+		if p := now.Add(cancelPoll); want.IsZero() || p.Before(want) {
+			want, exact = p, true
+		}
+	}
+	switch {
+	case exact:
+		if want.Equal(o.wdl) {
+			return
+		}
+	case want.IsZero():
+		if o.wdl.IsZero() {
+			return
+		}
+	default:
+		// Only the write timeout: refresh lazily.
+		if !o.wdl.IsZero() && !o.wdl.After(want) && o.wdl.After(now.Add(o.timeout*3/4)) {
+			return
+		}
+	}
+	o.nc.SetWriteDeadline(want)
+	o.wdl, o.wdlCtx = want, exact
+}
+
+// outboxFrames writes whole frames into the outbox while its mu is held
+// (between outbox.lock and outbox.unlock).
+type outboxFrames outbox
+
+// WriteFrame queues one frame (a go-away). It is not bounded by the queue
+// limit: only control frames use it. payload is copied.
+func (f *outboxFrames) WriteFrame(kind byte, payload []byte) error {
+	return f.WriteFrameParts(kind, payload, nil)
+}
+
+// WriteFrameParts queues the frame kind, head+body. A body of at least
+// frame.DefaultWritevThreshold bytes is not copied: the caller takes the
+// writer role (waiting for the current writer to finish its batch) and
+// writes the queue, the frame's header, head and body in one writev, then
+// goes on writing what was queued meanwhile; body is not used after
+// WriteFrameParts returns. mu is held on return.
+func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
+	o := (*outbox)(f)
+	if o.err != nil {
+		return o.err
+	}
+	n := len(head) + len(body) + 1
+	if n > o.max {
+		return fmt.Errorf("%w (len:%d max:%d)", frame.ErrFrameTooLarge, n, o.max)
+	}
+	if len(body) < frame.DefaultWritevThreshold {
+		if o.cur == nil {
+			o.cur = o.take()
+		}
+		o.cur.B = binary.LittleEndian.AppendUint32(o.cur.B, uint32(n))
+		o.cur.B = append(o.cur.B, kind)
+		o.cur.B = append(o.cur.B, head...)
+		o.cur.B = append(o.cur.B, body...)
+		return nil
+	}
+	// Wait for the writer role.
+	o.bigWait++
+	for o.flushing && o.err == nil {
+		ch := o.waitChan()
+		o.mu.Unlock()
+		<-ch
+		o.mu.Lock()
+	}
+	o.bigWait--
+	if o.err != nil {
+		return o.err
+	}
+	o.flushing, o.claimed = true, false
+	w := o.cur
+	if w == nil {
+		w = o.take()
+	}
+	o.cur = nil
+	w.B = binary.LittleEndian.AppendUint32(w.B, uint32(n))
+	w.B = append(w.B, kind)
+	w.B = append(w.B, head...)
+	o.mu.Unlock()
+	_, err := o.write(nil, w.B, body)
+	o.mu.Lock()
+	o.recycle(w)
+	if err != nil {
+		o.broke(err)
+		o.flushing = false
+		o.wakeAll()
+		return err
+	}
+	o.wakeAll()
+	o.mu.Unlock()
+	err = o.drain(nil, nil, 0) // what was queued meanwhile; gives the role up
+	o.mu.Lock()
+	return err
 }

@@ -11,11 +11,12 @@ import (
 // addresses, so that one process can use several cores and servers. It is
 // safe for concurrent use and implements [Caller].
 //
-// Calls go round-robin over the connections. A connection that broke or
-// received a go-away is replaced by a new one (dialed on the next call that
-// picks it), and a call refused with a retryable error ([IsRetryable]) is
-// sent again on the next connection; other errors are returned as they
-// are.
+// Calls go round-robin over the connections. A connection that broke,
+// received a go-away, or was closed by its client as hung (write timeout,
+// answer timeout, see [WithAnswerTimeout]) is replaced by a new one
+// (dialed on the next call that picks it), and a call refused with a
+// retryable error ([IsRetryable]) is sent again, once, on the next
+// connection; other errors are returned as they are.
 type Pool struct {
 	network string
 	addrs   []string
@@ -64,10 +65,18 @@ func (p *Pool) dial(ctx context.Context, i int) (*Client, error) {
 
 // Call sends the call on the next usable connection (see [Client.Call] for
 // the buffers and errors). It fails with ErrClosed after Close.
+//
+// A call is sent again, once, on the next connection only when it
+// certainly did not run ([IsRetryable]: the server refused it unrun, or
+// announced go-away before it was sent); a call that may have run (any
+// answer a handler gave, ErrClosed, a ctx error) is never sent again. A
+// connection that cannot be dialed is skipped (nothing was sent on it).
 func (p *Pool) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	n := uint32(len(p.conns))
 	start := p.next.Add(1)
 	var lastErr error = ErrClosed
+	lastOut := resp
+	retried := false
 	for i := uint32(0); i <= n; i++ {
 		if p.closed.Load() {
 			return resp, ErrClosed
@@ -79,13 +88,14 @@ func (p *Pool) Call(ctx context.Context, method uint32, req, resp []byte) ([]byt
 			continue
 		}
 		out, err := c.Call(ctx, method, req, resp)
-		if err != nil && IsRetryable(err) {
-			lastErr = err
+		if err != nil && IsRetryable(err) && !retried {
+			retried = true
+			lastOut, lastErr = out, err
 			continue
 		}
 		return out, err
 	}
-	return resp, lastErr
+	return lastOut, lastErr
 }
 
 // get returns connection k, redialing it when it is closed or draining.

@@ -1,0 +1,550 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// silentListener accepts connections, reads and discards everything and
+// never answers. It returns the address and a counter of the frames it
+// received (whole or not: the bytes / 1).
+func silentListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				io.Copy(io.Discard, nc)
+				nc.Close()
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// waitUntil polls cond every 5 ms, failing the test with msg after 30 s.
+func waitUntil(t *testing.T, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Against a server that never answers, calls abandoned by their 1 ms
+// contexts fill the table of pending calls. Before, the client then failed
+// every call with ErrTooManyPending forever while Closed stayed false, so a
+// Pool never replaced it. Now a full table that is mostly abandoned calls
+// closes the connection (the answer check is off here, to test this path
+// alone).
+func TestAbandonedCallsCloseFullClient(t *testing.T) {
+	addr := silentListener(t)
+	c := dial(t, addr, WithMaxPending(64), WithAnswerTimeout(0))
+	var tooMany int
+	waitUntil(t, "client with a table full of abandoned calls never reported Closed", func() bool {
+		for range 16 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			_, err := c.Call(ctx, mEcho, []byte("x"), nil)
+			cancel()
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+			case errors.Is(err, ErrTooManyPending):
+				tooMany++
+			case errors.Is(err, ErrClosed):
+			default:
+				t.Fatalf("call: %v", err)
+			}
+		}
+		return c.Closed()
+	})
+	if _, err := c.Call(context.Background(), mEcho, nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call on the closed client: %v, want ErrClosed", err)
+	}
+	if !strings.Contains(c.err.Error(), "abandoned") {
+		t.Fatalf("closed for %v, want the abandoned-table reason", c.err)
+	}
+}
+
+// A server that reads but stops answering: a call without a deadline fails
+// with ErrClosed once the answer timeout passes with nothing received, and
+// the client reports Closed.
+func TestAnswerTimeoutClosesHungClient(t *testing.T) {
+	addr := silentListener(t)
+	c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mEcho, []byte("x"), nil)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "no answer") {
+			t.Fatalf("call to a hung server: %v, want ErrClosed (no answer)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("call to a hung server still waiting after 30 s")
+	}
+	if !c.Closed() {
+		t.Fatal("client not Closed after the answer timeout")
+	}
+}
+
+// An idle client (nothing outstanding) is never closed by the answer
+// check, and a slow answer that comes within the timeout is taken.
+func TestAnswerTimeoutSparesIdleAndSlow(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		time.Sleep(50 * time.Millisecond)
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr, WithAnswerTimeout(400*time.Millisecond))
+	time.Sleep(time.Second) // several check periods with nothing outstanding
+	if c.Closed() {
+		t.Fatal("idle client closed by the answer check")
+	}
+	for range 5 {
+		if out, err := c.Call(context.Background(), mSlow, []byte("z"), nil); err != nil || string(out) != "z" {
+			t.Fatalf("slow call: %q, %v", out, err)
+		}
+	}
+}
+
+// hangFirstListener wraps a listener: the first connection it accepts is
+// black-holed (read and never answered), the later ones are returned.
+type hangFirstListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *hangFirstListener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.n.Add(1) == 1 {
+			go func() { io.Copy(io.Discard, nc); nc.Close() }()
+			continue
+		}
+		return nc, nil
+	}
+}
+
+// A Pool whose connection reaches a server that stopped answering gets it
+// closed by the answer check, then redials on the next call and succeeds
+// against the healthy server now behind the address.
+func TestPoolRedialsHungConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(WithLogger(discardLogger()))
+	s.Handle(mEcho, echo)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(&hangFirstListener{Listener: l}) }()
+	defer func() { s.Close(); <-served }()
+
+	p, err := NewPool(context.Background(), "tcp", []string{l.Addr().String()}, 1, WithAnswerTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var failures int
+	waitUntil(t, "Pool never got an answer after its connection hung", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		out, err := p.Call(ctx, mEcho, []byte("ok"), nil)
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrClosed) {
+				t.Fatalf("Pool.Call: %v", err)
+			}
+			failures++
+			return false
+		}
+		if string(out) != "ok" {
+			t.Fatalf("Pool.Call answered %q", out)
+		}
+		return true
+	})
+	if failures == 0 {
+		t.Fatal("the first connection answered: the test did not reach the hung server")
+	}
+}
+
+// refusingListener answers every request with the server's own go-away
+// refusal (503 with the not-run flag) and counts the requests.
+func refusingListener(t *testing.T, count *atomic.Int32) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				rc := &rawConn{t: t, Conn: nc}
+				for {
+					kind, env, ok := rc.recv()
+					if !ok {
+						return
+					}
+					if kind != KindRequest {
+						continue
+					}
+					req, err := ParseRequest(env)
+					if err != nil {
+						return
+					}
+					count.Add(1)
+					ans := appendRefusalHeader(nil, StatusUnavailable, req.PromiseID, len(goAwayRefusal))
+					ans = append(ans, goAwayRefusal...)
+					if _, err := nc.Write(frameBytes(KindResponse, ans)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// A call the server refused without running it is sent again once, on
+// another connection; a second refusal is returned (no third attempt).
+func TestPoolRetriesRefusalOnce(t *testing.T) {
+	var refused atomic.Int32
+	ref := refusingListener(t, &refused)
+	_, okAddr, _ := testServer(t)
+
+	// Refused on one connection, answered on the other.
+	p, err := NewPool(context.Background(), "tcp", []string{ref, okAddr}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 4 {
+		before := refused.Load()
+		out, err := p.Call(context.Background(), mEcho, []byte("r"), nil)
+		if err != nil || string(out) != "r" {
+			t.Fatalf("call %d: %q, %v", i, out, err)
+		}
+		if n := refused.Load() - before; n > 1 {
+			t.Fatalf("call %d refused %d times", i, n)
+		}
+	}
+
+	// Refused everywhere: two attempts, then the refusal.
+	var refused2 atomic.Int32
+	ref2 := refusingListener(t, &refused2)
+	p2, err := NewPool(context.Background(), "tcp", []string{ref2, ref2, ref2}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	_, err = p2.Call(context.Background(), mEcho, []byte("r"), nil)
+	if !IsRetryable(err) {
+		t.Fatalf("Pool.Call refused everywhere: %v, want the retryable refusal", err)
+	}
+	if n := refused2.Load(); n != 2 {
+		t.Fatalf("a refused call was sent %d times, want 2 (one retry)", n)
+	}
+}
+
+// A real Shutdown: calls running on the server that shuts down are
+// answered there and not sent again; later calls go to the other server.
+func TestPoolShutdownRunsEachCallOnce(t *testing.T) {
+	var runs atomic.Int32
+	slow := func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		runs.Add(1)
+		time.Sleep(100 * time.Millisecond)
+		return append(resp, req...), nil
+	}
+	s1, a1, _ := testServer(t)
+	s2, a2, _ := testServer(t)
+	s1.Handle(mSlow, slow)
+	s2.Handle(mSlow, slow)
+	p, err := NewPool(context.Background(), "tcp", []string{a1, a2}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 8
+	errs := make(chan error, 2*n)
+	for range n {
+		go func() {
+			_, err := p.Call(context.Background(), mSlow, []byte("s"), nil)
+			errs <- err
+		}()
+	}
+	waitUntil(t, "calls never started", func() bool { return runs.Load() == n })
+	shut := make(chan error, 1)
+	go func() { shut <- s1.Shutdown(context.Background()) }()
+	for range n {
+		go func() {
+			_, err := p.Call(context.Background(), mSlow, []byte("s"), nil)
+			errs <- err
+		}()
+	}
+	for i := range 2 * n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("call: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d calls unanswered after 30 s", 2*n-i)
+		}
+	}
+	if r := runs.Load(); r != 2*n {
+		t.Fatalf("handlers ran %d times for %d calls", r, 2*n)
+	}
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+	if st := s2.Stats(); st.OK == 0 {
+		t.Fatal("no call went to the live server")
+	}
+}
+
+// A 2 MiB error body: the error string keeps MaxErrorMessage bytes, the
+// whole body comes back appended to resp.
+func TestBigErrorBodyIsCut(t *testing.T) {
+	s, addr, _ := testServer(t)
+	body := strings.Repeat("é", 1<<20) // 2 MiB, two bytes a rune
+	s.Handle(mFail, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		return resp, Errorf(StatusInternal, "%s", body)
+	})
+	c := dial(t, addr)
+	resp := []byte("pre:")
+	out, err := c.Call(context.Background(), mFail, nil, resp)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != StatusInternal {
+		t.Fatalf("Call: %v", err)
+	}
+	if len(se.Message) > MaxErrorMessage || len(se.Message) < MaxErrorMessage-4 {
+		t.Fatalf("Message holds %d bytes, want at most %d", len(se.Message), MaxErrorMessage)
+	}
+	if !strings.HasPrefix(body, se.Message) || !utf8.ValidString(se.Message) {
+		t.Fatal("Message is not a whole-rune prefix of the body")
+	}
+	if se.BodyLen != len(body) {
+		t.Fatalf("BodyLen %d, want %d", se.BodyLen, len(body))
+	}
+	if n := len(err.Error()); n > MaxErrorMessage+100 {
+		t.Fatalf("error string of %d bytes", n)
+	}
+	if !bytes.Equal(out[:4], []byte("pre:")) || string(out[4:]) != body {
+		t.Fatalf("the body is not returned appended to resp (%d bytes)", len(out))
+	}
+	// A short body is kept whole.
+	s.Handle(mFail, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		return resp, Errorf(StatusInternal, "short")
+	})
+	_, err = c.Call(context.Background(), mFail, nil, nil)
+	if !errors.As(err, &se) || se.Message != "short" || se.BodyLen != 0 || err.Error() != "rpc: status 500: short" {
+		t.Fatalf("short error: %v (%+v)", err, se)
+	}
+}
+
+// pongListener reads requests and never answers them, but answers each
+// KindPing with a KindPong: a zapcodec server whose handlers are slow.
+func pongListener(t *testing.T, pings *atomic.Int32) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				rc := &rawConn{t: t, Conn: nc}
+				for {
+					kind, env, ok := rc.recv()
+					if !ok {
+						return
+					}
+					if kind == KindPing {
+						pings.Add(1)
+						if _, err := nc.Write(frameBytes(KindPong, env)); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// A server that answers pings is not taken for hung while a call waits
+// longer than the answer timeout; a ctx still ends the call.
+func TestPingKeepsSlowServer(t *testing.T) {
+	var pings atomic.Int32
+	addr := pongListener(t, &pings)
+	c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := c.Call(ctx, mEcho, []byte("x"), nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call: %v, want the deadline", err)
+	}
+	if c.Closed() {
+		t.Fatalf("client closed although the server answered %d pings", pings.Load())
+	}
+	if pings.Load() == 0 {
+		t.Fatal("no ping sent")
+	}
+}
+
+// The client answers a server's ping with a pong carrying the same bytes.
+func TestClientAnswersPing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		rc := &rawConn{t: t, Conn: nc}
+		nc.Write(frameBytes(KindPing, []byte("12345678")))
+		for {
+			kind, env, ok := rc.recv()
+			if !ok {
+				got <- nil
+				return
+			}
+			if kind == KindPong {
+				got <- env
+				return
+			}
+		}
+	}()
+	dial(t, l.Addr().String())
+	select {
+	case p := <-got:
+		if string(p) != "12345678" {
+			t.Fatalf("pong %q, want the ping's payload", p)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no pong within 30 s")
+	}
+}
+
+// The reproduction, with the default options: 64 goroutines ×
+// 1,100 calls with a 1 ms ctx against a server that never answers. Before,
+// the client ended up failing every call with ErrTooManyPending while
+// Closed stayed false. Now it closes itself once its table is full of
+// abandoned calls, and the calls after that fail with ErrClosed.
+func TestAbandonedCallsDefaultTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("70,400 calls")
+	}
+	addr := silentListener(t)
+	c := dial(t, addr)
+	var wg sync.WaitGroup
+	var tooMany, closed atomic.Int32
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1100 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				_, err := c.Call(ctx, mEcho, nil, nil)
+				cancel()
+				switch {
+				case errors.Is(err, context.DeadlineExceeded):
+				case errors.Is(err, ErrTooManyPending):
+					tooMany.Add(1)
+				case errors.Is(err, ErrClosed):
+					closed.Add(1)
+				default:
+					t.Errorf("call: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	waitOrFail(t, done, "70,400 calls did not all return within 30 s")
+	t.Logf("%d ErrTooManyPending, %d ErrClosed", tooMany.Load(), closed.Load())
+	if !c.Closed() {
+		t.Fatalf("client with %d abandoned calls not Closed", c.abandoned.Load())
+	}
+}
+
+// A server of this package answers pings, so a handler that runs longer
+// than the client's answer timeout does not get its connection closed: the
+// call still gets its answer. Without the server's pongs the client would
+// close at the answer timeout and the call would fail with ErrClosed.
+func TestServerAnswersPing(t *testing.T) {
+	s, addr, _ := testServer(t)
+	release := make(chan struct{})
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr, WithAnswerTimeout(time.Second))
+	done := make(chan error, 1)
+	go func() {
+		out, err := c.Call(context.Background(), mSlow, []byte("late"), nil)
+		if err == nil && string(out) != "late" {
+			err = fmt.Errorf("answer %q", out)
+		}
+		done <- err
+	}()
+	time.Sleep(3 * time.Second) // three answer timeouts with nothing but pongs
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("slow call: %v (closed %v)", err, c.Closed())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("slow call never returned")
+	}
+}
