@@ -28,6 +28,8 @@ var targets = []struct {
 	{"eth", repoRoot + "/examples/ethrpc/eth.zap", "ethzap", "examples/ethrpc/ethzap"},
 	{"kitchen", "testdata/kitchen.zap", "", "internal/gentest/kitchen"},
 	{"all", "testdata/all.zap", "", "internal/gentest/all"},
+	{"lists", "testdata/lists.zap", "", "internal/gentest/lists"},
+	{"service_ws", "testdata/service_ws.zap", "", "internal/gentest/svc"},
 }
 
 func generate(t *testing.T, path, pkg string) File {
@@ -97,12 +99,13 @@ func TestGolden(t *testing.T) {
 // TestSharedSchemas checks that the copies in testdata are the shared schemas.
 func TestSharedSchemas(t *testing.T) {
 	dir := fixture.Dir(t)
-	for _, name := range []string{"eth.zap", "kitchen.zap"} {
+	for _, name := range []string{"eth.zap", "kitchen.zap", "more/lists.zap", "more/service_ws.zap"} {
 		shared, err := os.ReadFile(filepath.Join(dir, "schemas", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, copyPath := range []string{filepath.Join("testdata", name), filepath.Join(repoRoot, "examples/ethrpc", name)} {
+		base := filepath.Base(name)
+		for _, copyPath := range []string{filepath.Join("testdata", base), filepath.Join(repoRoot, "examples/ethrpc", base)} {
 			local, err := os.ReadFile(copyPath)
 			if errors.Is(err, os.ErrNotExist) {
 				continue

@@ -12,7 +12,9 @@ import (
 const maxPooledBuf = 1 << 20
 
 func (g *generator) stubs(it *schema.Interface) {
-	g.use("context")
+	if len(it.Methods) > 0 {
+		g.use("context") // an interface without methods has no method to take a context
+	}
 	g.use("sync")
 	g.use(rpcPath)
 	i := GoName(it.Name)
