@@ -134,10 +134,14 @@ func (l List) Iter() ListIter {
 
 // ListIter walks a variable-element list front to back without allocating:
 //
-//	for it := list.Iter(); it.Next(); {
+//	it := list.Iter()
+//	for it.Next() {
 //		item := it.Object()
 //		...
 //	}
+//
+// Declare it before the for statement: declared in it, the iterator is
+// copied at every step (Go 1.22 makes a new loop variable per iteration).
 //
 // The walk stops early, with Next returning false, at the first element
 // whose size does not fit inside the message.

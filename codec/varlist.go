@@ -32,41 +32,78 @@ func (l List) VarFixed(i, w int) []byte {
 // VarUint8 returns element i of a variable-element list of 1-byte elements
 // (list<u8>, list<i8>, list<bool>), or 0 (see [List.VarFixed]).
 func (l List) VarUint8(i int) uint8 {
-	p := l.varElem(i, 1)
-	if p < 0 {
-		return 0
+	p := uint64(l.start) + uint64(i)*5
+	if uint(i) < uint(l.n) && p+5 <= uint64(len(l.b)) && binary.LittleEndian.Uint32(l.b[p:]) == 1 {
+		return l.b[p+4]
 	}
-	return l.b[p]
+	return l.slowUint8(i)
 }
 
 // VarUint16 returns element i of a variable-element list of 2-byte
 // little-endian elements (list<u16>, list<i16>), or 0.
 func (l List) VarUint16(i int) uint16 {
-	p := l.varElem(i, 2)
-	if p < 0 {
-		return 0
+	p := uint64(l.start) + uint64(i)*6
+	if uint(i) < uint(l.n) && p+6 <= uint64(len(l.b)) && binary.LittleEndian.Uint32(l.b[p:]) == 2 {
+		return binary.LittleEndian.Uint16(l.b[p+4:])
 	}
-	return binary.LittleEndian.Uint16(l.b[p:])
+	return l.slowUint16(i)
 }
 
 // VarUint32 returns element i of a variable-element list of 4-byte
 // little-endian elements (list<u32>, list<i32>, list<f32> as bits), or 0.
 func (l List) VarUint32(i int) uint32 {
-	p := l.varElem(i, 4)
-	if p < 0 {
-		return 0
+	p := uint64(l.start) + uint64(i)*8
+	if uint(i) < uint(l.n) && p+8 <= uint64(len(l.b)) {
+		if w := binary.LittleEndian.Uint64(l.b[p:]); uint32(w) == 4 {
+			return uint32(w >> 32)
+		}
 	}
-	return binary.LittleEndian.Uint32(l.b[p:])
+	return l.slowUint32(i)
 }
 
 // VarUint64 returns element i of a variable-element list of 8-byte
 // little-endian elements (list<u64>, list<i64>, list<f64> as bits), or 0.
 func (l List) VarUint64(i int) uint64 {
-	p := l.varElem(i, 8)
-	if p < 0 {
-		return 0
+	p := uint64(l.start) + uint64(i)*12
+	if uint(i) < uint(l.n) && p+12 <= uint64(len(l.b)) && binary.LittleEndian.Uint32(l.b[p:]) == 8 {
+		return binary.LittleEndian.Uint64(l.b[p+4:])
 	}
-	return binary.LittleEndian.Uint64(l.b[p:])
+	return l.slowUint64(i)
+}
+
+// The slow paths of the Var readers: the element at the uniform position
+// is not there (out of range, or the elements are not uniform).
+
+//go:noinline
+func (l List) slowUint8(i int) uint8 {
+	if p := l.walkElem(i, 1); p >= 0 {
+		return l.b[p]
+	}
+	return 0
+}
+
+//go:noinline
+func (l List) slowUint16(i int) uint16 {
+	if p := l.walkElem(i, 2); p >= 0 {
+		return binary.LittleEndian.Uint16(l.b[p:])
+	}
+	return 0
+}
+
+//go:noinline
+func (l List) slowUint32(i int) uint32 {
+	if p := l.walkElem(i, 4); p >= 0 {
+		return binary.LittleEndian.Uint32(l.b[p:])
+	}
+	return 0
+}
+
+//go:noinline
+func (l List) slowUint64(i int) uint64 {
+	if p := l.walkElem(i, 8); p >= 0 {
+		return binary.LittleEndian.Uint64(l.b[p:])
+	}
+	return 0
 }
 
 // varElem returns the absolute position of the body of element i of a
@@ -85,10 +122,14 @@ func (l List) varElem(i, w int) int {
 }
 
 // walkElem is varElem for lists whose elements are not uniform: it walks the
-// sizes of the i elements before element i.
+// sizes of the i elements before element i. It returns -1 when i is out of
+// range.
 //
 //go:noinline
 func (l List) walkElem(i, w int) int {
+	if uint(i) >= uint(l.n) || l.b == nil {
+		return -1
+	}
 	p := uint64(l.start)
 	end := uint64(len(l.b))
 	for k := 0; ; k++ {

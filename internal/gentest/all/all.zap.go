@@ -661,8 +661,15 @@ func (l KitchenBytesList) IsNull() bool { return l.l.IsNull() }
 func (l KitchenBytesList) Iter() KitchenBytesIter { return KitchenBytesIter{l.l.Iter()} }
 
 // KitchenBytesIter walks list field Kitchen.Bytes front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type KitchenBytesIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -696,8 +703,15 @@ func (l KitchenWordsList) IsNull() bool { return l.l.IsNull() }
 func (l KitchenWordsList) Iter() KitchenWordsIter { return KitchenWordsIter{l.l.Iter()} }
 
 // KitchenWordsIter walks list field Kitchen.Words front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type KitchenWordsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -731,8 +745,15 @@ func (l KitchenLongsList) IsNull() bool { return l.l.IsNull() }
 func (l KitchenLongsList) Iter() KitchenLongsIter { return KitchenLongsIter{l.l.Iter()} }
 
 // KitchenLongsIter walks list field Kitchen.Longs front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type KitchenLongsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -766,8 +787,15 @@ func (l KitchenPointsList) IsNull() bool { return l.l.IsNull() }
 func (l KitchenPointsList) Iter() KitchenPointsIter { return KitchenPointsIter{l.l.Iter()} }
 
 // KitchenPointsIter walks list field Kitchen.Points front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type KitchenPointsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1148,8 +1176,15 @@ func (l SparseNamedList) IsNull() bool { return l.l.IsNull() }
 func (l SparseNamedList) Iter() SparseNamedIter { return SparseNamedIter{l.l.Iter()} }
 
 // SparseNamedIter walks list field Sparse.Named front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type SparseNamedIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1197,8 +1232,15 @@ func (l SparseRawList) IsNull() bool { return l.l.IsNull() }
 func (l SparseRawList) Iter() SparseRawIter { return SparseRawIter{l.l.Iter()} }
 
 // SparseRawIter walks list field Sparse.Raw front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type SparseRawIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1231,8 +1273,15 @@ func (l SparseFloatsList) IsNull() bool { return l.l.IsNull() }
 func (l SparseFloatsList) Iter() SparseFloatsIter { return SparseFloatsIter{l.l.Iter()} }
 
 // SparseFloatsIter walks list field Sparse.Floats front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type SparseFloatsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2019,8 +2068,15 @@ func (l DeepBoolsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepBoolsList) Iter() DeepBoolsIter { return DeepBoolsIter{l.l.Iter()} }
 
 // DeepBoolsIter walks list field Deep.Bools front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepBoolsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2054,8 +2110,15 @@ func (l DeepTinyList) IsNull() bool { return l.l.IsNull() }
 func (l DeepTinyList) Iter() DeepTinyIter { return DeepTinyIter{l.l.Iter()} }
 
 // DeepTinyIter walks list field Deep.Tiny front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepTinyIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2089,8 +2152,15 @@ func (l DeepShortsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepShortsList) Iter() DeepShortsIter { return DeepShortsIter{l.l.Iter()} }
 
 // DeepShortsIter walks list field Deep.Shorts front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepShortsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2124,8 +2194,15 @@ func (l DeepRealsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepRealsList) Iter() DeepRealsIter { return DeepRealsIter{l.l.Iter()} }
 
 // DeepRealsIter walks list field Deep.Reals front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepRealsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2159,8 +2236,15 @@ func (l DeepQuadsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepQuadsList) Iter() DeepQuadsIter { return DeepQuadsIter{l.l.Iter()} }
 
 // DeepQuadsIter walks list field Deep.Quads front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepQuadsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2203,8 +2287,15 @@ func (l DeepKeysList) IsNull() bool { return l.l.IsNull() }
 func (l DeepKeysList) Iter() DeepKeysIter { return DeepKeysIter{l.l.Iter()} }
 
 // DeepKeysIter walks list field Deep.Keys front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepKeysIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2247,8 +2338,15 @@ func (l DeepBlobsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepBlobsList) Iter() DeepBlobsIter { return DeepBlobsIter{l.l.Iter()} }
 
 // DeepBlobsIter walks list field Deep.Blobs front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepBlobsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2281,8 +2379,15 @@ func (l DeepGridList) IsNull() bool { return l.l.IsNull() }
 func (l DeepGridList) Iter() DeepGridIter { return DeepGridIter{l.l.Iter()} }
 
 // DeepGridIter walks list field Deep.Grid front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepGridIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2318,8 +2423,15 @@ func (l DeepGridElemList) IsNull() bool { return l.l.IsNull() }
 func (l DeepGridElemList) Iter() DeepGridElemIter { return DeepGridElemIter{l.l.Iter()} }
 
 // DeepGridElemIter walks an element of list field Deep.Grid front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepGridElemIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2353,8 +2465,15 @@ func (l DeepRunsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepRunsList) Iter() DeepRunsIter { return DeepRunsIter{l.l.Iter()} }
 
 // DeepRunsIter walks list field Deep.Runs front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepRunsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2390,8 +2509,15 @@ func (l DeepRunsElemList) IsNull() bool { return l.l.IsNull() }
 func (l DeepRunsElemList) Iter() DeepRunsElemIter { return DeepRunsElemIter{l.l.Iter()} }
 
 // DeepRunsElemIter walks an element of list field Deep.Runs front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepRunsElemIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2425,8 +2551,15 @@ func (l DeepPathsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepPathsList) Iter() DeepPathsIter { return DeepPathsIter{l.l.Iter()} }
 
 // DeepPathsIter walks list field Deep.Paths front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepPathsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2462,8 +2595,15 @@ func (l DeepPathsElemList) IsNull() bool { return l.l.IsNull() }
 func (l DeepPathsElemList) Iter() DeepPathsElemIter { return DeepPathsElemIter{l.l.Iter()} }
 
 // DeepPathsElemIter walks an element of list field Deep.Paths front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepPathsElemIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2496,8 +2636,15 @@ func (l DeepWordsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepWordsList) Iter() DeepWordsIter { return DeepWordsIter{l.l.Iter()} }
 
 // DeepWordsIter walks list field Deep.Words front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepWordsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2533,8 +2680,15 @@ func (l DeepWordsElemList) IsNull() bool { return l.l.IsNull() }
 func (l DeepWordsElemList) Iter() DeepWordsElemIter { return DeepWordsElemIter{l.l.Iter()} }
 
 // DeepWordsElemIter walks an element of list field Deep.Words front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepWordsElemIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2570,8 +2724,15 @@ func (l DeepWordsElemElemList) IsNull() bool { return l.l.IsNull() }
 func (l DeepWordsElemElemList) Iter() DeepWordsElemElemIter { return DeepWordsElemElemIter{l.l.Iter()} }
 
 // DeepWordsElemElemIter walks an element of an element of list field Deep.Words front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepWordsElemElemIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -2619,8 +2780,15 @@ func (l DeepPairsList) IsNull() bool { return l.l.IsNull() }
 func (l DeepPairsList) Iter() DeepPairsIter { return DeepPairsIter{l.l.Iter()} }
 
 // DeepPairsIter walks list field Deep.Pairs front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type DeepPairsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.

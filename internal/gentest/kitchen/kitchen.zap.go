@@ -387,8 +387,15 @@ func (l EverythingItemsList) IsNull() bool { return l.l.IsNull() }
 func (l EverythingItemsList) Iter() EverythingItemsIter { return EverythingItemsIter{l.l.Iter()} }
 
 // EverythingItemsIter walks list field Everything.Items front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type EverythingItemsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.

@@ -763,8 +763,15 @@ func (l ListsU8sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsU8sList) Iter() ListsU8sIter { return ListsU8sIter{l.l.Iter()} }
 
 // ListsU8sIter walks list field Lists.U8s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsU8sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -798,8 +805,15 @@ func (l ListsU16sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsU16sList) Iter() ListsU16sIter { return ListsU16sIter{l.l.Iter()} }
 
 // ListsU16sIter walks list field Lists.U16s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsU16sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -833,8 +847,15 @@ func (l ListsU32sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsU32sList) Iter() ListsU32sIter { return ListsU32sIter{l.l.Iter()} }
 
 // ListsU32sIter walks list field Lists.U32s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsU32sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -868,8 +889,15 @@ func (l ListsU64sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsU64sList) Iter() ListsU64sIter { return ListsU64sIter{l.l.Iter()} }
 
 // ListsU64sIter walks list field Lists.U64s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsU64sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -903,8 +931,15 @@ func (l ListsI16sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsI16sList) Iter() ListsI16sIter { return ListsI16sIter{l.l.Iter()} }
 
 // ListsI16sIter walks list field Lists.I16s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsI16sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -938,8 +973,15 @@ func (l ListsI32sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsI32sList) Iter() ListsI32sIter { return ListsI32sIter{l.l.Iter()} }
 
 // ListsI32sIter walks list field Lists.I32s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsI32sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -973,8 +1015,15 @@ func (l ListsI64sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsI64sList) Iter() ListsI64sIter { return ListsI64sIter{l.l.Iter()} }
 
 // ListsI64sIter walks list field Lists.I64s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsI64sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1008,8 +1057,15 @@ func (l ListsF32sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsF32sList) Iter() ListsF32sIter { return ListsF32sIter{l.l.Iter()} }
 
 // ListsF32sIter walks list field Lists.F32s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsF32sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1043,8 +1099,15 @@ func (l ListsF64sList) IsNull() bool { return l.l.IsNull() }
 func (l ListsF64sList) Iter() ListsF64sIter { return ListsF64sIter{l.l.Iter()} }
 
 // ListsF64sIter walks list field Lists.F64s front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsF64sIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1078,8 +1141,15 @@ func (l ListsBoolsList) IsNull() bool { return l.l.IsNull() }
 func (l ListsBoolsList) Iter() ListsBoolsIter { return ListsBoolsIter{l.l.Iter()} }
 
 // ListsBoolsIter walks list field Lists.Bools front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsBoolsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1113,8 +1183,15 @@ func (l ListsTextsList) IsNull() bool { return l.l.IsNull() }
 func (l ListsTextsList) Iter() ListsTextsIter { return ListsTextsIter{l.l.Iter()} }
 
 // ListsTextsIter walks list field Lists.Texts front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsTextsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1162,8 +1239,15 @@ func (l ListsBlobsList) IsNull() bool { return l.l.IsNull() }
 func (l ListsBlobsList) Iter() ListsBlobsIter { return ListsBlobsIter{l.l.Iter()} }
 
 // ListsBlobsIter walks list field Lists.Blobs front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsBlobsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1196,8 +1280,15 @@ func (l ListsQuadsList) IsNull() bool { return l.l.IsNull() }
 func (l ListsQuadsList) Iter() ListsQuadsIter { return ListsQuadsIter{l.l.Iter()} }
 
 // ListsQuadsIter walks list field Lists.Quads front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsQuadsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1240,8 +1331,15 @@ func (l ListsItemsList) IsNull() bool { return l.l.IsNull() }
 func (l ListsItemsList) Iter() ListsItemsIter { return ListsItemsIter{l.l.Iter()} }
 
 // ListsItemsIter walks list field Lists.Items front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ListsItemsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.

@@ -316,8 +316,15 @@ func (l ShapeTagsList) IsNull() bool { return l.l.IsNull() }
 func (l ShapeTagsList) Iter() ShapeTagsIter { return ShapeTagsIter{l.l.Iter()} }
 
 // ShapeTagsIter walks list field Shape.Tags front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }. It stops at the first
-// element that does not fit in the message.
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type ShapeTagsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
