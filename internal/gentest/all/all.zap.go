@@ -2967,9 +2967,6 @@ func (c *ServiceClient) zapRelease(bp *[]byte, buf, out []byte) {
 // zapServiceBufs holds request/answer buffers of ServiceClient.
 var zapServiceBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// RPC method ordinals of interface Nothing (1-based, declaration order).
-const ()
-
 // NothingServer is implemented by a server of interface Nothing; register it with
 // RegisterNothingServer. A request view aliases a buffer the server owns and is
 // valid only until the method returns. A result arrives set to its zero

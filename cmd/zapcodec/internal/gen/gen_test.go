@@ -188,3 +188,25 @@ func TestGoName(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyInterface: an interface without methods (either form) generates
+// Go that type-checks; it used to import "context" without using it.
+func TestEmptyInterface(t *testing.T) {
+	for _, src := range []string{"package p\ninterface S {}\n", "package p\ninterface S\n"} {
+		f, err := schema.Parse("t.zap", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := Generate(f, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := string(files[0].Data)
+		if strings.Contains(code, `"context"`) || strings.Contains(code, "const ()") {
+			t.Errorf("%q gives:\n%s", src, code)
+		}
+		if !strings.Contains(code, "func RegisterSServer(") || !strings.Contains(code, "func NewSClient(") {
+			t.Errorf("%q: no server registration or client:\n%s", src, code)
+		}
+	}
+}
