@@ -476,13 +476,14 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint8, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 1 {
 				m.Bytes = xs0
 				return errors.New("all: Kitchen.Bytes: list element is not 1 bytes")
 			}
-			xs0 = append(xs0, it0.Uint8())
+			xs0 = append(xs0, p[0])
 		}
 		m.Bytes = xs0
 		if len(xs0) != l0.Len() {
@@ -501,13 +502,14 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint32, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.Words = xs0
 				return errors.New("all: Kitchen.Words: list element is not 4 bytes")
 			}
-			xs0 = append(xs0, it0.Uint32())
+			xs0 = append(xs0, binary.LittleEndian.Uint32(p))
 		}
 		m.Words = xs0
 		if len(xs0) != l0.Len() {
@@ -526,13 +528,14 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint64, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 8 {
 				m.Longs = xs0
 				return errors.New("all: Kitchen.Longs: list element is not 8 bytes")
 			}
-			xs0 = append(xs0, it0.Uint64())
+			xs0 = append(xs0, binary.LittleEndian.Uint64(p))
 		}
 		m.Longs = xs0
 		if len(xs0) != l0.Len() {
@@ -545,7 +548,8 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Kitchen: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Points[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1053,7 +1057,8 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Sparse: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Named[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1076,7 +1081,8 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Sparse: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Raw[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1103,13 +1109,14 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]float64, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 8 {
 				m.Floats = xs0
 				return errors.New("all: Sparse.Floats: list element is not 8 bytes")
 			}
-			xs0 = append(xs0, math.Float64frombits(it0.Uint64()))
+			xs0 = append(xs0, math.Float64frombits(binary.LittleEndian.Uint64(p)))
 		}
 		m.Floats = xs0
 		if len(xs0) != l0.Len() {
@@ -1646,13 +1653,14 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]bool, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 1 {
 				m.Bools = xs0
 				return errors.New("all: Deep.Bools: list element is not 1 bytes")
 			}
-			xs0 = append(xs0, it0.Uint8() != 0)
+			xs0 = append(xs0, p[0] != 0)
 		}
 		m.Bools = xs0
 		if len(xs0) != l0.Len() {
@@ -1671,13 +1679,14 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]int8, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 1 {
 				m.Tiny = xs0
 				return errors.New("all: Deep.Tiny: list element is not 1 bytes")
 			}
-			xs0 = append(xs0, int8(it0.Uint8()))
+			xs0 = append(xs0, int8(p[0]))
 		}
 		m.Tiny = xs0
 		if len(xs0) != l0.Len() {
@@ -1696,13 +1705,14 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]int16, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 2 {
 				m.Shorts = xs0
 				return errors.New("all: Deep.Shorts: list element is not 2 bytes")
 			}
-			xs0 = append(xs0, int16(it0.Uint16()))
+			xs0 = append(xs0, int16(binary.LittleEndian.Uint16(p)))
 		}
 		m.Shorts = xs0
 		if len(xs0) != l0.Len() {
@@ -1721,13 +1731,14 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]float32, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.Reals = xs0
 				return errors.New("all: Deep.Reals: list element is not 4 bytes")
 			}
-			xs0 = append(xs0, math.Float32frombits(it0.Uint32()))
+			xs0 = append(xs0, math.Float32frombits(binary.LittleEndian.Uint32(p)))
 		}
 		m.Reals = xs0
 		if len(xs0) != l0.Len() {
@@ -1746,7 +1757,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([][4]byte, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.Quads = xs0
@@ -1771,7 +1783,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([][16]byte, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 16 {
 				m.Keys = xs0
@@ -1790,7 +1803,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Blobs[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1811,7 +1825,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Grid[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1831,13 +1846,14 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			if cap(xs1) < l1.Len() {
 				xs1 = make([]uint16, 0, l1.Len())
 			}
-			for it1 := l1.Iter(); it1.Next(); {
+			it1 := l1.Iter() // outside the for statement: no copy per step
+			for it1.Next() {
 				p := it1.Bytes()
 				if len(p) != 2 {
 					xs0[k0] = xs1
 					return errors.New("all: Deep.Grid: list element is not 2 bytes")
 				}
-				xs1 = append(xs1, it1.Uint16())
+				xs1 = append(xs1, binary.LittleEndian.Uint16(p))
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
@@ -1855,7 +1871,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Runs[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1875,13 +1892,14 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			if cap(xs1) < l1.Len() {
 				xs1 = make([]uint64, 0, l1.Len())
 			}
-			for it1 := l1.Iter(); it1.Next(); {
+			it1 := l1.Iter() // outside the for statement: no copy per step
+			for it1.Next() {
 				p := it1.Bytes()
 				if len(p) != 8 {
 					xs0[k0] = xs1
 					return errors.New("all: Deep.Runs: list element is not 8 bytes")
 				}
-				xs1 = append(xs1, it1.Uint64())
+				xs1 = append(xs1, binary.LittleEndian.Uint64(p))
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
@@ -1899,7 +1917,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Paths[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1913,7 +1932,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			*budget -= l1.Len()
 			xs1 := xs0[k0][:0]
-			for it1 := l1.Iter(); it1.Next(); {
+			it1 := l1.Iter()
+			for it1.Next() {
 				k1 := len(xs1)
 				if k1 < cap(xs1) {
 					xs1 = xs1[:k1+1]
@@ -1941,7 +1961,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Words[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -1955,7 +1976,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			*budget -= l1.Len()
 			xs1 := xs0[k0][:0]
-			for it1 := l1.Iter(); it1.Next(); {
+			it1 := l1.Iter()
+			for it1.Next() {
 				k1 := len(xs1)
 				if k1 < cap(xs1) {
 					xs1 = xs1[:k1+1]
@@ -1969,7 +1991,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 				}
 				*budget -= l2.Len()
 				xs2 := xs1[k1][:0]
-				for it2 := l2.Iter(); it2.Next(); {
+				it2 := l2.Iter()
+				for it2.Next() {
 					k2 := len(xs2)
 					if k2 < cap(xs2) {
 						xs2 = xs2[:k2+1]
@@ -2002,7 +2025,8 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Pairs[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]

@@ -268,7 +268,8 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("kitchen: Everything: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Items[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]

@@ -373,13 +373,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint8, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 1 {
 				m.U8s = xs0
 				return errors.New("lists: Lists.U8s: list element is not 1 bytes")
 			}
-			xs0 = append(xs0, it0.Uint8())
+			xs0 = append(xs0, p[0])
 		}
 		m.U8s = xs0
 		if len(xs0) != l0.Len() {
@@ -398,13 +399,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint16, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 2 {
 				m.U16s = xs0
 				return errors.New("lists: Lists.U16s: list element is not 2 bytes")
 			}
-			xs0 = append(xs0, it0.Uint16())
+			xs0 = append(xs0, binary.LittleEndian.Uint16(p))
 		}
 		m.U16s = xs0
 		if len(xs0) != l0.Len() {
@@ -423,13 +425,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint32, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.U32s = xs0
 				return errors.New("lists: Lists.U32s: list element is not 4 bytes")
 			}
-			xs0 = append(xs0, it0.Uint32())
+			xs0 = append(xs0, binary.LittleEndian.Uint32(p))
 		}
 		m.U32s = xs0
 		if len(xs0) != l0.Len() {
@@ -448,13 +451,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint64, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 8 {
 				m.U64s = xs0
 				return errors.New("lists: Lists.U64s: list element is not 8 bytes")
 			}
-			xs0 = append(xs0, it0.Uint64())
+			xs0 = append(xs0, binary.LittleEndian.Uint64(p))
 		}
 		m.U64s = xs0
 		if len(xs0) != l0.Len() {
@@ -473,13 +477,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]int16, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 2 {
 				m.I16s = xs0
 				return errors.New("lists: Lists.I16s: list element is not 2 bytes")
 			}
-			xs0 = append(xs0, int16(it0.Uint16()))
+			xs0 = append(xs0, int16(binary.LittleEndian.Uint16(p)))
 		}
 		m.I16s = xs0
 		if len(xs0) != l0.Len() {
@@ -498,13 +503,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]int32, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.I32s = xs0
 				return errors.New("lists: Lists.I32s: list element is not 4 bytes")
 			}
-			xs0 = append(xs0, int32(it0.Uint32()))
+			xs0 = append(xs0, int32(binary.LittleEndian.Uint32(p)))
 		}
 		m.I32s = xs0
 		if len(xs0) != l0.Len() {
@@ -523,13 +529,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]int64, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 8 {
 				m.I64s = xs0
 				return errors.New("lists: Lists.I64s: list element is not 8 bytes")
 			}
-			xs0 = append(xs0, int64(it0.Uint64()))
+			xs0 = append(xs0, int64(binary.LittleEndian.Uint64(p)))
 		}
 		m.I64s = xs0
 		if len(xs0) != l0.Len() {
@@ -548,13 +555,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]float32, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.F32s = xs0
 				return errors.New("lists: Lists.F32s: list element is not 4 bytes")
 			}
-			xs0 = append(xs0, math.Float32frombits(it0.Uint32()))
+			xs0 = append(xs0, math.Float32frombits(binary.LittleEndian.Uint32(p)))
 		}
 		m.F32s = xs0
 		if len(xs0) != l0.Len() {
@@ -573,13 +581,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]float64, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 8 {
 				m.F64s = xs0
 				return errors.New("lists: Lists.F64s: list element is not 8 bytes")
 			}
-			xs0 = append(xs0, math.Float64frombits(it0.Uint64()))
+			xs0 = append(xs0, math.Float64frombits(binary.LittleEndian.Uint64(p)))
 		}
 		m.F64s = xs0
 		if len(xs0) != l0.Len() {
@@ -598,13 +607,14 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]bool, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 1 {
 				m.Bools = xs0
 				return errors.New("lists: Lists.Bools: list element is not 1 bytes")
 			}
-			xs0 = append(xs0, it0.Uint8() != 0)
+			xs0 = append(xs0, p[0] != 0)
 		}
 		m.Bools = xs0
 		if len(xs0) != l0.Len() {
@@ -617,7 +627,8 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("lists: Lists: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Texts[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -640,7 +651,8 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("lists: Lists: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Blobs[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]
@@ -667,7 +679,8 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([][4]byte, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.Quads = xs0
@@ -686,7 +699,8 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return errors.New("lists: Lists: objects shared or cyclic beyond the message size")
 		}
 		xs0 := m.Items[:0]
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter()
+		for it0.Next() {
 			k0 := len(xs0)
 			if k0 < cap(xs0) {
 				xs0 = xs0[:k0+1]

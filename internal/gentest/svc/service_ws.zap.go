@@ -242,13 +242,14 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 		if cap(xs0) < l0.Len() {
 			xs0 = make([]uint32, 0, l0.Len())
 		}
-		for it0 := l0.Iter(); it0.Next(); {
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
 			p := it0.Bytes()
 			if len(p) != 4 {
 				m.Tags = xs0
 				return errors.New("svc: Shape.Tags: list element is not 4 bytes")
 			}
-			xs0 = append(xs0, it0.Uint32())
+			xs0 = append(xs0, binary.LittleEndian.Uint32(p))
 		}
 		m.Tags = xs0
 		if len(xs0) != l0.Len() {

@@ -178,7 +178,8 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what
 		g.p("if cap(%s) < %s.Len() {", xs, l)
 		g.p("%s = make([]%s, 0, %s.Len())", xs, goT, l)
 		g.p("}")
-		g.p("for %s := %s.Iter(); %s.Next(); {", it, l, it)
+		g.p("%s := %s.Iter() // outside the for statement: no copy per step", it, l)
+		g.p("for %s.Next() {", it)
 		g.p("p := %s.Bytes()", it)
 		g.p("if len(p) != %d {", w)
 		g.p("%s = %s", target, xs)
@@ -187,7 +188,12 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what
 		if e.Kind == schema.KindBytesFixed {
 			g.p("%s = append(%s, %s(p))", xs, xs, goT)
 		} else {
-			g.p("%s = append(%s, %s)", xs, xs, g.scalarDecode(e.Kind, fmt.Sprintf("%s.%s()", it, uintOf(w))))
+			raw := "p[0]"
+			if w > 1 {
+				g.use("encoding/binary")
+				raw = fmt.Sprintf("binary.LittleEndian.Uint%d(p)", w*8)
+			}
+			g.p("%s = append(%s, %s)", xs, xs, g.scalarDecode(e.Kind, raw))
 		}
 		g.p("}")
 		g.p("%s = %s", target, xs)
@@ -197,7 +203,8 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what
 		return
 	}
 	g.p("%s := %s[:0]", xs, target)
-	g.p("for %s := %s.Iter(); %s.Next(); {", it, l, it)
+	g.p("%s := %s.Iter()", it, l)
+	g.p("for %s.Next() {", it)
 	g.p("%s := len(%s)", k, xs)
 	g.p("if %s < cap(%s) {", k, xs)
 	g.p("%s = %s[:%s+1]", xs, xs, k)
