@@ -135,7 +135,7 @@ func (g *generator) file() []byte {
 		}
 		h.WriteString(")\n\n")
 		if g.imports[codecPath] {
-			h.WriteString("// This file needs version 1 of codec's API for generated code.\nconst _ = codec.GeneratedVersion1\n\n")
+			h.WriteString("// This file needs version 2 of codec's API for generated code.\nconst _ = codec.GeneratedVersion2\n\n")
 		}
 	}
 	h.Write(g.body.Bytes())
