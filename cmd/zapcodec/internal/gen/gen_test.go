@@ -163,6 +163,7 @@ func TestErrors(t *testing.T) {
 		{"view type", "package p\nstruct A {}\nstruct AView {}\n", "", "t.zap:2:8: Go name AView of the view of struct A collides with struct AView at t.zap:3:8"},
 		{"reader", "package p\nstruct A {}\nstruct ReadA {}\n", "", "t.zap:2:8: Go name ReadA of the reader of struct A collides with struct ReadA at t.zap:3:8"},
 		{"list type", "package p\nstruct AXList {}\nstruct A\n    X list<u8>\n", "", "t.zap:4:5: Go name AXList of the list view of field A.X collides with struct AXList at t.zap:2:8"},
+		{"nested list type", "package p\nstruct AXElemIter {}\nstruct A\n    X list<list<u8>>\n", "", "t.zap:4:5: Go name AXElemIter of the list iterator of the level-2 elements of field A.X collides with struct AXElemIter at t.zap:2:8"},
 		{"method vs method", "package p\nstruct A {}\ninterface S {\n    get(req: A)\n    Get()\n}\n", "", "t.zap:5:5: method Get: Go name Get collides with method get at t.zap:4:5"},
 		{"server type", "package p\nstruct SServer {}\ninterface S { ping() }\n", "", "t.zap:3:11: Go name SServer of the server interface of S collides with struct SServer at t.zap:2:8"},
 		{"ordinal", "package p\nstruct SPingOrdinal {}\ninterface S { ping() }\n", "", "t.zap:3:15: Go name SPingOrdinal of the ordinal of method S.ping collides with struct SPingOrdinal at t.zap:2:8"},
