@@ -1402,7 +1402,7 @@ func ReadEmpty(b []byte) (EmptyView, error) {
 // IsNull reports whether the viewed object is null (a nil nested record).
 func (v EmptyView) IsNull() bool { return v.o.IsNull() }
 
-// Deep is the record of schema struct Deep (96-byte fixed section).
+// Deep is the record of schema struct Deep (104-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
 type Deep struct {
 	Bools  []bool       // list<bool> @0
@@ -1417,6 +1417,7 @@ type Deep struct {
 	Paths  [][]Point    // list<list<Point>> @72
 	Words  [][][]string // list<list<list<text>>> @80
 	Pairs  []Pair       // list<Pair> @88
+	Trees  [][]Kitchen  // list<list<Kitchen>> @96
 }
 
 var _ encoding.BinaryAppender = (*Deep)(nil)
@@ -1439,7 +1440,7 @@ func (m *Deep) zapAppend(dst []byte) []byte {
 
 // zapBuild writes m's object (and what it nests) into b and returns it.
 func (m *Deep) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(96)
+	o := b.StartObject(104)
 	{
 		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
 		for i := range m.Bools {
@@ -1552,6 +1553,20 @@ func (m *Deep) zapBuild(b *codec.Builder) codec.Ref {
 		}
 		o.SetList(88, l.Finish())
 	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Trees {
+			buf := l.BeginElement()
+			for i1 := range m.Trees[i] {
+				var at1 int
+				buf, at1 = codec.StartElement(buf)
+				buf = m.Trees[i][i1].zapAppend(buf)
+				codec.FinishElement(buf, at1)
+			}
+			l.EndElement(buf)
+		}
+		o.SetList(96, l.Finish())
+	}
 	return o.Finish()
 }
 
@@ -1560,7 +1575,7 @@ func (m *Deep) SizeZAP() int { return m.zapSize(codec.HeaderSize) }
 
 // zapSize returns the message length after writing m's object at n.
 func (m *Deep) zapSize(n int) int {
-	n = (n+codec.Alignment-1)&^(codec.Alignment-1) + 96
+	n = (n+codec.Alignment-1)&^(codec.Alignment-1) + 104
 	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
 	n += 5 * len(m.Bools)
 	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
@@ -1607,6 +1622,13 @@ func (m *Deep) zapSize(n int) int {
 	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
 	for i0 := range m.Pairs {
 		n += codec.ElementHeaderSize + m.Pairs[i0].SizeZAP()
+	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Trees {
+		n += codec.ElementHeaderSize
+		for i1 := range m.Trees[i0] {
+			n += codec.ElementHeaderSize + m.Trees[i0][i1].SizeZAP()
+		}
 	}
 	return n
 }
@@ -2041,6 +2063,50 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		m.Pairs = xs0
 		if len(xs0) != l0.Len() {
 			return errors.New("all: Deep.Pairs: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(96)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Trees[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			l1, ok := codec.VarListOf(it0.Bytes())
+			if !ok {
+				m.Trees = xs0
+				return errors.New("all: Deep.Trees: nested list element does not end on an element boundary")
+			}
+			*budget -= l1.Len()
+			xs1 := xs0[k0][:0]
+			it1 := l1.Iter()
+			for it1.Next() {
+				k1 := len(xs1)
+				if k1 < cap(xs1) {
+					xs1 = xs1[:k1+1]
+				} else {
+					xs1 = append(xs1, Kitchen{})
+				}
+				if err := xs1[k1].zapDecodeMessage(it1.Bytes(), depth+1, budget); err != nil {
+					xs0[k0] = xs1
+					return err
+				}
+			}
+			xs0[k0] = xs1
+			if len(xs1) != l1.Len() {
+				return errors.New("all: Deep.Trees: list element outside the message")
+			}
+		}
+		m.Trees = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Trees: list element outside the message")
 		}
 	}
 	return nil
@@ -2827,6 +2893,91 @@ func (l DeepPairsList) At(i int) PairView { return PairView{l.l.ObjectAt(i)} }
 
 // Value returns the current element.
 func (it *DeepPairsIter) Value() PairView { return PairView{it.it.Object()} }
+
+// Trees returns a view of list field Trees (list<list<Kitchen>>, slot bytes [96, 104)).
+func (v DeepView) Trees() DeepTreesList { return DeepTreesList{v.o.List(96)} }
+
+// DeepTreesList is a view of list field Deep.Trees (a list of list<Kitchen>). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepTreesList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepTreesList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepTreesList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepTreesList) Iter() DeepTreesIter { return DeepTreesIter{l.l.Iter()} }
+
+// DeepTreesIter walks list field Deep.Trees front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepTreesIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepTreesIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepTreesIter) Index() int { return it.it.Index() }
+
+// At returns a view of element i, itself a list (empty when out of range).
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepTreesList) At(i int) DeepTreesElemList {
+	in, _ := codec.VarListOf(l.l.BytesAt(i))
+	return DeepTreesElemList{in}
+}
+
+// Value returns a view of the current element, itself a list.
+func (it *DeepTreesIter) Value() DeepTreesElemList {
+	in, _ := codec.VarListOf(it.it.Bytes())
+	return DeepTreesElemList{in}
+}
+
+// DeepTreesElemList is a view of an element of list field Deep.Trees (a list of Kitchen). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepTreesElemList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepTreesElemList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepTreesElemList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepTreesElemList) Iter() DeepTreesElemIter { return DeepTreesElemIter{l.l.Iter()} }
+
+// DeepTreesElemIter walks an element of list field Deep.Trees front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepTreesElemIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepTreesElemIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepTreesElemIter) Index() int { return it.it.Index() }
+
+// At returns element i (a null view when out of range). Finding it walks
+// the i elements before it: use Iter to visit them all.
+func (l DeepTreesElemList) At(i int) KitchenView { return KitchenView{l.l.ObjectAt(i)} }
+
+// Value returns the current element.
+func (it *DeepTreesElemIter) Value() KitchenView { return KitchenView{it.it.Object()} }
 
 // RPC method ordinals of interface Service (1-based, declaration order).
 const (

@@ -76,6 +76,7 @@ struct Deep
 	Paths  list<list<Point>>
 	Words  list<list<list<text>>>
 	Pairs  list<Pair>
+	Trees  list<list<Kitchen>>
 
 # An interface without methods, whitespace form.
 interface Nothing
