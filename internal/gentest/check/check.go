@@ -298,7 +298,7 @@ func diff(a, b reflect.Value, path string) string {
 
 // View compares a generated view (TView) with the record it should show,
 // through the accessors the generator promises: F() for every field, FBytes()
-// for text and bytes_fixed, IsNull, and for lists Len, At and Iter. It
+// for text and bytes_fixed, IsNull, and for lists Len, IsNull, At and Iter. It
 // returns a description of the first mismatch, or "".
 func View(rec any, view any) string {
 	r := reflect.ValueOf(rec)
@@ -398,6 +398,11 @@ func elemDiff(want, got reflect.Value, p string) string {
 func listDiff(rec, list reflect.Value, path string) string {
 	if n := call(list, "Len").Int(); int(n) != rec.Len() {
 		return fmt.Sprintf("%s.Len() = %d, record has %d", path, n, rec.Len())
+	}
+	// An empty list is written as a {0, 0} slot (an empty nested list as no
+	// bytes): both read as null.
+	if null := call(list, "IsNull").Bool(); null != (rec.Len() == 0) {
+		return fmt.Sprintf("%s.IsNull() = %v with %d elements", path, null, rec.Len())
 	}
 	for i := range rec.Len() {
 		got := call(list, "At", reflect.ValueOf(i))
