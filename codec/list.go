@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"math"
 )
 
 // List is a view of a list inside a message. The zero List is empty. A List
@@ -153,21 +154,27 @@ type ListIter struct {
 }
 
 // Next advances to the next element and reports whether there is one.
-// It is small enough to inline into the caller's loop.
 func (it *ListIter) Next() bool {
-	p := uint64(it.next)
-	if it.left > 0 && p+ElementHeaderSize <= uint64(len(it.b)) {
-		end := p + ElementHeaderSize + uint64(binary.LittleEndian.Uint32(it.b[p:]))
-		if end <= uint64(len(it.b)) {
-			it.cur = it.b[p+ElementHeaderSize : end : end]
-			it.next = int(end)
-			it.left--
-			it.index++
-			return true
-		}
+	if it.left <= 0 {
+		return false
 	}
-	it.left = 0 // the walk stops at the first element that does not fit
-	return false
+	p := uint64(it.next)
+	if p+ElementHeaderSize > uint64(len(it.b)) {
+		it.left = 0
+		return false
+	}
+	size := uint64(binary.LittleEndian.Uint32(it.b[p:]))
+	start := p + ElementHeaderSize
+	end := start + size
+	if end > uint64(len(it.b)) || end > math.MaxInt {
+		it.left = 0
+		return false
+	}
+	it.cur = it.b[start:end:end]
+	it.next = int(end)
+	it.left--
+	it.index++
+	return true
 }
 
 // Index returns the position of the current element in the list.
