@@ -170,6 +170,19 @@ func TestVarScalarHostile(t *testing.T) {
 			n = 0xffffffff
 		}
 		l := rootList(t, rawListMessage(body, n))
+		var walked [][]byte
+		for it := l.Iter(); it.Next(); {
+			walked = append(walked, it.Bytes())
+		}
+		for i := -1; i < 9; i++ {
+			var want []byte
+			if i >= 0 && i < len(walked) {
+				want = walked[i]
+			}
+			if got := l.BytesAt(i); !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Fatalf("list %x count %d: BytesAt(%d) = %x, the iterator gives %x", body, n, i, got, want)
+			}
+		}
 		for i := -1; i < 9; i++ {
 			got := l.VarFixed(i, w)
 			if got != nil && len(got) != w {
