@@ -26,7 +26,10 @@
 // [Parse] checks the header and returns a [Message] value; [Message.Root]
 // gives the root [Object]; Object's typed getters (Uint32, Text, Object,
 // List, ...) read one field each; [List] reads flat lists by index and
-// variable-element lists with [List.Iter]. Nothing allocates, and every
+// variable-element lists with [List.Iter], [List.BytesAt] and, for the
+// fixed-width elements the schema compiler writes for every list of
+// scalars, in O(1) with [List.VarUint32] and its siblings. Nothing
+// allocates, and every
 // getter is total: a field that does not fit inside the message reads as
 // the zero value, so hostile bytes cannot make a reader panic or allocate.
 //

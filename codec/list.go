@@ -111,13 +111,20 @@ func (l List) BytesAt(i int) []byte {
 	if uint(i) >= uint(l.n) {
 		return nil
 	}
-	it := l.Iter()
-	for it.Next() {
-		if it.Index() == i {
-			return it.Bytes()
+	p, end := uint64(l.start), uint64(len(l.b))
+	for k := 0; ; k++ {
+		if p+ElementHeaderSize > end {
+			return nil
 		}
+		next := p + ElementHeaderSize + uint64(binary.LittleEndian.Uint32(l.b[p:]))
+		if next > end {
+			return nil // the walk stops at the first element that does not fit
+		}
+		if k == i {
+			return l.b[p+ElementHeaderSize : next : next]
+		}
+		p = next
 	}
-	return nil
 }
 
 // ObjectAt returns the root object of element i of a variable-element list
@@ -134,10 +141,14 @@ func (l List) Iter() ListIter {
 
 // ListIter walks a variable-element list front to back without allocating:
 //
-//	for it := list.Iter(); it.Next(); {
+//	it := list.Iter()
+//	for it.Next() {
 //		item := it.Object()
 //		...
 //	}
+//
+// Declare it before the for statement: declared in it, the iterator is
+// copied at every step (Go 1.22 makes a new loop variable per iteration).
 //
 // The walk stops early, with Next returning false, at the first element
 // whose size does not fit inside the message.

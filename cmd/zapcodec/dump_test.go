@@ -51,6 +51,12 @@ func dumpCases() []dumpCase {
 		{"gen_zero_values_schema", "gen_zero_values.hex", []string{"-schema", "eth.zap", "-type", "GetBalanceRequest"}},
 		{"gen_everything_schema", "gen_everything.hex", []string{"-schema", "kitchen.zap", "-type", "Everything"}},
 		{"gen_item_1_schema", "gen_item_1.hex", []string{"-schema", "kitchen.zap", "-type", "Item"}},
+		// Every list<T> as the canonical compiler writes it (generated-lists.json).
+		{"genl_all_lists_filled_schema", "genl_all_lists_filled.hex", []string{"-schema", "lists.zap", "-type", "Lists"}},
+		{"genl_all_lists_empty_schema", "genl_all_lists_empty.hex", []string{"-schema", "lists.zap", "-type", "Lists"}},
+		{"genl_mix_schema", "genl_mix.hex", []string{"-schema", "lists.zap", "-type", "Lists"}},
+		{"genl_shape_origin_object_bytes_schema", "genl_shape_origin_object_bytes.hex", []string{"-schema", "service_ws.zap", "-type", "Shape"}},
+		{"genl_shape_zero_schema", "genl_shape_zero.hex", []string{"-schema", "service_ws.zap", "-type", "Geometry.area"}},
 		{"gen_request_bin", "gen_request.bin", nil},
 		{"gen_request_bin_schema", "gen_request.bin", []string{"-raw", "-schema", "eth.zap", "-type", "GetBalanceRequest"}},
 		// Frame streams.
@@ -81,7 +87,7 @@ func dumpCases() []dumpCase {
 		{"err_interface_bare", "gen_request.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
 	}
 	// Every message, envelope and generated record without a schema.
-	for _, prefix := range []string{"msg_", "env_", "gen_"} {
+	for _, prefix := range []string{"msg_", "env_", "gen_", "genl_"} {
 		files, _ := filepath.Glob(filepath.Join(dumpDir, prefix+"*.hex"))
 		for _, f := range files {
 			base := filepath.Base(f)
@@ -183,6 +189,14 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 	for _, c := range gen.Cases {
 		in["gen_"+c.Name+".hex"] = unhex(c.Hex)
 	}
+	var genl struct{ Cases []struct{ Name, Hex string } }
+	read("generated-lists.json", &genl)
+	for _, c := range genl.Cases {
+		name := "genl_" + c.Name + ".hex"
+		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the cases kept in testdata/dump
+			in[name] = unhex(c.Hex)
+		}
+	}
 	in["gen_request.bin"] = in["gen_request.hex"]
 	var rpcs struct {
 		Envelopes []struct{ Name, Hex string }
@@ -228,9 +242,9 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 func TestDumpShared(t *testing.T) {
 	dir := fixture.Dir(t)
 	shared := dumpSharedInputs(t, dir)
-	for _, name := range []string{"eth.zap", "kitchen.zap"} {
+	for _, name := range []string{"eth.zap", "kitchen.zap", "more/lists.zap", "more/service_ws.zap"} {
 		a, err1 := os.ReadFile(filepath.Join(dir, "schemas", name))
-		b, err2 := os.ReadFile(filepath.Join(dumpDir, name))
+		b, err2 := os.ReadFile(filepath.Join(dumpDir, filepath.Base(name)))
 		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
 			t.Errorf("testdata/dump/%s is not a copy of the shared schema (%v, %v)", name, err1, err2)
 		}

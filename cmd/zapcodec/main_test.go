@@ -111,3 +111,60 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEGen runs the gen command the README shows, as if pasted at the
+// repository root (its paths taken from there, the output redirected to a
+// temporary directory), and compares the output with the committed package
+// it names.
+func TestREADMEGen(t *testing.T) {
+	const root = "../.."
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "go run github.com/zapcodec/zapcodec/cmd/zapcodec gen "
+	var line string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			line = l
+			break
+		}
+	}
+	if line == "" {
+		t.Fatalf("README has no line starting %q", prefix)
+	}
+	args := strings.Fields(strings.TrimPrefix(line, prefix))
+	out, tmp := "", t.TempDir()
+	var schemas []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-out" && i+1 < len(args):
+			out = args[i+1]
+			args[i+1] = tmp
+			i++
+		case a == "-package" && i+1 < len(args):
+			i++
+		case strings.HasSuffix(a, ".zap"):
+			schemas = append(schemas, a)
+			args[i] = filepath.Join(root, a)
+		}
+	}
+	if out == "" || len(schemas) != 1 {
+		t.Fatalf("README gen line %q: want -out DIR and one schema", line)
+	}
+	if code, msg := runCmd(append([]string{"gen"}, args...)...); code != 0 {
+		t.Fatalf("%s: exit %d: %s", line, code, msg)
+	}
+	name := strings.TrimSuffix(filepath.Base(schemas[0]), ".zap") + ".zap.go"
+	got, err := os.ReadFile(filepath.Join(tmp, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(root, out, name))
+	if err != nil {
+		t.Fatalf("the README's output directory %s: %v", out, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the README's gen command does not reproduce %s", filepath.Join(out, name))
+	}
+}

@@ -14,8 +14,8 @@ import (
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
-// This file needs version 1 of codec's API for generated code.
-const _ = codec.GeneratedVersion1
+// This file needs version 2 of codec's API for generated code.
+const _ = codec.GeneratedVersion2
 
 // GetBalanceRequest is the record of schema struct GetBalanceRequest (44-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.

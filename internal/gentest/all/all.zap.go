@@ -17,8 +17,8 @@ import (
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
-// This file needs version 1 of codec's API for generated code.
-const _ = codec.GeneratedVersion1
+// This file needs version 2 of codec's API for generated code.
+const _ = codec.GeneratedVersion2
 
 // Scalars is the record of schema struct Scalars (51-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
@@ -354,27 +354,29 @@ func (m *Kitchen) zapBuild(b *codec.Builder) codec.Ref {
 	o.SetBytes(8, m.Blob)
 	o.SetBytesFixed(16, m.Key[:])
 	o.SetBytesFixed(32, m.Hash[:])
-	if len(m.Bytes) > 0 {
-		l := b.StartList(1)
-		l.AddBytes(m.Bytes)
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Bytes {
+			l.AddUint8Element(m.Bytes[i])
+		}
 		o.SetList(64, l.Finish())
 	}
-	if len(m.Words) > 0 {
-		l := b.StartList(4)
-		for _, x := range m.Words {
-			l.AddUint32(x)
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Words {
+			l.AddUint32Element(m.Words[i])
 		}
 		o.SetList(72, l.Finish())
 	}
-	if len(m.Longs) > 0 {
-		l := b.StartList(8)
-		for _, x := range m.Longs {
-			l.AddUint64(x)
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Longs {
+			l.AddUint64Element(m.Longs[i])
 		}
 		o.SetList(80, l.Finish())
 	}
-	if len(m.Points) > 0 {
-		l := b.StartList(0)
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
 		for i := range m.Points {
 			l.EndElement(m.Points[i].zapAppend(l.BeginElement()))
 		}
@@ -396,23 +398,15 @@ func (m *Kitchen) SizeZAP() int { return m.zapSize(codec.HeaderSize) }
 // zapSize returns the message length after writing m's object at n.
 func (m *Kitchen) zapSize(n int) int {
 	n = (n+codec.Alignment-1)&^(codec.Alignment-1) + 105
-	if len(m.Bytes) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		n += 1 * len(m.Bytes)
-	}
-	if len(m.Words) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		n += 4 * len(m.Words)
-	}
-	if len(m.Longs) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		n += 8 * len(m.Longs)
-	}
-	if len(m.Points) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		for i := range m.Points {
-			n += codec.ElementHeaderSize + m.Points[i].SizeZAP()
-		}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 5 * len(m.Bytes)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 8 * len(m.Words)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 12 * len(m.Longs)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Points {
+		n += codec.ElementHeaderSize + m.Points[i0].SizeZAP()
 	}
 	if m.Origin != nil {
 		n = m.Origin.zapSize(n)
@@ -471,61 +465,104 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		m.Hash = [32]byte{}
 	}
 	{
-		l := o.List(64)
-		*budget -= l.Len()
-		if l.Len() > 0 && l.Data(1) == nil {
+		l0 := o.List(64)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Kitchen: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(1) {
 			return errors.New("all: Kitchen.Bytes: list outside the message")
 		}
-		m.Bytes = append(m.Bytes[:0], l.Data(1)...)
+		xs0 := m.Bytes[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]uint8, 0, l0.Len())
+		}
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 1 {
+				m.Bytes = xs0
+				return errors.New("all: Kitchen.Bytes: list element is not 1 bytes")
+			}
+			xs0 = append(xs0, p[0])
+		}
+		m.Bytes = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Kitchen.Bytes: list element outside the message")
+		}
 	}
 	{
-		l := o.List(72)
-		*budget -= l.Len()
-		if l.Len() > 0 && l.Data(4) == nil {
+		l0 := o.List(72)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Kitchen: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(4) {
 			return errors.New("all: Kitchen.Words: list outside the message")
 		}
-		xs := m.Words[:0]
-		if cap(xs) < l.Len() {
-			xs = make([]uint32, 0, l.Len())
+		xs0 := m.Words[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]uint32, 0, l0.Len())
 		}
-		for i := range l.Len() {
-			xs = append(xs, l.Uint32(i))
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 4 {
+				m.Words = xs0
+				return errors.New("all: Kitchen.Words: list element is not 4 bytes")
+			}
+			xs0 = append(xs0, binary.LittleEndian.Uint32(p))
 		}
-		m.Words = xs
+		m.Words = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Kitchen.Words: list element outside the message")
+		}
 	}
 	{
-		l := o.List(80)
-		*budget -= l.Len()
-		if l.Len() > 0 && l.Data(8) == nil {
+		l0 := o.List(80)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Kitchen: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(8) {
 			return errors.New("all: Kitchen.Longs: list outside the message")
 		}
-		xs := m.Longs[:0]
-		if cap(xs) < l.Len() {
-			xs = make([]uint64, 0, l.Len())
+		xs0 := m.Longs[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]uint64, 0, l0.Len())
 		}
-		for i := range l.Len() {
-			xs = append(xs, l.Uint64(i))
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 8 {
+				m.Longs = xs0
+				return errors.New("all: Kitchen.Longs: list element is not 8 bytes")
+			}
+			xs0 = append(xs0, binary.LittleEndian.Uint64(p))
 		}
-		m.Longs = xs
+		m.Longs = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Kitchen.Longs: list element outside the message")
+		}
 	}
 	{
-		l := o.List(88)
-		*budget -= l.Len()
-		xs := m.Points[:0]
-		for it := l.Iter(); it.Next(); {
-			k := len(xs)
-			if k < cap(xs) {
-				xs = xs[:k+1]
+		l0 := o.List(88)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Kitchen: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Points[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
 			} else {
-				xs = append(xs, Point{})
+				xs0 = append(xs0, Point{})
 			}
-			if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1, budget); err != nil {
-				m.Points = xs
+			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
+				m.Points = xs0
 				return err
 			}
 		}
-		m.Points = xs
-		if len(xs) != l.Len() {
+		m.Points = xs0
+		if len(xs0) != l0.Len() {
 			return errors.New("all: Kitchen.Points: list element outside the message")
 		}
 	}
@@ -614,128 +651,155 @@ func (v KitchenView) HashBytes() []byte { return v.o.BytesFixed(32, 32) }
 // Bytes returns a view of list field Bytes (list<u8>, slot bytes [64, 72)).
 func (v KitchenView) Bytes() KitchenBytesList { return KitchenBytesList{v.o.List(64)} }
 
-// KitchenBytesList is a view of list field Kitchen.Bytes; it aliases the message.
+// KitchenBytesList is a view of list field Kitchen.Bytes (a list of u8). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type KitchenBytesList struct{ l codec.List }
 
 // Len returns the element count.
 func (l KitchenBytesList) Len() int { return l.l.Len() }
 
-// Iter returns an iterator over the elements, front to back.
-func (l KitchenBytesList) Iter() KitchenBytesIter { return KitchenBytesIter{l: l.l, i: -1} }
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l KitchenBytesList) IsNull() bool { return l.l.IsNull() }
 
-// KitchenBytesIter walks list Kitchen.Bytes front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
-type KitchenBytesIter struct {
-	l codec.List
-	i int
-}
+// Iter returns an iterator over the elements, front to back.
+func (l KitchenBytesList) Iter() KitchenBytesIter { return KitchenBytesIter{l.l.Iter()} }
+
+// KitchenBytesIter walks list field Kitchen.Bytes front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type KitchenBytesIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
-func (it *KitchenBytesIter) Next() bool {
-	if it.i+1 >= it.l.Len() {
-		return false
-	}
-	it.i++
-	return true
-}
+func (it *KitchenBytesIter) Next() bool { return it.it.Next() }
 
 // Index returns the position of the current element.
-func (it *KitchenBytesIter) Index() int { return it.i }
+func (it *KitchenBytesIter) Index() int { return it.it.Index() }
 
-// At returns element i (0 when out of range).
-func (l KitchenBytesList) At(i int) uint8 { return l.l.Uint8(i) }
+// At returns element i (0 when out of range or not 1 bytes). It is O(1)
+// when the elements are all 1 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l KitchenBytesList) At(i int) uint8 { return l.l.VarUint8(i) }
 
-// Value returns the current element.
-func (it *KitchenBytesIter) Value() uint8 { return it.l.Uint8(it.i) }
+// Value returns the current element (0 when it is not 1 bytes).
+func (it *KitchenBytesIter) Value() uint8 { return it.it.Uint8() }
 
 // Words returns a view of list field Words (list<u32>, slot bytes [72, 80)).
 func (v KitchenView) Words() KitchenWordsList { return KitchenWordsList{v.o.List(72)} }
 
-// KitchenWordsList is a view of list field Kitchen.Words; it aliases the message.
+// KitchenWordsList is a view of list field Kitchen.Words (a list of u32). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type KitchenWordsList struct{ l codec.List }
 
 // Len returns the element count.
 func (l KitchenWordsList) Len() int { return l.l.Len() }
 
-// Iter returns an iterator over the elements, front to back.
-func (l KitchenWordsList) Iter() KitchenWordsIter { return KitchenWordsIter{l: l.l, i: -1} }
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l KitchenWordsList) IsNull() bool { return l.l.IsNull() }
 
-// KitchenWordsIter walks list Kitchen.Words front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
-type KitchenWordsIter struct {
-	l codec.List
-	i int
-}
+// Iter returns an iterator over the elements, front to back.
+func (l KitchenWordsList) Iter() KitchenWordsIter { return KitchenWordsIter{l.l.Iter()} }
+
+// KitchenWordsIter walks list field Kitchen.Words front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type KitchenWordsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
-func (it *KitchenWordsIter) Next() bool {
-	if it.i+1 >= it.l.Len() {
-		return false
-	}
-	it.i++
-	return true
-}
+func (it *KitchenWordsIter) Next() bool { return it.it.Next() }
 
 // Index returns the position of the current element.
-func (it *KitchenWordsIter) Index() int { return it.i }
+func (it *KitchenWordsIter) Index() int { return it.it.Index() }
 
-// At returns element i (0 when out of range).
-func (l KitchenWordsList) At(i int) uint32 { return l.l.Uint32(i) }
+// At returns element i (0 when out of range or not 4 bytes). It is O(1)
+// when the elements are all 4 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l KitchenWordsList) At(i int) uint32 { return l.l.VarUint32(i) }
 
-// Value returns the current element.
-func (it *KitchenWordsIter) Value() uint32 { return it.l.Uint32(it.i) }
+// Value returns the current element (0 when it is not 4 bytes).
+func (it *KitchenWordsIter) Value() uint32 { return it.it.Uint32() }
 
 // Longs returns a view of list field Longs (list<u64>, slot bytes [80, 88)).
 func (v KitchenView) Longs() KitchenLongsList { return KitchenLongsList{v.o.List(80)} }
 
-// KitchenLongsList is a view of list field Kitchen.Longs; it aliases the message.
+// KitchenLongsList is a view of list field Kitchen.Longs (a list of u64). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type KitchenLongsList struct{ l codec.List }
 
 // Len returns the element count.
 func (l KitchenLongsList) Len() int { return l.l.Len() }
 
-// Iter returns an iterator over the elements, front to back.
-func (l KitchenLongsList) Iter() KitchenLongsIter { return KitchenLongsIter{l: l.l, i: -1} }
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l KitchenLongsList) IsNull() bool { return l.l.IsNull() }
 
-// KitchenLongsIter walks list Kitchen.Longs front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
-type KitchenLongsIter struct {
-	l codec.List
-	i int
-}
+// Iter returns an iterator over the elements, front to back.
+func (l KitchenLongsList) Iter() KitchenLongsIter { return KitchenLongsIter{l.l.Iter()} }
+
+// KitchenLongsIter walks list field Kitchen.Longs front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type KitchenLongsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
-func (it *KitchenLongsIter) Next() bool {
-	if it.i+1 >= it.l.Len() {
-		return false
-	}
-	it.i++
-	return true
-}
+func (it *KitchenLongsIter) Next() bool { return it.it.Next() }
 
 // Index returns the position of the current element.
-func (it *KitchenLongsIter) Index() int { return it.i }
+func (it *KitchenLongsIter) Index() int { return it.it.Index() }
 
-// At returns element i (0 when out of range).
-func (l KitchenLongsList) At(i int) uint64 { return l.l.Uint64(i) }
+// At returns element i (0 when out of range or not 8 bytes). It is O(1)
+// when the elements are all 8 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l KitchenLongsList) At(i int) uint64 { return l.l.VarUint64(i) }
 
-// Value returns the current element.
-func (it *KitchenLongsIter) Value() uint64 { return it.l.Uint64(it.i) }
+// Value returns the current element (0 when it is not 8 bytes).
+func (it *KitchenLongsIter) Value() uint64 { return it.it.Uint64() }
 
 // Points returns a view of list field Points (list<Point>, slot bytes [88, 96)).
 func (v KitchenView) Points() KitchenPointsList { return KitchenPointsList{v.o.List(88)} }
 
-// KitchenPointsList is a view of list field Kitchen.Points; it aliases the message.
+// KitchenPointsList is a view of list field Kitchen.Points (a list of Point). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type KitchenPointsList struct{ l codec.List }
 
 // Len returns the element count.
 func (l KitchenPointsList) Len() int { return l.l.Len() }
 
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l KitchenPointsList) IsNull() bool { return l.l.IsNull() }
+
 // Iter returns an iterator over the elements, front to back.
 func (l KitchenPointsList) Iter() KitchenPointsIter { return KitchenPointsIter{l.l.Iter()} }
 
-// KitchenPointsIter walks list Kitchen.Points front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
+// KitchenPointsIter walks list field Kitchen.Points front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type KitchenPointsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -911,24 +975,24 @@ func (m *Sparse) zapBuild(b *codec.Builder) codec.Ref {
 	o.SetUint8(0, m.First)
 	o.SetUint64(8, m.Second)
 	o.SetUint8(16, m.Third)
-	if len(m.Named) > 0 {
-		l := b.StartList(0)
-		for _, x := range m.Named {
-			l.EndElement(append(l.BeginElement(), x...))
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Named {
+			l.AddTextElement(m.Named[i])
 		}
 		o.SetList(17, l.Finish())
 	}
-	if len(m.Raw) > 0 {
-		l := b.StartList(0)
-		for _, x := range m.Raw {
-			l.AddMessage(x)
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Raw {
+			l.AddMessage(m.Raw[i])
 		}
 		o.SetList(25, l.Finish())
 	}
-	if len(m.Floats) > 0 {
-		l := b.StartList(8)
-		for _, x := range m.Floats {
-			l.AddUint64(math.Float64bits(x))
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Floats {
+			l.AddUint64Element(math.Float64bits(m.Floats[i]))
 		}
 		o.SetList(33, l.Finish())
 	}
@@ -941,22 +1005,16 @@ func (m *Sparse) SizeZAP() int { return m.zapSize(codec.HeaderSize) }
 // zapSize returns the message length after writing m's object at n.
 func (m *Sparse) zapSize(n int) int {
 	n = (n+codec.Alignment-1)&^(codec.Alignment-1) + 41
-	if len(m.Named) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		for _, x := range m.Named {
-			n += codec.ElementHeaderSize + len(x)
-		}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Named {
+		n += codec.ElementHeaderSize + len(m.Named[i0])
 	}
-	if len(m.Raw) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		for _, x := range m.Raw {
-			n += codec.ElementHeaderSize + len(x)
-		}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Raw {
+		n += codec.ElementHeaderSize + len(m.Raw[i0])
 	}
-	if len(m.Floats) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		n += 8 * len(m.Floats)
-	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 12 * len(m.Floats)
 	return n
 }
 
@@ -994,59 +1052,76 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	m.Second = o.Uint64(8)
 	m.Third = o.Uint8(16)
 	{
-		l := o.List(17)
-		*budget -= l.Len()
-		xs := m.Named[:0]
-		for it := l.Iter(); it.Next(); {
-			k := len(xs)
-			if k < cap(xs) {
-				xs = xs[:k+1]
+		l0 := o.List(17)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Sparse: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Named[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
 			} else {
-				xs = append(xs, "")
+				xs0 = append(xs0, "")
 			}
-			if p := it.Bytes(); string(p) != xs[k] {
-				xs[k] = string(p)
+			if p := it0.Bytes(); string(p) != xs0[k0] {
+				xs0[k0] = string(p)
 				*budget -= len(p)
 			}
 		}
-		m.Named = xs
-		if len(xs) != l.Len() {
+		m.Named = xs0
+		if len(xs0) != l0.Len() {
 			return errors.New("all: Sparse.Named: list element outside the message")
 		}
 	}
 	{
-		l := o.List(25)
-		*budget -= l.Len()
-		xs := m.Raw[:0]
-		for it := l.Iter(); it.Next(); {
-			k := len(xs)
-			if k < cap(xs) {
-				xs = xs[:k+1]
-			} else {
-				xs = append(xs, nil)
-			}
-			xs[k] = append(xs[k][:0], it.Bytes()...)
-			*budget -= len(xs[k])
+		l0 := o.List(25)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Sparse: objects shared or cyclic beyond the message size")
 		}
-		m.Raw = xs
-		if len(xs) != l.Len() {
+		xs0 := m.Raw[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			xs0[k0] = append(xs0[k0][:0], it0.Bytes()...)
+			*budget -= len(xs0[k0])
+		}
+		m.Raw = xs0
+		if len(xs0) != l0.Len() {
 			return errors.New("all: Sparse.Raw: list element outside the message")
 		}
 	}
 	{
-		l := o.List(33)
-		*budget -= l.Len()
-		if l.Len() > 0 && l.Data(8) == nil {
+		l0 := o.List(33)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Sparse: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(8) {
 			return errors.New("all: Sparse.Floats: list outside the message")
 		}
-		xs := m.Floats[:0]
-		if cap(xs) < l.Len() {
-			xs = make([]float64, 0, l.Len())
+		xs0 := m.Floats[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]float64, 0, l0.Len())
 		}
-		for i := range l.Len() {
-			xs = append(xs, math.Float64frombits(l.Uint64(i)))
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 8 {
+				m.Floats = xs0
+				return errors.New("all: Sparse.Floats: list element is not 8 bytes")
+			}
+			xs0 = append(xs0, math.Float64frombits(binary.LittleEndian.Uint64(p)))
 		}
-		m.Floats = xs
+		m.Floats = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Sparse.Floats: list element outside the message")
+		}
 	}
 	return nil
 }
@@ -1094,17 +1169,29 @@ func (v SparseView) Third() uint8 { return v.o.Uint8(16) }
 // Named returns a view of list field Named (list<text>, slot bytes [17, 25)).
 func (v SparseView) Named() SparseNamedList { return SparseNamedList{v.o.List(17)} }
 
-// SparseNamedList is a view of list field Sparse.Named; it aliases the message.
+// SparseNamedList is a view of list field Sparse.Named (a list of text). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type SparseNamedList struct{ l codec.List }
 
 // Len returns the element count.
 func (l SparseNamedList) Len() int { return l.l.Len() }
 
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l SparseNamedList) IsNull() bool { return l.l.IsNull() }
+
 // Iter returns an iterator over the elements, front to back.
 func (l SparseNamedList) Iter() SparseNamedIter { return SparseNamedIter{l.l.Iter()} }
 
-// SparseNamedIter walks list Sparse.Named front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
+// SparseNamedIter walks list field Sparse.Named front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type SparseNamedIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1138,17 +1225,29 @@ func (it *SparseNamedIter) Bytes() []byte { return it.it.Bytes() }
 // Raw returns a view of list field Raw (list<bytes>, slot bytes [25, 33)).
 func (v SparseView) Raw() SparseRawList { return SparseRawList{v.o.List(25)} }
 
-// SparseRawList is a view of list field Sparse.Raw; it aliases the message.
+// SparseRawList is a view of list field Sparse.Raw (a list of bytes). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type SparseRawList struct{ l codec.List }
 
 // Len returns the element count.
 func (l SparseRawList) Len() int { return l.l.Len() }
 
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l SparseRawList) IsNull() bool { return l.l.IsNull() }
+
 // Iter returns an iterator over the elements, front to back.
 func (l SparseRawList) Iter() SparseRawIter { return SparseRawIter{l.l.Iter()} }
 
-// SparseRawIter walks list Sparse.Raw front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
+// SparseRawIter walks list field Sparse.Raw front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type SparseRawIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
@@ -1167,39 +1266,44 @@ func (it *SparseRawIter) Value() []byte { return it.it.Bytes() }
 // Floats returns a view of list field Floats (list<f64>, slot bytes [33, 41)).
 func (v SparseView) Floats() SparseFloatsList { return SparseFloatsList{v.o.List(33)} }
 
-// SparseFloatsList is a view of list field Sparse.Floats; it aliases the message.
+// SparseFloatsList is a view of list field Sparse.Floats (a list of f64). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type SparseFloatsList struct{ l codec.List }
 
 // Len returns the element count.
 func (l SparseFloatsList) Len() int { return l.l.Len() }
 
-// Iter returns an iterator over the elements, front to back.
-func (l SparseFloatsList) Iter() SparseFloatsIter { return SparseFloatsIter{l: l.l, i: -1} }
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l SparseFloatsList) IsNull() bool { return l.l.IsNull() }
 
-// SparseFloatsIter walks list Sparse.Floats front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
-type SparseFloatsIter struct {
-	l codec.List
-	i int
-}
+// Iter returns an iterator over the elements, front to back.
+func (l SparseFloatsList) Iter() SparseFloatsIter { return SparseFloatsIter{l.l.Iter()} }
+
+// SparseFloatsIter walks list field Sparse.Floats front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type SparseFloatsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.
-func (it *SparseFloatsIter) Next() bool {
-	if it.i+1 >= it.l.Len() {
-		return false
-	}
-	it.i++
-	return true
-}
+func (it *SparseFloatsIter) Next() bool { return it.it.Next() }
 
 // Index returns the position of the current element.
-func (it *SparseFloatsIter) Index() int { return it.i }
+func (it *SparseFloatsIter) Index() int { return it.it.Index() }
 
-// At returns element i (0 when out of range).
-func (l SparseFloatsList) At(i int) float64 { return math.Float64frombits(l.l.Uint64(i)) }
+// At returns element i (0 when out of range or not 8 bytes). It is O(1)
+// when the elements are all 8 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l SparseFloatsList) At(i int) float64 { return math.Float64frombits(l.l.VarUint64(i)) }
 
-// Value returns the current element.
-func (it *SparseFloatsIter) Value() float64 { return math.Float64frombits(it.l.Uint64(it.i)) }
+// Value returns the current element (0 when it is not 8 bytes).
+func (it *SparseFloatsIter) Value() float64 { return math.Float64frombits(it.it.Uint64()) }
 
 // Empty is the record of schema struct Empty (0-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
@@ -1297,6 +1401,1583 @@ func ReadEmpty(b []byte) (EmptyView, error) {
 
 // IsNull reports whether the viewed object is null (a nil nested record).
 func (v EmptyView) IsNull() bool { return v.o.IsNull() }
+
+// Deep is the record of schema struct Deep (104-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+type Deep struct {
+	Bools  []bool       // list<bool> @0
+	Tiny   []int8       // list<i8> @8
+	Shorts []int16      // list<i16> @16
+	Reals  []float32    // list<f32> @24
+	Quads  [][4]byte    // list<bytes_fixed[4]> @32
+	Keys   [][16]byte   // list<bytes_fixed[16]> @40
+	Blobs  [][]byte     // list<bytes> @48
+	Grid   [][]uint16   // list<list<u16>> @56
+	Runs   [][]uint64   // list<list<u64>> @64
+	Paths  [][]Point    // list<list<Point>> @72
+	Words  [][][]string // list<list<list<text>>> @80
+	Pairs  []Pair       // list<Pair> @88
+	Trees  [][]Kitchen  // list<list<Kitchen>> @96
+}
+
+var _ encoding.BinaryAppender = (*Deep)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *Deep) AppendZAP(dst []byte) []byte {
+	dst = slices.Grow(dst, m.SizeZAP())
+	return m.zapAppend(dst)
+}
+
+// zapAppend appends m as one message without growing dst first.
+func (m *Deep) zapAppend(dst []byte) []byte {
+	var b codec.Builder
+	b.Reset(dst)
+	b.SetRoot(m.zapBuild(&b))
+	return b.Finish()
+}
+
+// zapBuild writes m's object (and what it nests) into b and returns it.
+func (m *Deep) zapBuild(b *codec.Builder) codec.Ref {
+	o := b.StartObject(104)
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Bools {
+			if m.Bools[i] {
+				l.AddUint8Element(1)
+			} else {
+				l.AddUint8Element(0)
+			}
+		}
+		o.SetList(0, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Tiny {
+			l.AddUint8Element(uint8(m.Tiny[i]))
+		}
+		o.SetList(8, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Shorts {
+			l.AddUint16Element(uint16(m.Shorts[i]))
+		}
+		o.SetList(16, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Reals {
+			l.AddUint32Element(math.Float32bits(m.Reals[i]))
+		}
+		o.SetList(24, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Quads {
+			l.AddMessage(m.Quads[i][:])
+		}
+		o.SetList(32, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Keys {
+			l.AddMessage(m.Keys[i][:])
+		}
+		o.SetList(40, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Blobs {
+			l.AddMessage(m.Blobs[i])
+		}
+		o.SetList(48, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Grid {
+			buf := l.BeginElement()
+			for i1 := range m.Grid[i] {
+				buf = codec.AppendUint16Element(buf, m.Grid[i][i1])
+			}
+			l.EndElement(buf)
+		}
+		o.SetList(56, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Runs {
+			buf := l.BeginElement()
+			for i1 := range m.Runs[i] {
+				buf = codec.AppendUint64Element(buf, m.Runs[i][i1])
+			}
+			l.EndElement(buf)
+		}
+		o.SetList(64, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Paths {
+			buf := l.BeginElement()
+			for i1 := range m.Paths[i] {
+				var at1 int
+				buf, at1 = codec.StartElement(buf)
+				buf = m.Paths[i][i1].zapAppend(buf)
+				codec.FinishElement(buf, at1)
+			}
+			l.EndElement(buf)
+		}
+		o.SetList(72, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Words {
+			buf := l.BeginElement()
+			for i1 := range m.Words[i] {
+				var at1 int
+				buf, at1 = codec.StartElement(buf)
+				for i2 := range m.Words[i][i1] {
+					buf = codec.AppendTextElement(buf, m.Words[i][i1][i2])
+				}
+				codec.FinishElement(buf, at1)
+			}
+			l.EndElement(buf)
+		}
+		o.SetList(80, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Pairs {
+			l.EndElement(m.Pairs[i].zapAppend(l.BeginElement()))
+		}
+		o.SetList(88, l.Finish())
+	}
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
+		for i := range m.Trees {
+			buf := l.BeginElement()
+			for i1 := range m.Trees[i] {
+				var at1 int
+				buf, at1 = codec.StartElement(buf)
+				buf = m.Trees[i][i1].zapAppend(buf)
+				codec.FinishElement(buf, at1)
+			}
+			l.EndElement(buf)
+		}
+		o.SetList(96, l.Finish())
+	}
+	return o.Finish()
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Deep) SizeZAP() int { return m.zapSize(codec.HeaderSize) }
+
+// zapSize returns the message length after writing m's object at n.
+func (m *Deep) zapSize(n int) int {
+	n = (n+codec.Alignment-1)&^(codec.Alignment-1) + 104
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 5 * len(m.Bools)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 5 * len(m.Tiny)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 6 * len(m.Shorts)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 8 * len(m.Reals)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 8 * len(m.Quads)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	n += 20 * len(m.Keys)
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Blobs {
+		n += codec.ElementHeaderSize + len(m.Blobs[i0])
+	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Grid {
+		n += codec.ElementHeaderSize
+		n += 6 * len(m.Grid[i0])
+	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Runs {
+		n += codec.ElementHeaderSize
+		n += 12 * len(m.Runs[i0])
+	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Paths {
+		n += codec.ElementHeaderSize
+		for i1 := range m.Paths[i0] {
+			n += codec.ElementHeaderSize + m.Paths[i0][i1].SizeZAP()
+		}
+	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Words {
+		n += codec.ElementHeaderSize
+		for i1 := range m.Words[i0] {
+			n += codec.ElementHeaderSize
+			for i2 := range m.Words[i0][i1] {
+				n += codec.ElementHeaderSize + len(m.Words[i0][i1][i2])
+			}
+		}
+	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Pairs {
+		n += codec.ElementHeaderSize + m.Pairs[i0].SizeZAP()
+	}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Trees {
+		n += codec.ElementHeaderSize
+		for i1 := range m.Trees[i0] {
+			n += codec.ElementHeaderSize + m.Trees[i0][i1].SizeZAP()
+		}
+	}
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion
+// from the header, or a list or nesting that does not fit in the message,
+// or objects shared or cyclic so that decoding would grow out of
+// proportion to len(b). On error m holds a partial result.
+func (m *Deep) DecodeZAP(b []byte) error {
+	budget := 2*len(b) + 64
+	return m.zapDecodeMessage(b, 0, &budget)
+}
+
+func (m *Deep) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return err
+	}
+	return m.zapDecode(msg.Root(), depth, budget)
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects.
+func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return errors.New("all: Deep: nesting deeper than 100 levels")
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+	}
+	{
+		l0 := o.List(0)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(1) {
+			return errors.New("all: Deep.Bools: list outside the message")
+		}
+		xs0 := m.Bools[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]bool, 0, l0.Len())
+		}
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 1 {
+				m.Bools = xs0
+				return errors.New("all: Deep.Bools: list element is not 1 bytes")
+			}
+			xs0 = append(xs0, p[0] != 0)
+		}
+		m.Bools = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Bools: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(8)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(1) {
+			return errors.New("all: Deep.Tiny: list outside the message")
+		}
+		xs0 := m.Tiny[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]int8, 0, l0.Len())
+		}
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 1 {
+				m.Tiny = xs0
+				return errors.New("all: Deep.Tiny: list element is not 1 bytes")
+			}
+			xs0 = append(xs0, int8(p[0]))
+		}
+		m.Tiny = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Tiny: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(16)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(2) {
+			return errors.New("all: Deep.Shorts: list outside the message")
+		}
+		xs0 := m.Shorts[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]int16, 0, l0.Len())
+		}
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 2 {
+				m.Shorts = xs0
+				return errors.New("all: Deep.Shorts: list element is not 2 bytes")
+			}
+			xs0 = append(xs0, int16(binary.LittleEndian.Uint16(p)))
+		}
+		m.Shorts = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Shorts: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(24)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(4) {
+			return errors.New("all: Deep.Reals: list outside the message")
+		}
+		xs0 := m.Reals[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([]float32, 0, l0.Len())
+		}
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 4 {
+				m.Reals = xs0
+				return errors.New("all: Deep.Reals: list element is not 4 bytes")
+			}
+			xs0 = append(xs0, math.Float32frombits(binary.LittleEndian.Uint32(p)))
+		}
+		m.Reals = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Reals: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(32)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(4) {
+			return errors.New("all: Deep.Quads: list outside the message")
+		}
+		xs0 := m.Quads[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([][4]byte, 0, l0.Len())
+		}
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 4 {
+				m.Quads = xs0
+				return errors.New("all: Deep.Quads: list element is not 4 bytes")
+			}
+			xs0 = append(xs0, [4]byte(p))
+		}
+		m.Quads = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Quads: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(40)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		if !l0.VarFits(16) {
+			return errors.New("all: Deep.Keys: list outside the message")
+		}
+		xs0 := m.Keys[:0]
+		if cap(xs0) < l0.Len() {
+			xs0 = make([][16]byte, 0, l0.Len())
+		}
+		it0 := l0.Iter() // outside the for statement: no copy per step
+		for it0.Next() {
+			p := it0.Bytes()
+			if len(p) != 16 {
+				m.Keys = xs0
+				return errors.New("all: Deep.Keys: list element is not 16 bytes")
+			}
+			xs0 = append(xs0, [16]byte(p))
+		}
+		m.Keys = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Keys: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(48)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Blobs[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			xs0[k0] = append(xs0[k0][:0], it0.Bytes()...)
+			*budget -= len(xs0[k0])
+		}
+		m.Blobs = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Blobs: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(56)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Grid[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			l1, ok := codec.VarListOf(it0.Bytes())
+			if !ok {
+				m.Grid = xs0
+				return errors.New("all: Deep.Grid: nested list element does not end on an element boundary")
+			}
+			*budget -= l1.Len()
+			if !l1.VarFits(2) {
+				return errors.New("all: Deep.Grid: list outside the message")
+			}
+			xs1 := xs0[k0][:0]
+			if cap(xs1) < l1.Len() {
+				xs1 = make([]uint16, 0, l1.Len())
+			}
+			it1 := l1.Iter() // outside the for statement: no copy per step
+			for it1.Next() {
+				p := it1.Bytes()
+				if len(p) != 2 {
+					xs0[k0] = xs1
+					return errors.New("all: Deep.Grid: list element is not 2 bytes")
+				}
+				xs1 = append(xs1, binary.LittleEndian.Uint16(p))
+			}
+			xs0[k0] = xs1
+			if len(xs1) != l1.Len() {
+				return errors.New("all: Deep.Grid: list element outside the message")
+			}
+		}
+		m.Grid = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Grid: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(64)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Runs[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			l1, ok := codec.VarListOf(it0.Bytes())
+			if !ok {
+				m.Runs = xs0
+				return errors.New("all: Deep.Runs: nested list element does not end on an element boundary")
+			}
+			*budget -= l1.Len()
+			if !l1.VarFits(8) {
+				return errors.New("all: Deep.Runs: list outside the message")
+			}
+			xs1 := xs0[k0][:0]
+			if cap(xs1) < l1.Len() {
+				xs1 = make([]uint64, 0, l1.Len())
+			}
+			it1 := l1.Iter() // outside the for statement: no copy per step
+			for it1.Next() {
+				p := it1.Bytes()
+				if len(p) != 8 {
+					xs0[k0] = xs1
+					return errors.New("all: Deep.Runs: list element is not 8 bytes")
+				}
+				xs1 = append(xs1, binary.LittleEndian.Uint64(p))
+			}
+			xs0[k0] = xs1
+			if len(xs1) != l1.Len() {
+				return errors.New("all: Deep.Runs: list element outside the message")
+			}
+		}
+		m.Runs = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Runs: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(72)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Paths[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			l1, ok := codec.VarListOf(it0.Bytes())
+			if !ok {
+				m.Paths = xs0
+				return errors.New("all: Deep.Paths: nested list element does not end on an element boundary")
+			}
+			*budget -= l1.Len()
+			xs1 := xs0[k0][:0]
+			it1 := l1.Iter()
+			for it1.Next() {
+				k1 := len(xs1)
+				if k1 < cap(xs1) {
+					xs1 = xs1[:k1+1]
+				} else {
+					xs1 = append(xs1, Point{})
+				}
+				if err := xs1[k1].zapDecodeMessage(it1.Bytes(), depth+1, budget); err != nil {
+					xs0[k0] = xs1
+					return err
+				}
+			}
+			xs0[k0] = xs1
+			if len(xs1) != l1.Len() {
+				return errors.New("all: Deep.Paths: list element outside the message")
+			}
+		}
+		m.Paths = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Paths: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(80)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Words[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			l1, ok := codec.VarListOf(it0.Bytes())
+			if !ok {
+				m.Words = xs0
+				return errors.New("all: Deep.Words: nested list element does not end on an element boundary")
+			}
+			*budget -= l1.Len()
+			xs1 := xs0[k0][:0]
+			it1 := l1.Iter()
+			for it1.Next() {
+				k1 := len(xs1)
+				if k1 < cap(xs1) {
+					xs1 = xs1[:k1+1]
+				} else {
+					xs1 = append(xs1, nil)
+				}
+				l2, ok := codec.VarListOf(it1.Bytes())
+				if !ok {
+					xs0[k0] = xs1
+					return errors.New("all: Deep.Words: nested list element does not end on an element boundary")
+				}
+				*budget -= l2.Len()
+				xs2 := xs1[k1][:0]
+				it2 := l2.Iter()
+				for it2.Next() {
+					k2 := len(xs2)
+					if k2 < cap(xs2) {
+						xs2 = xs2[:k2+1]
+					} else {
+						xs2 = append(xs2, "")
+					}
+					if p := it2.Bytes(); string(p) != xs2[k2] {
+						xs2[k2] = string(p)
+						*budget -= len(p)
+					}
+				}
+				xs1[k1] = xs2
+				if len(xs2) != l2.Len() {
+					return errors.New("all: Deep.Words: list element outside the message")
+				}
+			}
+			xs0[k0] = xs1
+			if len(xs1) != l1.Len() {
+				return errors.New("all: Deep.Words: list element outside the message")
+			}
+		}
+		m.Words = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Words: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(88)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Pairs[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, Pair{})
+			}
+			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
+				m.Pairs = xs0
+				return err
+			}
+		}
+		m.Pairs = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Pairs: list element outside the message")
+		}
+	}
+	{
+		l0 := o.List(96)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("all: Deep: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Trees[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, nil)
+			}
+			l1, ok := codec.VarListOf(it0.Bytes())
+			if !ok {
+				m.Trees = xs0
+				return errors.New("all: Deep.Trees: nested list element does not end on an element boundary")
+			}
+			*budget -= l1.Len()
+			xs1 := xs0[k0][:0]
+			it1 := l1.Iter()
+			for it1.Next() {
+				k1 := len(xs1)
+				if k1 < cap(xs1) {
+					xs1 = xs1[:k1+1]
+				} else {
+					xs1 = append(xs1, Kitchen{})
+				}
+				if err := xs1[k1].zapDecodeMessage(it1.Bytes(), depth+1, budget); err != nil {
+					xs0[k0] = xs1
+					return err
+				}
+			}
+			xs0[k0] = xs1
+			if len(xs1) != l1.Len() {
+				return errors.New("all: Deep.Trees: list element outside the message")
+			}
+		}
+		m.Trees = xs0
+		if len(xs0) != l0.Len() {
+			return errors.New("all: Deep.Trees: list element outside the message")
+		}
+	}
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Deep) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Deep) MarshalBinary() ([]byte, error) { return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil }
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Deep) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// DeepView is a read-only view of a Deep message. It is a small value; it and
+// every string, slice and view read from it alias the message bytes and
+// are valid only while those bytes are unchanged. Every accessor is total:
+// a field outside the message reads as its zero value.
+type DeepView struct{ o codec.Object }
+
+// ReadDeep checks the message header at the start of b and returns a view of
+// its root Deep. It does not copy b and does not allocate. Errors:
+// codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadDeep(b []byte) (DeepView, error) {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return DeepView{}, err
+	}
+	return DeepView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v DeepView) IsNull() bool { return v.o.IsNull() }
+
+// Bools returns a view of list field Bools (list<bool>, slot bytes [0, 8)).
+func (v DeepView) Bools() DeepBoolsList { return DeepBoolsList{v.o.List(0)} }
+
+// DeepBoolsList is a view of list field Deep.Bools (a list of bool). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepBoolsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepBoolsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepBoolsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepBoolsList) Iter() DeepBoolsIter { return DeepBoolsIter{l.l.Iter()} }
+
+// DeepBoolsIter walks list field Deep.Bools front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepBoolsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepBoolsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepBoolsIter) Index() int { return it.it.Index() }
+
+// At returns element i (0 when out of range or not 1 bytes). It is O(1)
+// when the elements are all 1 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l DeepBoolsList) At(i int) bool { return l.l.VarUint8(i) != 0 }
+
+// Value returns the current element (0 when it is not 1 bytes).
+func (it *DeepBoolsIter) Value() bool { return it.it.Uint8() != 0 }
+
+// Tiny returns a view of list field Tiny (list<i8>, slot bytes [8, 16)).
+func (v DeepView) Tiny() DeepTinyList { return DeepTinyList{v.o.List(8)} }
+
+// DeepTinyList is a view of list field Deep.Tiny (a list of i8). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepTinyList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepTinyList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepTinyList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepTinyList) Iter() DeepTinyIter { return DeepTinyIter{l.l.Iter()} }
+
+// DeepTinyIter walks list field Deep.Tiny front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepTinyIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepTinyIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepTinyIter) Index() int { return it.it.Index() }
+
+// At returns element i (0 when out of range or not 1 bytes). It is O(1)
+// when the elements are all 1 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l DeepTinyList) At(i int) int8 { return int8(l.l.VarUint8(i)) }
+
+// Value returns the current element (0 when it is not 1 bytes).
+func (it *DeepTinyIter) Value() int8 { return int8(it.it.Uint8()) }
+
+// Shorts returns a view of list field Shorts (list<i16>, slot bytes [16, 24)).
+func (v DeepView) Shorts() DeepShortsList { return DeepShortsList{v.o.List(16)} }
+
+// DeepShortsList is a view of list field Deep.Shorts (a list of i16). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepShortsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepShortsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepShortsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepShortsList) Iter() DeepShortsIter { return DeepShortsIter{l.l.Iter()} }
+
+// DeepShortsIter walks list field Deep.Shorts front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepShortsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepShortsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepShortsIter) Index() int { return it.it.Index() }
+
+// At returns element i (0 when out of range or not 2 bytes). It is O(1)
+// when the elements are all 2 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l DeepShortsList) At(i int) int16 { return int16(l.l.VarUint16(i)) }
+
+// Value returns the current element (0 when it is not 2 bytes).
+func (it *DeepShortsIter) Value() int16 { return int16(it.it.Uint16()) }
+
+// Reals returns a view of list field Reals (list<f32>, slot bytes [24, 32)).
+func (v DeepView) Reals() DeepRealsList { return DeepRealsList{v.o.List(24)} }
+
+// DeepRealsList is a view of list field Deep.Reals (a list of f32). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepRealsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepRealsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepRealsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepRealsList) Iter() DeepRealsIter { return DeepRealsIter{l.l.Iter()} }
+
+// DeepRealsIter walks list field Deep.Reals front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepRealsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepRealsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepRealsIter) Index() int { return it.it.Index() }
+
+// At returns element i (0 when out of range or not 4 bytes). It is O(1)
+// when the elements are all 4 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l DeepRealsList) At(i int) float32 { return math.Float32frombits(l.l.VarUint32(i)) }
+
+// Value returns the current element (0 when it is not 4 bytes).
+func (it *DeepRealsIter) Value() float32 { return math.Float32frombits(it.it.Uint32()) }
+
+// Quads returns a view of list field Quads (list<bytes_fixed[4]>, slot bytes [32, 40)).
+func (v DeepView) Quads() DeepQuadsList { return DeepQuadsList{v.o.List(32)} }
+
+// DeepQuadsList is a view of list field Deep.Quads (a list of bytes_fixed[4]). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepQuadsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepQuadsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepQuadsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepQuadsList) Iter() DeepQuadsIter { return DeepQuadsIter{l.l.Iter()} }
+
+// DeepQuadsIter walks list field Deep.Quads front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepQuadsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepQuadsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepQuadsIter) Index() int { return it.it.Index() }
+
+// At returns a copy of element i (zero when out of range or not 4 bytes).
+// It is O(1) when the elements are all 4 bytes, as writers make them.
+func (l DeepQuadsList) At(i int) (a [4]byte) {
+	copy(a[:], l.l.VarFixed(i, 4))
+	return a
+}
+
+// AtBytes returns element i in place (nil when out of range or not 4
+// bytes); it aliases the message.
+func (l DeepQuadsList) AtBytes(i int) []byte { return l.l.VarFixed(i, 4) }
+
+// Value returns a copy of the current element (zero when not 4 bytes).
+func (it *DeepQuadsIter) Value() (a [4]byte) {
+	copy(a[:], it.it.Fixed(4))
+	return a
+}
+
+// Keys returns a view of list field Keys (list<bytes_fixed[16]>, slot bytes [40, 48)).
+func (v DeepView) Keys() DeepKeysList { return DeepKeysList{v.o.List(40)} }
+
+// DeepKeysList is a view of list field Deep.Keys (a list of bytes_fixed[16]). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepKeysList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepKeysList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepKeysList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepKeysList) Iter() DeepKeysIter { return DeepKeysIter{l.l.Iter()} }
+
+// DeepKeysIter walks list field Deep.Keys front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepKeysIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepKeysIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepKeysIter) Index() int { return it.it.Index() }
+
+// At returns a copy of element i (zero when out of range or not 16 bytes).
+// It is O(1) when the elements are all 16 bytes, as writers make them.
+func (l DeepKeysList) At(i int) (a [16]byte) {
+	copy(a[:], l.l.VarFixed(i, 16))
+	return a
+}
+
+// AtBytes returns element i in place (nil when out of range or not 16
+// bytes); it aliases the message.
+func (l DeepKeysList) AtBytes(i int) []byte { return l.l.VarFixed(i, 16) }
+
+// Value returns a copy of the current element (zero when not 16 bytes).
+func (it *DeepKeysIter) Value() (a [16]byte) {
+	copy(a[:], it.it.Fixed(16))
+	return a
+}
+
+// Blobs returns a view of list field Blobs (list<bytes>, slot bytes [48, 56)).
+func (v DeepView) Blobs() DeepBlobsList { return DeepBlobsList{v.o.List(48)} }
+
+// DeepBlobsList is a view of list field Deep.Blobs (a list of bytes). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepBlobsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepBlobsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepBlobsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepBlobsList) Iter() DeepBlobsIter { return DeepBlobsIter{l.l.Iter()} }
+
+// DeepBlobsIter walks list field Deep.Blobs front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepBlobsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepBlobsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepBlobsIter) Index() int { return it.it.Index() }
+
+// At returns element i (nil when out of range); it aliases the message.
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepBlobsList) At(i int) []byte { return l.l.BytesAt(i) }
+
+// Value returns the current element; it aliases the message.
+func (it *DeepBlobsIter) Value() []byte { return it.it.Bytes() }
+
+// Grid returns a view of list field Grid (list<list<u16>>, slot bytes [56, 64)).
+func (v DeepView) Grid() DeepGridList { return DeepGridList{v.o.List(56)} }
+
+// DeepGridList is a view of list field Deep.Grid (a list of list<u16>). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepGridList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepGridList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepGridList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepGridList) Iter() DeepGridIter { return DeepGridIter{l.l.Iter()} }
+
+// DeepGridIter walks list field Deep.Grid front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepGridIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepGridIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepGridIter) Index() int { return it.it.Index() }
+
+// At returns a view of element i, itself a list (empty when out of range).
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepGridList) At(i int) DeepGridElemList {
+	in, _ := codec.VarListOf(l.l.BytesAt(i))
+	return DeepGridElemList{in}
+}
+
+// Value returns a view of the current element, itself a list.
+func (it *DeepGridIter) Value() DeepGridElemList {
+	in, _ := codec.VarListOf(it.it.Bytes())
+	return DeepGridElemList{in}
+}
+
+// DeepGridElemList is a view of an element of list field Deep.Grid (a list of u16). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepGridElemList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepGridElemList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepGridElemList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepGridElemList) Iter() DeepGridElemIter { return DeepGridElemIter{l.l.Iter()} }
+
+// DeepGridElemIter walks an element of list field Deep.Grid front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepGridElemIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepGridElemIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepGridElemIter) Index() int { return it.it.Index() }
+
+// At returns element i (0 when out of range or not 2 bytes). It is O(1)
+// when the elements are all 2 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l DeepGridElemList) At(i int) uint16 { return l.l.VarUint16(i) }
+
+// Value returns the current element (0 when it is not 2 bytes).
+func (it *DeepGridElemIter) Value() uint16 { return it.it.Uint16() }
+
+// Runs returns a view of list field Runs (list<list<u64>>, slot bytes [64, 72)).
+func (v DeepView) Runs() DeepRunsList { return DeepRunsList{v.o.List(64)} }
+
+// DeepRunsList is a view of list field Deep.Runs (a list of list<u64>). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepRunsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepRunsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepRunsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepRunsList) Iter() DeepRunsIter { return DeepRunsIter{l.l.Iter()} }
+
+// DeepRunsIter walks list field Deep.Runs front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepRunsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepRunsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepRunsIter) Index() int { return it.it.Index() }
+
+// At returns a view of element i, itself a list (empty when out of range).
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepRunsList) At(i int) DeepRunsElemList {
+	in, _ := codec.VarListOf(l.l.BytesAt(i))
+	return DeepRunsElemList{in}
+}
+
+// Value returns a view of the current element, itself a list.
+func (it *DeepRunsIter) Value() DeepRunsElemList {
+	in, _ := codec.VarListOf(it.it.Bytes())
+	return DeepRunsElemList{in}
+}
+
+// DeepRunsElemList is a view of an element of list field Deep.Runs (a list of u64). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepRunsElemList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepRunsElemList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepRunsElemList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepRunsElemList) Iter() DeepRunsElemIter { return DeepRunsElemIter{l.l.Iter()} }
+
+// DeepRunsElemIter walks an element of list field Deep.Runs front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepRunsElemIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepRunsElemIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepRunsElemIter) Index() int { return it.it.Index() }
+
+// At returns element i (0 when out of range or not 8 bytes). It is O(1)
+// when the elements are all 8 bytes, as writers make them, and walks
+// the elements before i otherwise.
+func (l DeepRunsElemList) At(i int) uint64 { return l.l.VarUint64(i) }
+
+// Value returns the current element (0 when it is not 8 bytes).
+func (it *DeepRunsElemIter) Value() uint64 { return it.it.Uint64() }
+
+// Paths returns a view of list field Paths (list<list<Point>>, slot bytes [72, 80)).
+func (v DeepView) Paths() DeepPathsList { return DeepPathsList{v.o.List(72)} }
+
+// DeepPathsList is a view of list field Deep.Paths (a list of list<Point>). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepPathsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepPathsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepPathsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepPathsList) Iter() DeepPathsIter { return DeepPathsIter{l.l.Iter()} }
+
+// DeepPathsIter walks list field Deep.Paths front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepPathsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepPathsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepPathsIter) Index() int { return it.it.Index() }
+
+// At returns a view of element i, itself a list (empty when out of range).
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepPathsList) At(i int) DeepPathsElemList {
+	in, _ := codec.VarListOf(l.l.BytesAt(i))
+	return DeepPathsElemList{in}
+}
+
+// Value returns a view of the current element, itself a list.
+func (it *DeepPathsIter) Value() DeepPathsElemList {
+	in, _ := codec.VarListOf(it.it.Bytes())
+	return DeepPathsElemList{in}
+}
+
+// DeepPathsElemList is a view of an element of list field Deep.Paths (a list of Point). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepPathsElemList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepPathsElemList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepPathsElemList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepPathsElemList) Iter() DeepPathsElemIter { return DeepPathsElemIter{l.l.Iter()} }
+
+// DeepPathsElemIter walks an element of list field Deep.Paths front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepPathsElemIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepPathsElemIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepPathsElemIter) Index() int { return it.it.Index() }
+
+// At returns element i (a null view when out of range). Finding it walks
+// the i elements before it: use Iter to visit them all.
+func (l DeepPathsElemList) At(i int) PointView { return PointView{l.l.ObjectAt(i)} }
+
+// Value returns the current element.
+func (it *DeepPathsElemIter) Value() PointView { return PointView{it.it.Object()} }
+
+// Words returns a view of list field Words (list<list<list<text>>>, slot bytes [80, 88)).
+func (v DeepView) Words() DeepWordsList { return DeepWordsList{v.o.List(80)} }
+
+// DeepWordsList is a view of list field Deep.Words (a list of list<list<text>>). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepWordsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepWordsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepWordsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepWordsList) Iter() DeepWordsIter { return DeepWordsIter{l.l.Iter()} }
+
+// DeepWordsIter walks list field Deep.Words front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepWordsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepWordsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepWordsIter) Index() int { return it.it.Index() }
+
+// At returns a view of element i, itself a list (empty when out of range).
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepWordsList) At(i int) DeepWordsElemList {
+	in, _ := codec.VarListOf(l.l.BytesAt(i))
+	return DeepWordsElemList{in}
+}
+
+// Value returns a view of the current element, itself a list.
+func (it *DeepWordsIter) Value() DeepWordsElemList {
+	in, _ := codec.VarListOf(it.it.Bytes())
+	return DeepWordsElemList{in}
+}
+
+// DeepWordsElemList is a view of an element of list field Deep.Words (a list of list<text>). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepWordsElemList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepWordsElemList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepWordsElemList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepWordsElemList) Iter() DeepWordsElemIter { return DeepWordsElemIter{l.l.Iter()} }
+
+// DeepWordsElemIter walks an element of list field Deep.Words front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepWordsElemIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepWordsElemIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepWordsElemIter) Index() int { return it.it.Index() }
+
+// At returns a view of element i, itself a list (empty when out of range).
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepWordsElemList) At(i int) DeepWordsElemElemList {
+	in, _ := codec.VarListOf(l.l.BytesAt(i))
+	return DeepWordsElemElemList{in}
+}
+
+// Value returns a view of the current element, itself a list.
+func (it *DeepWordsElemIter) Value() DeepWordsElemElemList {
+	in, _ := codec.VarListOf(it.it.Bytes())
+	return DeepWordsElemElemList{in}
+}
+
+// DeepWordsElemElemList is a view of an element of an element of list field Deep.Words (a list of text). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepWordsElemElemList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepWordsElemElemList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepWordsElemElemList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepWordsElemElemList) Iter() DeepWordsElemElemIter { return DeepWordsElemElemIter{l.l.Iter()} }
+
+// DeepWordsElemElemIter walks an element of an element of list field Deep.Words front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepWordsElemElemIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepWordsElemElemIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepWordsElemElemIter) Index() int { return it.it.Index() }
+
+// At returns element i ("" when out of range); it aliases the message.
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepWordsElemElemList) At(i int) string {
+	p := l.l.BytesAt(i)
+	if len(p) == 0 {
+		return ""
+	}
+	return unsafe.String(&p[0], len(p))
+}
+
+// Value returns the current element; it aliases the message.
+func (it *DeepWordsElemElemIter) Value() string {
+	p := it.it.Bytes()
+	if len(p) == 0 {
+		return ""
+	}
+	return unsafe.String(&p[0], len(p))
+}
+
+// Bytes returns the current element as bytes; it aliases the message.
+func (it *DeepWordsElemElemIter) Bytes() []byte { return it.it.Bytes() }
+
+// Pairs returns a view of list field Pairs (list<Pair>, slot bytes [88, 96)).
+func (v DeepView) Pairs() DeepPairsList { return DeepPairsList{v.o.List(88)} }
+
+// DeepPairsList is a view of list field Deep.Pairs (a list of Pair). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepPairsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepPairsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepPairsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepPairsList) Iter() DeepPairsIter { return DeepPairsIter{l.l.Iter()} }
+
+// DeepPairsIter walks list field Deep.Pairs front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepPairsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepPairsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepPairsIter) Index() int { return it.it.Index() }
+
+// At returns element i (a null view when out of range). Finding it walks
+// the i elements before it: use Iter to visit them all.
+func (l DeepPairsList) At(i int) PairView { return PairView{l.l.ObjectAt(i)} }
+
+// Value returns the current element.
+func (it *DeepPairsIter) Value() PairView { return PairView{it.it.Object()} }
+
+// Trees returns a view of list field Trees (list<list<Kitchen>>, slot bytes [96, 104)).
+func (v DeepView) Trees() DeepTreesList { return DeepTreesList{v.o.List(96)} }
+
+// DeepTreesList is a view of list field Deep.Trees (a list of list<Kitchen>). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepTreesList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepTreesList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepTreesList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepTreesList) Iter() DeepTreesIter { return DeepTreesIter{l.l.Iter()} }
+
+// DeepTreesIter walks list field Deep.Trees front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepTreesIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepTreesIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepTreesIter) Index() int { return it.it.Index() }
+
+// At returns a view of element i, itself a list (empty when out of range).
+// Finding it walks the i elements before it: use Iter to visit them all.
+func (l DeepTreesList) At(i int) DeepTreesElemList {
+	in, _ := codec.VarListOf(l.l.BytesAt(i))
+	return DeepTreesElemList{in}
+}
+
+// Value returns a view of the current element, itself a list.
+func (it *DeepTreesIter) Value() DeepTreesElemList {
+	in, _ := codec.VarListOf(it.it.Bytes())
+	return DeepTreesElemList{in}
+}
+
+// DeepTreesElemList is a view of an element of list field Deep.Trees (a list of Kitchen). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type DeepTreesElemList struct{ l codec.List }
+
+// Len returns the element count.
+func (l DeepTreesElemList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l DeepTreesElemList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l DeepTreesElemList) Iter() DeepTreesElemIter { return DeepTreesElemIter{l.l.Iter()} }
+
+// DeepTreesElemIter walks an element of list field Deep.Trees front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type DeepTreesElemIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *DeepTreesElemIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *DeepTreesElemIter) Index() int { return it.it.Index() }
+
+// At returns element i (a null view when out of range). Finding it walks
+// the i elements before it: use Iter to visit them all.
+func (l DeepTreesElemList) At(i int) KitchenView { return KitchenView{l.l.ObjectAt(i)} }
+
+// Value returns the current element.
+func (it *DeepTreesElemIter) Value() KitchenView { return KitchenView{it.it.Object()} }
 
 // RPC method ordinals of interface Service (1-based, declaration order).
 const (
@@ -1460,3 +3141,38 @@ func (c *ServiceClient) zapRelease(bp *[]byte, buf, out []byte) {
 
 // zapServiceBufs holds request/answer buffers of ServiceClient.
 var zapServiceBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// NothingServer is implemented by a server of interface Nothing; register it with
+// RegisterNothingServer. A request view aliases a buffer the server owns and is
+// valid only until the method returns. A result arrives set to its zero
+// value and is encoded after the method returns nil; it must not be kept.
+// An error answers the call with its status (see rpc.Errorf), 500 by default.
+type NothingServer interface {
+}
+
+// RegisterNothingServer registers impl's methods on s under their ordinals.
+// A request that is not a valid message is answered with status 400.
+func RegisterNothingServer(s *rpc.Server, impl NothingServer) {
+}
+
+// NothingClient calls the methods of interface Nothing through an rpc.Caller (an
+// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+type NothingClient struct{ c rpc.Caller }
+
+// NewNothingClient returns a client of interface Nothing that calls through c.
+func NewNothingClient(c rpc.Caller) *NothingClient { return &NothingClient{c: c} }
+
+// zapRelease returns the largest of a call's buffers to the pool.
+func (c *NothingClient) zapRelease(bp *[]byte, buf, out []byte) {
+	if cap(out) > cap(buf)-len(buf) {
+		buf = out
+	}
+	if cap(buf) > 1048576 {
+		return
+	}
+	*bp = buf[:0]
+	zapNothingBufs.Put(bp)
+}
+
+// zapNothingBufs holds request/answer buffers of NothingClient.
+var zapNothingBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}

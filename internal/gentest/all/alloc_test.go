@@ -64,3 +64,45 @@ func TestViewAllocs(t *testing.T) {
 		t.Errorf("views: %v allocations, want 0", n)
 	}
 }
+
+// TestDeepViewAllocs: the views of every list element type (scalars of each
+// width, bytes_fixed, nested lists, lists of structs) allocate nothing.
+func TestDeepViewAllocs(t *testing.T) {
+	d := Deep{
+		Bools: []bool{true, false}, Tiny: []int8{-1}, Shorts: []int16{-2, 3}, Reals: []float32{1.5},
+		Quads: [][4]byte{{1, 2, 3, 4}}, Keys: [][16]byte{{9}}, Blobs: [][]byte{{1}, nil},
+		Grid: [][]uint16{{1, 2}, nil, {3}}, Runs: [][]uint64{{7}}, Paths: [][]Point{{{1, 2}}},
+		Words: [][][]string{{{"a", "bc"}}}, Pairs: []Pair{{A: 1, B: "x"}},
+	}
+	msg := d.AppendZAP(nil)
+	f := func() {
+		v, _ := ReadDeep(msg)
+		if v.Bools().At(0) {
+			sink++
+		}
+		sink += uint64(v.Tiny().At(0)) + uint64(v.Shorts().At(1)) + uint64(v.Reals().At(0))
+		sink += uint64(v.Quads().At(0)[3]) + uint64(len(v.Quads().AtBytes(0))) + uint64(v.Keys().At(0)[0]) + uint64(len(v.Blobs().At(0)))
+		for it := v.Grid().Iter(); it.Next(); {
+			for in := it.Value().Iter(); in.Next(); {
+				sink += uint64(in.Value())
+			}
+		}
+		sink += uint64(v.Grid().At(2).At(0)) + v.Runs().At(0).At(0) + uint64(v.Paths().At(0).At(0).Y())
+		sink += uint64(len(v.Words().At(0).At(0).At(1))) + uint64(v.Pairs().At(0).A())
+		for it := v.Quads().Iter(); it.Next(); {
+			sink += uint64(it.Value()[0])
+		}
+		for it := v.Bools().Iter(); it.Next(); {
+			if it.Value() {
+				sink++
+			}
+		}
+	}
+	f()
+	if sink == 0 {
+		t.Fatal("nothing read")
+	}
+	if n := testing.AllocsPerRun(200, f); n != 0 {
+		t.Errorf("views: %v allocations, want 0", n)
+	}
+}

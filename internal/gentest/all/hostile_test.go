@@ -15,8 +15,10 @@ func TestDecodeSelfCycleBounded(t *testing.T) {
 	var b codec.Builder
 	b.Reset(nil)
 	o := b.StartObject(105)
-	l := b.StartList(1)
-	l.AddBytes(make([]byte, n))
+	l := b.StartList(0)
+	for range n {
+		l.AddUint8Element(0)
+	}
 	o.SetList(64, l.Finish())
 	r := o.Finish()
 	o.SetObject(100, r) // Self: the object itself

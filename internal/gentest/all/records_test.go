@@ -27,6 +27,10 @@ var types = map[string]check.Type{
 		New:  func() check.Record { return new(Sparse) },
 		Read: func(b []byte) (any, error) { return ReadSparse(b) },
 	},
+	"Deep": {
+		New:  func() check.Record { return new(Deep) },
+		Read: func(b []byte) (any, error) { return ReadDeep(b) },
+	},
 	"Empty": {
 		New:  func() check.Record { return new(Empty) },
 		Read: func(b []byte) (any, error) { return ReadEmpty(b) },

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/internal/fixture"
@@ -26,17 +27,38 @@ type Case struct {
 	Hex    string         `json:"hex"`
 }
 
-// Generated returns the cases of generated.json, or skips t when the
-// shared fixtures are absent.
+// Generated returns the cases of generated.json (schemas/*.zap) and
+// generated-lists.json (schemas/more/*.zap), or skips t when the shared
+// fixtures are absent.
 func Generated(t testing.TB) []Case {
-	var doc struct {
-		Cases   []Case                    `json:"cases"`
-		Offsets map[string]map[string]int `json:"offsets"`
+	var cases []Case
+	for _, name := range []string{"generated.json", "generated-lists.json"} {
+		var doc struct {
+			Cases []Case `json:"cases"`
+		}
+		if err := json.Unmarshal(fixture.Read(t, "fixtures/"+name), &doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(doc.Cases) == 0 {
+			t.Fatalf("%s has no cases", name)
+		}
+		cases = append(cases, doc.Cases...)
 	}
-	if err := json.Unmarshal(fixture.Read(t, "fixtures/generated.json"), &doc); err != nil {
-		t.Fatalf("generated.json: %v", err)
+	return cases
+}
+
+// caseRef looks up a case named by a value: "item_a", or "point[16:24]"
+// (the case's fixed section, which fills the same record).
+func caseRef(val any, byName map[string]Case) (Case, error) {
+	name, _ := val.(string)
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
 	}
-	return doc.Cases
+	c, ok := byName[name]
+	if !ok {
+		return Case{}, fmt.Errorf("no case %v", val)
+	}
+	return c, nil
 }
 
 // Fill sets the fields of the record *ptr from a case's values. A list of
@@ -83,24 +105,46 @@ func set(t testing.TB, f reflect.Value, val any, byName map[string]Case) error {
 		}
 		reflect.Copy(f, reflect.ValueOf(b))
 	case reflect.Slice:
-		if f.Type().Elem().Kind() == reflect.Uint8 {
-			b, err := hex.DecodeString(val.(string))
+		if str, ok := val.(string); ok && f.Type().Elem().Kind() == reflect.Uint8 {
+			b, err := hex.DecodeString(str)
 			if err != nil {
 				return err
 			}
 			f.SetBytes(b)
 			return nil
 		}
-		names := val.([]any)
-		s := reflect.MakeSlice(f.Type(), len(names), len(names))
-		for i, n := range names {
-			c, ok := byName[n.(string)]
-			if !ok {
-				return fmt.Errorf("no case %v", n)
+		items, ok := val.([]any)
+		if !ok {
+			return fmt.Errorf("want a list, got %T", val)
+		}
+		s := reflect.MakeSlice(f.Type(), len(items), len(items))
+		for i, item := range items {
+			e := s.Index(i)
+			if e.Kind() == reflect.Struct {
+				c, err := caseRef(item, byName)
+				if err != nil {
+					return err
+				}
+				Fill(t, e.Addr().Interface(), c.Values, byName)
+				continue
 			}
-			Fill(t, s.Index(i).Addr().Interface(), c.Values, byName)
+			if err := set(t, e, item, byName); err != nil {
+				return fmt.Errorf("element %d: %v", i, err)
+			}
 		}
 		f.Set(s)
+	case reflect.Pointer:
+		if val == "" {
+			f.Set(reflect.Zero(f.Type()))
+			return nil
+		}
+		c, err := caseRef(val, byName)
+		if err != nil {
+			return err
+		}
+		p := reflect.New(f.Type().Elem())
+		Fill(t, p.Interface(), c.Values, byName)
+		f.Set(p)
 	default:
 		return fmt.Errorf("unsupported kind %s", f.Kind())
 	}
@@ -144,13 +188,20 @@ func randomize(r *rand.Rand, v reflect.Value, depth int) {
 			v.SetBytes(randBytes(r))
 			return
 		}
+		// Only struct elements can recurse without end; lists of lists are
+		// finite by type and get elements at every level.
 		n := r.IntN(5)
-		if depth > 1 || r.IntN(4) == 0 {
+		structs := v.Type().Elem().Kind() == reflect.Struct
+		if structs && depth > 1 || r.IntN(4) == 0 {
 			n = 0
+		}
+		next := depth
+		if structs {
+			next++
 		}
 		s := reflect.MakeSlice(v.Type(), n, n)
 		for i := range n {
-			randomize(r, s.Index(i), depth+1)
+			randomize(r, s.Index(i), next)
 		}
 		if n > 0 {
 			v.Set(s)
@@ -247,7 +298,7 @@ func diff(a, b reflect.Value, path string) string {
 
 // View compares a generated view (TView) with the record it should show,
 // through the accessors the generator promises: F() for every field, FBytes()
-// for text and bytes_fixed, IsNull, and for lists Len, At and Iter. It
+// for text and bytes_fixed, IsNull, and for lists Len, IsNull, At and Iter. It
 // returns a description of the first mismatch, or "".
 func View(rec any, view any) string {
 	r := reflect.ValueOf(rec)
@@ -331,7 +382,11 @@ func elemDiff(want, got reflect.Value, p string) string {
 	switch want.Kind() {
 	case reflect.Struct:
 		return viewDiff(want, got, p)
-	case reflect.Slice: // []byte element
+	case reflect.Slice:
+		if got.Kind() != reflect.Slice { // a nested list: got is its view
+			return listDiff(want, got, p)
+		}
+		// a bytes element
 		if string(got.Bytes()) != string(want.Bytes()) {
 			return fmt.Sprintf("%s: view %x, record %x", p, got.Bytes(), want.Bytes())
 		}
@@ -343,6 +398,11 @@ func elemDiff(want, got reflect.Value, p string) string {
 func listDiff(rec, list reflect.Value, path string) string {
 	if n := call(list, "Len").Int(); int(n) != rec.Len() {
 		return fmt.Sprintf("%s.Len() = %d, record has %d", path, n, rec.Len())
+	}
+	// An empty list is written as a {0, 0} slot (an empty nested list as no
+	// bytes): both read as null.
+	if null := call(list, "IsNull").Bool(); null != (rec.Len() == 0) {
+		return fmt.Sprintf("%s.IsNull() = %v with %d elements", path, null, rec.Len())
 	}
 	for i := range rec.Len() {
 		got := call(list, "At", reflect.ValueOf(i))

@@ -23,7 +23,8 @@ type Type struct {
 	Read func(b []byte) (any, error) // ReadT, its view as any
 }
 
-// Fixtures checks every generated.json case of schema (e.g. "eth.zap")
+// Fixtures checks every generated.json and generated-lists.json case of
+// schema (e.g. "eth.zap"), but the one recording a canonical defect,
 // against the records in types (by struct name): AppendZAP reproduces the
 // bytes exactly, also after a prefix; SizeZAP is their length; the view of
 // the fixture bytes shows the values; DecodeZAP of the fixture bytes gives
@@ -38,6 +39,14 @@ func Fixtures(t *testing.T, schema string, types map[string]Type) {
 	n := 0
 	for _, c := range cases {
 		if c.Schema != schema {
+			continue
+		}
+		if c.Name == "shape_origin_whole_message" {
+			// A canonical defect, not a target (WIRE.md §3): the canonical
+			// constructor was given the whole Point message as the nested
+			// Origin and embedded its header, so its Origin reads "ZAP\0"
+			// as X. zapcodec writes a nested struct as an object, the way
+			// shape_origin_object_bytes pins.
 			continue
 		}
 		n++

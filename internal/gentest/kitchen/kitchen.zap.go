@@ -12,8 +12,8 @@ import (
 	"github.com/zapcodec/zapcodec/codec"
 )
 
-// This file needs version 1 of codec's API for generated code.
-const _ = codec.GeneratedVersion1
+// This file needs version 2 of codec's API for generated code.
+const _ = codec.GeneratedVersion2
 
 // Item is the record of schema struct Item (12-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
@@ -186,8 +186,8 @@ func (m *Everything) zapBuild(b *codec.Builder) codec.Ref {
 	o.SetText(48, m.Title)
 	o.SetBytes(56, m.Blob)
 	o.SetBytesFixed(64, m.Root[:])
-	if len(m.Items) > 0 {
-		l := b.StartList(0)
+	{
+		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
 		for i := range m.Items {
 			l.EndElement(m.Items[i].zapAppend(l.BeginElement()))
 		}
@@ -202,11 +202,9 @@ func (m *Everything) SizeZAP() int { return m.zapSize(codec.HeaderSize) }
 // zapSize returns the message length after writing m's object at n.
 func (m *Everything) zapSize(n int) int {
 	n = (n+codec.Alignment-1)&^(codec.Alignment-1) + 104
-	if len(m.Items) > 0 {
-		n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)
-		for i := range m.Items {
-			n += codec.ElementHeaderSize + m.Items[i].SizeZAP()
-		}
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Items {
+		n += codec.ElementHeaderSize + m.Items[i0].SizeZAP()
 	}
 	n += len(m.Title) + len(m.Blob)
 	return n
@@ -265,23 +263,26 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 		m.Root = [32]byte{}
 	}
 	{
-		l := o.List(96)
-		*budget -= l.Len()
-		xs := m.Items[:0]
-		for it := l.Iter(); it.Next(); {
-			k := len(xs)
-			if k < cap(xs) {
-				xs = xs[:k+1]
+		l0 := o.List(96)
+		if *budget -= l0.Len(); *budget < 0 {
+			return errors.New("kitchen: Everything: objects shared or cyclic beyond the message size")
+		}
+		xs0 := m.Items[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
 			} else {
-				xs = append(xs, Item{})
+				xs0 = append(xs0, Item{})
 			}
-			if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1, budget); err != nil {
-				m.Items = xs
+			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
+				m.Items = xs0
 				return err
 			}
 		}
-		m.Items = xs
-		if len(xs) != l.Len() {
+		m.Items = xs0
+		if len(xs0) != l0.Len() {
 			return errors.New("kitchen: Everything.Items: list element outside the message")
 		}
 	}
@@ -373,17 +374,29 @@ func (v EverythingView) RootBytes() []byte { return v.o.BytesFixed(64, 32) }
 // Items returns a view of list field Items (list<Item>, slot bytes [96, 104)).
 func (v EverythingView) Items() EverythingItemsList { return EverythingItemsList{v.o.List(96)} }
 
-// EverythingItemsList is a view of list field Everything.Items; it aliases the message.
+// EverythingItemsList is a view of list field Everything.Items (a list of Item). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
 type EverythingItemsList struct{ l codec.List }
 
 // Len returns the element count.
 func (l EverythingItemsList) Len() int { return l.l.Len() }
 
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l EverythingItemsList) IsNull() bool { return l.l.IsNull() }
+
 // Iter returns an iterator over the elements, front to back.
 func (l EverythingItemsList) Iter() EverythingItemsIter { return EverythingItemsIter{l.l.Iter()} }
 
-// EverythingItemsIter walks list Everything.Items front to back without allocating:
-// for it := l.Iter(); it.Next(); { use(it.Value()) }.
+// EverythingItemsIter walks list field Everything.Items front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
 type EverythingItemsIter struct{ it codec.ListIter }
 
 // Next advances to the next element and reports whether there is one.

@@ -42,7 +42,11 @@ func (e *DecodeError) Error() string {
 // beyond 2^53), floats are numbers or the strings "NaN", "+Inf", "-Inf",
 // bool is true/false, text is a string, bytes and bytes_fixed are lowercase
 // hex strings, a nested struct is an object or null, and a list is an array
-// (list<Struct> elements are whole messages, list<scalar> is flat).
+// of its elements in these forms. Every list is read as the canonical
+// compiler writes it, [u32 size][element bytes] per element (WIRE.md §3):
+// list<Struct> elements are whole messages, a list<list<T>> element holds
+// the inner list's elements, and a scalar or bytes_fixed element of another
+// size is an error.
 //
 // Unlike the total accessors of package codec, which read a field that does
 // not fit as zero, AppendJSON is strict: a header, slot, list or element
@@ -201,7 +205,8 @@ func (d *decoder) field(dst, m []byte, base, at int, t *schema.Type, depth int) 
 	return decAppendScalar(dst, m[at:], t.Kind), nil
 }
 
-// list decodes the list whose slot is at position at of m.
+// list decodes the list whose slot is at position at of m. Every list is a
+// variable-element list (WIRE.md §3): [u32 size][element bytes] each.
 func (d *decoder) list(dst, m []byte, base, at int, elem *schema.Type, depth int) ([]byte, error) {
 	rel := int32(binary.LittleEndian.Uint32(m[at:]))
 	n := binary.LittleEndian.Uint32(m[at+4:])
@@ -215,37 +220,35 @@ func (d *decoder) list(dst, m []byte, base, at int, elem *schema.Type, depth int
 	if start < codec.HeaderSize || start >= int64(len(m)) {
 		return dst, d.errorf(base+at, "list slot (offset %d) points to %d, outside the data segment %d..%d", rel, start, codec.HeaderSize, len(m)-1)
 	}
-	p := int(start)
-	dst = append(dst, '[')
-	if w := elem.Kind.Width(); elem.Kind.Scalar() {
-		end := uint64(p) + uint64(n)*uint64(w)
-		if end > uint64(len(m)) {
-			return dst, d.errorf(base+p, "flat list of %d %s needs %d bytes, the message ends %d bytes after it starts", n, elem.Kind, uint64(n)*uint64(w), len(m)-p)
-		}
-		for i := 0; i < int(n); i++ {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if err := d.charge(base+p, 0); err != nil {
-				return dst, err
-			}
-			dst = decAppendScalar(dst, m[p:], elem.Kind)
-			p += w
-		}
-		return append(dst, ']'), nil
-	}
+	return d.elements(dst, m, base, int(start), len(m), int(n), elem, depth)
+}
+
+// elements decodes the variable-element list at position p of m whose
+// elements lie before limit, as a JSON array. n is the element count, or -1
+// for the elements of a nested list, which fill p..limit exactly.
+func (d *decoder) elements(dst, m []byte, base, p, limit, n int, elem *schema.Type, depth int) ([]byte, error) {
 	if depth+1 > MaxDecodeDepth {
 		return dst, d.errorf(base+p, "lists nested deeper than %d", MaxDecodeDepth)
 	}
-	for i := 0; i < int(n); i++ {
+	dst = append(dst, '[')
+	for i := 0; n < 0 && p < limit || i < n; i++ {
 		d.path = append(d.path, decPathElem{idx: i})
-		if p+codec.ElementHeaderSize > len(m) {
+		if err := d.charge(base+p, 0); err != nil {
+			return dst, err
+		}
+		if p+codec.ElementHeaderSize > limit {
+			if n < 0 {
+				return dst, d.errorf(base+p, "element %d: size prefix truncated at the end of the enclosing element (%d)", i, base+limit)
+			}
 			return dst, d.errorf(base+p, "element %d of %d: size prefix truncated at the message end (%d)", i, n, len(m))
 		}
 		sz := binary.LittleEndian.Uint32(m[p:])
 		p += codec.ElementHeaderSize
-		if uint64(p)+uint64(sz) > uint64(len(m)) {
-			return dst, d.errorf(base+p-codec.ElementHeaderSize, "element %d of %d: size %d passes the message end (%d bytes left)", i, n, sz, len(m)-p)
+		if uint64(p)+uint64(sz) > uint64(limit) {
+			if n < 0 {
+				return dst, d.errorf(base+p-codec.ElementHeaderSize, "element %d: size %d passes the end of the enclosing element (%d bytes left)", i, sz, limit-p)
+			}
+			return dst, d.errorf(base+p-codec.ElementHeaderSize, "element %d of %d: size %d passes the message end (%d bytes left)", i, n, sz, limit-p)
 		}
 		v := m[p : p+int(sz)]
 		if i > 0 {
@@ -267,8 +270,20 @@ func (d *decoder) list(dst, m []byte, base, at int, elem *schema.Type, depth int
 					dst = decAppendString(dst, string(v))
 				}
 			}
+		case schema.KindBytesFixed:
+			if len(v) != elem.N {
+				err = d.errorf(base+p-codec.ElementHeaderSize, "element of %d bytes, want %d for %s", len(v), elem.N, elem)
+			} else if err = d.charge(base+p, len(v)); err == nil {
+				dst = decAppendHex(dst, v)
+			}
+		case schema.KindList:
+			dst, err = d.elements(dst, m, base, p, p+len(v), -1, elem.Elem, depth+1)
 		default:
-			err = d.errorf(base+p, "list element type %s is not supported", elem)
+			if w := elem.Kind.Width(); len(v) != w {
+				err = d.errorf(base+p-codec.ElementHeaderSize, "element of %d bytes, want %d for %s", len(v), w, elem.Kind)
+			} else {
+				dst = decAppendScalar(dst, v, elem.Kind)
+			}
 		}
 		if err != nil {
 			return dst, err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,6 +48,8 @@ struct All {
     Blobs  list<bytes> @103
     Items  list<Inner> @111
     Empty  list<u64>   @119
+    Quads  list<bytes_fixed[2]> @127
+    Grid   list<list<u16>> @135
 }
 
 struct Node {
@@ -83,7 +86,7 @@ func decAllMessage(t testing.TB) []byte {
 	child.SetUint32(0, 77)
 	child.SetText(4, "kid")
 	childRef := child.Finish()
-	o := b.StartObject(127)
+	o := b.StartObject(143)
 	o.SetBool(0, true)
 	o.SetUint8(1, 200)
 	o.SetUint16(2, 65535)
@@ -99,18 +102,19 @@ func decAllMessage(t testing.TB) []byte {
 	o.SetBytes(52, []byte{0xde, 0xad})
 	o.SetBytesFixed(60, []byte{1, 2, 3})
 	o.SetObject(63, childRef)
-	l := b.StartList(4)
-	l.AddUint32(1)
-	l.AddUint32(4294967295)
+	// Every list is a variable-element list: [u32 size][bytes] per element.
+	l := b.StartList(0)
+	l.AddUint32Element(1)
+	l.AddUint32Element(4294967295)
 	o.SetList(71, l.Finish())
-	l = b.StartList(1)
-	l.AddUint8(1)
-	l.AddUint8(0)
-	l.AddUint8(7)
+	l = b.StartList(0)
+	l.AddUint8Element(1)
+	l.AddUint8Element(0)
+	l.AddUint8Element(7)
 	o.SetList(79, l.Finish())
-	l = b.StartList(8)
-	l.AddUint64(math.Float64bits(2.75))
-	l.AddUint64(math.Float64bits(math.NaN()))
+	l = b.StartList(0)
+	l.AddUint64Element(math.Float64bits(2.75))
+	l.AddUint64Element(math.Float64bits(math.NaN()))
 	o.SetList(87, l.Finish())
 	l = b.StartList(0)
 	l.AddMessage([]byte("a"))
@@ -124,6 +128,19 @@ func decAllMessage(t testing.TB) []byte {
 	l.AddMessage(decInner(1, "first"))
 	l.AddMessage(decInner(2, ""))
 	o.SetList(111, l.Finish())
+	l = b.StartList(0)
+	l.Finish() // Empty: started, nothing added
+	l = b.StartList(0)
+	l.AddMessage([]byte{0xab, 0xcd})
+	o.SetList(127, l.Finish())
+	l = b.StartList(0)
+	buf := l.BeginElement() // [[1, 2], [], [3]]
+	buf = codec.AppendUint16Element(buf, 1)
+	buf = codec.AppendUint16Element(buf, 2)
+	l.EndElement(buf)
+	l.EndElement(l.BeginElement())
+	l.EndElement(codec.AppendUint16Element(l.BeginElement(), 3))
+	o.SetList(135, l.Finish())
 	b.SetRoot(o.Finish())
 	msg := b.Finish()
 	if err := b.Err(); err != nil {
@@ -136,7 +153,8 @@ const decAllJSON = `{"Flag":true,"U8":200,"U16":65535,"U32":4000000000,"U64":184
 	`"I8":-128,"I16":-300,"I32":-70000,"I64":-9223372036854775808,"F32":0.5,"F64":"-Inf",` +
 	`"Text":"quote\" tab\t ü \u0001","Blob":"dead","Fixed":"010203","Child":{"Tag":77,"Name":"kid"},` +
 	`"None":null,"U32s":[1,4294967295],"Bools":[true,false,true],"F64s":[2.75,"NaN"],` +
-	`"Texts":["a","","日本"],"Blobs":["00ff"],"Items":[{"Tag":1,"Name":"first"},{"Tag":2,"Name":""}],"Empty":[]}`
+	`"Texts":["a","","日本"],"Blobs":["00ff"],"Items":[{"Tag":1,"Name":"first"},{"Tag":2,"Name":""}],"Empty":[],` +
+	`"Quads":["abcd"],"Grid":[[1,2],[],[3]]}`
 
 func TestAppendJSONAllKinds(t *testing.T) {
 	f := decParseSchema(t)
@@ -234,23 +252,77 @@ func decCheckValues(t *testing.T, out []byte, s *schema.Struct, values map[strin
 			if g != w {
 				t.Errorf("%s = %q, want %q", fl.Name, g, w)
 			}
+		case k == schema.KindStruct:
+			if !given || caseName(want) == "" {
+				if g != nil {
+					t.Errorf("%s = %v, want null", fl.Name, g)
+				}
+				continue
+			}
+			b, _ := json.Marshal(g)
+			decCheckValues(t, b, fl.Type.Struct, byName[caseName(want)], byName)
 		case k == schema.KindList:
-			var names []any
+			var wants []any
 			if given {
-				names = want.([]any)
+				wants = want.([]any)
 			}
 			elems := g.([]any)
-			if len(elems) != len(names) {
-				t.Fatalf("%s has %d elements, want %d", fl.Name, len(elems), len(names))
+			if len(elems) != len(wants) {
+				t.Fatalf("%s has %d elements, want %d", fl.Name, len(elems), len(wants))
 			}
 			for i, e := range elems {
-				b, _ := json.Marshal(e)
-				decCheckValues(t, b, fl.Type.Elem.Struct, byName[names[i].(string)], byName)
+				if el := fl.Type.Elem; el.Kind == schema.KindStruct {
+					b, _ := json.Marshal(e)
+					decCheckValues(t, b, el.Struct, byName[caseName(wants[i])], byName)
+				} else if !decSameValue(e, wants[i], el.Kind) {
+					t.Errorf("%s[%d] = %v, want %v", fl.Name, i, e, wants[i])
+				}
 			}
 		default:
 			t.Fatalf("field %s: kind %s not covered by the fixture check", fl.Name, k)
 		}
 	}
+}
+
+// decListStart returns the position of the first element of the list whose
+// slot is at absolute position slot of msg.
+func decListStart(msg []byte, slot int) int {
+	return slot + int(int32(binary.LittleEndian.Uint32(msg[slot:])))
+}
+
+// decFlatU32 is an All whose U32s is a flat list (4 bytes per element, no
+// size words), as zapcodec wrote it before it followed the canonical
+// compiler: it must not read as a list of u32.
+func decFlatU32(t testing.TB) []byte {
+	t.Helper()
+	var b codec.Builder
+	b.Reset(nil)
+	l := b.StartList(4)
+	l.AddUint32(1)
+	l.AddUint32(2)
+	lr := l.Finish()
+	o := b.StartObject(143)
+	o.SetList(71, lr)
+	b.SetRoot(o.Finish())
+	return bytes.Clone(b.Finish())
+}
+
+// decSameValue compares a decoded JSON element with a fixture value:
+// integers are decimal strings there, floats numbers, bytes hex.
+func decSameValue(got, want any, k schema.Kind) bool {
+	switch {
+	case k == schema.KindBool:
+		return got == want
+	case k == schema.KindF32:
+		g, err := strconv.ParseFloat(string(got.(json.Number)), 32)
+		return err == nil && float32(g) == float32(want.(float64))
+	case k == schema.KindF64:
+		g, err := got.(json.Number).Float64()
+		return err == nil && g == want.(float64)
+	case k.Scalar():
+		return got.(json.Number).String() == want
+	}
+	return got == want
 }
 
 // decPut returns a copy of msg with v written little-endian at off.
@@ -300,7 +372,11 @@ func TestAppendJSONErrors(t *testing.T) {
 		{"child outside", decPut(all, allRoot+63, 0x7fffffff), "All", allRoot + 63, "object slot"},
 		{"list count", decPut(all, allRoot+71+4, 0xffffffff), "All", allRoot + 75, "list count"},
 		{"list outside", decPut(all, allRoot+71, 0x80000000), "All", allRoot + 71, "list slot"},
-		{"flat list long", decPut(all, allRoot+71+4, uint32(len(all)-2)), "All", -1, "flat list of"},
+		{"list long", decPut(all, allRoot+71+4, uint32(len(all)-2)), "All", -1, "element of 1 bytes, want 4"},
+		{"flat list of u32", decFlatU32(t), "All", -1, "element of 1 bytes, want 4"},
+		{"scalar element size", decPut(all, decListStart(all, allRoot+71), 8), "All", -1, "element of 8 bytes, want 4 for u32"},
+		{"fixed element size", decPut(all, decListStart(all, allRoot+127), 1), "All", -1, "element of 1 bytes, want 2"},
+		{"nested element overrun", decPut(all, decListStart(all, allRoot+135)+4, 100), "All", -1, "passes the end of the enclosing element"},
 		{"cycle", loop, "Node", -1, "cyclic"},
 	}
 	for _, tc := range tests {

@@ -2,6 +2,7 @@ package dynamic
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -127,6 +128,12 @@ func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any)
 	for _, f := range s.Fields {
 		v, ok := obj[f.Name]
 		if !ok {
+			if f.Type.Kind == schema.KindList {
+				// An absent list is empty, and an empty list is still
+				// started (padding to 8), as AppendZAP does.
+				l := b.StartList(0)
+				l.Finish()
+			}
 			continue
 		}
 		e.push(f.Name)
@@ -173,21 +180,26 @@ func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *s
 		}
 		ob.SetObject(off, ref)
 	case schema.KindList:
-		if v == nil {
-			return nil
+		var arr []any
+		if v != nil {
+			var ok bool
+			if arr, ok = v.([]any); !ok {
+				return e.errorf("want an array for %s, got %s", t, encKind(v))
+			}
 		}
-		arr, ok := v.([]any)
-		if !ok {
-			return e.errorf("want an array for %s, got %s", t, encKind(v))
+		// An empty or null list is still started (the buffer pads to 8) and
+		// leaves the slot {0, 0}, as the canonical constructors do.
+		l := b.StartList(0)
+		for i, x := range arr {
+			e.push("[" + strconv.Itoa(i) + "]")
+			buf, err := e.element(l.BeginElement(), t.Elem, x)
+			if err != nil {
+				return err
+			}
+			l.EndElement(buf)
+			e.pop()
 		}
-		if len(arr) == 0 {
-			return nil // an empty list is a {0, 0} slot
-		}
-		l, err := e.list(b, t.Elem, arr)
-		if err != nil {
-			return err
-		}
-		ob.SetList(off, l)
+		ob.SetList(off, l.Finish())
 	default:
 		u, err := e.scalar(t.Kind, v)
 		if err != nil {
@@ -207,63 +219,68 @@ func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *s
 	return nil
 }
 
-// list builds a list of elem from arr (not empty).
-func (e *encoder) list(b *codec.Builder, elem *schema.Type, arr []any) (codec.ListRef, error) {
-	if elem.Kind.Scalar() {
-		w := elem.Kind.Width()
-		l := b.StartList(w)
-		for i, v := range arr {
+// element appends the bytes of one list element of type t (without its
+// size word) to buf: scalars little-endian at their width, text and bytes
+// as they are, bytes_fixed its N bytes, a struct a whole message, a list
+// its elements ([u32 size][bytes] each).
+func (e *encoder) element(buf []byte, t *schema.Type, v any) ([]byte, error) {
+	switch t.Kind {
+	case schema.KindStruct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return buf, e.errorf("want an object for %s, got %s", t.Struct.Name, encKind(v))
+		}
+		return e.message(buf, t.Struct, obj)
+	case schema.KindText:
+		s, ok := v.(string)
+		if !ok {
+			return buf, e.errorf("want a string for text, got %s", encKind(v))
+		}
+		return append(buf, s...), nil
+	case schema.KindBytes, schema.KindBytesFixed:
+		n := -1
+		if t.Kind == schema.KindBytesFixed {
+			n = t.N
+		}
+		p, err := e.hexValue(v, n)
+		if err != nil {
+			return buf, err
+		}
+		return append(buf, p...), nil
+	case schema.KindList:
+		var arr []any
+		if v != nil {
+			var ok bool
+			if arr, ok = v.([]any); !ok {
+				return buf, e.errorf("want an array for %s, got %s", t, encKind(v))
+			}
+		}
+		for i, x := range arr {
 			e.push("[" + strconv.Itoa(i) + "]")
-			u, err := e.scalar(elem.Kind, v)
-			if err != nil {
-				return codec.ListRef{}, err
+			var at int
+			buf, at = codec.StartElement(buf)
+			var err error
+			if buf, err = e.element(buf, t.Elem, x); err != nil {
+				return buf, err
 			}
+			codec.FinishElement(buf, at)
 			e.pop()
-			switch w {
-			case 1:
-				l.AddUint8(uint8(u))
-			case 2:
-				l.AddUint16(uint16(u))
-			case 4:
-				l.AddUint32(uint32(u))
-			case 8:
-				l.AddUint64(u)
-			}
 		}
-		return l.Finish(), nil
+		return buf, nil
 	}
-	l := b.StartList(0)
-	for i, v := range arr {
-		e.push("[" + strconv.Itoa(i) + "]")
-		switch elem.Kind {
-		case schema.KindStruct:
-			obj, ok := v.(map[string]any)
-			if !ok {
-				return codec.ListRef{}, e.errorf("want an object for %s, got %s", elem.Struct.Name, encKind(v))
-			}
-			buf, err := e.message(l.BeginElement(), elem.Struct, obj)
-			if err != nil {
-				return codec.ListRef{}, err
-			}
-			l.EndElement(buf)
-		case schema.KindText:
-			s, ok := v.(string)
-			if !ok {
-				return codec.ListRef{}, e.errorf("want a string for text, got %s", encKind(v))
-			}
-			l.AddMessage([]byte(s))
-		case schema.KindBytes:
-			p, err := e.hexValue(v, -1)
-			if err != nil {
-				return codec.ListRef{}, err
-			}
-			l.AddMessage(p)
-		default:
-			return codec.ListRef{}, e.errorf("list element type %s is not supported", elem)
-		}
-		e.pop()
+	u, err := e.scalar(t.Kind, v)
+	if err != nil {
+		return buf, err
 	}
-	return l.Finish(), nil
+	switch t.Kind.Width() {
+	case 1:
+		return append(buf, uint8(u)), nil
+	case 2:
+		return binary.LittleEndian.AppendUint16(buf, uint16(u)), nil
+	case 4:
+		return binary.LittleEndian.AppendUint32(buf, uint32(u)), nil
+	}
+	return binary.LittleEndian.AppendUint64(buf, u), nil
 }
 
 // hexValue decodes a hex string; n >= 0 requires exactly n bytes.

@@ -21,15 +21,20 @@
 //
 // Field types: bool, u8..u64 → uint8..uint64, i8..i64 → int8..int64, f32/f64
 // → float32/float64, text → string, bytes → []byte, bytes_fixed[N] → [N]byte,
-// struct U → *U (nil is a null slot), list<U> → []U, list<scalar> → []scalar,
-// list<text> → []string, list<bytes> → [][]byte.
+// struct U → *U (nil is a null slot), and a list follows its element:
+// list<U> → []U, list<u32> → []uint32, list<text> → []string, list<bytes> →
+// [][]byte, list<bytes_fixed[4]> → [][4]byte, list<list<u16>> → [][]uint16.
 //
 // View accessors: scalars by value; text as a string aliasing the message
 // plus an FBytes() []byte twin; bytes as []byte aliasing the message;
 // bytes_fixed[N] as [N]byte by value plus an FBytes() []byte alias; a nested
 // struct as a UView (null when the slot is null); a list as a per-field
-// list view TFList with Len(), At(i) and Iter() (a front-to-back TFIter with
-// Next, Index and Value).
+// list view TFList with Len(), IsNull(), At(i) and Iter() (a front-to-back
+// TFIter with Next, Index and Value). At(i) of a list of scalars or
+// bytes_fixed is O(1) when its elements are uniform (as every writer makes
+// them) and walks otherwise; of other lists it walks the elements before i.
+// The element of a nested list is a view TFElemList of the same shape (and
+// TFElemElemList below it, and so on).
 //
 // # Layout
 //
@@ -38,15 +43,18 @@
 // Text and bytes values are deferred tails, written when their object
 // finishes, in set order. Nested structs and lists are built while their
 // parent object is open, in field order, so they land after the parent's
-// fixed section and before its tails. A list of structs is a
-// variable-element list whose elements are whole messages; a list of
-// scalars is a flat list of little-endian elements; an empty list is a
-// {0, 0} slot and writes nothing.
+// fixed section and before its tails.
 //
-// list<text> and list<bytes> have no canonical generated form; they are
-// written as variable-element lists whose elements are the raw bytes of each
-// value ([u32 length][bytes]), which canonical readers read with their
-// variable-element list accessors.
+// Every list<T> is a variable-element list (WIRE.md §3), as the canonical
+// schema compiler writes it: 8-aligned, each element [u32 size][element
+// bytes]. The element bytes of a scalar are its little-endian value at its
+// declared width (floats as IEEE-754 bits, bool one byte 00/01); of text and
+// bytes the value; of bytes_fixed[N] its N bytes; of a struct a whole
+// message; of a nested list the inner list's elements, back to back (the
+// canonical compiler takes any bytes there; this is the form zapcodec
+// writes and reads). An empty list is still started, which pads the buffer
+// to 8, and leaves the slot {0, 0}. DecodeZAP refuses a scalar or
+// bytes_fixed element of another size; views read it as zero.
 //
 // # RPC stubs (per interface I, method M with ordinal n)
 //

@@ -135,7 +135,7 @@ func (g *generator) file() []byte {
 		}
 		h.WriteString(")\n\n")
 		if g.imports[codecPath] {
-			h.WriteString("// This file needs version 1 of codec's API for generated code.\nconst _ = codec.GeneratedVersion1\n\n")
+			h.WriteString("// This file needs version 2 of codec's API for generated code.\nconst _ = codec.GeneratedVersion2\n\n")
 		}
 	}
 	h.Write(g.body.Bytes())
@@ -226,11 +226,18 @@ func checkNames(f *schema.File) error {
 				view[a] = "the accessor of field " + fl.Name
 			}
 			if fl.Type.Kind == schema.KindList {
-				if err := claim(t+n+"List", "the list view of field "+s.Name+"."+fl.Name, fl.Pos); err != nil {
-					return err
-				}
-				if err := claim(t+n+"Iter", "the list iterator of field "+s.Name+"."+fl.Name, fl.Pos); err != nil {
-					return err
+				lists, iters := listTypeNames(t, n, fl.Type)
+				for lvl := range lists {
+					what := "field " + s.Name + "." + fl.Name
+					if lvl > 0 {
+						what = fmt.Sprintf("the level-%d elements of field %s.%s", lvl+1, s.Name, fl.Name)
+					}
+					if err := claim(lists[lvl], "the list view of "+what, fl.Pos); err != nil {
+						return err
+					}
+					if err := claim(iters[lvl], "the list iterator of "+what, fl.Pos); err != nil {
+						return err
+					}
 				}
 			}
 		}

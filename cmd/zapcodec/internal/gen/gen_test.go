@@ -28,6 +28,8 @@ var targets = []struct {
 	{"eth", repoRoot + "/examples/ethrpc/eth.zap", "ethzap", "examples/ethrpc/ethzap"},
 	{"kitchen", "testdata/kitchen.zap", "", "internal/gentest/kitchen"},
 	{"all", "testdata/all.zap", "", "internal/gentest/all"},
+	{"lists", "testdata/lists.zap", "", "internal/gentest/lists"},
+	{"service_ws", "testdata/service_ws.zap", "", "internal/gentest/svc"},
 }
 
 func generate(t *testing.T, path, pkg string) File {
@@ -97,12 +99,13 @@ func TestGolden(t *testing.T) {
 // TestSharedSchemas checks that the copies in testdata are the shared schemas.
 func TestSharedSchemas(t *testing.T) {
 	dir := fixture.Dir(t)
-	for _, name := range []string{"eth.zap", "kitchen.zap"} {
+	for _, name := range []string{"eth.zap", "kitchen.zap", "more/lists.zap", "more/service_ws.zap"} {
 		shared, err := os.ReadFile(filepath.Join(dir, "schemas", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, copyPath := range []string{filepath.Join("testdata", name), filepath.Join(repoRoot, "examples/ethrpc", name)} {
+		base := filepath.Base(name)
+		for _, copyPath := range []string{filepath.Join("testdata", base), filepath.Join(repoRoot, "examples/ethrpc", base)} {
 			local, err := os.ReadFile(copyPath)
 			if errors.Is(err, os.ErrNotExist) {
 				continue
@@ -160,6 +163,7 @@ func TestErrors(t *testing.T) {
 		{"view type", "package p\nstruct A {}\nstruct AView {}\n", "", "t.zap:2:8: Go name AView of the view of struct A collides with struct AView at t.zap:3:8"},
 		{"reader", "package p\nstruct A {}\nstruct ReadA {}\n", "", "t.zap:2:8: Go name ReadA of the reader of struct A collides with struct ReadA at t.zap:3:8"},
 		{"list type", "package p\nstruct AXList {}\nstruct A\n    X list<u8>\n", "", "t.zap:4:5: Go name AXList of the list view of field A.X collides with struct AXList at t.zap:2:8"},
+		{"nested list type", "package p\nstruct AXElemIter {}\nstruct A\n    X list<list<u8>>\n", "", "t.zap:4:5: Go name AXElemIter of the list iterator of the level-2 elements of field A.X collides with struct AXElemIter at t.zap:2:8"},
 		{"method vs method", "package p\nstruct A {}\ninterface S {\n    get(req: A)\n    Get()\n}\n", "", "t.zap:5:5: method Get: Go name Get collides with method get at t.zap:4:5"},
 		{"server type", "package p\nstruct SServer {}\ninterface S { ping() }\n", "", "t.zap:3:11: Go name SServer of the server interface of S collides with struct SServer at t.zap:2:8"},
 		{"ordinal", "package p\nstruct SPingOrdinal {}\ninterface S { ping() }\n", "", "t.zap:3:15: Go name SPingOrdinal of the ordinal of method S.ping collides with struct SPingOrdinal at t.zap:2:8"},
@@ -182,6 +186,28 @@ func TestGoName(t *testing.T) {
 	for in, want := range map[string]string{"getBalance": "GetBalance", "ID": "ID", "_x": "X_x", "x": "X", "": ""} {
 		if got := GoName(in); got != want {
 			t.Errorf("GoName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestEmptyInterface: an interface without methods (either form) generates
+// Go that type-checks; it used to import "context" without using it.
+func TestEmptyInterface(t *testing.T) {
+	for _, src := range []string{"package p\ninterface S {}\n", "package p\ninterface S\n"} {
+		f, err := schema.Parse("t.zap", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := Generate(f, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := string(files[0].Data)
+		if strings.Contains(code, `"context"`) || strings.Contains(code, "const ()") {
+			t.Errorf("%q gives:\n%s", src, code)
+		}
+		if !strings.Contains(code, "func RegisterSServer(") || !strings.Contains(code, "func NewSClient(") {
+			t.Errorf("%q: no server registration or client:\n%s", src, code)
 		}
 	}
 }

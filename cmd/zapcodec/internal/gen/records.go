@@ -34,7 +34,7 @@ var scalars = map[schema.Kind]scalarInfo{
 	schema.KindF64:  {"float64", "Float64", 8},
 }
 
-// uintOf returns the codec List getter/adder suffix for a flat element width.
+// uintOf returns the codec getter/adder suffix for an element width.
 func uintOf(width int) string {
 	return map[int]string{1: "Uint8", 2: "Uint16", 4: "Uint32", 8: "Uint64"}[width]
 }
@@ -57,44 +57,6 @@ func goType(t *schema.Type) string {
 		return "[]" + goType(t.Elem)
 	}
 	return scalars[t.Kind].goType
-}
-
-// listAdd returns the statement appending scalar x to flat list l.
-func (g *generator) listAdd(k schema.Kind, x string) string {
-	si := scalars[k]
-	u := uintOf(si.width)
-	switch k {
-	case schema.KindBool:
-		return fmt.Sprintf("if %s { l.AddUint8(1) } else { l.AddUint8(0) }", x)
-	case schema.KindF32:
-		g.use("math")
-		return fmt.Sprintf("l.AddUint32(math.Float32bits(%s))", x)
-	case schema.KindF64:
-		g.use("math")
-		return fmt.Sprintf("l.AddUint64(math.Float64bits(%s))", x)
-	case schema.KindI8, schema.KindI16, schema.KindI32, schema.KindI64:
-		return fmt.Sprintf("l.Add%s(u%s(%s))", u, strings.TrimPrefix(si.goType, "u"), x)
-	}
-	return fmt.Sprintf("l.Add%s(%s)", u, x)
-}
-
-// listGet returns the expression reading scalar element i of flat list l.
-func (g *generator) listGet(k schema.Kind, l, i string) string {
-	si := scalars[k]
-	raw := fmt.Sprintf("%s.%s(%s)", l, uintOf(si.width), i)
-	switch k {
-	case schema.KindBool:
-		return raw + " != 0"
-	case schema.KindF32:
-		g.use("math")
-		return "math.Float32frombits(" + raw + ")"
-	case schema.KindF64:
-		g.use("math")
-		return "math.Float64frombits(" + raw + ")"
-	case schema.KindI8, schema.KindI16, schema.KindI32, schema.KindI64:
-		return si.goType + "(" + raw + ")"
-	}
-	return raw
 }
 
 // tailBound returns how many text/bytes values can be pending at once while
@@ -185,34 +147,7 @@ func (g *generator) record(s *schema.Struct) {
 			g.p("o.SetObject(%d, m.%s.zapBuild(b))", off, n)
 			g.p("}")
 		case schema.KindList:
-			g.p("if len(m.%s) > 0 {", n)
-			switch e := f.Type.Elem; e.Kind {
-			case schema.KindStruct:
-				g.p("l := b.StartList(0)")
-				g.p("for i := range m.%s {", n)
-				g.p("l.EndElement(m.%s[i].zapAppend(l.BeginElement()))", n)
-				g.p("}")
-			case schema.KindText:
-				g.p("l := b.StartList(0)")
-				g.p("for _, x := range m.%s {", n)
-				g.p("l.EndElement(append(l.BeginElement(), x...))")
-				g.p("}")
-			case schema.KindBytes:
-				g.p("l := b.StartList(0)")
-				g.p("for _, x := range m.%s {", n)
-				g.p("l.AddMessage(x)")
-				g.p("}")
-			case schema.KindU8:
-				g.p("l := b.StartList(1)")
-				g.p("l.AddBytes(m.%s)", n)
-			default:
-				g.p("l := b.StartList(%d)", scalars[e.Kind].width)
-				g.p("for _, x := range m.%s {", n)
-				g.p("%s", g.listAdd(e.Kind, "x"))
-				g.p("}")
-			}
-			g.p("o.SetList(%d, l.Finish())", off)
-			g.p("}")
+			g.buildList(off, "m."+n, f.Type.Elem)
 		default:
 			g.p("o.Set%s(%d, m.%s)", scalars[k].get, off, n)
 		}
@@ -237,21 +172,8 @@ func (g *generator) record(s *schema.Struct) {
 			g.p("n = m.%s.zapSize(n)", n)
 			g.p("}")
 		case schema.KindList:
-			g.p("if len(m.%s) > 0 {", n)
-			g.p("n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1)")
-			switch e := f.Type.Elem; e.Kind {
-			case schema.KindStruct:
-				g.p("for i := range m.%s {", n)
-				g.p("n += codec.ElementHeaderSize + m.%s[i].SizeZAP()", n)
-				g.p("}")
-			case schema.KindText, schema.KindBytes:
-				g.p("for _, x := range m.%s {", n)
-				g.p("n += codec.ElementHeaderSize + len(x)")
-				g.p("}")
-			default:
-				g.p("n += %d * len(m.%s)", scalars[e.Kind].width, n)
-			}
-			g.p("}")
+			g.p("n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one")
+			g.sizeList("m."+n, f.Type.Elem, 0)
 		}
 	}
 	if len(tails) > 0 {
@@ -320,63 +242,11 @@ func (g *generator) record(s *schema.Struct) {
 			g.p("}")
 		case schema.KindList:
 			g.p("{")
-			g.p("l := o.List(%d)", off)
-			g.p("*budget -= l.Len()")
-			switch e := f.Type.Elem; e.Kind {
-			case schema.KindStruct, schema.KindText, schema.KindBytes:
-				g.p("xs := m.%s[:0]", n)
-				g.p("for it := l.Iter(); it.Next(); {")
-				g.p("k := len(xs)")
-				g.p("if k < cap(xs) {")
-				g.p("xs = xs[:k+1]")
-				g.p("} else {")
-				zero := `""`
-				switch e.Kind {
-				case schema.KindStruct:
-					zero = GoName(e.Struct.Name) + "{}"
-				case schema.KindBytes:
-					zero = "nil"
-				}
-				g.p("xs = append(xs, %s)", zero)
-				g.p("}")
-				switch e.Kind {
-				case schema.KindStruct:
-					g.p("if err := xs[k].zapDecodeMessage(it.Bytes(), depth+1, budget); err != nil {")
-					g.p("m.%s = xs", n)
-					g.p("return err")
-					g.p("}")
-				case schema.KindText:
-					g.p("if p := it.Bytes(); string(p) != xs[k] {")
-					g.p("xs[k] = string(p)")
-					g.p("*budget -= len(p)")
-					g.p("}")
-				case schema.KindBytes:
-					g.p("xs[k] = append(xs[k][:0], it.Bytes()...)")
-					g.p("*budget -= len(xs[k])")
-				}
-				g.p("}")
-				g.p("m.%s = xs", n)
-				g.p("if len(xs) != l.Len() {")
-				g.p("return errors.New(%q)", pkgErr+"."+f.Name+": list element outside the message")
-				g.p("}")
-			default:
-				w := scalars[e.Kind].width
-				g.p("if l.Len() > 0 && l.Data(%d) == nil {", w)
-				g.p("return errors.New(%q)", pkgErr+"."+f.Name+": list outside the message")
-				g.p("}")
-				if e.Kind == schema.KindU8 {
-					g.p("m.%s = append(m.%s[:0], l.Data(1)...)", n, n)
-				} else {
-					g.p("xs := m.%s[:0]", n)
-					g.p("if cap(xs) < l.Len() {")
-					g.p("xs = make([]%s, 0, l.Len())", scalars[e.Kind].goType)
-					g.p("}")
-					g.p("for i := range l.Len() {")
-					g.p("xs = append(xs, %s)", g.listGet(e.Kind, "l", "i"))
-					g.p("}")
-					g.p("m.%s = xs", n)
-				}
-			}
+			g.p("l0 := o.List(%d)", off)
+			g.p("if *budget -= l0.Len(); *budget < 0 {")
+			g.p("return errors.New(%q)", pkgErr+": objects shared or cyclic beyond the message size")
+			g.p("}")
+			g.decodeList("m."+n, "l0", f.Type.Elem, 0, pkgErr+"."+f.Name)
 			g.p("}")
 		default:
 			g.p("m.%s = o.%s(%d)", n, scalars[k].get, off)
@@ -441,7 +311,7 @@ func (g *generator) view(s *schema.Struct) {
 			g.p("// %s returns a view of nested field %s (slot %s); it is null when the slot is.", n, f.Name, at)
 			g.p("func (v %s) %s() %sView { return %sView{v.o.Object(%d)} }\n", v, n, u, u, off)
 		case schema.KindList:
-			g.listView(t, s, f)
+			g.fieldListViews(t, s, f)
 		default:
 			g.p("// %s returns field %s (%s, %s).", n, f.Name, f.Type, at)
 			g.p("func (v %s) %s() %s { return v.o.%s(%d) }\n", v, n, scalars[k].goType, scalars[k].get, off)
@@ -449,87 +319,23 @@ func (g *generator) view(s *schema.Struct) {
 	}
 }
 
-func (g *generator) listView(t string, s *schema.Struct, f *schema.Field) {
+// fieldListViews writes the view accessor of list field f of struct s and
+// the view and iterator types of every list level it holds.
+func (g *generator) fieldListViews(t string, s *schema.Struct, f *schema.Field) {
 	n, off := GoName(f.Name), f.Offset
-	lt, it := t+n+"List", t+n+"Iter"
-	e := f.Type.Elem
+	lists, iters := listTypeNames(t, n, f.Type)
 	g.p("// %s returns a view of list field %s (%s, slot bytes [%d, %d)).", n, f.Name, f.Type, off, off+f.Width)
-	g.p("func (v %s) %s() %s { return %s{v.o.List(%d)} }\n", t+"View", n, lt, lt, off)
-	g.p("// %s is a view of list field %s.%s; it aliases the message.", lt, s.Name, f.Name)
-	g.p("type %s struct{ l codec.List }\n", lt)
-	g.p("// Len returns the element count.")
-	g.p("func (l %s) Len() int { return l.l.Len() }\n", lt)
-	g.p("// Iter returns an iterator over the elements, front to back.")
-	variable := e.Kind == schema.KindStruct || e.Kind == schema.KindText || e.Kind == schema.KindBytes
-	if variable {
-		g.p("func (l %s) Iter() %s { return %s{l.l.Iter()} }\n", lt, it, it)
-		g.p("// %s walks list %s.%s front to back without allocating:", it, s.Name, f.Name)
-		g.p("// for it := l.Iter(); it.Next(); { use(it.Value()) }.")
-		g.p("type %s struct{ it codec.ListIter }\n", it)
-		g.p("// Next advances to the next element and reports whether there is one.")
-		g.p("func (it *%s) Next() bool { return it.it.Next() }\n", it)
-		g.p("// Index returns the position of the current element.")
-		g.p("func (it *%s) Index() int { return it.it.Index() }\n", it)
-	} else {
-		g.p("func (l %s) Iter() %s { return %s{l: l.l, i: -1} }\n", lt, it, it)
-		g.p("// %s walks list %s.%s front to back without allocating:", it, s.Name, f.Name)
-		g.p("// for it := l.Iter(); it.Next(); { use(it.Value()) }.")
-		g.p("type %s struct {", it)
-		g.p("l codec.List")
-		g.p("i int")
-		g.p("}\n")
-		g.p("// Next advances to the next element and reports whether there is one.")
-		g.p("func (it *%s) Next() bool {", it)
-		g.p("if it.i+1 >= it.l.Len() {")
-		g.p("return false")
-		g.p("}")
-		g.p("it.i++")
-		g.p("return true")
-		g.p("}\n")
-		g.p("// Index returns the position of the current element.")
-		g.p("func (it *%s) Index() int { return it.i }\n", it)
-	}
-	switch e.Kind {
-	case schema.KindStruct:
-		u := GoName(e.Struct.Name) + "View"
-		g.p("// At returns element i (a null view when out of range). Finding it walks")
-		g.p("// the i elements before it: use Iter to visit them all.")
-		g.p("func (l %s) At(i int) %s { return %s{l.l.ObjectAt(i)} }\n", lt, u, u)
-		g.p("// Value returns the current element.")
-		g.p("func (it *%s) Value() %s { return %s{it.it.Object()} }\n", it, u, u)
-	case schema.KindText:
-		g.use("unsafe")
-		g.p("// At returns element i (\"\" when out of range); it aliases the message.")
-		g.p("// Finding it walks the i elements before it: use Iter to visit them all.")
-		g.p("func (l %s) At(i int) string {", lt)
-		g.p("p := l.l.BytesAt(i)")
-		g.p("if len(p) == 0 {")
-		g.p("return \"\"")
-		g.p("}")
-		g.p("return unsafe.String(&p[0], len(p))")
-		g.p("}\n")
-		g.p("// Value returns the current element; it aliases the message.")
-		g.p("func (it *%s) Value() string {", it)
-		g.p("p := it.it.Bytes()")
-		g.p("if len(p) == 0 {")
-		g.p("return \"\"")
-		g.p("}")
-		g.p("return unsafe.String(&p[0], len(p))")
-		g.p("}\n")
-		g.p("// Bytes returns the current element as bytes; it aliases the message.")
-		g.p("func (it *%s) Bytes() []byte { return it.it.Bytes() }\n", it)
-	case schema.KindBytes:
-		g.p("// At returns element i (nil when out of range); it aliases the message.")
-		g.p("// Finding it walks the i elements before it: use Iter to visit them all.")
-		g.p("func (l %s) At(i int) []byte { return l.l.BytesAt(i) }\n", lt)
-		g.p("// Value returns the current element; it aliases the message.")
-		g.p("func (it *%s) Value() []byte { return it.it.Bytes() }\n", it)
-	default:
-		et := scalars[e.Kind].goType
-		g.p("// At returns element i (0 when out of range).")
-		g.p("func (l %s) At(i int) %s { return %s }\n", lt, et, g.listGet(e.Kind, "l.l", "i"))
-		g.p("// Value returns the current element.")
-		g.p("func (it *%s) Value() %s { return %s }\n", it, et, g.listGet(e.Kind, "it.l", "it.i"))
+	g.p("func (v %s) %s() %s { return %s{v.o.List(%d)} }\n", t+"View", n, lists[0], lists[0], off)
+	what := "list field " + s.Name + "." + f.Name
+	e := f.Type.Elem
+	for lvl := range lists {
+		below := ""
+		if lvl+1 < len(lists) {
+			below = lists[lvl+1]
+		}
+		g.listView(lists[lvl], iters[lvl], e, below, what)
+		what = "an element of " + what
+		e = e.Elem
 	}
 }
 

@@ -12,18 +12,22 @@ import (
 const maxPooledBuf = 1 << 20
 
 func (g *generator) stubs(it *schema.Interface) {
-	g.use("context")
+	if len(it.Methods) > 0 {
+		g.use("context") // an interface without methods has no method to take a context
+	}
 	g.use("sync")
 	g.use(rpcPath)
 	i := GoName(it.Name)
 	srv, cli := i+"Server", i+"Client"
 
-	g.p("// RPC method ordinals of interface %s (1-based, declaration order).", it.Name)
-	g.p("const (")
-	for _, m := range it.Methods {
-		g.p("%s%sOrdinal uint32 = %d // %s", i, GoName(m.Name), m.Ordinal, m.Name)
+	if len(it.Methods) > 0 {
+		g.p("// RPC method ordinals of interface %s (1-based, declaration order).", it.Name)
+		g.p("const (")
+		for _, m := range it.Methods {
+			g.p("%s%sOrdinal uint32 = %d // %s", i, GoName(m.Name), m.Ordinal, m.Name)
+		}
+		g.p(")\n")
 	}
-	g.p(")\n")
 
 	// Server interface.
 	g.p("// %s is implemented by a server of interface %s; register it with", srv, it.Name)

@@ -7,6 +7,9 @@ import "fmt"
 // offset far below the wire's 31-bit relative offsets.
 const MaxStructSize = 1 << 24
 
+// MaxListDepth bounds how deeply lists nest: list<list<u8>> is 2 levels.
+const MaxListDepth = 8
+
 // Pos is a position in a schema file. Line and Col count from 1; Col counts
 // bytes.
 type Pos struct {
@@ -161,6 +164,15 @@ type Type struct {
 	Pos Pos
 
 	ref string // unresolved name reference; "" once resolved
+}
+
+// listDepth counts the lists in t's element chain: 0 for a non-list.
+func (t *Type) listDepth() int {
+	d := 0
+	for ; t != nil && t.Kind == KindList; t = t.Elem {
+		d++
+	}
+	return d
 }
 
 // Width returns the slot width of t in a struct's fixed section: N for

@@ -18,7 +18,8 @@ func FuzzParse(f *testing.F) {
 	}
 	if dir := sharedDirOrEmpty(); dir != "" {
 		m, _ := filepath.Glob(filepath.Join(dir, "schemas", "*.zap"))
-		paths = append(paths, m...)
+		more, _ := filepath.Glob(filepath.Join(dir, "schemas", "more", "*.zap"))
+		paths = append(append(paths, m...), more...)
 	}
 	for _, p := range paths {
 		src, err := os.ReadFile(p)

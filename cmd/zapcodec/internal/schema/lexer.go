@@ -37,16 +37,16 @@ func (t token) describe() string {
 func isLetter(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
 
-// lex splits src into tokens, dropping comments and blank lines. It rejects
-// tabs in the indentation of a line holding tokens and any character outside
-// the dialect. The result always ends with a tokEOF.
+// lex splits src into tokens, dropping comments and blank lines. Spaces,
+// tabs and carriage returns separate tokens; a tab in the indentation counts
+// as one column, like a space (the whitespace form only compares the columns
+// of lines of one block). It rejects any character outside the dialect. The
+// result always ends with a tokEOF.
 func lex(filename string, src []byte) ([]token, error) {
 	var toks []token
 	line, lineStart := 1, 0
 	pos := func(i int) Pos { return Pos{filename, line, i - lineStart + 1} }
-	tab := -1         // first tab in the current line's indentation, or -1
-	indenting := true // still in the current line's leading whitespace
-	hasTok := false   // the current line produced a token
+	hasTok := false // the current line produced a token
 	for i := 0; i < len(src); {
 		c := src[i]
 		switch {
@@ -56,12 +56,9 @@ func lex(filename string, src []byte) ([]token, error) {
 			}
 			i++
 			line, lineStart = line+1, i
-			tab, indenting, hasTok = -1, true, false
+			hasTok = false
 			continue
 		case c == ' ' || c == '\r' || c == '\t':
-			if c == '\t' && indenting && tab < 0 {
-				tab = i
-			}
 			i++
 			continue
 		case c == '#':
@@ -70,10 +67,7 @@ func lex(filename string, src []byte) ([]token, error) {
 			}
 			continue
 		}
-		if tab >= 0 {
-			return nil, errorf(pos(tab), "tab in indentation; indent with spaces")
-		}
-		indenting, hasTok = false, true
+		hasTok = true
 		start := i
 		switch {
 		case isLetter(c):

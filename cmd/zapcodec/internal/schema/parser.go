@@ -329,9 +329,6 @@ func (p *parser) typ() (*Type, error) {
 			return nil, errorf(t.pos, "list needs an element type: list<T>")
 		}
 		p.next()
-		if e := p.peek(); e.kind == tokIdent && e.text == "list" {
-			return nil, errorf(e.pos, "nested lists are not supported")
-		}
 		elem, err := p.typ()
 		if err != nil {
 			return nil, err
@@ -347,7 +344,9 @@ func (p *parser) typ() (*Type, error) {
 	return &Type{ref: t.text, Pos: t.pos}, nil
 }
 
-// iface parses "interface Name { methods }" after "interface".
+// iface parses an interface in either form after "interface": "interface
+// Name { methods }", or "interface Name" followed by its methods indented
+// one per line, no braces (WIRE.md §7).
 func (p *parser) iface() error {
 	name, err := p.declare("interface")
 	if err != nil {
@@ -355,12 +354,36 @@ func (p *parser) iface() error {
 	}
 	it := &Interface{Name: name.text, Pos: name.pos}
 	p.f.Interfaces = append(p.f.Interfaces, it)
-	open := p.next()
-	if !open.is("{") {
-		return errorf(open.pos, "expected \"{\" after interface %s, got %s", it.Name, open.describe())
-	}
 	seen := map[string]*Method{}
-	return p.block("interface "+it.Name, open, func() error { return p.method(it, seen) })
+	if open := p.peek(); open.is("{") {
+		p.next()
+		return p.block("interface "+it.Name, open, func() error { return p.method(it, seen) })
+	}
+	if t := p.peek(); t.kind != tokNewline && t.kind != tokEOF {
+		return errorf(t.pos, "expected \"{\" or end of line after interface %s, got %s", it.Name, t.describe())
+	}
+	if p.peek().kind == tokNewline {
+		p.next()
+	}
+	// Whitespace form: every following line not in column 1 is a method.
+	indent := 0
+	for {
+		t := p.peek()
+		if t.kind == tokEOF || t.pos.Col == 1 {
+			return nil
+		}
+		if indent == 0 {
+			indent = t.pos.Col
+		} else if t.pos.Col != indent {
+			return errorf(t.pos, "inconsistent indentation: methods of interface %s start in column %d", it.Name, indent)
+		}
+		if err := p.method(it, seen); err != nil {
+			return err
+		}
+		if err := p.endLine("method " + it.Methods[len(it.Methods)-1].Name); err != nil {
+			return err
+		}
+	}
 }
 
 // method parses "name(req: T) [returns (resp: U)]"; either list may be empty.

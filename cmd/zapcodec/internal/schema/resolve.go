@@ -83,14 +83,11 @@ func (r *resolver) resolve(t *Type) (*Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch e.Kind {
-		case KindList:
-			return nil, errorf(e.Pos, "nested lists are not supported (%s is %s)", t.Elem.ref, e)
-		case KindBytesFixed:
-			return nil, errorf(e.Pos, "list of %s is not supported; wrap it in a struct", e)
-		}
 		c := *t
 		c.Elem = e
+		if d := c.listDepth(); d > MaxListDepth {
+			return nil, errorf(t.Pos, "lists nested %d deep; at most %d levels of list<list<...>> are allowed", d, MaxListDepth)
+		}
 		return &c, nil
 	}
 	return t, nil

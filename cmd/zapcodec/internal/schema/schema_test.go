@@ -203,6 +203,10 @@ func TestLayout(t *testing.T) {
 		{"forward reference", "struct A\n    B B\n    C list<B>\nstruct B { X u8 }\n", "A=12 B@0:4 C@4:8\nB=1 X@0:1\n"},
 		{"crlf", "struct A\r\n    X u16\r\n    Y u8\r\n", "A=3 X@0:2 Y@2:1\n"},
 		{"tab inside a line", "struct A\n    X\tu16\t@2\n", "A=4 X@2:2\n"},
+		{"tab indentation", "struct A\n\tX u8\n\tY u16\n", "A=3 X@0:1 Y@1:2\n"},
+		{"tab indentation in braces", "struct A {\n\tX u8\n\t  Y u8\n}\n", "A=2 X@0:1 Y@1:1\n"},
+		{"every list element", "type q = bytes_fixed[4]\ntype us = list<u16>\nstruct A\n    Q list<q>\n    F list<bytes_fixed[3]>\n    L list<list<u16>>\n    M list<us>\n    N list<list<list<text>>>\n",
+			"A=40 Q@0:8 F@8:8 L@16:8 M@24:8 N@32:8\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,5 +259,34 @@ struct S
 	}
 	if got := f.Aliases[0].Type; got.AliasName != "b" || got.N != 20 {
 		t.Errorf("alias a resolves to %s (alias %q), want bytes_fixed[20] via b", got, got.AliasName)
+	}
+}
+
+func TestWhitespaceInterface(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"methods", "struct R {}\ninterface S\n    get(req: R) returns (resp: R)\n\n    # comment\n    ping()\nstruct T {}\n", "1 get(req R) (resp R); 2 ping( -) ( -)"},
+		{"tabs", "struct R {}\ninterface S\n\tput(in: R)\n\tping()\n", "1 put(in R) ( -); 2 ping( -) ( -)"},
+		{"empty at end of file", "interface S\n", ""},
+		{"empty then struct", "interface S\nstruct R {}\n", ""},
+		{"empty without newline", "interface S", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("t.zap", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, f)
+			it := f.Interface("S")
+			var got []string
+			for _, m := range it.Methods {
+				got = append(got, fmt.Sprintf("%d %s(%s %s) (%s %s)", m.Ordinal, m.Name, m.ReqName, structName(m.Req), m.RespName, structName(m.Resp)))
+			}
+			if g := strings.Join(got, "; "); g != tt.want {
+				t.Errorf("got %s, want %s", g, tt.want)
+			}
+		})
 	}
 }

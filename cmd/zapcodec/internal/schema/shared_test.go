@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,26 +20,39 @@ func sharedDir(t testing.TB) string {
 }
 
 // TestSharedOffsets checks the layout of the shared schemas against the
-// offsets and sizes the canonical compiler assigned (generated.json).
+// offsets and sizes the canonical compiler assigned (generated.json for
+// schemas/, generated-lists.json for schemas/more/).
 func TestSharedOffsets(t *testing.T) {
 	dir := sharedDir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "fixtures", "generated.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var fixture struct {
 		Offsets map[string]map[string]int `json:"offsets"` // "pkg.Struct" -> field or "size" -> value
 	}
-	if err := json.Unmarshal(raw, &fixture); err != nil {
-		t.Fatal(err)
-	}
-	if len(fixture.Offsets) == 0 {
-		t.Fatal("generated.json has no offsets")
+	fixture.Offsets = map[string]map[string]int{}
+	// generated.json covers schemas/*.zap, generated-lists.json schemas/more/*.zap.
+	for _, name := range []string{"generated.json", "generated-lists.json"} {
+		raw, err := os.ReadFile(filepath.Join(dir, "fixtures", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one struct {
+			Offsets map[string]map[string]int `json:"offsets"`
+		}
+		if err := json.Unmarshal(raw, &one); err != nil {
+			t.Fatal(err)
+		}
+		if len(one.Offsets) == 0 {
+			t.Fatalf("%s has no offsets", name)
+		}
+		for k, v := range one.Offsets {
+			fixture.Offsets[k] = v
+		}
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "schemas", "*.zap"))
-	if len(paths) == 0 {
+	more, _ := filepath.Glob(filepath.Join(dir, "schemas", "more", "*.zap"))
+	if len(paths) == 0 || len(more) == 0 {
 		t.Fatal("no shared schemas")
 	}
+	paths = append(paths, more...)
 	seen := map[string]bool{}
 	for _, path := range paths {
 		src, err := os.ReadFile(path)
@@ -54,7 +68,7 @@ func TestSharedOffsets(t *testing.T) {
 			key := f.Package + "." + s.Name
 			want, ok := fixture.Offsets[key]
 			if !ok {
-				t.Errorf("%s: not in generated.json", key)
+				t.Errorf("%s: not in the fixtures' offsets", key)
 				continue
 			}
 			seen[key] = true
@@ -74,7 +88,7 @@ func TestSharedOffsets(t *testing.T) {
 	}
 	for key := range fixture.Offsets {
 		if !seen[key] {
-			t.Errorf("%s: in generated.json but not in any shared schema", key)
+			t.Errorf("%s: in the fixtures' offsets but not in any shared schema", key)
 		}
 	}
 }
@@ -101,5 +115,30 @@ func TestSharedInterface(t *testing.T) {
 	acct := f.Struct("GetBalanceRequest").Field("Account").Type
 	if acct.Kind != KindBytesFixed || acct.N != 20 || acct.AliasName != "address" {
 		t.Errorf("Account type: %+v", acct)
+	}
+}
+
+// TestSharedWhitespaceInterface checks service_ws.zap: an interface in the
+// whitespace form (indented methods, no braces) with ordinals 1, 2, 3.
+func TestSharedWhitespaceInterface(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(sharedDir(t), "schemas", "more", "service_ws.zap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse("service_ws.zap", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, f)
+	it := f.Interface("Geometry")
+	if it == nil || len(it.Methods) != 3 {
+		t.Fatalf("interface Geometry: %+v", it)
+	}
+	want := []string{"1 area(req Shape) (resp Point)", "2 notify(req Shape) ( -)", "3 ping( -) ( -)"}
+	for i, m := range it.Methods {
+		got := fmt.Sprintf("%d %s(%s %s) (%s %s)", m.Ordinal, m.Name, m.ReqName, structName(m.Req), m.RespName, structName(m.Resp))
+		if got != want[i] {
+			t.Errorf("method %d: %s, want %s", i, got, want[i])
+		}
 	}
 }

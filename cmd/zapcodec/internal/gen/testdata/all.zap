@@ -60,3 +60,23 @@ interface Service {
     ping()
     stats() returns (out: Scalars) ; reset()
 }
+
+# Every list element type: scalars of each width, bytes_fixed, aliases,
+# nested lists (of scalars, structs and text), tab indentation.
+struct Deep
+	Bools  list<bool>
+	Tiny   list<i8>
+	Shorts list<i16>
+	Reals  list<f32>
+	Quads  list<bytes_fixed[4]>
+	Keys   list<key>
+	Blobs  list<bytes>
+	Grid   list<list<u16>>
+	Runs   list<ids>
+	Paths  list<list<Point>>
+	Words  list<list<list<text>>>
+	Pairs  list<Pair>
+	Trees  list<list<Kitchen>>
+
+# An interface without methods, whitespace form.
+interface Nothing

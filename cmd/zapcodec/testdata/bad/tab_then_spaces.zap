@@ -1,3 +1,4 @@
 package p
 struct A
 	X u8
+    Y u8

@@ -1,2 +1,3 @@
 struct A
 	X u8
+    Y u8

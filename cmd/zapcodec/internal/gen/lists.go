@@ -1,0 +1,366 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+)
+
+// Every list<T> is written as the canonical schema compiler writes it
+// (WIRE.md §3): a variable-element list, 8-aligned, each element
+// [u32 size][element bytes], for every T:
+//
+//	bool, integers, floats  1, 2, 4 or 8 bytes, little-endian (floats as bits)
+//	text, bytes             the bytes
+//	bytes_fixed[N]          the N bytes
+//	struct                  a whole message (header included)
+//	list<U>                 the elements of the inner list, back to back
+//	                        ([u32 size][bytes] each, no slot, no count)
+//
+// An empty list still starts a list (the buffer is padded to 8) and leaves
+// the slot {0, 0}.
+
+// fixedWidth returns the element width of a list element type whose
+// elements all have one size (scalars and bytes_fixed[N]), or 0.
+func fixedWidth(e *schema.Type) int {
+	if e.Kind.Scalar() {
+		return scalars[e.Kind].width
+	}
+	if e.Kind == schema.KindBytesFixed {
+		return e.N
+	}
+	return 0
+}
+
+// scalarEncode returns the unsigned value of width w that scalar x of kind
+// k (not bool: see boolAdd) is written as.
+func (g *generator) scalarEncode(k schema.Kind, x string) string {
+	si := scalars[k]
+	switch k {
+	case schema.KindF32:
+		g.use("math")
+		return "math.Float32bits(" + x + ")"
+	case schema.KindF64:
+		g.use("math")
+		return "math.Float64bits(" + x + ")"
+	case schema.KindI8, schema.KindI16, schema.KindI32, schema.KindI64:
+		return fmt.Sprintf("uint%d(%s)", si.width*8, x)
+	}
+	return x
+}
+
+// scalarDecode converts raw, an unsigned value of the scalar's width, to
+// the Go type of kind k.
+func (g *generator) scalarDecode(k schema.Kind, raw string) string {
+	si := scalars[k]
+	switch k {
+	case schema.KindBool:
+		return raw + " != 0"
+	case schema.KindF32:
+		g.use("math")
+		return "math.Float32frombits(" + raw + ")"
+	case schema.KindF64:
+		g.use("math")
+		return "math.Float64frombits(" + raw + ")"
+	case schema.KindI8, schema.KindI16, schema.KindI32, schema.KindI64:
+		return si.goType + "(" + raw + ")"
+	}
+	return raw
+}
+
+// buildList writes the statements of zapBuild that write list field xs (a
+// Go expression of the list's slice) and point slot off at it.
+func (g *generator) buildList(off int, xs string, e *schema.Type) {
+	g.p("{")
+	g.p("l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does")
+	x := xs + "[i]"
+	g.p("for i := range %s {", xs)
+	switch e.Kind {
+	case schema.KindStruct:
+		g.p("l.EndElement(%s.zapAppend(l.BeginElement()))", x)
+	case schema.KindText:
+		g.p("l.AddTextElement(%s)", x)
+	case schema.KindBytes:
+		g.p("l.AddMessage(%s)", x)
+	case schema.KindBytesFixed:
+		g.p("l.AddMessage(%s[:])", x)
+	case schema.KindList:
+		g.p("buf := l.BeginElement()")
+		g.appendElems("buf", x, e.Elem, 1)
+		g.p("l.EndElement(buf)")
+	case schema.KindBool:
+		g.p("if %s {", x)
+		g.p("l.AddUint8Element(1)")
+		g.p("} else {")
+		g.p("l.AddUint8Element(0)")
+		g.p("}")
+	default:
+		g.p("l.Add%sElement(%s)", uintOf(scalars[e.Kind].width), g.scalarEncode(e.Kind, x))
+	}
+	g.p("}")
+	g.p("o.SetList(%d, l.Finish())", off)
+	g.p("}")
+}
+
+// appendElems writes statements appending the elements of list xs (element
+// type e) to the []byte variable buf, as the body of an enclosing element.
+func (g *generator) appendElems(buf, xs string, e *schema.Type, depth int) {
+	i := fmt.Sprintf("i%d", depth)
+	x := fmt.Sprintf("%s[%s]", xs, i)
+	g.p("for %s := range %s {", i, xs)
+	switch e.Kind {
+	case schema.KindStruct:
+		at := fmt.Sprintf("at%d", depth)
+		g.p("var %s int", at)
+		g.p("%s, %s = codec.StartElement(%s)", buf, at, buf)
+		g.p("%s = %s.zapAppend(%s)", buf, x, buf)
+		g.p("codec.FinishElement(%s, %s)", buf, at)
+	case schema.KindText:
+		g.p("%s = codec.AppendTextElement(%s, %s)", buf, buf, x)
+	case schema.KindBytes:
+		g.p("%s = codec.AppendBytesElement(%s, %s)", buf, buf, x)
+	case schema.KindBytesFixed:
+		g.p("%s = codec.AppendBytesElement(%s, %s[:])", buf, buf, x)
+	case schema.KindList:
+		at := fmt.Sprintf("at%d", depth)
+		g.p("var %s int", at)
+		g.p("%s, %s = codec.StartElement(%s)", buf, at, buf)
+		g.appendElems(buf, x, e.Elem, depth+1)
+		g.p("codec.FinishElement(%s, %s)", buf, at)
+	case schema.KindBool:
+		g.p("if %s {", x)
+		g.p("%s = codec.AppendUint8Element(%s, 1)", buf, buf)
+		g.p("} else {")
+		g.p("%s = codec.AppendUint8Element(%s, 0)", buf, buf)
+		g.p("}")
+	default:
+		g.p("%s = codec.Append%sElement(%s, %s)", buf, uintOf(scalars[e.Kind].width), buf, g.scalarEncode(e.Kind, x))
+	}
+	g.p("}")
+}
+
+// sizeList writes statements adding to n the bytes of the elements of list
+// xs (element type e): each element's size word and its bytes.
+func (g *generator) sizeList(xs string, e *schema.Type, depth int) {
+	if w := fixedWidth(e); w > 0 {
+		g.p("n += %d * len(%s)", 4+w, xs)
+		return
+	}
+	i := fmt.Sprintf("i%d", depth)
+	x := fmt.Sprintf("%s[%s]", xs, i)
+	g.p("for %s := range %s {", i, xs)
+	switch e.Kind {
+	case schema.KindStruct:
+		g.p("n += codec.ElementHeaderSize + %s.SizeZAP()", x)
+	case schema.KindText, schema.KindBytes:
+		g.p("n += codec.ElementHeaderSize + len(%s)", x)
+	case schema.KindList:
+		g.p("n += codec.ElementHeaderSize")
+		g.sizeList(x, e.Elem, depth+1)
+	}
+	g.p("}")
+}
+
+// decodeList writes statements filling target (an assignable Go expression
+// of the list's slice type) from the codec.List variable l, whose elements
+// have type e. what names the field in error messages.
+func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what string) {
+	xs := fmt.Sprintf("xs%d", depth)
+	it := fmt.Sprintf("it%d", depth)
+	k := fmt.Sprintf("k%d", depth)
+	outside := fmt.Sprintf("errors.New(%q)", what+": list element outside the message")
+	if w := fixedWidth(e); w > 0 {
+		goT := goType(e)
+		g.p("if !%s.VarFits(%d) {", l, w)
+		g.p("return errors.New(%q)", what+": list outside the message")
+		g.p("}")
+		g.p("%s := %s[:0]", xs, target)
+		g.p("if cap(%s) < %s.Len() {", xs, l)
+		g.p("%s = make([]%s, 0, %s.Len())", xs, goT, l)
+		g.p("}")
+		g.p("%s := %s.Iter() // outside the for statement: no copy per step", it, l)
+		g.p("for %s.Next() {", it)
+		g.p("p := %s.Bytes()", it)
+		g.p("if len(p) != %d {", w)
+		g.p("%s = %s", target, xs)
+		g.p("return errors.New(%q)", fmt.Sprintf("%s: list element is not %d bytes", what, w))
+		g.p("}")
+		if e.Kind == schema.KindBytesFixed {
+			g.p("%s = append(%s, %s(p))", xs, xs, goT)
+		} else {
+			raw := "p[0]"
+			if w > 1 {
+				g.use("encoding/binary")
+				raw = fmt.Sprintf("binary.LittleEndian.Uint%d(p)", w*8)
+			}
+			g.p("%s = append(%s, %s)", xs, xs, g.scalarDecode(e.Kind, raw))
+		}
+		g.p("}")
+		g.p("%s = %s", target, xs)
+		g.p("if len(%s) != %s.Len() {", xs, l)
+		g.p("return %s", outside)
+		g.p("}")
+		return
+	}
+	g.p("%s := %s[:0]", xs, target)
+	g.p("%s := %s.Iter()", it, l)
+	g.p("for %s.Next() {", it)
+	g.p("%s := len(%s)", k, xs)
+	g.p("if %s < cap(%s) {", k, xs)
+	g.p("%s = %s[:%s+1]", xs, xs, k)
+	g.p("} else {")
+	zero := `""`
+	switch e.Kind {
+	case schema.KindStruct:
+		zero = GoName(e.Struct.Name) + "{}"
+	case schema.KindBytes, schema.KindList:
+		zero = "nil"
+	}
+	g.p("%s = append(%s, %s)", xs, xs, zero)
+	g.p("}")
+	x := fmt.Sprintf("%s[%s]", xs, k)
+	switch e.Kind {
+	case schema.KindStruct:
+		g.p("if err := %s.zapDecodeMessage(%s.Bytes(), depth+1, budget); err != nil {", x, it)
+		g.p("%s = %s", target, xs)
+		g.p("return err")
+		g.p("}")
+	case schema.KindText:
+		g.p("if p := %s.Bytes(); string(p) != %s {", it, x)
+		g.p("%s = string(p)", x)
+		g.p("*budget -= len(p)")
+		g.p("}")
+	case schema.KindBytes:
+		g.p("%s = append(%s[:0], %s.Bytes()...)", x, x, it)
+		g.p("*budget -= len(%s)", x)
+	case schema.KindList:
+		inner := fmt.Sprintf("l%d", depth+1)
+		g.p("%s, ok := codec.VarListOf(%s.Bytes())", inner, it)
+		g.p("if !ok {")
+		g.p("%s = %s", target, xs)
+		g.p("return errors.New(%q)", what+": nested list element does not end on an element boundary")
+		g.p("}")
+		g.p("*budget -= %s.Len()", inner)
+		g.decodeList(x, inner, e.Elem, depth+1, what)
+	}
+	g.p("}")
+	g.p("%s = %s", target, xs)
+	g.p("if len(%s) != %s.Len() {", xs, l)
+	g.p("return %s", outside)
+	g.p("}")
+}
+
+// listTypeNames returns the view and iterator type names of a list field
+// of struct t named n and of each nested list level below it: TNList and
+// TNIter, then TNElemList and TNElemIter, and so on.
+func listTypeNames(t, n string, typ *schema.Type) (lists, iters []string) {
+	name := t + n
+	for ; typ != nil && typ.Kind == schema.KindList; typ = typ.Elem {
+		lists = append(lists, name+"List")
+		iters = append(iters, name+"Iter")
+		name += "Elem"
+	}
+	return lists, iters
+}
+
+// listView writes the view and iterator types of one list level: lt and it
+// name them; e is the element type; below names the next level's view
+// type when e is a list. what is "field S.F" or "the elements of ...".
+func (g *generator) listView(lt, it string, e *schema.Type, below, what string) {
+	g.p("// %s is a view of %s (a list of %s). It aliases the message and is", lt, what, e)
+	g.p("// valid only while its bytes are unchanged; the zero value is empty.")
+	g.p("type %s struct{ l codec.List }\n", lt)
+	g.p("// Len returns the element count.")
+	g.p("func (l %s) Len() int { return l.l.Len() }\n", lt)
+	g.p("// IsNull reports whether the list is null: empty, or outside the message.")
+	g.p("func (l %s) IsNull() bool { return l.l.IsNull() }\n", lt)
+	g.p("// Iter returns an iterator over the elements, front to back.")
+	g.p("func (l %s) Iter() %s { return %s{l.l.Iter()} }\n", lt, it, it)
+	g.p("// %s walks %s front to back without allocating:", it, what)
+	g.p("//")
+	g.p("//	it := l.Iter()")
+	g.p("//	for it.Next() {")
+	g.p("//		use(it.Value())")
+	g.p("//	}")
+	g.p("//")
+	g.p("// (Declared in the for statement instead, the iterator is copied at every")
+	g.p("// step, since Go 1.22 makes a new loop variable per iteration.) It stops at")
+	g.p("// the first element that does not fit in the message.")
+	g.p("type %s struct{ it codec.ListIter }\n", it)
+	g.p("// Next advances to the next element and reports whether there is one.")
+	g.p("func (it *%s) Next() bool { return it.it.Next() }\n", it)
+	g.p("// Index returns the position of the current element.")
+	g.p("func (it *%s) Index() int { return it.it.Index() }\n", it)
+	switch e.Kind {
+	case schema.KindStruct:
+		u := GoName(e.Struct.Name) + "View"
+		g.p("// At returns element i (a null view when out of range). Finding it walks")
+		g.p("// the i elements before it: use Iter to visit them all.")
+		g.p("func (l %s) At(i int) %s { return %s{l.l.ObjectAt(i)} }\n", lt, u, u)
+		g.p("// Value returns the current element.")
+		g.p("func (it *%s) Value() %s { return %s{it.it.Object()} }\n", it, u, u)
+	case schema.KindText:
+		g.use("unsafe")
+		g.p("// At returns element i (\"\" when out of range); it aliases the message.")
+		g.p("// Finding it walks the i elements before it: use Iter to visit them all.")
+		g.p("func (l %s) At(i int) string {", lt)
+		g.p("p := l.l.BytesAt(i)")
+		g.p("if len(p) == 0 {")
+		g.p("return \"\"")
+		g.p("}")
+		g.p("return unsafe.String(&p[0], len(p))")
+		g.p("}\n")
+		g.p("// Value returns the current element; it aliases the message.")
+		g.p("func (it *%s) Value() string {", it)
+		g.p("p := it.it.Bytes()")
+		g.p("if len(p) == 0 {")
+		g.p("return \"\"")
+		g.p("}")
+		g.p("return unsafe.String(&p[0], len(p))")
+		g.p("}\n")
+		g.p("// Bytes returns the current element as bytes; it aliases the message.")
+		g.p("func (it *%s) Bytes() []byte { return it.it.Bytes() }\n", it)
+	case schema.KindBytes:
+		g.p("// At returns element i (nil when out of range); it aliases the message.")
+		g.p("// Finding it walks the i elements before it: use Iter to visit them all.")
+		g.p("func (l %s) At(i int) []byte { return l.l.BytesAt(i) }\n", lt)
+		g.p("// Value returns the current element; it aliases the message.")
+		g.p("func (it *%s) Value() []byte { return it.it.Bytes() }\n", it)
+	case schema.KindBytesFixed:
+		g.p("// At returns a copy of element i (zero when out of range or not %d bytes).", e.N)
+		g.p("// It is O(1) when the elements are all %d bytes, as writers make them.", e.N)
+		g.p("func (l %s) At(i int) (a [%d]byte) {", lt, e.N)
+		g.p("copy(a[:], l.l.VarFixed(i, %d))", e.N)
+		g.p("return a")
+		g.p("}\n")
+		g.p("// AtBytes returns element i in place (nil when out of range or not %d", e.N)
+		g.p("// bytes); it aliases the message.")
+		g.p("func (l %s) AtBytes(i int) []byte { return l.l.VarFixed(i, %d) }\n", lt, e.N)
+		g.p("// Value returns a copy of the current element (zero when not %d bytes).", e.N)
+		g.p("func (it *%s) Value() (a [%d]byte) {", it, e.N)
+		g.p("copy(a[:], it.it.Fixed(%d))", e.N)
+		g.p("return a")
+		g.p("}\n")
+	case schema.KindList:
+		g.p("// At returns a view of element i, itself a list (empty when out of range).")
+		g.p("// Finding it walks the i elements before it: use Iter to visit them all.")
+		g.p("func (l %s) At(i int) %s {", lt, below)
+		g.p("in, _ := codec.VarListOf(l.l.BytesAt(i))")
+		g.p("return %s{in}", below)
+		g.p("}\n")
+		g.p("// Value returns a view of the current element, itself a list.")
+		g.p("func (it *%s) Value() %s {", it, below)
+		g.p("in, _ := codec.VarListOf(it.it.Bytes())")
+		g.p("return %s{in}", below)
+		g.p("}\n")
+	default:
+		w := scalars[e.Kind].width
+		et := scalars[e.Kind].goType
+		g.p("// At returns element i (0 when out of range or not %d bytes). It is O(1)", w)
+		g.p("// when the elements are all %d bytes, as writers make them, and walks", w)
+		g.p("// the elements before i otherwise.")
+		g.p("func (l %s) At(i int) %s { return %s }\n", lt, et, g.scalarDecode(e.Kind, fmt.Sprintf("l.l.Var%s(i)", uintOf(w))))
+		g.p("// Value returns the current element (0 when it is not %d bytes).", w)
+		g.p("func (it *%s) Value() %s { return %s }\n", it, et, g.scalarDecode(e.Kind, fmt.Sprintf("it.it.%s()", uintOf(w))))
+	}
+}

@@ -1,0 +1,4 @@
+struct R {}
+interface S
+    ping()
+     get(req: R)

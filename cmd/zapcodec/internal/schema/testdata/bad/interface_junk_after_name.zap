@@ -1,0 +1,2 @@
+struct R {}
+interface S ping()

@@ -1,0 +1,3 @@
+struct R {}
+interface S
+    ping() pong()

@@ -1,2 +1,0 @@
-struct A
-    X list<bytes_fixed[4]>

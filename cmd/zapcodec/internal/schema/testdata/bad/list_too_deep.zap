@@ -1,0 +1,2 @@
+struct A
+    X list<list<list<list<list<list<list<list<list<u8>>>>>>>>>

@@ -1,2 +1,0 @@
-struct A
-    X list<list<u8>>

@@ -1,3 +1,0 @@
-type bs = list<u8>
-struct A
-    X list<bs>

@@ -1,4 +1,0 @@
-struct A {
-    X u8
-	  Y u8
-}

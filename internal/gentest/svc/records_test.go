@@ -1,0 +1,22 @@
+package svc
+
+import (
+	"testing"
+
+	"github.com/zapcodec/zapcodec/internal/gentest/check"
+)
+
+var types = map[string]check.Type{
+	"Point": {
+		New:  func() check.Record { return new(Point) },
+		Read: func(b []byte) (any, error) { return ReadPoint(b) },
+	},
+	"Shape": {
+		New:  func() check.Record { return new(Shape) },
+		Read: func(b []byte) (any, error) { return ReadShape(b) },
+	},
+}
+
+func TestFixtures(t *testing.T) { check.Fixtures(t, "service_ws.zap", types) }
+
+func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 12, 2000, types) }
