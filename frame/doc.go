@@ -24,22 +24,72 @@
 //
 // # Memory
 //
-// Memory follows the bytes received, never a declared length. A Reader
-// reads into an inline 512-byte buffer whenever it starts with nothing
-// buffered (between frames), so a Reader blocked waiting for its peer
-// holds no pooled buffer. A pooled buffer is taken only when the buffer in
-// use is full and more bytes are needed: at first 4 KiB, then at most 4
-// times the bytes it holds (or the whole frame when that is at most twice
-// as much), up to the frame's length; a busy stream's read-ahead grows the
-// same way up to [WithBufferSize]. So a peer that declares 16 MiB and
-// sends one byte costs nothing beyond the Reader itself, and in general a
-// Reader holds at most max(32 KiB, 32 times the bytes received), bounded
-// by the larger of the read-ahead limit and the maximum frame size (the
-// factor includes the pool's power-of-two rounding). One exception, to
-// keep steady streams of large frames at one copy: a frame no longer than
-// the previous frame above 512 bytes gets its whole buffer at once (the
-// peer has just sent that much). The pooled buffer goes back to the pool
-// when the Reader is drained (at the next Next).
+// Memory follows the bytes received, never a declared length, and buffers
+// come from pools (package pool, one power-of-two size class per pool)
+// while data flows and go back when it stops, as fasthttp does.
+//
+// Reader. A Reader has an inline 512-byte buffer (part of the Reader,
+// about 700 bytes in all). Whenever Next starts with nothing buffered
+// (between frames: every frame returned, nothing read ahead), it first
+// gives its pooled buffer back, then reads into the inline buffer, so a
+// Reader blocked waiting for its peer holds no pooled buffer, however
+// large the last frame was. A frame that arrives whole in the inline
+// buffer (a typical RPC request or answer) is returned from it without
+// touching a pool. A pooled buffer is taken only when the buffer in use
+// is full and more bytes are needed: at first 4 KiB, then at most 4 times
+// what it holds (or the whole frame when that is at most twice as much),
+// up to the frame's length; the read-ahead of a busy stream (a stream
+// whose reads fill the buffer) grows the same way up to [WithBufferSize].
+// Each growth copies the bytes held once; the sizes grow by 4 and the
+// last step is at least 2, so the copies add up to less than two thirds
+// of the frame (one extra copy at most, as the ×2 growth of append would
+// cost). A frame larger than the
+// read-ahead limit is read exactly (nothing of the next frame with it), so
+// the next header lands in the inline buffer again.
+//
+// So a peer that declares 16 MiB and sends one byte costs no heap beyond
+// the Reader itself; a frame in progress holds at most max(32 KiB, 32
+// times the bytes received) (the factor includes the pool's power-of-two
+// rounding), and never more than the larger of the read-ahead limit and
+// the maximum frame size. One exception keeps steady streams of large
+// frames at a single copy: a frame no longer than the previous frame
+// above 512 bytes gets a buffer of its whole length at once (that peer has
+// just sent that much).
+//
+// On a *net.TCPConn or *net.UnixConn (on unix), a drained Reader that has
+// lately seen frames above 512 bytes (or read ahead on a busy stream)
+// reads through the socket's readiness (syscall.RawConn): it takes a
+// pooled buffer of that size only once the socket is readable, and gives
+// it back if the socket turns out not to be, so such frames still arrive
+// in one read and the waiting Reader still holds nothing. Read deadlines
+// and Close work as with Read; errors come wrapped in *net.OpError. Other
+// readers (TLS, net.Pipe, wrappers) read the inline buffer first.
+//
+// Writer. A Writer holds a pooled buffer only while frames are pending: it
+// takes one when a frame is added to an empty Writer and gives it back
+// whenever a write leaves nothing pending, so an idle Writer is its
+// struct alone (about 200 bytes). See [Writer] for the sizes it asks for.
+//
+// Neither needs a call to give memory back: a connection's read loop that
+// calls Next again and a writer that flushes are enough. [Reader.Held]
+// and [Writer.Held] report the pooled capacity held, for tests and
+// metrics.
+//
+// # Defaults
+//
+// 512 bytes inline: large enough for the frames of small calls (a call
+// with a 64-byte argument is about 100 bytes on the wire), so that
+// ping-pong traffic of small calls never touches a pool; small enough that
+// an idle Reader and Writer together stay under 1 KiB. 4 KiB first pooled
+// buffer: 256 peers that each stall in a large frame after filling the
+// inline buffer cost 1 MiB. 64 KiB read-ahead and coalescing limit
+// ([DefaultBufferSize]): one read or write syscall per 64 KiB keeps the
+// syscall cost of a busy stream small beside copying the bytes (the
+// fixed buffers of earlier versions had that size too); since buffers are
+// pooled only while data flows, idle connections do not pay for it, and a
+// busy one reaches it only by growth from 4 KiB. 64 KiB writev threshold
+// and 16 MiB maximum frame: see [DefaultWritevThreshold] and
+// [DefaultMaxFrameSize].
 //
 // # Validity of a payload
 //

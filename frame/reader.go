@@ -72,8 +72,12 @@ type Reader struct {
 
 // NewReader returns a Reader of frames from r. Options: WithMaxFrameSize,
 // WithBufferSize (the read-ahead limit, default 64 KiB), WithHTTPFraming.
-// The Reader does its own buffering: do not wrap r in a bufio.Reader (it
-// would work, but copy every byte once more).
+// It allocates only the Reader (about 700 bytes, its inline buffer
+// included; on a *net.TCPConn or *net.UnixConn about 150 bytes more for
+// readiness-first reads, see "Memory" in the package doc); buffers come
+// from pools as bytes arrive. The Reader does its own buffering: do not
+// wrap r in a bufio.Reader (it would work, but copy every byte once
+// more).
 func NewReader(r io.Reader, opts ...Option) *Reader {
 	o := buildOptions(opts)
 	fr := &Reader{
