@@ -43,9 +43,10 @@
 // Each growth copies the bytes held once; the sizes grow by 4 and the
 // last step is at least 2, so the copies add up to less than two thirds
 // of the frame (one extra copy at most, as the ×2 growth of append would
-// cost). A frame larger than the
-// read-ahead limit is read exactly (nothing of the next frame with it), so
-// the next header lands in the inline buffer again.
+// cost). A frame larger than a quarter of the read-ahead limit (16 KiB by
+// default) is read exactly (nothing of the next frame with it), so the
+// next header lands in the inline buffer again and the read-ahead start
+// of a large frame is never moved.
 //
 // So a peer that declares 16 MiB and sends one byte costs no heap beyond
 // the Reader itself; a frame in progress holds at most max(32 KiB, 32

@@ -15,8 +15,8 @@ const (
 	// KiB. Both buffers are pooled and held only while data flows (see
 	// "Memory" and "Defaults" in the package doc): an idle connection does
 	// not pay for them, and a Reader reaches the limit only by growth on a
-	// busy stream. A frame larger than it is read exactly into a buffer of
-	// its own.
+	// busy stream. A frame larger than a quarter of it is read exactly into
+	// a buffer of its own.
 	DefaultBufferSize = 64 << 10
 
 	// DefaultWritevThreshold is the payload size from which
@@ -71,8 +71,8 @@ func WithMaxFrameSize(n int) Option {
 }
 
 // WithBufferSize sets the Reader's read-ahead limit (the largest buffer it
-// reads a busy stream of frames into; larger frames are read exactly into
-// a buffer of their own) and the size at which the Writer's coalescing
+// reads a busy stream of frames into; frames larger than a quarter of it
+// are read exactly into a buffer of their own) and the size at which the Writer's coalescing
 // buffer is written out by itself. Default DefaultBufferSize (64 KiB);
 // n <= 0 means the default, and values below 16 are raised to 16. It sets
 // no buffer up front: buffers are pooled and taken as bytes flow.

@@ -262,9 +262,10 @@ func (fr *Reader) fill(need int) error {
 		}
 	}
 	end := len(fr.buf)
-	if need > fr.rsize && fr.r+need < end {
-		// A large frame is read exactly, so that the next one starts in
-		// the inline buffer and never needs moving.
+	if need > fr.rsize/4 && fr.r+need < end {
+		// A large frame (above a quarter of the read-ahead limit) is read
+		// exactly, so that the next one starts in the inline buffer and
+		// the start of a large frame is never read ahead and moved.
 		end = fr.r + need
 	}
 	return fr.read(fr.buf[fr.w:end])
