@@ -236,7 +236,7 @@ func (fr *Reader) fill(need int) error {
 		// here for hours). Back to the inline buffer.
 		fr.r, fr.w = 0, 0
 		fr.full = false
-		if fr.big != nil {
+		if fr.big != nil && !fr.keepForRaw() {
 			fr.dropBig()
 		}
 	}
@@ -250,7 +250,7 @@ func (fr *Reader) fill(need int) error {
 		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
 		fr.r = 0
 	}
-	if fr.raw != nil && fr.w == 0 && fr.big == nil && fr.credit <= fr.rsize {
+	if fr.raw != nil && fr.w == 0 && fr.r == 0 && fr.credit <= fr.rsize {
 		// Drained, on a socket: when frames above the inline buffer's
 		// size came lately (or a busy stream read ahead), read straight
 		// into a pooled buffer of that size, taken only once the socket
@@ -269,6 +269,20 @@ func (fr *Reader) fill(need int) error {
 		end = fr.r + need
 	}
 	return fr.read(fr.buf[fr.w:end])
+}
+
+// keepForRaw reports whether a drained Reader may keep its pooled buffer
+// into the readiness-first read (see fill): it is the size that read
+// would take. That read gives it back before waiting if the socket is not
+// readable, so a waiting Reader still holds nothing; a frame that is
+// already there costs no trip to the pool.
+func (fr *Reader) keepForRaw() bool {
+	if fr.raw == nil || fr.credit > fr.rsize {
+		return false
+	}
+	pre := max(fr.raCap, fr.credit)
+	c := cap(fr.big.B)
+	return pre > smallSize && c >= pre && c <= 2*pre
 }
 
 // target returns the length the buffer should have for the next read:
