@@ -71,6 +71,7 @@ func (rs *rawSource) read(pre int) error {
 	}
 	fr.full = rs.n == len(fr.buf)
 	fr.w = rs.n
+	fr.received.Add(uint64(rs.n))
 	return nil
 }
 

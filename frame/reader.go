@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/zapcodec/zapcodec/pool"
 )
@@ -66,6 +67,8 @@ type Reader struct {
 	credit  int  // length of the last completed frame larger than smallSize
 	rerr    error
 	err     error // sticky error
+
+	received atomic.Uint64 // bytes read from src, for Received
 
 	small [smallSize]byte
 }
@@ -353,6 +356,7 @@ func (fr *Reader) read(p []byte) error {
 		fr.w += n
 		fr.full = n == len(p)
 		if n > 0 {
+			fr.received.Add(uint64(n))
 			fr.rerr = err
 			return nil
 		}
@@ -362,6 +366,13 @@ func (fr *Reader) read(p []byte) error {
 	}
 	return io.ErrNoProgress
 }
+
+// Received returns the number of bytes read from the stream since the
+// Reader was created. Unlike every other method it may be called from any
+// goroutine while another calls Next (it is one atomic load): a watchdog
+// uses it to tell a peer that is still sending, slowly, from one that went
+// quiet.
+func (fr *Reader) Received() uint64 { return fr.received.Load() }
 
 // brk makes err sticky (a broken underlying reader) and returns it.
 func (fr *Reader) brk(err error) error {
