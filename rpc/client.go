@@ -56,8 +56,8 @@ type Client struct {
 	closed bool // under mu; err says why
 	err    error
 
-	active    atomic.Int32  // calls between acquire and release
-	abandoned atomic.Int32  // slots of abandoned calls, waiting for their late answers
+	active    atomic.Int32 // calls between acquire and release
+	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
 
 	// The answer check (see WithAnswerTimeout): watch runs check every
 	// answerTimeout/4; lastRx and quiet belong to check.
