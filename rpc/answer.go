@@ -10,6 +10,12 @@ import (
 
 // run executes a call on a worker goroutine and answers it.
 func (c *serverConn) run(j *job) {
+	if c.closed.Load() {
+		// The connection died while the call waited for its worker: no
+		// answer can reach the peer, so the handler does not start.
+		c.finish(j, StatusUnavailable, nil, false)
+		return
+	}
 	status, body := c.invoke(j)
 	c.finish(j, status, body, false)
 }
@@ -77,14 +83,17 @@ const internalErrorText = "internal error"
 
 // internalError answers a handler error that is not a *StatusError: 500
 // with the error's text (or internalErrorText under WithHideErrors), and
-// logs it with the method and the peer. The text is bounded by the
+// logs it (at most MaxErrorMessage bytes of it) with the method and the
+// peer. The text is bounded by the
 // maximum frame size like any answer (beyond it the answer is an empty
 // 500).
 func (c *serverConn) internalError(j *job, err error) (uint32, []byte) {
 	msg := err.Error()
 	o := &c.s.opts
+	// The log keeps what a client's error string keeps: a handler error
+	// of megabytes must not become a log line of megabytes.
 	o.logger.Error("rpc: handler error", "method", j.method, "promise", j.pid,
-		"remote", c.nc.RemoteAddr().String(), "err", msg)
+		"remote", c.nc.RemoteAddr().String(), "err", msg[:messageCut(msg)], "len", len(msg))
 	if o.hideErrors {
 		msg = internalErrorText
 	}

@@ -63,14 +63,23 @@ func newStatusError(status uint32, body []byte, notRun bool) *StatusError {
 	e := &StatusError{Code: status, refused: notRun}
 	if len(body) > MaxErrorMessage {
 		e.BodyLen = len(body)
-		cut := MaxErrorMessage
-		for cut > MaxErrorMessage-utf8.UTFMax && cut > 0 && !utf8.RuneStart(body[cut]) {
-			cut--
-		}
-		body = body[:cut]
 	}
-	e.Message = string(body)
+	e.Message = string(body[:messageCut(body)])
 	return e
+}
+
+// messageCut returns how many bytes of an error text to keep: all of it
+// up to MaxErrorMessage, else MaxErrorMessage or a little less, so that
+// the cut falls between whole UTF-8 characters.
+func messageCut[T string | []byte](text T) int {
+	if len(text) <= MaxErrorMessage {
+		return len(text)
+	}
+	cut := MaxErrorMessage
+	for cut > MaxErrorMessage-utf8.UTFMax && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return cut
 }
 
 // goAwayRefusal is the body of the 503 answer a server sends for a call it
