@@ -10,7 +10,7 @@ import (
 
 // run executes a call on a worker goroutine and answers it.
 func (c *serverConn) run(j *job) {
-	status, body := c.invoke(j)
+	status, body := c.call(j)
 	c.finish(j, status, body, false)
 }
 
