@@ -70,6 +70,8 @@ func (s *Server) Mount(service string, methods int, opts ...MountOption) uint32 
 		if o.service == service {
 			panic(fmt.Sprintf("rpc: Mount: service %q is mounted already (ordinals %d..%d)", service, o.first, o.last))
 		}
+	}
+	for _, o := range s.mounts {
 		if methods > 0 && o.last >= o.first && m.first <= o.last && o.first <= m.last {
 			panic(fmt.Sprintf("rpc: Mount: service %q at ordinals %d..%d overlaps service %q at ordinals %d..%d; mount one of them elsewhere with rpc.At(base) (and give its clients the same rpc.At)",
 				service, m.first, m.last, o.service, o.first, o.last))
