@@ -43,7 +43,7 @@ type CallEvent struct {
 // after its handler returned, before its answer is written). It runs on
 // the call's goroutine, so it must be quick and must not block; it must
 // not panic. CallEvent is passed by value: observing allocates nothing and
-// costs two clock reads per call.
+// costs two monotonic clock reads per call and side.
 type Observer func(CallEvent)
 
 // WithObserver installs f to see every call: on a server, every call that
@@ -57,20 +57,29 @@ func WithObserver(f Observer) Option {
 	}
 }
 
+// monoEpoch is the origin of monoNow: observing a call reads only the
+// monotonic clock (time.Since of a time with a monotonic reading), which
+// costs about two thirds of a time.Now (that reads the wall clock too).
+var monoEpoch = time.Now()
+
+// monoNow is the monotonic time since monoEpoch.
+func monoNow() time.Duration { return time.Since(monoEpoch) }
+
 // call runs a call's handler (see invoke) and, with an observer, reports it.
 func (c *serverConn) call(j *job) (uint32, []byte) {
 	obs := c.s.opts.observer
 	if obs == nil {
 		return c.invoke(j)
 	}
-	start := time.Now()
+	start := monoNow()
 	bytesIn := len(j.req)
 	status, body := c.invoke(j)
+	end := monoNow()
 	obs(CallEvent{
 		Method:   j.method,
 		Status:   status,
-		Start:    start,
-		Duration: time.Since(start),
+		Start:    monoEpoch.Add(start),
+		Duration: end - start,
 		BytesIn:  bytesIn,
 		BytesOut: len(body),
 		Peer:     c.peer(),
@@ -88,14 +97,15 @@ func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) ([]
 	if obs == nil {
 		return c.call(ctx, method, req, resp)
 	}
-	start := time.Now()
+	start := monoNow()
 	out, err := c.call(ctx, method, req, resp)
+	end := monoNow()
 	ev := CallEvent{
 		Client:   true,
 		Method:   method,
 		Err:      err,
-		Start:    start,
-		Duration: time.Since(start),
+		Start:    monoEpoch.Add(start),
+		Duration: end - start,
 		BytesOut: len(req),
 		Peer:     c.peer,
 	}
