@@ -10,9 +10,13 @@ const (
 	// peer can make us commit.)
 	DefaultMaxFrameSize = 16 << 20
 
-	// DefaultBufferSize is the size of the Reader's bufio buffer and the
-	// Writer's coalescing buffer: 64 KiB. A payload whose frame fits the
-	// read buffer is returned without a copy.
+	// DefaultBufferSize is the Reader's read-ahead limit and the size at
+	// which the Writer's coalescing buffer is written out by itself: 64
+	// KiB. Both buffers are pooled and held only while data flows (see
+	// "Memory" and "Defaults" in the package doc): an idle connection does
+	// not pay for them, and a Reader reaches the limit only by growth on a
+	// busy stream. A frame larger than a quarter of it is read exactly into
+	// a buffer of its own.
 	DefaultBufferSize = 64 << 10
 
 	// DefaultWritevThreshold is the payload size from which
@@ -20,7 +24,7 @@ const (
 	// payload together with net.Buffers (writev): 64 KiB.
 	DefaultWritevThreshold = 64 << 10
 
-	// minBufferSize is bufio's own lower bound.
+	// minBufferSize is the smallest buffer size accepted.
 	minBufferSize = 16
 )
 
@@ -66,10 +70,12 @@ func WithMaxFrameSize(n int) Option {
 	}
 }
 
-// WithBufferSize sets the Reader's bufio buffer size and the size at which
-// the Writer's coalescing buffer is written out by itself. Default
-// DefaultBufferSize (64 KiB); n <= 0 means the default, and values below 16
-// are raised to 16.
+// WithBufferSize sets the Reader's read-ahead limit (the largest buffer it
+// reads a busy stream of frames into; frames larger than a quarter of it
+// are read exactly into a buffer of their own) and the size at which the Writer's coalescing
+// buffer is written out by itself. Default DefaultBufferSize (64 KiB);
+// n <= 0 means the default, and values below 16 are raised to 16. It sets
+// no buffer up front: buffers are pooled and taken as bytes flow.
 func WithBufferSize(n int) Option {
 	return func(o *options) {
 		switch {

@@ -51,8 +51,9 @@ func newRawSource(fr *Reader, r io.Reader) *rawSource {
 }
 
 // read waits until the socket is readable, then takes a pooled buffer of
-// pre bytes (the Reader is drained and reads into its inline buffer
-// otherwise) and reads once into it.
+// pre bytes (unless the drained Reader kept one, see keepForRaw) and reads
+// once into it. A step that finds the socket not readable gives the
+// buffer back before the wait.
 func (rs *rawSource) read(pre int) error {
 	rs.pre, rs.n, rs.err = pre, 0, nil
 	if err := rs.rc.Read(rs.fn); err != nil {
@@ -70,6 +71,7 @@ func (rs *rawSource) read(pre int) error {
 	}
 	fr.full = rs.n == len(fr.buf)
 	fr.w = rs.n
+	fr.received.Add(uint64(rs.n))
 	return nil
 }
 

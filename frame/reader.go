@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/zapcodec/zapcodec/pool"
 )
@@ -67,13 +68,19 @@ type Reader struct {
 	rerr    error
 	err     error // sticky error
 
+	received atomic.Uint64 // bytes read from src, for Received
+
 	small [smallSize]byte
 }
 
 // NewReader returns a Reader of frames from r. Options: WithMaxFrameSize,
 // WithBufferSize (the read-ahead limit, default 64 KiB), WithHTTPFraming.
-// The Reader does its own buffering: do not wrap r in a bufio.Reader (it
-// would work, but copy every byte once more).
+// It allocates only the Reader (about 700 bytes, its inline buffer
+// included; on a *net.TCPConn or *net.UnixConn about 150 bytes more for
+// readiness-first reads, see "Memory" in the package doc); buffers come
+// from pools as bytes arrive. The Reader does its own buffering: do not
+// wrap r in a bufio.Reader (it would work, but copy every byte once
+// more).
 func NewReader(r io.Reader, opts ...Option) *Reader {
 	o := buildOptions(opts)
 	fr := &Reader{
@@ -232,7 +239,7 @@ func (fr *Reader) fill(need int) error {
 		// here for hours). Back to the inline buffer.
 		fr.r, fr.w = 0, 0
 		fr.full = false
-		if fr.big != nil {
+		if fr.big != nil && !fr.keepForRaw() {
 			fr.dropBig()
 		}
 	}
@@ -246,7 +253,7 @@ func (fr *Reader) fill(need int) error {
 		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
 		fr.r = 0
 	}
-	if fr.raw != nil && fr.w == 0 && fr.big == nil && fr.credit <= fr.rsize {
+	if fr.raw != nil && fr.w == 0 && fr.r == 0 && fr.credit <= fr.rsize {
 		// Drained, on a socket: when frames above the inline buffer's
 		// size came lately (or a busy stream read ahead), read straight
 		// into a pooled buffer of that size, taken only once the socket
@@ -258,12 +265,27 @@ func (fr *Reader) fill(need int) error {
 		}
 	}
 	end := len(fr.buf)
-	if need > fr.rsize && fr.r+need < end {
-		// A large frame is read exactly, so that the next one starts in
-		// the inline buffer and never needs moving.
+	if need > fr.rsize/4 && fr.r+need < end {
+		// A large frame (above a quarter of the read-ahead limit) is read
+		// exactly, so that the next one starts in the inline buffer and
+		// the start of a large frame is never read ahead and moved.
 		end = fr.r + need
 	}
 	return fr.read(fr.buf[fr.w:end])
+}
+
+// keepForRaw reports whether a drained Reader may keep its pooled buffer
+// into the readiness-first read (see fill): it is the size that read
+// would take. That read gives it back before waiting if the socket is not
+// readable, so a waiting Reader still holds nothing; a frame that is
+// already there costs no trip to the pool.
+func (fr *Reader) keepForRaw() bool {
+	if fr.raw == nil || fr.credit > fr.rsize {
+		return false
+	}
+	pre := max(fr.raCap, fr.credit)
+	c := cap(fr.big.B)
+	return pre > smallSize && c >= pre && c <= 2*pre
 }
 
 // target returns the length the buffer should have for the next read:
@@ -334,6 +356,7 @@ func (fr *Reader) read(p []byte) error {
 		fr.w += n
 		fr.full = n == len(p)
 		if n > 0 {
+			fr.received.Add(uint64(n))
 			fr.rerr = err
 			return nil
 		}
@@ -343,6 +366,13 @@ func (fr *Reader) read(p []byte) error {
 	}
 	return io.ErrNoProgress
 }
+
+// Received returns the number of bytes read from the stream since the
+// Reader was created. Unlike every other method it may be called from any
+// goroutine while another calls Next (it is one atomic load): a watchdog
+// uses it to tell a peer that is still sending, slowly, from one that went
+// quiet.
+func (fr *Reader) Received() uint64 { return fr.received.Load() }
 
 // brk makes err sticky (a broken underlying reader) and returns it.
 func (fr *Reader) brk(err error) error {

@@ -61,9 +61,8 @@ type Client struct {
 	closed bool // under mu; err says why
 	err    error
 
-	active    atomic.Int32  // calls between acquire and release
-	abandoned atomic.Int32  // slots of abandoned calls, waiting for their late answers
-	rx        atomic.Uint64 // bytes received (rxCounter); the answer check watches it
+	active    atomic.Int32 // calls between acquire and release
+	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
 
 	// The answer check (see WithAnswerTimeout): watch runs check every
 	// answerTimeout/4; lastRx and quiet belong to check.
@@ -146,7 +145,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 		opts:     o,
 		readDone: make(chan struct{}),
 	}
-	c.r = frame.NewReader(rxCounter{nc, &c.rx}, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
+	c.r = frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	c.out.setup(nc, o.writeTimeout, o.maxFrame)
 	c.peer = nc.RemoteAddr()
 	c.chain = chainInvoker(o.interceptors, c.unary)
@@ -510,21 +509,6 @@ func (c *Client) fail(cause error) {
 	c.mu.Unlock()
 }
 
-// rxCounter counts the bytes read from a client's connection, so that the
-// answer check sees a large answer arriving slowly as life.
-type rxCounter struct {
-	nc net.Conn
-	n  *atomic.Uint64
-}
-
-func (r rxCounter) Read(p []byte) (int, error) {
-	n, err := r.nc.Read(p)
-	if n > 0 {
-		r.n.Add(uint64(n))
-	}
-	return n, err
-}
-
 // check is the answer check, run by c.watch every answerTimeout/4: a
 // client that had calls outstanding at five checks in a row (four periods,
 // one answer timeout) and received no byte since the first of them closes
@@ -533,7 +517,7 @@ func (c *Client) check() {
 	if c.broken.Load() {
 		return
 	}
-	rx := c.rx.Load()
+	rx := c.r.Received() // bytes received: a large answer arriving slowly is life
 	if rx != c.lastRx || (c.active.Load() == 0 && c.abandoned.Load() == 0) {
 		c.lastRx, c.quiet = rx, 0
 	} else if c.quiet++; c.quiet > 4 {

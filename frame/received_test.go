@@ -1,0 +1,72 @@
+package frame
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"testing"
+)
+
+// Received counts every byte taken from the stream, on the plain path (any
+// io.Reader) and on the readiness-first socket path alike.
+func TestReceived(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	for _, n := range []int{1, 600, 70 << 10, 3} {
+		if err := w.WriteFrame(1, bytes.Repeat([]byte{'x'}, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stream := out.Bytes()
+
+	t.Run("reader", func(t *testing.T) {
+		fr := NewReader(bytes.NewReader(stream))
+		drain(t, fr)
+		if got := fr.Received(); got != uint64(len(stream)) {
+			t.Fatalf("Received %d, want %d", got, len(stream))
+		}
+	})
+
+	t.Run("tcp", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write(stream)
+			c.Close()
+		}()
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fr := NewReader(c)
+		drain(t, fr)
+		if got := fr.Received(); got != uint64(len(stream)) {
+			t.Fatalf("Received %d, want %d", got, len(stream))
+		}
+	})
+}
+
+// drain reads frames until the end of the stream.
+func drain(t *testing.T, fr *Reader) {
+	t.Helper()
+	for {
+		_, _, err := fr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
