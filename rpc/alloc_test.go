@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"sync/atomic"
 	"testing"
 )
 
@@ -103,5 +104,54 @@ func TestAllocsHandlerContext(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(2000, call); n != 0 {
 		t.Errorf("call whose handler reads its ctx: %v allocs, want 0", n)
+	}
+}
+
+// With a trivial interceptor on both sides and an observer on both sides,
+// a warm call still allocates nothing (the chains are built once).
+func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
+	trivial := func(ctx context.Context, method uint32, req, resp []byte, next Handler) ([]byte, error) {
+		return next(ctx, req, resp)
+	}
+	trivialC := func(ctx context.Context, method uint32, req, resp []byte, invoke Invoker) ([]byte, error) {
+		return invoke(ctx, method, req, resp)
+	}
+	var n atomic.Int64
+	obs := func(ev CallEvent) { n.Add(int64(ev.BytesIn)) }
+	for _, tc := range []struct {
+		name string
+		so   []ServerOption
+		co   []ClientOption
+	}{
+		{"interceptors", []ServerOption{WithInterceptors(trivial, trivial)}, []ClientOption{WithClientInterceptors(trivialC, trivialC)}},
+		{"observer", []ServerOption{WithObserver(obs)}, []ClientOption{WithObserver(obs)}},
+		{"both", []ServerOption{WithInterceptors(trivial), WithObserver(obs)}, []ClientOption{WithClientInterceptors(trivialC), WithObserver(obs)}},
+	} {
+		_, addr, _ := testServer(t, tc.so...)
+		c := dial(t, addr, tc.co...)
+		p, err := NewPool(context.Background(), "tcp", []string{addr}, 1, tc.co...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		req := []byte("0123456789abcdef")
+		resp := make([]byte, 0, 64)
+		ctx := context.Background()
+		for _, cl := range []Caller{c, p} {
+			call := func() {
+				if out, err := cl.Call(ctx, mEcho, req, resp[:0]); err != nil || len(out) != len(req) {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < 100; i++ {
+				call()
+			}
+			if a := testing.AllocsPerRun(2000, call); a != 0 {
+				t.Errorf("%s, %T: %v allocs per call, want 0", tc.name, cl, a)
+			}
+		}
+	}
+	if n.Load() == 0 {
+		t.Error("observer never ran")
 	}
 }

@@ -16,7 +16,7 @@ func (c *serverConn) run(j *job) {
 		c.finish(j, StatusUnavailable, nil, false)
 		return
 	}
-	status, body := c.invoke(j)
+	status, body := c.call(j)
 	c.finish(j, status, body, false)
 }
 

@@ -43,6 +43,11 @@ type Client struct {
 
 	out outbox // requests and go-away acks
 
+	peer net.Addr // nc's remote address, for the observer
+	// chain is the client's interceptors around unary, built once (nil
+	// without interceptors).
+	chain Invoker
+
 	// Idle slots form a lock-free stack: free is tag<<32 | (index+1) of
 	// the top slot (0: empty), each slot's next links to the one below;
 	// the tag changes on every push and pop, so a stale compare-and-swap
@@ -142,6 +147,8 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	}
 	c.r = frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.peer = nc.RemoteAddr()
+	c.chain = chainInvoker(o.interceptors, c.unary)
 	if o.answerTimeout > 0 {
 		// Stored before it can fire: check reschedules it.
 		t := time.AfterFunc(1<<62, c.check)
@@ -177,8 +184,18 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 // exceeds the maximum frame size (the connection is unaffected).
 // [ErrTooManyPending].
 //
-// Once warm, a call allocates nothing.
+// Once warm, a call allocates nothing. Interceptors
+// ([WithClientInterceptors]) run around the call, the observer
+// ([WithObserver]) sees it.
 func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	if c.chain != nil {
+		return c.chain(ctx, method, req, resp)
+	}
+	return c.unary(ctx, method, req, resp)
+}
+
+// call is one call on the wire, without interceptors or observer.
+func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return resp, err
 	}

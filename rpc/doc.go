@@ -70,6 +70,19 @@
 // the server certainly did not run ([IsRetryable]) is sent again by a
 // Pool, once.
 //
+// Services (issue 12): [WithInterceptors] and [WithClientInterceptors]
+// chain code around every handler and every call (first outermost; the
+// chain is built once, a trivial interceptor allocates nothing);
+// [WithObserver] reports each call's method, status, duration, payload
+// bytes and peer on either side as a [CallEvent] passed by value (no
+// allocation, two clock reads). [Server.Mount] (called by generated
+// Register…Server functions) places several interfaces on one server,
+// each at its own offset ([At]; the clients take the same option), and
+// panics when two overlap. Every server answers the health service at the
+// reserved ordinal [HealthMethod] ([Server.Health] sets statuses,
+// Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
+// ask).
+//
 // Buffers: a handler's req aliases a per-call buffer owned by the server
 // and is valid only until the handler returns; the handler appends its
 // answer to resp (owned by the server, valid until the handler returns) and

@@ -112,6 +112,8 @@ type serverOptions struct {
 	logger        *slog.Logger
 	hideErrors    bool
 	baseContext   func(net.Listener) context.Context
+	interceptors  []Interceptor // intercept.go
+	observer      Observer      // observe.go
 }
 
 type clientOptions struct {
@@ -122,6 +124,8 @@ type clientOptions struct {
 	answerTimeout time.Duration
 	dialer        *net.Dialer
 	maxPending    int
+	interceptors  []ClientInterceptor // intercept.go
+	observer      Observer            // observe.go
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {

@@ -25,6 +25,7 @@ type Pool struct {
 	next   atomic.Uint32
 	closed atomic.Bool
 	conns  []poolConn
+	chain  Invoker // the interceptors around call, nil without
 }
 
 type poolConn struct {
@@ -48,6 +49,7 @@ func NewPool(ctx context.Context, network string, addrs []string, size int, opts
 		opts:    append([]ClientOption(nil), opts...),
 		conns:   make([]poolConn, size),
 	}
+	p.chain = chainInvoker(buildClientOptions(opts).interceptors, p.call)
 	for i := range p.conns {
 		c, err := p.dial(ctx, i)
 		if err != nil {
@@ -71,7 +73,18 @@ func (p *Pool) dial(ctx context.Context, i int) (*Client, error) {
 // announced go-away before it was sent); a call that may have run (any
 // answer a handler gave, ErrClosed, a ctx error) is never sent again. A
 // connection that cannot be dialed is skipped (nothing was sent on it).
+//
+// Interceptors ([WithClientInterceptors]) run once around the whole call,
+// retry included; the observer sees each attempt.
 func (p *Pool) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	if p.chain != nil {
+		return p.chain(ctx, method, req, resp)
+	}
+	return p.call(ctx, method, req, resp)
+}
+
+// call is Call without the interceptors.
+func (p *Pool) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	n := uint32(len(p.conns))
 	start := p.next.Add(1)
 	var lastErr error = ErrClosed
@@ -87,7 +100,7 @@ func (p *Pool) Call(ctx context.Context, method uint32, req, resp []byte) ([]byt
 			lastErr = err
 			continue
 		}
-		out, err := c.Call(ctx, method, req, resp)
+		out, err := c.unary(ctx, method, req, resp)
 		if err != nil && IsRetryable(err) && !retried {
 			retried = true
 			lastOut, lastErr = out, err

@@ -43,6 +43,8 @@ type Server struct {
 
 	hmu      sync.Mutex
 	handlers atomic.Pointer[[]Handler] // index: method ordinal; copied on write
+	mounts   []mount                   // under hmu (mount.go)
+	health   Health                    // health.go
 
 	// work hands a job (a pipelined call, or a read loop taken from a slow
 	// handler) to an idle worker goroutine; when none is idle, a new worker
@@ -103,6 +105,7 @@ func NewServer(opts ...ServerOption) *Server {
 	}
 	empty := []Handler{}
 	s.handlers.Store(&empty)
+	s.health.s = s
 	return s
 }
 
@@ -113,6 +116,9 @@ const MaxMethod = 1 << 16
 
 // Handle registers h for the method with the given 1-based ordinal,
 // replacing an earlier one; a nil h removes it. Safe to call while serving.
+// The server's interceptors ([WithInterceptors]) are wrapped around h
+// here, once. Generated Register…Server functions call it after
+// [Server.Mount], which checks that interfaces do not overlap.
 // Method 0 is not a valid ordinal and is ignored. Handle panics on an
 // ordinal above [MaxMethod], a programming error caught at registration.
 func (s *Server) Handle(method uint32, h Handler) {
@@ -121,6 +127,9 @@ func (s *Server) Handle(method uint32, h Handler) {
 	}
 	if method > MaxMethod {
 		panic(fmt.Sprintf("rpc: Handle: method ordinal %d above MaxMethod (%d)", method, MaxMethod))
+	}
+	if h != nil && len(s.opts.interceptors) > 0 {
+		h = chainHandler(s.opts.interceptors, method, h)
 	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
@@ -139,6 +148,9 @@ func (s *Server) handler(method uint32) Handler {
 	hs := *s.handlers.Load()
 	if uint64(method) < uint64(len(hs)) {
 		return hs[method]
+	}
+	if method == HealthMethod {
+		return serveHealth
 	}
 	return nil
 }

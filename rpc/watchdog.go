@@ -20,7 +20,7 @@ func (c *serverConn) runInline(j *job) int {
 	if c.s.wdParked.Load() {
 		c.s.wakeWatchdog()
 	}
-	status, body := c.invoke(j)
+	status, body := c.call(j)
 	if !c.inl.CompareAndSwap(seq, 0) {
 		// Taken over: answer like a worker and leave reading to the
 		// goroutine that has the role now. The watchdog counted this

@@ -319,10 +319,18 @@ type EthServer interface {
 	GetBalance(ctx context.Context, req GetBalanceRequestView, resp *GetBalanceResponse) error
 }
 
-// RegisterEthServer registers impl's methods on s under their ordinals.
-// A request that is not a valid message is answered with status 400.
-func RegisterEthServer(s *rpc.Server, impl EthServer) {
-	s.Handle(EthGetBalanceOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+// EthServiceName is the name interface Eth is mounted under on a server
+// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
+const EthServiceName = "eth.Eth"
+
+// RegisterEthServer mounts impl's methods on s (rpc.Server.Mount): at their
+// ordinals, or at base + ordinal with rpc.At(base), which the clients of
+// this mount must be given too. It panics when the ordinals overlap those
+// of a service mounted before. A request that is not a valid message is
+// answered with status 400.
+func RegisterEthServer(s *rpc.Server, impl EthServer, opts ...rpc.MountOption) {
+	base := s.Mount(EthServiceName, 1, opts...)
+	s.Handle(base+EthGetBalanceOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadGetBalanceRequest(req)
 		if err != nil {
 			return out, rpc.Errorf(rpc.StatusBadRequest, "ethzap: Eth.getBalance: %v", err)
@@ -343,10 +351,17 @@ var zapEthGetBalancePool = sync.Pool{New: func() any { return new(GetBalanceResp
 
 // EthClient calls the methods of interface Eth through an rpc.Caller (an
 // *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
-type EthClient struct{ c rpc.Caller }
+type EthClient struct {
+	c    rpc.Caller
+	base uint32 // mount offset (rpc.At)
+}
 
-// NewEthClient returns a client of interface Eth that calls through c.
-func NewEthClient(c rpc.Caller) *EthClient { return &EthClient{c: c} }
+// NewEthClient returns a client of interface Eth that calls through c, at the
+// ordinals the server mounted it at: without an option, where a canonical
+// server serves it (1..n); with rpc.At(base), base + ordinal.
+func NewEthClient(c rpc.Caller, opts ...rpc.MountOption) *EthClient {
+	return &EthClient{c: c, base: rpc.MountBase(opts...)}
+}
 
 // GetBalance calls Eth.getBalance. It encodes the request into a pooled buffer,
 // decodes the answer into resp (reusing resp's memory) and keeps
@@ -355,7 +370,7 @@ func NewEthClient(c rpc.Caller) *EthClient { return &EthClient{c: c} }
 func (c *EthClient) GetBalance(ctx context.Context, req *GetBalanceRequest, resp *GetBalanceResponse) error {
 	bp := zapEthBufs.Get().(*[]byte)
 	buf := req.AppendZAP((*bp)[:0])
-	out, err := c.c.Call(ctx, EthGetBalanceOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+EthGetBalanceOrdinal, buf, buf[len(buf):])
 	if err == nil {
 		err = resp.DecodeZAP(out)
 	}

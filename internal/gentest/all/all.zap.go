@@ -3006,10 +3006,18 @@ type ServiceServer interface {
 	Reset(ctx context.Context) error
 }
 
-// RegisterServiceServer registers impl's methods on s under their ordinals.
-// A request that is not a valid message is answered with status 400.
-func RegisterServiceServer(s *rpc.Server, impl ServiceServer) {
-	s.Handle(ServiceGetOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+// ServiceServiceName is the name interface Service is mounted under on a server
+// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
+const ServiceServiceName = "all.Service"
+
+// RegisterServiceServer mounts impl's methods on s (rpc.Server.Mount): at their
+// ordinals, or at base + ordinal with rpc.At(base), which the clients of
+// this mount must be given too. It panics when the ordinals overlap those
+// of a service mounted before. A request that is not a valid message is
+// answered with status 400.
+func RegisterServiceServer(s *rpc.Server, impl ServiceServer, opts ...rpc.MountOption) {
+	base := s.Mount(ServiceServiceName, 5, opts...)
+	s.Handle(base+ServiceGetOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadPair(req)
 		if err != nil {
 			return out, rpc.Errorf(rpc.StatusBadRequest, "all: Service.get: %v", err)
@@ -3023,17 +3031,17 @@ func RegisterServiceServer(s *rpc.Server, impl ServiceServer) {
 		zapServiceGetPool.Put(resp)
 		return out, err
 	})
-	s.Handle(ServicePutOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+	s.Handle(base+ServicePutOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadPoint(req)
 		if err != nil {
 			return out, rpc.Errorf(rpc.StatusBadRequest, "all: Service.put: %v", err)
 		}
 		return out, impl.Put(ctx, in)
 	})
-	s.Handle(ServicePingOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+	s.Handle(base+ServicePingOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		return out, impl.Ping(ctx)
 	})
-	s.Handle(ServiceStatsOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+	s.Handle(base+ServiceStatsOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		resp := zapServiceStatsPool.Get().(*Scalars)
 		err := impl.Stats(ctx, resp)
 		if err == nil {
@@ -3043,7 +3051,7 @@ func RegisterServiceServer(s *rpc.Server, impl ServiceServer) {
 		zapServiceStatsPool.Put(resp)
 		return out, err
 	})
-	s.Handle(ServiceResetOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+	s.Handle(base+ServiceResetOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		return out, impl.Reset(ctx)
 	})
 }
@@ -3056,10 +3064,17 @@ var zapServiceStatsPool = sync.Pool{New: func() any { return new(Scalars) }}
 
 // ServiceClient calls the methods of interface Service through an rpc.Caller (an
 // *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
-type ServiceClient struct{ c rpc.Caller }
+type ServiceClient struct {
+	c    rpc.Caller
+	base uint32 // mount offset (rpc.At)
+}
 
-// NewServiceClient returns a client of interface Service that calls through c.
-func NewServiceClient(c rpc.Caller) *ServiceClient { return &ServiceClient{c: c} }
+// NewServiceClient returns a client of interface Service that calls through c, at the
+// ordinals the server mounted it at: without an option, where a canonical
+// server serves it (1..n); with rpc.At(base), base + ordinal.
+func NewServiceClient(c rpc.Caller, opts ...rpc.MountOption) *ServiceClient {
+	return &ServiceClient{c: c, base: rpc.MountBase(opts...)}
+}
 
 // Get calls Service.get. It encodes the request into a pooled buffer,
 // decodes the answer into resp (reusing resp's memory) and keeps
@@ -3068,7 +3083,7 @@ func NewServiceClient(c rpc.Caller) *ServiceClient { return &ServiceClient{c: c}
 func (c *ServiceClient) Get(ctx context.Context, req *Pair, resp *Kitchen) error {
 	bp := zapServiceBufs.Get().(*[]byte)
 	buf := req.AppendZAP((*bp)[:0])
-	out, err := c.c.Call(ctx, ServiceGetOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+ServiceGetOrdinal, buf, buf[len(buf):])
 	if err == nil {
 		err = resp.DecodeZAP(out)
 	}
@@ -3083,7 +3098,7 @@ func (c *ServiceClient) Get(ctx context.Context, req *Pair, resp *Kitchen) error
 func (c *ServiceClient) Put(ctx context.Context, req *Point) error {
 	bp := zapServiceBufs.Get().(*[]byte)
 	buf := req.AppendZAP((*bp)[:0])
-	out, err := c.c.Call(ctx, ServicePutOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+ServicePutOrdinal, buf, buf[len(buf):])
 	c.zapRelease(bp, buf, out)
 	return err
 }
@@ -3095,7 +3110,7 @@ func (c *ServiceClient) Put(ctx context.Context, req *Point) error {
 func (c *ServiceClient) Ping(ctx context.Context) error {
 	bp := zapServiceBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
-	out, err := c.c.Call(ctx, ServicePingOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+ServicePingOrdinal, buf, buf[len(buf):])
 	c.zapRelease(bp, buf, out)
 	return err
 }
@@ -3107,7 +3122,7 @@ func (c *ServiceClient) Ping(ctx context.Context) error {
 func (c *ServiceClient) Stats(ctx context.Context, resp *Scalars) error {
 	bp := zapServiceBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
-	out, err := c.c.Call(ctx, ServiceStatsOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+ServiceStatsOrdinal, buf, buf[len(buf):])
 	if err == nil {
 		err = resp.DecodeZAP(out)
 	}
@@ -3122,7 +3137,7 @@ func (c *ServiceClient) Stats(ctx context.Context, resp *Scalars) error {
 func (c *ServiceClient) Reset(ctx context.Context) error {
 	bp := zapServiceBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
-	out, err := c.c.Call(ctx, ServiceResetOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+ServiceResetOrdinal, buf, buf[len(buf):])
 	c.zapRelease(bp, buf, out)
 	return err
 }
@@ -3150,17 +3165,32 @@ var zapServiceBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); retu
 type NothingServer interface {
 }
 
-// RegisterNothingServer registers impl's methods on s under their ordinals.
-// A request that is not a valid message is answered with status 400.
-func RegisterNothingServer(s *rpc.Server, impl NothingServer) {
+// NothingServiceName is the name interface Nothing is mounted under on a server
+// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
+const NothingServiceName = "all.Nothing"
+
+// RegisterNothingServer mounts impl's methods on s (rpc.Server.Mount): at their
+// ordinals, or at base + ordinal with rpc.At(base), which the clients of
+// this mount must be given too. It panics when the ordinals overlap those
+// of a service mounted before. A request that is not a valid message is
+// answered with status 400.
+func RegisterNothingServer(s *rpc.Server, impl NothingServer, opts ...rpc.MountOption) {
+	s.Mount(NothingServiceName, 0, opts...)
 }
 
 // NothingClient calls the methods of interface Nothing through an rpc.Caller (an
 // *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
-type NothingClient struct{ c rpc.Caller }
+type NothingClient struct {
+	c    rpc.Caller
+	base uint32 // mount offset (rpc.At)
+}
 
-// NewNothingClient returns a client of interface Nothing that calls through c.
-func NewNothingClient(c rpc.Caller) *NothingClient { return &NothingClient{c: c} }
+// NewNothingClient returns a client of interface Nothing that calls through c, at the
+// ordinals the server mounted it at: without an option, where a canonical
+// server serves it (1..n); with rpc.At(base), base + ordinal.
+func NewNothingClient(c rpc.Caller, opts ...rpc.MountOption) *NothingClient {
+	return &NothingClient{c: c, base: rpc.MountBase(opts...)}
+}
 
 // zapRelease returns the largest of a call's buffers to the pool.
 func (c *NothingClient) zapRelease(bp *[]byte, buf, out []byte) {

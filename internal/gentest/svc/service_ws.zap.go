@@ -369,10 +369,18 @@ type GeometryServer interface {
 	Ping(ctx context.Context) error
 }
 
-// RegisterGeometryServer registers impl's methods on s under their ordinals.
-// A request that is not a valid message is answered with status 400.
-func RegisterGeometryServer(s *rpc.Server, impl GeometryServer) {
-	s.Handle(GeometryAreaOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+// GeometryServiceName is the name interface Geometry is mounted under on a server
+// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
+const GeometryServiceName = "svc.Geometry"
+
+// RegisterGeometryServer mounts impl's methods on s (rpc.Server.Mount): at their
+// ordinals, or at base + ordinal with rpc.At(base), which the clients of
+// this mount must be given too. It panics when the ordinals overlap those
+// of a service mounted before. A request that is not a valid message is
+// answered with status 400.
+func RegisterGeometryServer(s *rpc.Server, impl GeometryServer, opts ...rpc.MountOption) {
+	base := s.Mount(GeometryServiceName, 3, opts...)
+	s.Handle(base+GeometryAreaOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadShape(req)
 		if err != nil {
 			return out, rpc.Errorf(rpc.StatusBadRequest, "svc: Geometry.area: %v", err)
@@ -386,14 +394,14 @@ func RegisterGeometryServer(s *rpc.Server, impl GeometryServer) {
 		zapGeometryAreaPool.Put(resp)
 		return out, err
 	})
-	s.Handle(GeometryNotifyOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+	s.Handle(base+GeometryNotifyOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadShape(req)
 		if err != nil {
 			return out, rpc.Errorf(rpc.StatusBadRequest, "svc: Geometry.notify: %v", err)
 		}
 		return out, impl.Notify(ctx, in)
 	})
-	s.Handle(GeometryPingOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+	s.Handle(base+GeometryPingOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		return out, impl.Ping(ctx)
 	})
 }
@@ -403,10 +411,17 @@ var zapGeometryAreaPool = sync.Pool{New: func() any { return new(Point) }}
 
 // GeometryClient calls the methods of interface Geometry through an rpc.Caller (an
 // *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
-type GeometryClient struct{ c rpc.Caller }
+type GeometryClient struct {
+	c    rpc.Caller
+	base uint32 // mount offset (rpc.At)
+}
 
-// NewGeometryClient returns a client of interface Geometry that calls through c.
-func NewGeometryClient(c rpc.Caller) *GeometryClient { return &GeometryClient{c: c} }
+// NewGeometryClient returns a client of interface Geometry that calls through c, at the
+// ordinals the server mounted it at: without an option, where a canonical
+// server serves it (1..n); with rpc.At(base), base + ordinal.
+func NewGeometryClient(c rpc.Caller, opts ...rpc.MountOption) *GeometryClient {
+	return &GeometryClient{c: c, base: rpc.MountBase(opts...)}
+}
 
 // Area calls Geometry.area. It encodes the request into a pooled buffer,
 // decodes the answer into resp (reusing resp's memory) and keeps
@@ -415,7 +430,7 @@ func NewGeometryClient(c rpc.Caller) *GeometryClient { return &GeometryClient{c:
 func (c *GeometryClient) Area(ctx context.Context, req *Shape, resp *Point) error {
 	bp := zapGeometryBufs.Get().(*[]byte)
 	buf := req.AppendZAP((*bp)[:0])
-	out, err := c.c.Call(ctx, GeometryAreaOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+GeometryAreaOrdinal, buf, buf[len(buf):])
 	if err == nil {
 		err = resp.DecodeZAP(out)
 	}
@@ -430,7 +445,7 @@ func (c *GeometryClient) Area(ctx context.Context, req *Shape, resp *Point) erro
 func (c *GeometryClient) Notify(ctx context.Context, req *Shape) error {
 	bp := zapGeometryBufs.Get().(*[]byte)
 	buf := req.AppendZAP((*bp)[:0])
-	out, err := c.c.Call(ctx, GeometryNotifyOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+GeometryNotifyOrdinal, buf, buf[len(buf):])
 	c.zapRelease(bp, buf, out)
 	return err
 }
@@ -442,7 +457,7 @@ func (c *GeometryClient) Notify(ctx context.Context, req *Shape) error {
 func (c *GeometryClient) Ping(ctx context.Context) error {
 	bp := zapGeometryBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
-	out, err := c.c.Call(ctx, GeometryPingOrdinal, buf, buf[len(buf):])
+	out, err := c.c.Call(ctx, c.base+GeometryPingOrdinal, buf, buf[len(buf):])
 	c.zapRelease(bp, buf, out)
 	return err
 }

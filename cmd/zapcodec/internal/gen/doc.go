@@ -59,11 +59,16 @@
 // # RPC stubs (per interface I, method M with ordinal n)
 //
 //	const IMOrdinal uint32 = n
+//	const IServiceName = "schemapkg.I"
 //	type IServer interface{ M(ctx context.Context, req ReqView, resp *Resp) error }
-//	func RegisterIServer(s *rpc.Server, impl IServer)
+//	func RegisterIServer(s *rpc.Server, impl IServer, opts ...rpc.MountOption)
 //	type IClient struct{ ... }
-//	func NewIClient(c rpc.Caller) *IClient
+//	func NewIClient(c rpc.Caller, opts ...rpc.MountOption) *IClient
 //	func (c *IClient) M(ctx context.Context, req *Req, resp *Resp) error
 //
 // A method without a request drops req, one without a result drops resp.
+// RegisterIServer mounts I on the server (rpc.Server.Mount: it panics when
+// I's ordinals overlap another mounted interface's); with rpc.At(base) it
+// serves M at base+n, and NewIClient given the same rpc.At(base) calls
+// there. Without an option both use the canonical ordinals 1..n.
 package gen

@@ -30,6 +30,7 @@ var targets = []struct {
 	{"all", "testdata/all.zap", "", "internal/gentest/all"},
 	{"lists", "testdata/lists.zap", "", "internal/gentest/lists"},
 	{"service_ws", "testdata/service_ws.zap", "", "internal/gentest/svc"},
+	{"health", repoRoot + "/rpc/health.zap", "rpc", "rpc"},
 }
 
 func generate(t *testing.T, path, pkg string) File {

@@ -42,14 +42,30 @@ func (g *generator) stubs(it *schema.Interface) {
 	}
 	g.p("}\n")
 
-	g.p("// Register%s registers impl's methods on s under their ordinals.", srv)
-	g.p("// A request that is not a valid message is answered with status 400.")
-	g.p("func Register%s(s *rpc.Server, impl %s) {", srv, srv)
+	svcName := it.Name
+	if g.f.Package != "" {
+		svcName = g.f.Package + "." + it.Name
+	}
+	g.p("// %sServiceName is the name interface %s is mounted under on a server", i, it.Name)
+	g.p("// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).")
+	g.p("const %sServiceName = %q\n", i, svcName)
+
+	g.p("// Register%s mounts impl's methods on s (rpc.Server.Mount): at their", srv)
+	g.p("// ordinals, or at base + ordinal with rpc.At(base), which the clients of")
+	g.p("// this mount must be given too. It panics when the ordinals overlap those")
+	g.p("// of a service mounted before. A request that is not a valid message is")
+	g.p("// answered with status 400.")
+	g.p("func Register%s(s *rpc.Server, impl %s, opts ...rpc.MountOption) {", srv, srv)
+	if len(it.Methods) == 0 {
+		g.p("s.Mount(%sServiceName, 0, opts...)", i)
+	} else {
+		g.p("base := s.Mount(%sServiceName, %d, opts...)", i, len(it.Methods))
+	}
 	for _, m := range it.Methods {
 		mn := GoName(m.Name)
 		ord := i + mn + "Ordinal"
 		pool := "zap" + i + mn + "Pool"
-		g.p("s.Handle(%s, func(ctx context.Context, req, out []byte) ([]byte, error) {", ord)
+		g.p("s.Handle(base+%s, func(ctx context.Context, req, out []byte) ([]byte, error) {", ord)
 		var args []string
 		args = append(args, "ctx")
 		if m.Req != nil {
@@ -92,9 +108,16 @@ func (g *generator) stubs(it *schema.Interface) {
 	bufs := "zap" + i + "Bufs"
 	g.p("// %s calls the methods of interface %s through an rpc.Caller (an", cli, it.Name)
 	g.p("// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.")
-	g.p("type %s struct{ c rpc.Caller }\n", cli)
-	g.p("// New%s returns a client of interface %s that calls through c.", cli, it.Name)
-	g.p("func New%s(c rpc.Caller) *%s { return &%s{c: c} }\n", cli, cli, cli)
+	g.p("type %s struct {", cli)
+	g.p("c    rpc.Caller")
+	g.p("base uint32 // mount offset (rpc.At)")
+	g.p("}\n")
+	g.p("// New%s returns a client of interface %s that calls through c, at the", cli, it.Name)
+	g.p("// ordinals the server mounted it at: without an option, where a canonical")
+	g.p("// server serves it (1..n); with rpc.At(base), base + ordinal.")
+	g.p("func New%s(c rpc.Caller, opts ...rpc.MountOption) *%s {", cli, cli)
+	g.p("return &%s{c: c, base: rpc.MountBase(opts...)}", cli)
+	g.p("}\n")
 	for _, m := range it.Methods {
 		mn := GoName(m.Name)
 		g.p("// %s calls %s.%s. It encodes the request into a pooled buffer,", mn, it.Name, m.Name)
@@ -112,7 +135,7 @@ func (g *generator) stubs(it *schema.Interface) {
 		} else {
 			g.p("buf := (*bp)[:0]")
 		}
-		g.p("out, err := c.c.Call(ctx, %s%sOrdinal, buf, buf[len(buf):])", i, mn)
+		g.p("out, err := c.c.Call(ctx, c.base+%s%sOrdinal, buf, buf[len(buf):])", i, mn)
 		if m.Resp != nil {
 			g.p("if err == nil {")
 			g.p("err = resp.DecodeZAP(out)")

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+func init() {
+	register(&command{
+		name:    "health",
+		summary: "ask a ZAP-RPC server for its health (exit 0 when serving)",
+		usage: `  zapcodec health -addr ADDR [-service NAME]
+    Calls the health service of a zapcodec rpc server (method
+    rpc.HealthMethod) and prints the status: serving, not serving, draining
+    (the server is shutting down) or unknown (no such service). Exits 0 when
+    serving, 1 otherwise (including when the server cannot be reached or
+    does not answer), 2 on bad usage. For load balancer and container
+    health probes.
+  -addr ADDR       server address (a socket path with -network unix)
+  -network NET     tcp or unix (default tcp)
+  -service NAME    a mounted service, e.g. eth.Eth (default: the server as a whole)
+  -timeout D       bound on the dial and the call (default 5s)
+`,
+		run: runHealth,
+	})
+}
+
+func runHealth(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "", "server address")
+	network := fs.String("network", "tcp", "tcp or unix")
+	service := fs.String("service", "", "service name (default: the whole server)")
+	timeout := fs.Duration("timeout", 5*time.Second, "bound on the dial and the call")
+	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["health"].usage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *addr == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "zapcodec health: -addr is required and takes no other arguments")
+		fs.Usage()
+		return 2
+	}
+	if *network != "tcp" && *network != "unix" {
+		fmt.Fprintf(stderr, "zapcodec health: -network %q: want tcp or unix\n", *network)
+		return 2
+	}
+	if *timeout <= 0 {
+		fmt.Fprintln(stderr, "zapcodec health: -timeout must be positive")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	c, err := rpc.Dial(ctx, *network, *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "zapcodec health: %v\n", err)
+		return 1
+	}
+	defer c.Close()
+	st, err := rpc.CheckHealth(ctx, c, *service)
+	if err != nil {
+		fmt.Fprintf(stdout, "%s\n", rpc.HealthUnknown)
+		fmt.Fprintf(stderr, "zapcodec health: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s\n", st)
+	if st != rpc.HealthServing {
+		return 1
+	}
+	return 0
+}

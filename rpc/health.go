@@ -1,0 +1,165 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// HealthMethod is the wire method ordinal of the health service every
+// [Server] answers. It is reserved: far above [MaxMethod], so no user
+// ordinal (schema ordinals count from 1, mount offsets stay below
+// MaxMethod) can reach it. The request payload is a [HealthCheckRequest]
+// (an empty payload asks for the server as a whole), the answer a
+// [HealthCheckResponse] whose Status is a [HealthStatus]; a service the
+// server does not know is answered 404. The schema is rpc/health.zap.
+// Interceptors do not run for it (an authenticating interceptor must not
+// hide a server's health from its load balancer); the observer sees it.
+const HealthMethod uint32 = 0xFFFF_0001
+
+// HealthStatus is the health of a server or of one of its services.
+type HealthStatus uint32
+
+// Health statuses, as carried by HealthCheckResponse.Status.
+const (
+	// HealthUnknown: the service is not known to the server (its answer
+	// was 404), or the check failed.
+	HealthUnknown HealthStatus = 0
+	// HealthServing: calls are welcome.
+	HealthServing HealthStatus = 1
+	// HealthNotServing: the service is up but should get no calls (set
+	// with [Health.Set], before a planned stop say).
+	HealthNotServing HealthStatus = 2
+	// HealthDraining: the server is shutting down ([Server.Shutdown] or
+	// Close began): calls running are finished, new ones are refused.
+	HealthDraining HealthStatus = 3
+)
+
+// String returns "serving", "not serving", "draining" or "unknown".
+func (h HealthStatus) String() string {
+	switch h {
+	case HealthServing:
+		return "serving"
+	case HealthNotServing:
+		return "not serving"
+	case HealthDraining:
+		return "draining"
+	case HealthUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("HealthStatus(%d)", uint32(h))
+}
+
+// Health holds the health statuses a server reports on [HealthMethod]:
+// one for the server as a whole (service "") and one per service mounted
+// with [Server.Mount] (generated Register…Server functions mount theirs
+// under the schema's package and interface name, "pkg.Interface"). Get it
+// with [Server.Health]; its methods are safe for concurrent use.
+type Health struct {
+	s  *Server
+	mu sync.Mutex
+	m  map[string]HealthStatus // absent "": serving
+}
+
+// Health returns the server's health statuses.
+func (s *Server) Health() *Health { return &s.health }
+
+// Set sets the status of service ("" for the whole server). HealthUnknown
+// forgets a service (its checks are then answered 404); a service not
+// mounted may be set too (a health name for a group of methods, say).
+// Once the server is shutting down every known service reports
+// HealthDraining whatever was set.
+func (h *Health) Set(service string, st HealthStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]HealthStatus)
+	}
+	if st == HealthUnknown && service != "" {
+		delete(h.m, service)
+		return
+	}
+	h.m[service] = st
+}
+
+// add makes service known as serving unless it has a status already.
+func (h *Health) add(service string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]HealthStatus)
+	}
+	if _, ok := h.m[service]; !ok {
+		h.m[service] = HealthServing
+	}
+}
+
+// Status returns the status the server reports for service ("" for the
+// whole server, serving unless set otherwise): HealthUnknown for a
+// service it does not know, HealthDraining for any known one once
+// [Server.Shutdown] or Close began.
+func (h *Health) Status(service string) HealthStatus {
+	h.mu.Lock()
+	st, ok := h.m[service]
+	h.mu.Unlock()
+	if !ok {
+		if service != "" {
+			return HealthUnknown
+		}
+		st = HealthServing
+	}
+	if h.s != nil && h.s.isClosing() {
+		return HealthDraining
+	}
+	return st
+}
+
+// serveHealth is the handler of HealthMethod.
+func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
+	j, _ := ctx.Value(callInfoKey{}).(*job)
+	if j == nil || j.c == nil {
+		return resp, Errorf(StatusInternal, "rpc: health: no server")
+	}
+	var service []byte
+	if len(req) > 0 {
+		v, err := ReadHealthCheckRequest(req)
+		if err != nil {
+			return resp, Errorf(StatusBadRequest, "rpc: health: %v", err)
+		}
+		service = v.ServiceBytes()
+	}
+	st := j.c.s.health.Status(string(service))
+	if st == HealthUnknown {
+		return resp, Errorf(StatusNotFound, "rpc: health: unknown service %q", service)
+	}
+	r := HealthCheckResponse{Status: uint32(st)}
+	return r.AppendZAP(resp), nil
+}
+
+// CheckHealth asks the server behind c for the health of service ("" for
+// the server as a whole) on [HealthMethod]. A server that announced
+// go-away (or refused the check as not run) is draining: CheckHealth
+// returns HealthDraining and a nil error. Any other failure returns
+// HealthUnknown and the error: a *StatusError with code 404 for a service
+// the server does not know, the call's error otherwise (a server of
+// another implementation answers 404 "no such method").
+func CheckHealth(ctx context.Context, c Caller, service string) (HealthStatus, error) {
+	var req []byte
+	if service != "" {
+		r := HealthCheckRequest{Service: service}
+		req = r.AppendZAP(nil)
+	}
+	out, err := c.Call(ctx, HealthMethod, req, nil)
+	if err != nil {
+		if errors.Is(err, ErrGoAway) {
+			return HealthDraining, nil
+		}
+		return HealthUnknown, err
+	}
+	var r HealthCheckResponse
+	if err := r.DecodeZAP(out); err != nil {
+		return HealthUnknown, fmt.Errorf("rpc: health: bad answer: %w", err)
+	}
+	return HealthStatus(r.Status), nil
+}

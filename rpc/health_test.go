@@ -1,0 +1,146 @@
+package rpc
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The health service over TCP: the whole server, mounted services, set
+// statuses and unknown services.
+func TestHealth(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Mount("pkg.A", 3)
+	s.Mount("pkg.B", 2, At(10))
+	c := dial(t, addr)
+	ctx := context.Background()
+	check := func(service string, want HealthStatus, wantCode uint32) {
+		t.Helper()
+		st, err := CheckHealth(ctx, c, service)
+		if st != want || Code(err) != wantCode {
+			t.Fatalf("CheckHealth(%q) = %v, %v; want %v, status %d", service, st, err, want, wantCode)
+		}
+	}
+	check("", HealthServing, 200)
+	check("pkg.A", HealthServing, 200)
+	check("pkg.B", HealthServing, 200)
+	check("pkg.C", HealthUnknown, StatusNotFound)
+	s.Health().Set("pkg.A", HealthNotServing)
+	check("pkg.A", HealthNotServing, 200)
+	check("pkg.B", HealthServing, 200)
+	s.Health().Set("", HealthNotServing)
+	check("", HealthNotServing, 200)
+	s.Health().Set("pkg.C", HealthServing)
+	check("pkg.C", HealthServing, 200)
+	s.Health().Set("pkg.C", HealthUnknown)
+	check("pkg.C", HealthUnknown, StatusNotFound)
+
+	// A malformed request is a 400, and the connection goes on.
+	if _, err := c.Call(ctx, HealthMethod, []byte("not a message"), nil); Code(err) != StatusBadRequest {
+		t.Fatalf("malformed health request: %v", err)
+	}
+	// The raw wire: an empty payload asks for the whole server; the answer
+	// is a HealthCheckResponse.
+	r := rawDial(t, addr)
+	r.send(KindRequest, AppendRequest(nil, &Request{Method: HealthMethod, PromiseID: 9}))
+	resp := r.recvResponse()
+	var hr HealthCheckResponse
+	if resp.Status != StatusOK || resp.PromiseID != 9 || hr.DecodeZAP(resp.Body) != nil || hr.Status != uint32(HealthNotServing) {
+		t.Fatalf("raw health answer: %+v %+v", resp, hr)
+	}
+	if HealthDraining.String() != "draining" || HealthStatus(9).String() != "HealthStatus(9)" {
+		t.Fatal("HealthStatus.String")
+	}
+}
+
+// During Shutdown the server reports draining: to Health().Status, and to
+// CheckHealth on a connection that got the go-away (ErrGoAway is draining).
+func TestHealthDrainingOnShutdown(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Mount("pkg.A", 1)
+	started, release := make(chan struct{}), make(chan struct{})
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		close(started)
+		<-release
+		return resp, nil
+	})
+	c := dial(t, addr)
+	c2 := dial(t, addr)
+	ctx := context.Background()
+	if st, err := CheckHealth(ctx, c2, "pkg.A"); st != HealthServing || err != nil {
+		t.Fatalf("before shutdown: %v %v", st, err)
+	}
+	r := rawDial(t, addr)
+	r.send(KindRequest, AppendRequest(nil, &Request{Method: HealthMethod, PromiseID: 1}))
+	if resp := r.recvResponse(); resp.Status != StatusOK {
+		t.Fatalf("raw check before shutdown: %+v", resp)
+	}
+	go c.Call(ctx, mSlow, nil, nil)
+	<-started
+	shut := make(chan error)
+	go func() { shut <- s.Shutdown(ctx) }()
+	waitFor(func() bool { return c2.Draining() })
+	for _, svc := range []string{"", "pkg.A"} {
+		if st := s.Health().Status(svc); st != HealthDraining {
+			t.Fatalf("Status(%q) during shutdown: %v", svc, st)
+		}
+		if st, err := CheckHealth(ctx, c2, svc); st != HealthDraining || err != nil {
+			t.Fatalf("CheckHealth(%q) during shutdown: %v %v", svc, st, err)
+		}
+	}
+	// A peer that ignores the go-away has its check refused as not run
+	// (which CheckHealth, on a Client, reports as draining).
+	if kind, _, ok := r.recv(); !ok || kind != KindGoAway {
+		t.Fatalf("raw peer: frame kind %d ok %v, want a go-away", kind, ok)
+	}
+	r.send(KindRequest, AppendRequest(nil, &Request{Method: HealthMethod, PromiseID: 2}))
+	if resp := r.recvResponse(); resp.Status != StatusUnavailable || !resp.NotRun {
+		t.Fatalf("raw check after go-away: %+v", resp)
+	}
+	close(release)
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not return within 30 s")
+	}
+}
+
+// Mounting: ranges at offsets, and panics with a clear message on overlap,
+// a second mount of a name, and a range past MaxMethod.
+func TestMountCollisions(t *testing.T) {
+	s := NewServer()
+	if b := s.Mount("pkg.A", 3); b != 0 {
+		t.Fatalf("base %d", b)
+	}
+	if b := s.Mount("pkg.B", 2, At(3)); b != 3 {
+		t.Fatalf("base %d", b)
+	}
+	s.Mount("pkg.Empty", 0) // no ordinals: overlaps nothing
+	panics := func(want string, f func()) {
+		t.Helper()
+		defer func() {
+			r := recover()
+			msg, _ := r.(string)
+			if !strings.Contains(msg, want) {
+				t.Fatalf("panic %v, want one containing %q", r, want)
+			}
+		}()
+		f()
+	}
+	panics(`service "pkg.C" at ordinals 1..1 overlaps service "pkg.A" at ordinals 1..3`, func() { s.Mount("pkg.C", 1) })
+	panics(`service "pkg.C" at ordinals 5..6 overlaps service "pkg.B" at ordinals 4..5`, func() { s.Mount("pkg.C", 2, At(4)) })
+	panics(`service "pkg.A" is mounted already`, func() { s.Mount("pkg.A", 3, At(100)) })
+	panics("goes past MaxMethod", func() { s.Mount("pkg.D", 2, At(MaxMethod-1)) })
+	panics("empty service name", func() { s.Mount("", 1, At(200)) })
+	s.Mount("pkg.C", 2, At(5))
+	if got := strings.Join(s.Services(), ","); got != "pkg.A,pkg.B,pkg.C,pkg.Empty" {
+		t.Fatalf("Services: %s", got)
+	}
+	if MountBase() != 0 || MountBase(At(7), nil, At(9)) != 9 {
+		t.Fatal("MountBase")
+	}
+}

@@ -1,0 +1,101 @@
+package rpc
+
+import (
+	"context"
+)
+
+// Interceptor runs around every handler of a server that has it (see
+// [WithInterceptors]): it sees the call's ctx, its wire method ordinal
+// (the mount offset included, see [At]), the request payload and the
+// server's answer buffer, and calls next to run the rest of the chain and
+// finally the handler, or answers by itself without calling next. It may
+// replace next's result or error; the error it returns is answered like a
+// handler's (a *[StatusError] keeps its code, any other error answers
+// 500). A panic in an interceptor is handled like a handler panic (500,
+// logged, the connection goes on).
+//
+// Buffers: req and resp follow the handler rules (see [Handler]): valid
+// only until the interceptor returns; an interceptor that keeps bytes of
+// either copies them. Interceptors do not run for calls answered without
+// a handler: an unknown method (404), a malformed envelope (400), a call
+// refused after go-away (503), nor for the health service ([HealthMethod]).
+type Interceptor func(ctx context.Context, method uint32, req, resp []byte, next Handler) ([]byte, error)
+
+// WithInterceptors installs interceptors around every handler registered
+// on the server afterwards by [Server.Handle] (generated Register…Server
+// functions go through it), in order: the first is outermost (it runs
+// first and sees the final result). Several WithInterceptors options
+// append. The chain is built once per Handle call, so a call pays only
+// the interceptors' own cost: a trivial one (return next(ctx, req, resp))
+// allocates nothing.
+func WithInterceptors(i ...Interceptor) ServerOption {
+	i = append([]Interceptor(nil), i...)
+	return serverOption(func(o *serverOptions) {
+		for _, f := range i {
+			if f != nil {
+				o.interceptors = append(o.interceptors, f)
+			}
+		}
+	})
+}
+
+// chainHandler wraps h (served at method) in the interceptors, first
+// outermost. It is built once, at registration.
+func chainHandler(ics []Interceptor, method uint32, h Handler) Handler {
+	for k := len(ics) - 1; k >= 0; k-- {
+		ic, next := ics[k], h
+		h = func(ctx context.Context, req, resp []byte) ([]byte, error) {
+			return ic(ctx, method, req, resp, next)
+		}
+	}
+	return h
+}
+
+// Invoker sends one call: the innermost Invoker of a client's chain is the
+// call on the wire (see [Client.Call] for the buffers and errors).
+type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte, error)
+
+// ClientInterceptor runs around every call of a [Client] or [Pool] that has
+// it (see [WithClientInterceptors]): it may change ctx (to add metadata,
+// say), inspect or replace req, call invoke to run the rest of the chain
+// and the call itself, and replace the result or error. It must return
+// resp extended (as [Caller].Call does) or a slice of its own; req and
+// resp are the caller's, so an interceptor keeps nothing of them after it
+// returns.
+//
+// On a Pool, the chain runs once per Pool.Call, around its retry (a call
+// sent again on another connection is not intercepted twice); the
+// observer ([WithObserver]) sees each attempt on the wire.
+type ClientInterceptor func(ctx context.Context, method uint32, req, resp []byte, invoke Invoker) ([]byte, error)
+
+// WithClientInterceptors installs interceptors around every call of a
+// [Client] or [Pool], in order: the first is outermost. Several options
+// append. The chain is built once, when the client or pool is created: a
+// trivial interceptor (return invoke(ctx, method, req, resp)) allocates
+// nothing per call.
+func WithClientInterceptors(i ...ClientInterceptor) ClientOption {
+	i = append([]ClientInterceptor(nil), i...)
+	return clientOption(func(o *clientOptions) {
+		for _, f := range i {
+			if f != nil {
+				o.interceptors = append(o.interceptors, f)
+			}
+		}
+	})
+}
+
+// chainInvoker wraps inner in the interceptors, first outermost; nil when
+// there is none.
+func chainInvoker(ics []ClientInterceptor, inner Invoker) Invoker {
+	if len(ics) == 0 {
+		return nil
+	}
+	h := inner
+	for k := len(ics) - 1; k >= 0; k-- {
+		ic, next := ics[k], h
+		h = func(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+			return ic(ctx, method, req, resp, next)
+		}
+	}
+	return h
+}
