@@ -112,6 +112,7 @@ type serverOptions struct {
 	logger        *slog.Logger
 	hideErrors    bool
 	baseContext   func(net.Listener) context.Context
+	maxMetadata   int // 0: DefaultMaxMetadata (metadata.go)
 }
 
 type clientOptions struct {
