@@ -582,3 +582,29 @@ func serveOn(t *testing.T, s *Server, l net.Listener) {
 		<-served
 	})
 }
+
+// FuzzMetadata: any bytes either fail validMetadata or decode into pairs
+// that Len, Range and Get agree on; nothing panics.
+func FuzzMetadata(f *testing.F) {
+	f.Add(encodeMD("traceparent", "00-abc-01", "k", ""))
+	f.Add([]byte{1, 0, 0, 0})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !validMetadata(b) {
+			return
+		}
+		md := Metadata{b}
+		n, size := 0, 0
+		md.Range(func(k, v []byte) bool {
+			n++
+			size += 8 + len(k) + len(v)
+			if md.Get(string(k)) == nil {
+				t.Fatalf("Get(%q) = nil for a present key", k)
+			}
+			return true
+		})
+		if n != md.Len() || size != len(b) {
+			t.Fatalf("Range: %d pairs of %d bytes; Len %d, size %d", n, size, md.Len(), len(b))
+		}
+	})
+}
