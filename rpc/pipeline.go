@@ -40,6 +40,23 @@ type Promise struct {
 	resp []byte
 }
 
+// Sender sends calls without waiting for their answers (promise
+// pipelining); *Client and *Pool implement it. Generated clients use it
+// for their Send<Method> methods.
+type Sender interface {
+	// Send sends a call and returns its promise; see Client.Send.
+	Send(ctx context.Context, method uint32, req, resp []byte) (Promise, error)
+}
+
+var (
+	_ Sender = (*Client)(nil)
+	_ Sender = (*Pool)(nil)
+)
+
+// ErrNoSender is returned by a generated client's Send<Method> when its
+// Caller cannot send without waiting (it is not a [Sender]).
+var ErrNoSender = errors.New("rpc: the Caller does not implement rpc.Sender (promise pipelining)")
+
 // errNoPromise is returned by the methods of a zero Promise, and by Wait
 // or Release on a promise already waited for or released.
 var errNoPromise = errors.New("rpc: invalid promise (zero, or already waited for or released)")
