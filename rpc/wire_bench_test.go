@@ -54,10 +54,18 @@ func benchCallsCtx(b *testing.B, c Caller, ctx context.Context, method uint32, s
 // on every call: the request carries it, the server computes the handler's
 // deadline. handler=echo never looks at its ctx; handler=done arms the
 // ctx's Done channel each call (timer Reset and Stop) and reads Err.
+//
+// ctx=cancel is the reference: a cancelable ctx without a deadline (the
+// client then waits in a select on ctx.Done(), as it does with a
+// deadline), so the difference is what the deadline itself costs.
 func BenchmarkUnaryDeadline(b *testing.B) {
-	for _, h := range []string{"echo", "done"} {
+	for _, h := range []string{"cancel", "echo", "done"} {
 		for _, callers := range benchCallers {
-			b.Run(fmt.Sprintf("handler=%s/callers=%d", h, callers), func(b *testing.B) {
+			name := fmt.Sprintf("ctx=deadline/handler=%s/callers=%d", h, callers)
+			if h == "cancel" {
+				name = fmt.Sprintf("ctx=cancel/handler=echo/callers=%d", callers)
+			}
+			b.Run(name, func(b *testing.B) {
 				s, addr, _ := testServer(b)
 				s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
 					if ctx.Done() == nil || ctx.Err() != nil {
@@ -67,6 +75,9 @@ func BenchmarkUnaryDeadline(b *testing.B) {
 				})
 				c := dial(b, addr)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+				if h == "cancel" {
+					ctx, cancel = context.WithCancel(context.Background())
+				}
 				defer cancel()
 				m := uint32(mEcho)
 				if h == "done" {
