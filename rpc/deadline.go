@@ -144,7 +144,9 @@ func (j *job) expire() {
 func (j *job) endDeadline() {
 	j.dmu.Lock()
 	if j.armed {
-		j.dtimer.Stop()
+		if j.dtimer != nil {
+			j.dtimer.Stop() // nil when Done was first called after the deadline
+		}
 		c := j.dconn
 		c.dmu.Lock()
 		if i := j.darm; i > 0 {

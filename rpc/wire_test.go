@@ -608,3 +608,32 @@ func FuzzMetadata(f *testing.F) {
 		}
 	})
 }
+
+// Regression (found by FuzzServerStream): a handler whose deadline has
+// already passed when it first calls Done gets a closed channel, and the
+// end of the call (no timer was armed) must not crash the server.
+func TestDeadlinePassedBeforeDone(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		time.Sleep(5 * time.Millisecond) // past the 1 ms deadline
+		select {
+		case <-ctx.Done():
+		default:
+			return resp, Errorf(StatusBadRequest, "Done not closed after the deadline")
+		}
+		if ctx.Err() != context.DeadlineExceeded {
+			return resp, Errorf(StatusBadRequest, "Err %v", ctx.Err())
+		}
+		return append(resp, "late"...), nil
+	})
+	rc := rawDial(t, addr)
+	for pid := uint32(1); pid <= 3; pid++ {
+		rc.send(KindRequest, AppendRequest(nil, &Request{Method: 5, PromiseID: pid, Timeout: 1000}))
+		r := rc.recvResponse()
+		// The handler ran unless the server saw the deadline pass first
+		// (then: 504, not run).
+		if r.PromiseID != pid || !(r.Status == StatusOK && string(r.Body) == "late" || r.Status == StatusDeadlineExceeded && r.NotRun) {
+			t.Fatalf("answer %+v %q", r, r.Body)
+		}
+	}
+}
