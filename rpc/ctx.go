@@ -37,6 +37,9 @@ type job struct {
 	dtimer    *time.Timer   // under dmu: fires expire at the deadline; reused
 	dconn     *serverConn   // under dmu: the connection dch was armed on
 	darm      int           // under dconn.dmu: index+1 in dconn.armedJobs, 0 none
+	afs       []afterFunc   // under dmu: AfterFunc callbacks waiting for dch
+	afID      uint32        // under dmu: ids of AfterFunc registrations
+	afWG      sync.WaitGroup
 }
 
 // Deadline is the call's deadline: the earlier of the one its request

@@ -82,6 +82,8 @@ func (j *job) armDone() <-chan struct{} {
 	if j.dch == nil {
 		j.dch = make(chan struct{})
 	}
+	// No AfterFunc is registered before the first arm: fire has nothing
+	// to run here.
 	if c.ctx.Err() != nil {
 		j.fire()
 		return j.dch
@@ -109,16 +111,74 @@ func (j *job) armDone() <-chan struct{} {
 	}
 	c.dmu.Unlock()
 	if dead {
-		j.fire()
+		j.runAfter(j.fire()) // nothing registered yet, see above
 	}
 	return j.dch
 }
 
-// fire closes the armed channel once; j.dmu held.
-func (j *job) fire() {
-	if !j.fired {
-		j.fired = true
-		close(j.dch)
+// fire closes the armed channel once and returns the AfterFunc callbacks
+// to run (after j.dmu is released: run them with runAfter); j.dmu held.
+func (j *job) fire() []afterFunc {
+	if j.fired {
+		return nil
+	}
+	j.fired = true
+	close(j.dch)
+	run := j.afs
+	j.afs = nil
+	j.afWG.Add(len(run))
+	return run
+}
+
+// runAfter runs the callbacks fire returned; the call's end waits for them
+// (endDeadline), so the job's Err is the call's while they run.
+func (j *job) runAfter(run []afterFunc) {
+	for _, a := range run {
+		a.f()
+		j.afWG.Done()
+	}
+}
+
+// afterFunc is a callback registered with job.AfterFunc.
+type afterFunc struct {
+	f  func()
+	id uint32
+}
+
+// AfterFunc makes the handler's ctx an afterFuncer for the context
+// package: context.WithCancel, WithTimeout... on a call's ctx with a
+// deadline register their cancellation here instead of starting a
+// goroutine that would watch the reused job past the call. f runs once
+// the call's Done is closed (in its own goroutine if it already is); stop
+// unregisters it and reports whether it had not started.
+func (j *job) AfterFunc(f func()) (stop func() bool) {
+	if j.dl.Load() == 0 {
+		return context.AfterFunc(j.c.ctx, f)
+	}
+	j.Done() // arms
+	j.dmu.Lock()
+	defer j.dmu.Unlock()
+	if j.fired || !j.armed {
+		j.afWG.Add(1)
+		go func() {
+			defer j.afWG.Done()
+			f()
+		}()
+		return func() bool { return false }
+	}
+	j.afID++
+	id := j.afID
+	j.afs = append(j.afs, afterFunc{f, id})
+	return func() bool {
+		j.dmu.Lock()
+		defer j.dmu.Unlock()
+		for i, a := range j.afs {
+			if a.id == id {
+				j.afs = append(j.afs[:i], j.afs[i+1:]...)
+				return true
+			}
+		}
+		return false
 	}
 }
 
@@ -127,15 +187,18 @@ func (j *job) fire() {
 // re-arms for it, or finds nothing armed.
 func (j *job) expire() {
 	j.dmu.Lock()
-	defer j.dmu.Unlock()
 	if !j.armed || j.fired {
+		j.dmu.Unlock()
 		return
 	}
 	if d := time.Duration(j.dl.Load() - monoNow()); d > 0 {
 		j.dtimer.Reset(d)
+		j.dmu.Unlock()
 		return
 	}
-	j.fire()
+	run := j.fire()
+	j.dmu.Unlock()
+	j.runAfter(run)
 }
 
 // endDeadline ends the deadline of a call that had one: it disarms the
@@ -163,9 +226,14 @@ func (j *job) endDeadline() {
 			j.dch = nil
 		}
 		j.armed, j.fired, j.dconn = false, false, nil
+		clear(j.afs) // contexts derived and not canceled by the handler
+		j.afs = j.afs[:0]
 	}
-	j.dl.Store(0)
 	j.dmu.Unlock()
+	// Callbacks of a fire still running read the call's Err: the
+	// deadline stays until they are done.
+	j.afWG.Wait()
+	j.dl.Store(0)
 }
 
 // fireArmed closes the done channels of the connection's armed calls; it
@@ -181,9 +249,11 @@ func (c *serverConn) fireArmed() {
 	c.dmu.Unlock()
 	for _, j := range jobs {
 		j.dmu.Lock()
+		var run []afterFunc
 		if j.armed && j.dconn == c {
-			j.fire()
+			run = j.fire()
 		}
 		j.dmu.Unlock()
+		j.runAfter(run)
 	}
 }

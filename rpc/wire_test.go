@@ -637,3 +637,81 @@ func TestDeadlinePassedBeforeDone(t *testing.T) {
 		}
 	}
 }
+
+// The handler's ctx carries its deadline on: a call made with it (or
+// with a ctx derived from it) sends the time left to the next server.
+func TestDeadlinePropagates(t *testing.T) {
+	sb, addrB, _ := testServer(t)
+	got := make(chan time.Time, 1)
+	sb.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		dl, _ := ctx.Deadline()
+		got <- dl
+		return resp, nil
+	})
+	cb := dial(t, addrB)
+	sa, addrA, _ := testServer(t)
+	sa.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		dctx, cancel := context.WithCancel(ctx) // a ctx derived from the handler's
+		defer cancel()
+		return cb.Call(dctx, 5, req, resp)
+	})
+	ca := dial(t, addrA)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := ca.Call(ctx, 5, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	clientDL, _ := ctx.Deadline()
+	if dl := <-got; dl.Before(clientDL.Add(-2*time.Microsecond)) || dl.After(clientDL.Add(time.Minute)) {
+		t.Fatalf("second hop's deadline %v, caller's %v", dl, clientDL)
+	}
+}
+
+// Many concurrent calls with short deadlines whose handlers arm Done,
+// derive contexts from it, and race the deadline; then the connections
+// close under calls still armed. Run with -race: the arming, firing and
+// disarming of reused jobs must not race or leak a call.
+func TestDeadlineArmingStress(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		d := time.Duration(req[0]) * 50 * time.Microsecond
+		dctx, cancel := context.WithTimeout(ctx, d*2)
+		defer cancel()
+		select {
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		case <-dctx.Done():
+			return resp, nil
+		case <-time.After(d):
+			return append(resp, 'x'), nil
+		}
+	})
+	for round := 0; round < 2; round++ {
+		c := dial(t, addr)
+		var wg sync.WaitGroup
+		for g := 0; g < 32; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 50; i++ {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%7)*200*time.Microsecond+50*time.Microsecond)
+					_, err := c.Call(ctx, 5, []byte{byte(g + i)}, nil)
+					cancel()
+					if err != nil && !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline exceeded") {
+						t.Errorf("call: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		// Calls armed and still running when the connection closes.
+		for i := 0; i < 8; i++ {
+			go c.Call(context.Background(), 5, []byte{200}, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			go func() { defer cancel(); c.Call(ctx, 5, []byte{200}, nil) }()
+		}
+		c.Close()
+	}
+	await(t, "the connections to close", func() bool { return s.Stats().Active == 0 })
+}
