@@ -26,7 +26,19 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	if c.promises != nil {
 		c.promises.complete(j.pslot, j.pseq, status == StatusOK, body)
 	}
-	c.writeAnswer(status, j.pid, body, inReader)
+	if j.refused {
+		j.refused = false
+		c.writeAnswerString(status, j.pid, deadlineRefusal, true, inReader)
+	} else {
+		c.writeAnswer(status, j.pid, body, inReader)
+	}
+	if j.dl.Load() != 0 {
+		j.endDeadline()
+	}
+	j.capv, j.mdv = nil, nil
+	if cap(j.ext) > maxKeptBuffer {
+		j.ext = nil
+	}
 	if cap(j.req) > maxKeptBuffer {
 		j.req = nil
 	}
@@ -56,6 +68,11 @@ func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0]); !ok {
 			return StatusBadRequest, append(j.resp[:0], "promise target failed or unknown"...)
 		}
+	}
+	if j.expired() {
+		// The caller has given up: answer without running the handler.
+		j.refused = true
+		return StatusDeadlineExceeded, nil
 	}
 	out, err := j.h(j, j.req, j.resp[:0])
 	if len(out) > 0 || cap(out) > 0 {

@@ -184,9 +184,18 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 // exceeds the maximum frame size (the connection is unaffected).
 // [ErrTooManyPending].
 //
-// Once warm, a call allocates nothing. Interceptors
-// ([WithClientInterceptors]) run around the call, the observer
-// ([WithObserver]) sees it.
+// What the request carries beside req: when ctx has a deadline, the time
+// left (in microseconds, a zapcodec extension field that a canonical
+// server ignores; a zapcodec server gives the handler's ctx that deadline
+// and answers a call whose deadline passed before it could run with a
+// 504 that matches context.DeadlineExceeded); the token of [WithCap] in
+// the canonical cap field; the pairs of [WithMetadata] in an extension
+// field. Without any of them the request is the canonical envelope,
+// byte for byte.
+//
+// Once warm, a call allocates nothing, with or without those.
+// Interceptors ([WithClientInterceptors]) run around the call, the
+// observer ([WithObserver]) sees it.
 func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	if c.chain != nil {
 		return c.chain(ctx, method, req, resp)
@@ -196,29 +205,42 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 
 // call is one call on the wire, without interceptors or observer.
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
+	s, err := c.send(ctx, method, 0, req, resp)
+	if err != nil {
 		return resp, err
 	}
+	return c.wait(ctx, s, resp)
+}
+
+// send takes a slot for a call (resp is the buffer its answer will be
+// appended to) and queues its request; target is the promise it
+// pipelines on, 0 none. On error nothing was sent and the slot is free.
+// A write failure after the request was queued fails the slot with the
+// connection (wait returns it).
+func (c *Client) send(ctx context.Context, method, target uint32, req, resp []byte) (*slot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if c.goAway.Load() {
-		return resp, ErrGoAway
+		return nil, ErrGoAway
 	}
 	s, err := c.acquire(resp)
 	if err != nil {
-		return resp, err
+		return nil, err
 	}
 
 	buf, err := c.out.beginCtx(ctx, KindRequest)
 	if err != nil {
 		// ctx ended while the queue was full: nothing was sent.
 		c.unsend(s)
-		return resp, err
+		return nil, err
 	}
 	if c.goAway.Load() {
 		c.out.abandon(buf)
 		c.unsend(s)
-		return resp, ErrGoAway
+		return nil, ErrGoAway
 	}
-	buf = appendRequest(buf, method, s.pid, req)
+	buf = appendCall(buf, ctx, method, s.pid, target, req)
 	lead, err := c.out.end(buf)
 	if lead {
 		if ferr := c.out.flushCtx(ctx, c.active.Load() > 1); err == nil {
@@ -228,24 +250,25 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	if err != nil && err != ctx.Err() {
 		if errors.Is(err, frame.ErrFrameTooLarge) {
 			c.unsend(s)
-			return resp, err
+			return nil, err
 		}
 		c.fail(err) // fails s with the other pending calls
 	}
 	// ctx may have ended during our write (flushCtx handed the rest of it
-	// to another goroutine): the select below abandons the call.
+	// to another goroutine): wait abandons the call.
+	return s, nil
+}
 
+// wait waits for the answer of the call in slot s (sent by send with
+// resp), or abandons the call when ctx ends first, and frees the slot.
+func (c *Client) wait(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
 	if done := ctx.Done(); done == nil {
 		<-s.ch
 	} else {
 		select {
 		case <-s.ch:
 		case <-done:
-			if w := uint64(s.pid) << 32; s.st.CompareAndSwap(w|slotWaiting, w|slotAbandoned) {
-				// The slot is no longer ours: the read loop frees it
-				// when the late answer comes.
-				c.abandoned.Add(1)
-				c.active.Add(-1)
+			if c.abandon(s) {
 				return resp, ctx.Err()
 			}
 			<-s.ch // the answer is being delivered: take it
@@ -263,9 +286,30 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	return out, nil
 }
 
-// appendRequest is AppendRequest for a call without cap or target.
-func appendRequest(dst []byte, method, pid uint32, payload []byte) []byte {
-	r := Request{Method: method, PromiseID: pid, Payload: payload}
+// abandon gives up the call waiting in s: the slot is no longer the
+// caller's (the read loop frees it when the late answer comes). false:
+// the answer is being or was delivered, and the caller must take it from
+// s.ch.
+func (c *Client) abandon(s *slot) bool {
+	if w := uint64(s.pid) << 32; s.st.CompareAndSwap(w|slotWaiting, w|slotAbandoned) {
+		c.abandoned.Add(1)
+		c.active.Add(-1)
+		return true
+	}
+	return false
+}
+
+// appendCall appends the request envelope of a call: the canonical
+// envelope, plus the timeout of ctx's deadline and the cap and metadata
+// of ctx (WithCap, WithMetadata) when it has them.
+func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, payload []byte) []byte {
+	r := Request{Method: method, PromiseID: pid, Target: target, Payload: payload}
+	if dl, ok := ctx.Deadline(); ok {
+		r.Timeout = timeoutMicros(dl)
+	}
+	if w := wireFrom(ctx); w != nil {
+		r.Cap, r.Metadata = w.cap, w.md
+	}
 	return AppendRequest(dst, &r)
 }
 

@@ -48,6 +48,12 @@ type serverConn struct {
 
 	promises *promiseTable // nil unless WithPipelining
 
+	// Calls whose ctx Done was armed for their deadline (deadline.go).
+	dmu       sync.Mutex
+	armedJobs []*job
+	armDead   bool        // the connection's context is done
+	stopArm   func() bool // the context.AfterFunc that runs fireArmed
+
 	// The read loop is a role, not a goroutine: it runs calls inline and
 	// the server's watchdog hands it to a worker when an inline handler
 	// does not return promptly (see runInline). inl is the sequence number
@@ -347,12 +353,22 @@ func (c *serverConn) request(p []byte) int {
 		c.answerDirect(StatusBadRequest, req.PromiseID, "promise pipelining is not enabled")
 		return reqNext
 	}
+	if len(req.Metadata) > 0 && !c.checkMetadata(&req) {
+		return reqNext
+	}
+	var arrived int64 // the deadline counts from here, before any wait for a job
+	if req.Timeout != 0 {
+		arrived = monoNow()
+	}
 	j := c.acquire()
 	if j == nil {
 		return reqClosed
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
 	j.req = append(j.req[:0], req.Payload...)
+	if req.Timeout != 0 || len(req.Cap) > 0 || len(req.Metadata) > 0 {
+		j.setExt(&req, arrived)
+	}
 	if c.promises != nil || c.spill {
 		// Pipelined calls may wait for each other: each runs on a worker.
 		// So do the calls read right after the watchdog took the read loop

@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,25 +22,65 @@ type job struct {
 	req, resp   []byte // owned by the job, reused
 	reader      bool   // not a call: take over the connection's read loop
 
-	// A per-call deadline (issue 12: deadlines on the wire) belongs here:
-	// Deadline then returns the earlier of it and the connection's, and
-	// Done/Err need a per-call signal armed only for calls that carry one
-	// (so calls without a deadline stay free of allocations).
+	// Wire extensions of the call (issue 12, see deadline.go and
+	// metadata.go). dl is the call's own deadline (monoNow scale), 0 none;
+	// it is atomic because a goroutine a handler started (the one
+	// context.WithCancel starts for a foreign parent) may call Done late.
+	dl        atomic.Int64
+	ext       []byte // owned: copies of the call's cap and metadata
+	capv, mdv []byte // the current call's cap and metadata, in ext
+	refused   bool   // answered without running: its deadline had passed
+	dmu       sync.Mutex
+	armed     bool          // under dmu: Done was called during this call
+	fired     bool          // under dmu: dch is closed
+	dch       chan struct{} // under dmu: the call's done channel, reused until closed
+	dtimer    *time.Timer   // under dmu: fires expire at the deadline; reused
+	dconn     *serverConn   // under dmu: the connection dch was armed on
+	darm      int           // under dconn.dmu: index+1 in dconn.armedJobs, 0 none
+	afs       []afterFunc   // under dmu: AfterFunc callbacks waiting for dch
+	afID      uint32        // under dmu: ids of AfterFunc registrations
+	afWG      sync.WaitGroup
 }
 
-// Deadline is the connection context's deadline: the base context's
-// (see [WithBaseContext]), none by default. Calls carry no deadline of
-// their own yet.
-func (j *job) Deadline() (time.Time, bool) { return j.c.ctx.Deadline() }
+// Deadline is the call's deadline: the earlier of the one its request
+// carried (the caller's, see [Client.Call]) and the connection context's
+// (the base context's, see [WithBaseContext]; none by default).
+func (j *job) Deadline() (time.Time, bool) {
+	dl := j.dl.Load()
+	if dl == 0 {
+		return j.c.ctx.Deadline()
+	}
+	t := monoTime(dl)
+	if cd, ok := j.c.ctx.Deadline(); ok && cd.Before(t) {
+		return cd, true
+	}
+	return t, true
+}
 
 // Done is closed when the call's connection closes (the peer reset it, a
 // write failed, a timeout dropped it, Close, or the end of Shutdown's
-// grace) or the base context is done.
-func (j *job) Done() <-chan struct{} { return j.c.ctx.Done() }
+// grace), the base context is done, or the call's deadline passes. For a
+// call without a deadline it is the connection context's channel; for one
+// with a deadline, the call's first Done arms a timer (see deadline.go).
+func (j *job) Done() <-chan struct{} {
+	if j.dl.Load() == 0 {
+		return j.c.ctx.Done()
+	}
+	return j.armDone()
+}
 
 // Err is nil until Done is closed, then context.Canceled (or the base
-// context's error).
-func (j *job) Err() error { return j.c.ctx.Err() }
+// context's error), or context.DeadlineExceeded once the call's deadline
+// passed.
+func (j *job) Err() error {
+	if err := j.c.ctx.Err(); err != nil {
+		return err
+	}
+	if dl := j.dl.Load(); dl != 0 && monoNow() >= dl {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
 
 // Value returns the value of the base context for key; the key of
 // [CallInfo] finds the call itself.

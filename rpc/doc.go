@@ -83,6 +83,19 @@
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
 // ask).
 //
+// Beyond the payload (issue 12; see README.md "Wire extensions"): a
+// call's ctx deadline travels with the request as the time left (a
+// zapcodec extension field; the handler's ctx then has that deadline and
+// is done when it passes, and a call whose deadline passed before it
+// could run is answered 504 unrun, matching context.DeadlineExceeded);
+// [WithCap] sets the canonical cap field, read with [CapFrom];
+// [WithMetadata] adds key/value pairs (an extension field), read with
+// [MetadataFrom]. [Client.Send] returns a [Promise], on which
+// [Promise.Call] pipelines a call whose input is the first call's answer
+// (envelope target; the server needs [WithPipelining]): both in one round
+// trip. None of these allocates per call once warm, and a call using none
+// of them is the canonical envelope byte for byte.
+//
 // Buffers: a handler's req aliases a per-call buffer owned by the server
 // and is valid only until the handler returns; the handler appends its
 // answer to resp (owned by the server, valid until the handler returns) and

@@ -46,6 +46,21 @@ const (
 	// handler (a refusal after go-away): the call may be sent again.
 	respFlagNotRun = 1
 
+	// Request extension fields (zapcodec, WIRE.md §8), past the canonical
+	// 28-byte fixed section. They are written only when used: a request
+	// with a deadline has a fixed section of reqExtDeadlineSize bytes (the
+	// remaining time at reqTimeout), one with metadata reqExtFixedSize
+	// bytes (the timeout word then 0 when there is no deadline). A field
+	// is present only when it lies before the first tail of the message
+	// (see fixedEnd); canonical writers put the tails right after the
+	// canonical fixed section, so a canonical request never has one. A
+	// canonical reader reads its fields at their offsets and never looks
+	// here.
+	reqTimeout         = 28 // u64: microseconds left until the caller's deadline, 0 none
+	reqMetadata        = 36 // bytes: key/value metadata (see encodeMetadata)
+	reqExtDeadlineSize = 36
+	reqExtFixedSize    = 44
+
 	// RequestOverhead is the size of a request envelope with empty cap and
 	// payload: header plus fixed section.
 	RequestOverhead = headerSize + RequestFixedSize
@@ -63,6 +78,13 @@ const (
 	StatusNotFound     = 404
 	StatusInternal     = 500
 	StatusUnavailable  = 503 // not canonical: answers a call read after a go-away
+	// StatusDeadlineExceeded is not canonical: it answers, with the
+	// not-run flag, a call whose deadline passed before it could run.
+	StatusDeadlineExceeded = 504
+	// StatusMetadataTooLarge is not canonical: it answers, with the
+	// not-run flag, a call whose metadata exceeds the server's limit
+	// ([WithMaxMetadata]).
+	StatusMetadataTooLarge = 431
 )
 
 // Request is a decoded or to-be-encoded call envelope. Cap and Payload
@@ -73,6 +95,17 @@ type Request struct {
 	Target    uint32 // 0, or the promise_id this call pipelines on
 	Cap       []byte // opaque capability token, may be empty
 	Payload   []byte // the request message, may be empty
+
+	// Timeout is a zapcodec extension (WIRE.md §8): the time left until
+	// the caller's deadline when the request was built, in microseconds,
+	// relative so that the two hosts' clocks need not agree; 0 means no
+	// deadline. A canonical peer never sets it, and ignores it.
+	Timeout uint64
+	// Metadata is a zapcodec extension (WIRE.md §8): key/value pairs in
+	// the encoding of [Metadata] (each key and value a u32 little-endian
+	// length and its bytes, key first), empty when there are none. A
+	// canonical peer never sets it, and ignores it.
+	Metadata []byte
 }
 
 // Response is a decoded or to-be-encoded answer envelope. Body aliases the
@@ -89,21 +122,38 @@ type Response struct {
 }
 
 // AppendRequest appends the request envelope for r to dst and returns the
-// extended slice, byte-identical to the canonical rpc.BuildRequest: header
-// (version 2, flags 0xC800, root 16, size), the 28-byte fixed section, then
-// cap and payload with no padding. Empty cap or payload is a {0,0} slot.
+// extended slice. Without extension values (Timeout 0, no Metadata) it is
+// byte-identical to the canonical rpc.BuildRequest: header (version 2,
+// flags 0xC800, root 16, size), the 28-byte fixed section, then cap and
+// payload with no padding. Empty cap or payload is a {0,0} slot. With a
+// Timeout the fixed section grows to 36 bytes (u64 at offset 28), with
+// Metadata to 44 (bytes slot at offset 36, its tail after the payload).
 // dst may be nil; r's slices are only read.
 func AppendRequest(dst []byte, r *Request) []byte {
-	size := RequestOverhead + len(r.Cap) + len(r.Payload)
+	fixed := RequestFixedSize
+	switch {
+	case len(r.Metadata) > 0:
+		fixed = reqExtFixedSize
+	case r.Timeout != 0:
+		fixed = reqExtDeadlineSize
+	}
+	size := headerSize + fixed + len(r.Cap) + len(r.Payload) + len(r.Metadata)
 	dst = appendHeader(dst, uint32(size))
 	dst = binary.LittleEndian.AppendUint32(dst, r.Method)
 	dst = binary.LittleEndian.AppendUint32(dst, r.PromiseID)
 	dst = binary.LittleEndian.AppendUint32(dst, r.Target)
-	pos := headerSize + RequestFixedSize // where the next tail lands
+	pos := headerSize + fixed // where the next tail lands
 	dst, pos = appendSlot(dst, headerSize+reqCap, pos, len(r.Cap))
-	dst, _ = appendSlot(dst, headerSize+reqPayload, pos, len(r.Payload))
+	dst, pos = appendSlot(dst, headerSize+reqPayload, pos, len(r.Payload))
+	if fixed > RequestFixedSize {
+		dst = binary.LittleEndian.AppendUint64(dst, r.Timeout)
+	}
+	if fixed > reqExtDeadlineSize {
+		dst, _ = appendSlot(dst, headerSize+reqMetadata, pos, len(r.Metadata))
+	}
 	dst = append(dst, r.Cap...)
 	dst = append(dst, r.Payload...)
+	dst = append(dst, r.Metadata...)
 	return dst
 }
 
@@ -261,7 +311,11 @@ func readBytesSlot(msg []byte, slot int) ([]byte, bool) {
 // ParseRequest decodes a request envelope. It checks the message header
 // (magic, version 1 or 2, type 200, size within b, root inside the
 // message), requires the whole 28-byte fixed section inside the message,
-// and requires cap and payload to lie inside it. Errors are
+// and requires cap and payload to lie inside it. The extension fields
+// (Timeout, Metadata) are read only when present: when they lie before
+// the first tail of cap and payload (see fixedEnd); Metadata must then lie
+// inside the message too (its content is checked by the server, see
+// [Metadata]). Errors are
 // *[EnvelopeError] (errors.Is [ErrMalformed]); PromiseID is reported in the
 // error when it was readable. Cap and Payload alias b and are valid as long
 // as b is unchanged. Never panics; allocates only for an error that
@@ -286,6 +340,18 @@ func ParseRequest(b []byte) (Request, error) {
 	}
 	if r.Payload, ok = readBytesSlot(msg, root+reqPayload); !ok {
 		return r, &EnvelopeError{Reason: "payload outside the message", PromiseID: r.PromiseID, HasPromise: true}
+	}
+	if fe := root + RequestFixedSize; fe < len(msg) {
+		// Room for extension fields: where does the fixed section end?
+		fe = fixedEnd(msg, root+reqCap, root+reqPayload)
+		if root+reqExtDeadlineSize <= fe {
+			r.Timeout = binary.LittleEndian.Uint64(msg[root+reqTimeout:])
+		}
+		if root+reqExtFixedSize <= fe {
+			if r.Metadata, ok = readBytesSlot(msg, root+reqMetadata); !ok {
+				return r, &EnvelopeError{Reason: "metadata outside the message", PromiseID: r.PromiseID, HasPromise: true}
+			}
+		}
 	}
 	return r, nil
 }
@@ -317,17 +383,21 @@ func ParseResponse(b []byte) (Response, error) {
 }
 
 // fixedEnd returns where the fixed section of an envelope object ends at
-// the latest: the start of its tail (the value of the bytes slot at
-// absolute position slot, which the builder appends right after the fixed
-// section), or the message end when that slot is empty. Extension fields
-// lie before it; a canonical envelope has none, because its tail starts
-// right at the end of the canonical fixed section. msg must be a checked
-// envelope with the slot inside it.
-func fixedEnd(msg []byte, slot int) int {
-	if rel := binary.LittleEndian.Uint32(msg[slot:]); rel != 0 {
-		if at := uint64(slot) + uint64(rel); at < uint64(len(msg)) {
-			return int(at)
+// the latest: the start of its first tail (the smallest target of the
+// bytes slots at the absolute positions slots, whose values the builder
+// appends right after the fixed section), or the message end when those
+// slots are all empty. Extension fields lie before it; a canonical
+// envelope has none, because its first tail starts right at the end of
+// the canonical fixed section and an envelope without tails ends there.
+// msg must be a checked envelope with the slots inside it.
+func fixedEnd(msg []byte, slots ...int) int {
+	end := uint64(len(msg))
+	for _, slot := range slots {
+		if rel := binary.LittleEndian.Uint32(msg[slot:]); rel != 0 {
+			if at := uint64(slot) + uint64(rel); at < end {
+				end = at
+			}
 		}
 	}
-	return len(msg)
+	return int(end)
 }

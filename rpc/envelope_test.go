@@ -175,15 +175,38 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add(AppendResponse(nil, &Response{Status: 200, PromiseID: 1, Body: []byte("body")}))
 	f.Add(AppendRequest(nil, &Request{}))
 	f.Add([]byte("ZAP\x00\x02\x00\x00\xc8"))
+	// Requests with the zapcodec extensions (timeout, metadata).
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 1500}))
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 9, Cap: []byte("c"), Payload: []byte("pp")}))
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}}))
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 1, Cap: []byte("c"), Payload: []byte("pp"),
+		Metadata: []byte{2, 0, 0, 0, 't', 'p', 0, 0, 0, 0}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		orig := append([]byte(nil), b...)
 		if r, err := ParseRequest(b); err == nil {
 			// A parsed request re-encodes to a message that parses to the same values.
 			again, err := ParseRequest(AppendRequest(nil, &r))
 			if err != nil || again.Method != r.Method || again.PromiseID != r.PromiseID || again.Target != r.Target ||
-				!bytes.Equal(again.Cap, r.Cap) || !bytes.Equal(again.Payload, r.Payload) {
+				!bytes.Equal(again.Cap, r.Cap) || !bytes.Equal(again.Payload, r.Payload) ||
+				again.Timeout != r.Timeout || !bytes.Equal(again.Metadata, r.Metadata) {
 				t.Fatalf("re-encode mismatch: %+v vs %+v (%v)", again, r, err)
 			}
+			// Metadata the server would accept decodes without panics
+			// and reads back its own pairs.
+			if validMetadata(r.Metadata) {
+				md := Metadata{r.Metadata}
+				n := 0
+				md.Range(func(k, v []byte) bool {
+					if n++; md.Get(string(k)) == nil {
+						t.Fatalf("Get(%q) = nil for a present key", k)
+					}
+					return true
+				})
+				if n != md.Len() {
+					t.Fatalf("Range saw %d pairs, Len %d", n, md.Len())
+				}
+			}
+			_ = deadlineAfter(monoNow(), r.Timeout)
 		}
 		if r, err := ParseResponse(b); err == nil {
 			again, err := ParseResponse(AppendResponse(nil, &r))

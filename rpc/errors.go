@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -101,11 +102,23 @@ func (e *StatusError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrGoAway) true for the answer a server sends,
-// with the not-run flag, for a call it read after announcing go-away (the
-// call did not run, so it may be sent elsewhere). Any answer a handler
-// returned, whatever its status and message, is not a go-away: the call ran.
+// with the not-run flag, for a call it read after announcing go-away (503:
+// the call did not run, so it may be sent elsewhere), and errors.Is(err,
+// context.DeadlineExceeded) true for the one it sends for a call whose
+// deadline passed before it could run (504, not run, not retryable). Any
+// answer a handler returned, whatever its status and message, is neither:
+// the call ran.
 func (e *StatusError) Is(target error) bool {
-	return target == ErrGoAway && e.refused
+	if !e.refused {
+		return false
+	}
+	switch target {
+	case ErrGoAway:
+		return e.Code == StatusUnavailable
+	case context.DeadlineExceeded:
+		return e.Code == StatusDeadlineExceeded
+	}
+	return false
 }
 
 // Errorf returns a *[StatusError] with the given code and a formatted

@@ -114,6 +114,7 @@ type serverOptions struct {
 	baseContext   func(net.Listener) context.Context
 	interceptors  []Interceptor // intercept.go
 	observer      Observer      // observe.go
+	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
 }
 
 type clientOptions struct {

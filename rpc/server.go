@@ -29,8 +29,10 @@ import (
 //
 // ctx carries the values of the base context ([WithBaseContext]) and is
 // done when the connection dies (the peer reset it, a write failed, a
-// timeout dropped it, Close, or the end of Shutdown's grace) or the base
-// context is done. [CallInfo] reads the call's method and promise id from
+// timeout dropped it, Close, or the end of Shutdown's grace), the base
+// context is done, or the deadline the request carried passes (its
+// Deadline reports it). [CapFrom] and [MetadataFrom] read the call's cap
+// token and metadata. [CallInfo] reads the call's method and promise id from
 // it or from any context derived from it. It is a pooled value: do not
 // use it after the handler returns (copy what you need first).
 type Handler func(ctx context.Context, req []byte, resp []byte) ([]byte, error)

@@ -123,7 +123,10 @@ func TestSlowlorisDefaults(t *testing.T) {
 func TestReadTimeoutHealthyLargeFrame(t *testing.T) {
 	// The allowance grows by a second per 256 KiB received: the transfer
 	// must only stay above 256 KiB/s on average (the machine is shared).
-	_, addr, logs := testServer(t, WithReadTimeout(200*time.Millisecond), WithMinReadRate(256<<10))
+	// The read timeout is shorter than the transfer (1.6 s) but long
+	// enough that a pause of the shared machine under -race does not cut
+	// the first chunk.
+	_, addr, logs := testServer(t, WithReadTimeout(time.Second), WithMinReadRate(256<<10))
 	rc := rawDial(t, addr)
 	payload := bytes.Repeat([]byte{7}, 16<<20-RequestOverhead-64)
 	stream := frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1, Payload: payload}))
@@ -131,8 +134,8 @@ func TestReadTimeoutHealthyLargeFrame(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// 64 KiB at a time, paced to 10 MiB/s: 1.6 s in all (8 × the read
-		// timeout).
+		// 64 KiB at a time, paced to 10 MiB/s: 1.6 s in all (longer than
+		// the read timeout).
 		const chunk = 64 << 10
 		start := time.Now()
 		for at := 0; at < len(stream); at += chunk {

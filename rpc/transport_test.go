@@ -93,9 +93,23 @@ func FuzzServerStream(f *testing.F) {
 	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 9, PromiseID: 2, Target: 1})))
 	f.Add(append(frameBytes(KindGoAway, nil), frameBytes(KindRequest, []byte("ZAP\x00\x02\x00\x00\xc8"))...))
 	f.Add([]byte{0, 0, 0, 0})
-	s := NewServer(WithLogger(discardLogger()), WithMaxFrameSize(1<<16), WithPipelining(4))
+	// Requests with the wire extensions (deadline, cap, metadata), to a
+	// handler that reads them.
+	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 5, PromiseID: 3, Timeout: 1, Cap: []byte("c"),
+		Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}, Payload: []byte("p")})))
+	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 5, PromiseID: 4, Timeout: 1 << 40, Target: 3})))
+	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 5, PromiseID: 5, Metadata: []byte{9, 0, 0, 0}})))
+	s := NewServer(WithLogger(discardLogger()), WithMaxFrameSize(1<<16), WithPipelining(4), WithMaxMetadata(64))
 	s.Handle(mEcho, echo)
 	s.Handle(mPanic, func(context.Context, []byte, []byte) ([]byte, error) { panic("fuzz") })
+	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		resp = append(resp, CapFrom(ctx)...)
+		MetadataFrom(ctx).Range(func(k, v []byte) bool { resp = append(append(resp, k...), v...); return true })
+		if _, ok := ctx.Deadline(); ok && ctx.Done() != nil && ctx.Err() != nil {
+			resp = append(resp, '!')
+		}
+		return append(resp, req...), nil
+	})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fc := &fakeConn{r: bytes.NewReader(in)}
 		c := newServerConn(s, fc, context.Background())
@@ -115,6 +129,10 @@ func FuzzServerStream(f *testing.F) {
 			n := int(uint32(out[0]) | uint32(out[1])<<8 | uint32(out[2])<<16 | uint32(out[3])<<24)
 			if n < 1 || 4+n > len(out) {
 				t.Fatalf("bad frame length %d of %d", n, len(out))
+			}
+			if out[4] == KindPong && n-1 <= maxPingPayload {
+				out = out[4+n:] // the answer to a ping in the input
+				continue
 			}
 			if out[4] != KindResponse {
 				t.Fatalf("kind %d", out[4])

@@ -378,6 +378,23 @@ func (c *EthClient) GetBalance(ctx context.Context, req *GetBalanceRequest, resp
 	return err
 }
 
+// SendGetBalance sends a call of Eth.getBalance without waiting for its answer and
+// returns its promise: pipeline calls on it with the ...On methods whose
+// request is a GetBalanceResponse, take the answer with p.Wait (then GetBalanceResponse.DecodeZAP)
+// or drop it with p.Release (one of the two, once). c's Caller must be
+// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+func (c *EthClient) SendGetBalance(ctx context.Context, req *GetBalanceRequest) (rpc.Promise, error) {
+	s, ok := c.c.(rpc.Sender)
+	if !ok {
+		return rpc.Promise{}, rpc.ErrNoSender
+	}
+	bp := zapEthBufs.Get().(*[]byte)
+	buf := req.AppendZAP((*bp)[:0])
+	p, err := s.Send(ctx, EthGetBalanceOrdinal, buf, nil)
+	c.zapRelease(bp, buf, buf[len(buf):])
+	return p, err
+}
+
 // zapRelease returns the largest of a call's buffers to the pool.
 func (c *EthClient) zapRelease(bp *[]byte, buf, out []byte) {
 	if cap(out) > cap(buf)-len(buf) {

@@ -2986,6 +2986,7 @@ const (
 	ServicePingOrdinal  uint32 = 3 // ping
 	ServiceStatsOrdinal uint32 = 4 // stats
 	ServiceResetOrdinal uint32 = 5 // reset
+	ServiceBumpOrdinal  uint32 = 6 // bump
 )
 
 // ServiceServer is implemented by a server of interface Service; register it with
@@ -3004,6 +3005,8 @@ type ServiceServer interface {
 	Stats(ctx context.Context, resp *Scalars) error
 	// Reset serves Service.reset.
 	Reset(ctx context.Context) error
+	// Bump serves Service.bump.
+	Bump(ctx context.Context, req ScalarsView, resp *Scalars) error
 }
 
 // ServiceServiceName is the name interface Service is mounted under on a server
@@ -3016,7 +3019,7 @@ const ServiceServiceName = "all.Service"
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterServiceServer(s *rpc.Server, impl ServiceServer, opts ...rpc.MountOption) {
-	base := s.Mount(ServiceServiceName, 5, opts...)
+	base := s.Mount(ServiceServiceName, 6, opts...)
 	s.Handle(base+ServiceGetOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadPair(req)
 		if err != nil {
@@ -3054,6 +3057,20 @@ func RegisterServiceServer(s *rpc.Server, impl ServiceServer, opts ...rpc.MountO
 	s.Handle(base+ServiceResetOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		return out, impl.Reset(ctx)
 	})
+	s.Handle(base+ServiceBumpOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+		in, err := ReadScalars(req)
+		if err != nil {
+			return out, rpc.Errorf(rpc.StatusBadRequest, "all: Service.bump: %v", err)
+		}
+		resp := zapServiceBumpPool.Get().(*Scalars)
+		err = impl.Bump(ctx, in, resp)
+		if err == nil {
+			out = resp.AppendZAP(out)
+		}
+		*resp = Scalars{}
+		zapServiceBumpPool.Put(resp)
+		return out, err
+	})
 }
 
 // zapServiceGetPool recycles the results of Service.get.
@@ -3061,6 +3078,9 @@ var zapServiceGetPool = sync.Pool{New: func() any { return new(Kitchen) }}
 
 // zapServiceStatsPool recycles the results of Service.stats.
 var zapServiceStatsPool = sync.Pool{New: func() any { return new(Scalars) }}
+
+// zapServiceBumpPool recycles the results of Service.bump.
+var zapServiceBumpPool = sync.Pool{New: func() any { return new(Scalars) }}
 
 // ServiceClient calls the methods of interface Service through an rpc.Caller (an
 // *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
@@ -3138,6 +3158,86 @@ func (c *ServiceClient) Reset(ctx context.Context) error {
 	bp := zapServiceBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
 	out, err := c.c.Call(ctx, c.base+ServiceResetOrdinal, buf, buf[len(buf):])
+	c.zapRelease(bp, buf, out)
+	return err
+}
+
+// Bump calls Service.bump. It encodes the request into a pooled buffer,
+// decodes the answer into resp (reusing resp's memory) and keeps
+// nothing of its arguments. A non-200 answer is an *rpc.StatusError
+// (errors.As); see rpc.Client.Call for the other errors.
+func (c *ServiceClient) Bump(ctx context.Context, req *Scalars, resp *Scalars) error {
+	bp := zapServiceBufs.Get().(*[]byte)
+	buf := req.AppendZAP((*bp)[:0])
+	out, err := c.c.Call(ctx, c.base+ServiceBumpOrdinal, buf, buf[len(buf):])
+	if err == nil {
+		err = resp.DecodeZAP(out)
+	}
+	c.zapRelease(bp, buf, out)
+	return err
+}
+
+// SendGet sends a call of Service.get without waiting for its answer and
+// returns its promise: pipeline calls on it with the ...On methods whose
+// request is a Kitchen, take the answer with p.Wait (then Kitchen.DecodeZAP)
+// or drop it with p.Release (one of the two, once). c's Caller must be
+// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, error) {
+	s, ok := c.c.(rpc.Sender)
+	if !ok {
+		return rpc.Promise{}, rpc.ErrNoSender
+	}
+	bp := zapServiceBufs.Get().(*[]byte)
+	buf := req.AppendZAP((*bp)[:0])
+	p, err := s.Send(ctx, ServiceGetOrdinal, buf, nil)
+	c.zapRelease(bp, buf, buf[len(buf):])
+	return p, err
+}
+
+// SendStats sends a call of Service.stats without waiting for its answer and
+// returns its promise: pipeline calls on it with the ...On methods whose
+// request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
+// or drop it with p.Release (one of the two, once). c's Caller must be
+// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
+	s, ok := c.c.(rpc.Sender)
+	if !ok {
+		return rpc.Promise{}, rpc.ErrNoSender
+	}
+	bp := zapServiceBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	p, err := s.Send(ctx, ServiceStatsOrdinal, buf, nil)
+	c.zapRelease(bp, buf, buf[len(buf):])
+	return p, err
+}
+
+// SendBump sends a call of Service.bump without waiting for its answer and
+// returns its promise: pipeline calls on it with the ...On methods whose
+// request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
+// or drop it with p.Release (one of the two, once). c's Caller must be
+// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+func (c *ServiceClient) SendBump(ctx context.Context, req *Scalars) (rpc.Promise, error) {
+	s, ok := c.c.(rpc.Sender)
+	if !ok {
+		return rpc.Promise{}, rpc.ErrNoSender
+	}
+	bp := zapServiceBufs.Get().(*[]byte)
+	buf := req.AppendZAP((*bp)[:0])
+	p, err := s.Send(ctx, ServiceBumpOrdinal, buf, nil)
+	c.zapRelease(bp, buf, buf[len(buf):])
+	return p, err
+}
+
+// BumpOn calls Service.bump with, as its request, the answer of the call p (a
+// Scalars): promise pipelining, one round trip for both calls; the server
+// must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call).
+func (c *ServiceClient) BumpOn(ctx context.Context, p rpc.Promise, resp *Scalars) error {
+	bp := zapServiceBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	out, err := p.Call(ctx, ServiceBumpOrdinal, buf)
+	if err == nil {
+		err = resp.DecodeZAP(out)
+	}
 	c.zapRelease(bp, buf, out)
 	return err
 }

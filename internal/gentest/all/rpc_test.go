@@ -37,6 +37,66 @@ func (s *service) Stats(ctx context.Context, out *Scalars) error {
 
 func (s *service) Reset(ctx context.Context) error { s.resets.Add(1); return nil }
 
+// Bump answers its request with Count+1 and Big*2.
+func (s *service) Bump(ctx context.Context, in ScalarsView, out *Scalars) error {
+	out.Count, out.Big = in.Count()+1, in.Big()*2
+	return nil
+}
+
+// Typed promise pipelining: BumpOn sends Bump with the answer of Stats (or
+// of an earlier Bump) as its request, before that answer comes back.
+func TestRPCPipelining(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback TCP: %v", err)
+	}
+	srv := rpc.NewServer(rpc.WithPipelining(0))
+	impl := &service{}
+	RegisterServiceServer(srv, impl)
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := NewServiceClient(c)
+	ctx := context.Background()
+	impl.pings.Store(41)
+	p, err := cli.SendStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bumped Scalars
+	if err := cli.BumpOn(ctx, p, &bumped); err != nil || bumped.Count != 42 {
+		t.Fatalf("BumpOn(Stats): %+v %v, want Count 42", bumped, err)
+	}
+	out, err := p.Wait(ctx)
+	var st Scalars
+	if err != nil || st.DecodeZAP(out) != nil || st.Count != 41 {
+		t.Fatalf("Stats' own answer: %+v %v", st, err)
+	}
+	// A chain: Bump on Bump's answer.
+	p2, err := cli.SendBump(ctx, &Scalars{Count: 1, Big: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.BumpOn(ctx, p2, &bumped); err != nil || bumped.Count != 3 || bumped.Big != 20 {
+		t.Fatalf("BumpOn(Bump): %+v %v, want Count 3 Big 20", bumped, err)
+	}
+	p2.Release()
+	// A Caller that cannot send without waiting.
+	if _, err := NewServiceClient(callerOnly{c}).SendStats(ctx); err != rpc.ErrNoSender {
+		t.Fatalf("SendStats through a plain Caller: %v", err)
+	}
+}
+
+type callerOnly struct{ c rpc.Caller }
+
+func (c callerOnly) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	return c.c.Call(ctx, method, req, resp)
+}
+
 func TestRPCShapes(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

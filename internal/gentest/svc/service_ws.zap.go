@@ -462,6 +462,23 @@ func (c *GeometryClient) Ping(ctx context.Context) error {
 	return err
 }
 
+// SendArea sends a call of Geometry.area without waiting for its answer and
+// returns its promise: pipeline calls on it with the ...On methods whose
+// request is a Point, take the answer with p.Wait (then Point.DecodeZAP)
+// or drop it with p.Release (one of the two, once). c's Caller must be
+// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+func (c *GeometryClient) SendArea(ctx context.Context, req *Shape) (rpc.Promise, error) {
+	s, ok := c.c.(rpc.Sender)
+	if !ok {
+		return rpc.Promise{}, rpc.ErrNoSender
+	}
+	bp := zapGeometryBufs.Get().(*[]byte)
+	buf := req.AppendZAP((*bp)[:0])
+	p, err := s.Send(ctx, GeometryAreaOrdinal, buf, nil)
+	c.zapRelease(bp, buf, buf[len(buf):])
+	return p, err
+}
+
 // zapRelease returns the largest of a call's buffers to the pool.
 func (c *GeometryClient) zapRelease(bp *[]byte, buf, out []byte) {
 	if cap(out) > cap(buf)-len(buf) {

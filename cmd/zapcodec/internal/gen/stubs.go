@@ -145,6 +145,7 @@ func (g *generator) stubs(it *schema.Interface) {
 		g.p("return err")
 		g.p("}\n")
 	}
+	g.pipelineStubs(it, cli, bufs)
 	g.p("// zapRelease returns the largest of a call's buffers to the pool.")
 	g.p("func (c *%s) zapRelease(bp *[]byte, buf, out []byte) {", cli)
 	g.p("if cap(out) > cap(buf)-len(buf) {")
@@ -175,4 +176,75 @@ func params(m *schema.Method, server bool) string {
 		ps = append(ps, fmt.Sprintf("resp *%s", GoName(m.Resp.Name)))
 	}
 	return strings.Join(ps, ", ")
+}
+
+// pipelineStubs writes the typed promise pipelining of a client (rpc
+// Promise, WIRE.md §5): Send<M> for every method with a result, which
+// sends the call without waiting for its answer, and <M>On for every
+// method whose request type is the result type of some method of the
+// interface, which sends the call with the answer of a promise as its
+// request, in the same round trip.
+func (g *generator) pipelineStubs(it *schema.Interface, cli, bufs string) {
+	i := GoName(it.Name)
+	results := map[*schema.Struct]bool{}
+	for _, m := range it.Methods {
+		if m.Resp != nil {
+			results[m.Resp] = true
+		}
+	}
+	for _, m := range it.Methods {
+		if m.Resp == nil {
+			continue
+		}
+		mn := GoName(m.Name)
+		g.p("// Send%s sends a call of %s.%s without waiting for its answer and", mn, it.Name, m.Name)
+		g.p("// returns its promise: pipeline calls on it with the ...On methods whose")
+		g.p("// request is a %s, take the answer with p.Wait (then %s.DecodeZAP)", GoName(m.Resp.Name), GoName(m.Resp.Name))
+		g.p("// or drop it with p.Release (one of the two, once). c's Caller must be")
+		g.p("// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.")
+		ps := "ctx context.Context"
+		if m.Req != nil {
+			ps += fmt.Sprintf(", req *%s", GoName(m.Req.Name))
+		}
+		g.p("func (c *%s) Send%s(%s) (rpc.Promise, error) {", cli, mn, ps)
+		g.p("s, ok := c.c.(rpc.Sender)")
+		g.p("if !ok {")
+		g.p("return rpc.Promise{}, rpc.ErrNoSender")
+		g.p("}")
+		g.p("bp := %s.Get().(*[]byte)", bufs)
+		if m.Req != nil {
+			g.p("buf := req.AppendZAP((*bp)[:0])")
+		} else {
+			g.p("buf := (*bp)[:0]")
+		}
+		g.p("p, err := s.Send(ctx, %s%sOrdinal, buf, nil)", i, mn)
+		g.p("c.zapRelease(bp, buf, buf[len(buf):])")
+		g.p("return p, err")
+		g.p("}\n")
+	}
+	for _, m := range it.Methods {
+		if m.Req == nil || !results[m.Req] {
+			continue
+		}
+		mn := GoName(m.Name)
+		g.p("// %sOn calls %s.%s with, as its request, the answer of the call p (a", mn, it.Name, m.Name)
+		g.p("// %s): promise pipelining, one round trip for both calls; the server", GoName(m.Req.Name))
+		g.p("// must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call).")
+		ps := "ctx context.Context, p rpc.Promise"
+		if m.Resp != nil {
+			ps += fmt.Sprintf(", resp *%s", GoName(m.Resp.Name))
+		}
+		g.p("func (c *%s) %sOn(%s) error {", cli, mn, ps)
+		g.p("bp := %s.Get().(*[]byte)", bufs)
+		g.p("buf := (*bp)[:0]")
+		g.p("out, err := p.Call(ctx, %s%sOrdinal, buf)", i, mn)
+		if m.Resp != nil {
+			g.p("if err == nil {")
+			g.p("err = resp.DecodeZAP(out)")
+			g.p("}")
+		}
+		g.p("c.zapRelease(bp, buf, out)")
+		g.p("return err")
+		g.p("}\n")
+	}
 }

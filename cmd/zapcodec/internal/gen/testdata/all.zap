@@ -59,6 +59,8 @@ interface Service {
     put(in: point)
     ping()
     stats() returns (out: Scalars) ; reset()
+    # Its request is stats' result: the client gets BumpOn (pipelining).
+    bump(in: Scalars) returns (out: Scalars)
 }
 
 # Every list element type: scalars of each width, bytes_fixed, aliases,

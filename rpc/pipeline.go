@@ -1,0 +1,196 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+)
+
+// Client-side promise pipelining (WIRE.md §5, issue 12).
+//
+// [Client.Send] sends a call without waiting for its answer and returns a
+// [Promise]. [Promise.Call] (or [Promise.Send]) sends a second call whose
+// input is the first call's answer: the request carries the promise's id
+// as its target and an empty payload, and a server with [WithPipelining]
+// runs it on the first call's OK body once that is ready, on its own
+// side. Both requests leave before either answer comes back: one round
+// trip instead of two. A server without pipelining refuses the second
+// call with 400; so does one whose first call failed (the second call
+// does not run).
+//
+//	p, err := c.Send(ctx, mLookup, req, nil)   // answer not awaited yet
+//	if err != nil { ... }
+//	out, err := p.Call(ctx, mFetch, nil)       // runs on Lookup's answer
+//	first, err1 := p.Wait(ctx)                 // or p.Release()
+//
+// A promise holds its call's slot until [Promise.Wait] takes the answer
+// or [Promise.Release] drops it: call exactly one of them, once, for
+// every promise Send returned (a pending promise counts toward
+// [WithMaxPending]). Pipelined calls may be sent on a promise at any time
+// before or after that, as long as the server still remembers the call
+// (it keeps the last WithPipelining table size calls per connection).
+
+// Promise is a call sent with [Client.Send] or [Pool.Send] whose answer
+// has not been taken yet. It is a small value: copy it freely, but call
+// Wait or Release once in all. The zero Promise is invalid (its methods
+// return an error).
+type Promise struct {
+	c    *Client
+	s    *slot
+	pid  uint32
+	resp []byte
+}
+
+// Sender sends calls without waiting for their answers (promise
+// pipelining); *Client and *Pool implement it. Generated clients use it
+// for their Send<Method> methods.
+type Sender interface {
+	// Send sends a call and returns its promise; see Client.Send.
+	Send(ctx context.Context, method uint32, req, resp []byte) (Promise, error)
+}
+
+var (
+	_ Sender = (*Client)(nil)
+	_ Sender = (*Pool)(nil)
+)
+
+// ErrNoSender is returned by a generated client's Send<Method> when its
+// Caller cannot send without waiting (it is not a [Sender]).
+var ErrNoSender = errors.New("rpc: the Caller does not implement rpc.Sender (promise pipelining)")
+
+// errNoPromise is returned by the methods of a zero Promise, and by Wait
+// or Release on a promise already waited for or released.
+var errNoPromise = errors.New("rpc: invalid promise (zero, or already waited for or released)")
+
+// Send sends a call like [Client.Call] but does not wait for its answer:
+// it returns once the request is queued (written, or being written). The
+// answer will be appended to resp, which belongs to the promise until
+// Wait returns it; req is not kept. ctx bounds the sending (and its
+// deadline, cap and metadata go into the request as with Call); the wait
+// has its own ctx (see [Promise.Wait]). When ctx ends during the write
+// the call is abandoned and Send returns ctx's error (the request may
+// still reach the server).
+func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (Promise, error) {
+	return c.sendPromise(ctx, method, 0, req, resp)
+}
+
+func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, resp []byte) (Promise, error) {
+	s, err := c.send(ctx, method, target, req, resp)
+	if err != nil {
+		return Promise{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		c.drop(s)
+		return Promise{}, err
+	}
+	return Promise{c: c, s: s, pid: s.pid, resp: resp}, nil
+}
+
+// ID returns the promise id of the call: what a pipelined call carries as
+// its target. 0 for the zero Promise.
+func (p Promise) ID() uint32 { return p.pid }
+
+// Client returns the connection the call went out on; calls pipelined on
+// the promise must go out on the same one (Promise.Call sees to that).
+func (p Promise) Client() *Client { return p.c }
+
+// owned reports whether p's slot still serves p's call (best effort: it
+// catches a second Wait or Release after the slot was reused).
+func (p Promise) owned() bool {
+	if p.c == nil {
+		return false
+	}
+	v := p.s.st.Load()
+	if uint32(v>>32) != p.pid {
+		return false
+	}
+	st := v & 0xFFFFFFFF
+	return st == slotWaiting || st == slotDelivering || st == slotDone
+}
+
+// Wait waits for the call's answer and returns the resp given to Send
+// with the answer body appended, with the errors of [Client.Call]. When
+// ctx ends first the call is abandoned (its late answer is dropped) and
+// Wait returns ctx's error. Either way the promise is spent.
+func (p Promise) Wait(ctx context.Context) ([]byte, error) {
+	if !p.owned() {
+		return p.resp, errNoPromise
+	}
+	return p.c.wait(ctx, p.s, p.resp)
+}
+
+// Release gives up the call's answer without waiting for it: the slot is
+// freed when the answer comes (or at once if it came). Calls pipelined on
+// the promise are not affected: the server still runs them on the
+// answer. The promise is spent.
+func (p Promise) Release() {
+	if !p.owned() {
+		return
+	}
+	p.c.drop(p.s)
+}
+
+// drop abandons the call in s, or frees s when its answer already came.
+func (c *Client) drop(s *slot) {
+	if c.abandon(s) {
+		return
+	}
+	<-s.ch
+	s.resp, s.err = nil, nil
+	c.release(s)
+}
+
+// Call sends a call to method whose input is the answer of p's call
+// (promise pipelining: the request's target is p's id, its payload empty)
+// on p's connection, waits for its answer and appends it to resp, like
+// [Client.Call]. It does not wait for p's own answer first, so p's call
+// and this one take one round trip together. A 400 answer means the
+// server does not pipeline ([WithPipelining]), or p's call failed or is
+// too old for it to remember. p is not spent.
+func (p Promise) Call(ctx context.Context, method uint32, resp []byte) ([]byte, error) {
+	if p.c == nil {
+		return resp, errNoPromise
+	}
+	s, err := p.c.send(ctx, method, p.pid, nil, resp)
+	if err != nil {
+		return resp, err
+	}
+	return p.c.wait(ctx, s, resp)
+}
+
+// Send is [Promise.Call] without the wait: it returns the pipelined call's
+// own promise, on which further calls may be pipelined (a chain of calls,
+// each on the previous answer, in one round trip). p is not spent.
+func (p Promise) Send(ctx context.Context, method uint32, resp []byte) (Promise, error) {
+	if p.c == nil {
+		return Promise{}, errNoPromise
+	}
+	return p.c.sendPromise(ctx, method, p.pid, nil, resp)
+}
+
+// Send sends a call on the next usable connection without waiting for its
+// answer (see [Client.Send]); calls pipelined on the promise go to the
+// same connection. Like [Pool.Call], a send refused because the
+// connection was going away is tried once more on the next one.
+func (p *Pool) Send(ctx context.Context, method uint32, req, resp []byte) (Promise, error) {
+	n := uint32(len(p.conns))
+	start := p.next.Add(1)
+	var lastErr error = ErrClosed
+	retried := false
+	for i := uint32(0); i <= n; i++ {
+		if p.closed.Load() {
+			return Promise{}, ErrClosed
+		}
+		c, err := p.get(ctx, int((start+i)%n))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		pr, err := c.Send(ctx, method, req, resp)
+		if err != nil && IsRetryable(err) && !retried {
+			retried, lastErr = true, err
+			continue
+		}
+		return pr, err
+	}
+	return Promise{}, lastErr
+}

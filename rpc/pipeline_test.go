@@ -1,0 +1,263 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const (
+	mLookup = 11
+	mFetch  = 12
+	mWrap   = 13
+)
+
+// pipelineServer serves, with pipelining, mLookup ("id:"+req, after
+// gate), mFetch ("fetched("+req+")") and mWrap ("["+req+"]") on a
+// counting listener.
+func pipelineServer(t *testing.T, gate func() error, opts ...ServerOption) (*countListener, *atomic.Int32) {
+	t.Helper()
+	var fetches atomic.Int32
+	s := NewServer(append([]ServerOption{WithLogger(discardLogger()), WithPipelining(0)}, opts...)...)
+	s.Handle(mLookup, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		if err := gate(); err != nil {
+			return resp, err
+		}
+		return append(append(resp, "id:"...), req...), nil
+	})
+	s.Handle(mFetch, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		fetches.Add(1)
+		return append(append(append(resp, "fetched("...), req...), ')'), nil
+	})
+	s.Handle(mWrap, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		return append(append(append(resp, '['), req...), ']'), nil
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countListener{Listener: l}
+	serveOn(t, s, cl)
+	return cl, &fetches
+}
+
+func dialCounting(t *testing.T, addr string) (*Client, *countConn) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &countConn{Conn: nc}
+	c := NewClient(cc)
+	t.Cleanup(func() { c.Close() })
+	return c, cc
+}
+
+// Two calls, the second on the first's answer, in one round trip: the
+// server answers the first only after it has read both requests, and the
+// client wrote both before it read a byte.
+func TestPipelineOneRoundTrip(t *testing.T) {
+	var cl *countListener
+	const reqA = "alice"
+	bothFrames := int64(2*(5+RequestOverhead) + len(reqA))
+	gate := func() error {
+		for start := time.Now(); cl.conn(0).read.Load() < bothFrames; time.Sleep(time.Millisecond) {
+			if time.Since(start) > 30*time.Second {
+				return errors.New("the pipelined request did not arrive within 30 s")
+			}
+		}
+		return nil
+	}
+	cl, fetches := pipelineServer(t, gate)
+	c, cc := dialCounting(t, cl.Addr().String())
+	ctx := context.Background()
+	p, err := c.Send(ctx, mLookup, []byte(reqA), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ID() == 0 || p.Client() != c {
+		t.Fatalf("promise %+v", p)
+	}
+	out, err := p.Call(ctx, mFetch, nil)
+	if err != nil || string(out) != "fetched(id:alice)" {
+		t.Fatalf("pipelined call: %q %v", out, err)
+	}
+	first, err := p.Wait(ctx)
+	if err != nil || string(first) != "id:alice" {
+		t.Fatalf("first answer: %q %v", first, err)
+	}
+	if got := cc.writtenAtFirstRead.Load(); got != bothFrames {
+		t.Fatalf("client had written %d bytes when the first answer arrived, want both requests (%d)", got, bothFrames)
+	}
+	if fetches.Load() != 1 {
+		t.Fatalf("fetch ran %d times", fetches.Load())
+	}
+	if n := idleSlots(c); n != len(c.slots) || c.active.Load() != 0 {
+		t.Fatalf("%d idle slots of %d, %d active", n, len(c.slots), c.active.Load())
+	}
+}
+
+// A chain of three calls, each on the previous answer, in one round trip;
+// the intermediate answers are released unread.
+func TestPipelineChain(t *testing.T) {
+	var cl *countListener
+	threeFrames := int64(3*(5+RequestOverhead) + 1)
+	gate := func() error {
+		for start := time.Now(); cl.conn(0).read.Load() < threeFrames; time.Sleep(time.Millisecond) {
+			if time.Since(start) > 30*time.Second {
+				return errors.New("the pipelined requests did not arrive within 30 s")
+			}
+		}
+		return nil
+	}
+	cl, _ = pipelineServer(t, gate)
+	c, cc := dialCounting(t, cl.Addr().String())
+	ctx := context.Background()
+	p1, err := c.Send(ctx, mLookup, []byte("b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := p1.Send(ctx, mFetch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p2.Call(ctx, mWrap, make([]byte, 0, 64))
+	if err != nil || string(out) != "[fetched(id:b)]" {
+		t.Fatalf("chain: %q %v", out, err)
+	}
+	p1.Release()
+	p2.Release()
+	if got := cc.writtenAtFirstRead.Load(); got != threeFrames {
+		t.Fatalf("written at first read %d, want %d", got, threeFrames)
+	}
+	waitIdle(t, c)
+}
+
+// waitIdle waits (at most 30 s) until every slot of c is idle again.
+func waitIdle(t *testing.T, c *Client) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		n := len(c.slots)
+		c.mu.Unlock()
+		if idleSlots(c) == n && c.active.Load() == 0 && c.abandoned.Load() == 0 {
+			return
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("slots not freed after 30 s: %d idle of %d, %d active, %d abandoned",
+				idleSlots(c), n, c.active.Load(), c.abandoned.Load())
+		}
+	}
+}
+
+// A failed first call makes the pipelined one a 400 that does not run.
+func TestPipelineFailedTarget(t *testing.T) {
+	cl, fetches := pipelineServer(t, func() error { return Errorf(StatusForbidden, "no") })
+	c := dial(t, cl.Addr().String())
+	ctx := context.Background()
+	p, err := c.Send(ctx, mLookup, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Call(ctx, mFetch, nil)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != StatusBadRequest {
+		t.Fatalf("pipelined on a failed call: %v", err)
+	}
+	if _, err := p.Wait(ctx); !errors.As(err, &se) || se.Code != StatusForbidden {
+		t.Fatalf("first call: %v", err)
+	}
+	if fetches.Load() != 0 {
+		t.Fatal("the pipelined call ran")
+	}
+	// A server without pipelining refuses a call with a target.
+	_, addr, _ := testServer(t)
+	c2 := dial(t, addr)
+	p, err = c2.Send(ctx, mEcho, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Call(ctx, mEcho, nil); !errors.As(err, &se) || se.Code != StatusBadRequest {
+		t.Fatalf("without pipelining: %v", err)
+	}
+	if out, err := p.Wait(ctx); err != nil || string(out) != "x" {
+		t.Fatalf("first call: %q %v", out, err)
+	}
+}
+
+// Canceling the pipelined call and releasing the promise while the first
+// call still runs leaks no slot: both are freed when the answers come.
+func TestPipelineCancelNoLeak(t *testing.T) {
+	release := make(chan struct{})
+	cl, _ := pipelineServer(t, func() error { <-release; return nil })
+	c := dial(t, cl.Addr().String())
+	p, err := c.Send(context.Background(), mLookup, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Call(ctx, mFetch, nil)
+		errc <- err
+	}()
+	for start := time.Now(); c.active.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("pipelined call not sent after 30 s")
+		}
+	}
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Fatalf("canceled pipelined call: %v", err)
+	}
+	p.Release()
+	if _, err := p.Wait(context.Background()); err != errNoPromise {
+		t.Fatalf("Wait after Release: %v", err)
+	}
+	close(release)
+	waitIdle(t, c)
+	// The connection still works, and a Wait whose ctx ends abandons.
+	p, err = c.Send(context.Background(), mFetch, []byte("y"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := p.Wait(context.Background()); err != nil || string(out) != "fetched(y)" {
+		t.Fatalf("%q %v", out, err)
+	}
+	if _, err := p.Wait(context.Background()); err != errNoPromise {
+		t.Fatalf("second Wait: %v", err)
+	}
+	var zero Promise
+	if _, err := zero.Wait(context.Background()); err != errNoPromise {
+		t.Fatal(err)
+	}
+	if _, err := zero.Call(context.Background(), 1, nil); err != errNoPromise {
+		t.Fatal(err)
+	}
+	zero.Release()
+	waitIdle(t, c)
+}
+
+// Pool.Send: the promise and the calls pipelined on it share a connection.
+func TestPoolSendPipeline(t *testing.T) {
+	cl, _ := pipelineServer(t, func() error { return nil })
+	pool, err := NewPool(context.Background(), "tcp", []string{cl.Addr().String()}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for i := 0; i < 6; i++ {
+		p, err := pool.Send(context.Background(), mLookup, []byte("q"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Call(context.Background(), mFetch, nil)
+		if err != nil || string(out) != "fetched(id:q)" {
+			t.Fatalf("%q %v", out, err)
+		}
+		p.Release()
+	}
+}
