@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zapcodec/zapcodec/rpc"
@@ -79,19 +80,19 @@ const (
 	attrStatus = attribute.Key("rpc.zap.status_code")
 )
 
+// traceContext carries a span context in the W3C traceparent and
+// tracestate keys of a call's metadata.
+var traceContext = propagation.TraceContext{}
+
 // ServerTracing returns an interceptor that runs each call in a server
 // span named name(method) (default "zaprpc/<ordinal>"), recording the
-// answer's status and marking errors.
-//
-// TODO(trace context): the caller's span context should arrive in the
-// call's metadata (a W3C traceparent set by ClientTracing and extracted
-// here with propagation.TraceContext{}), making this span a child of the
-// client's; the metadata API (rpc.WithMetadata, rpc.MetadataFrom) is being
-// added by another change and is not on main yet, so server spans start
-// new traces for now.
+// answer's status and marking errors. When the call's metadata carries a
+// W3C traceparent (ClientTracing puts one there), the span is a child of
+// the caller's span, in the same trace.
 func ServerTracing(tp trace.TracerProvider, name func(method uint32) string) rpc.Interceptor {
 	tracer := tp.Tracer("github.com/zapcodec/zapcodec/rpc")
 	return func(ctx context.Context, method uint32, req, resp []byte, next rpc.Handler) ([]byte, error) {
+		ctx = traceContext.Extract(ctx, metadataCarrier{rpc.MetadataFrom(ctx)})
 		ctx, span := tracer.Start(ctx, spanName(name, method), trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attrSystem.String("zap"), attrMethod.Int64(int64(method))))
 		out, err := next(ctx, req, resp)
@@ -101,20 +102,40 @@ func ServerTracing(tp trace.TracerProvider, name func(method uint32) string) rpc
 }
 
 // ClientTracing returns a client interceptor that runs each call in a
-// client span (a child of the span in the caller's ctx, if any).
-//
-// TODO(trace context): inject the span context into the call's metadata
-// (rpc.WithMetadata(ctx, "traceparent", ...)) once that API is on main;
-// see ServerTracing.
+// client span (a child of the span in the caller's ctx, if any) and sends
+// the span's context to the server in the call's metadata (W3C
+// traceparent, and tracestate when there is one).
 func ClientTracing(tp trace.TracerProvider, name func(method uint32) string) rpc.ClientInterceptor {
 	tracer := tp.Tracer("github.com/zapcodec/zapcodec/rpc")
 	return func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
 		ctx, span := tracer.Start(ctx, spanName(name, method), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attrSystem.String("zap"), attrMethod.Int64(int64(method))))
+		carrier := propagation.MapCarrier{}
+		traceContext.Inject(ctx, carrier)
+		for k, v := range carrier {
+			ctx = rpc.WithMetadata(ctx, k, v)
+		}
 		out, err := invoke(ctx, method, req, resp)
 		end(span, err)
 		return out, err
 	}
+}
+
+// metadataCarrier reads a call's metadata as an OpenTelemetry
+// TextMapCarrier (extraction only: a server does not write metadata).
+type metadataCarrier struct{ md rpc.Metadata }
+
+func (c metadataCarrier) Get(key string) string { return string(c.md.Get(key)) }
+
+func (c metadataCarrier) Set(string, string) {}
+
+func (c metadataCarrier) Keys() []string {
+	keys := make([]string, 0, c.md.Len())
+	c.md.Range(func(k, _ []byte) bool {
+		keys = append(keys, string(k))
+		return true
+	})
+	return keys
 }
 
 func spanName(name func(uint32) string, method uint32) string {

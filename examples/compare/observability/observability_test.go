@@ -116,7 +116,14 @@ func TestPrometheusAndTracing(t *testing.T) {
 	}
 
 	// Spans: one client and one server span per call; client spans are
-	// children of the caller's span.
+	// children of the caller's span, and each server span a child of a
+	// client span (the trace context crossed the wire in the metadata).
+	clientIDs := map[trace.SpanID]bool{}
+	for _, sp := range sr.Ended() {
+		if sp.SpanKind() == trace.SpanKindClient {
+			clientIDs[sp.SpanContext().SpanID()] = true
+		}
+	}
 	var clientSpans, serverSpans, failed int
 	for _, sp := range sr.Ended() {
 		switch sp.SpanKind() {
@@ -127,6 +134,10 @@ func TestPrometheusAndTracing(t *testing.T) {
 			}
 		case trace.SpanKindServer:
 			serverSpans++
+			if !clientIDs[sp.Parent().SpanID()] || sp.SpanContext().TraceID() != parent.SpanContext().TraceID() {
+				t.Errorf("server span %s: parent %v in trace %v, want a client span in the caller's trace %v",
+					sp.Name(), sp.Parent().SpanID(), sp.SpanContext().TraceID(), parent.SpanContext().TraceID())
+			}
 		default:
 			continue
 		}
