@@ -60,19 +60,14 @@ func (b *outBuf) Buffered() int {
 	return len(b.B)
 }
 
-// flushed reports whether every frame queued so far has been written:
-// nothing is queued and nobody is writing. (After the stream broke, the
-// queue is dropped: flushed turns true once no goroutine writes.) (Equivalent
-// to !o.flushing && o.cur.Buffered() == 0 under mu.)
-func (o *outbox) flushed() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return !o.flushing && o.cur.Buffered() == 0
-}
-
 // errHandOff: the writer's ctx ended during its write; another goroutine
 // took the rest of the write over.
 var errHandOff = errors.New("rpc: write handed off")
+
+// noCtx is the ctx of the outbox's writes that no caller's ctx bounds
+// (answers, pings, hand-overs): never done, so they wait for room and
+// write until the write timeout decides.
+var noCtx = context.Background()
 
 // handOffs counts the writes handed over (for tests).
 var handOffs atomic.Int64
@@ -177,7 +172,7 @@ func (o *outbox) wakeAll() {
 // connection whose peer stops reading). The result belongs to the outbox:
 // it is valid only until end or abandon.
 func (o *outbox) begin(kind byte) []byte {
-	o.room(nil)
+	o.room(noCtx)
 	return o.start(kind)
 }
 
@@ -206,8 +201,8 @@ func (o *outbox) room(ctx context.Context) error {
 		if !o.flushing {
 			o.flushing, o.claimed = true, false
 			o.mu.Unlock()
-			if ctx != nil && ctx.Done() != nil && !o.resumable {
-				go o.drain(nil, nil, 0) // see flushCtx
+			if ctx.Done() != nil && !o.resumable {
+				go o.drain(noCtx, nil, 0) // see flushCtx
 				continue
 			}
 			if err := o.drain(ctx, nil, 0); err == errHandOff {
@@ -217,7 +212,7 @@ func (o *outbox) room(ctx context.Context) error {
 		}
 		ch := o.waitChan()
 		o.mu.Unlock()
-		if ctx == nil {
+		if ctx.Done() == nil {
 			<-ch
 			continue
 		}
@@ -310,7 +305,7 @@ func (o *outbox) claim() bool {
 // writing (that one writes these frames too). On a write error it returns
 // the error; the connection is closed.
 func (o *outbox) flush(others bool) error {
-	return o.flushCtx(nil, others)
+	return o.flushCtx(noCtx, others)
 }
 
 // flushCtx is flush for a caller with a ctx: when ctx ends while the write
@@ -344,10 +339,10 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	}
 	o.flushing, o.claimed = true, false
 	o.mu.Unlock()
-	if ctx != nil && ctx.Done() != nil && !o.resumable {
+	if ctx.Done() != nil && !o.resumable {
 		// A blocked write could not be cut at ctx's end and resumed: let
 		// a goroutine of its own write, and return now.
-		go o.drain(nil, nil, 0)
+		go o.drain(noCtx, nil, 0)
 		return nil
 	}
 	err := o.drain(ctx, nil, 0)
@@ -395,7 +390,7 @@ func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
 		if err == errHandOff {
 			// The rest of w and the role go to a goroutine without ctx.
 			handOffs.Add(1)
-			go o.drain(nil, w, off+n)
+			go o.drain(noCtx, w, off+n)
 			return err
 		}
 		o.mu.Lock()
@@ -474,7 +469,7 @@ func (o *outbox) broke(err error) {
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	var ctxDL time.Time
 	var poll, cancelable bool
-	if ctx != nil && ctx.Done() != nil && o.resumable {
+	if ctx.Done() != nil && o.resumable {
 		cancelable = true
 		if d, ok := ctx.Deadline(); ok {
 			ctxDL = d
@@ -640,7 +635,7 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	w.B = append(w.B, kind)
 	w.B = append(w.B, head...)
 	o.mu.Unlock()
-	_, err := o.write(nil, w.B, body)
+	_, err := o.write(noCtx, w.B, body)
 	o.mu.Lock()
 	o.recycle(w)
 	if err != nil {
@@ -651,7 +646,7 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	}
 	o.wakeAll()
 	o.mu.Unlock()
-	err = o.drain(nil, nil, 0) // what was queued meanwhile; gives the role up
+	err = o.drain(noCtx, nil, 0) // what was queued meanwhile; gives the role up
 	o.mu.Lock()
 	return err
 }

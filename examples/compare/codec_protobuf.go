@@ -22,8 +22,6 @@ type protobufCodec struct {
 	bal, hash [32]byte
 	req       pb.GetBalanceRequest
 	resp      pb.GetBalanceResponse
-	in        Request
-	out       Response
 }
 
 func newProtobuf() *protobufCodec   { return &protobufCodec{} }
