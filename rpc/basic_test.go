@@ -53,7 +53,7 @@ func TestEchoAndStatus(t *testing.T) {
 	}
 	// The server counts an answer around the time it writes it: wait for
 	// the counters rather than read them the moment the answers arrived.
-	waitFor(func() bool {
+	await(t, "the status counters", func() bool {
 		st := s.Stats()
 		return st.OK >= 7 && st.NotFound >= 2 && st.Internal >= 1 && st.OtherStatus >= 1
 	})

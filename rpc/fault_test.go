@@ -13,14 +13,6 @@ import (
 	"time"
 )
 
-// waitFor polls cond until it holds. It has no time limit of its own: a
-// condition that never holds hangs the test until go test's -timeout.
-func waitFor(cond func() bool) {
-	for !cond() {
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func TestServerKilledMidCall(t *testing.T) {
 	s, addr, _ := testServer(t)
 	started := make(chan struct{}, 8)
@@ -72,7 +64,7 @@ func TestCancelAndDeadline(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitFor(func() bool { return s.Stats().Calls == 1 })
+	await(t, "s.Stats().Calls == 1", func() bool { return s.Stats().Calls == 1 })
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("cancel: %v", err)
@@ -87,7 +79,7 @@ func TestCancelAndDeadline(t *testing.T) {
 		t.Fatalf("after cancel: %q %v", out, err)
 	}
 	close(release)
-	waitFor(func() bool { return s.Stats().OK == 3 })
+	await(t, "s.Stats().OK == 3", func() bool { return s.Stats().OK == 3 })
 	for i := 0; i < 100; i++ { // slots of abandoned calls are reused correctly
 		if out, err := c.Call(context.Background(), mEcho, []byte{byte(i)}, nil); err != nil || out[0] != byte(i) {
 			t.Fatalf("call %d: %x %v", i, out, err)
@@ -127,7 +119,7 @@ func TestManySlowHandlersBesideFast(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(func() bool { return s.Stats().Calls == n })
+	await(t, "s.Stats().Calls == n", func() bool { return s.Stats().Calls == n })
 	for i := 0; i < 100; i++ {
 		if out, err := c.Call(context.Background(), mEcho, []byte{byte(i)}, nil); err != nil || out[0] != byte(i) {
 			t.Fatalf("fast call %d: %x %v", i, out, err)
@@ -162,7 +154,7 @@ func TestSlowHandlerBesideFast(t *testing.T) {
 		}
 		slow <- err
 	}()
-	waitFor(func() bool { return s.Stats().Calls == 1 })
+	await(t, "s.Stats().Calls == 1", func() bool { return s.Stats().Calls == 1 })
 	for i := 0; i < 1000; i++ {
 		if _, err := c.Call(context.Background(), mEcho, []byte("fast"), nil); err != nil {
 			t.Fatal(err)
@@ -306,7 +298,7 @@ func TestBadPeers(t *testing.T) {
 		}
 		rc.expectClosed()
 	})
-	waitFor(func() bool { return s.Stats().Active == 1 })
+	await(t, "s.Stats().Active == 1", func() bool { return s.Stats().Active == 1 })
 	if s.Stats().Dropped == 0 {
 		t.Fatal("no dropped connection counted")
 	}
@@ -328,12 +320,12 @@ func TestIdleConnections(t *testing.T) {
 		conns = append(conns, nc)
 	}
 	c := dial(t, addr)
-	waitFor(func() bool { return s.Stats().Active == int64(n+1) })
+	await(t, "s.Stats().Active == int64(n+1)", func() bool { return s.Stats().Active == int64(n+1) })
 	bystander(t, c)
 	for _, nc := range conns {
 		nc.Close()
 	}
-	waitFor(func() bool { return s.Stats().Active == 1 })
+	await(t, "s.Stats().Active == 1", func() bool { return s.Stats().Active == 1 })
 	bystander(t, c)
 }
 
@@ -341,7 +333,7 @@ func TestMaxConnsAndIdleTimeout(t *testing.T) {
 	s, addr, _ := testServer(t, WithMaxConns(2), WithIdleTimeout(50*time.Millisecond))
 	a := rawDial(t, addr)
 	b := rawDial(t, addr)
-	waitFor(func() bool { return s.Stats().Active == 2 })
+	await(t, "s.Stats().Active == 2", func() bool { return s.Stats().Active == 2 })
 	rejected := rawDial(t, addr)
 	rejected.expectClosed()
 	if s.Stats().Rejected != 1 {
@@ -351,7 +343,7 @@ func TestMaxConnsAndIdleTimeout(t *testing.T) {
 	// closed (a raw peer does not acknowledge: after the grace).
 	a.expectGoAwayThenClosed()
 	b.expectGoAwayThenClosed()
-	waitFor(func() bool { return s.Stats().Active == 0 })
+	await(t, "s.Stats().Active == 0", func() bool { return s.Stats().Active == 0 })
 	// A connection with a long call running is not idle.
 	release := make(chan struct{})
 	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
@@ -401,7 +393,7 @@ func TestSlowReaderBackpressure(t *testing.T) {
 	t.Logf("server stopped reading after %d calls (%d sent)", last, sent.Load())
 	bystander(t, dial(t, addr))
 	rc.Close()
-	waitFor(func() bool { return s.Stats().Active == 1 })
+	await(t, "s.Stats().Active == 1", func() bool { return s.Stats().Active == 1 })
 }
 
 func TestWriteTimeoutDropsSlowReader(t *testing.T) {
@@ -417,8 +409,8 @@ func TestWriteTimeoutDropsSlowReader(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(func() bool { return s.Stats().Dropped == 1 })
-	waitFor(func() bool { return s.Stats().Active == 0 })
+	await(t, "s.Stats().Dropped == 1", func() bool { return s.Stats().Dropped == 1 })
+	await(t, "s.Stats().Active == 0", func() bool { return s.Stats().Active == 0 })
 }
 
 func TestShutdownInFlight(t *testing.T) {
@@ -472,7 +464,7 @@ func TestShutdownInFlight(t *testing.T) {
 			}
 		}(g)
 	}
-	waitFor(func() bool { return started.Load() > 200 })
+	await(t, "started.Load() > 200", func() bool { return started.Load() > 200 })
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +512,7 @@ func TestShutdownContextExpires(t *testing.T) {
 	c := dial(t, addr)
 	errc := make(chan error, 1)
 	go func() { _, err := c.Call(context.Background(), mSlow, nil, nil); errc <- err }()
-	waitFor(func() bool { return s.Stats().Calls == 1 })
+	await(t, "s.Stats().Calls == 1", func() bool { return s.Stats().Calls == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != context.DeadlineExceeded {
@@ -549,14 +541,14 @@ func TestPoolMovesAfterGoAway(t *testing.T) {
 	}
 	// Counters are updated around the answer's write: wait until they
 	// account for every answer received so far.
-	waitFor(func() bool { return s1.Stats().OK+s2.Stats().OK == 10 })
+	await(t, "s1.Stats().OK+s2.Stats().OK == 10", func() bool { return s1.Stats().OK+s2.Stats().OK == 10 })
 	before := s2.Stats().OK
 	for i := 0; i < 10; i++ {
 		if _, err := p.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
 			t.Fatalf("after go-away on one server: %v", err)
 		}
 	}
-	waitFor(func() bool { return s1.Stats().OK+s2.Stats().OK == 20 })
+	await(t, "s1.Stats().OK+s2.Stats().OK == 20", func() bool { return s1.Stats().OK+s2.Stats().OK == 20 })
 	if s2.Stats().OK != before+10 {
 		t.Fatal("calls did not move to the live server")
 	}
@@ -637,7 +629,7 @@ func TestTooManyPending(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		go func() { _, err := c.Call(context.Background(), mSlow, nil, nil); errs <- err }()
 	}
-	waitFor(func() bool { return s.Stats().Calls == 2 })
+	await(t, "s.Stats().Calls == 2", func() bool { return s.Stats().Calls == 2 })
 	if _, err := c.Call(context.Background(), mEcho, nil, nil); !errors.Is(err, ErrTooManyPending) {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestHealthDrainingOnShutdown(t *testing.T) {
 	<-started
 	shut := make(chan error)
 	go func() { shut <- s.Shutdown(ctx) }()
-	waitFor(func() bool { return c2.Draining() })
+	await(t, "c2.Draining()", func() bool { return c2.Draining() })
 	for _, svc := range []string{"", "pkg.A"} {
 		if st := s.Health().Status(svc); st != HealthDraining {
 			t.Fatalf("Status(%q) during shutdown: %v", svc, st)

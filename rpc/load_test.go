@@ -66,7 +66,7 @@ func TestLoadOneConn(t *testing.T) {
 	runLoad(t, c, n)
 	// Every answer reached its caller; the server counts an answer just
 	// after writing it, so wait for the last count.
-	waitFor(func() bool { return s.Stats().OK >= uint64(64*n) })
+	await(t, "s.Stats().OK >= uint64(64*n)", func() bool { return s.Stats().OK >= uint64(64*n) })
 	if st := s.Stats(); st.OK != uint64(64*n) {
 		t.Fatalf("server answered %d OK, want %d", st.OK, 64*n)
 	}
@@ -82,7 +82,7 @@ func TestLoadPool(t *testing.T) {
 	defer p.Close()
 	n := loadCalls()
 	runLoad(t, p, n)
-	waitFor(func() bool { return s1.Stats().OK+s2.Stats().OK >= uint64(64*n) })
+	await(t, "s1.Stats().OK+s2.Stats().OK >= uint64(64*n)", func() bool { return s1.Stats().OK+s2.Stats().OK >= uint64(64*n) })
 	a, b := s1.Stats().OK, s2.Stats().OK
 	if a+b != uint64(64*n) || a == 0 || b == 0 {
 		t.Fatalf("answers %d + %d, want %d spread over both servers", a, b, 64*n)

@@ -56,13 +56,13 @@ func TestObserver(t *testing.T) {
 		_, err := c.Call(cctx, mSlow, nil, nil)
 		done <- err
 	}()
-	waitFor(func() bool { return s.Stats().Calls == 4 })
+	await(t, "s.Stats().Calls == 4", func() bool { return s.Stats().Calls == 4 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled call: %v", err)
 	}
 	close(block)
-	waitFor(func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.evs) == 3 })
+	await(t, "3 server events", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.evs) == 3 })
 
 	ce := cli.take()
 	if len(ce) != 4 {

@@ -120,7 +120,7 @@ func FuzzServerStream(f *testing.F) {
 		s.mu.Unlock()
 		c.serve()
 		<-c.done
-		waitFor(func() bool { return c.inflight.Load() == 0 })
+		await(t, "c.inflight.Load() == 0", func() bool { return c.inflight.Load() == 0 })
 		out := fc.written()
 		for len(out) > 0 {
 			if len(out) < 5 {
