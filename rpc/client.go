@@ -475,16 +475,7 @@ func (c *Client) readLoop() {
 			}
 			// Through begin: a peer that sends pings without reading
 			// the pongs meets the queue bound (the read loop waits).
-			buf := c.out.begin(KindPong)
-			buf = append(buf, p...)
-			lead, err := c.out.end(buf)
-			if lead {
-				if ferr := c.out.flush(false); err == nil {
-					err = ferr
-				}
-			}
-			if err != nil {
-				c.fail(err)
+			if !c.reply(append(c.out.begin(KindPong), p...)) {
 				return
 			}
 		case KindRequest:
@@ -499,20 +490,28 @@ func (c *Client) readLoop() {
 				}
 				req.PromiseID, status = ee.PromiseID, StatusBadRequest
 			}
-			buf := c.out.begin(KindResponse)
-			buf = AppendResponseHeader(buf, status, req.PromiseID, 0)
-			lead, err := c.out.end(buf)
-			if lead {
-				if ferr := c.out.flush(false); err == nil {
-					err = ferr
-				}
-			}
-			if err != nil {
-				c.fail(err)
+			if !c.reply(AppendResponseHeader(c.out.begin(KindResponse), status, req.PromiseID, 0)) {
 				return
 			}
 		}
 	}
+}
+
+// reply ends a frame the read loop began with c.out.begin (a pong, or
+// the answer to a request a client does not serve) and writes it; a write
+// error closes the client, and reply reports false.
+func (c *Client) reply(buf []byte) bool {
+	lead, err := c.out.end(buf)
+	if lead {
+		if ferr := c.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		c.fail(err)
+		return false
+	}
+	return true
 }
 
 // fail closes the connection once and fails every pending call with an

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -546,5 +547,48 @@ func TestServerAnswersPing(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("slow call never returned")
+	}
+}
+
+// A peer may send requests to a client (the connection is symmetric), but
+// a client serves nothing: it answers 404, or 400 for an envelope whose
+// promise id is readable but that does not decode, and stays up.
+func TestClientAnswersRequests(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan Response, 2)
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		rc := &rawConn{t: t, Conn: nc}
+		rc.send(KindRequest, AppendRequest(nil, &Request{Method: 1, PromiseID: 77}))
+		bad := AppendRequest(nil, &Request{Method: 1, PromiseID: 78})
+		binary.LittleEndian.PutUint32(bad[12:], uint32(len(bad)-4)) // the size cuts the fixed section
+		rc.send(KindRequest, bad)
+		for range 2 {
+			got <- rc.recvResponse()
+		}
+	}()
+	c := dial(t, l.Addr().String())
+	want := map[uint32]uint32{77: StatusNotFound, 78: StatusBadRequest}
+	for range 2 {
+		select {
+		case r := <-got:
+			if want[r.PromiseID] != r.Status {
+				t.Fatalf("answer %+v, want status %d", r, want[r.PromiseID])
+			}
+			delete(want, r.PromiseID)
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer within 30 s")
+		}
+	}
+	if c.Closed() {
+		t.Fatal("the client closed after answering")
 	}
 }
