@@ -3,7 +3,6 @@
 package all
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/internal/gentest/check"
@@ -12,29 +11,8 @@ import (
 var sink uint64
 
 // TestAllocs: AppendZAP into a buffer with room, and a warm DecodeZAP of the
-// same message, allocate nothing for random records of every type (Kitchen
-// uses a pooled Builder: it nests itself).
-func TestAllocs(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 9))
-	for name, typ := range types {
-		for i := range 20 {
-			rec := typ.New()
-			check.Randomize(r, rec)
-			buf := make([]byte, 0, rec.SizeZAP())
-			msg := rec.AppendZAP(nil)
-			d := typ.New()
-			if err := d.DecodeZAP(msg); err != nil {
-				t.Fatal(err)
-			}
-			if n := testing.AllocsPerRun(20, func() { buf = rec.AppendZAP(buf[:0]) }); n != 0 {
-				t.Errorf("%s #%d AppendZAP: %v allocations", name, i, n)
-			}
-			if n := testing.AllocsPerRun(20, func() { _ = d.DecodeZAP(msg) }); n != 0 {
-				t.Errorf("%s #%d warm DecodeZAP: %v allocations", name, i, n)
-			}
-		}
-	}
-}
+// same message, allocate nothing for random records of every type.
+func TestAllocs(t *testing.T) { check.Allocs(t, 9, types) }
 
 func TestViewAllocs(t *testing.T) {
 	k := Kitchen{
