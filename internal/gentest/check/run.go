@@ -220,6 +220,14 @@ func FuzzDecode(f *testing.F, seed uint64, types map[string]Type) {
 			if rec.DecodeZAP(b) != nil {
 				continue
 			}
+			// DecodeZAP loads the fixed section in one piece when it fits
+			// and field by field when not; the view reads field by field
+			// always: both must see the same values.
+			if v, err := typ.Read(b); err != nil {
+				t.Fatalf("%s: DecodeZAP accepts what Read refuses: %v", name, err)
+			} else if d := ViewLoose(rec, v); d != "" {
+				t.Fatalf("%s: the decoded record and the view differ: %s", name, d)
+			}
 			again := typ.New()
 			if err := again.DecodeZAP(rec.AppendZAP(nil)); err != nil {
 				t.Fatalf("%s: re-encoded message does not decode: %v", name, err)
