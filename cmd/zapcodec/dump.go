@@ -14,9 +14,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/dynamic"
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/codec/dynamic"
+	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/rpc"
 )
 

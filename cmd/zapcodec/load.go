@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/dynamic"
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/dynamic"
+	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
 )
 

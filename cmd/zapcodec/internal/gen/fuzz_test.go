@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // FuzzGenerate: every schema the parser accepts generates Go that parses

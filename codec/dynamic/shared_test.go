@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // encSchema covers every kind, lists of each element kind and nesting.

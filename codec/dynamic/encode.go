@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // EncodeError reports a JSON value that does not fit the schema.

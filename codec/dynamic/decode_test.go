@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // decTestSchema covers every field kind and every list element kind.

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // MaxDecodeDepth bounds how deep nested objects and struct list elements
