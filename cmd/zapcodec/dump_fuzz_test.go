@@ -47,7 +47,7 @@ func FuzzDump(f *testing.F) {
 		for j, a := range m {
 			modes[i][j] = a
 			if strings.HasSuffix(a, ".zap") {
-				modes[i][j] = filepath.Join(dumpDir, a)
+				modes[i][j] = dumpSchema(f, a)
 			}
 		}
 	}
