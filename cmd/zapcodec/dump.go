@@ -18,6 +18,8 @@ import (
 	"github.com/zapcodec/zapcodec/codec/dynamic"
 	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/rpc"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 func init() {
@@ -298,7 +300,7 @@ func (d *dumper) one(indent string, data []byte, base int) (size int, ok bool) {
 		return d.show(indent, data, base, nil) // reports the error
 	}
 	m := data[:hdr.size]
-	if hdr.flags>>8 == rpc.EnvelopeType {
+	if hdr.flags>>8 == wire.EnvelopeType {
 		d.printf("%senvelope @%d: %d bytes, ", indent, base, hdr.size)
 		if d.cfg.response {
 			d.response(indent+"  ", m, base)
@@ -347,9 +349,9 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 		d.json(indent+"  ", m, base, st)
 		return hdr.size, true
 	}
-	if hdr.flags>>8 == rpc.EnvelopeType {
+	if hdr.flags>>8 == wire.EnvelopeType {
 		d.printf("%s  type %d is an RPC envelope: request: method u32 +0, promise u32 +4, target u32 +8, cap bytes +12, payload bytes +20; answer: status u32 +0, promise u32 +4, body bytes +12\n",
-			indent, rpc.EnvelopeType)
+			indent, wire.EnvelopeType)
 	}
 	d.rawObject(indent+"  ", m, base, hdr.root)
 	return hdr.size, true
@@ -430,9 +432,9 @@ func dumpGuessHint(guessed bool, n int) string {
 // frame dumps one canonical frame's kind and envelope (at base).
 func (d *dumper) frame(kind byte, env []byte, base int) {
 	switch kind {
-	case rpc.KindRequest:
+	case wire.KindRequest:
 		d.request("  ", env, base, "request")
-	case rpc.KindResponse:
+	case wire.KindResponse:
 		d.response("  ", env, base)
 	case 3:
 		d.request("  ", env, base, "stream-open")
@@ -451,7 +453,7 @@ func (d *dumper) frame(kind byte, env []byte, base int) {
 		if len(msg) > 0 && d.cfg.target.st != nil {
 			d.show("  ", msg, base+4, d.cfg.target.st)
 		}
-	case rpc.KindGoAway:
+	case wire.KindGoAway:
 		d.printf("go-away, %d bytes\n", len(env))
 	default:
 		d.printf("kind %d (unknown: skipped), %d bytes\n", kind, len(env))
@@ -461,7 +463,7 @@ func (d *dumper) frame(kind byte, env []byte, base int) {
 // request dumps a request envelope (at base) and, with a schema, its
 // payload.
 func (d *dumper) request(indent string, env []byte, base int, name string) {
-	r, err := rpc.ParseRequest(env)
+	r, err := wire.ParseRequest(env)
 	if err != nil {
 		d.printf("%s, %d bytes\n", name, len(env))
 		d.fail(indent, base, "%s envelope: %s", name, dumpEnvReason(err))
@@ -524,7 +526,7 @@ func (d *dumper) methodByOrdinal(ord uint32) *schema.Method {
 
 // response dumps an answer envelope (at base) and, with a schema, its body.
 func (d *dumper) response(indent string, env []byte, base int) {
-	r, err := rpc.ParseResponse(env)
+	r, err := wire.ParseResponse(env)
 	if err != nil {
 		d.printf("response, %d bytes\n", len(env))
 		d.fail(indent, base, "response envelope: %s", dumpEnvReason(err))
@@ -569,7 +571,7 @@ func (d *dumper) response(indent string, env []byte, base int) {
 
 // dumpTailOffset returns the position, inside a parsed envelope, of the
 // bytes value whose slot is at fixed-section offset field (payload 20, body
-// 12). The envelope has been checked by rpc.ParseRequest/ParseResponse.
+// 12). The envelope has been checked by wire.ParseRequest/ParseResponse.
 func dumpTailOffset(env []byte, field int) int {
 	root := int(binary.LittleEndian.Uint32(env[8:]))
 	slot := root + field
@@ -577,7 +579,7 @@ func dumpTailOffset(env []byte, field int) int {
 }
 
 func dumpEnvReason(err error) string {
-	var ee *rpc.EnvelopeError
+	var ee *wire.EnvelopeError
 	if errors.As(err, &ee) {
 		return "expected a ZAP-RPC envelope: " + ee.Reason
 	}
