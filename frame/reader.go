@@ -410,3 +410,9 @@ func (fr *Reader) fail(err error) (byte, []byte, error) {
 	fr.r, fr.w = 0, 0
 	return 0, nil, err
 }
+
+// MaxFrameSize returns the largest length prefix fr accepts
+// ([WithMaxFrameSize] as given, or its default). A protocol that writes
+// frames of its own (package rpc queues its frames itself) uses it to hold
+// what it sends to the same limit it reads with.
+func (fr *Reader) MaxFrameSize() int { return fr.max }

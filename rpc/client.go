@@ -147,8 +147,8 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 		opts:     o,
 		readDone: make(chan struct{}),
 	}
-	c.r = frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
-	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.r = frame.NewReader(nc, o.frame...)
+	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
 	c.peer = nc.RemoteAddr()
 	c.chain = chainInvoker(o.interceptors, c.unary)
 	if o.answerTimeout > 0 {

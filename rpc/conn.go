@@ -143,13 +143,13 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c := &serverConn{
 		s:    s,
 		nc:   nc,
-		r:    frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
+		r:    frame.NewReader(nc, o.frame...),
 		done: make(chan struct{}),
 	}
 	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
-	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}

@@ -46,7 +46,8 @@
 //	idle timeout    5 min without a request while no call runs: go-away,
 //	                then close (WithIdleTimeout)
 //	in-flight       256 calls per connection, then backpressure (WithMaxInFlight)
-//	frame size      16 MiB (WithMaxFrameSize); memory follows bytes received
+//	frame size      16 MiB (WithFrameOptions(frame.WithMaxFrameSize(n)));
+//	                memory follows bytes received
 //	shutdown grace  500 ms for a peer that does not acknowledge the go-away
 //	accept errors   EMFILE, ENFILE...: retried after 5 ms doubling to 1 s
 //

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -201,7 +202,7 @@ func bystander(t *testing.T, c *Client) {
 }
 
 func TestBadPeers(t *testing.T) {
-	s, addr, logs := testServer(t, WithMaxFrameSize(1<<20))
+	s, addr, logs := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(1<<20)))
 	other := dial(t, addr)
 	bystander(t, other)
 
@@ -612,7 +613,7 @@ func TestPipelining(t *testing.T) {
 
 func TestRequestTooLargeKeepsConnection(t *testing.T) {
 	_, addr, _ := testServer(t)
-	c := dial(t, addr, WithMaxFrameSize(1024))
+	c := dial(t, addr, WithFrameOptions(frame.WithMaxFrameSize(1024)))
 	if _, err := c.Call(context.Background(), mEcho, make([]byte, 2000), nil); err == nil {
 		t.Fatal("no error for a request over the frame limit")
 	}

@@ -203,7 +203,7 @@ const DefaultMaxMetadata = 16 << 10
 // Metadata that does not decode into key/value pairs is answered 400.
 // Default DefaultMaxMetadata; n <= 0 means the default. The metadata
 // arrives inside the request frame, so the frame size limit
-// ([WithMaxFrameSize]) bounds what is read either way; this bounds what a
+// (see [WithFrameOptions]) bounds what is read either way; this bounds what a
 // handler is given.
 func WithMaxMetadata(n int) ServerOption {
 	return serverOption(func(o *serverOptions) { o.maxMetadata = n })

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -101,7 +102,7 @@ func FuzzServerStream(f *testing.F) {
 		Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}, Payload: []byte("p")})))
 	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 5, PromiseID: 4, Timeout: 1 << 40, Target: 3})))
 	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 5, PromiseID: 5, Metadata: []byte{9, 0, 0, 0}})))
-	s := NewServer(WithLogger(discardLogger()), WithMaxFrameSize(1<<16), WithPipelining(4), WithMaxMetadata(64))
+	s := NewServer(WithLogger(discardLogger()), WithFrameOptions(frame.WithMaxFrameSize(1<<16)), WithPipelining(4), WithMaxMetadata(64))
 	s.Handle(mEcho, echo)
 	s.Handle(mPanic, func(context.Context, []byte, []byte) ([]byte, error) { panic("fuzz") })
 	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
@@ -156,7 +157,7 @@ func FuzzClientStream(f *testing.F) {
 	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1})))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, b := net.Pipe()
-		c := NewClient(a, WithMaxFrameSize(1<<16))
+		c := NewClient(a, WithFrameOptions(frame.WithMaxFrameSize(1<<16)))
 		errs := make(chan error, 3)
 		for i := 0; i < 3; i++ {
 			go func() { _, err := c.Call(context.Background(), 1, []byte("q"), nil); errs <- err }()
