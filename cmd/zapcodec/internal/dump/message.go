@@ -159,7 +159,7 @@ func flagNames(f uint16) string {
 
 // json writes message m (at base) decoded as st, indented.
 func (d *dumper) json(indent string, m []byte, base int, st *schema.Struct) {
-	out, err := dynamic.AppendJSON(d.scratch[:0], m, st)
+	out, err := dynamic.AppendJSON(d.scratch[:0], st, m)
 	d.scratch = out[:0]
 	if err != nil {
 		d.failDecode(indent, base, err)
