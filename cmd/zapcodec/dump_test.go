@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/zapcodec/zapcodec/internal/fixture"
-	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // The -update flag is shared with the other golden tests of this package;
@@ -170,7 +170,7 @@ func TestDumpGolden(t *testing.T) {
 // dumpSharedInputs builds, from the shared fixtures, the bytes every input
 // file of testdata/dump stands for: messages.json cases, generated.json
 // records, rpc.json frames and envelopes, and an eth call stream built
-// around the generated eth request and response with package rpc.
+// around the generated eth request and response with package rpc/wire.
 func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	read := func(name string, v any) {
@@ -232,10 +232,10 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 		return append(append(dst, kind), env...)
 	}
 	var s []byte
-	s = frame(s, rpc.KindRequest, rpc.AppendRequest(nil, &rpc.Request{Method: 1, PromiseID: 7, Payload: req}))
-	s = frame(s, rpc.KindResponse, rpc.AppendResponse(nil, &rpc.Response{Status: 200, PromiseID: 7, Body: resp}))
-	s = frame(s, rpc.KindRequest, rpc.AppendRequest(nil, &rpc.Request{Method: 2, PromiseID: 8, Payload: req}))
-	s = frame(s, rpc.KindResponse, rpc.AppendResponse(nil, &rpc.Response{Status: 404, PromiseID: 8, Body: []byte("no such method")}))
+	s = frame(s, wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 7, Payload: req}))
+	s = frame(s, wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 7, Body: resp}))
+	s = frame(s, wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 2, PromiseID: 8, Payload: req}))
+	s = frame(s, wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 404, PromiseID: 8, Body: []byte("no such method")}))
 	in["eth_frames.hex"] = s
 	in["eth_frames.bin"] = s
 	var h []byte

@@ -6,7 +6,7 @@
 // subcommand, which only parses flags and reads files.
 //
 // Input is checked by the packages that own each layer: the message
-// header by codec.Parse, frames by frame.Reader, envelopes by rpc, records
+// header by codec.Parse, frames by frame.Reader, envelopes by rpc/wire, records
 // by dynamic. dump only says where the input broke and why, in place
 // ("error: at byte N: ..."), and goes on where it can.
 package dump

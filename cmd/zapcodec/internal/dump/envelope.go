@@ -8,12 +8,13 @@ import (
 
 	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // request dumps a request envelope (at base) and, with a schema, its
 // payload.
 func (d *dumper) request(indent string, env []byte, base int, name string) {
-	r, err := rpc.ParseRequest(env)
+	r, err := wire.ParseRequest(env)
 	if err != nil {
 		d.printf("%s, %d bytes\n", name, len(env))
 		d.fail(indent, base, "%s envelope: %s", name, envReason(err))
@@ -77,7 +78,7 @@ func (d *dumper) methodByOrdinal(ord uint32) *schema.Method {
 
 // response dumps an answer envelope (at base) and, with a schema, its body.
 func (d *dumper) response(indent string, env []byte, base int) {
-	r, err := rpc.ParseResponse(env)
+	r, err := wire.ParseResponse(env)
 	if err != nil {
 		d.printf("response, %d bytes\n", len(env))
 		d.fail(indent, base, "response envelope: %s", envReason(err))
@@ -122,7 +123,7 @@ func (d *dumper) response(indent string, env []byte, base int) {
 
 // tailOffset returns the position, inside a parsed envelope, of the bytes
 // value whose slot is at fixed-section offset field (payload 20, body 12).
-// The envelope has been checked by rpc.ParseRequest/ParseResponse.
+// The envelope has been checked by wire.ParseRequest/ParseResponse.
 func tailOffset(env []byte, field int) int {
 	root := int(binary.LittleEndian.Uint32(env[8:]))
 	slot := root + field
@@ -130,7 +131,7 @@ func tailOffset(env []byte, field int) int {
 }
 
 func envReason(err error) string {
-	var ee *rpc.EnvelopeError
+	var ee *wire.EnvelopeError
 	if errors.As(err, &ee) {
 		return "expected a ZAP-RPC envelope: " + ee.Reason
 	}

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/zapcodec/zapcodec/frame"
-	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // maxFrame is the largest frame dump accepts: the canonical runtime
@@ -79,9 +79,9 @@ func guessHint(guessed bool, n int) string {
 // frame dumps one canonical frame's kind and envelope (at base).
 func (d *dumper) frame(kind byte, env []byte, base int) {
 	switch kind {
-	case rpc.KindRequest:
+	case wire.KindRequest:
 		d.request("  ", env, base, "request")
-	case rpc.KindResponse:
+	case wire.KindResponse:
 		d.response("  ", env, base)
 	case 3:
 		d.request("  ", env, base, "stream-open")
@@ -100,7 +100,7 @@ func (d *dumper) frame(kind byte, env []byte, base int) {
 		if len(msg) > 0 && d.opts.Target.Struct != nil {
 			d.show("  ", msg, base+4, d.opts.Target.Struct)
 		}
-	case rpc.KindGoAway:
+	case wire.KindGoAway:
 		d.printf("go-away, %d bytes\n", len(env))
 	default:
 		d.printf("kind %d (unknown: skipped), %d bytes\n", kind, len(env))

@@ -11,7 +11,7 @@ import (
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/codec/dynamic"
 	"github.com/zapcodec/zapcodec/codec/schema"
-	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // messages dumps data as one message, and then any further messages that
@@ -49,7 +49,7 @@ func (d *dumper) one(indent string, data []byte, base int) (size int, ok bool) {
 	if err != nil {
 		return d.show(indent, data, base, nil) // reports the error
 	}
-	if m.Type() == rpc.EnvelopeType {
+	if m.Type() == wire.EnvelopeType {
 		d.printf("%senvelope @%d: %d bytes, ", indent, base, m.Size())
 		if d.opts.Response {
 			d.response(indent+"  ", m.Bytes(), base)
@@ -98,9 +98,9 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 		d.json(indent+"  ", m.Bytes(), base, st)
 		return size, true
 	}
-	if m.Type() == rpc.EnvelopeType {
+	if m.Type() == wire.EnvelopeType {
 		d.printf("%s  type %d is an RPC envelope: request: method u32 +0, promise u32 +4, target u32 +8, cap bytes +12, payload bytes +20; answer: status u32 +0, promise u32 +4, body bytes +12\n",
-			indent, rpc.EnvelopeType)
+			indent, wire.EnvelopeType)
 	}
 	d.rawObject(indent+"  ", m.Bytes(), root)
 	return size, true

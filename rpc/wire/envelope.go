@@ -1,7 +1,8 @@
-package rpc
+package wire
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -69,24 +70,6 @@ const (
 	ResponseOverhead = headerSize + ResponseFixedSize
 )
 
-// Status codes used by the canonical runtime.
-const (
-	StatusOK           = 200
-	StatusBadRequest   = 400
-	StatusUnauthorized = 401
-	StatusForbidden    = 403
-	StatusNotFound     = 404
-	StatusInternal     = 500
-	StatusUnavailable  = 503 // not canonical: answers a call read after a go-away
-	// StatusDeadlineExceeded is not canonical: it answers, with the
-	// not-run flag, a call whose deadline passed before it could run.
-	StatusDeadlineExceeded = 504
-	// StatusMetadataTooLarge is not canonical: it answers, with the
-	// not-run flag, a call whose metadata exceeds the server's limit
-	// ([WithMaxMetadata]).
-	StatusMetadataTooLarge = 431
-)
-
 // Request is a decoded or to-be-encoded call envelope. Cap and Payload
 // alias the bytes they were parsed from (see [ParseRequest]).
 type Request struct {
@@ -102,7 +85,7 @@ type Request struct {
 	// deadline. A canonical peer never sets it, and ignores it.
 	Timeout uint64
 	// Metadata is a zapcodec extension (WIRE.md §8): key/value pairs in
-	// the encoding of [Metadata] (each key and value a u32 little-endian
+	// the encoding of rpc.Metadata (each key and value a u32 little-endian
 	// length and its bytes, key first), empty when there are none. A
 	// canonical peer never sets it, and ignores it.
 	Metadata []byte
@@ -162,7 +145,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 // empty body is a {0,0} slot. dst may be nil; r.Body is only read.
 func AppendResponse(dst []byte, r *Response) []byte {
 	if r.NotRun {
-		dst = appendRefusalHeader(dst, r.Status, r.PromiseID, len(r.Body))
+		dst = AppendRefusalHeader(dst, r.Status, r.PromiseID, len(r.Body))
 	} else {
 		dst = AppendResponseHeader(dst, r.Status, r.PromiseID, len(r.Body))
 	}
@@ -182,10 +165,11 @@ func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []b
 	return dst
 }
 
-// appendRefusalHeader is AppendResponseHeader for an answer whose handler
-// did not run: the fixed section carries the flags extension field with
-// respFlagNotRun, and the body follows it.
-func appendRefusalHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
+// AppendRefusalHeader is [AppendResponseHeader] for an answer whose
+// handler did not run (a [Response] with NotRun): the fixed section
+// carries the flags extension field (WIRE.md §8) with the not-run bit, and
+// the caller must append exactly bodyLen body bytes right after it.
+func AppendRefusalHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
 	const overhead = headerSize + respExtFixedSize
 	dst = appendHeader(dst, uint32(overhead+bodyLen))
 	dst = binary.LittleEndian.AppendUint32(dst, status)
@@ -230,6 +214,10 @@ func appendSlot(dst []byte, slotPos, tailPos, n int) ([]byte, int) {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
 	return dst, tailPos + n
 }
+
+// ErrMalformed: an envelope did not decode (see [EnvelopeError]). Package
+// rpc exports the same value as rpc.ErrMalformed.
+var ErrMalformed = errors.New("rpc: malformed envelope")
 
 // EnvelopeError describes a malformed envelope: which part failed and, when
 // it could be read, the promise_id (so a server can still answer 400).
@@ -315,7 +303,7 @@ func readBytesSlot(msg []byte, slot int) ([]byte, bool) {
 // (Timeout, Metadata) are read only when present: when they lie before
 // the first tail of cap and payload (see fixedEnd); Metadata must then lie
 // inside the message too (its content is checked by the server, see
-// [Metadata]). Errors are
+// rpc.Metadata). Errors are
 // *[EnvelopeError] (errors.Is [ErrMalformed]); PromiseID is reported in the
 // error when it was readable. Cap and Payload alias b and are valid as long
 // as b is unchanged. Never panics; allocates only for an error that
