@@ -37,7 +37,7 @@ func FuzzDump(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
-		if raw, err := dumpDecodeHex(b); err == nil {
+		if raw, err := unhexText(b); err == nil {
 			f.Add(raw)
 		}
 	}

@@ -57,7 +57,7 @@ func (e *DecodeError) Error() string {
 // returned slice holds dst plus a partial, invalid document; callers discard
 // it. Work and output are bounded by a constant times len(msg) for any
 // input; it never panics. msg is only read.
-func AppendJSON(dst, msg []byte, s *schema.Struct) ([]byte, error) {
+func AppendJSON(dst []byte, s *schema.Struct, msg []byte) ([]byte, error) {
 	if s == nil {
 		return dst, &DecodeError{Reason: "no struct type to decode as"}
 	}

@@ -9,12 +9,12 @@ import (
 func BenchmarkAppendJSON(b *testing.B) {
 	s := decParseSchema(b).Struct("All")
 	msg := decAllMessage(b)
-	buf, _ := AppendJSON(nil, msg, s)
+	buf, _ := AppendJSON(nil, s, msg)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))
 	for i := 0; i < b.N; i++ {
 		var err error
-		if buf, err = AppendJSON(buf[:0], msg, s); err != nil {
+		if buf, err = AppendJSON(buf[:0], s, msg); err != nil {
 			b.Fatal(err)
 		}
 	}

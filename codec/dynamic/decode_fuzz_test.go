@@ -20,7 +20,7 @@ func FuzzAppendJSON(f *testing.F) {
 	f.Add([]byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x14\x00\x00\x00\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		for _, s := range sch.Structs {
-			out, err := AppendJSON(nil, msg, s)
+			out, err := AppendJSON(nil, s, msg)
 			if err != nil {
 				var de *DecodeError
 				if !errors.As(err, &de) {
@@ -60,12 +60,12 @@ func TestAppendJSONDepthLimit(t *testing.T) {
 		b.SetRoot(prev)
 		return b.Finish()
 	}
-	out, err := AppendJSON(nil, chain(MaxDecodeDepth+1), sch.Struct("Node"))
+	out, err := AppendJSON(nil, sch.Struct("Node"), chain(MaxDecodeDepth+1))
 	if err != nil || strings.Count(string(out), "{") != MaxDecodeDepth+1 {
 		t.Fatalf("chain within the limit: %v (%d objects)", err, strings.Count(string(out), "{"))
 	}
 	msg := chain(MaxDecodeDepth + 2)
-	_, err = AppendJSON(nil, msg, sch.Struct("Node"))
+	_, err = AppendJSON(nil, sch.Struct("Node"), msg)
 	if err == nil || !strings.Contains(err.Error(), "deeper than") {
 		t.Fatalf("err = %v", err)
 	}

@@ -159,7 +159,7 @@ const decAllJSON = `{"Flag":true,"U8":200,"U16":65535,"U32":4000000000,"U64":184
 func TestAppendJSONAllKinds(t *testing.T) {
 	f := decParseSchema(t)
 	msg := decAllMessage(t)
-	got, err := AppendJSON([]byte("prefix:"), msg, f.Struct("All"))
+	got, err := AppendJSON([]byte("prefix:"), f.Struct("All"), msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestAppendJSONGenerated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := AppendJSON(nil, msg, s)
+			out, err := AppendJSON(nil, s, msg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +381,7 @@ func TestAppendJSONErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := AppendJSON(nil, tc.msg, f.Struct(tc.typ))
+			_, err := AppendJSON(nil, f.Struct(tc.typ), tc.msg)
 			var de *DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v, want a *DecodeError", err)
@@ -411,7 +411,7 @@ func TestAppendJSONElementOffsets(t *testing.T) {
 		t.Fatal("elements not found")
 	}
 	bad := decPut(all, second+4, 9)
-	_, err := AppendJSON(nil, bad, f.Struct("All"))
+	_, err := AppendJSON(nil, f.Struct("All"), bad)
 	var de *DecodeError
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v", err)
@@ -420,7 +420,7 @@ func TestAppendJSONElementOffsets(t *testing.T) {
 		t.Fatalf("got offset %d path %q, want %d Items[1] (%v)", de.Offset, de.Path, second+4, err)
 	}
 	bad = decPut(all, first+20, 1000) // element 0's Name slot
-	_, err = AppendJSON(nil, bad, f.Struct("All"))
+	_, err = AppendJSON(nil, f.Struct("All"), bad)
 	if !errors.As(err, &de) || de.Offset != first+20 || de.Path != "Items[0].Name" {
 		t.Fatalf("got %v", err)
 	}
@@ -453,7 +453,7 @@ func TestAppendJSONSharedBudget(t *testing.T) {
 	for i := 16 + n*8; i < len(msg); i++ {
 		msg[i] = 'a'
 	}
-	out, err := AppendJSON(nil, msg, s)
+	out, err := AppendJSON(nil, s, msg)
 	if err == nil || !strings.Contains(err.Error(), "shared or cyclic") {
 		t.Fatalf("err = %v (output %d bytes)", err, len(out))
 	}
@@ -470,7 +470,7 @@ func TestAppendJSONRoundTrip(t *testing.T) {
 	for _, c := range cases {
 		f := parse(t, c.Schema)
 		msg, _ := hex.DecodeString(c.Hex)
-		js, err := AppendJSON(nil, msg, f.Struct(c.Struct))
+		js, err := AppendJSON(nil, f.Struct(c.Struct), msg)
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
@@ -493,7 +493,7 @@ func TestAppendJSONRoundTripAllKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := AppendJSON(nil, msg, f.Struct("All"))
+	again, err := AppendJSON(nil, f.Struct("All"), msg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", js, err)
 		}
-		out, err := AppendJSON(nil, msg, s)
+		out, err := AppendJSON(nil, s, msg)
 		if err != nil {
 			t.Fatalf("%s: decode: %v", js, err)
 		}
@@ -211,7 +211,7 @@ func FuzzAppendMessage(f *testing.F) {
 			}
 			return
 		}
-		out, err := AppendJSON(nil, msg, s)
+		out, err := AppendJSON(nil, s, msg)
 		if err != nil {
 			t.Fatalf("own message does not decode: %v\n%x", err, msg)
 		}

@@ -13,9 +13,9 @@ const MaxListDepth = 8
 // Pos is a position in a schema file. Line and Col count from 1; Col counts
 // bytes.
 type Pos struct {
-	Filename string
-	Line     int
-	Col      int
+	Filename string // as given to Parse or in Source.Name
+	Line     int    // from 1
+	Col      int    // from 1, in bytes
 }
 
 // String returns "file:line:col".
@@ -29,7 +29,9 @@ type File struct {
 	// Package is the package clause's name, or "" when no file had one.
 	Package string
 	// Files names the source files, in the order given.
-	Files      []string
+	Files []string
+	// Aliases, Structs and Interfaces are the declarations, each in
+	// declaration order.
 	Aliases    []*Alias
 	Structs    []*Struct
 	Interfaces []*Interface
@@ -58,9 +60,9 @@ func (f *File) Interface(name string) *Interface {
 // Alias is "type Name = T". Type is fully resolved (never an alias itself);
 // Type.AliasName is set when T was written as another alias's name.
 type Alias struct {
-	Name string
-	Type *Type
-	Pos  Pos // of the name
+	Name string // as declared
+	Type *Type  // what it stands for, resolved
+	Pos  Pos    // of the name
 
 	expr  *Type // as written, unresolved
 	state uint8 // resolution: 0 new, 1 in progress, 2 done
@@ -68,7 +70,7 @@ type Alias struct {
 
 // Struct is a record with a fixed section of Size bytes.
 type Struct struct {
-	Name   string
+	Name   string   // as declared
 	Fields []*Field // declaration order (not necessarily offset order)
 	Size   int      // end of the last-ending field; 0 without fields
 	Pos    Pos      // of the name
@@ -86,12 +88,12 @@ func (s *Struct) Field(name string) *Field {
 
 // Field is one slot of a struct's fixed section: bytes [Offset, Offset+Width).
 type Field struct {
-	Name     string
-	Type     *Type // resolved
-	Offset   int
-	Width    int  // slot width, Type.Width()
-	Explicit bool // the offset was written as @N
-	Pos      Pos  // of the name
+	Name     string // as declared
+	Type     *Type  // resolved
+	Offset   int    // of the slot in the fixed section, from its start
+	Width    int    // slot width, Type.Width()
+	Explicit bool   // the offset was written as @N
+	Pos      Pos    // of the name
 
 	expr *Type // as written, unresolved
 }
@@ -202,9 +204,9 @@ func (t *Type) String() string {
 
 // Interface is an RPC service: its methods in declaration order.
 type Interface struct {
-	Name    string
-	Methods []*Method
-	Pos     Pos // of the name
+	Name    string    // as declared
+	Methods []*Method // declaration order
+	Pos     Pos       // of the name
 }
 
 // Method is one RPC method of an interface, "name(req: T) returns (resp: U)".
@@ -226,8 +228,8 @@ type Method struct {
 
 // Error is a schema error at a position. Its text is "file:line:col: msg".
 type Error struct {
-	Pos Pos
-	Msg string
+	Pos Pos    // where the problem is
+	Msg string // what it is, without the position
 }
 
 // Error returns "file:line:col: msg".

@@ -5,7 +5,7 @@ import "strconv"
 // Source is one schema file for [ParseFiles].
 type Source struct {
 	Name string // used in positions and error messages
-	Src  []byte
+	Src  []byte // the file's contents; not retained
 }
 
 // Parse parses and resolves one schema file. filename is used only in
