@@ -32,7 +32,7 @@ func TestRunQuick(t *testing.T) {
 	}
 	s := string(b)
 	for _, want := range []string{"| cpu |", "GOMAXPROCS", "go run ./cmd/results", "## Codecs", "| zapcodec |",
-		"| flatbuffers |", "## RPC", "| zapcodec rpc |", "| floor: raw echo, 1 conn |", "## Expectations of issue 6", notes} {
+		"| flatbuffers |", "## RPC", "| zapcodec rpc |", "| floor: raw echo, 1 conn |", "## Expectations", notes} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}

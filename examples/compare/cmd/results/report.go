@@ -109,7 +109,7 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 	}
 	p("\n![Calls per second and allocations per call by RPC stack](%s)\n", rpcChart)
 
-	p("\n## Expectations of issue 6\n\n| expectation | measured | verdict |\n|---|---|---|\n")
+	p("\n## Expectations\n\n| expectation | measured | verdict |\n|---|---|---|\n")
 	dq, dr := r.ratio("DecodeRequest", goccy), r.ratio("DecodeResponse", goccy)
 	da := r.cells["DecodeRequest"][zap].allocs + r.cells["DecodeResponse"][zap].allocs
 	p("| decode ≥ 100× goccy/go-json, 0 allocs | request %.1f×, response %.1f×; %g allocs | %s |\n", dq, dr, da, verdict(dq >= 100 && dr >= 100 && da == 0))
