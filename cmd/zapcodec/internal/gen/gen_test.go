@@ -31,6 +31,7 @@ var targets = []struct {
 	name, schema, pkg, out string
 }{
 	{"eth", repoRoot + "/examples/ethrpc/eth.zap", "ethzap", "examples/ethrpc/ethzap"},
+	{"greet", repoRoot + "/examples/quickstart/greet/greet.zap", "greet", "examples/quickstart/greet"},
 	{"kitchen", canonical + "/kitchen.zap", "", "internal/gentest/kitchen"},
 	{"all", "testdata/all.zap", "", "internal/gentest/all"},
 	{"lists", canonical + "/more/lists.zap", "", "internal/gentest/lists"},
