@@ -202,7 +202,9 @@ func TestEjectionHealth(t *testing.T) {
 	c := dialT(t, "static:///"+r1.addr+","+r2.addr, WithHealthCheck(20*time.Millisecond, 0), WithEjection(0, 20*time.Millisecond, 40*time.Millisecond))
 	stop := loadRun(c, 8, 30*time.Second)
 	r1.server().Health().Set("", rpc.HealthNotServing)
-	await(t, "the replica ejected", func() bool { return c.Stats().Replicas[0].State == "ejected" || c.Stats().Replicas[1].State == "ejected" })
+	await(t, "the replica ejected", func() bool {
+		return c.Stats().Replicas[0].State == "ejected" || c.Stats().Replicas[1].State == "ejected"
+	})
 	n := r1.calls.Load()
 	time.Sleep(100 * time.Millisecond) // several probes, all refused
 	if r1.calls.Load() != n {
