@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // serverConn is one accepted connection: a read loop (serve) that parses
@@ -141,13 +143,13 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c := &serverConn{
 		s:    s,
 		nc:   nc,
-		r:    frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
+		r:    frame.NewReader(nc, o.frame...),
 		done: make(chan struct{}),
 	}
 	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
-	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
@@ -277,7 +279,7 @@ func (c *serverConn) readLoop() bool {
 		c.frameStart = 0
 		c.local.bytesIn += uint64(len(p) + 5)
 		switch kind {
-		case KindRequest:
+		case wire.KindRequest:
 			c.active = true
 			switch c.request(p) {
 			case reqClosed:
@@ -286,7 +288,7 @@ func (c *serverConn) readLoop() bool {
 			case reqLost:
 				return false
 			}
-		case KindGoAway:
+		case wire.KindGoAway:
 			// Only an answer to our own go-away is an acknowledgement; a
 			// peer's unsolicited kind 6 means nothing to a server.
 			if c.goAwaySent.Load() {
@@ -297,7 +299,7 @@ func (c *serverConn) readLoop() bool {
 					return true
 				}
 			}
-		case KindPing:
+		case wire.KindPing:
 			// A zapcodec client with calls outstanding checks that we
 			// are alive (WIRE.md §8 extension): echo the payload.
 			if len(p) > maxPingPayload {
@@ -326,9 +328,9 @@ func (c *serverConn) request(p []byte) int {
 	s := c.s
 	c.local.calls++
 	c.hold()
-	req, err := ParseRequest(p)
+	req, err := wire.ParseRequest(p)
 	if err != nil {
-		var ee *EnvelopeError
+		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
 			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)
 			return reqNext
