@@ -63,6 +63,10 @@ type Alias struct {
 	Name string // as declared
 	Type *Type  // what it stands for, resolved
 	Pos  Pos    // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 
 	expr  *Type // as written, unresolved
 	state uint8 // resolution: 0 new, 1 in progress, 2 done
@@ -74,6 +78,10 @@ type Struct struct {
 	Fields []*Field // declaration order (not necessarily offset order)
 	Size   int      // end of the last-ending field; 0 without fields
 	Pos    Pos      // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 }
 
 // Field returns the field named name, or nil.
@@ -94,6 +102,10 @@ type Field struct {
 	Width    int    // slot width, Type.Width()
 	Explicit bool   // the offset was written as @N
 	Pos      Pos    // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 
 	expr *Type // as written, unresolved
 }
@@ -207,6 +219,10 @@ type Interface struct {
 	Name    string    // as declared
 	Methods []*Method // declaration order
 	Pos     Pos       // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 }
 
 // Method is one RPC method of an interface, "name(req: T) returns (resp: U)".
@@ -222,6 +238,10 @@ type Method struct {
 	Resp     *Struct
 	RespName string
 	Pos      Pos // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 
 	reqExpr, respExpr *Type // as written, unresolved
 }

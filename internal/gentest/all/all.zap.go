@@ -20,13 +20,15 @@ const _ = codec.GeneratedVersion2
 
 // Scalars is the record of schema struct Scalars (51-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
+//
+// Whitespace form with a @N reset in the middle.
 type Scalars struct {
 	Flag  bool    // bool @0
 	Small uint8   // u8 @1
 	Port  uint16  // u16 @2
 	Count uint32  // u32 @4
 	Big   uint64  // u64 @8
-	Delta int8    // i8 @24
+	Delta int8    // i8 @24; cursor jumps to 24, then 25
 	Temp  int16   // i16 @25
 	Off   int32   // i32 @27
 	Nanos int64   // i64 @31
@@ -159,6 +161,8 @@ func (v ScalarsView) Count() uint32 { return v.o.Uint32(4) }
 func (v ScalarsView) Big() uint64 { return v.o.Uint64(8) }
 
 // Delta returns field Delta (i8, bytes [24, 25)).
+//
+// cursor jumps to 24, then 25
 func (v ScalarsView) Delta() int8 { return v.o.Int8(24) }
 
 // Temp returns field Temp (i16, bytes [25, 27)).
@@ -326,7 +330,7 @@ type Kitchen struct {
 	Points []Point  // list<Point> @88
 	Origin *Point   // Point @96
 	Self   *Kitchen // Kitchen @100
-	Tail   uint8    // u8 @104
+	Tail   uint8    // u8 @104; positional after @100 + 4
 }
 
 var _ encoding.BinaryAppender = (*Kitchen)(nil)
@@ -857,10 +861,14 @@ func (v KitchenView) Origin() PointView { return PointView{v.o.Object(96)} }
 func (v KitchenView) Self() KitchenView { return KitchenView{v.o.Object(100)} }
 
 // Tail returns field Tail (u8, bytes [104, 105)).
+//
+// positional after @100 + 4
 func (v KitchenView) Tail() uint8 { return v.o.Uint8(104) }
 
 // Pair is the record of schema struct Pair (10-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
+//
+// Brace form on one line, positional without @N.
 type Pair struct {
 	A uint16 // u16 @0
 	B string // text @2
@@ -998,6 +1006,8 @@ func (v PairView) BBytes() []byte { return v.o.Bytes(2) }
 
 // Sparse is the record of schema struct Sparse (41-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
+//
+// Whitespace form, gap then positional again.
 type Sparse struct {
 	First  uint8     // u8 @0
 	Second uint64    // u64 @8
@@ -1451,6 +1461,9 @@ func (v EmptyView) IsNull() bool { return v.o.IsNull() }
 
 // Deep is the record of schema struct Deep (104-byte fixed section).
 // The zero value is an empty record; it is not safe for concurrent use.
+//
+// Every list element type: scalars of each width, bytes_fixed, aliases,
+// nested lists (of scalars, structs and text), tab indentation.
 type Deep struct {
 	Bools  []bool       // list<bool> @0
 	Tiny   []int8       // list<i8> @8
@@ -3068,6 +3081,8 @@ type ServiceServer interface {
 	// Reset serves Service.reset.
 	Reset(ctx context.Context) error
 	// Bump serves Service.bump.
+	//
+	// Its request is stats' result: the client gets BumpOn (pipelining).
 	Bump(ctx context.Context, req ScalarsView, resp *Scalars) error
 }
 
@@ -3225,6 +3240,8 @@ func (c *ServiceClient) Reset(ctx context.Context) error {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+//
+// Its request is stats' result: the client gets BumpOn (pipelining).
 func (c *ServiceClient) Bump(ctx context.Context, req *Scalars, resp *Scalars) error {
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
@@ -3306,6 +3323,8 @@ func (c *ServiceClient) BumpOn(ctx context.Context, p rpc.Promise, resp *Scalars
 // valid only until the method returns. A result arrives set to its zero
 // value and is encoded after the method returns nil; it must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
+//
+// An interface without methods, whitespace form.
 type NothingServer interface {
 }
 
@@ -3324,6 +3343,8 @@ func RegisterNothingServer(s *rpc.Server, impl NothingServer, opts ...rpc.MountO
 
 // NothingClient calls the methods of interface Nothing through an rpc.Caller (an
 // *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+//
+// An interface without methods, whitespace form.
 type NothingClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)

@@ -203,3 +203,56 @@ func TestEmptyInterface(t *testing.T) {
 		}
 	}
 }
+
+// The schema's comments are carried onto the Go names: the struct, its
+// fields (above and trailing), the view accessors, the server interface,
+// the client and their methods.
+func TestSchemaComments(t *testing.T) {
+	src := `package p
+
+# Item is one thing.
+struct Item {
+    # Tag says what it is.
+    Tag u32 @0   # little-endian
+}
+
+# Shop sells items.
+interface Shop
+    # buy takes one.
+    buy(req: Item) returns (resp: Item)
+`
+	f, err := schema.Parse("t.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := string(files[0].Data)
+	for _, want := range []string{
+		"//\n// Item is one thing.\ntype Item struct {",
+		"\t// Tag says what it is.\n\tTag uint32 // u32 @0; little-endian\n",
+		"//\n// Tag says what it is.\n// little-endian\nfunc (v ItemView) Tag() uint32",
+		"//\n// Shop sells items.\ntype ShopServer interface {",
+		"//\n// Shop sells items.\ntype ShopClient struct {",
+		"\t// Buy serves Shop.buy.\n\t//\n\t// buy takes one.\n\tBuy(",
+		"//\n// buy takes one.\nfunc (c *ShopClient) Buy(",
+	} {
+		if !strings.Contains(code, want) {
+			t.Errorf("missing %q in:\n%s", want, code)
+		}
+	}
+}
+
+// "an" before a vowel, "a" otherwise, in generated doc comments.
+func TestArticle(t *testing.T) {
+	for word, want := range map[string]string{
+		"Item": "an", "Order": "an", "Point": "a", "User": "a", "Unit": "a", "Update": "an", "Umbrella": "an",
+		"EuroRate": "a", "OneOf": "a", "Event": "an", "": "a", "U": "an",
+	} {
+		if got := article(word); got != want {
+			t.Errorf("article(%q) = %q, want %q", word, got, want)
+		}
+	}
+}

@@ -100,9 +100,15 @@ func (g *generator) record(s *schema.Struct) {
 	// The struct.
 	g.p("// %s is the record of schema struct %s (%d-byte fixed section).", t, s.Name, s.Size)
 	g.p("// The zero value is an empty record; it is not safe for concurrent use.")
+	g.schemaDoc(true, s.Doc, s.Comment)
 	g.p("type %s struct {", t)
 	for _, f := range s.Fields {
-		g.p("%s %s // %s @%d", GoName(f.Name), goType(f.Type), f.Type, f.Offset)
+		g.schemaDoc(false, f.Doc)
+		tail := ""
+		if f.Comment != "" {
+			tail = "; " + oneLine(f.Comment)
+		}
+		g.p("%s %s // %s @%d%s", GoName(f.Name), goType(f.Type), f.Type, f.Offset, tail)
 	}
 	g.p("}\n")
 	g.use("encoding")
@@ -414,17 +420,21 @@ func (g *generator) view(s *schema.Struct) {
 	for _, f := range s.Fields {
 		n, off := GoName(f.Name), f.Offset
 		at := fmt.Sprintf("bytes [%d, %d)", off, off+f.Width)
+		fdoc := func() { g.schemaDoc(true, f.Doc, f.Comment) }
 		switch k := f.Type.Kind; k {
 		case schema.KindText:
 			g.p("// %s returns field %s (text, slot %s). The result aliases the message.", n, f.Name, at)
+			fdoc()
 			g.p("func (v %s) %s() string { return v.o.Text(%d) }\n", v, n, off)
 			g.p("// %sBytes returns field %s as bytes (nil when empty). The result aliases the message.", n, f.Name)
 			g.p("func (v %s) %sBytes() []byte { return v.o.Bytes(%d) }\n", v, n, off)
 		case schema.KindBytes:
 			g.p("// %s returns field %s (bytes, slot %s), nil when empty. The result aliases the message.", n, f.Name, at)
+			fdoc()
 			g.p("func (v %s) %s() []byte { return v.o.Bytes(%d) }\n", v, n, off)
 		case schema.KindBytesFixed:
 			g.p("// %s returns a copy of field %s (%s, %s).", n, f.Name, f.Type, at)
+			fdoc()
 			g.p("func (v %s) %s() (a [%d]byte) {", v, n, f.Type.N)
 			g.p("copy(a[:], v.o.BytesFixed(%d, %d))", off, f.Type.N)
 			g.p("return a")
@@ -433,24 +443,73 @@ func (g *generator) view(s *schema.Struct) {
 			g.p("func (v %s) %sBytes() []byte { return v.o.BytesFixed(%d, %d) }\n", v, n, off, f.Type.N)
 		case schema.KindStruct:
 			g.p("// %s returns a view of nested field %s (slot %s); it is null when the slot is.", n, f.Name, at)
+			fdoc()
 			u := GoName(f.Type.Struct.Name)
 			g.p("func (v %s) %s() %sView { return %sView{v.o.Object(%d)} }\n", v, n, u, u, off)
 		case schema.KindList:
 			g.fieldListViews(t, s, f)
 		default:
 			g.p("// %s returns field %s (%s, %s).", n, f.Name, f.Type, at)
+			fdoc()
 			g.p("func (v %s) %s() %s { return v.o.%s(%d) }\n", v, n, scalars[k].goType, scalars[k].get, off)
 		}
 	}
 }
 
-// article returns "an" before a word that starts with a vowel sound (by
-// its first letter) and "a" otherwise.
-func article(word string) string {
-	if word != "" && strings.ContainsRune("AEIOUaeiou", rune(word[0])) {
-		return "an"
+// schemaDoc writes the schema's comments (doc, then a trailing comment)
+// as Go comment lines: after a "//" line when they follow generated text
+// (para), else on their own. Nothing when they are all empty.
+func (g *generator) schemaDoc(para bool, comments ...string) {
+	var lines []string
+	for _, c := range comments {
+		if c != "" {
+			lines = append(lines, strings.Split(goComment(c), "\n")...)
+		}
 	}
-	return "a"
+	if len(lines) == 0 {
+		return
+	}
+	if para {
+		g.p("//")
+	}
+	for _, l := range lines {
+		if l == "" {
+			g.p("//")
+		} else {
+			g.p("// %s", l)
+		}
+	}
+}
+
+// oneLine joins the lines of a comment with spaces.
+func oneLine(c string) string { return strings.ReplaceAll(goComment(c), "\n", " ") }
+
+// goComment replaces what Go source may not hold in a comment (control
+// characters but tab and newline, a byte order mark) with U+FFFD.
+func goComment(c string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' && r != '\t' && r != '\n' || r == 0x7f || r == 0xfeff {
+			return '\ufffd'
+		}
+		return r
+	}, c)
+}
+
+// article returns "an" before a word that starts with a vowel sound and
+// "a" otherwise, by its spelling: a vowel starts one, but not "U" before
+// a consonant and a vowel ("a User", "a Unit"; "an Update") nor "Eu" ("a
+// Europe") nor "One".
+func article(word string) string {
+	w := strings.ToLower(word)
+	vowel := func(i int) bool { return i < len(w) && strings.IndexByte("aeiou", w[i]) >= 0 }
+	switch {
+	case w == "" || !vowel(0):
+		return "a"
+	case w[0] == 'u' && len(w) > 2 && !vowel(1) && vowel(2),
+		strings.HasPrefix(w, "eu"), strings.HasPrefix(w, "one"):
+		return "a"
+	}
+	return "an"
 }
 
 // fieldListViews writes the view accessor of list field f of struct s and
@@ -459,6 +518,7 @@ func (g *generator) fieldListViews(t string, s *schema.Struct, f *schema.Field) 
 	n, off := GoName(f.Name), f.Offset
 	lists, iters := listTypeNames(t, n, f.Type)
 	g.p("// %s returns a view of list field %s (%s, slot bytes [%d, %d)).", n, f.Name, f.Type, off, off+f.Width)
+	g.schemaDoc(true, f.Doc, f.Comment)
 	g.p("func (v %s) %s() %s { return %s{v.o.List(%d)} }\n", t+"View", n, lists[0], lists[0], off)
 	what := "list field " + s.Name + "." + f.Name
 	e := f.Type.Elem

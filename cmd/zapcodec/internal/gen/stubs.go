@@ -30,9 +30,11 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("// valid only until the method returns. A result arrives set to its zero")
 	g.p("// value and is encoded after the method returns nil; it must not be kept.")
 	g.p("// An error answers the call with its status (see rpc.Errorf), 500 by default.")
+	g.schemaDoc(true, it.Doc, it.Comment)
 	g.p("type %s interface {", srv)
 	for _, m := range it.Methods {
 		g.p("// %s serves %s.%s.", GoName(m.Name), it.Name, m.Name)
+		g.schemaDoc(true, m.Doc, m.Comment)
 		g.p("%s(%s) error", GoName(m.Name), params(m, true))
 	}
 	g.p("}\n")
@@ -100,6 +102,7 @@ func (g *generator) stubs(it *schema.Interface) {
 	// Client.
 	g.p("// %s calls the methods of interface %s through an rpc.Caller (an", cli, it.Name)
 	g.p("// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.")
+	g.schemaDoc(true, it.Doc, it.Comment)
 	g.p("type %s struct {", cli)
 	g.p("c    rpc.Caller")
 	g.p("base uint32 // mount offset (rpc.At)")
@@ -120,6 +123,7 @@ func (g *generator) stubs(it *schema.Interface) {
 		}
 		g.p("// nothing of its arguments. A non-200 answer is an *rpc.StatusError")
 		g.p("// (errors.As); see rpc.Client.Call for the other errors.")
+		g.schemaDoc(true, m.Doc, m.Comment)
 		g.p("func (c *%s) %s(%s) error {", cli, mn, params(m, false))
 		g.p("bp := rpc.GetBuffer()")
 		if m.Req != nil {
