@@ -43,6 +43,8 @@ type Client struct {
 
 	out outbox // requests and go-away acks
 
+	streams streamSet // stream.go
+
 	peer net.Addr // nc's remote address, for the observer
 	// chain is the client's interceptors around unary, built once (nil
 	// without interceptors).
@@ -147,6 +149,8 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	}
 	c.r = frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
 	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
+	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
 	c.chain = chainInvoker(o.interceptors, c.unary)
 	if o.answerTimeout > 0 {
@@ -493,6 +497,17 @@ func (c *Client) readLoop() {
 			if !c.reply(AppendResponseHeader(c.out.begin(KindResponse), status, req.PromiseID, 0)) {
 				return
 			}
+		case KindStreamMsg:
+			// A full stream buffer (a server that ignores our window: a
+			// canonical one) holds the read loop until Recv makes room.
+			c.streams.onMsg(p, true)
+		case KindStreamEnd:
+			c.streams.onClientEnd(p)
+		case KindStreamWindow:
+			c.streams.onWindow(p)
+			// A client serves no streams: a peer's open (kind 3) is
+			// dropped, as the canonical runtime drops an open no handler
+			// takes.
 		}
 	}
 }
@@ -550,6 +565,7 @@ func (c *Client) fail(cause error) {
 		}
 	}
 	c.mu.Unlock()
+	c.streams.closeAll(err)
 }
 
 // check is the answer check, run by c.watch every answerTimeout/4: a

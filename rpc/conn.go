@@ -25,6 +25,8 @@ type serverConn struct {
 
 	out outbox // answers and go-away; the last writer in line flushes
 
+	streams streamSet // stream.go
+
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
@@ -148,6 +150,8 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
 	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
+	c.streams.sc = c
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
@@ -170,6 +174,7 @@ func (c *serverConn) close(reason error) {
 		if c.promises != nil {
 			c.promises.close()
 		}
+		c.streams.closeAll(ErrClosed)
 		c.s.removeConn(c)
 	})
 }
@@ -264,6 +269,7 @@ func (c *serverConn) readLoop() bool {
 				// The peer half-closed (or closed) between frames: answer
 				// the calls still running, then close.
 				c.eof.Store(true)
+				c.streams.readEnded(errPeerClosed)
 				if c.inflight.Load() == 0 {
 					c.close(nil)
 				}
@@ -307,9 +313,14 @@ func (c *serverConn) readLoop() bool {
 			if !c.pong(p) {
 				return true
 			}
+		case KindStreamOpen, KindStreamMsg, KindStreamEnd, KindStreamWindow:
+			if !c.streamFrame(kind, p) {
+				c.flushOwed()
+				return true
+			}
 		default:
-			// Answers, stream frames and unknown kinds are ignored
-			// (WIRE.md §6: a reader ignores a kind it does not know).
+			// Answers and unknown kinds are ignored (WIRE.md §6: a
+			// reader ignores a kind it does not know).
 		}
 	}
 }

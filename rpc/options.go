@@ -115,6 +115,8 @@ type serverOptions struct {
 	interceptors  []Interceptor // intercept.go
 	observer      Observer      // observe.go
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
+	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int           // 0: DefaultMaxStreams
 }
 
 type clientOptions struct {
@@ -127,6 +129,8 @@ type clientOptions struct {
 	maxPending    int
 	interceptors  []ClientInterceptor // intercept.go
 	observer      Observer            // observe.go
+	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int                 // 0: DefaultMaxStreams
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {
