@@ -130,7 +130,9 @@ type streamSet struct {
 	peerFC     atomic.Bool
 	peerWindow atomic.Int64
 
-	stalls atomic.Uint64 // times the read loop waited for a full stream's room
+	stalls   atomic.Uint64 // times the read loop waited for a full stream's room
+	readGone atomic.Bool   // the peer sent its last frame: no grant will come
+	stalling atomic.Int32  // the read loop waits for a stream's room (see put)
 
 	mu        sync.Mutex
 	m         map[uint32]*Stream
@@ -191,8 +193,13 @@ func (s *Stream) Send(msg []byte) error {
 			s.mu.Unlock()
 			return err
 		}
-		if !t.peerFC.Load() || s.out < t.peerWindow.Load() {
+		if !t.peerFC.Load() || s.out < t.peerWindow.Load() || t.stalling.Load() > 0 {
 			break
+		}
+		if t.readGone.Load() {
+			// No grant can come any more.
+			s.mu.Unlock()
+			return errPeerClosed
 		}
 		s.cond.Wait()
 	}
@@ -238,6 +245,7 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	for s.qh == len(s.q) {
 		if s.rdone {
 			err := s.rerr
+			s.q = putQueue(s.q)
 			s.mu.Unlock()
 			return buf, err
 		}
@@ -282,10 +290,21 @@ func (s *Stream) put(msg []byte, wait bool) (full bool) {
 			s.mu.Unlock()
 			return true
 		}
-		s.set.stalls.Add(1)
-		s.cond.Wait()
+		// While the read loop waits, no grant is read: senders on this
+		// connection stop waiting for credit (stallBegin), or a handler
+		// that must send before it reads again would never read.
+		s.mu.Unlock()
+		s.set.stallBegin()
+		s.mu.Lock()
+		for !s.rdone && s.qBytes >= s.set.window {
+			s.cond.Wait()
+		}
+		s.set.stalling.Add(-1)
 	}
 	if !s.rdone {
+		if s.q == nil {
+			s.q = getQueue()
+		}
 		if s.qh > 0 && cap(s.q)-len(s.q) < len(msg)+StreamMsgOverhead {
 			s.q = s.q[:copy(s.q, s.q[s.qh:])]
 			s.qh = 0
@@ -297,6 +316,48 @@ func (s *Stream) put(msg []byte, wait bool) (full bool) {
 	}
 	s.mu.Unlock()
 	return false
+}
+
+// queues holds the receive queues of ended streams: a stream takes one
+// for its first message and gives it back when its receive side is done
+// and drained, so a connection that opens stream after stream does not
+// grow a queue from nothing each time.
+var queues = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeptQueue: a queue grown above this (a large window) is not kept.
+const maxKeptQueue = 4 << 20
+
+func getQueue() []byte {
+	p := queues.Get().(*[]byte)
+	q := *p
+	*p = nil
+	queues.Put(p) // the box goes back empty: boxes are not allocated per stream
+	return q[:0]
+}
+
+func putQueue(q []byte) []byte {
+	if q != nil && cap(q) <= maxKeptQueue {
+		p := queues.Get().(*[]byte)
+		if *p == nil {
+			*p = q[:0]
+		}
+		queues.Put(p)
+	}
+	return nil
+}
+
+// stallBegin marks the read loop as waiting for room and wakes every
+// stream's senders waiting for credit (see put).
+func (t *streamSet) stallBegin() {
+	t.stalls.Add(1)
+	t.stalling.Add(1)
+	t.mu.Lock()
+	for _, s := range t.m {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+	t.mu.Unlock()
 }
 
 // ended records the peer's end of its direction: Recv returns err once
@@ -326,7 +387,7 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 		s.rdone, s.rerr = true, err
 	}
 	if drop {
-		s.q, s.qh, s.qBytes = nil, 0, 0
+		s.q, s.qh, s.qBytes = putQueue(s.q), 0, 0
 		s.rerr = err
 	}
 	send := status != 0 && !s.sdone
@@ -484,6 +545,7 @@ func (t *streamSet) closeAll(err error) {
 // readEnded ends the receive side of every stream: the peer sent its last
 // frame (it half-closed the connection).
 func (t *streamSet) readEnded(err error) {
+	t.readGone.Store(true)
 	t.mu.Lock()
 	ss := make([]*Stream, 0, len(t.m))
 	for _, s := range t.m {

@@ -417,4 +417,3 @@ func fakeCanonicalServer(l net.Listener, frames []streamFrameFx) error {
 	}
 	return nil
 }
-

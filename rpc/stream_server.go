@@ -193,7 +193,7 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 	if !st.rdone {
 		st.rdone, st.rerr = true, ErrStreamClosed
 	}
-	st.q, st.qh, st.qBytes = nil, 0, 0
+	st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
 	st.cond.Broadcast() // a read loop waiting for room
 	st.mu.Unlock()
 	if send && !c.closed.Load() {

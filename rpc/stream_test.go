@@ -30,6 +30,12 @@ func u32msg(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 func streamServer(t testing.TB, opts ...ServerOption) (*Server, string, *syncBuf) {
 	t.Helper()
 	s, addr, logs := testServer(t, opts...)
+	registerStreamHandlers(s)
+	return s, addr, logs
+}
+
+// registerStreamHandlers registers the tests' stream methods on s.
+func registerStreamHandlers(s *Server) {
 	s.HandleStream(sCount, func(ctx context.Context, init []byte, st *Stream) error {
 		n := binary.LittleEndian.Uint32(init)
 		var b [4]byte
@@ -88,7 +94,6 @@ func streamServer(t testing.TB, opts ...ServerOption) (*Server, string, *syncBuf
 	s.HandleStream(sStatus, func(ctx context.Context, init []byte, st *Stream) error {
 		return Errorf(418, "teapot")
 	})
-	return s, addr, logs
 }
 
 // recvAll reads st to its end and returns the messages and the end.
