@@ -175,6 +175,9 @@ func CapFrom(ctx context.Context) []byte {
 	if j := callJob(ctx); j != nil {
 		return j.capv
 	}
+	if st := streamFrom(ctx); st != nil {
+		return st.capv
+	}
 	return nil
 }
 
@@ -184,6 +187,9 @@ func CapFrom(ctx context.Context) []byte {
 func MetadataFrom(ctx context.Context) Metadata {
 	if j := callJob(ctx); j != nil {
 		return Metadata{j.mdv}
+	}
+	if st := streamFrom(ctx); st != nil {
+		return Metadata{st.mdv}
 	}
 	return Metadata{}
 }

@@ -37,7 +37,10 @@ import (
 // StreamHandler serves one streaming method. init is the initial message
 // of the open frame (empty when the client sent none); it is the handler's
 // own copy. ctx is done when the peer cancels the stream (an error end),
-// the connection closes, or Shutdown's grace ends. The stream's Send and
+// the connection closes, Shutdown's grace ends, or the deadline of the
+// client's ctx passes (carried in the open like a call's, see
+// [Client.Call]); [CapFrom] and [MetadataFrom] read the open's cap and
+// metadata ([WithCap], [WithMetadata] on the client's ctx). The stream's Send and
 // Recv may be used until the handler returns, and not after.
 //
 // Returning nil ends the server's direction of the stream cleanly;
@@ -100,6 +103,8 @@ type Stream struct {
 	ctx    context.Context
 	cancel context.CancelFunc // server: cancels the handler's ctx
 	stop   func() bool        // client: stops the AfterFunc on ctx
+
+	capv, mdv []byte // server: the open's cap and metadata (copies)
 
 	wmu sync.Mutex // orders this stream's frames: messages before the end
 

@@ -8,13 +8,29 @@ import (
 	"github.com/zapcodec/zapcodec/frame"
 )
 
+// StreamOpener opens streams; generated clients of streaming methods
+// need their Caller to be one. *Client implements it.
+type StreamOpener interface {
+	// OpenStream opens a stream to the method with the given ordinal (see
+	// Client.OpenStream).
+	OpenStream(ctx context.Context, method uint32, init []byte) (*Stream, error)
+}
+
+var _ StreamOpener = (*Client)(nil)
+
+// ErrNoStreams is returned by generated streaming methods whose Caller is
+// not a [StreamOpener].
+var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.StreamOpener)")
+
 // OpenStream opens a stream to the method with the given ordinal, with
 // init as its initial message (may be empty; only read, only during
 // OpenStream), and returns it once the open frame is queued: it does not
 // wait for the server. The open is the canonical kind 3 frame byte for
-// byte (a request envelope whose promise_id is the stream id); before the
-// first open on a connection the client also sends its flow-control hello
-// (a kind 9 frame, which a canonical server ignores).
+// byte (a request envelope whose promise_id is the stream id) unless ctx
+// has a deadline, a cap or metadata, which it carries as a call does (see
+// [Client.Call]; the handler's ctx gets them). Before the first open on
+// a connection the client also sends its flow-control hello (a kind 9
+// frame, which a canonical server ignores).
 //
 // Stream ids are odd, counted from 1, and never those of a stream still
 // open on the connection; unary calls have their own promise ids.
@@ -81,7 +97,7 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 		t.remove(s)
 		return nil, ErrGoAway
 	}
-	buf = AppendRequest(buf, &Request{Method: method, PromiseID: s.id, Payload: init})
+	buf = appendCall(buf, ctx, method, s.id, 0, init)
 	lead, err = c.out.end(buf)
 	if lead {
 		if ferr := c.out.flush(false); err == nil {

@@ -47,6 +47,16 @@ func (s *Server) streamHandler(method uint32) StreamHandler {
 	return nil
 }
 
+// streamKey is the ctx Value key of a stream handler's ctx: its stream.
+type streamKey struct{}
+
+// streamFrom returns the stream a stream handler's ctx (or one derived
+// from it) belongs to, nil for any other ctx.
+func streamFrom(ctx context.Context) *Stream {
+	st, _ := ctx.Value(streamKey{}).(*Stream)
+	return st
+}
+
 // errStreamShutdown is what a handler's Send and Recv return once
 // Shutdown's grace ended its stream.
 var errStreamShutdown = &StatusError{Code: StatusUnavailable, Message: streamShutdown}
@@ -123,6 +133,18 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		return false
 	}
 	id := req.PromiseID
+	if len(req.Metadata) > 0 {
+		lim := c.s.opts.maxMetadata
+		if lim <= 0 {
+			lim = DefaultMaxMetadata
+		}
+		if len(req.Metadata) > lim {
+			return c.streamRefuse(id, StatusMetadataTooLarge, metadataTooLarge, true)
+		}
+		if !validMetadata(req.Metadata) {
+			return c.streamRefuse(id, StatusBadRequest, "malformed metadata", true)
+		}
+	}
 	if c.goAwaySent.Load() {
 		return c.streamRefuse(id, StatusUnavailable, streamGoingAway, true)
 	}
@@ -152,9 +174,21 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		t.m = make(map[uint32]*Stream)
 	}
 	st := newStream(t, id, req.Method)
-	st.ctx, st.cancel = context.WithCancel(c.ctx)
+	var ctx context.Context = c.ctx
+	if req.Timeout != 0 {
+		ctx, st.cancel = context.WithDeadline(ctx, monoTime(deadlineAfter(monoNow(), req.Timeout)))
+	} else {
+		ctx, st.cancel = context.WithCancel(ctx)
+	}
+	st.ctx = context.WithValue(ctx, streamKey{}, st)
 	t.m[id] = st
 	t.mu.Unlock()
+	if len(req.Cap) > 0 {
+		st.capv = append([]byte(nil), req.Cap...)
+	}
+	if len(req.Metadata) > 0 {
+		st.mdv = append([]byte(nil), req.Metadata...)
+	}
 	var init []byte
 	if len(req.Payload) > 0 {
 		init = append([]byte(nil), req.Payload...)

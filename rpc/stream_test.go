@@ -389,3 +389,32 @@ func (s *Server) streamsOpen() int {
 var _ = fmt.Sprint
 var _ sync.Mutex
 var _ atomic.Int64
+
+// The open carries the ctx's deadline, cap and metadata like a call: the
+// handler's ctx has them.
+func TestStreamOpenCarriesCtx(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	type seen struct {
+		dl       bool
+		cap, md  string
+		canceled error
+	}
+	got := make(chan seen, 1)
+	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
+		_, dl := ctx.Deadline()
+		v := MetadataFrom(ctx).Get("k")
+		got <- seen{dl: dl, cap: string(CapFrom(ctx)), md: string(v)}
+		<-ctx.Done()
+		return nil
+	})
+	c := dial(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	ctx = WithMetadata(WithCap(ctx, []byte("token")), "k", "v")
+	if _, err := c.OpenStream(ctx, sBlock, nil); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; !g.dl || g.cap != "token" || g.md != "v" {
+		t.Fatalf("handler saw %+v", g)
+	}
+}
