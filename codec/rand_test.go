@@ -266,6 +266,7 @@ func check(t *testing.T, path string, off int, got, want uint64) {
 }
 
 func TestRandomRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	var b codec.Builder
 	var buf []byte

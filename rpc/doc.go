@@ -6,7 +6,10 @@
 // transport frame of kind 1; its answer is one response envelope (fixed
 // section of 20 bytes: status, promise_id, body) in a frame of kind 2.
 // Answers may arrive in any order and are matched by promise_id, so one
-// connection carries many concurrent calls.
+// connection carries many concurrent calls. The encoding of envelopes and
+// the frame kinds are in package [github.com/zapcodec/zapcodec/rpc/wire],
+// for code that speaks the protocol itself; a service needs only this
+// package.
 //
 // Server: [NewServer], [Server.Handle] registers a [Handler] per method
 // ordinal (dispatch is a slice index), [Server.Serve] runs one read loop per
@@ -43,7 +46,8 @@
 //	idle timeout    5 min without a request while no call runs: go-away,
 //	                then close (WithIdleTimeout)
 //	in-flight       256 calls per connection, then backpressure (WithMaxInFlight)
-//	frame size      16 MiB (WithMaxFrameSize); memory follows bytes received
+//	frame size      16 MiB (WithFrameOptions(frame.WithMaxFrameSize(n)));
+//	                memory follows bytes received
 //	shutdown grace  500 ms for a peer that does not acknowledge the go-away
 //	accept errors   EMFILE, ENFILE...: retried after 5 ms doubling to 1 s
 //

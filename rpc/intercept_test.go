@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // trace records what the interceptors of a test saw, in order.
@@ -205,16 +207,16 @@ func refuser(t *testing.T) string {
 					if !ok {
 						return
 					}
-					if kind != KindRequest {
+					if kind != wire.KindRequest {
 						continue
 					}
-					req, err := ParseRequest(env)
+					req, err := wire.ParseRequest(env)
 					if err != nil {
 						return
 					}
 					msg := "going away"
-					b := appendRefusalHeader(nil, StatusUnavailable, req.PromiseID, len(msg))
-					if _, err := nc.Write(frameBytes(KindResponse, append(b, msg...))); err != nil {
+					b := wire.AppendRefusalHeader(nil, StatusUnavailable, req.PromiseID, len(msg))
+					if _, err := nc.Write(frameBytes(wire.KindResponse, append(b, msg...))); err != nil {
 						return
 					}
 				}

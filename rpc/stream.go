@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 
 	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // Streams (issue 13; WIRE.md §6 and §8). A stream is opened by a client
@@ -187,7 +187,7 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // unaffected) for a message over the maximum frame size. Once warm, Send
 // allocates nothing.
 func (s *Stream) Send(msg []byte) error {
-	cost := int64(len(msg)) + StreamMsgOverhead
+	cost := int64(len(msg)) + wire.StreamMsgOverhead
 	t := s.set
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -210,7 +210,7 @@ func (s *Stream) Send(msg []byte) error {
 	}
 	s.out += cost
 	s.mu.Unlock()
-	err := t.writeFrame(s.ctx, KindStreamMsg, s.id, msg, true)
+	err := t.writeFrame(s.ctx, wire.KindStreamMsg, s.id, msg, true)
 	if err != nil && (errors.Is(err, frame.ErrFrameTooLarge) || err == s.ctx.Err()) {
 		s.mu.Lock()
 		s.out -= cost // not sent
@@ -235,7 +235,7 @@ func (s *Stream) CloseSend() error {
 	s.sdone, s.serr = true, ErrStreamClosed
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	return s.set.writeFrame(noCtx, KindStreamEnd, s.id, nil, false)
+	return s.set.writeFrame(noCtx, wire.KindStreamEnd, s.id, nil, false)
 }
 
 // Recv appends the next message to buf and returns the extended slice. At
@@ -257,13 +257,13 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 		s.cond.Wait()
 	}
 	n := int(binary.LittleEndian.Uint32(s.q[s.qh:]))
-	at := s.qh + StreamMsgOverhead
+	at := s.qh + wire.StreamMsgOverhead
 	buf = append(buf, s.q[at:at+n]...)
 	s.qh = at + n
 	if s.qh == len(s.q) {
 		s.q, s.qh = s.q[:0], 0
 	}
-	cost := int64(n) + StreamMsgOverhead
+	cost := int64(n) + wire.StreamMsgOverhead
 	t := s.set
 	full := s.qBytes >= t.window
 	s.qBytes -= cost
@@ -310,13 +310,13 @@ func (s *Stream) put(msg []byte, wait bool) (full bool) {
 		if s.q == nil {
 			s.q = getQueue()
 		}
-		if s.qh > 0 && cap(s.q)-len(s.q) < len(msg)+StreamMsgOverhead {
+		if s.qh > 0 && cap(s.q)-len(s.q) < len(msg)+wire.StreamMsgOverhead {
 			s.q = s.q[:copy(s.q, s.q[s.qh:])]
 			s.qh = 0
 		}
 		s.q = binary.LittleEndian.AppendUint32(s.q, uint32(len(msg)))
 		s.q = append(s.q, msg...)
-		s.qBytes += int64(len(msg)) + StreamMsgOverhead
+		s.qBytes += int64(len(msg)) + wire.StreamMsgOverhead
 		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
@@ -450,14 +450,14 @@ func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []
 // writeEnd writes an end frame: clean when status is 0, else an error end.
 func (t *streamSet) writeEnd(id, status uint32, text string) {
 	if status == 0 {
-		t.writeFrame(noCtx, KindStreamEnd, id, nil, false)
+		t.writeFrame(noCtx, wire.KindStreamEnd, id, nil, false)
 		return
 	}
-	buf := t.out.begin(KindStreamEnd)
+	buf := t.out.begin(wire.KindStreamEnd)
 	if n := len(text); n > MaxErrorMessage {
 		text = text[:messageCut(text)]
 	}
-	buf = AppendStreamEndError(buf, id, status, text)
+	buf = wire.AppendStreamEndError(buf, id, status, text)
 	lead, err := t.out.end(buf)
 	if lead {
 		if ferr := t.out.flush(false); err == nil {
@@ -474,7 +474,7 @@ func (t *streamSet) writeEnd(id, status uint32, text string) {
 // received).
 func (t *streamSet) grant(id uint32, n int64) {
 	var b [8]byte
-	err := t.out.lock().WriteFrame(KindStreamWindow, AppendStreamWindow(b[:0], id, uint32(min(n, 1<<31))))
+	err := t.out.lock().WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], id, uint32(min(n, 1<<31))))
 	if t.out.unlock() {
 		if ferr := t.out.flush(false); err == nil {
 			err = ferr
@@ -565,7 +565,7 @@ func (t *streamSet) readEnded(err error) {
 // onMsg handles a kind 4 frame. It reports false when the stream's buffer
 // is full (see Stream.put) and the caller must call onMsgWait.
 func (t *streamSet) onMsg(p []byte, wait bool) bool {
-	id, msg, err := ParseStreamMsg(p)
+	id, msg, err := wire.ParseStreamMsg(p)
 	if err != nil {
 		return true // too short to name a stream: dropped like an unknown id
 	}
@@ -578,7 +578,7 @@ func (t *streamSet) onMsg(p []byte, wait bool) bool {
 // onWindow handles a kind 9 frame. It reports whether it was the peer's
 // first hello.
 func (t *streamSet) onWindow(p []byte) (firstHello bool) {
-	id, n, ok := ParseStreamWindow(p)
+	id, n, ok := wire.ParseStreamWindow(p)
 	if !ok {
 		return false // not ours to read: ignored like an unknown kind
 	}
@@ -596,11 +596,11 @@ func (t *streamSet) onWindow(p []byte) (firstHello bool) {
 // lock w.
 func (t *streamSet) hello(w *outboxFrames) error {
 	var b [8]byte
-	return w.WriteFrame(KindStreamWindow, AppendStreamWindow(b[:0], 0, uint32(t.window)))
+	return w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], 0, uint32(t.window)))
 }
 
 // endError is the error Recv returns for a peer's end with a status.
-func endError(e StreamEnd) error {
+func endError(e wire.StreamEnd) error {
 	return newStatusError(e.Status, e.Message, false)
 }
 
@@ -617,4 +617,3 @@ func (t *streamSet) allocID() uint32 {
 	}
 }
 
-var _ = io.EOF

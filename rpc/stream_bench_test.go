@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // Benchmark stream methods: sBench sends init's u32 count of messages of
@@ -138,7 +139,7 @@ func BenchmarkStreamFloor(b *testing.B) {
 					w := frame.NewWriter(nc)
 					body := make([]byte, 4+size)
 					for range n {
-						if err := w.WriteFrame(KindStreamMsg, body); err != nil {
+						if err := w.WriteFrame(wire.KindStreamMsg, body); err != nil {
 							return
 						}
 						if mode == "each" {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // StreamOpener opens streams; generated clients of streaming methods
@@ -87,7 +88,7 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 		t.remove(s)
 		return nil, t.broken(err)
 	}
-	buf, err := c.out.beginCtx(ctx, KindStreamOpen)
+	buf, err := c.out.beginCtx(ctx, wire.KindStreamOpen)
 	if err != nil {
 		t.remove(s)
 		return nil, err
@@ -124,7 +125,7 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 // onStreamEnd handles a kind 5 frame on a client: the server's direction
 // ended, and with it the stream (the server drops what we send after it).
 func (t *streamSet) onClientEnd(p []byte) {
-	e, err := ParseStreamEnd(p)
+	e, err := wire.ParseStreamEnd(p)
 	if err != nil {
 		return
 	}

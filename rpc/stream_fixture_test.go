@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/internal/fixture"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // streamFixtures is fixtures/streams.json: socket bytes of five canonical
@@ -373,13 +374,13 @@ func fakeCanonicalServer(l net.Listener, frames []streamFrameFx) error {
 	}
 	defer nc.Close()
 	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-	hello := frameBytes(KindStreamWindow, AppendStreamWindow(nil, 0, DefaultStreamWindow))
+	hello := frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
 	helloSeen := false
 	var pids []uint32 // the client's unary promise ids, in order
 	for i, f := range frames {
 		if !f.toServer {
 			out := f.raw
-			if f.kind == KindResponse {
+			if f.kind == wire.KindResponse {
 				out = bytes.Clone(out)
 				binary.LittleEndian.PutUint32(out[5+16+4:], pids[0])
 				pids = pids[1:]
@@ -393,7 +394,7 @@ func fakeCanonicalServer(l net.Listener, frames []streamFrameFx) error {
 		if err != nil {
 			return err
 		}
-		if f.kind == KindStreamOpen && !helloSeen {
+		if f.kind == wire.KindStreamOpen && !helloSeen {
 			if !bytes.Equal(got, hello) {
 				return fmt.Errorf("frame %d: got %x, want the hello %x", i, got, hello)
 			}
@@ -403,7 +404,7 @@ func fakeCanonicalServer(l net.Listener, frames []streamFrameFx) error {
 			}
 		}
 		want := f.raw
-		if f.kind == KindRequest && len(got) > 5+24 {
+		if f.kind == wire.KindRequest && len(got) > 5+24 {
 			pids = append(pids, binary.LittleEndian.Uint32(got[5+16+4:]))
 			want = bytes.Clone(want)
 			copy(want[5+16+4:], got[5+16+4:5+16+8])

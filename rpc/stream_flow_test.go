@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A stream whose reader stalls holds the server's sender to the window
@@ -101,15 +103,15 @@ func TestStreamCanonicalPeerFloodBounded(t *testing.T) {
 		}
 	})
 	rc := rawDial(t, addr)
-	rc.send(KindStreamOpen, AppendRequest(nil, &Request{Method: sSum, PromiseID: 1}))
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sSum, PromiseID: 1}))
 	<-ready
 	const n = 2000 // 2000 × (100+4) bytes: far past the window
 	go func() {
 		pad := make([]byte, 96)
 		for i := range uint32(n) {
-			rc.send(KindStreamMsg, append(AppendStreamMsg(nil, 1, u32msg(i)), pad...))
+			rc.send(wire.KindStreamMsg, append(wire.AppendStreamMsg(nil, 1, u32msg(i)), pad...))
 		}
-		rc.send(KindStreamEnd, AppendStreamEnd(nil, 1))
+		rc.send(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 1))
 	}()
 	await(t, "the server's read loop to wait for room", func() bool { return s.streamStalls() > 0 })
 	st0.mu.Lock()
@@ -305,8 +307,8 @@ func TestAllocsStreamMessage(t *testing.T) {
 func TestStreamSendFailsWhenPeerGone(t *testing.T) {
 	s, addr, _ := streamServer(t, WithStreamWindow(1024))
 	rc := rawDial(t, addr)
-	rc.send(KindStreamWindow, AppendStreamWindow(nil, 0, 1024))
-	rc.send(KindStreamOpen, AppendRequest(nil, &Request{Method: sCount, PromiseID: 1, Payload: u32msg(1 << 20)}))
+	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1024))
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCount, PromiseID: 1, Payload: u32msg(1 << 20)}))
 	await(t, "the handler to wait for credit", func() bool { return s.streamsOpen() == 1 })
 	time.Sleep(10 * time.Millisecond)
 	rc.Conn.(*net.TCPConn).CloseWrite()

@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // checkStreamFrame reports whether a frame a server wrote is a stream
@@ -13,16 +16,16 @@ import (
 func checkStreamFrame(t *testing.T, kind byte, body []byte) bool {
 	t.Helper()
 	switch kind {
-	case KindStreamMsg:
-		if _, _, err := ParseStreamMsg(body); err != nil {
+	case wire.KindStreamMsg:
+		if _, _, err := wire.ParseStreamMsg(body); err != nil {
 			t.Fatalf("server wrote a bad stream message %x: %v", body, err)
 		}
-	case KindStreamEnd:
-		if _, err := ParseStreamEnd(body); err != nil {
+	case wire.KindStreamEnd:
+		if _, err := wire.ParseStreamEnd(body); err != nil {
 			t.Fatalf("server wrote a bad stream end %x: %v", body, err)
 		}
-	case KindStreamWindow:
-		if _, _, ok := ParseStreamWindow(body); !ok {
+	case wire.KindStreamWindow:
+		if _, _, ok := wire.ParseStreamWindow(body); !ok {
 			t.Fatalf("server wrote a bad window frame %x", body)
 		}
 	default:
@@ -35,20 +38,20 @@ func checkStreamFrame(t *testing.T, kind byte, body []byte) bool {
 // the stream handlers of streamServer.
 func streamFuzzSeeds() [][]byte {
 	open := func(method, id uint32, init []byte) []byte {
-		return frameBytes(KindStreamOpen, AppendRequest(nil, &Request{Method: method, PromiseID: id, Payload: init}))
+		return frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: method, PromiseID: id, Payload: init}))
 	}
-	hello := frameBytes(KindStreamWindow, AppendStreamWindow(nil, 0, 64))
+	hello := frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 64))
 	cat := func(fs ...[]byte) []byte { return bytes.Join(fs, nil) }
 	return [][]byte{
 		cat(open(sCount, 1, u32msg(5))),
-		cat(hello, open(sCount, 1, u32msg(100)), frameBytes(KindStreamWindow, AppendStreamWindow(nil, 1, 32))),
-		cat(open(sSum, 1, nil), frameBytes(KindStreamMsg, AppendStreamMsg(nil, 1, u32msg(3))),
-			frameBytes(KindStreamEnd, AppendStreamEnd(nil, 1))),
-		cat(hello, open(sEcho, 3, nil), frameBytes(KindStreamMsg, AppendStreamMsg(nil, 3, []byte("abc"))),
-			frameBytes(KindStreamEnd, AppendStreamEndError(nil, 3, 499, "x"))),
+		cat(hello, open(sCount, 1, u32msg(100)), frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 1, 32))),
+		cat(open(sSum, 1, nil), frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 1, u32msg(3))),
+			frameBytes(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 1))),
+		cat(hello, open(sEcho, 3, nil), frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 3, []byte("abc"))),
+			frameBytes(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 3, 499, "x"))),
 		cat(hello, open(77, 5, nil), open(sFail, 7, nil), open(sPanic, 9, nil), open(sStatus, 9, nil)),
-		cat(frameBytes(KindStreamOpen, []byte("ZAP\x00\x02\x00\x00\xc8")), frameBytes(KindStreamMsg, []byte{1}),
-			frameBytes(KindStreamEnd, []byte{1, 0, 0, 0, 9}), frameBytes(KindStreamWindow, []byte{0})),
+		cat(frameBytes(wire.KindStreamOpen, []byte("ZAP\x00\x02\x00\x00\xc8")), frameBytes(wire.KindStreamMsg, []byte{1}),
+			frameBytes(wire.KindStreamEnd, []byte{1, 0, 0, 0, 9}), frameBytes(wire.KindStreamWindow, []byte{0})),
 	}
 }
 
@@ -59,7 +62,7 @@ func FuzzStreamFrames(f *testing.F) {
 	for _, s := range streamFuzzSeeds() {
 		f.Add(s)
 	}
-	s := NewServer(WithLogger(discardLogger()), WithMaxFrameSize(1<<16), WithStreamWindow(256), WithMaxStreams(4))
+	s := NewServer(WithLogger(discardLogger()), WithFrameOptions(frame.WithMaxFrameSize(1<<16)), WithStreamWindow(256), WithMaxStreams(4))
 	registerStreamHandlers(s)
 	s.HandleStream(sBlock, nil) // waits for its ctx: the connection would wait for it
 	// The count comes from the input: at most 64 messages (a canonical
@@ -99,9 +102,9 @@ func FuzzStreamFrames(f *testing.F) {
 			}
 			body := out[5 : 4+n]
 			switch {
-			case out[4] == KindPong:
-			case out[4] == KindResponse:
-				if _, err := ParseResponse(body); err != nil {
+			case out[4] == wire.KindPong:
+			case out[4] == wire.KindResponse:
+				if _, err := wire.ParseResponse(body); err != nil {
 					t.Fatalf("bad answer: %v", err)
 				}
 			case !checkStreamFrame(t, out[4], body):
@@ -116,18 +119,18 @@ func FuzzStreamFrames(f *testing.F) {
 // output while two streams are open and read: no panic, and both Recvs
 // end once the connection does.
 func FuzzStreamClient(f *testing.F) {
-	f.Add(frameBytes(KindStreamMsg, AppendStreamMsg(nil, 1, []byte("a"))))
+	f.Add(frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 1, []byte("a"))))
 	f.Add(bytes.Join([][]byte{
-		frameBytes(KindStreamWindow, AppendStreamWindow(nil, 0, 16)),
-		frameBytes(KindStreamMsg, AppendStreamMsg(nil, 3, []byte("b"))),
-		frameBytes(KindStreamWindow, AppendStreamWindow(nil, 3, 1<<31)),
-		frameBytes(KindStreamEnd, AppendStreamEndError(nil, 1, 500, "bad")),
-		frameBytes(KindStreamEnd, []byte{3, 0, 0, 0, 1}),
-		frameBytes(KindStreamOpen, AppendRequest(nil, &Request{Method: 1, PromiseID: 1})),
+		frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 16)),
+		frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 3, []byte("b"))),
+		frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 3, 1<<31)),
+		frameBytes(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 1, 500, "bad")),
+		frameBytes(wire.KindStreamEnd, []byte{3, 0, 0, 0, 1}),
+		frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1})),
 	}, nil))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, b := net.Pipe()
-		c := NewClient(a, WithMaxFrameSize(1<<16), WithStreamWindow(64))
+		c := NewClient(a, WithFrameOptions(frame.WithMaxFrameSize(1<<16)), WithStreamWindow(64))
 		go io.Copy(io.Discard, b)
 		var ends [2]chan error
 		for i := range ends {

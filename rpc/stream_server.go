@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // HandleStream registers h for the streaming method with the given 1-based
@@ -70,10 +72,10 @@ var errPeerClosed = fmt.Errorf("%w: the peer closed the connection before ending
 func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 	t := &c.streams
 	switch kind {
-	case KindStreamOpen:
+	case wire.KindStreamOpen:
 		c.active = true
 		return c.streamOpen(p)
-	case KindStreamMsg:
+	case wire.KindStreamMsg:
 		if !t.onMsg(p, false) {
 			// The stream's buffer is full: the peer ignores our window (a
 			// canonical client). Wait for room, as the canonical runtime
@@ -85,8 +87,8 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 			t.onMsg(p, true)
 			return !c.closed.Load()
 		}
-	case KindStreamEnd:
-		e, err := ParseStreamEnd(p)
+	case wire.KindStreamEnd:
+		e, err := wire.ParseStreamEnd(p)
 		if err != nil {
 			return true
 		}
@@ -99,7 +101,7 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 				st.cancel()
 			}
 		}
-	case KindStreamWindow:
+	case wire.KindStreamWindow:
 		if t.onWindow(p) {
 			// A zapcodec client's hello: answer with ours, before anything
 			// we send on the streams it opens next.
@@ -123,9 +125,9 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 // streamOpen handles a kind 3 frame: it starts the stream's handler on a
 // goroutine of its own, or refuses the open.
 func (c *serverConn) streamOpen(p []byte) bool {
-	req, err := ParseRequest(p)
+	req, err := wire.ParseRequest(p)
 	if err != nil {
-		var ee *EnvelopeError
+		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
 			return c.streamRefuse(ee.PromiseID, StatusBadRequest, ee.Reason, true)
 		}
@@ -205,8 +207,8 @@ func (c *serverConn) streamRefuse(id, status uint32, text string, all bool) bool
 	if !all && !c.streams.peerFC.Load() {
 		return true
 	}
-	buf := c.out.begin(KindStreamEnd)
-	buf = AppendStreamEndError(buf, id, status, text)
+	buf := c.out.begin(wire.KindStreamEnd)
+	buf = wire.AppendStreamEndError(buf, id, status, text)
 	lead, err := c.out.end(buf)
 	if err != nil {
 		c.close(fmt.Errorf("write: %w", err))

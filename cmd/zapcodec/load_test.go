@@ -217,3 +217,50 @@ func TestLoadInterrupted(t *testing.T) {
 	}
 	loadCheckClean(t, loadReport(t, out.String()))
 }
+
+// TestLoadHdr: -hdr writes the run's latency distribution in the
+// HdrHistogram percentile format, one value per call.
+func TestLoadHdr(t *testing.T) {
+	t.Parallel()
+	addr := loadServer(t)
+	path := filepath.Join(t.TempDir(), "latency.hgrm")
+	code, out, errOut := loadRun(t, "-addr", addr, "-n", "2000", "-c", "2", "-concurrency", "4",
+		"-method", "1", "-payload-hex", loadRequestHex, "-json", "-hdr", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rep := loadReport(t, out)
+	loadCheckClean(t, rep)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := loadgen.ReadPercentiles(f) // checks the levels rise and values and counts never fall
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TotalCount != 2000 || p.Lines[len(p.Lines)-1].TotalCount != 2000 {
+		t.Fatalf("distribution counts %d calls (last line %d), want 2000", p.TotalCount, p.Lines[len(p.Lines)-1].TotalCount)
+	}
+	// The values are milliseconds: the report's nanoseconds / 1e6.
+	if got, want := p.Max, float64(rep.Latency.Max)/1e6; got != want {
+		t.Fatalf("max %v ms, report %v ms", got, want)
+	}
+	// The first line is the minimum's bucket: at most 1/128 above it.
+	if got, lo := p.Lines[0].Value, float64(rep.Latency.Min)/1e6; got < lo || got > lo*(1+1.0/128)+1e-6 {
+		t.Fatalf("first value %v ms, report min %v ms", got, lo)
+	}
+	if len(p.Lines) < 20 {
+		t.Fatalf("%d lines for 2000 calls", len(p.Lines))
+	}
+}
+
+func TestLoadHdrBadPath(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "no", "such", "dir", "x.hgrm")
+	code, _, errOut := loadRun(t, "-addr", "127.0.0.1:1", "-n", "1", "-method", "1", "-payload-hex", "00", "-hdr", path)
+	if code != 2 || !strings.Contains(errOut, "-hdr") {
+		t.Fatalf("exit %d, stderr %q: want 2 and a -hdr error before any call", code, errOut)
+	}
+}

@@ -60,7 +60,7 @@ func TestBadSchemas(t *testing.T) {
 func TestGenWrites(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "new", "dir")
 	// The golden file is the committed examples/ethrpc/ethzap package.
-	if code, msg := runCmd("gen", "-out", out, "-package", "ethzap", "internal/gen/testdata/eth.zap"); code != 0 {
+	if code, msg := runCmd("gen", "-out", out, "-package", "ethzap", "../../examples/ethrpc/eth.zap"); code != 0 {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
 	got, err := os.ReadFile(filepath.Join(out, "eth.zap.go"))
@@ -74,7 +74,7 @@ func TestGenWrites(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Error("gen output differs from internal/gen/testdata/eth.golden")
 	}
-	if code, msg := runCmd("gen", "-out", out, "-package", "other", "internal/gen/testdata/eth.zap"); code != 0 {
+	if code, msg := runCmd("gen", "-out", out, "-package", "other", "../../examples/ethrpc/eth.zap"); code != 0 {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
 	if got, _ := os.ReadFile(filepath.Join(out, "eth.zap.go")); !bytes.Contains(got, []byte("\npackage other\n")) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // Structs that nest the same struct twice, 64 levels deep: generation must

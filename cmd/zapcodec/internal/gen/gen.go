@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // Options controls generation. The zero value uses the schema's package name.

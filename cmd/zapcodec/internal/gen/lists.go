@@ -3,7 +3,7 @@ package gen
 import (
 	"fmt"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // Every list<T> is written as the canonical schema compiler writes it
