@@ -616,4 +616,3 @@ func (t *streamSet) allocID() uint32 {
 		}
 	}
 }
-
