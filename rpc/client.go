@@ -45,6 +45,8 @@ type Client struct {
 
 	out outbox // requests and go-away acks
 
+	streams streamSet // stream.go
+
 	peer net.Addr // nc's remote address, for the observer
 	// chain is the client's interceptors around unary, built once (nil
 	// without interceptors).
@@ -149,6 +151,8 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	}
 	c.r = frame.NewReader(nc, o.frame...)
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
+	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
 	c.chain = chainInvoker(o.interceptors, c.unary)
 	if o.answerTimeout > 0 {
@@ -495,6 +499,17 @@ func (c *Client) readLoop() {
 			if !c.reply(wire.AppendResponseHeader(c.out.begin(wire.KindResponse), status, req.PromiseID, 0)) {
 				return
 			}
+		case wire.KindStreamMsg:
+			// A full stream buffer (a server that ignores our window: a
+			// canonical one) holds the read loop until Recv makes room.
+			c.streams.onMsg(p, true)
+		case wire.KindStreamEnd:
+			c.streams.onClientEnd(p)
+		case wire.KindStreamWindow:
+			c.streams.onWindow(p)
+			// A client serves no streams: a peer's open (kind 3) is
+			// dropped, as the canonical runtime drops an open no handler
+			// takes.
 		}
 	}
 }
@@ -552,6 +567,7 @@ func (c *Client) fail(cause error) {
 		}
 	}
 	c.mu.Unlock()
+	c.streams.closeAll(err)
 }
 
 // check is the answer check, run by c.watch every answerTimeout/4: a

@@ -100,6 +100,19 @@
 // trip. None of these allocates per call once warm, and a call using none
 // of them is the canonical envelope byte for byte.
 //
+// Streams (issue 13; README.md "Streams"): [Server.HandleStream]
+// registers a [StreamHandler] per method ordinal, [Client.OpenStream]
+// opens a stream, and [Stream.Send], [Stream.Recv] and [Stream.CloseSend]
+// carry messages both ways on the canonical frames (kinds 3, 4, 5), byte
+// for byte. Between zapcodec peers each stream is flow controlled (a
+// window per direction, [WithStreamWindow]; grants travel in frame kind
+// 9, which a canonical peer ignores), so a slow reader stops only its own
+// sender; a handler's error ends the stream with a status the client's
+// Recv returns (a canonical peer reads a clean end); a panic ends only its
+// stream. At most [WithMaxStreams] streams are open per connection;
+// Shutdown gives open streams the shutdown grace, then ends them with 503.
+// Once warm, Send and Recv allocate nothing.
+//
 // Buffers: a handler's req aliases a per-call buffer owned by the server
 // and is valid only until the handler returns; the handler appends its
 // answer to resp (owned by the server, valid until the handler returns) and

@@ -177,6 +177,9 @@ func CapFrom(ctx context.Context) []byte {
 	if j := callJob(ctx); j != nil {
 		return j.capv
 	}
+	if st := streamFrom(ctx); st != nil {
+		return st.capv
+	}
 	return nil
 }
 
@@ -186,6 +189,9 @@ func CapFrom(ctx context.Context) []byte {
 func MetadataFrom(ctx context.Context) Metadata {
 	if j := callJob(ctx); j != nil {
 		return Metadata{j.mdv}
+	}
+	if st := streamFrom(ctx); st != nil {
+		return Metadata{st.mdv}
 	}
 	return Metadata{}
 }

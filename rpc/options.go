@@ -92,6 +92,8 @@ type serverOptions struct {
 	interceptors  []Interceptor // intercept.go
 	observer      Observer      // observe.go
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
+	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int           // 0: DefaultMaxStreams
 }
 
 type clientOptions struct {
@@ -103,6 +105,8 @@ type clientOptions struct {
 	maxPending    int
 	interceptors  []ClientInterceptor // intercept.go
 	observer      Observer            // observe.go
+	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int                 // 0: DefaultMaxStreams
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {

@@ -102,6 +102,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			if !c.goAwaySent.Load() { // accepted meanwhile
 				go c.goAway()
 			}
+			if c.goAwaySent.Load() {
+				c.shutdownStreams(now, s.opts.shutdownGrace)
+			}
 			if c.drained(now) {
 				c.close(nil)
 			}
