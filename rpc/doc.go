@@ -56,7 +56,9 @@
 // flows and given back when it stops.
 //
 // Client: [Dial] returns a [Client] that multiplexes calls from many
-// goroutines over one connection; [NewPool] spreads calls over several.
+// goroutines over one connection; package rpc/cluster spreads calls over
+// the replicas of a service (resolved by DNS or a registry, balanced by
+// load, failing replicas ejected, refused calls retried within a budget).
 // Both satisfy [Caller], the interface generated stubs use. A warm unary
 // call allocates nothing on either side.
 //
@@ -67,12 +69,12 @@
 // (30 s, both sides, [WithWriteTimeout]) loses its connection; a client
 // with calls outstanding that receives nothing for [DefaultAnswerTimeout]
 // (60 s, [WithAnswerTimeout]) closes the connection, as does one whose
-// table of pending calls fills up with abandoned calls, so a [Pool] dials
-// a fresh one. At most 4 MiB wait to be written per connection. A
+// table of pending calls fills up with abandoned calls, so that
+// rpc/cluster dials a fresh one. At most 4 MiB wait to be written per connection. A
 // [StatusError]'s Message keeps at most [MaxErrorMessage] bytes of the
 // answer body; Call returns the whole body appended to resp. Only a call
-// the server certainly did not run ([IsRetryable]) is sent again by a
-// Pool, once.
+// the server certainly did not run ([IsRetryable]) is sent again by
+// rpc/cluster, once.
 //
 // Services (issue 12): [WithInterceptors] and [WithClientInterceptors]
 // chain code around every handler and every call (first outermost; the
