@@ -1,5 +1,5 @@
 // Package rpc is a ZAP-RPC client and server over TCP, Unix and TLS
-// sockets, byte-compatible with the canonical runtime (WIRE.md §5–6).
+// sockets, byte-compatible with the canonical runtime (docs/wire.md §6–7).
 //
 // A call is one request envelope (version 2, flags 0xC800, fixed section
 // of 28 bytes: method, promise_id, target, cap, payload) carried in a
@@ -76,7 +76,7 @@
 // the server certainly did not run ([IsRetryable]) is sent again by
 // rpc/cluster, once.
 //
-// Services (issue 12): [WithInterceptors] and [WithClientInterceptors]
+// Services: [WithInterceptors] and [WithClientInterceptors]
 // chain code around every handler and every call (first outermost; the
 // chain is built once, a trivial interceptor allocates nothing);
 // [WithObserver] reports each call's method, status, duration, payload
@@ -89,7 +89,8 @@
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
 // ask).
 //
-// Beyond the payload (issue 12; see README.md "Wire extensions"): a
+// Beyond the payload (docs/wire.md §8 has the bytes, README.md "Wire
+// extensions" the costs): a
 // call's ctx deadline travels with the request as the time left (a
 // zapcodec extension field; the handler's ctx then has that deadline and
 // is done when it passes, and a call whose deadline passed before it

@@ -313,7 +313,7 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.shutdownGrace = d })
 }
 
-// WithPipelining turns on promise pipelining (WIRE.md §5): a call with
+// WithPipelining turns on promise pipelining (docs/wire.md §6): a call with
 // target != 0 gets as payload the body of the OK answer to promise target
 // on the same connection, waits for it if it is still running, and is
 // refused with 400 if it failed or is unknown. Each connection remembers

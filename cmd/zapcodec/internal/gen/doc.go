@@ -63,7 +63,7 @@
 // parent object is open, in field order, so they land after the parent's
 // fixed section and before its tails.
 //
-// Every list<T> is a variable-element list (WIRE.md §3), as the canonical
+// Every list<T> is a variable-element list (docs/wire.md §4), as the canonical
 // schema compiler writes it: 8-aligned, each element [u32 size][element
 // bytes]. The element bytes of a scalar are its little-endian value at its
 // declared width (floats as IEEE-754 bits, bool one byte 00/01); of text and

@@ -162,7 +162,7 @@ func params(m *schema.Method, server bool) string {
 }
 
 // pipelineStubs writes the typed promise pipelining of a client (rpc
-// Promise, WIRE.md §5): Send<M> for every method with a result, which
+// Promise, docs/wire.md §6): Send<M> for every method with a result, which
 // sends the call without waiting for its answer, and <M>On for every
 // method whose request type is the result type of some method of the
 // interface, which sends the call with the answer of a promise as its
