@@ -57,6 +57,10 @@ func dumpCases() []dumpCase {
 		{"genl_mix_schema", "genl_mix.hex", []string{"-schema", "lists.zap", "-type", "Lists"}},
 		{"genl_shape_origin_object_bytes_schema", "genl_shape_origin_object_bytes.hex", []string{"-schema", "service_ws.zap", "-type", "Shape"}},
 		{"genl_shape_zero_schema", "genl_shape_zero.hex", []string{"-schema", "service_ws.zap", "-type", "Geometry.area"}},
+		// A struct of size 0 written last: root offset == size, as the
+		// canonical runtime writes it (messages-more.json).
+		{"msgmore_zero_size_root", "msgmore_zero_size_root.hex", nil},
+		{"msgmore_zero_size_root_schema", "msgmore_zero_size_root.hex", []string{"-schema", "empty.zap", "-type", "Empty"}},
 		{"gen_request_bin", "gen_request.bin", nil},
 		{"gen_request_bin_schema", "gen_request.bin", []string{"-raw", "-schema", "eth.zap", "-type", "GetBalanceRequest"}},
 		// Frame streams.
@@ -194,6 +198,14 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 	read("messages.json", &msgs)
 	for _, c := range msgs.Cases {
 		in["msg_"+c.Name+".hex"] = unhex(c.Hex)
+	}
+	var more struct{ Cases []struct{ Name, Hex string } }
+	read("messages-more.json", &more)
+	for _, c := range more.Cases {
+		name := "msgmore_" + c.Name + ".hex"
+		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the cases kept in testdata/dump
+			in[name] = unhex(c.Hex)
+		}
 	}
 	var gen struct{ Cases []struct{ Name, Hex string } }
 	read("generated.json", &gen)
