@@ -27,6 +27,8 @@ type serverConn struct {
 
 	out outbox // answers and go-away; the last writer in line flushes
 
+	streams streamSet // stream.go
+
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
@@ -150,6 +152,8 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
+	c.streams.sc = c
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
@@ -172,6 +176,7 @@ func (c *serverConn) close(reason error) {
 		if c.promises != nil {
 			c.promises.close()
 		}
+		c.streams.closeAll(ErrClosed)
 		c.s.removeConn(c)
 	})
 }
@@ -266,6 +271,7 @@ func (c *serverConn) readLoop() bool {
 				// The peer half-closed (or closed) between frames: answer
 				// the calls still running, then close.
 				c.eof.Store(true)
+				c.streams.readEnded(errPeerClosed)
 				if c.inflight.Load() == 0 {
 					c.close(nil)
 				}
@@ -301,7 +307,7 @@ func (c *serverConn) readLoop() bool {
 			}
 		case wire.KindPing:
 			// A zapcodec client with calls outstanding checks that we
-			// are alive (WIRE.md §8 extension): echo the payload.
+			// are alive (docs/wire.md §8 extension): echo the payload.
 			if len(p) > maxPingPayload {
 				c.close(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
 				return true
@@ -309,9 +315,14 @@ func (c *serverConn) readLoop() bool {
 			if !c.pong(p) {
 				return true
 			}
+		case wire.KindStreamOpen, wire.KindStreamMsg, wire.KindStreamEnd, wire.KindStreamWindow:
+			if !c.streamFrame(kind, p) {
+				c.flushOwed()
+				return true
+			}
 		default:
-			// Answers, stream frames and unknown kinds are ignored
-			// (WIRE.md §6: a reader ignores a kind it does not know).
+			// Answers and unknown kinds are ignored (docs/wire.md §7: a
+			// reader ignores a kind it does not know).
 		}
 	}
 }
