@@ -67,6 +67,8 @@ func dumpCases() []dumpCase {
 		{"rpc_frames", "rpc_frames.hex", nil},
 		{"rpc_frames_schema", "rpc_frames.hex", []string{"-schema", "num.zap", "-type", "T"}},
 		{"err_rpc_frames_eth", "rpc_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}}, // fixture payloads are not eth records
+		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil}, // canonical stream frames (streams.json)
+		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
 		{"eth_frames", "eth_frames.hex", nil},
 		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
 		{"eth_frames_bin_method", "eth_frames.bin", []string{"-frames", "-schema", "eth.zap", "-type", "Eth.getBalance"}},
@@ -206,6 +208,23 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 		name := "msgmore_" + c.Name + ".hex"
 		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the cases kept in testdata/dump
 			in[name] = unhex(c.Hex)
+		}
+	}
+	var streams struct {
+		Scenarios []struct {
+			Name   string
+			Frames []struct{ Hex string }
+		}
+	}
+	read("streams.json", &streams)
+	for _, sc := range streams.Scenarios {
+		name := "streams_" + sc.Name + ".hex"
+		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the scenarios kept in testdata/dump
+			var b []byte
+			for _, f := range sc.Frames {
+				b = append(b, unhex(f.Hex)...)
+			}
+			in[name] = b
 		}
 	}
 	var gen struct{ Cases []struct{ Name, Hex string } }
