@@ -46,3 +46,68 @@ func (o Object) BytesIn(f []byte, off int) []byte {
 	}
 	return o.b[start:end:end]
 }
+
+// The functions below write a message the way [Builder] lays it out, for
+// generated records that write it without a Builder: AppendHeader, then
+// the root object (AppendObject) with its fields stored in place, its
+// nested objects and lists (AppendListStart, the element appenders) in
+// field order with their slots pointed at them (PutObjectSlot,
+// PutListSlot), its text and bytes values ([AppendTail]); then PutHeader.
+// Positions are absolute (indices into dst); base is where the message
+// starts.
+
+// AppendHeader is for generated code: it appends the 16 bytes of a message
+// header, zeroed, to dst; [PutHeader] fills them in once the message is
+// written. The message starts at the len(dst) given.
+func AppendHeader(dst []byte) []byte { return append(dst, zeroHeader[:]...) }
+
+// PutHeader is for generated code: it writes the header of the version-1
+// message that starts at base and ends at len(dst), whose root object is
+// at position root.
+func PutHeader(dst []byte, base, root int) {
+	h := dst[base : base+HeaderSize]
+	binary.LittleEndian.PutUint64(h, magicWord|uint64(Version1)<<32)
+	binary.LittleEndian.PutUint64(h[offRoot:], uint64(uint32(root-base))|uint64(uint32(len(dst)-base))<<32)
+}
+
+// AppendObject is for generated code: it pads dst with zeros to a multiple
+// of 8 from base, appends a zeroed fixed section of size bytes, and
+// returns dst and the section's position ([Builder.StartObject]).
+func AppendObject(dst []byte, base, size int) ([]byte, int) {
+	n := len(dst)
+	at := base + align8(n-base)
+	if end := at + size; end <= cap(dst) {
+		dst = dst[:end]
+		clear(dst[n:end])
+	} else {
+		dst = grow(dst, end-n)
+	}
+	return dst, at
+}
+
+// AppendListStart is for generated code: it pads dst with zeros to a
+// multiple of 8 from base, where a list starts (even an empty one, as the
+// canonical writer does), and returns dst and that position.
+func AppendListStart(dst []byte, base int) ([]byte, int) {
+	n := len(dst) - base
+	if pad := align8(n) - n; pad > 0 {
+		dst = append(dst, zeroHeader[:pad]...)
+	}
+	return dst, len(dst)
+}
+
+// PutObjectSlot is for generated code: it points the nested-object slot at
+// position slot to the object at position at.
+func PutObjectSlot(dst []byte, slot, at int) {
+	binary.LittleEndian.PutUint32(dst[slot:], uint32(int32(at-slot)))
+}
+
+// PutListSlot is for generated code: it points the list slot at position
+// slot to the count elements starting at position at. An empty list leaves
+// the slot {0, 0}, as [ObjectBuilder.SetList] does.
+func PutListSlot(dst []byte, slot, at, count int) {
+	if count == 0 {
+		return
+	}
+	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(int32(at-slot)))|uint64(uint32(count))<<32)
+}

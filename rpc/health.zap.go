@@ -119,7 +119,7 @@ var _ encoding.BinaryAppender = (*HealthCheckResponse)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *HealthCheckResponse) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 4, 0)
-	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.Status))
+	binary.LittleEndian.PutUint32(dst[o+0:], m.Status)
 	return dst
 }
 

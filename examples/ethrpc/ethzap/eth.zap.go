@@ -31,8 +31,8 @@ var _ encoding.BinaryAppender = (*GetBalanceRequest)(nil)
 func (m *GetBalanceRequest) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 44, len(m.Method))
 	copy(dst[o+0:], m.Account[:])
-	binary.LittleEndian.PutUint64(dst[o+20:], uint64(m.Block))
-	binary.LittleEndian.PutUint64(dst[o+28:], uint64(m.ID))
+	binary.LittleEndian.PutUint64(dst[o+20:], m.Block)
+	binary.LittleEndian.PutUint64(dst[o+28:], m.ID)
 	dst = codec.AppendTail(dst, o+36, m.Method)
 	return dst
 }
@@ -153,9 +153,9 @@ var _ encoding.BinaryAppender = (*GetBalanceResponse)(nil)
 func (m *GetBalanceResponse) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 80, 0)
 	copy(dst[o+0:], m.Balance[:])
-	binary.LittleEndian.PutUint64(dst[o+32:], uint64(m.Nonce))
+	binary.LittleEndian.PutUint64(dst[o+32:], m.Nonce)
 	copy(dst[o+40:], m.BlockHash[:])
-	binary.LittleEndian.PutUint64(dst[o+72:], uint64(m.ID))
+	binary.LittleEndian.PutUint64(dst[o+72:], m.ID)
 	return dst
 }
 

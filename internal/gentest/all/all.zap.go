@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -47,9 +46,9 @@ func (m *Scalars) AppendZAP(dst []byte) []byte {
 		dst[o+0] = 1
 	}
 	dst[o+1] = m.Small
-	binary.LittleEndian.PutUint16(dst[o+2:], uint16(m.Port))
-	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Count))
-	binary.LittleEndian.PutUint64(dst[o+8:], uint64(m.Big))
+	binary.LittleEndian.PutUint16(dst[o+2:], m.Port)
+	binary.LittleEndian.PutUint32(dst[o+4:], m.Count)
+	binary.LittleEndian.PutUint64(dst[o+8:], m.Big)
 	dst[o+24] = byte(m.Delta)
 	binary.LittleEndian.PutUint16(dst[o+25:], uint16(m.Temp))
 	binary.LittleEndian.PutUint32(dst[o+27:], uint32(m.Off))
@@ -199,12 +198,13 @@ func (m *Point) AppendZAP(dst []byte) []byte {
 	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Point) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(8)
-	o.SetInt32(0, m.X)
-	o.SetInt32(4, m.Y)
-	return o.Finish()
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Point) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 8)
+	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
+	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Y))
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -345,61 +345,68 @@ func (m *Kitchen) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Kitchen) zapAppend(dst []byte) []byte {
-	b := zapKitchenBuilders.Get().(*codec.Builder)
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(b))
-	dst = b.Finish()
-	zapKitchenBuilders.Put(b) // keeps a reference to dst until its next use
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
 	return dst
 }
 
-// zapKitchenBuilders holds Builders for Kitchen, whose nested text and bytes
-// values may outnumber what a Builder records without allocating.
-var zapKitchenBuilders = sync.Pool{New: func() any { return new(codec.Builder) }}
-
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Kitchen) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(105)
-	o.SetText(0, m.Title)
-	o.SetBytes(8, m.Blob)
-	o.SetBytesFixed(16, m.Key[:])
-	o.SetBytesFixed(32, m.Hash[:])
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Kitchen) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 105)
+	copy(dst[o+16:], m.Key[:])
+	copy(dst[o+32:], m.Hash[:])
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Bytes {
-			l.AddUint8Element(m.Bytes[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Bytes {
+			dst = codec.AppendUint8Element(dst, m.Bytes[i0])
 		}
-		o.SetList(64, l.Finish())
+		codec.PutListSlot(dst, o+64, start, len(m.Bytes))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Words {
-			l.AddUint32Element(m.Words[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Words {
+			dst = codec.AppendUint32Element(dst, m.Words[i0])
 		}
-		o.SetList(72, l.Finish())
+		codec.PutListSlot(dst, o+72, start, len(m.Words))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Longs {
-			l.AddUint64Element(m.Longs[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Longs {
+			dst = codec.AppendUint64Element(dst, m.Longs[i0])
 		}
-		o.SetList(80, l.Finish())
+		codec.PutListSlot(dst, o+80, start, len(m.Longs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Points {
-			l.EndElement(m.Points[i].AppendZAP(l.BeginElement()))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Points {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Points[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(88, l.Finish())
+		codec.PutListSlot(dst, o+88, start, len(m.Points))
 	}
 	if m.Origin != nil {
-		o.SetObject(96, m.Origin.zapBuild(b))
+		var at int
+		dst, at = m.Origin.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+96, at)
 	}
 	if m.Self != nil {
-		o.SetObject(100, m.Self.zapBuild(b))
+		var at int
+		dst, at = m.Self.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+100, at)
 	}
-	o.SetUint8(104, m.Tail)
-	return o.Finish()
+	dst[o+104] = m.Tail
+	dst = codec.AppendTail(dst, o+0, m.Title)
+	dst = codec.AppendTailBytes(dst, o+8, m.Blob)
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -881,7 +888,7 @@ var _ encoding.BinaryAppender = (*Pair)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Pair) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 10, len(m.B))
-	binary.LittleEndian.PutUint16(dst[o+0:], uint16(m.A))
+	binary.LittleEndian.PutUint16(dst[o+0:], m.A)
 	dst = codec.AppendTail(dst, o+2, m.B)
 	return dst
 }
@@ -1029,40 +1036,45 @@ func (m *Sparse) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Sparse) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Sparse) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(41)
-	o.SetUint8(0, m.First)
-	o.SetUint64(8, m.Second)
-	o.SetUint8(16, m.Third)
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Sparse) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 41)
+	dst[o+0] = m.First
+	binary.LittleEndian.PutUint64(dst[o+8:], m.Second)
+	dst[o+16] = m.Third
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Named {
-			l.AddTextElement(m.Named[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Named {
+			dst = codec.AppendTextElement(dst, m.Named[i0])
 		}
-		o.SetList(17, l.Finish())
+		codec.PutListSlot(dst, o+17, start, len(m.Named))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Raw {
-			l.AddMessage(m.Raw[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Raw {
+			dst = codec.AppendBytesElement(dst, m.Raw[i0])
 		}
-		o.SetList(25, l.Finish())
+		codec.PutListSlot(dst, o+25, start, len(m.Raw))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Floats {
-			l.AddUint64Element(math.Float64bits(m.Floats[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Floats {
+			dst = codec.AppendUint64Element(dst, math.Float64bits(m.Floats[i0]))
 		}
-		o.SetList(33, l.Finish())
+		codec.PutListSlot(dst, o+33, start, len(m.Floats))
 	}
-	return o.Finish()
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -1492,142 +1504,165 @@ func (m *Deep) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Deep) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Deep) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(104)
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Deep) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 104)
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Bools {
-			if m.Bools[i] {
-				l.AddUint8Element(1)
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Bools {
+			if m.Bools[i0] {
+				dst = codec.AppendUint8Element(dst, 1)
 			} else {
-				l.AddUint8Element(0)
+				dst = codec.AppendUint8Element(dst, 0)
 			}
 		}
-		o.SetList(0, l.Finish())
+		codec.PutListSlot(dst, o+0, start, len(m.Bools))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Tiny {
-			l.AddUint8Element(uint8(m.Tiny[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Tiny {
+			dst = codec.AppendUint8Element(dst, uint8(m.Tiny[i0]))
 		}
-		o.SetList(8, l.Finish())
+		codec.PutListSlot(dst, o+8, start, len(m.Tiny))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Shorts {
-			l.AddUint16Element(uint16(m.Shorts[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Shorts {
+			dst = codec.AppendUint16Element(dst, uint16(m.Shorts[i0]))
 		}
-		o.SetList(16, l.Finish())
+		codec.PutListSlot(dst, o+16, start, len(m.Shorts))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Reals {
-			l.AddUint32Element(math.Float32bits(m.Reals[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Reals {
+			dst = codec.AppendUint32Element(dst, math.Float32bits(m.Reals[i0]))
 		}
-		o.SetList(24, l.Finish())
+		codec.PutListSlot(dst, o+24, start, len(m.Reals))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Quads {
-			l.AddMessage(m.Quads[i][:])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Quads {
+			dst = codec.AppendBytesElement(dst, m.Quads[i0][:])
 		}
-		o.SetList(32, l.Finish())
+		codec.PutListSlot(dst, o+32, start, len(m.Quads))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Keys {
-			l.AddMessage(m.Keys[i][:])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Keys {
+			dst = codec.AppendBytesElement(dst, m.Keys[i0][:])
 		}
-		o.SetList(40, l.Finish())
+		codec.PutListSlot(dst, o+40, start, len(m.Keys))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Blobs {
-			l.AddMessage(m.Blobs[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Blobs {
+			dst = codec.AppendBytesElement(dst, m.Blobs[i0])
 		}
-		o.SetList(48, l.Finish())
+		codec.PutListSlot(dst, o+48, start, len(m.Blobs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Grid {
-			buf := l.BeginElement()
-			for i1 := range m.Grid[i] {
-				buf = codec.AppendUint16Element(buf, m.Grid[i][i1])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Grid {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Grid[i0] {
+				dst = codec.AppendUint16Element(dst, m.Grid[i0][i1])
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(56, l.Finish())
+		codec.PutListSlot(dst, o+56, start, len(m.Grid))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Runs {
-			buf := l.BeginElement()
-			for i1 := range m.Runs[i] {
-				buf = codec.AppendUint64Element(buf, m.Runs[i][i1])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Runs {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Runs[i0] {
+				dst = codec.AppendUint64Element(dst, m.Runs[i0][i1])
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(64, l.Finish())
+		codec.PutListSlot(dst, o+64, start, len(m.Runs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Paths {
-			buf := l.BeginElement()
-			for i1 := range m.Paths[i] {
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Paths {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Paths[i0] {
 				var at1 int
-				buf, at1 = codec.StartElement(buf)
-				buf = m.Paths[i][i1].AppendZAP(buf)
-				codec.FinishElement(buf, at1)
+				dst, at1 = codec.StartElement(dst)
+				dst = m.Paths[i0][i1].AppendZAP(dst)
+				codec.FinishElement(dst, at1)
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(72, l.Finish())
+		codec.PutListSlot(dst, o+72, start, len(m.Paths))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Words {
-			buf := l.BeginElement()
-			for i1 := range m.Words[i] {
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Words {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Words[i0] {
 				var at1 int
-				buf, at1 = codec.StartElement(buf)
-				for i2 := range m.Words[i][i1] {
-					buf = codec.AppendTextElement(buf, m.Words[i][i1][i2])
+				dst, at1 = codec.StartElement(dst)
+				for i2 := range m.Words[i0][i1] {
+					dst = codec.AppendTextElement(dst, m.Words[i0][i1][i2])
 				}
-				codec.FinishElement(buf, at1)
+				codec.FinishElement(dst, at1)
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(80, l.Finish())
+		codec.PutListSlot(dst, o+80, start, len(m.Words))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Pairs {
-			l.EndElement(m.Pairs[i].AppendZAP(l.BeginElement()))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Pairs {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Pairs[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(88, l.Finish())
+		codec.PutListSlot(dst, o+88, start, len(m.Pairs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Trees {
-			buf := l.BeginElement()
-			for i1 := range m.Trees[i] {
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Trees {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Trees[i0] {
 				var at1 int
-				buf, at1 = codec.StartElement(buf)
-				buf = m.Trees[i][i1].zapAppend(buf)
-				codec.FinishElement(buf, at1)
+				dst, at1 = codec.StartElement(dst)
+				dst = m.Trees[i0][i1].zapAppend(dst)
+				codec.FinishElement(dst, at1)
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(96, l.Finish())
+		codec.PutListSlot(dst, o+96, start, len(m.Trees))
 	}
-	return o.Finish()
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.

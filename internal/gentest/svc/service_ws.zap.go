@@ -34,12 +34,13 @@ func (m *Point) AppendZAP(dst []byte) []byte {
 	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Point) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(8)
-	o.SetInt32(0, m.X)
-	o.SetInt32(4, m.Y)
-	return o.Finish()
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Point) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 8)
+	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
+	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Y))
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -164,28 +165,33 @@ func (m *Shape) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Shape) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Shape) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(22)
-	o.SetUint16(0, m.ID)
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Shape) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 22)
+	binary.LittleEndian.PutUint16(dst[o+0:], m.ID)
 	if m.Origin != nil {
-		o.SetObject(2, m.Origin.zapBuild(b))
+		var at int
+		dst, at = m.Origin.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+2, at)
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Tags {
-			l.AddUint32Element(m.Tags[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Tags {
+			dst = codec.AppendUint32Element(dst, m.Tags[i0])
 		}
-		o.SetList(6, l.Finish())
+		codec.PutListSlot(dst, o+6, start, len(m.Tags))
 	}
-	o.SetText(14, m.Label)
-	return o.Finish()
+	dst = codec.AppendTail(dst, o+14, m.Label)
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
