@@ -1,6 +1,9 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // GeneratedVersion2 is referenced by every file that `zapcodec gen` writes
 // ("const _ = codec.GeneratedVersion2"). It names the version of the API that
@@ -110,4 +113,36 @@ func PutListSlot(dst []byte, slot, at, count int) {
 		return
 	}
 	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(int32(at-slot)))|uint64(uint32(count))<<32)
+}
+
+// SameText is for generated code: it reports whether p holds the bytes of
+// s, as string(p) == s does, comparing a value of up to 16 bytes as two
+// machine words, inline, instead of calling the runtime. Generated
+// decoders use it to keep a record's string when the message holds the
+// same text.
+func SameText(p []byte, s string) bool {
+	n := len(p)
+	if n != len(s) {
+		return false
+	}
+	if n < 8 || n > 16 {
+		return string(p) == s
+	}
+	q := unsafe.Slice(unsafe.StringData(s), n)
+	return binary.LittleEndian.Uint64(p) == binary.LittleEndian.Uint64(q) &&
+		binary.LittleEndian.Uint64(p[n-8:]) == binary.LittleEndian.Uint64(q[n-8:])
+}
+
+// RootFixed is for generated code: it returns [Message.Root] and, when the
+// root's first n bytes (n > 0) lie inside the message, those bytes as
+// [Object.Fixed] would, else nil. It checks the root's bounds once for
+// both.
+func (m Message) RootFixed(n int) (Object, []byte) {
+	if len(m.b) >= HeaderSize && n > 0 {
+		pos := uint64(binary.LittleEndian.Uint32(m.b[offRoot:]))
+		if end := pos + uint64(n); pos >= HeaderSize && end <= uint64(len(m.b)) {
+			return Object{b: m.b, pos: int(pos)}, m.b[pos:end:end]
+		}
+	}
+	return m.Root(), nil
 }

@@ -48,16 +48,16 @@ func (m *HealthCheckRequest) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "HealthCheckRequest")
 	}
-	o := msg.Root()
 	var p0 []byte // Service
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message
 		p0 = o.Bytes(0)
 	}
-	if string(p0) != m.Service {
+	if !codec.SameText(p0, m.Service) {
 		m.Service = string(p0)
 	}
 	return nil
@@ -141,10 +141,10 @@ func (m *HealthCheckResponse) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "HealthCheckResponse")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(4); len(f) == 4 {
+	o, f := msg.RootFixed(4)
+	if len(f) == 4 {
 		m.Status = binary.LittleEndian.Uint32(f[0:4])
 	} else { // the object runs past the end of the message
 		m.Status = o.Uint32(0)

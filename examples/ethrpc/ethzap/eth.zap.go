@@ -56,11 +56,11 @@ func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "GetBalanceRequest")
 	}
-	o := msg.Root()
 	var p0 []byte // Method
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(44); len(f) == 44 {
+	o, f := msg.RootFixed(44)
+	if len(f) == 44 {
 		m.Account = [20]byte(f[0:20])
 		m.Block = binary.LittleEndian.Uint64(f[20:28])
 		m.ID = binary.LittleEndian.Uint64(f[28:36])
@@ -72,7 +72,7 @@ func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
 		m.ID = o.Uint64(28)
 		p0 = o.Bytes(36)
 	}
-	if string(p0) != m.Method {
+	if !codec.SameText(p0, m.Method) {
 		m.Method = string(p0)
 	}
 	return nil
@@ -177,10 +177,10 @@ func (m *GetBalanceResponse) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "GetBalanceResponse")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(80); len(f) == 80 {
+	o, f := msg.RootFixed(80)
+	if len(f) == 80 {
 		m.Balance = [32]byte(f[0:32])
 		m.Nonce = binary.LittleEndian.Uint64(f[32:40])
 		m.BlockHash = [32]byte(f[40:72])

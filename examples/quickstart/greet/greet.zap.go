@@ -49,16 +49,16 @@ func (m *HelloRequest) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "HelloRequest")
 	}
-	o := msg.Root()
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message
 		p0 = o.Bytes(0)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 	}
 	return nil
@@ -143,16 +143,16 @@ func (m *HelloReply) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "HelloReply")
 	}
-	o := msg.Root()
 	var p0 []byte // Message
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message
 		p0 = o.Bytes(0)
 	}
-	if string(p0) != m.Message {
+	if !codec.SameText(p0, m.Message) {
 		m.Message = string(p0)
 	}
 	return nil

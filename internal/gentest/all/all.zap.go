@@ -76,10 +76,10 @@ func (m *Scalars) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Scalars")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(51); len(f) == 51 {
+	o, f := msg.RootFixed(51)
+	if len(f) == 51 {
 		m.Flag = f[0] != 0
 		m.Small = f[1]
 		m.Port = binary.LittleEndian.Uint16(f[2:4])
@@ -228,10 +228,10 @@ func (m *Point) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Point")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -264,7 +264,8 @@ func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	f := o.Fixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -481,7 +482,8 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0, p1 []byte // Title, Blob
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(105); len(f) == 105 {
+	f := o.Fixed(105)
+	if len(f) == 105 {
 		m.Key = [16]byte(f[16:32])
 		m.Hash = [32]byte(f[32:64])
 		m.Tail = f[104]
@@ -496,7 +498,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		p0 = o.Bytes(0)
 		p1 = o.Bytes(8)
 	}
-	if string(p0) != m.Title {
+	if !codec.SameText(p0, m.Title) {
 		m.Title = string(p0)
 		*budget -= len(p0)
 	}
@@ -912,18 +914,18 @@ func (m *Pair) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Pair")
 	}
-	o := msg.Root()
 	var p0 []byte // B
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(10); len(f) == 10 {
+	o, f := msg.RootFixed(10)
+	if len(f) == 10 {
 		m.A = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 2)
 	} else { // the object runs past the end of the message
 		m.A = o.Uint16(0)
 		p0 = o.Bytes(2)
 	}
-	if string(p0) != m.B {
+	if !codec.SameText(p0, m.B) {
 		m.B = string(p0)
 	}
 	return nil
@@ -953,14 +955,15 @@ func (m *Pair) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // B
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(10); len(f) == 10 {
+	f := o.Fixed(10)
+	if len(f) == 10 {
 		m.A = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 2)
 	} else { // the object runs past the end of the message
 		m.A = o.Uint16(0)
 		p0 = o.Bytes(2)
 	}
-	if string(p0) != m.B {
+	if !codec.SameText(p0, m.B) {
 		m.B = string(p0)
 		*budget -= len(p0)
 	}
@@ -1129,7 +1132,8 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(41); len(f) == 41 {
+	f := o.Fixed(41)
+	if len(f) == 41 {
 		m.First = f[0]
 		m.Second = binary.LittleEndian.Uint64(f[8:16])
 		m.Third = f[16]

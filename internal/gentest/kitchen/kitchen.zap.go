@@ -52,18 +52,18 @@ func (m *Item) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Item")
 	}
-	o := msg.Root()
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 	}
 	return nil
@@ -93,14 +93,15 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	f := o.Fixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 		*budget -= len(p0)
 	}
@@ -272,7 +273,8 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0, p1 []byte // Title, Blob
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(104); len(f) == 104 {
+	f := o.Fixed(104)
+	if len(f) == 104 {
 		m.Flag = f[0] != 0
 		m.Small = f[1]
 		m.Port = binary.LittleEndian.Uint16(f[2:4])
@@ -304,7 +306,7 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 		p0 = o.Bytes(48)
 		p1 = o.Bytes(56)
 	}
-	if string(p0) != m.Title {
+	if !codec.SameText(p0, m.Title) {
 		m.Title = string(p0)
 		*budget -= len(p0)
 	}

@@ -53,18 +53,18 @@ func (m *Item) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Item")
 	}
-	o := msg.Root()
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 	}
 	return nil
@@ -94,14 +94,15 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	f := o.Fixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 		*budget -= len(p0)
 	}
@@ -398,14 +399,15 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(124); len(f) == 124 {
+	f := o.Fixed(124)
+	if len(f) == 124 {
 		m.Count = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Count = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 		*budget -= len(p0)
 	}

@@ -55,11 +55,11 @@ func (m *Item) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Item")
 	}
-	o := msg.Root()
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(20); len(f) == 20 {
+	o, f := msg.RootFixed(20)
+	if len(f) == 20 {
 		m.SKU = binary.LittleEndian.Uint64(f[0:8])
 		m.Qty = binary.LittleEndian.Uint32(f[8:12])
 		p0 = o.BytesIn(f, 12)
@@ -68,7 +68,7 @@ func (m *Item) DecodeZAP(b []byte) error {
 		m.Qty = o.Uint32(8)
 		p0 = o.Bytes(12)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 	}
 	return nil
@@ -98,7 +98,8 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(20); len(f) == 20 {
+	f := o.Fixed(20)
+	if len(f) == 20 {
 		m.SKU = binary.LittleEndian.Uint64(f[0:8])
 		m.Qty = binary.LittleEndian.Uint32(f[8:12])
 		p0 = o.BytesIn(f, 12)
@@ -107,7 +108,7 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 		m.Qty = o.Uint32(8)
 		p0 = o.Bytes(12)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 		*budget -= len(p0)
 	}
@@ -213,18 +214,18 @@ func (m *Address) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Address")
 	}
-	o := msg.Root()
 	var p0 []byte // City
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Zip = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Zip = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.City {
+	if !codec.SameText(p0, m.City) {
 		m.City = string(p0)
 	}
 	return nil
@@ -245,14 +246,15 @@ func (m *Address) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // City
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	f := o.Fixed(12)
+	if len(f) == 12 {
 		m.Zip = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Zip = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.City {
+	if !codec.SameText(p0, m.City) {
 		m.City = string(p0)
 		*budget -= len(p0)
 	}
@@ -411,14 +413,15 @@ func (m *Order) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Customer
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(28); len(f) == 28 {
+	f := o.Fixed(28)
+	if len(f) == 28 {
 		m.ID = binary.LittleEndian.Uint64(f[0:8])
 		p0 = o.BytesIn(f, 8)
 	} else { // the object runs past the end of the message
 		m.ID = o.Uint64(0)
 		p0 = o.Bytes(8)
 	}
-	if string(p0) != m.Customer {
+	if !codec.SameText(p0, m.Customer) {
 		m.Customer = string(p0)
 		*budget -= len(p0)
 	}

@@ -64,10 +64,10 @@ func (m *Point) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Point")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -91,7 +91,8 @@ func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	f := o.Fixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -243,14 +244,15 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Label
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(22); len(f) == 22 {
+	f := o.Fixed(22)
+	if len(f) == 22 {
 		m.ID = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 14)
 	} else { // the object runs past the end of the message
 		m.ID = o.Uint16(0)
 		p0 = o.Bytes(14)
 	}
-	if string(p0) != m.Label {
+	if !codec.SameText(p0, m.Label) {
 		m.Label = string(p0)
 		*budget -= len(p0)
 	}

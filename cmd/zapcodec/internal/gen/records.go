@@ -160,8 +160,7 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("if err != nil {")
 		g.p("return codec.InField(err, %q)", s.Name)
 		g.p("}")
-		g.p("o := msg.Root()")
-		g.decodeFields(s, false)
+		g.decodeFields(s, false, "msg")
 	default:
 		g.p("msg, err := codec.Parse(b)")
 		g.p("if err != nil {")
@@ -197,7 +196,7 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("if *budget--; *budget < 0 {")
 		g.p("return codec.ErrShared")
 		g.p("}")
-		g.decodeFields(s, true)
+		g.decodeFields(s, true, "")
 		g.p("return nil")
 		g.p("}\n")
 	}
@@ -289,7 +288,10 @@ func (g *generator) storeScalar(k schema.Kind, at, b, x string) {
 // variables of zapDecode are in scope (nested records and lists need them;
 // a root-only flat record does without: its copies are bounded by its text
 // fields times len(b)).
-func (g *generator) decodeFields(s *schema.Struct, budget bool) {
+//
+// msg names the codec.Message variable whose root object is m's, or is ""
+// when m's object is the variable o.
+func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 	var inline, tails []*schema.Field
 	for _, f := range s.Fields {
 		switch k := f.Type.Kind; {
@@ -310,7 +312,12 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool) {
 		}
 		g.p("// Once the whole fixed section is known to fit, loads from it at")
 		g.p("// constant offsets need no bounds checks.")
-		g.p("if f := o.Fixed(%d); len(f) == %d {", s.Size, s.Size)
+		if msg != "" {
+			g.p("o, f := %s.RootFixed(%d)", msg, s.Size)
+		} else {
+			g.p("f := o.Fixed(%d)", s.Size)
+		}
+		g.p("if len(f) == %d {", s.Size)
 		for _, f := range inline {
 			g.p("m.%s = %s", GoName(f.Name), g.loadFixed(f, "f"))
 		}
@@ -335,7 +342,7 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool) {
 	for i, f := range tails {
 		n := GoName(f.Name)
 		if f.Type.Kind == schema.KindText {
-			g.p("if string(p%d) != m.%s {", i, n)
+			g.p("if !codec.SameText(p%d, m.%s) {", i, n)
 			g.p("m.%s = string(p%d)", n, i)
 			if budget {
 				g.p("*budget -= len(p%d)", i)
