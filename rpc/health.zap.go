@@ -81,9 +81,8 @@ func (m *HealthCheckRequest) UnmarshalBinary(b []byte) error { return m.DecodeZA
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type HealthCheckRequestView struct{ o codec.Object }
 
 // ReadHealthCheckRequest checks the message header at the start of b and returns a
@@ -170,9 +169,8 @@ func (m *HealthCheckResponse) UnmarshalBinary(b []byte) error { return m.DecodeZ
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type HealthCheckResponseView struct{ o codec.Object }
 
 // ReadHealthCheckResponse checks the message header at the start of b and returns a

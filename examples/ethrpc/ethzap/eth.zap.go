@@ -96,9 +96,8 @@ func (m *GetBalanceRequest) UnmarshalBinary(b []byte) error { return m.DecodeZAP
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type GetBalanceRequestView struct{ o codec.Object }
 
 // ReadGetBalanceRequest checks the message header at the start of b and returns a
@@ -214,9 +213,8 @@ func (m *GetBalanceResponse) UnmarshalBinary(b []byte) error { return m.DecodeZA
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type GetBalanceResponseView struct{ o codec.Object }
 
 // ReadGetBalanceResponse checks the message header at the start of b and returns a

@@ -82,9 +82,8 @@ func (m *HelloRequest) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type HelloRequestView struct{ o codec.Object }
 
 // ReadHelloRequest checks the message header at the start of b and returns a
@@ -176,9 +175,8 @@ func (m *HelloReply) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type HelloReplyView struct{ o codec.Object }
 
 // ReadHelloReply checks the message header at the start of b and returns a
