@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // silentListener accepts connections, reads and discards everything and
@@ -175,7 +177,7 @@ func TestBigErrorBodyIsCut(t *testing.T) {
 }
 
 // pongListener reads requests and never answers them, but answers each
-// KindPing with a KindPong: a zapcodec server whose handlers are slow.
+// wire.KindPing with a wire.KindPong: a zapcodec server whose handlers are slow.
 func pongListener(t *testing.T, pings *atomic.Int32) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -196,9 +198,9 @@ func pongListener(t *testing.T, pings *atomic.Int32) string {
 					if !ok {
 						return
 					}
-					if kind == KindPing {
+					if kind == wire.KindPing {
 						pings.Add(1)
-						if _, err := nc.Write(frameBytes(KindPong, env)); err != nil {
+						if _, err := nc.Write(frameBytes(wire.KindPong, env)); err != nil {
 							return
 						}
 					}
@@ -244,14 +246,14 @@ func TestClientAnswersPing(t *testing.T) {
 		}
 		defer nc.Close()
 		rc := &rawConn{t: t, Conn: nc}
-		nc.Write(frameBytes(KindPing, []byte("12345678")))
+		nc.Write(frameBytes(wire.KindPing, []byte("12345678")))
 		for {
 			kind, env, ok := rc.recv()
 			if !ok {
 				got <- nil
 				return
 			}
-			if kind == KindPong {
+			if kind == wire.KindPong {
 				got <- env
 				return
 			}
@@ -352,7 +354,7 @@ func TestClientAnswersRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	got := make(chan Response, 2)
+	got := make(chan wire.Response, 2)
 	go func() {
 		nc, err := l.Accept()
 		if err != nil {
@@ -360,10 +362,10 @@ func TestClientAnswersRequests(t *testing.T) {
 		}
 		defer nc.Close()
 		rc := &rawConn{t: t, Conn: nc}
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: 1, PromiseID: 77}))
-		bad := AppendRequest(nil, &Request{Method: 1, PromiseID: 78})
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 77}))
+		bad := wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 78})
 		binary.LittleEndian.PutUint32(bad[12:], uint32(len(bad)-4)) // the size cuts the fixed section
-		rc.send(KindRequest, bad)
+		rc.send(wire.KindRequest, bad)
 		for range 2 {
 			got <- rc.recvResponse()
 		}

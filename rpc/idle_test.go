@@ -3,6 +3,8 @@ package rpc
 import (
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A peer that keeps sending, but whose writes end inside a frame (the next
@@ -18,8 +20,8 @@ func TestIdleTimeoutStraddlingFrames(t *testing.T) {
 	const pause = 25 * time.Millisecond
 	var stream []byte
 	for i := uint32(1); i <= n; i++ {
-		env := AppendRequest(nil, &Request{Method: mEcho, PromiseID: i, Payload: []byte("straddle")})
-		stream = append(stream, frameBytes(KindRequest, env)...)
+		env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: []byte("straddle")})
+		stream = append(stream, frameBytes(wire.KindRequest, env)...)
 	}
 	flen := len(stream) / n
 	answers := make(chan uint32, n)
@@ -30,7 +32,7 @@ func TestIdleTimeoutStraddlingFrames(t *testing.T) {
 			if !ok {
 				return
 			}
-			if r, err := ParseResponse(env); kind == KindResponse && err == nil {
+			if r, err := wire.ParseResponse(env); kind == wire.KindResponse && err == nil {
 				answers <- r.PromiseID
 			}
 		}

@@ -33,7 +33,7 @@ type CallEvent struct {
 	// BytesIn and BytesOut count payload bytes received and sent for the
 	// call: on a server the request payload in and the answer body out,
 	// on a client the request payload out and the answer body in. The
-	// envelope and frame headers (RequestOverhead, ResponseOverhead and 5
+	// envelope and frame headers (wire.RequestOverhead, wire.ResponseOverhead and 5
 	// bytes a frame) are not included.
 	BytesIn, BytesOut int
 	// Peer is the remote address of the call's connection.

@@ -57,28 +57,6 @@ const (
 	maxKeptBuffer = 256 << 10
 )
 
-// Frame kinds (WIRE.md §6), plus the go-away kind of this package.
-const (
-	KindRequest  = 1
-	KindResponse = 2
-	// KindGoAway is sent by a server that is shutting down: the peer should
-	// send no new calls on this connection. Canonical peers ignore it; this
-	// package's client answers with a KindGoAway of its own (the peer's
-	// promise that no more calls follow), after which the server closes the
-	// connection as soon as its calls are answered.
-	KindGoAway = 6
-	// KindPing asks the peer for a KindPong carrying the same payload (at
-	// most 8 bytes; zapcodec extension, WIRE.md §8: canonical peers ignore
-	// it). A client with calls outstanding that has heard nothing for half
-	// its answer timeout sends one, so that a server that answers pings is
-	// not taken for hung while its handlers are merely slow; a client
-	// answers the pings it receives.
-	KindPing = 7
-	// KindPong answers a KindPing; servers and clients of this package
-	// both answer pings.
-	KindPong = 8
-)
-
 // maxPingPayload is the largest ping payload a peer may send; a larger one
 // is a protocol violation that closes the connection.
 const maxPingPayload = 8
@@ -99,8 +77,7 @@ type Option interface {
 
 type serverOptions struct {
 	tls           *tls.Config
-	maxFrame      int
-	bufSize       int
+	frame         []frame.Option // WithFrameOptions
 	maxConns      int
 	maxInFlight   int
 	idleTimeout   time.Duration
@@ -116,24 +93,25 @@ type serverOptions struct {
 	interceptors  []Interceptor // intercept.go
 	observer      Observer      // observe.go
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
+	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int           // 0: DefaultMaxStreams
 }
 
 type clientOptions struct {
 	tls           *tls.Config
-	maxFrame      int
-	bufSize       int
+	frame         []frame.Option // WithFrameOptions
 	writeTimeout  time.Duration
 	answerTimeout time.Duration
 	dialer        *net.Dialer
 	maxPending    int
 	interceptors  []ClientInterceptor // intercept.go
 	observer      Observer            // observe.go
+	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int                 // 0: DefaultMaxStreams
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {
 	o := serverOptions{
-		maxFrame:      frame.DefaultMaxFrameSize,
-		bufSize:       frame.DefaultBufferSize,
 		maxInFlight:   DefaultMaxInFlight,
 		shutdownGrace: DefaultShutdownGrace,
 		idleTimeout:   DefaultIdleTimeout,
@@ -157,8 +135,6 @@ func buildServerOptions(opts []ServerOption) serverOptions {
 
 func buildClientOptions(opts []ClientOption) clientOptions {
 	o := clientOptions{
-		maxFrame:      frame.DefaultMaxFrameSize,
-		bufSize:       frame.DefaultBufferSize,
 		maxPending:    DefaultMaxPending,
 		writeTimeout:  DefaultWriteTimeout,
 		answerTimeout: DefaultAnswerTimeout,
@@ -199,30 +175,23 @@ func WithTLSConfig(cfg *tls.Config) Option {
 	}
 }
 
-// WithMaxFrameSize sets the largest frame (length prefix) accepted and
-// sent. A peer announcing a larger frame loses its connection; a call whose
-// request is larger fails without breaking the connection. Default
-// frame.DefaultMaxFrameSize (16 MiB); n <= 0 means the default.
-func WithMaxFrameSize(n int) Option {
-	if n <= 0 {
-		n = frame.DefaultMaxFrameSize
-	}
+// WithFrameOptions passes frame settings through to the connection's
+// frame reader: [frame.WithMaxFrameSize] (the largest frame accepted and
+// sent: a peer announcing a larger frame loses its connection, a call
+// whose request is larger fails without breaking it; default 16 MiB) and
+// [frame.WithBufferSize] (the read-ahead limit: frames up to a quarter of
+// it are read without a copy of their own; default 64 KiB), with the
+// defaults and rules frame documents. Frames are written through the
+// connection's own queue, so the write-side [frame.WithWritevThreshold]
+// does not apply; and rpc speaks the canonical transport framing, so
+// [frame.WithHTTPFraming] must not be given (every frame would then read
+// as kind 0 and the connection would fail as a protocol violation).
+// Several WithFrameOptions add up, later settings winning.
+func WithFrameOptions(opts ...frame.Option) Option {
+	opts = append([]frame.Option(nil), opts...)
 	return bothOption{
-		s: func(o *serverOptions) { o.maxFrame = n },
-		c: func(o *clientOptions) { o.maxFrame = n },
-	}
-}
-
-// WithBufferSize sets the read buffer and the write coalescing buffer of a
-// connection: frames up to this size are read without a copy. Default
-// frame.DefaultBufferSize (64 KiB); n <= 0 means the default.
-func WithBufferSize(n int) Option {
-	if n <= 0 {
-		n = frame.DefaultBufferSize
-	}
-	return bothOption{
-		s: func(o *serverOptions) { o.bufSize = n },
-		c: func(o *clientOptions) { o.bufSize = n },
+		s: func(o *serverOptions) { o.frame = append(o.frame, opts...) },
+		c: func(o *clientOptions) { o.frame = append(o.frame, opts...) },
 	}
 }
 
@@ -344,7 +313,7 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.shutdownGrace = d })
 }
 
-// WithPipelining turns on promise pipelining (WIRE.md §5): a call with
+// WithPipelining turns on promise pipelining (docs/wire.md §6): a call with
 // target != 0 gets as payload the body of the OK answer to promise target
 // on the same connection, waits for it if it is still running, and is
 // refused with 400 if it failed or is unknown. Each connection remembers
@@ -354,7 +323,8 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 //
 // Memory: the table keeps the answer bodies it remembers, so one
 // connection may hold up to tableSize answers of up to the maximum frame
-// size each; size both with that product in mind (WithMaxFrameSize).
+// size each; size both with that product in mind ([frame.WithMaxFrameSize],
+// through [WithFrameOptions]).
 func WithPipelining(tableSize int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		o.pipelining = true

@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// Client-side promise pipelining (WIRE.md §5, issue 12).
+// Client-side promise pipelining (docs/wire.md §6).
 //
 // [Client.Send] sends a call without waiting for its answer and returns a
 // [Promise]. [Promise.Call] (or [Promise.Send]) sends a second call whose

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 const (
@@ -62,7 +64,7 @@ func dialCounting(t *testing.T, addr string) (*Client, *countConn) {
 func TestPipelineOneRoundTrip(t *testing.T) {
 	var cl *countListener
 	const reqA = "alice"
-	bothFrames := int64(2*(5+RequestOverhead) + len(reqA))
+	bothFrames := int64(2*(5+wire.RequestOverhead) + len(reqA))
 	gate := func() error {
 		for start := time.Now(); cl.conn(0).read.Load() < bothFrames; time.Sleep(time.Millisecond) {
 			if time.Since(start) > 30*time.Second {
@@ -104,7 +106,7 @@ func TestPipelineOneRoundTrip(t *testing.T) {
 // the intermediate answers are released unread.
 func TestPipelineChain(t *testing.T) {
 	var cl *countListener
-	threeFrames := int64(3*(5+RequestOverhead) + 1)
+	threeFrames := int64(3*(5+wire.RequestOverhead) + 1)
 	gate := func() error {
 		for start := time.Now(); cl.conn(0).read.Load() < threeFrames; time.Sleep(time.Millisecond) {
 			if time.Since(start) > 30*time.Second {

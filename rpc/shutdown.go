@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // goAway sends the go-away frame once.
@@ -14,7 +16,7 @@ func (c *serverConn) goAway() {
 	if !c.goAwaySent.CompareAndSwap(false, true) {
 		return
 	}
-	err := c.out.lock().WriteFrame(KindGoAway, nil)
+	err := c.out.lock().WriteFrame(wire.KindGoAway, nil)
 	if c.out.unlock() {
 		if ferr := c.out.flush(false); err == nil {
 			err = ferr
@@ -100,6 +102,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, c := range conns {
 			if !c.goAwaySent.Load() { // accepted meanwhile
 				go c.goAway()
+			}
+			if c.goAwaySent.Load() {
+				c.shutdownStreams(now, s.opts.shutdownGrace)
 			}
 			if c.drained(now) {
 				c.close(nil)

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/dynamic"
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/dynamic"
+	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
 )
 
@@ -50,6 +50,9 @@ func init() {
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
                       hex strings); @FILE reads it from FILE
   -json               print the report as JSON
+  -hdr FILE           also write the latency distribution to FILE in
+                      HdrHistogram's percentile text format (milliseconds),
+                      which HdrHistogram's plotter (plotFiles.html) draws
 `,
 		run: runLoad,
 	})
@@ -62,6 +65,7 @@ type loadFlags struct {
 	payloadHex, payloadFile      string
 	schemaPath, typeName, jsonIn string
 	jsonOut                      bool
+	hdrPath                      string
 }
 
 func runLoad(args []string, stdout, stderr io.Writer) int {
@@ -92,6 +96,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&lf.typeName, "type", "", "struct or method to encode -payload-json as")
 	fs.StringVar(&lf.jsonIn, "payload-json", "", "payload as a JSON object, or @FILE")
 	fs.BoolVar(&lf.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&lf.hdrPath, "hdr", "", "write the latency distribution to this file (HdrHistogram percentile format)")
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["load"].usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -114,6 +119,22 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if c.Duration < 0 {
 		fmt.Fprintf(stderr, "zapcodec load: negative -d %v\n", c.Duration)
 		return 2
+	}
+	// The -hdr file is created before the run, so that a bad path fails
+	// at once rather than after it.
+	var hdr *os.File
+	if lf.hdrPath != "" {
+		f, err := os.Create(lf.hdrPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "zapcodec load: -hdr: %v\n", err)
+			return 2
+		}
+		hdr = f
+		defer func() {
+			if hdr != nil {
+				hdr.Close()
+			}
+		}()
 	}
 	start := time.Now()
 	c.Progress = func(p loadgen.Progress) {
@@ -139,11 +160,29 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		} else {
 			rep.WriteText(stdout)
 		}
+		if hdr != nil {
+			herr := writeHdr(hdr, rep.Histogram)
+			hdr = nil // closed
+			if herr != nil {
+				fmt.Fprintf(stderr, "zapcodec load: -hdr: %v\n", herr)
+				return 1
+			}
+		}
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return 1
 	}
 	return 0
+}
+
+// writeHdr writes h's latency distribution to f, in milliseconds (the
+// unit HdrHistogram's plotter labels its axis with), and closes f.
+func writeHdr(f *os.File, h *loadgen.Histogram) error {
+	if err := h.WritePercentiles(f, time.Millisecond); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // resolve sets the Config's method and payload from the flags.

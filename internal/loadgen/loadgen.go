@@ -293,7 +293,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		Statuses: map[string]uint64{},
 		Errors:   map[string]uint64{},
 	}
-	var h Histogram
+	h := new(Histogram)
 	for _, w := range r.workers {
 		h.Merge(&w.hist)
 		rep.Calls += w.calls
@@ -306,7 +306,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.OK = rep.Calls - rep.Failed
-	rep.fill(&h)
+	rep.fill(h)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // refuser is a server that refuses every call as not run (503 with the
@@ -59,20 +60,20 @@ func countingRefuser(t *testing.T, n *atomic.Int32) string {
 					if err != nil {
 						return
 					}
-					if kind != rpc.KindRequest {
+					if kind != wire.KindRequest {
 						continue
 					}
-					req, err := rpc.ParseRequest(p)
+					req, err := wire.ParseRequest(p)
 					if err != nil {
 						return
 					}
-					resp := rpc.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
+					resp := wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
 					if req.Method == rpc.HealthMethod {
-						resp = rpc.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
+						resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
 					} else if n != nil {
 						n.Add(1)
 					}
-					if w.WriteFrame(rpc.KindResponse, rpc.AppendResponse(nil, &resp)) != nil || w.Flush() != nil {
+					if w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp)) != nil || w.Flush() != nil {
 						return
 					}
 				}
