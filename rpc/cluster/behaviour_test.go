@@ -205,6 +205,9 @@ func TestEjectionHealth(t *testing.T) {
 	await(t, "the replica ejected", func() bool {
 		return c.Stats().Replicas[0].State == "ejected" || c.Stats().Replicas[1].State == "ejected"
 	})
+	// Calls sent before the ejection finish; then its connections close
+	// (a probe's connection comes and goes).
+	await(t, "the ejected replica's connections closed", func() bool { return r1.server().Stats().Active == 0 })
 	n := r1.calls.Load()
 	time.Sleep(100 * time.Millisecond) // several probes, all refused
 	if r1.calls.Load() != n {
