@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,6 +51,7 @@ func init() {
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
                       hex strings); @FILE reads it from FILE
   -json               print the report as JSON
+  -cpuprofile FILE    write a CPU profile of the load tool to FILE
 `,
 		run: runLoad,
 	})
@@ -62,6 +64,7 @@ type loadFlags struct {
 	payloadHex, payloadFile      string
 	schemaPath, typeName, jsonIn string
 	jsonOut                      bool
+	cpuProfile                   string
 }
 
 func runLoad(args []string, stdout, stderr io.Writer) int {
@@ -92,6 +95,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&lf.typeName, "type", "", "struct or method to encode -payload-json as")
 	fs.StringVar(&lf.jsonIn, "payload-json", "", "payload as a JSON object, or @FILE")
 	fs.BoolVar(&lf.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&lf.cpuProfile, "cpuprofile", "", "write a CPU profile of the load tool to this file")
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["load"].usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,6 +119,19 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "zapcodec load: negative -d %v\n", c.Duration)
 		return 2
 	}
+	if lf.cpuProfile != "" {
+		f, err := os.Create(lf.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	c.Progress = func(p loadgen.Progress) {
 		fmt.Fprintf(stderr, "%5.1fs  %8.0f calls/s  %9d calls  %d failed\n", p.Elapsed.Seconds(), p.Rate, p.Calls, p.Failed)
@@ -125,6 +142,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer r.Close()
+	fmt.Fprintf(stderr, "%d connections open after %v\n", c.Conns, time.Since(start).Round(time.Millisecond))
 	rep, err := r.Run(ctx)
 	switch {
 	case errors.Is(err, context.Canceled):
