@@ -51,6 +51,11 @@ func init() {
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
                       hex strings); @FILE reads it from FILE
   -json               print the report as JSON
+  -client KIND        rpc: an rpc.Client per connection; direct: each call
+                      written and its answer read on the caller's goroutine
+                      (same bytes, less CPU per call; one call in flight per
+                      connection); auto (default): direct with
+                      -concurrency 1, else rpc
   -cpuprofile FILE    write a CPU profile of the load tool to FILE
 `,
 		run: runLoad,
@@ -65,6 +70,7 @@ type loadFlags struct {
 	schemaPath, typeName, jsonIn string
 	jsonOut                      bool
 	cpuProfile                   string
+	client                       string
 }
 
 func runLoad(args []string, stdout, stderr io.Writer) int {
@@ -96,6 +102,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&lf.jsonIn, "payload-json", "", "payload as a JSON object, or @FILE")
 	fs.BoolVar(&lf.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&lf.cpuProfile, "cpuprofile", "", "write a CPU profile of the load tool to this file")
+	fs.StringVar(&lf.client, "client", "auto", "rpc, direct, or auto (direct with -concurrency 1)")
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["load"].usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,6 +120,20 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if c.Network != "tcp" && c.Network != "tcp4" && c.Network != "tcp6" && c.Network != "unix" {
 		fmt.Fprintf(stderr, "zapcodec load: -network %q: want tcp or unix\n", c.Network)
+		return 2
+	}
+	switch lf.client {
+	case "auto":
+		c.Direct = c.Concurrency == 1
+	case "direct":
+		if c.Concurrency != 1 {
+			fmt.Fprintf(stderr, "zapcodec load: -client direct needs -concurrency 1\n")
+			return 2
+		}
+		c.Direct = true
+	case "rpc":
+	default:
+		fmt.Fprintf(stderr, "zapcodec load: -client %q: want rpc, direct or auto\n", lf.client)
 		return 2
 	}
 	if c.Duration < 0 {

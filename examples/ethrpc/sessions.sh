@@ -27,7 +27,7 @@ payload=5a41500001000000100000004a0000000000000000000000000000000000000000000001
 tick=$(getconf CLK_TCK)
 cpu() { awk -v t="$tick" '{printf "%.3f", ($14+$15)/t}' "/proc/$1/stat"; }
 rss() { awk '/VmRSS/ {print $2*1024}' "/proc/$1/status"; }
-port=$((17700 + RANDOM % 1000 * 20))
+port=$((17700 + RANDOM % 700 * 20)) # below the ephemeral ports the clients use
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); rate $RATE/s, $DUR, concurrency 1"
 printf "%-6s %-6s %6s %9s %9s %9s %9s %8s %10s\n" N server calls/s p50-ms p99-ms p99.9-ms failed cpu-s rss-B/conn
 for n in $NS; do
@@ -41,7 +41,8 @@ for n in $NS; do
       [ $kind = base ] && srv=$BASE_ETHRPC
       "$srv" "${flags[@]}" > "$bin/srv.out" 2>&1 &
       spid=$!
-      for _ in $(seq 50); do grep -q serving "$bin/srv.out" 2>/dev/null && break; sleep 0.1; done
+      for _ in $(seq 100); do grep -q serving "$bin/srv.out" 2>/dev/null && break; sleep 0.1; done
+      kill -0 $spid 2>/dev/null && grep -q serving "$bin/srv.out" || { echo "server did not start:"; cat "$bin/srv.out"; exit 1; }
       rss0=$(rss $spid)
       "$bin/zapcodec" load -addr 127.0.0.1:$port -c "$n" -concurrency 1 -rate "$RATE" -d "$DUR" -method 1 -json \
         -payload-hex $payload > "$bin/load.json" 2> "$bin/load.err" &
