@@ -67,6 +67,7 @@ func handResponse(dst []byte) []byte {
 }
 
 func TestHandFloorsMatchBuilder(t *testing.T) {
+	t.Parallel()
 	var b codec.Builder
 	if got, want := string(buildRequest(&b, nil)), string(handRequest(nil)); got != want {
 		t.Fatalf("request floor differs:\n%x\n%x", got, want)
@@ -296,6 +297,7 @@ func flatRequest(dst []byte) []byte {
 }
 
 func TestFlatRequestMatchesFloor(t *testing.T) {
+	t.Parallel()
 	if got, want := string(flatRequest(nil)), string(handRequest(nil)); got != want {
 		t.Fatalf("AppendFlat request differs:\n%x\n%x", got, want)
 	}
@@ -311,7 +313,7 @@ func BenchmarkAppendFlatRequest(b *testing.B) {
 }
 
 // sparseTexts are the values of a record of 16 text fields, every other one
-// empty: the empty sets are the ones the set-twice rule (WIRE.md §2) makes
+// empty: the empty sets are the ones the set-twice rule (docs/wire.md §3) makes
 // the Builder look at.
 var sparseTexts = func() (v [16]string) {
 	for i := 1; i < len(v); i += 2 {
@@ -347,6 +349,7 @@ func handSparseTexts(dst []byte) []byte {
 }
 
 func TestSparseTextsFloorMatchesBuilder(t *testing.T) {
+	t.Parallel()
 	var b codec.Builder
 	if got, want := string(buildSparseTexts(&b, nil)), string(handSparseTexts(nil)); got != want {
 		t.Fatalf("floor differs:\n%x\n%x", got, want)

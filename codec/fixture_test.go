@@ -289,6 +289,7 @@ func (p program) run(s *runState, dst []byte) []byte {
 }
 
 func TestFixtureMessagesBuild(t *testing.T) {
+	t.Parallel()
 	for _, c := range loadMessages(t) {
 		t.Run(c.File+"/"+c.Name, func(t *testing.T) {
 			var b codec.Builder
@@ -311,6 +312,7 @@ func TestFixtureMessagesBuild(t *testing.T) {
 }
 
 func TestFixtureMessagesRead(t *testing.T) {
+	t.Parallel()
 	for _, c := range loadMessages(t) {
 		t.Run(c.File+"/"+c.Name, func(t *testing.T) {
 			m, err := codec.Parse(fixture.Hex(t, c.Hex))
@@ -461,6 +463,7 @@ type malformedCase struct {
 }
 
 func TestFixtureMalformed(t *testing.T) {
+	t.Parallel()
 	var f struct{ Cases []malformedCase }
 	if err := json.Unmarshal(fixture.Read(t, "fixtures/malformed.json"), &f); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // bytes_fixed, text and bytes; no nesting, no lists) both ways: AppendFlat
 // with AppendTail must give the Builder's bytes exactly.
 func TestAppendFlatMatchesBuilder(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 3000 {
 		type field struct {

@@ -91,6 +91,7 @@ var goldenCases = []struct {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, c := range goldenCases {
 		t.Run(c.name, func(t *testing.T) {
 			var b codec.Builder
@@ -128,6 +129,7 @@ func TestGolden(t *testing.T) {
 // TestGoldenReads pins what the reader sees in the hand-built goldens, the
 // cases the shared fixtures do not have.
 func TestGoldenReads(t *testing.T) {
+	t.Parallel()
 	var b codec.Builder
 	for _, c := range goldenCases {
 		c.build(&b)
@@ -180,6 +182,7 @@ func TestGoldenReads(t *testing.T) {
 }
 
 func TestBuilderMisuse(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		use  func(b *codec.Builder)
@@ -223,6 +226,7 @@ func TestBuilderMisuse(t *testing.T) {
 }
 
 func TestFinishWithoutReset(t *testing.T) {
+	t.Parallel()
 	var b codec.Builder
 	if out := b.Finish(); out != nil || b.Err() == nil {
 		t.Fatalf("Finish of a zero Builder = %x, %v; want nil and an error", out, b.Err())
@@ -238,6 +242,7 @@ func TestFinishWithoutReset(t *testing.T) {
 // TestListHugeStride: a stride no element can have gives a null object
 // rather than wrapping around to some other position.
 func TestListHugeStride(t *testing.T) {
+	t.Parallel()
 	var b codec.Builder
 	b.Reset(nil)
 	root := b.StartObject(8)

@@ -17,7 +17,7 @@ type setOp struct {
 
 // setTwiceModel writes, independently of the Builder, the message the
 // canonical builder writes for one root object {text @0, text @8, u32 @16}
-// after ops (WIRE.md §2): every non-empty value is appended at finish in set
+// after ops (docs/wire.md §3): every non-empty value is appended at finish in set
 // order; a slot points at the last value appended for it and carries the
 // length of the last value set for it; a slot never given a non-empty value
 // is {0, 0}.
@@ -83,6 +83,7 @@ func opBytes(op setOp) []byte {
 // TestSetTwiceModel checks the Builder, AppendFlat and the reader against
 // the set-twice rule for every sequence of up to four sets of two slots.
 func TestSetTwiceModel(t *testing.T) {
+	t.Parallel()
 	seqs := setTwiceSequences(4)
 	if len(seqs) != 1+12+144+1728+20736 {
 		t.Fatalf("%d sequences", len(seqs))
@@ -183,6 +184,7 @@ func checkSetTwice(t *testing.T, b *codec.Builder, ops []setOp) {
 // TestSetTextEmptyZeroesSlot: an empty set writes the slot {0, 0}, over
 // whatever bytes were there, as the canonical builder does.
 func TestSetTextEmptyZeroesSlot(t *testing.T) {
+	t.Parallel()
 	var b codec.Builder
 	b.Reset(nil)
 	o := b.StartObject(8)
@@ -201,6 +203,7 @@ func TestSetTextEmptyZeroesSlot(t *testing.T) {
 // TestSetTwiceSpilled: set twice past the inline record of pending values,
 // with another object's values in between, still follows the rule.
 func TestSetTwiceSpilled(t *testing.T) {
+	t.Parallel()
 	var b codec.Builder
 	b.Reset(nil)
 	root := b.StartObject(8 * 12)

@@ -46,10 +46,11 @@ func rootList(t testing.TB, msg []byte) codec.List {
 	return m.Root().List(0)
 }
 
-// TestVarScalarBuilder pins the element bytes of WIRE.md §3 for every width,
+// TestVarScalarBuilder pins the element bytes of docs/wire.md §4 for every width,
 // as the canonical generated constructors wrote them (generated-lists.json,
 // case mix: I32s, U8s, U64s).
 func TestVarScalarBuilder(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		add  func(l *codec.ListBuilder)
@@ -88,6 +89,7 @@ func TestVarScalarBuilder(t *testing.T) {
 // TestVarScalarRead reads each width through the O(1) accessors, the
 // iterator and BytesAt, and checks the zero value out of range.
 func TestVarScalarRead(t *testing.T) {
+	t.Parallel()
 	msg := varListMessage(func(l *codec.ListBuilder) {
 		for i := range 10 {
 			l.AddUint32Element(uint32(i*1000 + 1))
@@ -132,6 +134,7 @@ func TestVarScalarRead(t *testing.T) {
 // TestVarScalarNonUniform: when an element before i is not w bytes, the
 // size word at the computed position does not match and the accessor walks.
 func TestVarScalarNonUniform(t *testing.T) {
+	t.Parallel()
 	var body []byte
 	body = codec.AppendBytesElement(body, []byte{1, 2, 3, 4, 5, 6}) // 6 bytes: not a u32
 	body = codec.AppendUint32Element(body, 7)
@@ -149,6 +152,7 @@ func TestVarScalarNonUniform(t *testing.T) {
 // zero values, no panic, and agreement with a reference walk whenever the
 // elements before i are uniform.
 func TestVarScalarHostile(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 3000 {
 		w := []int{1, 2, 4, 8}[r.IntN(4)]
@@ -206,6 +210,7 @@ func TestVarScalarHostile(t *testing.T) {
 }
 
 func TestVarListOf(t *testing.T) {
+	t.Parallel()
 	var body []byte
 	body = codec.AppendUint16Element(body, 1)
 	body = codec.AppendTextElement(body, "abc")

@@ -7,11 +7,11 @@ import (
 	"io"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/pool"
+	"github.com/zapcodec/zapcodec/internal/poison"
 )
 
 func TestAllocsRead(t *testing.T) {
-	defer pool.SetPoison(pool.SetPoison(false))
+	defer poison.Set(poison.Set(false))
 	for _, size := range []int{0, 64, 4000, 5000} { // bufio path and pooled path
 		for _, http := range []bool{false, true} {
 			var stream bytes.Buffer
@@ -23,9 +23,10 @@ func TestAllocsRead(t *testing.T) {
 			w.WriteFrame(1, make([]byte, size))
 			w.Flush()
 			r := NewReader(&loopReader{data: stream.Bytes()}, append(wopts, WithBufferSize(4096))...)
-			// Warm up past bytebufferpool's calibration (42,000 Puts),
-			// after which it drops buffers larger than what it saw
-			// returned.
+			// Warm up with many Puts (more than the 42,000 after which
+			// a bytebufferpool.Pool would calibrate and start dropping
+			// buffers larger than the common ones): pooled frame
+			// buffers must still come back.
 			warm := 1
 			if size > 4096 {
 				warm = 45000
@@ -80,7 +81,7 @@ func TestAllocsWrite(t *testing.T) {
 }
 
 func TestAllocsTCPRoundTrip(t *testing.T) {
-	defer pool.SetPoison(pool.SetPoison(false))
+	defer poison.Set(poison.Set(false))
 	client, server := tcpPair(t)
 	w := NewWriter(client)
 	r := NewReader(server)
@@ -150,7 +151,7 @@ func (b *burstReader) Read(p []byte) (int, error) {
 // 64 B (the Reader's inline buffer), 4000 B (pooled) and 200 KB (larger
 // than the read-ahead limit), in turn.
 func TestAllocsIdleActiveCycle(t *testing.T) {
-	defer pool.SetPoison(pool.SetPoison(false))
+	defer poison.Set(poison.Set(false))
 	sizes := []int{64, 4000, 200 << 10, 100}
 	var frames [][]byte
 	for _, n := range sizes {

@@ -1,5 +1,5 @@
 // Package frame reads and writes length-prefixed frames over an
-// io.Reader / io.Writer: the transport frames of ZAP RPC (WIRE.md §6).
+// io.Reader / io.Writer: the transport frames of ZAP RPC (docs/wire.md §7).
 //
 // # Layout
 //
@@ -101,9 +101,8 @@
 // from package pool. Either way the payload is valid only until the next
 // call to Next (or Reset): then its bytes may be overwritten by the bytes
 // that follow, or the pooled buffer goes back to its pool. Copy what must
-// live longer. Build with -tags zapdebug (or call pool.SetPoison(true) in
-// a test) and an expired payload is overwritten with 0xDB bytes, so a use
-// after Next shows up in tests.
+// live longer. Build with -tags zapdebug and an expired payload is
+// overwritten with 0xDB bytes, so a use after Next shows up in tests.
 //
 // # Writing
 //

@@ -36,6 +36,7 @@ func loadFixtureFrames(t testing.TB) []rpcFixtureFrame {
 }
 
 func TestGoldenFixtureFrames(t *testing.T) {
+	t.Parallel()
 	for _, fx := range loadFixtureFrames(t) {
 		t.Run(fx.Name, func(t *testing.T) {
 			want, err := hex.DecodeString(fx.Hex)

@@ -51,6 +51,7 @@ func (r *headerOnlyReader) Read(p []byte) (int, error) {
 var errBoom = errors.New("boom")
 
 func TestReaderHostile(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte{7}, 100)
 	tests := []struct {
 		name   string
@@ -101,6 +102,7 @@ func TestReaderHostile(t *testing.T) {
 }
 
 func TestReaderTooLargeReadsNoBody(t *testing.T) {
+	t.Parallel()
 	for _, http := range []bool{false, true} {
 		hdr := cat(le(1<<30), []byte{1})
 		opts := []Option{WithBufferSize(16)}
@@ -119,6 +121,7 @@ func TestReaderTooLargeReadsNoBody(t *testing.T) {
 }
 
 func TestReaderValidEdges(t *testing.T) {
+	t.Parallel()
 	// Length 1: a kind with an empty envelope.
 	r := NewReader(bytes.NewReader(cat(le(1), []byte{4}, le(1), []byte{5})))
 	for _, want := range []byte{4, 5} {
@@ -149,6 +152,7 @@ func TestReaderValidEdges(t *testing.T) {
 }
 
 func TestReaderPayloadCapacity(t *testing.T) {
+	t.Parallel()
 	// Appending to a payload must not clobber the next frame in the buffer.
 	r := NewReader(bytes.NewReader(cat(le(3), []byte{1, 'a', 'b'}, le(3), []byte{2, 'c', 'd'})))
 	_, p, err := r.Next()
@@ -166,6 +170,7 @@ func TestReaderPayloadCapacity(t *testing.T) {
 }
 
 func TestReaderReset(t *testing.T) {
+	t.Parallel()
 	r := NewReader(bytes.NewReader(le(0)))
 	if _, _, err := r.Next(); !errors.Is(err, ErrEmptyFrame) {
 		t.Fatal(err)
@@ -177,6 +182,7 @@ func TestReaderReset(t *testing.T) {
 }
 
 func TestReaderBuffered(t *testing.T) {
+	t.Parallel()
 	r := NewReader(bytes.NewReader(cat(le(3), []byte{1, 'a', 'b'}, le(2), []byte{2, 'c'})))
 	if _, _, err := r.Next(); err != nil {
 		t.Fatal(err)
@@ -212,6 +218,7 @@ func (w *failWriter) Write(p []byte) (int, error) {
 }
 
 func TestWriterShortWrites(t *testing.T) {
+	t.Parallel()
 	payload := bytes.Repeat([]byte{1}, 1000)
 	for _, threshold := range []int{100, 1 << 20} { // writev path and copy path
 		var sw shortWriter
@@ -252,6 +259,7 @@ func TestWriterShortWrites(t *testing.T) {
 }
 
 func TestWriterErrorMidStream(t *testing.T) {
+	t.Parallel()
 	fw := &failWriter{limit: 7}
 	w := NewWriter(fw)
 	if err := w.WriteFrame(1, []byte("hello world")); err != nil {
@@ -266,6 +274,7 @@ func TestWriterErrorMidStream(t *testing.T) {
 }
 
 func TestWriterMisuse(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out, WithMaxFrameSize(10))
 	if err := w.End(nil); !errors.Is(err, ErrNoBegin) {
@@ -311,6 +320,7 @@ func (w *countWriter) Write(p []byte) (int, error) {
 }
 
 func TestWriterCoalesces(t *testing.T) {
+	t.Parallel()
 	var cw countWriter
 	w := NewWriter(&cw)
 	for i := 0; i < 100; i++ {
@@ -358,6 +368,7 @@ func (w *vecWriter) Write(p []byte) (int, error) {
 }
 
 func TestWriterWritevDoesNotCopy(t *testing.T) {
+	t.Parallel()
 	var vw vecWriter
 	w := NewWriter(&vw, WithWritevThreshold(1000))
 	if err := w.WriteFrame(1, []byte("small")); err != nil {
@@ -385,6 +396,7 @@ func TestWriterWritevDoesNotCopy(t *testing.T) {
 // read deadline would give) loses nothing, wherever it strikes, and
 // Buffered counts the bytes of an interrupted frame.
 func TestReaderResumesAfterReadError(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte{'b'}, 300)
 	stream := cat(le(3), []byte{1, 'h', 'i'}, le(301), []byte{2}, big, le(2), []byte{3, 'z'})
 	for cut := 1; cut < len(stream); cut++ {

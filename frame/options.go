@@ -28,9 +28,18 @@ const (
 	minBufferSize = 16
 )
 
-// Option configures a Reader or a Writer. Options that concern only one of
-// them are ignored by the other.
-type Option func(*options)
+// Option configures a Reader or a Writer (see [NewReader], [NewWriter]).
+// Options that concern only one of them are ignored by the other. An
+// Option is a value: the same one may configure any number of Readers and
+// Writers, and package rpc passes Options through to its connections
+// (rpc.WithFrameOptions). Options are given by the With functions of this
+// package; package rpc's options have the same shape.
+type Option interface{ applyFrame(*options) }
+
+// optionFunc is an Option that sets options with a function.
+type optionFunc func(*options)
+
+func (f optionFunc) applyFrame(o *options) { f(o) }
 
 type options struct {
 	maxFrameSize    int
@@ -47,7 +56,7 @@ func buildOptions(opts []Option) options {
 	}
 	for _, f := range opts {
 		if f != nil {
-			f(&o)
+			f.applyFrame(&o)
 		}
 	}
 	return o
@@ -59,7 +68,7 @@ func buildOptions(opts []Option) options {
 // refuses to write a larger frame. n <= 0 means DefaultMaxFrameSize (16 MiB);
 // n is capped at 2^32-1, the largest length a u32 prefix can carry.
 func WithMaxFrameSize(n int) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		switch {
 		case n <= 0:
 			n = DefaultMaxFrameSize
@@ -67,7 +76,7 @@ func WithMaxFrameSize(n int) Option {
 			n = math.MaxUint32
 		}
 		o.maxFrameSize = n
-	}
+	})
 }
 
 // WithBufferSize sets the Reader's read-ahead limit (the largest buffer it
@@ -77,7 +86,7 @@ func WithMaxFrameSize(n int) Option {
 // n <= 0 means the default, and values below 16 are raised to 16. It sets
 // no buffer up front: buffers are pooled and taken as bytes flow.
 func WithBufferSize(n int) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		switch {
 		case n <= 0:
 			n = DefaultBufferSize
@@ -85,7 +94,7 @@ func WithBufferSize(n int) Option {
 			n = minBufferSize
 		}
 		o.bufferSize = n
-	}
+	})
 }
 
 // WithWritevThreshold sets the payload size from which Writer.WriteFrame
@@ -93,19 +102,19 @@ func WithBufferSize(n int) Option {
 // copying the payload into its buffer. Default DefaultWritevThreshold
 // (64 KiB); n <= 0 means the default. Reader ignores it.
 func WithWritevThreshold(n int) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if n <= 0 {
 			n = DefaultWritevThreshold
 		}
 		o.writevThreshold = n
-	}
+	})
 }
 
 // WithHTTPFraming selects the ZAP-over-HTTP framing: a big-endian u32 length
-// followed by that many bytes of message, with no kind byte (WIRE.md §6).
+// followed by that many bytes of message, with no kind byte (docs/wire.md §7).
 // Reader.Next then always reports kind 0 and accepts a length of 0 (an empty
 // message); Writer ignores the kind it is given. The default is the
 // canonical transport frame: little-endian u32 length, kind byte, envelope.
 func WithHTTPFraming() Option {
-	return func(o *options) { o.http = true }
+	return optionFunc(func(o *options) { o.http = true })
 }

@@ -12,6 +12,7 @@ import (
 // WriteFrame(kind, head+body), below and above the writev threshold, on a
 // net.Conn (net.Buffers path) and on a plain writer, framed or HTTP.
 func TestWriteFramePartsSameBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		head, body int
@@ -68,6 +69,7 @@ func TestWriteFramePartsSameBytes(t *testing.T) {
 }
 
 func TestWriteFramePartsTooLarge(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out, WithMaxFrameSize(100))
 	if err := w.WriteFrameParts(1, make([]byte, 50), make([]byte, 50)); !errors.Is(err, ErrFrameTooLarge) {

@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/pool"
+	"github.com/zapcodec/zapcodec/internal/poison"
 )
 
 // TestPayloadPoisonedAfterNext shows the debugging aid at work: with
 // poisoning on, a payload kept past the next Next reads as 0xDB bytes on
 // both the bufio path and the pooled path.
 func TestPayloadPoisonedAfterNext(t *testing.T) {
-	defer pool.SetPoison(pool.SetPoison(true))
+	defer poison.Set(poison.Set(true))
 	for _, size := range []int{10, 5000} { // fits a 4 KiB buffer / does not
 		payload := bytes.Repeat([]byte{'x'}, size)
 		var stream bytes.Buffer
@@ -27,7 +27,7 @@ func TestPayloadPoisonedAfterNext(t *testing.T) {
 		if _, p, err := r.Next(); err != nil || string(p) != "next" {
 			t.Fatalf("size %d: second frame %q %v", size, p, err)
 		}
-		if want := bytes.Repeat([]byte{pool.PoisonByte}, size); !bytes.Equal(stale, want) {
+		if want := bytes.Repeat([]byte{poison.Byte}, size); !bytes.Equal(stale, want) {
 			t.Fatalf("size %d: payload kept past Next still reads %q..., want poison", size, stale[:8])
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -40,8 +41,7 @@ func randSize(rng *rand.Rand) int {
 
 // randFrameSet returns the seeded frames: the edge sizes first (0, 1,
 // around the buffer sizes the tests use, the maximum), then random ones.
-func randFrameSet(tb testing.TB) []testFrame {
-	tb.Helper()
+func randFrameSet() []testFrame {
 	rng := rand.New(rand.NewPCG(randSeed, randSeed>>3))
 	edges := []int{0, 1, 0, 11, 12, 13, 4091, 4092, 4096, 65530, 65531, 65536, randMaxSize}
 	frames := make([]testFrame, randFrames)
@@ -160,13 +160,13 @@ func (f *flakyReader) Read(p []byte) (int, error) {
 	return f.r.Read(p)
 }
 
-var randFramesCache []testFrame
+// randFramesCache builds the frame set once; the tests, which run in
+// parallel, share it read-only.
+var randFramesCache = sync.OnceValue(randFrameSet)
 
 func getRandFrames(tb testing.TB) []testFrame {
-	if randFramesCache == nil {
-		randFramesCache = randFrameSet(tb)
-	}
-	return randFramesCache
+	tb.Helper()
+	return randFramesCache()
 }
 
 // writerConfigs vary the coalescing buffer and the writev threshold so that
@@ -185,27 +185,32 @@ var writerConfigs = []struct {
 var readerBufSizes = []int{16, 4096, DefaultBufferSize}
 
 func TestRandomFramesWriterMatchesReference(t *testing.T) {
+	t.Parallel()
 	frames := getRandFrames(t)
 	for _, http := range []bool{false, true} {
 		want := referenceStream(frames, http)
 		for i, wc := range writerConfigs {
-			opts := wc.opts
-			if http {
-				opts = append(opts[:len(opts):len(opts)], WithHTTPFraming())
-			}
-			var out bytes.Buffer
-			if err := writeFrames(NewWriter(&out, opts...), frames, uint64(i)); err != nil {
-				t.Fatalf("%s http=%v: %v", wc.name, http, err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Fatalf("%s http=%v: writer output (%d bytes) differs from the reference stream (%d bytes)",
-					wc.name, http, out.Len(), len(want))
-			}
+			t.Run(fmt.Sprintf("%s/http=%v", wc.name, http), func(t *testing.T) {
+				t.Parallel()
+				opts := wc.opts
+				if http {
+					opts = append(opts[:len(opts):len(opts)], WithHTTPFraming())
+				}
+				var out bytes.Buffer
+				if err := writeFrames(NewWriter(&out, opts...), frames, uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(out.Bytes(), want) {
+					t.Fatalf("writer output (%d bytes) differs from the reference stream (%d bytes)",
+						out.Len(), len(want))
+				}
+			})
 		}
 	}
 }
 
 func TestRandomFramesReaders(t *testing.T) {
+	t.Parallel()
 	frames := getRandFrames(t)
 	type readMaker struct {
 		name string
@@ -234,6 +239,7 @@ func TestRandomFramesReaders(t *testing.T) {
 				}
 				name := fmt.Sprintf("http=%v/%s/buf%d", http, rm.name, bs)
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					opts := []Option{WithBufferSize(bs)}
 					if http {
 						opts = append(opts, WithHTTPFraming())
@@ -277,10 +283,12 @@ func pipeRoundTrip(t *testing.T, wc, rc net.Conn, frames []testFrame, wopts, rop
 }
 
 func TestRandomFramesNetPipe(t *testing.T) {
+	t.Parallel()
 	frames := getRandFrames(t)
 	for i, wc := range writerConfigs {
 		bs := readerBufSizes[i%len(readerBufSizes)]
 		t.Run(fmt.Sprintf("%s/rbuf%d", wc.name, bs), func(t *testing.T) {
+			t.Parallel()
 			a, b := net.Pipe()
 			pipeRoundTrip(t, a, b, frames, wc.opts, []Option{WithBufferSize(bs)}, uint64(i))
 		})
@@ -288,10 +296,12 @@ func TestRandomFramesNetPipe(t *testing.T) {
 }
 
 func TestRandomFramesTCP(t *testing.T) {
+	t.Parallel()
 	frames := getRandFrames(t)
 	for i, wc := range writerConfigs {
 		bs := readerBufSizes[(i+1)%len(readerBufSizes)]
 		t.Run(fmt.Sprintf("%s/rbuf%d", wc.name, bs), func(t *testing.T) {
+			t.Parallel()
 			client, server := tcpPair(t)
 			pipeRoundTrip(t, client, server, frames, wc.opts, []Option{WithBufferSize(bs)}, uint64(i))
 		})

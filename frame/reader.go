@@ -7,11 +7,12 @@ import (
 	"io"
 	"sync/atomic"
 
+	"github.com/zapcodec/zapcodec/internal/poison"
 	"github.com/zapcodec/zapcodec/pool"
 )
 
 // bodies holds the pooled buffers of Readers and Writers, by power-of-two
-// size class, apart from the small message buffers of the default pool.
+// size class.
 var bodies pool.SizedPool
 
 // Memory policy of a Reader (see "Memory" in the package doc).
@@ -414,8 +415,8 @@ func (fr *Reader) brk(err error) error {
 // Its bytes stay where they are until Next overwrites them or gives the
 // buffer back.
 func (fr *Reader) release() {
-	if fr.payload != nil && pool.Poisoning() {
-		pool.Poison(fr.payload)
+	if fr.payload != nil && poison.Enabled() {
+		poison.Fill(fr.payload)
 	}
 	fr.payload = nil
 }
@@ -439,3 +440,9 @@ func (fr *Reader) fail(err error) (byte, []byte, error) {
 	fr.r, fr.w = 0, 0
 	return 0, nil, err
 }
+
+// MaxFrameSize returns the largest length prefix fr accepts
+// ([WithMaxFrameSize] as given, or its default). A protocol that writes
+// frames of its own (package rpc queues its frames itself) uses it to hold
+// what it sends to the same limit it reads with.
+func (fr *Reader) MaxFrameSize() int { return fr.max }

@@ -7,6 +7,7 @@ import (
 
 // Ready is true exactly when Next would not read from the stream.
 func TestReaderReady(t *testing.T) {
+	t.Parallel()
 	var stream bytes.Buffer
 	w := NewWriter(&stream)
 	w.WriteFrame(1, []byte("abc"))

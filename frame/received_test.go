@@ -10,6 +10,7 @@ import (
 // Received counts every byte taken from the stream, on the plain path (any
 // io.Reader) and on the readiness-first socket path alike.
 func TestReceived(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out)
 	for _, n := range []int{1, 600, 70 << 10, 3} {

@@ -4,62 +4,33 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/internal/poison"
 	"github.com/zapcodec/zapcodec/pool"
 )
 
-func TestGetPut(t *testing.T) {
-	var p pool.Pool
-	b := p.Get()
-	if len(b.B) != 0 {
-		t.Fatalf("Get: len %d, want 0", len(b.B))
-	}
-	b.B = append(b.B, "hello"...)
-	p.Put(b)
-	b = p.GetLen(100)
-	if len(b.B) != 100 {
-		t.Fatalf("GetLen(100): len %d", len(b.B))
-	}
-	p.Put(b)
-	if b := p.GetLen(-1); len(b.B) != 0 {
-		t.Fatalf("GetLen(-1): len %d", len(b.B))
-	}
-	p.Put(nil) // no panic
-	pool.Put(nil)
-	pool.PutBuilder(nil)
-	b = pool.GetLen(10)
-	if len(b.B) != 10 {
-		t.Fatalf("pool.GetLen(10): len %d", len(b.B))
-	}
-	pool.Put(b)
-}
-
 func TestPoisonAfterPut(t *testing.T) {
-	defer pool.SetPoison(pool.SetPoison(true))
-	if !pool.Poisoning() {
-		t.Fatal("SetPoison(true) did not take effect")
-	}
-	var p pool.Pool
-	b := p.Get()
-	b.B = append(b.B, "secret data"...)
+	defer poison.Set(poison.Set(true))
+	var p pool.SizedPool
+	b := p.Get(100, 0)
+	b.B = append(b.B[:0], "secret data"...)
 	stale := b.B // a use-after-Put bug keeps this
 	p.Put(b)
-	if want := bytes.Repeat([]byte{pool.PoisonByte}, len(stale)); !bytes.Equal(stale, want) {
+	if want := bytes.Repeat([]byte{poison.Byte}, len(stale)); !bytes.Equal(stale, want) {
 		t.Fatalf("stale view after Put = %q, want poison", stale)
 	}
 	full := stale[:cap(stale)]
 	for i, c := range full {
-		if c != pool.PoisonByte {
+		if c != poison.Byte {
 			t.Fatalf("byte %d of the capacity not poisoned: %#x", i, c)
 		}
 	}
 }
 
 func TestNoPoisonWhenOff(t *testing.T) {
-	defer pool.SetPoison(pool.SetPoison(false))
-	var p pool.Pool
-	b := p.Get()
-	b.B = append(b.B, "data"...)
+	defer poison.Set(poison.Set(false))
+	var p pool.SizedPool
+	b := p.Get(100, 0)
+	b.B = append(b.B[:0], "data"...)
 	stale := b.B
 	p.Put(b)
 	if string(stale) != "data" {
@@ -67,54 +38,8 @@ func TestNoPoisonWhenOff(t *testing.T) {
 	}
 }
 
-func TestBuilderRoundTrip(t *testing.T) {
-	for _, poisoned := range []bool{false, true} {
-		func() {
-			defer pool.SetPoison(pool.SetPoison(poisoned))
-			buf := pool.Get()
-			defer pool.Put(buf)
-			b := pool.GetBuilder()
-			b.Reset(buf.B[:0])
-			o := b.StartObject(16)
-			o.SetUint32(0, 7)
-			o.SetText(8, "zap")
-			b.SetRoot(o.Finish())
-			buf.B = b.Finish()
-			if err := b.Err(); err != nil {
-				t.Fatal(err)
-			}
-			pool.PutBuilder(b)
-			m, err := codec.Parse(buf.B)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := m.Root().Uint32(0); got != 7 {
-				t.Fatalf("u32 = %d", got)
-			}
-			if got := m.Root().Text(8); got != "zap" {
-				t.Fatalf("text = %q", got)
-			}
-		}()
-	}
-}
-
-func TestPutBuilderDropsBuffer(t *testing.T) {
-	b := pool.GetBuilder()
-	mine := make([]byte, 0, 256)
-	b.Reset(mine)
-	o := b.StartObject(8)
-	o.SetUint64(0, 42)
-	b.SetRoot(o.Finish())
-	pool.PutBuilder(b)
-	// A stale Finish must not hand back (and rewrite) the caller's buffer.
-	stale := b.Finish()
-	if stale != nil || b.Err() == nil {
-		t.Fatalf("stale Finish after PutBuilder returned %d bytes (err %v), want nil and an error", len(stale), b.Err())
-	}
-}
-
 func TestSizedPool(t *testing.T) {
-	defer pool.SetPoison(pool.SetPoison(false))
+	defer poison.Set(poison.Set(false))
 	var p pool.SizedPool
 	tests := []struct {
 		n, limit, wantCap int

@@ -1,36 +1,50 @@
 package pool
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync"
 
-// minClassShift is the smallest capacity class of a SizedPool: 64 bytes, the
-// smallest size class of bytebufferpool.
+	"github.com/valyala/bytebufferpool"
+	"github.com/zapcodec/zapcodec/internal/poison"
+)
+
+// Buffer is a pooled byte buffer: bytebufferpool's ByteBuffer. Append to B
+// directly; its methods come from bytebufferpool. A Buffer from
+// [SizedPool.Get] belongs to the caller until it is handed to
+// [SizedPool.Put]; after that the Buffer and every slice of B are gone.
+type Buffer = bytebufferpool.ByteBuffer
+
+// minClassShift is the smallest capacity class of a SizedPool: 64 bytes.
+// Smaller buffers are not kept.
 const minClassShift = 6
 
 // SizedPool keeps buffers in power-of-two capacity classes (64 B, 128 B,
-// ... ), one bytebufferpool per class. bytebufferpool calibrates each pool
-// to the lengths it is given back and then drops buffers much larger than
-// the common case; with one pool per class every buffer returned to a class
-// has the same size class, so a warm SizedPool keeps buffers of rare large
-// sizes too (up to 32 MiB, bytebufferpool's largest class; larger buffers
-// are not kept once calibrated). Package frame keeps its large frame bodies
-// here. The zero value is ready to use; safe for concurrent use; must not be
-// copied after first use.
+// ...), one sync.Pool per class, so a Get is served by a buffer of its own
+// class and a warm SizedPool keeps buffers of rare large sizes as well as
+// the common small ones (the package doc says why this is not one
+// bytebufferpool.Pool). Package frame keeps its frame buffers here. The
+// zero value is ready to use; safe for concurrent use; must not be copied
+// after first use.
 type SizedPool struct {
-	classes [64]Pool
+	classes [64]sync.Pool // of *Buffer; class k holds capacities in [1<<k, 1<<(k+1))
 }
 
 // Get returns a buffer whose B has length n (n < 0 counts as 0) and
-// capacity at least n; contents unspecified. A new backing array gets the
-// power of two at or above n (at least 64) as capacity, lowered to capLimit
-// when capLimit >= n (a caller with a hard memory bound, such as a maximum
-// frame size, passes it; 0 means no limit). The caller owns the buffer until
-// it passes it to Put.
+// capacity at least n; contents unspecified (an earlier user's bytes, or
+// zeros): overwrite them. A new backing array gets the power of two at or
+// above n (at least 64) as capacity, lowered to capLimit when capLimit >= n
+// (a caller with a hard memory bound, such as a maximum frame size, passes
+// it; 0 means no limit). The caller owns the buffer until it passes it to
+// Put.
 func (p *SizedPool) Get(n, capLimit int) *Buffer {
 	if n < 0 {
 		n = 0
 	}
 	k := classOf(n)
-	b := p.classes[k].Get()
+	b, _ := p.classes[k].Get().(*Buffer)
+	if b == nil {
+		b = new(Buffer)
+	}
 	if cap(b.B) < n {
 		c := 1 << k
 		if capLimit >= n && c > capLimit {
@@ -42,24 +56,26 @@ func (p *SizedPool) Get(n, capLimit int) *Buffer {
 	return b
 }
 
-// Put returns b to the class of its capacity; b is gone after the call (see
-// [Pool.Put]; poisoning applies). Put of nil does nothing.
+// Put returns b to the class of its capacity; b is gone after the call:
+// the caller must not touch b or any slice of b.B again. Built with
+// -tags zapdebug, Put first overwrites the whole capacity of b.B with 0xDB
+// bytes (see the package doc). A buffer under 64 bytes of capacity is not
+// kept. Put of nil does nothing.
 func (p *SizedPool) Put(b *Buffer) {
 	if b == nil {
 		return
 	}
-	c := cap(b.B)
-	if c == 0 {
-		return
+	if poison.Enabled() {
+		poison.Fill(b.B)
 	}
 	// A buffer whose capacity is not a power of two (lowered by a
-	// capLimit) goes to the class below, where it satisfies every Get.
-	k := bits.Len(uint(c)) - 1
+	// capLimit, or grown by append) goes to the class below, where it
+	// satisfies every Get.
+	k := bits.Len(uint(cap(b.B))) - 1
 	if k < minClassShift {
 		return
 	}
-	// bytebufferpool calibrates on len(B): report the class size.
-	b.B = b.B[:1<<k]
+	b.B = b.B[:0]
 	p.classes[k].Put(b)
 }
 

@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A warm unary call allocates nothing: client and server run in this
@@ -60,14 +62,14 @@ func TestAllocsUnaryCallWithDeadline(t *testing.T) {
 
 func TestAllocsEnvelope(t *testing.T) {
 	buf := make([]byte, 0, 256)
-	req := &Request{Method: 1, PromiseID: 2, Cap: []byte("cap"), Payload: []byte("payload")}
+	req := &wire.Request{Method: 1, PromiseID: 2, Cap: []byte("cap"), Payload: []byte("payload")}
 	if n := testing.AllocsPerRun(100, func() {
-		b := AppendRequest(buf[:0], req)
-		if _, err := ParseRequest(b); err != nil {
+		b := wire.AppendRequest(buf[:0], req)
+		if _, err := wire.ParseRequest(b); err != nil {
 			t.Fatal(err)
 		}
-		b = AppendResponseHeader(buf[:0], 200, 2, 0)
-		if _, err := ParseResponse(b); err != nil {
+		b = wire.AppendResponseHeader(buf[:0], 200, 2, 0)
+		if _, err := wire.ParseResponse(b); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -129,15 +131,10 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 	} {
 		_, addr, _ := testServer(t, tc.so...)
 		c := dial(t, addr, tc.co...)
-		p, err := NewPool(context.Background(), "tcp", []string{addr}, 1, tc.co...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
 		req := []byte("0123456789abcdef")
 		resp := make([]byte, 0, 64)
 		ctx := context.Background()
-		for _, cl := range []Caller{c, p} {
+		for _, cl := range []Caller{c} {
 			call := func() {
 				if out, err := cl.Call(ctx, mEcho, req, resp[:0]); err != nil || len(out) != len(req) {
 					t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/zapcodec/zapcodec/frame"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // run executes a call on a worker goroutine and answers it.
@@ -124,7 +126,7 @@ func (c *serverConn) answerDirect(status, pid uint32, msg string) {
 }
 
 // refuse answers, from the read loop, a call read after the go-away: 503
-// with the not-run flag (WIRE.md §8 extension), so the client knows it may
+// with the not-run flag (docs/wire.md §8 extension), so the client knows it may
 // send the call again. A canonical client reads a plain 503 "going away".
 func (c *serverConn) refuse(pid uint32) {
 	c.writeAnswerString(StatusUnavailable, pid, goAwayRefusal, true, true)
@@ -139,20 +141,20 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 	if len(body) >= frame.DefaultWritevThreshold {
 		// A big body is not copied: it leaves with its headers in one
 		// writev (after the frames already waiting).
-		var hb [ResponseOverhead]byte
-		head := AppendResponseHeader(hb[:0], status, pid, len(body))
-		err = c.out.lock().WriteFrameParts(KindResponse, head, body)
+		var hb [wire.ResponseOverhead]byte
+		head := wire.AppendResponseHeader(hb[:0], status, pid, len(body))
+		err = c.out.lock().WriteFrameParts(wire.KindResponse, head, body)
 		lead = c.out.unlock()
 	} else {
-		buf := c.out.begin(KindResponse)
-		buf = AppendResponseHeader(buf, status, pid, len(body))
+		buf := c.out.begin(wire.KindResponse)
+		buf = wire.AppendResponseHeader(buf, status, pid, len(body))
 		buf = append(buf, body...)
 		lead, err = c.out.end(buf)
 	}
 	if errors.Is(err, frame.ErrFrameTooLarge) {
 		status, body = StatusInternal, nil
-		buf := c.out.begin(KindResponse)
-		buf = AppendResponseHeader(buf, status, pid, 0)
+		buf := c.out.begin(wire.KindResponse)
+		buf = wire.AppendResponseHeader(buf, status, pid, 0)
 		var l bool
 		l, err = c.out.end(buf)
 		lead = lead || l
@@ -164,11 +166,11 @@ func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, i
 	if c.closed.Load() {
 		return
 	}
-	buf := c.out.begin(KindResponse)
+	buf := c.out.begin(wire.KindResponse)
 	if notRun {
-		buf = appendRefusalHeader(buf, status, pid, len(msg))
+		buf = wire.AppendRefusalHeader(buf, status, pid, len(msg))
 	} else {
-		buf = AppendResponseHeader(buf, status, pid, len(msg))
+		buf = wire.AppendResponseHeader(buf, status, pid, len(msg))
 	}
 	buf = append(buf, msg...)
 	lead, err := c.out.end(buf)
@@ -179,7 +181,7 @@ func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, i
 // loop like an inline answer's. It reports false when the write failed and
 // the connection is closed.
 func (c *serverConn) pong(payload []byte) bool {
-	buf := c.out.begin(KindPong)
+	buf := c.out.begin(wire.KindPong)
 	buf = append(buf, payload...)
 	lead, err := c.out.end(buf)
 	if err != nil {
@@ -206,9 +208,9 @@ func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen in
 	}
 	if inReader {
 		c.local.answered(status)
-		c.local.bytesOut += uint64(5 + ResponseOverhead + bodyLen)
+		c.local.bytesOut += uint64(5 + wire.ResponseOverhead + bodyLen)
 		return
 	}
 	c.s.stats.answered(status)
-	c.s.stats.bytesOut.Add(uint64(5 + ResponseOverhead + bodyLen))
+	c.s.stats.bytesOut.Add(uint64(5 + wire.ResponseOverhead + bodyLen))
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 var benchSizes = []int{64, 4096}
@@ -38,23 +40,6 @@ func BenchmarkUnary(b *testing.B) {
 				_, addr, _ := testServer(b)
 				c := dial(b, addr)
 				benchCalls(b, c, size, callers)
-			})
-		}
-	}
-}
-
-// BenchmarkUnaryPool: the same through a pool of 2 connections.
-func BenchmarkUnaryPool(b *testing.B) {
-	for _, size := range benchSizes {
-		for _, callers := range benchCallers[1:] {
-			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
-				_, addr, _ := testServer(b)
-				p, err := NewPool(context.Background(), "tcp", []string{addr}, 2)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer p.Close()
-				benchCalls(b, p, size, callers)
 			})
 		}
 	}
@@ -111,7 +96,7 @@ func BenchmarkFloor(b *testing.B) {
 	for _, size := range benchSizes {
 		for _, callers := range benchCallers {
 			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
-				benchFloor(b, size+RequestOverhead, callers)
+				benchFloor(b, size+wire.RequestOverhead, callers)
 			})
 		}
 	}
@@ -129,7 +114,7 @@ func BenchmarkFloorMux(b *testing.B) {
 	for _, size := range benchSizes {
 		for _, callers := range benchCallers {
 			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
-				benchFloorMux(b, size+RequestOverhead, callers)
+				benchFloorMux(b, size+wire.RequestOverhead, callers)
 			})
 		}
 	}
@@ -213,7 +198,7 @@ func benchFloorMux(b *testing.B, size, callers int) {
 	defer func() { close(stop); nc.Close(); <-readDone }()
 	frame := make([]byte, 5+size)
 	binary.LittleEndian.PutUint32(frame, uint32(size+1))
-	frame[4] = KindRequest
+	frame[4] = wire.KindRequest
 	lat := make([]time.Duration, b.N)
 	for id := 0; id < callers; id++ { // warm up
 		if err := m.call(id, frame); err != nil {
@@ -222,7 +207,7 @@ func benchFloorMux(b *testing.B, size, callers int) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	b.SetBytes(int64(2 * (size - RequestOverhead)))
+	b.SetBytes(int64(2 * (size - wire.RequestOverhead)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -301,7 +286,7 @@ func benchFloor(b *testing.B, size, callers int) {
 	defer nc.Close()
 	frame := make([]byte, 5+size)
 	binary.LittleEndian.PutUint32(frame, uint32(size+1))
-	frame[4] = KindRequest
+	frame[4] = wire.KindRequest
 	lat := make([]time.Duration, b.N)
 	starts := make([]time.Time, b.N)
 	tokens := make(chan struct{}, callers)
@@ -310,7 +295,7 @@ func benchFloor(b *testing.B, size, callers int) {
 	}
 	br := bufio.NewReaderSize(nc, 64<<10)
 	bw := bufio.NewWriterSize(nc, 64<<10)
-	b.SetBytes(int64(2 * (size - RequestOverhead)))
+	b.SetBytes(int64(2 * (size - wire.RequestOverhead)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // deafListener accepts connections and never reads from them; the
@@ -108,7 +110,7 @@ func TestDeadlineWhilePeerNotReading(t *testing.T) {
 	c.out.mu.Lock()
 	q := c.out.queued()
 	c.out.mu.Unlock()
-	if q > outboxLimit+RequestOverhead+len(req)+frameHeader {
+	if q > outboxLimit+wire.RequestOverhead+len(req)+frameHeader {
 		t.Fatalf("%d bytes queued for a peer that never reads, limit %d", q, outboxLimit)
 	}
 }

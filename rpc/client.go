@@ -11,20 +11,20 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// Caller makes unary calls; generated stubs target it. *Client and *Pool
-// implement it.
+// Caller makes unary calls; generated stubs target it. *Client implements
+// it, and so does rpc/cluster's Client (calls spread over the replicas of
+// a service).
 type Caller interface {
 	// Call sends req (a ZAP message, may be empty) to the method with the
 	// given ordinal and appends the answer body to resp. See Client.Call.
 	Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error)
 }
 
-var (
-	_ Caller = (*Client)(nil)
-	_ Caller = (*Pool)(nil)
-)
+var _ Caller = (*Client)(nil)
 
 // Client is one connection to a ZAP-RPC server, safe for concurrent use:
 // calls from many goroutines are multiplexed over it and matched to their
@@ -42,6 +42,8 @@ type Client struct {
 	r    *frame.Reader
 
 	out outbox // requests and go-away acks
+
+	streams streamSet // stream.go
 
 	peer net.Addr // nc's remote address, for the observer
 	// chain is the client's interceptors around unary, built once (nil
@@ -144,8 +146,10 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 		opts:     o,
 		readDone: make(chan struct{}),
 	}
-	c.r = frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize))
-	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.r = frame.NewReader(nc, o.frame...)
+	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
+	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
 	c.chain = chainInvoker(o.interceptors, c.unary)
 	if o.answerTimeout > 0 {
@@ -228,7 +232,7 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 		return nil, err
 	}
 
-	buf, err := c.out.beginCtx(ctx, KindRequest)
+	buf, err := c.out.beginCtx(ctx, wire.KindRequest)
 	if err != nil {
 		// ctx ended while the queue was full: nothing was sent.
 		c.unsend(s)
@@ -313,14 +317,14 @@ func (c *Client) uncount(n int) {
 // envelope, plus the timeout of ctx's deadline and the cap and metadata
 // of ctx (WithCap, WithMetadata) when it has them.
 func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, payload []byte) []byte {
-	r := Request{Method: method, PromiseID: pid, Target: target, Payload: payload}
+	r := wire.Request{Method: method, PromiseID: pid, Target: target, Payload: payload}
 	if dl, ok := ctx.Deadline(); ok {
 		r.Timeout = timeoutMicros(dl)
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md
 	}
-	return AppendRequest(dst, &r)
+	return wire.AppendRequest(dst, &r)
 }
 
 func (c *Client) acquire(resp []byte) (*slot, error) {
@@ -337,7 +341,7 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 			if int(c.abandoned.Load()) >= c.opts.maxPending/2 {
 				// Half the table waits for answers that do not come
 				// while others do: give the connection up (Closed turns
-				// true, a Pool redials).
+				// true, rpc/cluster redials).
 				c.fail(errAbandonedFull)
 			}
 			return nil, ErrTooManyPending
@@ -456,10 +460,10 @@ func (c *Client) readLoop() {
 			return
 		}
 		switch kind {
-		case KindResponse:
-			r, err := ParseResponse(p)
+		case wire.KindResponse:
+			r, err := wire.ParseResponse(p)
 			if err != nil {
-				var ee *EnvelopeError
+				var ee *wire.EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
 					if c.deliver(ee.PromiseID, 0, false, nil, err) {
 						answered++
@@ -472,13 +476,13 @@ func (c *Client) readLoop() {
 			if c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, nil) {
 				answered++
 			}
-		case KindGoAway:
+		case wire.KindGoAway:
 			w := c.out.lock()
 			first := !c.goAway.Swap(true)
 			var err error
 			if first {
 				// Acknowledge: no request of ours follows this frame.
-				err = w.WriteFrame(KindGoAway, nil)
+				err = w.WriteFrame(wire.KindGoAway, nil)
 			}
 			if c.out.unlock() {
 				if ferr := c.out.flush(false); err == nil {
@@ -489,31 +493,42 @@ func (c *Client) readLoop() {
 				c.fail(err)
 				return
 			}
-		case KindPing:
+		case wire.KindPing:
 			if len(p) > maxPingPayload {
 				c.fail(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
 				return
 			}
 			// Through begin: a peer that sends pings without reading
 			// the pongs meets the queue bound (the read loop waits).
-			if !c.reply(append(c.out.begin(KindPong), p...)) {
+			if !c.reply(append(c.out.begin(wire.KindPong), p...)) {
 				return
 			}
-		case KindRequest:
+		case wire.KindRequest:
 			// The connection is symmetric, but a Client serves nothing.
-			req, err := ParseRequest(p)
+			req, err := wire.ParseRequest(p)
 			status := uint32(StatusNotFound)
 			if err != nil {
-				var ee *EnvelopeError
+				var ee *wire.EnvelopeError
 				if !errors.As(err, &ee) || !ee.HasPromise {
 					c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
 					return
 				}
 				req.PromiseID, status = ee.PromiseID, StatusBadRequest
 			}
-			if !c.reply(AppendResponseHeader(c.out.begin(KindResponse), status, req.PromiseID, 0)) {
+			if !c.reply(wire.AppendResponseHeader(c.out.begin(wire.KindResponse), status, req.PromiseID, 0)) {
 				return
 			}
+		case wire.KindStreamMsg:
+			// A full stream buffer (a server that ignores our window: a
+			// canonical one) holds the read loop until Recv makes room.
+			c.streams.onMsg(p, true)
+		case wire.KindStreamEnd:
+			c.streams.onClientEnd(p)
+		case wire.KindStreamWindow:
+			c.streams.onWindow(p)
+			// A client serves no streams: a peer's open (kind 3) is
+			// dropped, as the canonical runtime drops an open no handler
+			// takes.
 		}
 	}
 }
@@ -571,6 +586,7 @@ func (c *Client) fail(cause error) {
 		}
 	}
 	c.mu.Unlock()
+	c.streams.closeAll(err)
 }
 
 // check is the answer check, run by c.watch every answerTimeout/4: a
@@ -613,7 +629,7 @@ func (c *Client) pending() bool {
 }
 
 // active returns the number of calls between acquire and release (slots
-// neither idle nor abandoned). For tests.
+// neither idle nor abandoned); see Pending.
 func (c *Client) active() int {
 	n := 0
 	if t := c.table.Load(); t != nil {
@@ -626,9 +642,9 @@ func (c *Client) active() int {
 	return n
 }
 
-// ping sends a KindPing frame; a failed write closes the connection.
+// ping sends a wire.KindPing frame; a failed write closes the connection.
 func (c *Client) ping() {
-	err := c.out.lock().WriteFrame(KindPing, nil)
+	err := c.out.lock().WriteFrame(wire.KindPing, nil)
 	if c.out.unlock() {
 		if ferr := c.out.flush(false); err == nil {
 			err = ferr
@@ -654,6 +670,6 @@ func (c *Client) Draining() bool { return c.goAway.Load() }
 // Closed reports whether the connection is closed or broken, including
 // closed by the client itself: a write that made no progress for the write
 // timeout, no byte received for the answer timeout while calls were
-// outstanding, or a table of pending calls full of abandoned ones. A
-// [Pool] replaces a closed client on its next call.
+// outstanding, or a table of pending calls full of abandoned ones.
+// rpc/cluster replaces a closed client with a new connection.
 func (c *Client) Closed() bool { return c.broken.Load() }

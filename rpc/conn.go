@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // serverConn is one accepted connection: a read loop (serve) that parses
@@ -24,6 +26,8 @@ type serverConn struct {
 	r  *frame.Reader
 
 	out outbox // answers and go-away; the last writer in line flushes
+
+	streams streamSet // stream.go
 
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
@@ -145,13 +149,15 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c := &serverConn{
 		s:    s,
 		nc:   nc,
-		r:    frame.NewReader(nc, frame.WithMaxFrameSize(o.maxFrame), frame.WithBufferSize(o.bufSize)),
+		r:    frame.NewReader(nc, o.frame...),
 		done: make(chan struct{}),
 	}
 	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
-	c.out.setup(nc, o.writeTimeout, o.maxFrame)
+	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
+	c.streams.sc = c
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
@@ -174,6 +180,7 @@ func (c *serverConn) close(reason error) {
 		if c.promises != nil {
 			c.promises.close()
 		}
+		c.streams.closeAll(ErrClosed)
 		c.s.removeConn(c)
 	})
 }
@@ -283,6 +290,7 @@ func (c *serverConn) readLoop() bool {
 				// The peer half-closed (or closed) between frames: answer
 				// the calls still running, then close.
 				c.eof.Store(true)
+				c.streams.readEnded(errPeerClosed)
 				if c.inflight.Load() == 0 {
 					c.close(nil)
 				}
@@ -296,7 +304,7 @@ func (c *serverConn) readLoop() bool {
 		c.frameStart = 0
 		c.local.bytesIn += uint64(len(p) + 5)
 		switch kind {
-		case KindRequest:
+		case wire.KindRequest:
 			c.active = true
 			switch c.request(p) {
 			case reqClosed:
@@ -305,7 +313,7 @@ func (c *serverConn) readLoop() bool {
 			case reqLost:
 				return false
 			}
-		case KindGoAway:
+		case wire.KindGoAway:
 			// Only an answer to our own go-away is an acknowledgement; a
 			// peer's unsolicited kind 6 means nothing to a server.
 			if c.goAwaySent.Load() {
@@ -316,9 +324,9 @@ func (c *serverConn) readLoop() bool {
 					return true
 				}
 			}
-		case KindPing:
+		case wire.KindPing:
 			// A zapcodec client with calls outstanding checks that we
-			// are alive (WIRE.md §8 extension): echo the payload.
+			// are alive (docs/wire.md §8 extension): echo the payload.
 			if len(p) > maxPingPayload {
 				c.close(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
 				return true
@@ -326,9 +334,14 @@ func (c *serverConn) readLoop() bool {
 			if !c.pong(p) {
 				return true
 			}
+		case wire.KindStreamOpen, wire.KindStreamMsg, wire.KindStreamEnd, wire.KindStreamWindow:
+			if !c.streamFrame(kind, p) {
+				c.flushOwed()
+				return true
+			}
 		default:
-			// Answers, stream frames and unknown kinds are ignored
-			// (WIRE.md §6: a reader ignores a kind it does not know).
+			// Answers and unknown kinds are ignored (docs/wire.md §7: a
+			// reader ignores a kind it does not know).
 		}
 	}
 }
@@ -345,9 +358,9 @@ func (c *serverConn) request(p []byte) int {
 	s := c.s
 	c.local.calls++
 	c.hold()
-	req, err := ParseRequest(p)
+	req, err := wire.ParseRequest(p)
 	if err != nil {
-		var ee *EnvelopeError
+		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
 			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)
 			return reqNext

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // heapAfterGC returns the live heap after two collections.
@@ -21,7 +23,7 @@ func heapAfterGC() (heap, stack uint64) {
 // rawCall sends one echo request on nc and reads its answer.
 func rawCall(t testing.TB, nc net.Conn, pid uint32, payload []byte) {
 	t.Helper()
-	if _, err := nc.Write(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: pid, Payload: payload}))); err != nil {
+	if _, err := nc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: pid, Payload: payload}))); err != nil {
 		t.Fatal(err)
 	}
 	var h [5]byte
@@ -92,7 +94,7 @@ func TestDeclaredLengthCostsNothing(t *testing.T) {
 	idle, _ := heapAfterGC()
 	var h [6]byte
 	binary.LittleEndian.PutUint32(h[:], 16<<20)
-	h[4] = KindRequest
+	h[4] = wire.KindRequest
 	for _, nc := range conns {
 		if _, err := nc.Write(h[:]); err != nil {
 			t.Fatal(err)

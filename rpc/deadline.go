@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Deadlines on the wire (issue 12).
+// Deadlines on the wire.
 //
 // Client: a call whose ctx has a deadline carries the time left, in
-// microseconds, in the request's timeout extension field (AppendRequest);
+// microseconds, in the request's timeout extension field (wire.AppendRequest);
 // relative, so the two hosts' clocks need not agree. The time the request
 // spends in the client's queue and on the network is not counted: the
 // server's deadline is a little later than the caller's.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -17,8 +19,9 @@ var (
 	// call was sent, so it did not run; it is safe to retry elsewhere
 	// ([IsRetryable] reports true).
 	ErrGoAway = errors.New("rpc: server is going away")
-	// ErrMalformed: an envelope did not decode (see [EnvelopeError]).
-	ErrMalformed = errors.New("rpc: malformed envelope")
+	// ErrMalformed: an envelope did not decode (see [wire.EnvelopeError]).
+	// It is the same value as [wire.ErrMalformed].
+	ErrMalformed = wire.ErrMalformed
 	// ErrServerClosed is returned by [Server.Serve] after Shutdown or Close.
 	ErrServerClosed = errors.New("rpc: server closed")
 	// ErrTooManyPending: the client already has the maximum number of
@@ -147,3 +150,21 @@ func Code(err error) uint32 {
 func IsRetryable(err error) bool {
 	return errors.Is(err, ErrGoAway)
 }
+
+// Status codes used by the canonical runtime.
+const (
+	StatusOK           = 200
+	StatusBadRequest   = 400
+	StatusUnauthorized = 401
+	StatusForbidden    = 403
+	StatusNotFound     = 404
+	StatusInternal     = 500
+	StatusUnavailable  = 503 // not canonical: answers a call read after a go-away
+	// StatusDeadlineExceeded is not canonical: it answers, with the
+	// not-run flag, a call whose deadline passed before it could run.
+	StatusDeadlineExceeded = 504
+	// StatusMetadataTooLarge is not canonical: it answers, with the
+	// not-run flag, a call whose metadata exceeds the server's limit
+	// ([WithMaxMetadata]).
+	StatusMetadataTooLarge = 431
+)

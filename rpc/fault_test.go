@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 func TestServerKilledMidCall(t *testing.T) {
@@ -199,7 +202,7 @@ func bystander(t *testing.T, c *Client) {
 }
 
 func TestBadPeers(t *testing.T) {
-	s, addr, logs := testServer(t, WithMaxFrameSize(1<<20))
+	s, addr, logs := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(1<<20)))
 	other := dial(t, addr)
 	bystander(t, other)
 
@@ -207,7 +210,7 @@ func TestBadPeers(t *testing.T) {
 		rc := rawDial(t, addr)
 		var h [5]byte
 		binary.LittleEndian.PutUint32(h[:], 1<<20+1)
-		h[4] = KindRequest
+		h[4] = wire.KindRequest
 		rc.Write(h[:])
 		rc.expectClosed()
 		bystander(t, other)
@@ -245,27 +248,27 @@ func TestBadPeers(t *testing.T) {
 	})
 	t.Run("malformed envelope with promise", func(t *testing.T) {
 		rc := rawDial(t, addr)
-		env := AppendRequest(nil, &Request{Method: mEcho, PromiseID: 99, Payload: []byte("abc")})
+		env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 99, Payload: []byte("abc")})
 		binary.LittleEndian.PutUint32(env[16+24:], 1000) // payload length past the end
-		rc.send(KindRequest, env)
+		rc.send(wire.KindRequest, env)
 		r := rc.recvResponse()
 		if r.Status != StatusBadRequest || r.PromiseID != 99 {
 			t.Fatalf("got %+v, want 400 for promise 99", r)
 		}
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 100, Payload: []byte("ok")}))
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 100, Payload: []byte("ok")}))
 		if r := rc.recvResponse(); r.Status != StatusOK || string(r.Body) != "ok" {
 			t.Fatalf("after 400: %+v", r)
 		}
 	})
 	t.Run("malformed envelope without promise", func(t *testing.T) {
 		rc := rawDial(t, addr)
-		rc.send(KindRequest, []byte("ZAP\x00\x02\x00\x00\xc8 not much else"))
+		rc.send(wire.KindRequest, []byte("ZAP\x00\x02\x00\x00\xc8 not much else"))
 		rc.expectClosed()
 		bystander(t, other)
 	})
 	t.Run("pipelining off", func(t *testing.T) {
 		rc := rawDial(t, addr)
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 2, Target: 1}))
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Target: 1}))
 		if r := rc.recvResponse(); r.Status != StatusBadRequest {
 			t.Fatalf("target without pipelining: %+v", r)
 		}
@@ -273,8 +276,8 @@ func TestBadPeers(t *testing.T) {
 	t.Run("unknown kinds ignored", func(t *testing.T) {
 		rc := rawDial(t, addr)
 		rc.send(9, []byte("whatever"))
-		rc.send(KindResponse, AppendResponse(nil, &Response{Status: 200, PromiseID: 1}))
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 3, Payload: []byte("k")}))
+		rc.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 1}))
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 3, Payload: []byte("k")}))
 		if r := rc.recvResponse(); r.Status != StatusOK || r.PromiseID != 3 {
 			t.Fatalf("%+v", r)
 		}
@@ -282,7 +285,7 @@ func TestBadPeers(t *testing.T) {
 	t.Run("half close", func(t *testing.T) {
 		rc := rawDial(t, addr)
 		for i := uint32(1); i <= 10; i++ {
-			rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: i, Payload: []byte{byte(i)}}))
+			rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: []byte{byte(i)}}))
 		}
 		rc.Conn.(*net.TCPConn).CloseWrite()
 		seen := map[uint32]bool{}
@@ -369,8 +372,8 @@ func TestSlowReaderBackpressure(t *testing.T) {
 	var sent atomic.Int64
 	go func() {
 		for i := uint32(1); i <= total; i++ {
-			env := AppendRequest(nil, &Request{Method: mEcho, PromiseID: i, Payload: payload})
-			if _, err := rc.Write(frameBytes(KindRequest, env)); err != nil {
+			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
 				return
 			}
 			sent.Add(1)
@@ -403,8 +406,8 @@ func TestWriteTimeoutDropsSlowReader(t *testing.T) {
 	payload := bytes.Repeat([]byte{1}, 64<<10)
 	go func() {
 		for i := uint32(1); ; i++ {
-			env := AppendRequest(nil, &Request{Method: mEcho, PromiseID: i, Payload: payload})
-			if _, err := rc.Write(frameBytes(KindRequest, env)); err != nil {
+			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
 				return
 			}
 		}
@@ -420,11 +423,6 @@ func TestShutdownInFlight(t *testing.T) {
 		return append(resp, req...), nil
 	})
 	c := dial(t, addr)
-	p, err := NewPool(context.Background(), "tcp", []string{addr}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	var ok, goAway atomic.Int64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -433,10 +431,6 @@ func TestShutdownInFlight(t *testing.T) {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			var caller Caller = c
-			if g%2 == 1 {
-				caller = p
-			}
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
@@ -444,19 +438,14 @@ func TestShutdownInFlight(t *testing.T) {
 				default:
 				}
 				req := []byte{byte(g), byte(i)}
-				out, err := caller.Call(context.Background(), mSlow, req, nil)
+				out, err := c.Call(context.Background(), mSlow, req, nil)
 				started.Add(1)
 				switch {
 				case err == nil && bytes.Equal(out, req):
 					ok.Add(1)
-				case IsRetryable(err) || (g%2 == 1 && err != nil && !errors.Is(err, ErrClosed)):
-					// The pool retries elsewhere; with one server it ends in
-					// a redial error or go-away, never a lost call.
+				case IsRetryable(err):
 					goAway.Add(1)
-					if g%2 == 0 {
-						return
-					}
-					time.Sleep(time.Millisecond)
+					return
 				default:
 					t.Errorf("goroutine %d call %d: %q %v (lost)", g, i, out, err)
 					return
@@ -487,14 +476,14 @@ func TestShutdownInFlight(t *testing.T) {
 func TestShutdownCanonicalPeer(t *testing.T) {
 	s, addr, _ := testServer(t, WithShutdownGrace(20*time.Millisecond))
 	rc := rawDial(t, addr)
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1, Payload: []byte("a")}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: []byte("a")}))
 	if r := rc.recvResponse(); r.Status != StatusOK {
 		t.Fatal(r)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
 	kind, _, ok := rc.recv()
-	if !ok || kind != KindGoAway {
+	if !ok || kind != wire.KindGoAway {
 		t.Fatalf("want a go-away frame, got kind %d ok %v", kind, ok)
 	}
 	rc.expectClosed()
@@ -523,37 +512,6 @@ func TestShutdownContextExpires(t *testing.T) {
 	}
 }
 
-func TestPoolMovesAfterGoAway(t *testing.T) {
-	s1, addr1, _ := testServer(t)
-	s2, addr2, _ := testServer(t)
-	p, err := NewPool(context.Background(), "tcp", []string{addr1, addr2}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for i := 0; i < 10; i++ {
-		if _, err := p.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s1.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Counters are updated around the answer's write: wait until they
-	// account for every answer received so far.
-	await(t, "s1.Stats().OK+s2.Stats().OK == 10", func() bool { return s1.Stats().OK+s2.Stats().OK == 10 })
-	before := s2.Stats().OK
-	for i := 0; i < 10; i++ {
-		if _, err := p.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
-			t.Fatalf("after go-away on one server: %v", err)
-		}
-	}
-	await(t, "s1.Stats().OK+s2.Stats().OK == 20", func() bool { return s1.Stats().OK+s2.Stats().OK == 20 })
-	if s2.Stats().OK != before+10 {
-		t.Fatal("calls did not move to the live server")
-	}
-}
-
 func TestPipelining(t *testing.T) {
 	s, addr, _ := testServer(t, WithPipelining(8))
 	release := make(chan struct{})
@@ -565,19 +523,19 @@ func TestPipelining(t *testing.T) {
 		return resp, Errorf(StatusForbidden, "no")
 	})
 	rc := rawDial(t, addr)
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mSlow, PromiseID: 10}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: 10}))
 	// Depends on 10, which has not answered yet: waits.
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 11, Target: 10, Payload: []byte("ignored")}))
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mFail, PromiseID: 12}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 11, Target: 10, Payload: []byte("ignored")}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mFail, PromiseID: 12}))
 	r := rc.recvResponse()
 	if r.PromiseID != 12 || r.Status != StatusForbidden {
 		t.Fatalf("%+v", r)
 	}
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 13, Target: 12}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 13, Target: 12}))
 	if r := rc.recvResponse(); r.PromiseID != 13 || r.Status != StatusBadRequest {
 		t.Fatalf("dependent on a failed call: %+v", r)
 	}
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 14, Target: 999}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 14, Target: 999}))
 	if r := rc.recvResponse(); r.PromiseID != 14 || r.Status != StatusBadRequest {
 		t.Fatalf("dependent on an unknown call: %+v", r)
 	}
@@ -595,14 +553,14 @@ func TestPipelining(t *testing.T) {
 	}
 	// After more than the table size of calls, promise 10 is forgotten.
 	for i := uint32(20); i < 30; i++ {
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: i}))
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i}))
 		rc.recvResponse()
 	}
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 31, Target: 10}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 31, Target: 10}))
 	if r := rc.recvResponse(); r.Status != StatusBadRequest {
 		t.Fatalf("evicted target: %+v", r)
 	}
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 32, Target: 29}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 32, Target: 29}))
 	if r := rc.recvResponse(); r.Status != StatusOK || r.PromiseID != 32 {
 		t.Fatalf("recent target: %+v", r)
 	}
@@ -610,7 +568,7 @@ func TestPipelining(t *testing.T) {
 
 func TestRequestTooLargeKeepsConnection(t *testing.T) {
 	_, addr, _ := testServer(t)
-	c := dial(t, addr, WithMaxFrameSize(1024))
+	c := dial(t, addr, WithFrameOptions(frame.WithMaxFrameSize(1024)))
 	if _, err := c.Call(context.Background(), mEcho, make([]byte, 2000), nil); err == nil {
 		t.Fatal("no error for a request over the frame limit")
 	}

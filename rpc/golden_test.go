@@ -5,6 +5,8 @@ import (
 	"context"
 	"net"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 func fixtureFrame(t *testing.T, f *rpcFixtures, name string) []byte {
@@ -23,11 +25,11 @@ func TestGoldenServerFrame(t *testing.T) {
 	f := loadFixtures(t)
 	reqFrame := fixtureFrame(t, f, "request_frame")
 	respFrame := fixtureFrame(t, f, "response_frame")
-	wantResp, err := ParseResponse(respFrame[5:])
+	wantResp, err := wire.ParseResponse(respFrame[5:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantReq, err := ParseRequest(reqFrame[5:])
+	wantReq, err := wire.ParseRequest(reqFrame[5:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +60,11 @@ func TestGoldenClientFrame(t *testing.T) {
 	f := loadFixtures(t)
 	reqFrame := fixtureFrame(t, f, "request_frame")
 	respFrame := fixtureFrame(t, f, "response_frame")
-	want, err := ParseRequest(reqFrame[5:])
+	want, err := wire.ParseRequest(reqFrame[5:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := ParseResponse(respFrame[5:])
+	body, _ := wire.ParseResponse(respFrame[5:])
 
 	cside, sside := net.Pipe()
 	c := NewClient(cside)
@@ -92,7 +94,7 @@ func TestGoldenClientFrame(t *testing.T) {
 	if !ok {
 		t.Fatal("pipe closed")
 	}
-	if got := frameBytes(KindRequest, env); !bytes.Equal(got, reqFrame) {
+	if got := frameBytes(wire.KindRequest, env); !bytes.Equal(got, reqFrame) {
 		t.Fatalf("client request frame\n got %x\nwant %x", got, reqFrame)
 	}
 	if _, err := sside.Write(respFrame); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // The health service over TCP: the whole server, mounted services, set
@@ -43,7 +45,7 @@ func TestHealth(t *testing.T) {
 	// The raw wire: an empty payload asks for the whole server; the answer
 	// is a HealthCheckResponse.
 	r := rawDial(t, addr)
-	r.send(KindRequest, AppendRequest(nil, &Request{Method: HealthMethod, PromiseID: 9}))
+	r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: HealthMethod, PromiseID: 9}))
 	resp := r.recvResponse()
 	var hr HealthCheckResponse
 	if resp.Status != StatusOK || resp.PromiseID != 9 || hr.DecodeZAP(resp.Body) != nil || hr.Status != uint32(HealthNotServing) {
@@ -72,7 +74,7 @@ func TestHealthDrainingOnShutdown(t *testing.T) {
 		t.Fatalf("before shutdown: %v %v", st, err)
 	}
 	r := rawDial(t, addr)
-	r.send(KindRequest, AppendRequest(nil, &Request{Method: HealthMethod, PromiseID: 1}))
+	r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: HealthMethod, PromiseID: 1}))
 	if resp := r.recvResponse(); resp.Status != StatusOK {
 		t.Fatalf("raw check before shutdown: %+v", resp)
 	}
@@ -91,10 +93,10 @@ func TestHealthDrainingOnShutdown(t *testing.T) {
 	}
 	// A peer that ignores the go-away has its check refused as not run
 	// (which CheckHealth, on a Client, reports as draining).
-	if kind, _, ok := r.recv(); !ok || kind != KindGoAway {
+	if kind, _, ok := r.recv(); !ok || kind != wire.KindGoAway {
 		t.Fatalf("raw peer: frame kind %d ok %v, want a go-away", kind, ok)
 	}
-	r.send(KindRequest, AppendRequest(nil, &Request{Method: HealthMethod, PromiseID: 2}))
+	r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: HealthMethod, PromiseID: 2}))
 	if resp := r.recvResponse(); resp.Status != StatusUnavailable || !resp.NotRun {
 		t.Fatalf("raw check after go-away: %+v", resp)
 	}

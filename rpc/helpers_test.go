@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 const (
@@ -114,16 +116,16 @@ func (r *rawConn) recv() (kind byte, env []byte, ok bool) {
 	return h[4], env, true
 }
 
-func (r *rawConn) recvResponse() Response {
+func (r *rawConn) recvResponse() wire.Response {
 	r.t.Helper()
 	kind, env, ok := r.recv()
 	if !ok {
 		r.t.Fatal("connection closed, want a response")
 	}
-	if kind != KindResponse {
-		r.t.Fatalf("frame kind %d, want %d", kind, KindResponse)
+	if kind != wire.KindResponse {
+		r.t.Fatalf("frame kind %d, want %d", kind, wire.KindResponse)
 	}
-	resp, err := ParseResponse(env)
+	resp, err := wire.ParseResponse(env)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func (r *rawConn) expectClosed() {
 // expectGoAwayThenClosed reads a go-away frame, then expects EOF.
 func (r *rawConn) expectGoAwayThenClosed() {
 	r.t.Helper()
-	if kind, env, ok := r.recv(); !ok || kind != KindGoAway {
+	if kind, env, ok := r.recv(); !ok || kind != wire.KindGoAway {
 		r.t.Fatalf("got frame kind %d (%x) ok %v, want a go-away", kind, env, ok)
 	}
 	r.expectClosed()

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // silentListener accepts connections, reads and discards everything and
@@ -58,8 +60,8 @@ func waitUntil(t *testing.T, msg string, cond func() bool) {
 
 // Against a server that never answers, calls abandoned by their 1 ms
 // contexts fill the table of pending calls. Before, the client then failed
-// every call with ErrTooManyPending forever while Closed stayed false, so a
-// Pool never replaced it. Now a full table that is mostly abandoned calls
+// every call with ErrTooManyPending forever while Closed stayed false, so
+// nothing replaced it. Now a full table that is mostly abandoned calls
 // closes the connection (the answer check is off here, to test this path
 // alone).
 func TestAbandonedCallsCloseFullClient(t *testing.T) {
@@ -134,213 +136,6 @@ func TestAnswerTimeoutSparesIdleAndSlow(t *testing.T) {
 	}
 }
 
-// hangFirstListener wraps a listener: the first connection it accepts is
-// black-holed (read and never answered), the later ones are returned.
-type hangFirstListener struct {
-	net.Listener
-	n atomic.Int32
-}
-
-func (l *hangFirstListener) Accept() (net.Conn, error) {
-	for {
-		nc, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.n.Add(1) == 1 {
-			go func() { io.Copy(io.Discard, nc); nc.Close() }()
-			continue
-		}
-		return nc, nil
-	}
-}
-
-// A Pool whose connection reaches a server that stopped answering gets it
-// closed by the answer check, then redials on the next call and succeeds
-// against the healthy server now behind the address.
-func TestPoolRedialsHungConnection(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(WithLogger(discardLogger()))
-	s.Handle(mEcho, echo)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(&hangFirstListener{Listener: l}) }()
-	defer func() { s.Close(); <-served }()
-
-	p, err := NewPool(context.Background(), "tcp", []string{l.Addr().String()}, 1, WithAnswerTimeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	var failures int
-	waitUntil(t, "Pool never got an answer after its connection hung", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		out, err := p.Call(ctx, mEcho, []byte("ok"), nil)
-		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrClosed) {
-				t.Fatalf("Pool.Call: %v", err)
-			}
-			failures++
-			return false
-		}
-		if string(out) != "ok" {
-			t.Fatalf("Pool.Call answered %q", out)
-		}
-		return true
-	})
-	if failures == 0 {
-		t.Fatal("the first connection answered: the test did not reach the hung server")
-	}
-}
-
-// refusingListener answers every request with the server's own go-away
-// refusal (503 with the not-run flag) and counts the requests.
-func refusingListener(t *testing.T, count *atomic.Int32) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer nc.Close()
-				rc := &rawConn{t: t, Conn: nc}
-				for {
-					kind, env, ok := rc.recv()
-					if !ok {
-						return
-					}
-					if kind != KindRequest {
-						continue
-					}
-					req, err := ParseRequest(env)
-					if err != nil {
-						return
-					}
-					count.Add(1)
-					ans := appendRefusalHeader(nil, StatusUnavailable, req.PromiseID, len(goAwayRefusal))
-					ans = append(ans, goAwayRefusal...)
-					if _, err := nc.Write(frameBytes(KindResponse, ans)); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	return l.Addr().String()
-}
-
-// A call the server refused without running it is sent again once, on
-// another connection; a second refusal is returned (no third attempt).
-func TestPoolRetriesRefusalOnce(t *testing.T) {
-	var refused atomic.Int32
-	ref := refusingListener(t, &refused)
-	_, okAddr, _ := testServer(t)
-
-	// Refused on one connection, answered on the other.
-	p, err := NewPool(context.Background(), "tcp", []string{ref, okAddr}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for i := range 4 {
-		before := refused.Load()
-		out, err := p.Call(context.Background(), mEcho, []byte("r"), nil)
-		if err != nil || string(out) != "r" {
-			t.Fatalf("call %d: %q, %v", i, out, err)
-		}
-		if n := refused.Load() - before; n > 1 {
-			t.Fatalf("call %d refused %d times", i, n)
-		}
-	}
-
-	// Refused everywhere: two attempts, then the refusal.
-	var refused2 atomic.Int32
-	ref2 := refusingListener(t, &refused2)
-	p2, err := NewPool(context.Background(), "tcp", []string{ref2, ref2, ref2}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p2.Close()
-	_, err = p2.Call(context.Background(), mEcho, []byte("r"), nil)
-	if !IsRetryable(err) {
-		t.Fatalf("Pool.Call refused everywhere: %v, want the retryable refusal", err)
-	}
-	if n := refused2.Load(); n != 2 {
-		t.Fatalf("a refused call was sent %d times, want 2 (one retry)", n)
-	}
-}
-
-// A real Shutdown: calls running on the server that shuts down are
-// answered there and not sent again; later calls go to the other server.
-func TestPoolShutdownRunsEachCallOnce(t *testing.T) {
-	var runs atomic.Int32
-	slow := func(ctx context.Context, req, resp []byte) ([]byte, error) {
-		runs.Add(1)
-		time.Sleep(100 * time.Millisecond)
-		return append(resp, req...), nil
-	}
-	s1, a1, _ := testServer(t)
-	s2, a2, _ := testServer(t)
-	s1.Handle(mSlow, slow)
-	s2.Handle(mSlow, slow)
-	p, err := NewPool(context.Background(), "tcp", []string{a1, a2}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	const n = 8
-	errs := make(chan error, 2*n)
-	for range n {
-		go func() {
-			_, err := p.Call(context.Background(), mSlow, []byte("s"), nil)
-			errs <- err
-		}()
-	}
-	waitUntil(t, "calls never started", func() bool { return runs.Load() == n })
-	shut := make(chan error, 1)
-	go func() { shut <- s1.Shutdown(context.Background()) }()
-	for range n {
-		go func() {
-			_, err := p.Call(context.Background(), mSlow, []byte("s"), nil)
-			errs <- err
-		}()
-	}
-	for i := range 2 * n {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Errorf("call: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%d calls unanswered after 30 s", 2*n-i)
-		}
-	}
-	if r := runs.Load(); r != 2*n {
-		t.Fatalf("handlers ran %d times for %d calls", r, 2*n)
-	}
-	select {
-	case err := <-shut:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Shutdown did not return")
-	}
-	if st := s2.Stats(); st.OK == 0 {
-		t.Fatal("no call went to the live server")
-	}
-}
-
 // A 2 MiB error body: the error string keeps MaxErrorMessage bytes, the
 // whole body comes back appended to resp.
 func TestBigErrorBodyIsCut(t *testing.T) {
@@ -382,7 +177,7 @@ func TestBigErrorBodyIsCut(t *testing.T) {
 }
 
 // pongListener reads requests and never answers them, but answers each
-// KindPing with a KindPong: a zapcodec server whose handlers are slow.
+// wire.KindPing with a wire.KindPong: a zapcodec server whose handlers are slow.
 func pongListener(t *testing.T, pings *atomic.Int32) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -403,9 +198,9 @@ func pongListener(t *testing.T, pings *atomic.Int32) string {
 					if !ok {
 						return
 					}
-					if kind == KindPing {
+					if kind == wire.KindPing {
 						pings.Add(1)
-						if _, err := nc.Write(frameBytes(KindPong, env)); err != nil {
+						if _, err := nc.Write(frameBytes(wire.KindPong, env)); err != nil {
 							return
 						}
 					}
@@ -451,14 +246,14 @@ func TestClientAnswersPing(t *testing.T) {
 		}
 		defer nc.Close()
 		rc := &rawConn{t: t, Conn: nc}
-		nc.Write(frameBytes(KindPing, []byte("12345678")))
+		nc.Write(frameBytes(wire.KindPing, []byte("12345678")))
 		for {
 			kind, env, ok := rc.recv()
 			if !ok {
 				got <- nil
 				return
 			}
-			if kind == KindPong {
+			if kind == wire.KindPong {
 				got <- env
 				return
 			}
@@ -559,7 +354,7 @@ func TestClientAnswersRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	got := make(chan Response, 2)
+	got := make(chan wire.Response, 2)
 	go func() {
 		nc, err := l.Accept()
 		if err != nil {
@@ -567,10 +362,10 @@ func TestClientAnswersRequests(t *testing.T) {
 		}
 		defer nc.Close()
 		rc := &rawConn{t: t, Conn: nc}
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: 1, PromiseID: 77}))
-		bad := AppendRequest(nil, &Request{Method: 1, PromiseID: 78})
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 77}))
+		bad := wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 78})
 		binary.LittleEndian.PutUint32(bad[12:], uint32(len(bad)-4)) // the size cuts the fixed section
-		rc.send(KindRequest, bad)
+		rc.send(wire.KindRequest, bad)
 		for range 2 {
 			got <- rc.recvResponse()
 		}

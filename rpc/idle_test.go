@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A peer that keeps sending, but whose writes end inside a frame (the next
@@ -19,8 +21,8 @@ func TestIdleTimeoutStraddlingFrames(t *testing.T) {
 	const pause = 25 * time.Millisecond
 	var stream []byte
 	for i := uint32(1); i <= n; i++ {
-		env := AppendRequest(nil, &Request{Method: mEcho, PromiseID: i, Payload: []byte("straddle")})
-		stream = append(stream, frameBytes(KindRequest, env)...)
+		env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: []byte("straddle")})
+		stream = append(stream, frameBytes(wire.KindRequest, env)...)
 	}
 	flen := len(stream) / n
 	answers := make(chan uint32, n)
@@ -31,7 +33,7 @@ func TestIdleTimeoutStraddlingFrames(t *testing.T) {
 			if !ok {
 				return
 			}
-			if r, err := ParseResponse(env); kind == KindResponse && err == nil {
+			if r, err := wire.ParseResponse(env); kind == wire.KindResponse && err == nil {
 				answers <- r.PromiseID
 			}
 		}
@@ -77,8 +79,8 @@ func TestIdleConnNotWoken(t *testing.T) {
 	}
 	// A frame that begins and then stalls still meets the read timeout.
 	rc := rawDial(t, addr)
-	env := AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1, Payload: []byte("stalled")})
-	if _, err := rc.Write(frameBytes(KindRequest, env)[:7]); err != nil {
+	env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: []byte("stalled")})
+	if _, err := rc.Write(frameBytes(wire.KindRequest, env)[:7]); err != nil {
 		t.Fatal(err)
 	}
 	rc.expectClosed()
@@ -93,7 +95,7 @@ func TestWatchdogSkipsIdleConns(t *testing.T) {
 	const idle = 100
 	for i := range idle {
 		rc := rawDial(t, addr)
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: uint32(i + 1), Payload: []byte("x")}))
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: uint32(i + 1), Payload: []byte("x")}))
 		rc.recvResponse()
 	}
 	c := dial(t, addr)

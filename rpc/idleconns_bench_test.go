@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // The idle-connection benchmark runs the server in a child process (this
@@ -186,7 +188,7 @@ func benchIdleConns(b *testing.B, n int, childTest string, call func(net.Conn, i
 
 // rawEcho makes one echo call on a raw socket.
 func rawEcho(nc net.Conn, pid uint32, payload []byte) error {
-	if _, err := nc.Write(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: pid, Payload: payload}))); err != nil {
+	if _, err := nc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: pid, Payload: payload}))); err != nil {
 		return err
 	}
 	var h [5]byte

@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// Capability token and metadata of a call (issue 12).
+// Capability token and metadata of a call.
 //
 // The client side puts them in the caller's ctx ([WithCap],
 // [WithMetadata]); [Client.Call] writes them into the request envelope:
 // the token into the canonical cap field, the metadata into a zapcodec
-// extension field (WIRE.md §8, see AppendRequest). The handler side reads
+// extension field (docs/wire.md §8, see wire.AppendRequest). The handler side reads
 // them from its ctx ([CapFrom], [MetadataFrom]). Both are encoded once,
 // when the ctx is made, so a call with a reused ctx copies bytes and
 // allocates nothing.
@@ -32,7 +34,7 @@ func wireFrom(ctx context.Context) *wireOpts {
 }
 
 // WithCap returns a ctx whose calls carry token in the request envelope's
-// cap field (WIRE.md §5), which a canonical server also reads. token is
+// cap field (docs/wire.md §6), which a canonical server also reads. token is
 // copied; an empty token means none (and clears one set by an outer
 // WithCap). The handler reads it with [CapFrom].
 func WithCap(ctx context.Context, token []byte) context.Context {
@@ -175,6 +177,9 @@ func CapFrom(ctx context.Context) []byte {
 	if j := callJob(ctx); j != nil {
 		return j.capv
 	}
+	if st := streamFrom(ctx); st != nil {
+		return st.capv
+	}
 	return nil
 }
 
@@ -184,6 +189,9 @@ func CapFrom(ctx context.Context) []byte {
 func MetadataFrom(ctx context.Context) Metadata {
 	if j := callJob(ctx); j != nil {
 		return Metadata{j.mdv}
+	}
+	if st := streamFrom(ctx); st != nil {
+		return Metadata{st.mdv}
 	}
 	return Metadata{}
 }
@@ -201,7 +209,7 @@ const DefaultMaxMetadata = 16 << 10
 // Metadata that does not decode into key/value pairs is answered 400.
 // Default DefaultMaxMetadata; n <= 0 means the default. The metadata
 // arrives inside the request frame, so the frame size limit
-// ([WithMaxFrameSize]) bounds what is read either way; this bounds what a
+// (see [WithFrameOptions]) bounds what is read either way; this bounds what a
 // handler is given.
 func WithMaxMetadata(n int) ServerOption {
 	return serverOption(func(o *serverOptions) { o.maxMetadata = n })
@@ -213,7 +221,7 @@ const metadataTooLarge = "metadata too large"
 // checkMetadata checks a request's metadata against the server's limit
 // and its encoding; when it fails, it answers the call (from the read
 // loop) and reports false.
-func (c *serverConn) checkMetadata(r *Request) bool {
+func (c *serverConn) checkMetadata(r *wire.Request) bool {
 	lim := c.s.opts.maxMetadata
 	if lim <= 0 {
 		lim = DefaultMaxMetadata
@@ -233,7 +241,7 @@ func (c *serverConn) checkMetadata(r *Request) bool {
 // from the timeout, copies of cap and metadata (the frame's bytes are
 // reused after the read loop moves on). arrived is when the request was
 // parsed (monoNow), for the deadline.
-func (j *job) setExt(r *Request, arrived int64) {
+func (j *job) setExt(r *wire.Request, arrived int64) {
 	if r.Timeout != 0 {
 		j.dl.Store(deadlineAfter(arrived, r.Timeout))
 	}

@@ -7,8 +7,15 @@ import (
 
 // MountOption places a generated interface's methods on a server (in
 // Register…Server) and tells a generated client where to find them (in
-// New…Client). See [At].
-type MountOption func(*mountConfig)
+// New…Client). See [At]. It has the shape of the other options of this
+// package (an interface implemented by the values the With… and At
+// functions return).
+type MountOption interface{ applyMount(*mountConfig) }
+
+// mountOption is a MountOption that sets the config with a function.
+type mountOption func(*mountConfig)
+
+func (f mountOption) applyMount(c *mountConfig) { f(c) }
 
 type mountConfig struct{ base uint32 }
 
@@ -22,7 +29,7 @@ type mountConfig struct{ base uint32 }
 //	admin.RegisterAdminServer(s, adminImpl, rpc.At(1000)) // 1001..1000+m
 //	ac := admin.NewAdminClient(pool, rpc.At(1000))
 func At(base uint32) MountOption {
-	return func(c *mountConfig) { c.base = base }
+	return mountOption(func(c *mountConfig) { c.base = base })
 }
 
 // MountBase returns the base offset opts give (the last At wins; 0 without
@@ -31,7 +38,7 @@ func MountBase(opts ...MountOption) uint32 {
 	var c mountConfig
 	for _, o := range opts {
 		if o != nil {
-			o(&c)
+			o.applyMount(&c)
 		}
 	}
 	return c.base

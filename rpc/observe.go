@@ -10,7 +10,8 @@ import (
 // by value and holds no buffer of the call: an observer may keep it.
 type CallEvent struct {
 	// Client is true for a client's view of a call (one attempt on the
-	// wire: a Pool's retry is a second event), false for a server's.
+	// wire: a retry by rpc/cluster is a second event), false for a
+	// server's.
 	Client bool
 	// Method is the wire method ordinal (the mount offset included).
 	Method uint32
@@ -32,7 +33,7 @@ type CallEvent struct {
 	// BytesIn and BytesOut count payload bytes received and sent for the
 	// call: on a server the request payload in and the answer body out,
 	// on a client the request payload out and the answer body in. The
-	// envelope and frame headers (RequestOverhead, ResponseOverhead and 5
+	// envelope and frame headers (wire.RequestOverhead, wire.ResponseOverhead and 5
 	// bytes a frame) are not included.
 	BytesIn, BytesOut int
 	// Peer is the remote address of the call's connection.

@@ -57,28 +57,6 @@ const (
 	maxKeptBuffer = 256 << 10
 )
 
-// Frame kinds (WIRE.md §6), plus the go-away kind of this package.
-const (
-	KindRequest  = 1
-	KindResponse = 2
-	// KindGoAway is sent by a server that is shutting down: the peer should
-	// send no new calls on this connection. Canonical peers ignore it; this
-	// package's client answers with a KindGoAway of its own (the peer's
-	// promise that no more calls follow), after which the server closes the
-	// connection as soon as its calls are answered.
-	KindGoAway = 6
-	// KindPing asks the peer for a KindPong carrying the same payload (at
-	// most 8 bytes; zapcodec extension, WIRE.md §8: canonical peers ignore
-	// it). A client with calls outstanding that has heard nothing for half
-	// its answer timeout sends one, so that a server that answers pings is
-	// not taken for hung while its handlers are merely slow; a client
-	// answers the pings it receives.
-	KindPing = 7
-	// KindPong answers a KindPing; servers and clients of this package
-	// both answer pings.
-	KindPong = 8
-)
-
 // maxPingPayload is the largest ping payload a peer may send; a larger one
 // is a protocol violation that closes the connection.
 const maxPingPayload = 8
@@ -86,7 +64,8 @@ const maxPingPayload = 8
 // ServerOption configures a [Server] (see [NewServer]).
 type ServerOption interface{ applyServer(*serverOptions) }
 
-// ClientOption configures a [Client] or a [Pool].
+// ClientOption configures a [Client] (and the connections of an
+// rpc/cluster client: cluster.WithClientOptions).
 type ClientOption interface{ applyClient(*clientOptions) }
 
 // Option configures both sides; every Option is a ServerOption and a
@@ -98,8 +77,7 @@ type Option interface {
 
 type serverOptions struct {
 	tls           *tls.Config
-	maxFrame      int
-	bufSize       int
+	frame         []frame.Option // WithFrameOptions
 	maxConns      int
 	maxInFlight   int
 	idleTimeout   time.Duration
@@ -115,24 +93,25 @@ type serverOptions struct {
 	interceptors  []Interceptor // intercept.go
 	observer      Observer      // observe.go
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
+	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int           // 0: DefaultMaxStreams
 }
 
 type clientOptions struct {
 	tls           *tls.Config
-	maxFrame      int
-	bufSize       int
+	frame         []frame.Option // WithFrameOptions
 	writeTimeout  time.Duration
 	answerTimeout time.Duration
 	dialer        *net.Dialer
 	maxPending    int
 	interceptors  []ClientInterceptor // intercept.go
 	observer      Observer            // observe.go
+	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
+	maxStreams    int                 // 0: DefaultMaxStreams
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {
 	o := serverOptions{
-		maxFrame:      frame.DefaultMaxFrameSize,
-		bufSize:       frame.DefaultBufferSize,
 		maxInFlight:   DefaultMaxInFlight,
 		shutdownGrace: DefaultShutdownGrace,
 		idleTimeout:   DefaultIdleTimeout,
@@ -156,8 +135,6 @@ func buildServerOptions(opts []ServerOption) serverOptions {
 
 func buildClientOptions(opts []ClientOption) clientOptions {
 	o := clientOptions{
-		maxFrame:      frame.DefaultMaxFrameSize,
-		bufSize:       frame.DefaultBufferSize,
 		maxPending:    DefaultMaxPending,
 		writeTimeout:  DefaultWriteTimeout,
 		answerTimeout: DefaultAnswerTimeout,
@@ -198,30 +175,23 @@ func WithTLSConfig(cfg *tls.Config) Option {
 	}
 }
 
-// WithMaxFrameSize sets the largest frame (length prefix) accepted and
-// sent. A peer announcing a larger frame loses its connection; a call whose
-// request is larger fails without breaking the connection. Default
-// frame.DefaultMaxFrameSize (16 MiB); n <= 0 means the default.
-func WithMaxFrameSize(n int) Option {
-	if n <= 0 {
-		n = frame.DefaultMaxFrameSize
-	}
+// WithFrameOptions passes frame settings through to the connection's
+// frame reader: [frame.WithMaxFrameSize] (the largest frame accepted and
+// sent: a peer announcing a larger frame loses its connection, a call
+// whose request is larger fails without breaking it; default 16 MiB) and
+// [frame.WithBufferSize] (the read-ahead limit: frames up to a quarter of
+// it are read without a copy of their own; default 64 KiB), with the
+// defaults and rules frame documents. Frames are written through the
+// connection's own queue, so the write-side [frame.WithWritevThreshold]
+// does not apply; and rpc speaks the canonical transport framing, so
+// [frame.WithHTTPFraming] must not be given (every frame would then read
+// as kind 0 and the connection would fail as a protocol violation).
+// Several WithFrameOptions add up, later settings winning.
+func WithFrameOptions(opts ...frame.Option) Option {
+	opts = append([]frame.Option(nil), opts...)
 	return bothOption{
-		s: func(o *serverOptions) { o.maxFrame = n },
-		c: func(o *clientOptions) { o.maxFrame = n },
-	}
-}
-
-// WithBufferSize sets the read buffer and the write coalescing buffer of a
-// connection: frames up to this size are read without a copy. Default
-// frame.DefaultBufferSize (64 KiB); n <= 0 means the default.
-func WithBufferSize(n int) Option {
-	if n <= 0 {
-		n = frame.DefaultBufferSize
-	}
-	return bothOption{
-		s: func(o *serverOptions) { o.bufSize = n },
-		c: func(o *clientOptions) { o.bufSize = n },
+		s: func(o *serverOptions) { o.frame = append(o.frame, opts...) },
+		c: func(o *clientOptions) { o.frame = append(o.frame, opts...) },
 	}
 }
 
@@ -283,7 +253,7 @@ func WithMaxConns(n int) ServerOption {
 // with keepalive pings every 2 h), which lets clients that vanished
 // without a FIN (a powered-off host, a dropped NAT mapping) hold server
 // memory for hours. Five minutes is longer than the idle spells of a
-// working connection pool (a Pool redials on demand), and frees a dead
+// working client (rpc/cluster redials on demand), and frees a dead
 // peer's connection within minutes; load balancers use 60–350 s.
 func WithIdleTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.idleTimeout = d })
@@ -343,7 +313,7 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.shutdownGrace = d })
 }
 
-// WithPipelining turns on promise pipelining (WIRE.md §5): a call with
+// WithPipelining turns on promise pipelining (docs/wire.md §6): a call with
 // target != 0 gets as payload the body of the OK answer to promise target
 // on the same connection, waits for it if it is still running, and is
 // refused with 400 if it failed or is unknown. Each connection remembers
@@ -353,7 +323,8 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 //
 // Memory: the table keeps the answer bodies it remembers, so one
 // connection may hold up to tableSize answers of up to the maximum frame
-// size each; size both with that product in mind (WithMaxFrameSize).
+// size each; size both with that product in mind ([frame.WithMaxFrameSize],
+// through [WithFrameOptions]).
 func WithPipelining(tableSize int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		o.pipelining = true
@@ -367,7 +338,7 @@ func WithLogger(l *slog.Logger) ServerOption {
 	return serverOption(func(o *serverOptions) { o.logger = l })
 }
 
-// WithDialer sets the dialer of [Dial] and [NewPool]. Default: a zero
+// WithDialer sets the dialer of [Dial]. Default: a zero
 // net.Dialer.
 func WithDialer(d *net.Dialer) ClientOption {
 	return clientOption(func(o *clientOptions) { o.dialer = d })
@@ -377,7 +348,7 @@ func WithDialer(d *net.Dialer) ClientOption {
 // (waiting for their answers, or abandoned by their callers and still
 // holding their slots) may go without receiving any byte from the server
 // before it closes the connection as hung: its calls fail with ErrClosed,
-// [Client.Closed] turns true and a [Pool] dials a new connection. The
+// [Client.Closed] turns true and rpc/cluster dials a new connection. The
 // check runs every d/4, so the close comes between d and 1.25 d after the
 // last byte. Default DefaultAnswerTimeout (60 s): longer than a unary call
 // should take (a handler that legitimately runs longer with nothing else

@@ -45,8 +45,8 @@ const (
 // outBufs holds the queue buffers of every outbox: a connection takes one
 // when it queues a frame and gives it back once its frames are written, so
 // an idle connection holds no write buffer. (A sync.Pool of its own, not
-// package pool: bytebufferpool calibrates on the length of the buffers it
-// gets back, and these come back empty.)
+// package pool: these buffers all start at one size, so size classes have
+// nothing to sort.)
 var outBufs = sync.Pool{New: func() any { return &outBuf{B: make([]byte, 0, outboxMinBuf)} }}
 
 // outBuf is a queue buffer.

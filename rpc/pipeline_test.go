@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 const (
@@ -62,7 +64,7 @@ func dialCounting(t *testing.T, addr string) (*Client, *countConn) {
 func TestPipelineOneRoundTrip(t *testing.T) {
 	var cl *countListener
 	const reqA = "alice"
-	bothFrames := int64(2*(5+RequestOverhead) + len(reqA))
+	bothFrames := int64(2*(5+wire.RequestOverhead) + len(reqA))
 	gate := func() error {
 		for start := time.Now(); cl.conn(0).read.Load() < bothFrames; time.Sleep(time.Millisecond) {
 			if time.Since(start) > 30*time.Second {
@@ -104,7 +106,7 @@ func TestPipelineOneRoundTrip(t *testing.T) {
 // the intermediate answers are released unread.
 func TestPipelineChain(t *testing.T) {
 	var cl *countListener
-	threeFrames := int64(3*(5+RequestOverhead) + 1)
+	threeFrames := int64(3*(5+wire.RequestOverhead) + 1)
 	gate := func() error {
 		for start := time.Now(); cl.conn(0).read.Load() < threeFrames; time.Sleep(time.Millisecond) {
 			if time.Since(start) > 30*time.Second {
@@ -239,25 +241,4 @@ func TestPipelineCancelNoLeak(t *testing.T) {
 	}
 	zero.Release()
 	waitIdle(t, c)
-}
-
-// Pool.Send: the promise and the calls pipelined on it share a connection.
-func TestPoolSendPipeline(t *testing.T) {
-	cl, _ := pipelineServer(t, func() error { return nil })
-	pool, err := NewPool(context.Background(), "tcp", []string{cl.Addr().String()}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	for i := 0; i < 6; i++ {
-		p, err := pool.Send(context.Background(), mLookup, []byte("q"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.Call(context.Background(), mFetch, nil)
-		if err != nil || string(out) != "fetched(id:q)" {
-			t.Fatalf("%q %v", out, err)
-		}
-		p.Release()
-	}
 }

@@ -48,6 +48,9 @@ type Server struct {
 	mounts   []mount                   // under hmu (mount.go)
 	health   Health                    // health.go
 
+	// streamHandlers: by method ordinal; copied on write (stream_server.go)
+	streamHandlers atomic.Pointer[map[uint32]StreamHandler]
+
 	// work hands a job (a pipelined call, or a read loop taken from a slow
 	// handler) to an idle worker goroutine; when none is idle, a new worker
 	// is started and stays (see dispatch). A nil job tells an

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // await polls cond until it holds; after 30 s it fails the test with what
@@ -114,14 +116,14 @@ func TestShutdownRefusesCallAfterGoAway(t *testing.T) {
 	})
 	rc := rawDial(t, addr)
 	rc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound, not a speed assert
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mSlow, PromiseID: 1}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: 1}))
 	<-started
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
-	if kind, _, ok := rc.recv(); !ok || kind != KindGoAway {
+	if kind, _, ok := rc.recv(); !ok || kind != wire.KindGoAway {
 		t.Fatalf("want a go-away frame, got kind %d ok %v", kind, ok)
 	}
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 2, Payload: []byte("late")}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Payload: []byte("late")}))
 	r := rc.recvResponse()
 	if r.PromiseID != 2 || r.Status != StatusUnavailable || !r.NotRun {
 		t.Fatalf("call after go-away: %+v, want a 503 not-run refusal", r)
@@ -143,9 +145,9 @@ func TestUnsolicitedGoAwayIgnored(t *testing.T) {
 	s, addr, _ := testServer(t)
 	rc := rawDial(t, addr)
 	rc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound, not a speed assert
-	rc.send(KindGoAway, nil)
+	rc.send(wire.KindGoAway, nil)
 	for i := uint32(1); i <= 3; i++ {
-		rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: i, Payload: []byte("x")}))
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: []byte("x")}))
 		if r := rc.recvResponse(); r.Status != StatusOK || r.PromiseID != i {
 			t.Fatalf("call %d after an unsolicited go-away: %+v", i, r)
 		}
@@ -249,7 +251,7 @@ func TestHandlerContext(t *testing.T) {
 		return resp, nil
 	})
 	rc := rawDial(t, addr)
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mSlow, PromiseID: 1}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: 1}))
 	<-started
 	rc.Conn.(*net.TCPConn).SetLinger(0)
 	rc.Close()
@@ -386,12 +388,12 @@ func TestDeadConnBufferedRequestsNotRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nc.Write(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mSlow, PromiseID: 1, Payload: []byte{byte(i)}})))
+		nc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: 1, Payload: []byte{byte(i)}})))
 		<-startedA[i]
 		await(t, "the watchdog to hand the read loop over", takenOver)
-		burst := frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mWaitDead, PromiseID: 2, Payload: []byte{byte(i)}}))
+		burst := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mWaitDead, PromiseID: 2, Payload: []byte{byte(i)}}))
 		for p := uint32(3); p <= 200; p++ {
-			burst = append(burst, frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mFail, PromiseID: p}))...)
+			burst = append(burst, frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mFail, PromiseID: p}))...)
 		}
 		nc.Write(burst)
 		<-startedB[i]

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // slowloris opens a connection to addr that declares a frame of size
@@ -24,7 +26,7 @@ func slowloris(t *testing.T, addr string, size int, pause time.Duration, closed 
 	defer nc.Close()
 	var h [5]byte
 	binary.LittleEndian.PutUint32(h[:], uint32(size))
-	h[4] = KindRequest
+	h[4] = wire.KindRequest
 	if _, err := nc.Write(h[:]); err != nil {
 		closed <- time.Now()
 		return
@@ -128,8 +130,8 @@ func TestReadTimeoutHealthyLargeFrame(t *testing.T) {
 	// the first chunk.
 	_, addr, logs := testServer(t, WithReadTimeout(time.Second), WithMinReadRate(256<<10))
 	rc := rawDial(t, addr)
-	payload := bytes.Repeat([]byte{7}, 16<<20-RequestOverhead-64)
-	stream := frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1, Payload: payload}))
+	payload := bytes.Repeat([]byte{7}, 16<<20-wire.RequestOverhead-64)
+	stream := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: payload}))
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 func TestUnixSocket(t *testing.T) {
@@ -81,7 +84,7 @@ func TestTLS(t *testing.T) {
 	}
 	// A plain-text peer on the TLS port is dropped without harm.
 	rc := rawDial(t, addr)
-	rc.send(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1}))
 	io.Copy(io.Discard, rc)
 	bystander(t, c)
 }
@@ -89,17 +92,17 @@ func TestTLS(t *testing.T) {
 // FuzzServerStream feeds arbitrary bytes to a server connection: it must
 // never panic, and what it writes back must be well-formed answer frames.
 func FuzzServerStream(f *testing.F) {
-	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: mEcho, PromiseID: 1, Payload: []byte("x")})))
-	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 9, PromiseID: 2, Target: 1})))
-	f.Add(append(frameBytes(KindGoAway, nil), frameBytes(KindRequest, []byte("ZAP\x00\x02\x00\x00\xc8"))...))
+	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: []byte("x")})))
+	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 9, PromiseID: 2, Target: 1})))
+	f.Add(append(frameBytes(wire.KindGoAway, nil), frameBytes(wire.KindRequest, []byte("ZAP\x00\x02\x00\x00\xc8"))...))
 	f.Add([]byte{0, 0, 0, 0})
 	// Requests with the wire extensions (deadline, cap, metadata), to a
 	// handler that reads them.
-	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 5, PromiseID: 3, Timeout: 1, Cap: []byte("c"),
+	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 5, PromiseID: 3, Timeout: 1, Cap: []byte("c"),
 		Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}, Payload: []byte("p")})))
-	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 5, PromiseID: 4, Timeout: 1 << 40, Target: 3})))
-	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 5, PromiseID: 5, Metadata: []byte{9, 0, 0, 0}})))
-	s := NewServer(WithLogger(discardLogger()), WithMaxFrameSize(1<<16), WithPipelining(4), WithMaxMetadata(64))
+	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 5, PromiseID: 4, Timeout: 1 << 40, Target: 3})))
+	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 5, PromiseID: 5, Metadata: []byte{9, 0, 0, 0}})))
+	s := NewServer(WithLogger(discardLogger()), WithFrameOptions(frame.WithMaxFrameSize(1<<16)), WithPipelining(4), WithMaxMetadata(64))
 	s.Handle(mEcho, echo)
 	s.Handle(mPanic, func(context.Context, []byte, []byte) ([]byte, error) { panic("fuzz") })
 	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
@@ -130,14 +133,18 @@ func FuzzServerStream(f *testing.F) {
 			if n < 1 || 4+n > len(out) {
 				t.Fatalf("bad frame length %d of %d", n, len(out))
 			}
-			if out[4] == KindPong && n-1 <= maxPingPayload {
+			if out[4] == wire.KindPong && n-1 <= maxPingPayload {
 				out = out[4+n:] // the answer to a ping in the input
 				continue
 			}
-			if out[4] != KindResponse {
+			if checkStreamFrame(t, out[4], out[5:4+n]) {
+				out = out[4+n:] // a refused stream open, a hello's answer
+				continue
+			}
+			if out[4] != wire.KindResponse {
 				t.Fatalf("kind %d", out[4])
 			}
-			if _, err := ParseResponse(out[5 : 4+n]); err != nil {
+			if _, err := wire.ParseResponse(out[5 : 4+n]); err != nil {
 				t.Fatalf("server wrote a bad answer: %v", err)
 			}
 			out = out[4+n:]
@@ -148,13 +155,13 @@ func FuzzServerStream(f *testing.F) {
 // FuzzClientStream feeds arbitrary bytes to a client as its server's
 // output while calls are pending: no panic, and each call ends.
 func FuzzClientStream(f *testing.F) {
-	f.Add(frameBytes(KindResponse, AppendResponse(nil, &Response{Status: 200, PromiseID: 1, Body: []byte("a")})))
-	f.Add(frameBytes(KindResponse, AppendResponse(nil, &Response{Status: 404, PromiseID: 2, Body: []byte("no")})))
-	f.Add(frameBytes(KindGoAway, nil))
-	f.Add(frameBytes(KindRequest, AppendRequest(nil, &Request{Method: 1, PromiseID: 1})))
+	f.Add(frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 1, Body: []byte("a")})))
+	f.Add(frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 404, PromiseID: 2, Body: []byte("no")})))
+	f.Add(frameBytes(wire.KindGoAway, nil))
+	f.Add(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1})))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, b := net.Pipe()
-		c := NewClient(a, WithMaxFrameSize(1<<16))
+		c := NewClient(a, WithFrameOptions(frame.WithMaxFrameSize(1<<16)))
 		errs := make(chan error, 3)
 		for i := 0; i < 3; i++ {
 			go func() { _, err := c.Call(context.Background(), 1, []byte("q"), nil); errs <- err }()

@@ -37,7 +37,7 @@ func FuzzDump(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
-		if raw, err := dumpDecodeHex(b); err == nil {
+		if raw, err := unhexText(b); err == nil {
 			f.Add(raw)
 		}
 	}
@@ -47,7 +47,7 @@ func FuzzDump(f *testing.F) {
 		for j, a := range m {
 			modes[i][j] = a
 			if strings.HasSuffix(a, ".zap") {
-				modes[i][j] = filepath.Join(dumpDir, a)
+				modes[i][j] = dumpSchema(f, a)
 			}
 		}
 	}

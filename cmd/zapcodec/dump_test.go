@@ -7,14 +7,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/zapcodec/zapcodec/internal/fixture"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/internal/fixture"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // The -update flag is shared with the other golden tests of this package;
@@ -34,8 +34,8 @@ func dumpUpdating() bool {
 const dumpDir = "testdata/dump"
 
 // dumpCase is one golden run: input is a file in testdata/dump (fed on
-// stdin), args are the flags; a *.zap argument is a schema in the same
-// directory (or in the shared schemas for the shared run).
+// stdin), args are the flags; a *.zap argument names a schema (see
+// dumpSchema).
 type dumpCase struct {
 	name  string
 	input string
@@ -98,17 +98,28 @@ func dumpCases() []dumpCase {
 	return cs
 }
 
-// runDumpCase runs one case with the given input and schema directory and
-// returns the golden text: the command, stdout, stderr and exit code.
-func runDumpCase(c dumpCase, input []byte, schemaDir string) string {
+// dumpSchema returns the path of the schema a case names: the one copy in
+// the canonical schemas (testdata/canonical/schemas or its more/), or a
+// schema of dump's own in testdata/dump (num.zap).
+func dumpSchema(t testing.TB, name string) string {
+	t.Helper()
+	dir := fixture.Dir(t)
+	for _, p := range []string{filepath.Join(dir, "schemas", name), filepath.Join(dir, "schemas", "more", name)} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join(dumpDir, name)
+}
+
+// runDumpCase runs one case with the given input and returns the golden
+// text: the command, stdout, stderr and exit code.
+func runDumpCase(t testing.TB, c dumpCase, input []byte) string {
 	args := make([]string, len(c.args))
 	for i, a := range c.args {
 		args[i] = a
 		if strings.HasSuffix(a, ".zap") {
-			args[i] = filepath.Join(schemaDir, a)
-			if _, err := os.Stat(args[i]); err != nil {
-				args[i] = filepath.Join(dumpDir, a) // a local schema (num.zap)
-			}
+			args[i] = dumpSchema(t, a)
 		}
 	}
 	var stdout, stderr bytes.Buffer
@@ -137,13 +148,14 @@ func dumpGolden(t *testing.T, name, got string) {
 
 // TestDumpGolden runs every case on the copies in testdata/dump.
 func TestDumpGolden(t *testing.T) {
+	t.Parallel()
 	for _, c := range dumpCases() {
 		t.Run(c.name, func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join(dumpDir, c.input))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := runDumpCase(c, in, dumpDir)
+			got := runDumpCase(t, c, in)
 			dumpGolden(t, c.name, got)
 			wantExit := "--- exit 0\n"
 			if strings.HasPrefix(c.name, "err_") {
@@ -159,7 +171,7 @@ func TestDumpGolden(t *testing.T) {
 // dumpSharedInputs builds, from the shared fixtures, the bytes every input
 // file of testdata/dump stands for: messages.json cases, generated.json
 // records, rpc.json frames and envelopes, and an eth call stream built
-// around the generated eth request and response with package rpc.
+// around the generated eth request and response with package rpc/wire.
 func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	read := func(name string, v any) {
@@ -221,10 +233,10 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 		return append(append(dst, kind), env...)
 	}
 	var s []byte
-	s = frame(s, rpc.KindRequest, rpc.AppendRequest(nil, &rpc.Request{Method: 1, PromiseID: 7, Payload: req}))
-	s = frame(s, rpc.KindResponse, rpc.AppendResponse(nil, &rpc.Response{Status: 200, PromiseID: 7, Body: resp}))
-	s = frame(s, rpc.KindRequest, rpc.AppendRequest(nil, &rpc.Request{Method: 2, PromiseID: 8, Payload: req}))
-	s = frame(s, rpc.KindResponse, rpc.AppendResponse(nil, &rpc.Response{Status: 404, PromiseID: 8, Body: []byte("no such method")}))
+	s = frame(s, wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 7, Payload: req}))
+	s = frame(s, wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 7, Body: resp}))
+	s = frame(s, wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 2, PromiseID: 8, Payload: req}))
+	s = frame(s, wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 404, PromiseID: 8, Body: []byte("no such method")}))
 	in["eth_frames.hex"] = s
 	in["eth_frames.bin"] = s
 	var h []byte
@@ -236,19 +248,13 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 	return in
 }
 
-// TestDumpShared checks that the copies in testdata/dump hold the shared
+// TestDumpShared checks that the inputs in testdata/dump hold the canonical
 // fixtures' bytes, and runs every golden case on the bytes taken from the
-// shared fixtures themselves (with the shared schemas).
+// canonical fixtures themselves.
 func TestDumpShared(t *testing.T) {
+	t.Parallel()
 	dir := fixture.Dir(t)
 	shared := dumpSharedInputs(t, dir)
-	for _, name := range []string{"eth.zap", "kitchen.zap", "more/lists.zap", "more/service_ws.zap"} {
-		a, err1 := os.ReadFile(filepath.Join(dir, "schemas", name))
-		b, err2 := os.ReadFile(filepath.Join(dumpDir, filepath.Base(name)))
-		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
-			t.Errorf("testdata/dump/%s is not a copy of the shared schema (%v, %v)", name, err1, err2)
-		}
-	}
 	for name, want := range shared {
 		local, err := os.ReadFile(filepath.Join(dumpDir, name))
 		if err != nil {
@@ -256,7 +262,7 @@ func TestDumpShared(t *testing.T) {
 			continue
 		}
 		if strings.HasSuffix(name, ".hex") {
-			local, err = dumpDecodeHex(local)
+			local, err = unhexText(local)
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				continue
@@ -278,7 +284,7 @@ func TestDumpShared(t *testing.T) {
 			if strings.HasSuffix(c.input, ".hex") {
 				input = []byte(hex.EncodeToString(b) + "\n")
 			}
-			got := runDumpCase(c, input, filepath.Join(dir, "schemas"))
+			got := runDumpCase(t, c, input)
 			want, err := os.ReadFile(filepath.Join(dumpDir, c.name+".golden"))
 			if err != nil {
 				t.Fatal(err)
@@ -295,8 +301,9 @@ func TestDumpShared(t *testing.T) {
 
 // TestDumpDispatch runs dump through the zapcodec command dispatcher.
 func TestDumpDispatch(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"dump", "-schema", filepath.Join(dumpDir, "eth.zap"), "-type", "GetBalanceRequest",
+	code := run([]string{"dump", "-schema", dumpSchema(t, "eth.zap"), "-type", "GetBalanceRequest",
 		filepath.Join(dumpDir, "gen_request.hex")}, &stdout, &stderr)
 	if code != 0 || !strings.Contains(stdout.String(), `"Method": "eth_getBalance"`) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
@@ -309,7 +316,8 @@ func TestDumpDispatch(t *testing.T) {
 
 // TestDumpUsage checks the command-line errors: exit 2 and a message.
 func TestDumpUsage(t *testing.T) {
-	eth := filepath.Join(dumpDir, "eth.zap")
+	t.Parallel()
+	eth := dumpSchema(t, "eth.zap")
 	tests := []struct {
 		args []string
 		want string
@@ -340,6 +348,7 @@ func TestDumpUsage(t *testing.T) {
 // TestDumpAmbiguousMethod checks that a bare method name found in two
 // interfaces is refused with both candidates named.
 func TestDumpAmbiguousMethod(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "two.zap")
 	src := "struct A\n    X u32\ninterface I {\n    get(req: A) returns (resp: A)\n}\ninterface J {\n    get(req: A)\n}\n"
@@ -370,6 +379,7 @@ func TestDumpAmbiguousMethod(t *testing.T) {
 // TestDumpStdinAndFile checks that a file argument and stdin give the same
 // listing, and "-" means stdin.
 func TestDumpStdinAndFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(dumpDir, "eth_frames.hex")
 	in, err := os.ReadFile(path)
 	if err != nil {
@@ -384,30 +394,8 @@ func TestDumpStdinAndFile(t *testing.T) {
 	}
 }
 
-// TestDumpHexForms checks hex detection: white space and a 0x prefix are
-// accepted, upper case too, and raw bytes are never mistaken for hex.
-func TestDumpHexForms(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		isHex bool
-		want  string
-	}{
-		{"5a41", true, "5a41"},
-		{" 0x5A 41\n\t", true, "5a41"},
-		{"ZAP\x00", false, ""},
-		{"", false, ""},
-		{"  \n", false, ""},
-		{"0x", false, ""},
-	} {
-		if got := dumpLooksHex([]byte(tc.in)); got != tc.isHex {
-			t.Errorf("dumpLooksHex(%q) = %v", tc.in, got)
-			continue
-		}
-		if tc.isHex {
-			b, err := dumpDecodeHex([]byte(tc.in))
-			if err != nil || hex.EncodeToString(b) != tc.want {
-				t.Errorf("dumpDecodeHex(%q) = %x, %v", tc.in, b, err)
-			}
-		}
-	}
+// unhexText decodes a .hex input file of testdata/dump: hex digits and
+// white space.
+func unhexText(b []byte) ([]byte, error) {
+	return hex.DecodeString(strings.Join(strings.Fields(string(b)), ""))
 }

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/gen"
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 func init() {

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/dynamic"
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/dynamic"
+	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
 )
 
@@ -57,6 +57,9 @@ func init() {
                       connection); auto (default): direct with
                       -concurrency 1, else rpc
   -cpuprofile FILE    write a CPU profile of the load tool to FILE
+  -hdr FILE           also write the latency distribution to FILE in
+                      HdrHistogram's percentile text format (milliseconds),
+                      which HdrHistogram's plotter (plotFiles.html) draws
 `,
 		run: runLoad,
 	})
@@ -71,6 +74,7 @@ type loadFlags struct {
 	jsonOut                      bool
 	cpuProfile                   string
 	client                       string
+	hdrPath                      string
 }
 
 func runLoad(args []string, stdout, stderr io.Writer) int {
@@ -103,6 +107,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.BoolVar(&lf.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&lf.cpuProfile, "cpuprofile", "", "write a CPU profile of the load tool to this file")
 	fs.StringVar(&lf.client, "client", "auto", "rpc, direct, or auto (direct with -concurrency 1)")
+	fs.StringVar(&lf.hdrPath, "hdr", "", "write the latency distribution to this file (HdrHistogram percentile format)")
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["load"].usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -153,6 +158,22 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// The -hdr file is created before the run, so that a bad path fails
+	// at once rather than after it.
+	var hdr *os.File
+	if lf.hdrPath != "" {
+		f, err := os.Create(lf.hdrPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "zapcodec load: -hdr: %v\n", err)
+			return 2
+		}
+		hdr = f
+		defer func() {
+			if hdr != nil {
+				hdr.Close()
+			}
+		}()
+	}
 	start := time.Now()
 	c.Progress = func(p loadgen.Progress) {
 		fmt.Fprintf(stderr, "%5.1fs  %8.0f calls/s  %9d calls  %d failed\n", p.Elapsed.Seconds(), p.Rate, p.Calls, p.Failed)
@@ -178,11 +199,29 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		} else {
 			rep.WriteText(stdout)
 		}
+		if hdr != nil {
+			herr := writeHdr(hdr, rep.Histogram)
+			hdr = nil // closed
+			if herr != nil {
+				fmt.Fprintf(stderr, "zapcodec load: -hdr: %v\n", herr)
+				return 1
+			}
+		}
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return 1
 	}
 	return 0
+}
+
+// writeHdr writes h's latency distribution to f, in milliseconds (the
+// unit HdrHistogram's plotter labels its axis with), and closes f.
+func writeHdr(f *os.File, h *loadgen.Histogram) error {
+	if err := h.WritePercentiles(f, time.Millisecond); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // resolve sets the Config's method and payload from the flags.

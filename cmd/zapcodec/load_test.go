@@ -17,7 +17,7 @@ import (
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
-// loadEthSchema is eth.zap's layout (WIRE.md §7, generated.json offsets).
+// loadEthSchema is eth.zap's layout (docs/wire.md §10, generated.json offsets).
 const loadEthSchema = `package eth
 type address = bytes_fixed[20]
 struct GetBalanceRequest
@@ -104,6 +104,7 @@ func loadCheckClean(t *testing.T, rep *loadgen.Report) {
 // TestLoadOneSecond runs the subcommand for a second, payload encoded
 // through the schema; the server accepts only the exact canonical bytes.
 func TestLoadOneSecond(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	dir := t.TempDir()
 	sch := filepath.Join(dir, "eth.zap")
@@ -131,6 +132,7 @@ func TestLoadOneSecond(t *testing.T) {
 // TestLoadPayloadForms: hex, file and JSON (struct -type, method by name)
 // payloads all reach the server as the same bytes; -n and -rate runs.
 func TestLoadPayloadForms(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	dir := t.TempDir()
 	sch := filepath.Join(dir, "eth.zap")
@@ -162,6 +164,7 @@ func TestLoadPayloadForms(t *testing.T) {
 }
 
 func TestLoadTextReportAndStatuses(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	// A payload the server refuses: every answer is 400.
 	code, out, errOut := loadRun(t, "-addr", addr, "-n", "50", "-method", "1", "-payload-hex", "00")
@@ -176,6 +179,7 @@ func TestLoadTextReportAndStatuses(t *testing.T) {
 }
 
 func TestLoadUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sch := filepath.Join(dir, "eth.zap")
 	os.WriteFile(sch, []byte(loadEthSchema), 0o644)
@@ -212,6 +216,7 @@ func TestLoadUsageErrors(t *testing.T) {
 // TestLoadInterrupted: an ended context (Ctrl-C) still prints the report
 // of the calls made, none of them failed.
 func TestLoadInterrupted(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
@@ -221,4 +226,51 @@ func TestLoadInterrupted(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 	loadCheckClean(t, loadReport(t, out.String()))
+}
+
+// TestLoadHdr: -hdr writes the run's latency distribution in the
+// HdrHistogram percentile format, one value per call.
+func TestLoadHdr(t *testing.T) {
+	t.Parallel()
+	addr := loadServer(t)
+	path := filepath.Join(t.TempDir(), "latency.hgrm")
+	code, out, errOut := loadRun(t, "-addr", addr, "-n", "2000", "-c", "2", "-concurrency", "4",
+		"-method", "1", "-payload-hex", loadRequestHex, "-json", "-hdr", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rep := loadReport(t, out)
+	loadCheckClean(t, rep)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := loadgen.ReadPercentiles(f) // checks the levels rise and values and counts never fall
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TotalCount != 2000 || p.Lines[len(p.Lines)-1].TotalCount != 2000 {
+		t.Fatalf("distribution counts %d calls (last line %d), want 2000", p.TotalCount, p.Lines[len(p.Lines)-1].TotalCount)
+	}
+	// The values are milliseconds: the report's nanoseconds / 1e6.
+	if got, want := p.Max, float64(rep.Latency.Max)/1e6; got != want {
+		t.Fatalf("max %v ms, report %v ms", got, want)
+	}
+	// The first line is the minimum's bucket: at most 1/128 above it.
+	if got, lo := p.Lines[0].Value, float64(rep.Latency.Min)/1e6; got < lo || got > lo*(1+1.0/128)+1e-6 {
+		t.Fatalf("first value %v ms, report min %v ms", got, lo)
+	}
+	if len(p.Lines) < 20 {
+		t.Fatalf("%d lines for 2000 calls", len(p.Lines))
+	}
+}
+
+func TestLoadHdrBadPath(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "no", "such", "dir", "x.hgrm")
+	code, _, errOut := loadRun(t, "-addr", "127.0.0.1:1", "-n", "1", "-method", "1", "-payload-hex", "00", "-hdr", path)
+	if code != 2 || !strings.Contains(errOut, "-hdr") {
+		t.Fatalf("exit %d, stderr %q: want 2 and a -hdr error before any call", code, errOut)
+	}
 }

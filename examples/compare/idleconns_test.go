@@ -17,6 +17,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/zapcodec/zapcodec/rpc"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // BenchmarkIdleConns10k measures what an idle connection costs a server:
@@ -169,9 +171,9 @@ var echoBody = strings.Repeat("x", 100)
 
 // zapEcho makes one call with a hand-built request envelope (method 1).
 func zapEcho(nc net.Conn, i int) error {
-	env := rpc.AppendRequest(nil, &rpc.Request{Method: 1, PromiseID: uint32(i + 1), Payload: []byte(echoBody)})
+	env := wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: uint32(i + 1), Payload: []byte(echoBody)})
 	frame := binary.LittleEndian.AppendUint32(nil, uint32(len(env)+1))
-	frame = append(append(frame, rpc.KindRequest), env...)
+	frame = append(append(frame, wire.KindRequest), env...)
 	if _, err := nc.Write(frame); err != nil {
 		return err
 	}

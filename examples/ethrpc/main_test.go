@@ -15,6 +15,7 @@ import (
 	"github.com/zapcodec/zapcodec/examples/ethrpc/ethzap"
 	"github.com/zapcodec/zapcodec/internal/plainserver"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // TestMain lets the demo start this test binary as its server process.
@@ -243,8 +244,8 @@ func TestPlainServerSameBytes(t *testing.T) {
 		nc.SetDeadline(time.Now().Add(30 * time.Second))
 		var out [][]byte
 		for i, r := range reqs {
-			env := rpc.AppendRequest(nil, &rpc.Request{Method: r.method, PromiseID: uint32(i + 1), Payload: r.payload})
-			fr := append(binary.LittleEndian.AppendUint32(nil, uint32(len(env)+1)), rpc.KindRequest)
+			env := wire.AppendRequest(nil, &wire.Request{Method: r.method, PromiseID: uint32(i + 1), Payload: r.payload})
+			fr := append(binary.LittleEndian.AppendUint32(nil, uint32(len(env)+1)), wire.KindRequest)
 			if _, err := nc.Write(append(fr, env...)); err != nil {
 				t.Fatal(err)
 			}
@@ -265,8 +266,8 @@ func TestPlainServerSameBytes(t *testing.T) {
 		if i == 2 {
 			// The text of a decode error is the generated code's
 			// (its wording may change): the status must match.
-			w, _ := rpc.ParseResponse(want[i][5:])
-			g, _ := rpc.ParseResponse(got[i][5:])
+			w, _ := wire.ParseResponse(want[i][5:])
+			g, _ := wire.ParseResponse(got[i][5:])
 			if w.Status != rpc.StatusBadRequest || g.Status != w.Status {
 				t.Errorf("undecodable request: plain server answered %d, rpc.Server %d", g.Status, w.Status)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // callConn is a connection workers call through: an *rpc.Client, or a
@@ -68,8 +69,8 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 	if d.pid == 0 {
 		d.pid = 1
 	}
-	b := append(d.buf[:0], 0, 0, 0, 0, rpc.KindRequest)
-	b = rpc.AppendRequest(b, &rpc.Request{Method: method, PromiseID: d.pid, Payload: req})
+	b := append(d.buf[:0], 0, 0, 0, 0, wire.KindRequest)
+	b = wire.AppendRequest(b, &wire.Request{Method: method, PromiseID: d.pid, Payload: req})
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	d.buf = b
 	if _, err := d.nc.Write(b); err != nil {
@@ -81,8 +82,8 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 			return resp, d.fail(ctx, err)
 		}
 		switch kind {
-		case rpc.KindResponse:
-			r, err := rpc.ParseResponse(p)
+		case wire.KindResponse:
+			r, err := wire.ParseResponse(p)
 			if err != nil {
 				return resp, d.fail(ctx, err)
 			}
@@ -99,12 +100,12 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 				return resp, &rpc.StatusError{Code: r.Status, Message: string(msg)}
 			}
 			return resp, nil
-		case rpc.KindGoAway:
+		case wire.KindGoAway:
 			// Acknowledge (no request of ours follows), then wait for the
 			// answer of the call in flight; later calls fail fast.
 			if !d.goAway {
 				d.goAway = true
-				if _, err := d.nc.Write([]byte{1, 0, 0, 0, rpc.KindGoAway}); err != nil {
+				if _, err := d.nc.Write([]byte{1, 0, 0, 0, wire.KindGoAway}); err != nil {
 					return resp, d.fail(ctx, err)
 				}
 			}

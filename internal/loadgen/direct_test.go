@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A Direct run makes the same calls with the same bytes on the wire as an
@@ -19,10 +20,10 @@ func TestDirectSameAsClient(t *testing.T) {
 		t.Fatalf("calls %d ok %d failed %d, want 600/600/0; errors %v", rep.Calls, rep.OK, rep.Failed, rep.Errors)
 	}
 	checkLatency(t, rep)
-	if want := uint64(600 * (5 + rpc.RequestOverhead + 8)); rep.BytesOut != want {
+	if want := uint64(600 * (5 + wire.RequestOverhead + 8)); rep.BytesOut != want {
 		t.Errorf("bytes out %d, want %d", rep.BytesOut, want)
 	}
-	if want := uint64(600 * (5 + rpc.ResponseOverhead + 8)); rep.BytesIn != want {
+	if want := uint64(600 * (5 + wire.ResponseOverhead + 8)); rep.BytesIn != want {
 		t.Errorf("bytes in %d, want %d", rep.BytesIn, want)
 	}
 	if st := s.Stats(); st.Accepted != 3 || st.OK != 600 {

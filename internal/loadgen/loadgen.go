@@ -338,7 +338,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		Statuses: map[string]uint64{},
 		Errors:   map[string]uint64{},
 	}
-	var h Histogram
+	h := new(Histogram)
 	for _, sh := range r.shards {
 		h.Merge(&sh.hist)
 	}
@@ -353,7 +353,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.OK = rep.Calls - rep.Failed
-	rep.fill(&h)
+	rep.fill(h)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}

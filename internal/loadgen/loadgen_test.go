@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 const (
@@ -88,10 +90,10 @@ func TestClosedLoopCallCount(t *testing.T) {
 	checkLatency(t, rep)
 	// Each request frame: 4+1 prefix, 44-byte envelope, 8-byte payload;
 	// each answer: 4+1, 36, 8. Counted at the client's connections.
-	if want := uint64(600 * (5 + rpc.RequestOverhead + 8)); rep.BytesOut != want {
+	if want := uint64(600 * (5 + wire.RequestOverhead + 8)); rep.BytesOut != want {
 		t.Errorf("bytes out %d, want %d", rep.BytesOut, want)
 	}
-	if want := uint64(600 * (5 + rpc.ResponseOverhead + 8)); rep.BytesIn != want {
+	if want := uint64(600 * (5 + wire.ResponseOverhead + 8)); rep.BytesIn != want {
 		t.Errorf("bytes in %d, want %d", rep.BytesIn, want)
 	}
 	if st := s.Stats(); st.Accepted != 3 {

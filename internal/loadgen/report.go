@@ -35,6 +35,11 @@ type Report struct {
 	// Frame bytes read and written on the connections during the run.
 	BytesIn  uint64 `json:"bytes_in"`
 	BytesOut uint64 `json:"bytes_out"`
+
+	// Histogram holds every call's latency (nanoseconds, as Latency), for
+	// a full distribution ([Histogram.WritePercentiles]); it is not part
+	// of the JSON form.
+	Histogram *Histogram `json:"-"`
 }
 
 // Latency summarises a Histogram. Percentiles overstate by at most 1/128.
@@ -49,6 +54,7 @@ type Latency struct {
 }
 
 func (r *Report) fill(h *Histogram) {
+	r.Histogram = h
 	if r.Seconds > 0 {
 		r.CallsPerSec = float64(r.Calls) / r.Seconds
 	}

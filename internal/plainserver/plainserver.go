@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // Func answers one call: it appends the answer body for the request
@@ -67,12 +68,12 @@ func serveConn(nc net.Conn, f Func) {
 		if _, err := io.ReadFull(br, frame); err != nil {
 			return
 		}
-		if hdr[4] != rpc.KindRequest {
+		if hdr[4] != wire.KindRequest {
 			continue
 		}
-		req, err := rpc.ParseRequest(frame)
+		req, err := wire.ParseRequest(frame)
 		if err != nil {
-			var ee *rpc.EnvelopeError
+			var ee *wire.EnvelopeError
 			if !errors.As(err, &ee) || !ee.HasPromise {
 				return
 			}
@@ -99,10 +100,10 @@ func serveConn(nc net.Conn, f Func) {
 
 // answer writes one response frame to bw.
 func answer(bw *bufio.Writer, status, pid uint32, body []byte) bool {
-	var h [5 + rpc.ResponseOverhead]byte
-	b := binary.LittleEndian.AppendUint32(h[:0], uint32(1+rpc.ResponseOverhead+len(body)))
-	b = append(b, rpc.KindResponse)
-	b = rpc.AppendResponseHeader(b, status, pid, len(body))
+	var h [5 + wire.ResponseOverhead]byte
+	b := binary.LittleEndian.AppendUint32(h[:0], uint32(1+wire.ResponseOverhead+len(body)))
+	b = append(b, wire.KindResponse)
+	b = wire.AppendResponseHeader(b, status, pid, len(body))
 	bw.Write(b)
 	_, err := bw.Write(body)
 	return err == nil

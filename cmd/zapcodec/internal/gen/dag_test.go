@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // Structs that nest the same struct twice, 64 levels deep: generation must
 // visit each struct once, not each of the 2^64 paths (it used to hang).
 func TestGenerateSharedNesting(t *testing.T) {
+	t.Parallel()
 	const depth = 64
 	var src strings.Builder
 	src.WriteString("package dag\n")

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zapcodec/zapcodec/cmd/zapcodec/internal/schema"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // FuzzGenerate: every schema the parser accepts generates Go that parses
@@ -14,6 +14,10 @@ import (
 // positioned *schema.Error (a Go name collision).
 func FuzzGenerate(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/*.zap")
+	for _, pattern := range []string{"*.zap", "more/*.zap"} {
+		more, _ := filepath.Glob(filepath.Join(canonical, pattern))
+		paths = append(paths, more...)
+	}
 	for _, p := range paths {
 		src, err := os.ReadFile(p)
 		if err != nil {

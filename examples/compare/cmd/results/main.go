@@ -8,6 +8,14 @@
 // interleaved across codecs and arms so that a noisy neighbour hits all of
 // them alike, and the median repetition is reported. A hand-written section
 // between the notes markers of an existing RESULTS.md is kept.
+//
+// Beside RESULTS.md it writes two SVG charts, drawn from the same values
+// as the tables, which RESULTS.md links: charts/codecs.svg (time per codec
+// operation by library) and charts/rpc.svg (calls/s and allocations per
+// call by RPC stack). -charts-only draws them again from the tables of an
+// existing RESULTS.md, without measuring:
+//
+//	cd examples/compare && go run ./cmd/results -charts-only
 package main
 
 import (
@@ -38,6 +46,9 @@ type Config struct {
 	Workers   int
 	GOGC      int
 	Progress  io.Writer
+	// ChartsOnly redraws the charts from the tables of the RESULTS.md at
+	// Out and measures nothing.
+	ChartsOnly bool
 }
 
 func main() {
@@ -50,6 +61,7 @@ func main() {
 	flag.DurationVar(&c.Warm, "warm", 500*time.Millisecond, "unmeasured warm-up per RPC arm")
 	flag.IntVar(&c.Workers, "workers", 16, "concurrent callers per RPC arm")
 	flag.IntVar(&c.GOGC, "gogc", 100, "GOGC for every arm")
+	flag.BoolVar(&c.ChartsOnly, "charts-only", false, "redraw the charts from the tables of the existing -out file; measure nothing")
 	flag.Parse()
 	c.Progress = os.Stderr
 	testing.Init()
@@ -65,6 +77,9 @@ const (
 )
 
 func run(c Config) error {
+	if c.ChartsOnly {
+		return redrawCharts(c.Out)
+	}
 	if err := flag.Set("test.benchtime", c.BenchTime.String()); err != nil {
 		return err
 	}
@@ -85,6 +100,9 @@ func run(c Config) error {
 		_, err := os.Stdout.Write(out.Bytes())
 		return err
 	}
+	if err := writeCharts(c.Out, codecs, arms); err != nil {
+		return err
+	}
 	if old, err := os.ReadFile(c.Out); err == nil {
 		if i, j := bytes.Index(old, []byte(notesBegin)), bytes.Index(old, []byte(notesEnd)); i >= 0 && j > i {
 			out.WriteString("\n")
@@ -93,6 +111,19 @@ func run(c Config) error {
 		}
 	}
 	return os.WriteFile(c.Out, out.Bytes(), 0o644)
+}
+
+// redrawCharts writes the charts of the RESULTS.md at out from its tables.
+func redrawCharts(out string) error {
+	md, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	codecs, arms, err := parseReport(md)
+	if err != nil {
+		return fmt.Errorf("%s: %w", out, err)
+	}
+	return writeCharts(out, codecs, arms)
 }
 
 // cell is the median of one benchmark's repetitions.

@@ -32,12 +32,25 @@ func TestRunQuick(t *testing.T) {
 	}
 	s := string(b)
 	for _, want := range []string{"| cpu |", "GOMAXPROCS", "go run ./cmd/results", "## Codecs", "| zapcodec |",
-		"| flatbuffers |", "## RPC", "| zapcodec rpc |", "| floor: raw echo, 1 conn |", "## Expectations of issue 6", notes} {
+		"| flatbuffers |", "## RPC", "| zapcodec rpc |", "| floor: raw echo, 1 conn |", "## Expectations", notes} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
 	if strings.Contains(s, "old numbers") {
 		t.Error("old report text survived outside the notes")
+	}
+	// The charts are written beside the report, which links them.
+	for _, f := range []string{codecChart, rpcChart} {
+		svg, err := os.ReadFile(filepath.Join(filepath.Dir(out), filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(readSVG(t, svg)) == 0 {
+			t.Errorf("%s has no panels", f)
+		}
+		if !strings.Contains(s, "]("+f+")") {
+			t.Errorf("report does not link %s", f)
+		}
 	}
 }

@@ -72,6 +72,7 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 	p("%d distinct records cycled, medians of the repetitions. *decode* fills every field of the application's record; *encode* appends to a reused buffer; ", 16)
 	p("*handler* = decode the request + answer from the in-memory table + encode the response. Bytes are the mean encoded size. ")
 	p("`floor (by hand)` is the same fields written with encoding/binary: no schema, no header, the least work possible.\n\n")
+	p("![Time per codec operation by library, one panel per operation](%s)\n\n", codecChart)
 	p("### Server side\n\n| codec | decode request | encode response | handler | request bytes | response bytes |\n|---|---|---|---|---|---|\n")
 	for _, n := range r.names {
 		p("| %s | %s | %s | %s | %d | %d |\n", n, fmtCell(r.cells["DecodeRequest"][n]), fmtCell(r.cells["EncodeResponse"][n]),
@@ -106,8 +107,9 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 		}
 		p("| %s | %.0f | %s | %s | %.1f | %s |\n", a.name, a.perSec, fmtDur(a.p50), fmtDur(a.p99), a.allocs, strings.Join(s, ", "))
 	}
+	p("\n![Calls per second and allocations per call by RPC stack](%s)\n", rpcChart)
 
-	p("\n## Expectations of issue 6\n\n| expectation | measured | verdict |\n|---|---|---|\n")
+	p("\n## Expectations\n\n| expectation | measured | verdict |\n|---|---|---|\n")
 	dq, dr := r.ratio("DecodeRequest", goccy), r.ratio("DecodeResponse", goccy)
 	da := r.cells["DecodeRequest"][zap].allocs + r.cells["DecodeResponse"][zap].allocs
 	p("| decode ≥ 100× goccy/go-json, 0 allocs | request %.1f×, response %.1f×; %g allocs | %s |\n", dq, dr, da, verdict(dq >= 100 && dr >= 100 && da == 0))

@@ -1,0 +1,50 @@
+package dump
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestWriteReport checks what Write returns: the problems listed in place
+// are counted, the first is kept, and only the writer's error is an error.
+func TestWriteReport(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	// A header whose version is 9: dump stops at a bad header.
+	msg := []byte("ZAP\x00\x09\x00\x00\x00\x10\x00\x00\x00\x10\x00\x00\x00")
+	rep, err := Write(&out, msg, Options{Raw: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Problems != 1 || rep.First != "at byte 4: version 9, expected 1 or 2" {
+		t.Fatalf("report %+v, listing:\n%s", rep, &out)
+	}
+	if !strings.Contains(out.String(), "error: at byte 4: version 9") {
+		t.Fatalf("the problem is not listed in place:\n%s", &out)
+	}
+
+	out.Reset()
+	// Hex text of a truncated header, forced to be a message.
+	rep, err = Write(&out, []byte("5a41 5000"), Options{Message: true})
+	if err != nil || rep.Problems != 1 || rep.First != "at byte 0: message header truncated: need 16 bytes, have 4" {
+		t.Fatalf("report %+v, err %v, listing:\n%s", rep, err, &out)
+	}
+
+	// A good message: no problems.
+	good := []byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x18\x00\x00\x00\x2a\x00\x00\x00\x00\x00\x00\x00")
+	out.Reset()
+	if rep, err := Write(&out, good, Options{Raw: true}); err != nil || rep != (Report{}) {
+		t.Fatalf("report %+v, err %v, listing:\n%s", rep, err, &out)
+	}
+
+	errWrite := errors.New("disk full")
+	if _, err := Write(failWriter{errWrite}, good, Options{Raw: true}); !errors.Is(err, errWrite) {
+		t.Fatalf("writer error: got %v", err)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }

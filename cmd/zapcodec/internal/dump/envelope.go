@@ -1,0 +1,159 @@
+package dump
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/zapcodec/zapcodec/codec/schema"
+	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// request dumps a request envelope (at base) and, with a schema, its
+// payload.
+func (d *dumper) request(indent string, env []byte, base int, name string) {
+	r, err := wire.ParseRequest(env)
+	if err != nil {
+		d.printf("%s, %d bytes\n", name, len(env))
+		d.fail(indent, base, "%s envelope: %s", name, envReason(err))
+		return
+	}
+	m := d.methodByOrdinal(r.Method)
+	mname := ""
+	if m != nil {
+		mname = " (" + d.opts.Target.Interface.Name + "." + m.Name + ")"
+	}
+	d.printf("%s, promise %d, method %d%s, target %d, cap %d bytes, payload %d bytes\n",
+		name, r.PromiseID, r.Method, mname, r.Target, len(r.Cap), len(r.Payload))
+	if m != nil {
+		if d.promises == nil {
+			d.promises = map[uint32]*schema.Method{}
+		}
+		d.promises[r.PromiseID] = m
+	}
+	t := d.opts.Target
+	if t.none() || len(r.Payload) == 0 {
+		return
+	}
+	st := t.Struct
+	if st == nil {
+		switch {
+		case m == nil && t.Method != nil:
+			d.printf("%spayload not decoded: method %d is not %s.%s (ordinal %d)\n", indent, r.Method, t.Interface.Name, t.Method.Name, t.Method.Ordinal)
+			return
+		case m == nil:
+			d.printf("%spayload not decoded: interface %s has no method %d\n", indent, t.Interface.Name, r.Method)
+			return
+		case m.Req == nil:
+			d.fail(indent, base+tailOffset(env, 20), "method %s takes no request, but the payload has %d bytes", m.Name, len(r.Payload))
+			return
+		}
+		st = m.Req
+	}
+	d.show(indent, r.Payload, base+tailOffset(env, 20), st)
+}
+
+// methodByOrdinal returns the method of the Target's interface with the
+// given ordinal, or nil (also when the Target is a method with another
+// ordinal).
+func (d *dumper) methodByOrdinal(ord uint32) *schema.Method {
+	t := d.opts.Target
+	if t.Method != nil {
+		if t.Method.Ordinal == ord {
+			return t.Method
+		}
+		return nil
+	}
+	if t.Interface != nil {
+		for _, m := range t.Interface.Methods {
+			if m.Ordinal == ord {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// response dumps an answer envelope (at base) and, with a schema, its body.
+func (d *dumper) response(indent string, env []byte, base int) {
+	r, err := wire.ParseResponse(env)
+	if err != nil {
+		d.printf("response, %d bytes\n", len(env))
+		d.fail(indent, base, "response envelope: %s", envReason(err))
+		return
+	}
+	m := d.promises[r.PromiseID]
+	if m == nil {
+		m = d.opts.Target.Method
+	}
+	mname := ""
+	if m != nil {
+		mname = " (" + d.opts.Target.Interface.Name + "." + m.Name + ")"
+	}
+	d.printf("response, promise %d%s, status %d %s, body %d bytes\n", r.PromiseID, mname, r.Status, statusText(r.Status), len(r.Body))
+	t := d.opts.Target
+	if t.none() || len(r.Body) == 0 {
+		return
+	}
+	bodyAt := base + tailOffset(env, 12)
+	if r.Status != rpc.StatusOK {
+		if utf8.Valid(r.Body) {
+			d.printf("%serror text: %s\n", indent, strconv.Quote(string(r.Body)))
+		} else {
+			d.printf("%serror body: %x\n", indent, r.Body)
+		}
+		return
+	}
+	st := t.Struct
+	if st == nil {
+		switch {
+		case m == nil:
+			d.printf("%sbody not decoded: no request with promise %d seen and -type names no method\n", indent, r.PromiseID)
+			return
+		case m.Resp == nil:
+			d.fail(indent, bodyAt, "method %s returns nothing, but the body has %d bytes", m.Name, len(r.Body))
+			return
+		}
+		st = m.Resp
+	}
+	d.show(indent, r.Body, bodyAt, st)
+}
+
+// tailOffset returns the position, inside a parsed envelope, of the bytes
+// value whose slot is at fixed-section offset field (payload 20, body 12).
+// The envelope has been checked by wire.ParseRequest/ParseResponse.
+func tailOffset(env []byte, field int) int {
+	root := int(binary.LittleEndian.Uint32(env[8:]))
+	slot := root + field
+	return slot + int(binary.LittleEndian.Uint32(env[slot:]))
+}
+
+func envReason(err error) string {
+	var ee *wire.EnvelopeError
+	if errors.As(err, &ee) {
+		return "expected a ZAP-RPC envelope: " + ee.Reason
+	}
+	return err.Error()
+}
+
+func statusText(s uint32) string {
+	switch s {
+	case rpc.StatusOK:
+		return "OK"
+	case rpc.StatusBadRequest:
+		return "Bad Request"
+	case rpc.StatusUnauthorized:
+		return "Unauthorized"
+	case rpc.StatusForbidden:
+		return "Forbidden"
+	case rpc.StatusNotFound:
+		return "Not Found"
+	case rpc.StatusInternal:
+		return "Internal Error"
+	case rpc.StatusUnavailable:
+		return "Unavailable"
+	}
+	return "(unknown)"
+}

@@ -1,0 +1,72 @@
+package dynamic
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/codec"
+)
+
+// FuzzAppendJSON decodes arbitrary bytes as each struct of the test schema:
+// it must never panic, a success must be valid JSON, a failure a
+// *DecodeError with an offset inside the input, and the output must stay
+// proportional to the input.
+func FuzzAppendJSON(f *testing.F) {
+	sch := decParseSchema(f)
+	f.Add(decAllMessage(f))
+	f.Add(decInner(1, "x"))
+	f.Add([]byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x14\x00\x00\x00\x00\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		for _, s := range sch.Structs {
+			out, err := AppendJSON(nil, s, msg)
+			if err != nil {
+				var de *DecodeError
+				if !errors.As(err, &de) {
+					t.Fatalf("%s: error %v is not a *DecodeError", s.Name, err)
+				}
+				if de.Offset < 0 || de.Offset > len(msg) {
+					t.Fatalf("%s: offset %d outside the %d-byte input: %v", s.Name, de.Offset, len(msg), err)
+				}
+				continue
+			}
+			if !json.Valid(out) {
+				t.Fatalf("%s: invalid JSON %q", s.Name, out)
+			}
+			if len(out) > 64*len(msg)+4096 {
+				t.Fatalf("%s: %d bytes of JSON from %d bytes", s.Name, len(out), len(msg))
+			}
+		}
+	})
+}
+
+// TestAppendJSONDepthLimit walks a legal chain of nested objects longer
+// than MaxDecodeDepth: it is refused with the depth error, and a chain
+// within the limit decodes.
+func TestAppendJSONDepthLimit(t *testing.T) {
+	sch := decParseSchema(t)
+	chain := func(n int) []byte {
+		var b codec.Builder
+		b.Reset(nil)
+		var prev codec.Ref
+		for i := 0; i < n; i++ {
+			o := b.StartObject(4)
+			if prev != 0 {
+				o.SetObject(0, prev)
+			}
+			prev = o.Finish()
+		}
+		b.SetRoot(prev)
+		return b.Finish()
+	}
+	out, err := AppendJSON(nil, sch.Struct("Node"), chain(MaxDecodeDepth+1))
+	if err != nil || strings.Count(string(out), "{") != MaxDecodeDepth+1 {
+		t.Fatalf("chain within the limit: %v (%d objects)", err, strings.Count(string(out), "{"))
+	}
+	msg := chain(MaxDecodeDepth + 2)
+	_, err = AppendJSON(nil, sch.Struct("Node"), msg)
+	if err == nil || !strings.Contains(err.Error(), "deeper than") {
+		t.Fatalf("err = %v", err)
+	}
+}

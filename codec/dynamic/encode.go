@@ -1,0 +1,391 @@
+package dynamic
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/codec/schema"
+)
+
+// EncodeError reports a JSON value that does not fit the schema.
+type EncodeError struct {
+	// Path names the field, "Items[1].Name"; "" for the whole document.
+	Path string
+	// Reason says what was expected there.
+	Reason string
+}
+
+// Error returns "dynamic: path: reason".
+func (e *EncodeError) Error() string {
+	if e.Path == "" {
+		return "dynamic: " + e.Reason
+	}
+	return "dynamic: " + e.Path + ": " + e.Reason
+}
+
+// AppendMessage encodes js, one JSON object whose keys are the field names
+// of struct s, as one whole version-1 ZAP message and appends it to dst.
+// It builds the bytes the generated AppendZAP of s builds for the same
+// values: fields set in declaration order, nested structs and lists built
+// while their parent is open, text and bytes as deferred tails.
+//
+// Values: integers as JSON numbers or strings (decimal, or 0x hex), checked
+// against the field's range; floats as numbers or "NaN", "+Inf", "-Inf";
+// bool as true/false; text as a string; bytes and bytes_fixed[N] as hex
+// strings (an optional 0x prefix; bytes_fixed takes exactly N bytes); a
+// nested struct as an object, null or absent for a null slot; a list as an
+// array. An absent field is its zero value. These are the forms AppendJSON
+// writes, so its output encodes back to the same message.
+//
+// Errors are *[EncodeError] naming the field: invalid JSON, an unknown
+// field, a value of the wrong JSON type or out of range. js is only read;
+// on error dst is returned unchanged.
+func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
+	if s == nil {
+		return dst, &EncodeError{Reason: "no struct type to encode as"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return dst, &EncodeError{Reason: "invalid JSON: " + err.Error()}
+	}
+	if _, err := dec.Token(); err == nil {
+		return dst, &EncodeError{Reason: "invalid JSON: more than one value"}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return dst, &EncodeError{Reason: "want a JSON object for " + s.Name + ", got " + encKind(v)}
+	}
+	e := encoder{}
+	out, err := e.message(dst, s, obj)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+// encoder holds the field path of one AppendMessage call.
+type encoder struct {
+	path []string
+}
+
+func (e *encoder) errorf(format string, args ...any) error {
+	return &EncodeError{Path: strings.Join(e.path, ""), Reason: fmt.Sprintf(format, args...)}
+}
+
+// push adds a path step: a field name (with a dot when not first) or [i].
+func (e *encoder) push(name string) {
+	if len(e.path) > 0 && !strings.HasPrefix(name, "[") {
+		name = "." + name
+	}
+	e.path = append(e.path, name)
+}
+
+func (e *encoder) pop() { e.path = e.path[:len(e.path)-1] }
+
+// message appends a whole message with obj as its root record of s.
+func (e *encoder) message(dst []byte, s *schema.Struct, obj map[string]any) ([]byte, error) {
+	var b codec.Builder
+	b.Reset(dst)
+	ref, err := e.object(&b, s, obj)
+	if err != nil {
+		return dst, err
+	}
+	b.SetRoot(ref)
+	out := b.Finish()
+	if err := b.Err(); err != nil {
+		return dst, e.errorf("BUG: builder: %v", err)
+	}
+	return out, nil
+}
+
+// object builds the fixed section of s from obj and returns its Ref.
+func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any) (codec.Ref, error) {
+	var unknown []string
+	for k := range obj {
+		if s.Field(k) == nil {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		names := make([]string, len(s.Fields))
+		for i, f := range s.Fields {
+			names[i] = f.Name
+		}
+		return 0, e.errorf("unknown field %q of %s (fields: %s)", unknown[0], s.Name, strings.Join(names, ", "))
+	}
+	ob := b.StartObject(s.Size)
+	for _, f := range s.Fields {
+		v, ok := obj[f.Name]
+		if !ok {
+			if f.Type.Kind == schema.KindList {
+				// An absent list is empty, and an empty list is still
+				// started (padding to 8), as AppendZAP does.
+				l := b.StartList(0)
+				l.Finish()
+			}
+			continue
+		}
+		e.push(f.Name)
+		if err := e.field(b, &ob, f.Offset, f.Type, v); err != nil {
+			return 0, err
+		}
+		e.pop()
+	}
+	return ob.Finish(), nil
+}
+
+// field sets the slot at off of ob from the JSON value v.
+func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *schema.Type, v any) error {
+	switch t.Kind {
+	case schema.KindText:
+		s, ok := v.(string)
+		if !ok {
+			return e.errorf("want a string for text, got %s", encKind(v))
+		}
+		ob.SetText(off, s)
+	case schema.KindBytes:
+		p, err := e.hexValue(v, -1)
+		if err != nil {
+			return err
+		}
+		ob.SetBytes(off, p)
+	case schema.KindBytesFixed:
+		p, err := e.hexValue(v, t.N)
+		if err != nil {
+			return err
+		}
+		ob.SetBytesFixed(off, p)
+	case schema.KindStruct:
+		if v == nil {
+			return nil // null slot
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return e.errorf("want an object for %s, got %s", t.Struct.Name, encKind(v))
+		}
+		ref, err := e.object(b, t.Struct, obj)
+		if err != nil {
+			return err
+		}
+		ob.SetObject(off, ref)
+	case schema.KindList:
+		var arr []any
+		if v != nil {
+			var ok bool
+			if arr, ok = v.([]any); !ok {
+				return e.errorf("want an array for %s, got %s", t, encKind(v))
+			}
+		}
+		// An empty or null list is still started (the buffer pads to 8) and
+		// leaves the slot {0, 0}, as the canonical constructors do.
+		l := b.StartList(0)
+		for i, x := range arr {
+			e.push("[" + strconv.Itoa(i) + "]")
+			buf, err := e.element(l.BeginElement(), t.Elem, x)
+			if err != nil {
+				return err
+			}
+			l.EndElement(buf)
+			e.pop()
+		}
+		ob.SetList(off, l.Finish())
+	default:
+		u, err := e.scalar(t.Kind, v)
+		if err != nil {
+			return err
+		}
+		switch t.Kind.Width() {
+		case 1:
+			ob.SetUint8(off, uint8(u))
+		case 2:
+			ob.SetUint16(off, uint16(u))
+		case 4:
+			ob.SetUint32(off, uint32(u))
+		case 8:
+			ob.SetUint64(off, u)
+		}
+	}
+	return nil
+}
+
+// element appends the bytes of one list element of type t (without its
+// size word) to buf: scalars little-endian at their width, text and bytes
+// as they are, bytes_fixed its N bytes, a struct a whole message, a list
+// its elements ([u32 size][bytes] each).
+func (e *encoder) element(buf []byte, t *schema.Type, v any) ([]byte, error) {
+	switch t.Kind {
+	case schema.KindStruct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return buf, e.errorf("want an object for %s, got %s", t.Struct.Name, encKind(v))
+		}
+		return e.message(buf, t.Struct, obj)
+	case schema.KindText:
+		s, ok := v.(string)
+		if !ok {
+			return buf, e.errorf("want a string for text, got %s", encKind(v))
+		}
+		return append(buf, s...), nil
+	case schema.KindBytes, schema.KindBytesFixed:
+		n := -1
+		if t.Kind == schema.KindBytesFixed {
+			n = t.N
+		}
+		p, err := e.hexValue(v, n)
+		if err != nil {
+			return buf, err
+		}
+		return append(buf, p...), nil
+	case schema.KindList:
+		var arr []any
+		if v != nil {
+			var ok bool
+			if arr, ok = v.([]any); !ok {
+				return buf, e.errorf("want an array for %s, got %s", t, encKind(v))
+			}
+		}
+		for i, x := range arr {
+			e.push("[" + strconv.Itoa(i) + "]")
+			var at int
+			buf, at = codec.StartElement(buf)
+			var err error
+			if buf, err = e.element(buf, t.Elem, x); err != nil {
+				return buf, err
+			}
+			codec.FinishElement(buf, at)
+			e.pop()
+		}
+		return buf, nil
+	}
+	u, err := e.scalar(t.Kind, v)
+	if err != nil {
+		return buf, err
+	}
+	switch t.Kind.Width() {
+	case 1:
+		return append(buf, uint8(u)), nil
+	case 2:
+		return binary.LittleEndian.AppendUint16(buf, uint16(u)), nil
+	case 4:
+		return binary.LittleEndian.AppendUint32(buf, uint32(u)), nil
+	}
+	return binary.LittleEndian.AppendUint64(buf, u), nil
+}
+
+// hexValue decodes a hex string; n >= 0 requires exactly n bytes.
+func (e *encoder) hexValue(v any, n int) ([]byte, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, e.errorf("want a hex string, got %s", encKind(v))
+	}
+	h := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	p, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, e.errorf("bad hex %q: %v", encShort(s), err)
+	}
+	if n >= 0 && len(p) != n {
+		return nil, e.errorf("want %d bytes (%d hex digits), got %d", n, 2*n, len(p))
+	}
+	return p, nil
+}
+
+// scalar returns the wire bits of v as a value of kind k.
+func (e *encoder) scalar(k schema.Kind, v any) (uint64, error) {
+	if k == schema.KindBool {
+		bv, ok := v.(bool)
+		if !ok {
+			return 0, e.errorf("want true or false, got %s", encKind(v))
+		}
+		if bv {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	var text string
+	switch x := v.(type) {
+	case json.Number:
+		text = string(x)
+	case string:
+		text = x
+	default:
+		return 0, e.errorf("want a number for %s, got %s", k, encKind(v))
+	}
+	bits := k.Width() * 8
+	switch k {
+	case schema.KindF32, schema.KindF64:
+		var f float64
+		switch text {
+		case "NaN":
+			f = math.NaN()
+		case "+Inf", "Inf":
+			f = math.Inf(1)
+		case "-Inf":
+			f = math.Inf(-1)
+		default:
+			var err error
+			if f, err = strconv.ParseFloat(text, bits); err != nil {
+				return 0, e.errorf("bad %s %q: %v", k, encShort(text), encNumErr(err))
+			}
+		}
+		if k == schema.KindF32 {
+			return uint64(math.Float32bits(float32(f))), nil
+		}
+		return math.Float64bits(f), nil
+	case schema.KindU8, schema.KindU16, schema.KindU32, schema.KindU64:
+		u, err := strconv.ParseUint(text, 0, bits)
+		if err != nil {
+			return 0, e.errorf("bad %s %q: %v", k, encShort(text), encNumErr(err))
+		}
+		return u, nil
+	}
+	i, err := strconv.ParseInt(text, 0, bits)
+	if err != nil {
+		return 0, e.errorf("bad %s %q: %v", k, encShort(text), encNumErr(err))
+	}
+	return uint64(i), nil // two's complement; the setter keeps the low bytes
+}
+
+// encNumErr drops strconv's repetition of the input from its error.
+func encNumErr(err error) error {
+	if ne, ok := err.(*strconv.NumError); ok {
+		return ne.Err
+	}
+	return err
+}
+
+func encShort(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// encKind names the JSON type of a decoded value.
+func encKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,51 @@
+// Package schema reads .zap schemas (the canonical compiler's dialect, docs/wire.md
+// §10) into a resolved, laid-out AST: every alias followed, every field at
+// its byte offset, every method with its ordinal. The zapcodec code
+// generator is built on it, and so can be a schema linter, a compatibility
+// check between two versions of a schema, or a JSON gateway (with package
+// dynamic).
+//
+// Experimental: the API may change in later versions.
+//
+// # Dialect
+//
+//	# comment to end of line
+//	package eth                      # optional, at most once per file
+//	type hash = bytes_fixed[32]      # alias; may name another alias or a struct
+//
+//	struct GetBalanceResponse        # whitespace form: fields on the following
+//	    Balance   hash               # lines, indented with spaces, each
+//	    Nonce     u64                # "Name Type [@N]"; the block ends at the
+//	                                 # next line starting in column 1
+//	struct Item {                    # brace form: fields separated by newlines
+//	    Tag  u32  @0                 # or ";", closed by "}"
+//	    Name text @4
+//	}
+//
+//	interface Eth {                  # methods separated by newlines or ";"
+//	    getBalance(req: GetBalanceRequest) returns (resp: GetBalanceResponse)
+//	    notify(req: Ping)
+//	    shutdown()
+//	}
+//
+// Types: bool u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 text bytes
+// bytes_fixed[N] list<T>, struct names and alias names. A struct may be
+// referenced before it is declared. A list element is a scalar, text, bytes or
+// a struct; lists of lists and of bytes_fixed are rejected.
+//
+// # Layout
+//
+// Both forms use one rule: a cursor starts at 0; a field written "@N" is
+// placed at N, any other field at the cursor; after each field the cursor is
+// its offset plus its slot width ([Kind.Width]). Fields are packed with no
+// alignment. So a brace-form field without "@N" follows the previous field
+// exactly as in the whitespace form. Overlapping fields are an error. A
+// struct's Size is the end of its last-ending field (0 when it has none).
+//
+// # Errors
+//
+// [Parse] and [ParseFiles] stop at the first problem and return it as an
+// [*Error] whose text is "file:line:col: message". Syntax errors are found
+// in source order, then alias, struct and interface resolution run in
+// declaration order. Columns count bytes from 1.
+package schema

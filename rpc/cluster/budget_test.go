@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// refuser is a server that refuses every call as not run (503 with the
+// not-run flag, what a server going away answers) and answers the health
+// check 404 (a server without the health service counts as serving): an
+// outage in which every call is retryable.
+func refuser(t *testing.T) string { return countingRefuser(t, nil) }
+
+// countingRefuser is refuser counting the calls it refuses in n (nil: no
+// count).
+func countingRefuser(t *testing.T, n *atomic.Int32) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				r, w := frame.NewReader(nc), frame.NewWriter(nc)
+				for {
+					kind, p, err := r.Next()
+					if err != nil {
+						return
+					}
+					if kind != wire.KindRequest {
+						continue
+					}
+					req, err := wire.ParseRequest(p)
+					if err != nil {
+						return
+					}
+					resp := wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
+					if req.Method == rpc.HealthMethod {
+						resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
+					} else if n != nil {
+						n.Add(1)
+					}
+					if w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp)) != nil || w.Flush() != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// In an outage where every replica refuses every call unrun, retries stay
+// within the budget: 10 % of the calls plus 10 a second (plus the one
+// second's worth the budget starts with), not one per call.
+func TestRetryBudgetOutage(t *testing.T) {
+	a1, a2 := refuser(t), refuser(t)
+	start := time.Now()
+	c := dialT(t, "static:///"+a1+","+a2, WithWaitForReady(time.Second))
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := c.Call(ctx, mEcho, []byte("x"), nil)
+				cancel()
+				if err == nil {
+					t.Error("a refused call succeeded")
+					return
+				}
+				if !rpc.IsRetryable(err) && !errors.Is(err, ErrNoReplica) {
+					t.Errorf("call: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	st := c.Stats()
+	allowed := DefaultRetryRatio*float64(st.Calls) + DefaultMinRetries*(elapsed.Seconds()+1) + 1
+	t.Logf("%d calls in %v: %d retries (%.0f allowed), %d denied", st.Calls, elapsed.Round(time.Millisecond), st.Retries, allowed, st.RetriesDenied)
+	if float64(st.Retries) > allowed {
+		t.Fatalf("%d retries, the budget allows %.0f", st.Retries, allowed)
+	}
+	if st.RetriesDenied == 0 || st.Retries == 0 {
+		t.Fatalf("the budget neither allowed nor denied: %+v", st)
+	}
+}
+
+// The budget's arithmetic: a tenth of a retry per call, whole retries out.
+func TestBudget(t *testing.T) {
+	var b budget
+	b.init(0.1, 0) // no time-based refill: deterministic
+	for i := 0; i < 100; i++ {
+		b.call()
+	}
+	n := 0
+	for b.retry() {
+		n++
+	}
+	if n != 10 {
+		t.Fatalf("100 calls allowed %d retries, want 10", n)
+	}
+	b.init(0.1, 5)
+	n = 0
+	for b.retry() {
+		n++
+	}
+	if n != 5 {
+		t.Fatalf("a fresh budget of 5/s allowed %d retries, want 5", n)
+	}
+	b.init(0, 0)
+	if b.retry() {
+		t.Fatal("a zero budget allowed a retry")
+	}
+	b.init(1, 1) // cap: 10 retries, however many calls
+	for i := 0; i < 1000; i++ {
+		b.call()
+	}
+	n = 0
+	for b.retry() {
+		n++
+	}
+	if n < 10 || n > 12 {
+		t.Fatalf("after 1000 calls at ratio 1, %d retries, want the cap of 10 (11 with the refill of the elapsed time)", n)
+	}
+}

@@ -1,0 +1,659 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// ErrNoReplica is returned by a call that found no admitted replica (all
+// ejected, connecting or removed) and could not wait for one (see
+// [WithWaitForReady]). The call was not sent.
+var ErrNoReplica = errors.New("cluster: no replica is ready")
+
+// Client sends calls to the replicas of a service: it resolves their
+// addresses, keeps connections to them, spreads calls by load, ejects
+// failing replicas and retries calls that were refused unrun. It is safe
+// for concurrent use and implements [rpc.Caller] and [rpc.Sender], so a
+// generated client works on it unchanged. Create it with [Dial].
+type Client struct {
+	o      options
+	target string
+	res    Resolver
+	chain  rpc.Invoker
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	ready  atomic.Pointer[[]*Conn] // connections of admitted replicas; never nil
+	budget budget
+
+	calls         atomic.Int64
+	retries       atomic.Int64
+	retriesDenied atomic.Int64
+	failed        atomic.Int64
+	ejections     atomic.Int64
+	resolves      atomic.Int64
+	resolveErrs   atomic.Int64
+
+	resolveNow chan struct{}
+
+	mu        sync.Mutex
+	closed    bool
+	replicas  map[string]*replica
+	readyCh   chan struct{} // closed when the ready set gains a connection
+	firstCh   chan struct{} // closed once Dial can return
+	firstDone bool
+	lastErr   error // of the latest failed resolution, dial or check
+}
+
+// Conn is one connection of the client to a replica, as a [Balancer]
+// sees it.
+type Conn struct {
+	r        *replica
+	rc       *rpc.Client
+	inflight atomic.Int32 // calls of this client on rc
+	gone     atomic.Bool  // retired: no new calls; set under the client's mu
+}
+
+// Addr returns the replica's address.
+func (c *Conn) Addr() string { return c.r.addr }
+
+// InFlight returns how many calls of the cluster client are on the
+// connection now.
+func (c *Conn) InFlight() int { return int(c.inflight.Load()) }
+
+// Client returns the connection. Calls made on it directly bypass the
+// balancer, the retries and the accounting.
+func (c *Conn) Client() *rpc.Client { return c.rc }
+
+var (
+	_ rpc.Caller = (*Client)(nil)
+	_ rpc.Sender = (*Client)(nil)
+)
+
+// Dial resolves target (see [ParseTarget], or [WithResolver]), connects
+// to the replicas, checks their health and returns a client once at least
+// one replica is admitted, or an error when none can be (the addresses do
+// not resolve, or no replica answers): ctx bounds that. Replicas that
+// fail at first are ejected and tried again in the background.
+func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
+	o := buildOptions(opts)
+	res := o.resolver
+	if res == nil {
+		var err error
+		if res, err = ParseTarget(target); err != nil {
+			return nil, err
+		}
+	}
+	addrs, err := res.Resolve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: resolving %s: %w", target, err)
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("cluster: %s resolved to no address", target)
+	}
+	c := &Client{
+		o:          o,
+		target:     target,
+		res:        res,
+		replicas:   make(map[string]*replica),
+		readyCh:    make(chan struct{}),
+		firstCh:    make(chan struct{}),
+		resolveNow: make(chan struct{}, 1),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	empty := []*Conn{}
+	c.ready.Store(&empty)
+	c.budget.init(o.retryRatio, o.minRetries)
+	c.chain = chainInvoker(o.interceptors, c.call)
+	c.resolves.Add(1)
+	c.setAddrs(addrs)
+
+	select {
+	case <-c.firstCh:
+	case <-ctx.Done():
+	}
+	if len(*c.ready.Load()) == 0 {
+		c.mu.Lock()
+		err := c.lastErr
+		c.mu.Unlock()
+		c.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("cluster: no replica of %s could be reached: %w", target, err)
+	}
+	c.wg.Add(1)
+	if w, ok := res.(Watcher); ok {
+		go func() {
+			defer c.wg.Done()
+			w.Watch(c.ctx, func(addrs []string) {
+				c.resolves.Add(1)
+				if len(addrs) == 0 {
+					c.resolveErrs.Add(1)
+					return
+				}
+				c.setAddrs(addrs)
+			})
+		}()
+	} else {
+		go c.resolveLoop()
+	}
+	return c, nil
+}
+
+// Call sends a call to one replica (see [rpc.Client.Call] for the buffers
+// and the errors) and returns its answer.
+//
+// The connection is chosen by the balancer among those of the admitted
+// replicas. A call the server refused without running it (it was going
+// away: [rpc.IsRetryable]) is sent once more, to another connection, if
+// ctx is not done and the retry budget allows ([WithRetryBudget]); a call
+// that may have run (any answer a handler gave, a broken connection, a
+// ctx error) is never sent again. With no admitted replica the call fails
+// with [ErrNoReplica] (or waits, see [WithWaitForReady]); after Close,
+// with an error matching rpc.ErrClosed.
+//
+// A warm call allocates nothing. Interceptors ([WithInterceptors]) run
+// once around the whole call.
+func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	if c.chain != nil {
+		return c.chain(ctx, method, req, resp)
+	}
+	return c.call(ctx, method, req, resp)
+}
+
+func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	c.calls.Add(1)
+	c.budget.call()
+	retried := false
+	var avoid *replica
+	for {
+		cn, err := c.pick(ctx, avoid)
+		if err != nil {
+			c.failed.Add(1)
+			return resp, err
+		}
+		out, err := cn.rc.Call(ctx, method, req, resp)
+		cn.inflight.Add(-1)
+		if err == nil {
+			cn.r.ok()
+			return out, nil
+		}
+		c.account(cn, err)
+		if c.mayRetry(ctx, err, &retried) {
+			avoid = cn.r
+			continue
+		}
+		c.failed.Add(1)
+		return out, err
+	}
+}
+
+// Send sends a call without waiting for its answer (see [rpc.Client.Send]):
+// the promise, and the calls pipelined on it, stay on the connection the
+// balancer chose. A send refused because the connection was going away is
+// tried once more elsewhere, under the same rules as Call.
+func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
+	c.calls.Add(1)
+	c.budget.call()
+	retried := false
+	var avoid *replica
+	for {
+		cn, err := c.pick(ctx, avoid)
+		if err != nil {
+			c.failed.Add(1)
+			return rpc.Promise{}, err
+		}
+		p, err := cn.rc.Send(ctx, method, req, resp)
+		cn.inflight.Add(-1)
+		if err == nil {
+			return p, nil
+		}
+		c.account(cn, err)
+		if c.mayRetry(ctx, err, &retried) {
+			avoid = cn.r
+			continue
+		}
+		c.failed.Add(1)
+		return p, err
+	}
+}
+
+// mayRetry reports whether a call that failed with err is to be sent
+// again, and takes the retry from the budget.
+func (c *Client) mayRetry(ctx context.Context, err error, retried *bool) bool {
+	if *retried || !rpc.IsRetryable(err) || ctx.Err() != nil {
+		return false
+	}
+	if !c.budget.retry() {
+		c.retriesDenied.Add(1)
+		return false
+	}
+	*retried = true
+	c.retries.Add(1)
+	return true
+}
+
+// pick returns a connection for a call, with the call counted in its
+// in-flight calls (the caller takes it off). A retry avoids the replica
+// that refused the call when another one is ready.
+func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
+	for tries := 0; ; tries++ {
+		conns := *c.ready.Load()
+		if len(conns) == 0 || tries > 64 {
+			if err := c.waitReady(ctx); err != nil {
+				return nil, err
+			}
+			tries = 0
+			continue
+		}
+		i := 0
+		if len(conns) > 1 {
+			if i = c.o.balancer.Pick(conns); uint(i) >= uint(len(conns)) {
+				i = 0
+			}
+			if avoid != nil && conns[i].r == avoid {
+				i = elsewhere(conns, i, avoid)
+			}
+		}
+		cn := conns[i]
+		// Counted first, then checked: a connection being retired is
+		// marked gone before its in-flight count is read (retire), so
+		// either we see gone here or retire sees our call.
+		cn.inflight.Add(1)
+		if !cn.gone.Load() && !cn.rc.Draining() && !cn.rc.Closed() {
+			return cn, nil
+		}
+		cn.inflight.Add(-1)
+		c.drop(cn) // out of the ready set: the next pick does not see it
+	}
+}
+
+// elsewhere returns the index of the least loaded connection not to
+// avoid, or i when all are to it.
+func elsewhere(conns []*Conn, i int, avoid *replica) int {
+	best := -1
+	for k, cn := range conns {
+		if cn.r != avoid && (best < 0 || cn.inflight.Load() < conns[best].inflight.Load()) {
+			best = k
+		}
+	}
+	if best < 0 {
+		return i
+	}
+	return best
+}
+
+// waitReady waits for an admitted replica, within ctx and WithWaitForReady.
+func (c *Client) waitReady(ctx context.Context) error {
+	c.mu.Lock()
+	closed, ch := c.closed, c.readyCh
+	c.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: the cluster client is closed", rpc.ErrClosed)
+	}
+	if len(*c.ready.Load()) > 0 {
+		return nil
+	}
+	if c.o.waitReady <= 0 {
+		return ErrNoReplica
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(c.o.waitReady)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return ErrNoReplica
+	}
+}
+
+// account looks at a failed call's error for what it says about the
+// connection and the replica.
+func (c *Client) account(cn *Conn, err error) {
+	r := cn.r
+	switch {
+	case rpc.IsRetryable(err):
+		// Going away: no new calls on it; the replica dials a new one.
+		c.drop(cn)
+	case errors.Is(err, rpc.ErrClosed) || cn.rc.Closed():
+		if !c.isClosed() {
+			r.failed()
+			c.drop(cn)
+		}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The caller's ctx, or a 504 for a deadline that passed before
+		// the call could run: says nothing about the replica.
+	default:
+		var se *rpc.StatusError
+		if errors.As(err, &se) && se.Code >= 500 {
+			r.failed()
+		} else if errors.As(err, &se) {
+			r.ok() // it answered: a 4xx is the call's fault
+		}
+	}
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// drop takes cn out of the ready set and retires it (once), and tells its
+// replica to dial a replacement.
+func (c *Client) drop(cn *Conn) {
+	c.mu.Lock()
+	changed := c.retireLocked(cn)
+	if changed {
+		c.publishLocked()
+	}
+	c.mu.Unlock()
+	if changed {
+		cn.r.poke()
+	}
+}
+
+// retireLocked marks cn gone and closes it once its calls are answered;
+// false when it was gone already.
+func (c *Client) retireLocked(cn *Conn) bool {
+	if cn == nil || cn.gone.Load() {
+		return false
+	}
+	cn.gone.Store(true)
+	if c.closed {
+		go cn.rc.Close()
+		return true
+	}
+	c.wg.Add(1)
+	go c.retire(cn)
+	return true
+}
+
+// retire waits until no call is on cn (within the drain timeout, or until
+// the client closes), then closes it.
+func (c *Client) retire(cn *Conn) {
+	defer c.wg.Done()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(c.o.drainTimeout)
+	for (cn.inflight.Load() != 0 || cn.rc.Pending() != 0) && !cn.rc.Closed() && time.Now().Before(deadline) {
+		select {
+		case <-c.ctx.Done():
+			cn.rc.Close()
+			return
+		case <-t.C:
+		}
+	}
+	cn.rc.Close()
+}
+
+// publishLocked rebuilds the ready set from the replicas.
+func (c *Client) publishLocked() {
+	var conns []*Conn
+	if !c.closed {
+		for _, r := range c.replicas {
+			if r.state != stateReady || r.removed.Load() {
+				continue
+			}
+			for _, cn := range r.conns {
+				if cn != nil && !cn.gone.Load() {
+					conns = append(conns, cn)
+				}
+			}
+		}
+	}
+	if conns == nil {
+		conns = []*Conn{}
+	}
+	c.ready.Store(&conns)
+	if len(conns) > 0 {
+		close(c.readyCh)
+		c.readyCh = make(chan struct{})
+	}
+}
+
+// setAddrs makes the replicas those of addrs.
+func (c *Client) setAddrs(addrs []string) {
+	want := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		want[a] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	for a, r := range c.replicas {
+		if !want[a] && !r.removed.Load() {
+			r.removed.Store(true)
+			r.poke()
+		}
+	}
+	c.publishLocked()
+	for a := range want {
+		if r := c.replicas[a]; r != nil && !r.removed.Load() {
+			continue
+		}
+		r := newReplica(c, a)
+		c.replicas[a] = r
+		c.wg.Add(1)
+		go r.run()
+	}
+	c.checkFirstLocked()
+}
+
+// checkFirstLocked lets Dial return once a replica is admitted or every
+// replica has had its first try.
+func (c *Client) checkFirstLocked() {
+	if c.firstDone {
+		return
+	}
+	done := len(*c.ready.Load()) > 0
+	if !done {
+		done = true
+		for _, r := range c.replicas {
+			if !r.tried {
+				done = false
+			}
+		}
+	}
+	if done {
+		c.firstDone = true
+		close(c.firstCh)
+	}
+}
+
+// askResolve asks the resolve loop for a fresh look.
+func (c *Client) askResolve() {
+	select {
+	case c.resolveNow <- struct{}{}:
+	default:
+	}
+}
+
+// resolveLoop polls a Resolver that is not a Watcher.
+func (c *Client) resolveLoop() {
+	defer c.wg.Done()
+	gap := min(c.o.refresh, time.Second)
+	t := time.NewTimer(c.o.refresh)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		case <-c.resolveNow:
+			if wait := gap - time.Since(last); wait > 0 {
+				select {
+				case <-c.ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, max(c.o.healthTimeout, 5*time.Second))
+		addrs, err := c.res.Resolve(ctx)
+		cancel()
+		last = time.Now()
+		c.resolves.Add(1)
+		if err != nil || len(addrs) == 0 {
+			c.resolveErrs.Add(1)
+			if err != nil {
+				c.mu.Lock()
+				c.lastErr = err
+				c.mu.Unlock()
+			}
+		} else {
+			c.setAddrs(addrs)
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(c.o.refresh)
+	}
+}
+
+// Close stops the client: calls still waiting fail with an error matching
+// rpc.ErrClosed, the connections close, the background work (resolution,
+// health checks) ends before Close returns.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.cancel()
+	var conns []*Conn
+	for _, r := range c.replicas {
+		r.poke()
+		for _, cn := range r.conns {
+			if cn != nil {
+				conns = append(conns, cn)
+			}
+		}
+	}
+	c.publishLocked()
+	close(c.readyCh) // wake waiters: they see closed
+	c.readyCh = make(chan struct{})
+	if !c.firstDone {
+		c.firstDone = true
+		close(c.firstCh)
+	}
+	c.mu.Unlock()
+	for _, cn := range conns {
+		cn.gone.Store(true)
+		cn.rc.Close()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// Stats is a snapshot of a client's counters.
+type Stats struct {
+	// Calls counts calls (Call and Send), each once whatever its retries.
+	Calls int64
+	// Retries counts calls sent a second time after a refusal; RetriesDenied
+	// counts refused calls the budget did not let retry (they failed).
+	Retries, RetriesDenied int64
+	// Failed counts calls that returned an error, whatever the error
+	// (a handler's status included).
+	Failed int64
+	// Ejections counts replicas ejected (a replica ejected again after a
+	// failed probe counts again).
+	Ejections int64
+	// Resolves counts resolutions (and updates of a Watcher);
+	// ResolveErrors those that failed or gave no address.
+	Resolves, ResolveErrors int64
+	// Replicas describes each known replica, sorted by address.
+	Replicas []ReplicaStats
+}
+
+// ReplicaStats describes one replica.
+type ReplicaStats struct {
+	Addr string
+	// State is "ready" (gets calls), "connecting" (dialing or probing
+	// before its first admission) or "ejected".
+	State string
+	// Conns is the number of connections getting calls, InFlight the calls
+	// on them now.
+	Conns, InFlight int
+	// Ejections counts ejections in a row (0 once it is healthy again).
+	Ejections int
+	// LastError is why it was last ejected; nil if never.
+	LastError error
+}
+
+// Stats returns the client's counters and the state of its replicas.
+func (c *Client) Stats() Stats {
+	s := Stats{
+		Calls:         c.calls.Load(),
+		Retries:       c.retries.Load(),
+		RetriesDenied: c.retriesDenied.Load(),
+		Failed:        c.failed.Load(),
+		Ejections:     c.ejections.Load(),
+		Resolves:      c.resolves.Load(),
+		ResolveErrors: c.resolveErrs.Load(),
+	}
+	c.mu.Lock()
+	for _, r := range c.replicas {
+		if r.removed.Load() {
+			continue
+		}
+		rs := ReplicaStats{Addr: r.addr, State: r.state.String(), Ejections: r.ejections, LastError: r.lastErr}
+		if r.state == stateReady {
+			for _, cn := range r.conns {
+				if cn != nil && !cn.gone.Load() {
+					rs.Conns++
+					rs.InFlight += cn.InFlight()
+				}
+			}
+		}
+		s.Replicas = append(s.Replicas, rs)
+	}
+	c.mu.Unlock()
+	slices.SortFunc(s.Replicas, func(a, b ReplicaStats) int {
+		switch {
+		case a.Addr < b.Addr:
+			return -1
+		case a.Addr > b.Addr:
+			return 1
+		}
+		return 0
+	})
+	return s
+}
+
+// chainInvoker wraps inner in the interceptors, first outermost; nil when
+// there is none.
+func chainInvoker(ics []rpc.ClientInterceptor, inner rpc.Invoker) rpc.Invoker {
+	if len(ics) == 0 {
+		return nil
+	}
+	h := inner
+	for k := len(ics) - 1; k >= 0; k-- {
+		ic, next := ics[k], h
+		h = func(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+			return ic(ctx, method, req, resp, next)
+		}
+	}
+	return h
+}

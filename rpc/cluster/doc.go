@@ -1,0 +1,56 @@
+// Package cluster is a client of a service that runs as several replicas
+// behind one name: it resolves the name to the replicas' addresses, keeps
+// multiplexed connections ([rpc.Client]) to them, spreads calls by load,
+// ejects replicas that fail and sends again the calls a replica refused
+// without running them. Its [Client] implements [rpc.Caller] and
+// [rpc.Sender], so generated clients work on it:
+//
+//	c, err := cluster.Dial(ctx, "dns:///eth.svc.cluster.local:7700")
+//	if err != nil { ... }
+//	defer c.Close()
+//	eth := ethzap.NewEthClient(c)
+//
+// It replaces rpc.Pool (a fixed list of addresses, round robin, no
+// re-resolution); a fixed list is still possible ("static:///a:1,b:2",
+// or [Static]). It is a package of its own, built on rpc's exported API
+// only, so that rpc stays the one-connection API a service author reads,
+// and so that its name cannot be confused with package pool (buffers).
+//
+// Resolution: a target names a [Resolver] ([ParseTarget]): "dns:///host:port"
+// (A and AAAA records), "dns+srv:///_zap._tcp.name" (SRV records),
+// "static:///...". A polled resolver is asked again every [WithRefresh]
+// and soon after a connection fails; a [Watcher] (a service registry, or
+// [Push]) pushes its changes instead. Only the standard library's
+// net.Resolver is used; a DNS server can be named in the target
+// ("dns://10.0.0.2:53/name:port").
+//
+// Balancing: [P2C] (default) draws two connections and gives the call to
+// the one with fewer calls in flight; [RoundRobin] ignores load; any
+// [Balancer] can be plugged in. [WithConnsPerReplica] keeps several
+// connections per replica.
+//
+// Health: every replica is dialed and asked for its health
+// ([rpc.CheckHealth] on [rpc.HealthMethod]) before it gets calls, then
+// checked every [WithHealthCheck] interval. A replica whose connection
+// breaks and cannot be redialed, that fails [WithEjection] calls in a row
+// (status 500 and above from its handlers, broken connections), or that
+// fails or times out a health check, is ejected: it gets no call for a
+// back-off (doubling with each ejection in a row), then is dialed and
+// probed again, and admitted only when serving. A replica that sends
+// go-away ([rpc.Server.Shutdown]) gets no new call from the moment the
+// client reads it; its calls in flight finish on the old connection while
+// a new one is dialed (a restarted server is admitted again once it
+// answers its health check).
+//
+// Retries: only a call the server certainly did not run ([rpc.IsRetryable]:
+// refused with the not-run flag because it was going away) is sent again,
+// once, on another connection, and only while the caller's ctx is live
+// and the retry budget ([WithRetryBudget]: 10 % of calls plus 10 a second
+// by default) allows, so retries cannot multiply the load of an outage.
+// A call that may have run (a handler's answer, a broken connection, a
+// ctx error) is never sent again.
+//
+// Costs: a warm call allocates nothing; beside the call on its
+// connection it costs a few atomic operations (in-flight counts, the
+// call counter, the budget) and two random numbers.
+package cluster

@@ -1,0 +1,255 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// Defaults of the options.
+const (
+	// DefaultRefresh is how often a polled resolver (DNS) is asked again
+	// for the addresses when nothing prompts it sooner (a connection
+	// failure prompts it at once, at most once per second). Kubernetes
+	// endpoints and DNS records change on the scale of seconds to
+	// minutes; gRPC-go's DNS resolver re-resolves at most every 30 s too.
+	DefaultRefresh = 30 * time.Second
+	// DefaultHealthInterval is how often each admitted replica is asked
+	// for its health ([rpc.CheckHealth]) on one of its connections: a
+	// replica that stops answering, or reports itself not serving, is
+	// ejected within about this long even when no call failed.
+	DefaultHealthInterval = 5 * time.Second
+	// DefaultHealthTimeout bounds a dial and a health check: a replica
+	// that takes longer is taken for down.
+	DefaultHealthTimeout = 2 * time.Second
+	// DefaultEjectAfter is how many calls in a row must fail on a replica
+	// (a broken connection, or an answer of status 500 or above that the
+	// handler gave) before it is ejected.
+	DefaultEjectAfter = 5
+	// DefaultEjectBase is the first ejection's back-off; each further
+	// ejection in a row doubles it, up to DefaultEjectMax (±20 % jitter).
+	DefaultEjectBase = 500 * time.Millisecond
+	// DefaultEjectMax caps the back-off of an ejected replica.
+	DefaultEjectMax = 30 * time.Second
+	// DefaultMaxEjectedFraction is the largest share of the replicas that
+	// may be ejected for failed calls (not for broken connections or
+	// failed health checks): a bug that makes every replica fail some
+	// method must not take the whole service out.
+	DefaultMaxEjectedFraction = 0.5
+	// DefaultRetryRatio and DefaultMinRetries set the retry budget:
+	// retries may add at most 10 % to the calls, plus 10 retries a second
+	// (a small service still gets its refused calls retried during a
+	// rolling restart). Finagle's retry budget has the same shape (20 %
+	// plus 10 a second); gRPC's retry throttling is a token bucket too.
+	DefaultRetryRatio = 0.1
+	DefaultMinRetries = 10
+	// DefaultDrainTimeout is how long a connection that gets no more calls
+	// (its replica removed or ejected, or its server going away) is kept
+	// for the answers of its calls before it is closed anyway.
+	DefaultDrainTimeout = time.Minute
+)
+
+// Option configures a [Client] (see [Dial]).
+type Option func(*options)
+
+type options struct {
+	network        string
+	clientOpts     []rpc.ClientOption
+	interceptors   []rpc.ClientInterceptor
+	resolver       Resolver
+	balancer       Balancer
+	connsPer       int
+	refresh        time.Duration
+	healthInterval time.Duration
+	healthTimeout  time.Duration
+	healthService  string
+	ejectAfter     int
+	ejectBase      time.Duration
+	ejectMax       time.Duration
+	maxEjected     float64
+	retryRatio     float64
+	minRetries     float64
+	waitReady      time.Duration
+	drainTimeout   time.Duration
+}
+
+func buildOptions(opts []Option) options {
+	o := options{
+		network:        "tcp",
+		balancer:       P2C(),
+		connsPer:       1,
+		refresh:        DefaultRefresh,
+		healthInterval: DefaultHealthInterval,
+		healthTimeout:  DefaultHealthTimeout,
+		ejectAfter:     DefaultEjectAfter,
+		ejectBase:      DefaultEjectBase,
+		ejectMax:       DefaultEjectMax,
+		maxEjected:     DefaultMaxEjectedFraction,
+		retryRatio:     DefaultRetryRatio,
+		minRetries:     DefaultMinRetries,
+		drainTimeout:   DefaultDrainTimeout,
+	}
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// WithNetwork sets the network of the replicas' addresses: "tcp"
+// (default), "tcp4", "tcp6" or "unix" (with a static list of paths).
+func WithNetwork(network string) Option {
+	return func(o *options) {
+		if network != "" {
+			o.network = network
+		}
+	}
+}
+
+// WithClientOptions passes options to every connection the client dials
+// ([rpc.Dial]): TLS, timeouts, an observer (which sees each attempt,
+// retries included). Interceptors given here run once per attempt; see
+// [WithInterceptors] for interceptors around the whole call.
+func WithClientOptions(opts ...rpc.ClientOption) Option {
+	opts = append([]rpc.ClientOption(nil), opts...)
+	return func(o *options) { o.clientOpts = append(o.clientOpts, opts...) }
+}
+
+// WithInterceptors installs interceptors around every [Client.Call], in
+// order (the first is outermost), once per call: a call retried on another
+// replica is not intercepted twice. The chain is built once, at Dial.
+func WithInterceptors(i ...rpc.ClientInterceptor) Option {
+	i = append([]rpc.ClientInterceptor(nil), i...)
+	return func(o *options) {
+		for _, f := range i {
+			if f != nil {
+				o.interceptors = append(o.interceptors, f)
+			}
+		}
+	}
+}
+
+// WithResolver makes the client take its addresses from r instead of
+// parsing the target of [Dial] (which may then be empty or a name for
+// error messages).
+func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r } }
+
+// WithBalancer sets the policy that picks a connection for each call.
+// Default: [P2C].
+func WithBalancer(b Balancer) Option {
+	return func(o *options) {
+		if b != nil {
+			o.balancer = b
+		}
+	}
+}
+
+// WithConnsPerReplica sets how many connections the client keeps to each
+// replica (default 1). One multiplexed connection carries many calls at
+// once; more help when one connection's read loop or socket is the
+// bottleneck (large answers, a replica with many cores and few clients).
+func WithConnsPerReplica(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.connsPer = n
+		}
+	}
+}
+
+// WithRefresh sets how often a polled resolver is asked again (default
+// [DefaultRefresh]); a connection failure asks it sooner, at most once per
+// min(d, 1 s). A [Watcher] is not polled.
+func WithRefresh(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.refresh = d
+		}
+	}
+}
+
+// WithHealthCheck sets how often each admitted replica's health is
+// checked (default [DefaultHealthInterval]) and how long a dial or a check
+// may take (default [DefaultHealthTimeout]); zero keeps a default.
+func WithHealthCheck(interval, timeout time.Duration) Option {
+	return func(o *options) {
+		if interval > 0 {
+			o.healthInterval = interval
+		}
+		if timeout > 0 {
+			o.healthTimeout = timeout
+		}
+	}
+}
+
+// WithHealthService sets the service whose health is checked (default "",
+// the server as a whole; a generated interface's …ServiceName constant
+// checks that interface).
+func WithHealthService(name string) Option {
+	return func(o *options) { o.healthService = name }
+}
+
+// WithEjection sets how many failed calls in a row eject a replica
+// (default [DefaultEjectAfter]; negative: failed calls never eject), and
+// the back-off of the first ejection and its cap (defaults
+// [DefaultEjectBase], [DefaultEjectMax]); zero keeps a default.
+func WithEjection(after int, base, maxBackoff time.Duration) Option {
+	return func(o *options) {
+		if after != 0 {
+			o.ejectAfter = after
+		}
+		if base > 0 {
+			o.ejectBase = base
+		}
+		if maxBackoff > 0 {
+			o.ejectMax = maxBackoff
+		}
+	}
+}
+
+// WithMaxEjected sets the largest share of replicas that failed calls may
+// eject (default [DefaultMaxEjectedFraction]; 1 lets them eject all).
+func WithMaxEjected(fraction float64) Option {
+	return func(o *options) {
+		if fraction >= 0 && fraction <= 1 {
+			o.maxEjected = fraction
+		}
+	}
+}
+
+// WithRetryBudget sets the retry budget: retries may add at most ratio of
+// the calls made (default [DefaultRetryRatio]) plus perSecond retries a
+// second (default [DefaultMinRetries]). ratio 0 and perSecond 0 turn
+// retries off.
+func WithRetryBudget(ratio, perSecond float64) Option {
+	return func(o *options) {
+		if ratio >= 0 {
+			o.retryRatio = ratio
+		}
+		if perSecond >= 0 {
+			o.minRetries = perSecond
+		}
+	}
+}
+
+// WithWaitForReady makes a call that finds no admitted replica wait up to
+// d (and no longer than its ctx) for one, instead of failing at once with
+// [ErrNoReplica]. Default 0: fail at once.
+func WithWaitForReady(d time.Duration) Option {
+	return func(o *options) {
+		if d >= 0 {
+			o.waitReady = d
+		}
+	}
+}
+
+// WithDrainTimeout sets how long a retired connection keeps waiting for
+// the answers of its calls before it is closed (default
+// [DefaultDrainTimeout]).
+func WithDrainTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.drainTimeout = d
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+type repState int
+
+const (
+	stateConnecting repState = iota // before its first admission
+	stateReady                      // admitted: its connections get calls
+	stateEjected                    // waiting out its back-off, or being probed
+)
+
+func (s repState) String() string {
+	switch s {
+	case stateReady:
+		return "ready"
+	case stateEjected:
+		return "ejected"
+	}
+	return "connecting"
+}
+
+// replica is one address of the service. Its goroutine (run) dials its
+// connections, probes it, ejects it and admits it again; callers only
+// mark things (a connection gone, a failed call) and poke it.
+type replica struct {
+	c        *Client
+	addr     string
+	kick     chan struct{}
+	removed  atomic.Bool  // no longer in the resolver's set
+	fails    atomic.Int32 // calls in a row that failed
+	ejectReq atomic.Bool  // fails reached the threshold
+
+	// Under c.mu.
+	conns     []*Conn // WithConnsPerReplica entries; nil: none
+	state     repState
+	tried     bool // admitted or ejected at least once (for Dial)
+	ejections int  // in a row
+	lastErr   error
+}
+
+// errDraining: the replica's health check says it is going away.
+var errDraining = errors.New("cluster: replica is draining")
+
+func newReplica(c *Client, addr string) *replica {
+	return &replica{c: c, addr: addr, kick: make(chan struct{}, 1), conns: make([]*Conn, c.o.connsPer)}
+}
+
+func (r *replica) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ok notes a call the replica answered.
+func (r *replica) ok() {
+	if r.fails.Load() != 0 {
+		r.fails.Store(0)
+	}
+}
+
+// failed notes a call that failed because of the replica.
+func (r *replica) failed() {
+	n := r.fails.Add(1)
+	if after := r.c.o.ejectAfter; after > 0 && int(n) >= after && !r.ejectReq.Load() {
+		r.ejectReq.Store(true)
+		r.poke()
+	}
+}
+
+// run is the replica's life: connect and probe, serve, check, eject and
+// back off, until it is removed or the client closes.
+func (r *replica) run() {
+	c := r.c
+	defer c.wg.Done()
+	defer r.exit()
+	health := time.NewTicker(c.o.healthInterval)
+	defer health.Stop()
+	for {
+		if r.removed.Load() || c.ctx.Err() != nil {
+			return
+		}
+		if r.ejectReq.Swap(false) {
+			if r.ejectFailing() {
+				if !r.backoff() {
+					return
+				}
+				continue
+			}
+			r.fails.Store(0)
+		}
+		if err := r.connect(); err != nil {
+			if r.removed.Load() || c.ctx.Err() != nil {
+				return
+			}
+			r.eject(err)
+			if !r.backoff() {
+				return
+			}
+			continue
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-r.kick:
+		case <-health.C:
+			if err := r.check(); err != nil {
+				r.eject(err)
+				if !r.backoff() {
+					return
+				}
+				continue
+			}
+			c.mu.Lock()
+			r.ejections = 0
+			c.mu.Unlock()
+		}
+	}
+}
+
+// connect dials the connections the replica lacks (none yet, retired,
+// going away, broken); a replica not admitted is probed on its first new
+// connection and admitted when it is serving.
+func (r *replica) connect() error {
+	c := r.c
+	c.mu.Lock()
+	probe := r.state != stateReady
+	conns := slices.Clone(r.conns)
+	c.mu.Unlock()
+	for k, cn := range conns {
+		if cn != nil && !cn.gone.Load() && !cn.rc.Draining() && !cn.rc.Closed() {
+			continue
+		}
+		c.drop(cn)
+		rc, err := r.dial()
+		if err != nil {
+			return err
+		}
+		if probe {
+			if err := r.probe(rc); err != nil {
+				rc.Close()
+				return err
+			}
+			probe = false
+		}
+		ncn := &Conn{r: r, rc: rc}
+		c.mu.Lock()
+		if c.closed || r.removed.Load() {
+			c.mu.Unlock()
+			rc.Close()
+			return errors.New("cluster: replica removed")
+		}
+		r.conns[k] = ncn
+		if r.state == stateReady {
+			c.publishLocked()
+		}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.state != stateReady && !c.closed && !r.removed.Load() {
+		r.state, r.tried = stateReady, true
+		c.publishLocked()
+		c.checkFirstLocked()
+	}
+	return nil
+}
+
+func (r *replica) dial() (*rpc.Client, error) {
+	ctx, cancel := context.WithTimeout(r.c.ctx, r.c.o.healthTimeout)
+	defer cancel()
+	return rpc.Dial(ctx, r.c.o.network, r.addr, r.c.o.clientOpts...)
+}
+
+// probe asks rc for the replica's health: nil when it is serving (or
+// cannot say: a server without the health service answers 404).
+func (r *replica) probe(rc *rpc.Client) error {
+	ctx, cancel := context.WithTimeout(r.c.ctx, r.c.o.healthTimeout)
+	defer cancel()
+	st, err := rpc.CheckHealth(ctx, rc, r.c.o.healthService)
+	if err != nil {
+		var se *rpc.StatusError
+		if r.c.o.healthService == "" && errors.As(err, &se) && se.Code == 404 {
+			return nil // another implementation: no health method
+		}
+		return fmt.Errorf("cluster: health check: %w", err)
+	}
+	switch st {
+	case rpc.HealthServing:
+		return nil
+	case rpc.HealthDraining:
+		return errDraining
+	}
+	return fmt.Errorf("cluster: health check: %s", st)
+}
+
+// check is the periodic health check of an admitted replica, on its
+// least loaded connection. A replica going away has that connection
+// retired (connect replaces it) rather than the replica ejected.
+func (r *replica) check() error {
+	c := r.c
+	var cn *Conn
+	c.mu.Lock()
+	for _, x := range r.conns {
+		if x != nil && !x.gone.Load() && (cn == nil || x.inflight.Load() < cn.inflight.Load()) {
+			cn = x
+		}
+	}
+	c.mu.Unlock()
+	if cn == nil {
+		return nil
+	}
+	err := r.probe(cn.rc)
+	if errors.Is(err, errDraining) {
+		c.drop(cn)
+		return nil
+	}
+	return err
+}
+
+// eject takes the replica out of the ready set and retires its
+// connections; the caller then backs off.
+func (r *replica) eject(err error) {
+	r.c.mu.Lock()
+	r.ejectLocked(err)
+}
+
+// ejectFailing ejects the replica for failed calls, when that leaves
+// enough replicas in (WithMaxEjected); false when it may not.
+func (r *replica) ejectFailing() bool {
+	c := r.c
+	c.mu.Lock()
+	if !c.mayEjectLocked(r) {
+		c.mu.Unlock()
+		return false
+	}
+	r.ejectLocked(fmt.Errorf("cluster: %d calls in a row failed", r.fails.Load()))
+	return true
+}
+
+// ejectLocked is eject with c.mu held; it unlocks it.
+func (r *replica) ejectLocked(err error) {
+	c := r.c
+	r.tried = true
+	r.lastErr = err
+	c.lastErr = fmt.Errorf("%s: %w", r.addr, err)
+	if !c.closed && !r.removed.Load() {
+		r.state = stateEjected
+		r.ejections++
+		c.ejections.Add(1)
+	}
+	for k, cn := range r.conns {
+		c.retireLocked(cn)
+		r.conns[k] = nil
+	}
+	c.publishLocked()
+	c.checkFirstLocked()
+	c.mu.Unlock()
+	r.fails.Store(0)
+	c.askResolve()
+}
+
+// backoff waits out the ejection; false when the replica was removed or
+// the client closed meanwhile.
+func (r *replica) backoff() bool {
+	c := r.c
+	c.mu.Lock()
+	n := r.ejections
+	c.mu.Unlock()
+	d := c.o.ejectMax
+	if n >= 1 && n <= 30 {
+		d = min(c.o.ejectBase<<(n-1), c.o.ejectMax)
+	}
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return false
+		case <-t.C:
+			return !r.removed.Load()
+		case <-r.kick:
+			if r.removed.Load() {
+				return false
+			}
+		}
+	}
+}
+
+// exit retires the replica's connections and forgets it.
+func (r *replica) exit() {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, cn := range r.conns {
+		c.retireLocked(cn)
+		r.conns[k] = nil
+	}
+	r.tried = true
+	if c.replicas[r.addr] == r {
+		delete(c.replicas, r.addr)
+	}
+	c.publishLocked()
+	c.checkFirstLocked()
+}
+
+// mayEjectLocked reports whether failed calls may eject r without taking
+// more than the allowed share of the replicas out.
+func (c *Client) mayEjectLocked(r *replica) bool {
+	total, out := 0, 0
+	for _, x := range c.replicas {
+		if x.removed.Load() {
+			continue
+		}
+		total++
+		if x.state == stateEjected && x != r {
+			out++
+		}
+	}
+	return float64(out+1) <= c.o.maxEjected*float64(total)
+}

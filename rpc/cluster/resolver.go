@@ -1,0 +1,280 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Resolver gives the addresses ("host:port", or paths with the "unix"
+// network) of a service's replicas. The client calls Resolve at [Dial],
+// then every refresh interval ([WithRefresh]) and soon after a
+// connection to a replica fails. Each result is the complete set: an
+// address missing from it is removed (its connections finish their calls
+// and close), a new one is dialed, health-checked and admitted. An error
+// or an empty set keeps the addresses the client has (a DNS server that
+// hiccups must not empty the service); at Dial it fails the Dial.
+//
+// Resolve must be safe for concurrent use when one resolver serves
+// several clients.
+type Resolver interface {
+	Resolve(ctx context.Context) ([]string, error)
+}
+
+// Watcher is a Resolver that pushes changes: a service registry (Consul,
+// etcd, Kubernetes endpoints) that learns of a change calls update with
+// the complete new set, without the client asking. A client whose
+// resolver is a Watcher calls Resolve once, at Dial, then runs Watch in a
+// goroutine of its own until it is closed (ctx is then done) and never
+// polls. Watch should call update once at its start with the current set
+// (a change between Resolve and Watch would be lost otherwise); the rules
+// of an update's set are those of Resolve's result. update may be called
+// from any goroutine but not concurrently.
+type Watcher interface {
+	Resolver
+	Watch(ctx context.Context, update func(addrs []string))
+}
+
+// Static returns a resolver that always gives addrs (in that order; a
+// duplicate counts once).
+func Static(addrs ...string) Resolver { return static(slices.Clone(addrs)) }
+
+type static []string
+
+func (s static) Resolve(context.Context) ([]string, error) { return slices.Clone([]string(s)), nil }
+
+// Push is a [Watcher] whose addresses are set by its owner: the glue to a
+// service registry, or a test. Set sends the new set to every client
+// watching it. It is safe for concurrent use.
+type Push struct {
+	mu      sync.Mutex
+	deliver sync.Mutex // keeps updates in the order of Set
+	addrs   []string
+	next    int
+	subs    map[int]func([]string)
+}
+
+// NewPush returns a Push holding addrs.
+func NewPush(addrs ...string) *Push {
+	return &Push{addrs: slices.Clone(addrs), subs: make(map[int]func([]string))}
+}
+
+// Set replaces the addresses and tells every watching client before it
+// returns.
+func (p *Push) Set(addrs ...string) {
+	p.deliver.Lock()
+	defer p.deliver.Unlock()
+	p.mu.Lock()
+	p.addrs = slices.Clone(addrs)
+	subs := make([]func([]string), 0, len(p.subs))
+	for _, f := range p.subs {
+		subs = append(subs, f)
+	}
+	p.mu.Unlock()
+	for _, f := range subs {
+		f(slices.Clone(addrs))
+	}
+}
+
+// Resolve returns the current addresses.
+func (p *Push) Resolve(context.Context) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.addrs), nil
+}
+
+// Watch gives update the current addresses, then every set given to Set,
+// until ctx is done.
+func (p *Push) Watch(ctx context.Context, update func([]string)) {
+	p.deliver.Lock()
+	p.mu.Lock()
+	id := p.next
+	p.next++
+	p.subs[id] = update
+	cur := slices.Clone(p.addrs)
+	p.mu.Unlock()
+	update(cur)
+	p.deliver.Unlock()
+	<-ctx.Done()
+	p.mu.Lock()
+	delete(p.subs, id)
+	p.mu.Unlock()
+}
+
+// DNS resolves Host to its A and AAAA records and gives each address with
+// Port. It is what the target "dns:///host:port" makes.
+type DNS struct {
+	Host string
+	Port uint16
+	// Network is "ip" (default: IPv4 and IPv6), "ip4" or "ip6".
+	Network string
+	// Resolver is the resolver to ask; nil: net.DefaultResolver.
+	Resolver *net.Resolver
+}
+
+// Resolve looks the name up.
+func (d *DNS) Resolve(ctx context.Context) ([]string, error) {
+	network := d.Network
+	if network == "" {
+		network = "ip"
+	}
+	ips, err := resolver(d.Resolver).LookupNetIP(ctx, network, d.Host)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, netip.AddrPortFrom(ip.Unmap(), d.Port).String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// SRV resolves Name's SRV records (such as "_zap._tcp.eth.svc") and the
+// A and AAAA records of their targets, and gives each address with the
+// record's port. Only the records of the lowest priority are used (the
+// others are backups in SRV's terms); weights are ignored, as the
+// balancer spreads calls by load. It is what the target
+// "dns+srv:///_zap._tcp.eth.svc" makes.
+type SRV struct {
+	Name string
+	// Network is "ip" (default), "ip4" or "ip6", for the targets.
+	Network string
+	// Resolver is the resolver to ask; nil: net.DefaultResolver.
+	Resolver *net.Resolver
+}
+
+// Resolve looks the records and their targets up. A target that does not
+// resolve is left out; an error only when none does.
+func (s *SRV) Resolve(ctx context.Context) ([]string, error) {
+	r := resolver(s.Resolver)
+	_, recs, err := r.LookupSRV(ctx, "", "", s.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("cluster: no SRV record for %s", s.Name)
+	}
+	network := s.Network
+	if network == "" {
+		network = "ip"
+	}
+	lowest := recs[0].Priority
+	for _, rec := range recs {
+		lowest = min(lowest, rec.Priority)
+	}
+	var out []string
+	var firstErr error
+	for _, rec := range recs {
+		if rec.Priority != lowest {
+			continue
+		}
+		ips, err := r.LookupNetIP(ctx, network, rec.Target)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		for _, ip := range ips {
+			out = append(out, netip.AddrPortFrom(ip.Unmap(), rec.Port).String())
+		}
+	}
+	if len(out) == 0 {
+		return nil, firstErr
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func resolver(r *net.Resolver) *net.Resolver {
+	if r == nil {
+		return net.DefaultResolver
+	}
+	return r
+}
+
+// ErrTarget is matched (errors.Is) by the error of a target ParseTarget
+// cannot read.
+var ErrTarget = errors.New("cluster: bad target")
+
+// ParseTarget returns the resolver a target names:
+//
+//	dns:///host:port                A and AAAA records of host ([DNS]); port required
+//	dns://server:53/host:port       the same, asking the DNS server at server:53
+//	dns+srv:///_zap._tcp.eth.svc    SRV records and their targets' addresses ([SRV])
+//	dns+srv://server:53/name        the same, asking that DNS server
+//	static:///a:7700,b:7700         this list ([Static]); also without "static:///"
+//	host:port                       one address, dialed as given
+//
+// An authority (server:53) sends the queries there over UDP, and TCP when
+// an answer is truncated, with Go's own resolver.
+func ParseTarget(target string) (Resolver, error) {
+	scheme, rest, ok := strings.Cut(target, "://")
+	if !ok {
+		if target == "" {
+			return nil, fmt.Errorf("%w: empty", ErrTarget)
+		}
+		return staticList(target)
+	}
+	authority, path, ok := strings.Cut(rest, "/")
+	if !ok {
+		return nil, fmt.Errorf("%w: %q: want scheme://[authority]/name", ErrTarget, target)
+	}
+	var r *net.Resolver
+	if authority != "" {
+		if _, _, err := net.SplitHostPort(authority); err != nil {
+			authority = net.JoinHostPort(authority, "53")
+		}
+		server := authority
+		r = &net.Resolver{
+			PreferGo: true,
+			Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, server)
+			},
+		}
+	}
+	switch scheme {
+	case "dns":
+		host, port, err := net.SplitHostPort(path)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("%w: %q: want dns:///host:port", ErrTarget, target)
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: port %q", ErrTarget, target, port)
+		}
+		return &DNS{Host: host, Port: uint16(p), Resolver: r}, nil
+	case "dns+srv":
+		if path == "" || strings.Contains(path, "/") {
+			return nil, fmt.Errorf("%w: %q: want dns+srv:///name", ErrTarget, target)
+		}
+		return &SRV{Name: path, Resolver: r}, nil
+	case "static":
+		if authority != "" {
+			return nil, fmt.Errorf("%w: %q: static:/// takes no authority", ErrTarget, target)
+		}
+		return staticList(path)
+	}
+	return nil, fmt.Errorf("%w: %q: unknown scheme %q (dns, dns+srv, static)", ErrTarget, target, scheme)
+}
+
+func staticList(list string) (Resolver, error) {
+	var addrs []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: no address in %q", ErrTarget, list)
+	}
+	return Static(addrs...), nil
+}

@@ -1,0 +1,10 @@
+package rpc
+
+// Pending returns how many calls hold a place in the client's table of
+// pending calls: calls being sent or waiting for their answer, and
+// promises ([Client.Send]) not yet waited for or released. Calls
+// abandoned by their ctx are not counted. A load balancer reads it to
+// learn whether a connection can be closed without failing a call. It
+// looks at every slot of the table (calls count themselves on no shared
+// word; see DESIGN.md): poll it, do not call it per call.
+func (c *Client) Pending() int { return c.active() }

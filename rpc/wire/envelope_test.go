@@ -1,0 +1,295 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/codec"
+)
+
+func TestEnvelopeFixtures(t *testing.T) {
+	f := loadFixtures(t)
+	if len(f.Envelopes) == 0 {
+		t.Fatal("no envelopes in rpc.json")
+	}
+	for _, e := range f.Envelopes {
+		t.Run(e.Name, func(t *testing.T) {
+			want := unhex(t, e.Hex)
+			prefix := []byte("prefix!")
+			switch e.Kind {
+			case "request":
+				r := Request{Method: e.In.Method, PromiseID: e.In.PromiseID, Target: e.In.Target,
+					Cap: unhex(t, e.In.Cap), Payload: unhex(t, e.In.Payload)}
+				if got := AppendRequest(nil, &r); !bytes.Equal(got, want) {
+					t.Fatalf("AppendRequest:\n got %x\nwant %x", got, want)
+				}
+				got := AppendRequest(append([]byte(nil), prefix...), &r)
+				if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+					t.Fatalf("AppendRequest after prefix: %x", got)
+				}
+				p, err := ParseRequest(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Method != r.Method || p.PromiseID != r.PromiseID || p.Target != r.Target ||
+					!bytes.Equal(p.Cap, r.Cap) || !bytes.Equal(p.Payload, r.Payload) {
+					t.Fatalf("ParseRequest = %+v, want %+v", p, r)
+				}
+			case "response":
+				r := Response{Status: e.In.Status, PromiseID: e.In.PromiseID, Body: unhex(t, e.In.Body)}
+				if got := AppendResponse(nil, &r); !bytes.Equal(got, want) {
+					t.Fatalf("AppendResponse:\n got %x\nwant %x", got, want)
+				}
+				p, err := ParseResponse(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Status != r.Status || p.PromiseID != r.PromiseID || !bytes.Equal(p.Body, r.Body) {
+					t.Fatalf("ParseResponse = %+v, want %+v", p, r)
+				}
+			default:
+				t.Fatalf("unknown kind %q", e.Kind)
+			}
+		})
+	}
+}
+
+func TestPatchResponseBodyLen(t *testing.T) {
+	for _, n := range []int{0, 1, 8, 100} {
+		body := bytes.Repeat([]byte{0xAB}, n)
+		want := AppendResponse(nil, &Response{Status: 200, PromiseID: 9, Body: body})
+		got := AppendResponseHeader(nil, 200, 9, 12345)
+		got = append(got, body...)
+		patchResponseBodyLen(got, n)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("n=%d:\n got %x\nwant %x", n, got, want)
+		}
+	}
+}
+
+func TestParseHostile(t *testing.T) {
+	good := AppendRequest(nil, &Request{Method: 3, PromiseID: 77, Target: 1, Cap: []byte("cap"), Payload: []byte("payload!")})
+	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	put32 := func(off int, v uint32) func(b []byte) []byte {
+		return func(b []byte) []byte { binary.LittleEndian.PutUint32(b[off:], v); return b }
+	}
+	cases := []struct {
+		name    string
+		in      []byte
+		reason  string
+		promise bool
+	}{
+		{"empty", nil, "shorter", false},
+		{"short header", good[:15], "shorter", false},
+		{"bad magic", mut(func(b []byte) []byte { b[0] = 'X'; return b }), "magic", false},
+		{"version 3", mut(func(b []byte) []byte { b[4] = 3; return b }), "version", false},
+		{"version 0", mut(func(b []byte) []byte { b[4] = 0; return b }), "version", false},
+		{"type 1", mut(func(b []byte) []byte { b[7] = 1; return b }), "type", false},
+		{"size huge", mut(put32(12, 0xFFFFFFFF)), "size", false},
+		{"size < 16", mut(put32(12, 15)), "size", false},
+		{"truncated buffer", good[:len(good)-1], "size", false},
+		{"root 0", mut(put32(8, 0)), "root", false},
+		{"root in header", mut(put32(8, 8)), "root", false},
+		{"root past end", mut(put32(8, uint32(len(good)))), "root", false},
+		{"root near end", mut(put32(8, uint32(len(good)-4))), "promise_id", false},
+		{"fixed truncated", mut(func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[12:], 16+10)
+			return b[:16+10]
+		}), "fixed section", true},
+		{"cap out", mut(put32(16+12, 0xFFFFFFF0)), "cap", true},
+		{"cap len out", mut(put32(16+16, 0xFFFFFFFF)), "cap", true},
+		{"payload out", mut(put32(16+24, 1000)), "payload", true},
+		{"payload wraps", mut(func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[16+20:], 8)
+			binary.LittleEndian.PutUint32(b[16+24:], 0xFFFFFFF8)
+			return b
+		}), "payload", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseRequest(c.in)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("%v is not ErrMalformed", err)
+			}
+			var ee *EnvelopeError
+			if !errors.As(err, &ee) || !bytes.Contains([]byte(ee.Reason), []byte(c.reason)) {
+				t.Fatalf("error %q, want reason containing %q", err, c.reason)
+			}
+			if ee.HasPromise != c.promise || (c.promise && ee.PromiseID != 77) {
+				t.Fatalf("HasPromise=%v PromiseID=%d, want %v", ee.HasPromise, ee.PromiseID, c.promise)
+			}
+			if _, err := ParseResponse(c.in); err == nil && c.reason != "cap" && c.reason != "payload" {
+				t.Fatalf("ParseResponse accepted %s", c.name)
+			}
+		})
+	}
+	// Bytes past size are ignored; version 1 is accepted.
+	b := append(append([]byte(nil), good...), 1, 2, 3)
+	b[4] = 1
+	r, err := ParseRequest(b)
+	if err != nil || r.Method != 3 || string(r.Payload) != "payload!" || string(r.Cap) != "cap" {
+		t.Fatalf("trailing bytes/version 1: %+v %v", r, err)
+	}
+	// {0, n} is an empty value (null), not an error.
+	b = mut(put32(16+12, 0))
+	if r, err = ParseRequest(b); err != nil || r.Cap != nil {
+		t.Fatalf("null cap: %+v %v", r, err)
+	}
+}
+
+func TestEnvelopeRoundTripRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	rnd := func(max int) []byte {
+		b := make([]byte, rng.IntN(max+1))
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	for i := 0; i < 2000; i++ {
+		req := Request{Method: rng.Uint32(), PromiseID: rng.Uint32(), Target: rng.Uint32(), Cap: rnd(40), Payload: rnd(300)}
+		b := AppendRequest(rnd(13), &req)
+		pre := len(b) - (RequestOverhead + len(req.Cap) + len(req.Payload))
+		got, err := ParseRequest(b[pre:])
+		if err != nil || got.Method != req.Method || got.PromiseID != req.PromiseID || got.Target != req.Target ||
+			!bytes.Equal(got.Cap, req.Cap) || !bytes.Equal(got.Payload, req.Payload) {
+			t.Fatalf("request %d: %+v %v", i, got, err)
+		}
+		resp := Response{Status: rng.Uint32(), PromiseID: rng.Uint32(), Body: rnd(300)}
+		b = AppendResponse(nil, &resp)
+		gr, err := ParseResponse(b)
+		if err != nil || gr.Status != resp.Status || gr.PromiseID != resp.PromiseID || !bytes.Equal(gr.Body, resp.Body) {
+			t.Fatalf("response %d: %+v %v", i, gr, err)
+		}
+	}
+}
+
+func FuzzEnvelope(f *testing.F) {
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Cap: []byte("c"), Payload: []byte("pp")}))
+	f.Add(AppendResponse(nil, &Response{Status: 200, PromiseID: 1, Body: []byte("body")}))
+	f.Add(AppendRequest(nil, &Request{}))
+	f.Add([]byte("ZAP\x00\x02\x00\x00\xc8"))
+	// Requests with the zapcodec extensions (timeout, metadata).
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 1500}))
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 9, Cap: []byte("c"), Payload: []byte("pp")}))
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}}))
+	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 1, Cap: []byte("c"), Payload: []byte("pp"),
+		Metadata: []byte{2, 0, 0, 0, 't', 'p', 0, 0, 0, 0}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		orig := append([]byte(nil), b...)
+		if r, err := ParseRequest(b); err == nil {
+			// A parsed request re-encodes to a message that parses to the same values.
+			again, err := ParseRequest(AppendRequest(nil, &r))
+			if err != nil || again.Method != r.Method || again.PromiseID != r.PromiseID || again.Target != r.Target ||
+				!bytes.Equal(again.Cap, r.Cap) || !bytes.Equal(again.Payload, r.Payload) ||
+				again.Timeout != r.Timeout || !bytes.Equal(again.Metadata, r.Metadata) {
+				t.Fatalf("re-encode mismatch: %+v vs %+v (%v)", again, r, err)
+			}
+		}
+		if r, err := ParseResponse(b); err == nil {
+			again, err := ParseResponse(AppendResponse(nil, &r))
+			if err != nil || again.Status != r.Status || again.PromiseID != r.PromiseID || !bytes.Equal(again.Body, r.Body) {
+				t.Fatalf("re-encode mismatch: %+v vs %+v (%v)", again, r, err)
+			}
+		}
+		if !bytes.Equal(orig, b) {
+			t.Fatal("parser modified its input")
+		}
+	})
+}
+
+// The not-run flag is an extension field past the canonical fixed section:
+// it round-trips, a canonical answer never reads as flagged (even when its
+// body starts with a word whose low bit is set), and a canonical reader of
+// a flagged answer still finds status, promise and body where it looks.
+func TestResponseNotRunFlag(t *testing.T) {
+	body := []byte{1, 0, 0, 0, 'x'}
+	for _, tc := range []struct {
+		name string
+		in   Response
+	}{
+		{"flagged with body", Response{Status: 503, PromiseID: 9, Body: body, NotRun: true}},
+		{"flagged empty", Response{Status: 503, PromiseID: 10, NotRun: true}},
+		{"canonical with body", Response{Status: 200, PromiseID: 11, Body: body}},
+		{"canonical empty", Response{Status: 500, PromiseID: 12}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := AppendResponse(nil, &tc.in)
+			want := ResponseOverhead + len(tc.in.Body)
+			if tc.in.NotRun {
+				want += respExtFixedSize - ResponseFixedSize
+			}
+			if len(b) != want {
+				t.Fatalf("len %d, want %d", len(b), want)
+			}
+			got, err := ParseResponse(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tc.in.Status || got.PromiseID != tc.in.PromiseID ||
+				!bytes.Equal(got.Body, tc.in.Body) || got.NotRun != tc.in.NotRun {
+				t.Fatalf("parsed %+v, want %+v", got, tc.in)
+			}
+			// What a canonical reader sees: the fields at their offsets.
+			m, err := codec.Parse(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := m.Root()
+			if r.Uint32(respStatus) != tc.in.Status || r.Uint32(respPromise) != tc.in.PromiseID ||
+				!bytes.Equal(r.Bytes(respBody), tc.in.Body) {
+				t.Fatalf("canonical view: status %d promise %d body %x", r.Uint32(respStatus), r.Uint32(respPromise), r.Bytes(respBody))
+			}
+		})
+	}
+}
+
+// Extension fields are found only before the first tail: a canonical
+// request whose payload starts with bytes that would read as a timeout
+// and a metadata slot has neither, whatever the tails' order.
+func TestRequestExtensionDetection(t *testing.T) {
+	tricky := bytes.Repeat([]byte{0xFF}, 32)
+	for _, r := range []Request{
+		{Method: 1, PromiseID: 2, Payload: tricky},
+		{Method: 1, PromiseID: 2, Cap: tricky},
+		{Method: 1, PromiseID: 2, Cap: tricky, Payload: tricky},
+		{Method: 1, PromiseID: 2, Timeout: 5, Payload: tricky},
+		{Method: 1, PromiseID: 2, Timeout: 5},
+		{Method: 1, PromiseID: 2, Metadata: []byte{1, 0, 0, 0, 'a', 1, 0, 0, 0, 'b'}},
+		{Method: 1, PromiseID: 2, Timeout: 7, Cap: []byte("c"), Metadata: []byte{1, 0, 0, 0, 'a', 1, 0, 0, 0, 'b'}, Payload: tricky},
+	} {
+		b := AppendRequest(nil, &r)
+		want := RequestOverhead + len(r.Cap) + len(r.Payload) + len(r.Metadata)
+		switch {
+		case r.Metadata != nil:
+			want += reqExtFixedSize - RequestFixedSize
+		case r.Timeout != 0:
+			want += reqExtDeadlineSize - RequestFixedSize
+		}
+		if len(b) != want {
+			t.Fatalf("%+v: %d bytes, want %d", r, len(b), want)
+		}
+		got, err := ParseRequest(b)
+		if err != nil || !sameCanonical(got, r) || got.Timeout != r.Timeout || !bytes.Equal(got.Metadata, r.Metadata) {
+			t.Fatalf("%+v: parsed %+v %v", r, got, err)
+		}
+	}
+	// A metadata slot pointing outside the message is malformed.
+	b := AppendRequest(nil, &Request{Method: 1, PromiseID: 9, Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}})
+	binary.LittleEndian.PutUint32(b[headerSize+reqMetadata+4:], 1000)
+	if _, err := ParseRequest(b); err == nil || !strings.Contains(err.Error(), "metadata") {
+		t.Fatalf("metadata out of bounds: %v", err)
+	}
+}
+
+func sameCanonical(a, b Request) bool {
+	return a.Method == b.Method && a.PromiseID == b.PromiseID && a.Target == b.Target &&
+		bytes.Equal(a.Cap, b.Cap) && bytes.Equal(a.Payload, b.Payload)
+}
