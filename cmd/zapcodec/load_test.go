@@ -147,6 +147,9 @@ func TestLoadPayloadForms(t *testing.T) {
 		{"-method", "1", "-payload-file", bin},
 		{"-schema", sch, "-type", "GetBalanceRequest", "-method", "getBalance", "-payload-json", "@" + js},
 		{"-schema", sch, "-type", "getBalance", "-payload-json", loadRequestJSON, "-rate", "2000"},
+		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-c", "3"},        // auto: direct
+		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-client", "rpc"}, // forced rpc
+		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-client", "direct", "-rate", "3000"},
 	} {
 		code, out, errOut := loadRun(t, append([]string{"-addr", addr, "-n", "300", "-json"}, args...)...)
 		if code != 0 {
@@ -199,6 +202,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-schema", filepath.Join(dir, "none.zap"), "-method", "1"}, 2, "-schema"},
 		{[]string{"-method", "1", "-network", "udp"}, 2, `-network "udp"`},
 		{[]string{"-method", "1", "extra"}, 2, "unexpected argument"},
+		{[]string{"-method", "1", "-client", "fast"}, 2, `-client "fast"`},
+		{[]string{"-method", "1", "-client", "direct", "-concurrency", "2"}, 2, "-client direct needs -concurrency 1"},
 		{[]string{"-method", "1", "-network", "unix", "-addr", filepath.Join(dir, "no.sock"), "-n", "1"}, 1, "connection 0"},
 	} {
 		code, _, errOut := loadRun(t, tc.args...)
