@@ -89,6 +89,7 @@ func dumpCases() []dumpCase {
 		{"err_forced_hex", "text.txt", []string{"-hex"}},
 		{"err_text_as_frames", "text.txt", nil},
 		{"err_truncated_frame", "truncated_frame.hex", nil},
+		{"err_bad_envelopes", "bad_envelopes.hex", nil}, // a plain message as a request, a response without its fixed section
 		{"err_message_as_frames", "msg_crosswire_v1.hex", []string{"-frames"}},
 		{"err_wrong_type", "gen_request.hex", []string{"-schema", "kitchen.zap", "-type", "Everything"}},
 		{"err_interface_bare", "gen_request.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},

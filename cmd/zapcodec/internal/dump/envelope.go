@@ -17,7 +17,8 @@ func (d *dumper) request(indent string, env []byte, base int, name string) {
 	r, err := wire.ParseRequest(env)
 	if err != nil {
 		d.printf("%s, %d bytes\n", name, len(env))
-		d.fail(indent, base, "%s envelope: %s", name, envReason(err))
+		off, reason := envProblem(err)
+		d.fail(indent, base+off, "%s envelope: %s", name, reason)
 		return
 	}
 	m := d.methodByOrdinal(r.Method)
@@ -81,7 +82,8 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	r, err := wire.ParseResponse(env)
 	if err != nil {
 		d.printf("response, %d bytes\n", len(env))
-		d.fail(indent, base, "response envelope: %s", envReason(err))
+		off, reason := envProblem(err)
+		d.fail(indent, base+off, "response envelope: %s", reason)
 		return
 	}
 	m := d.promises[r.PromiseID]
@@ -130,12 +132,14 @@ func tailOffset(env []byte, field int) int {
 	return slot + int(binary.LittleEndian.Uint32(env[slot:]))
 }
 
-func envReason(err error) string {
+// envProblem says where (from the envelope's start: wire.EnvelopeError's
+// offset) and why wire refused an envelope.
+func envProblem(err error) (off int, reason string) {
 	var ee *wire.EnvelopeError
 	if errors.As(err, &ee) {
-		return "expected a ZAP-RPC envelope: " + ee.Reason
+		return ee.Offset, "expected a ZAP-RPC envelope: " + ee.Reason
 	}
-	return err.Error()
+	return 0, err.Error()
 }
 
 func statusText(s uint32) string {
