@@ -1,11 +1,11 @@
 package dump
 
 import (
-	"encoding/binary"
 	"errors"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -123,13 +123,13 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	d.show(indent, r.Body, bodyAt, st)
 }
 
-// tailOffset returns the position, inside a parsed envelope, of the bytes
-// value whose slot is at fixed-section offset field (payload 20, body 12).
-// The envelope has been checked by wire.ParseRequest/ParseResponse.
+// tailOffset returns the position, inside an envelope that wire parsed,
+// of the bytes value whose slot is at fixed-section offset field (payload
+// 20, body 12): the slot's position plus the relative offset it holds.
 func tailOffset(env []byte, field int) int {
-	root := int(binary.LittleEndian.Uint32(env[8:]))
-	slot := root + field
-	return slot + int(binary.LittleEndian.Uint32(env[slot:]))
+	m, _ := codec.Parse(env) // checked by wire.ParseRequest/ParseResponse
+	root := m.Root()
+	return root.Pos() + field + int(root.Uint32(field))
 }
 
 // envProblem says where (from the envelope's start: wire.EnvelopeError's
