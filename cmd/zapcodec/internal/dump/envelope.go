@@ -68,11 +68,7 @@ func (d *dumper) methodByOrdinal(ord uint32) *schema.Method {
 		return nil
 	}
 	if t.Interface != nil {
-		for _, m := range t.Interface.Methods {
-			if m.Ordinal == ord {
-				return m
-			}
-		}
+		return t.Interface.MethodByOrdinal(ord)
 	}
 	return nil
 }
