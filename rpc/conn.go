@@ -27,6 +27,8 @@ type serverConn struct {
 
 	out outbox // answers and go-away; the last writer in line flushes
 
+	streams streamSet // stream.go
+
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
 
@@ -69,6 +71,10 @@ type serverConn struct {
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous tick
+	wdIdle int    // watchdog only, under s.wdMu: ticks in a row without an inline call
+	// wdListed: c is on the watchdog's list (set under s.wdMu; see
+	// Server.watch).
+	wdListed atomic.Bool
 
 	// Read deadlines (see readtimeout.go), role holder only.
 	armed      int64 // the read deadline set on nc (unix ns), 0 none
@@ -150,6 +156,8 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.rjob = job{c: c, reader: true}
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
+	c.streams.sc = c
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
@@ -172,6 +180,7 @@ func (c *serverConn) close(reason error) {
 		if c.promises != nil {
 			c.promises.close()
 		}
+		c.streams.closeAll(ErrClosed)
 		c.s.removeConn(c)
 	})
 }
@@ -250,7 +259,22 @@ func (c *serverConn) readLoop() bool {
 			c.spill = false
 			c.armWait()
 		}
-		kind, p, err := c.r.Next()
+		var kind byte
+		var p []byte
+		var err error
+		if c.r.Buffered() == 0 && c.s.opts.readTimeout > 0 {
+			// Between frames: wait for a frame to begin under the wait's
+			// deadline (the idle one on a quiet connection), so that an
+			// idle connection is not woken every read timeout; a frame
+			// that begins but is not all there gets the frame deadline
+			// (armWait, at the top of the loop) for the rest.
+			if err = c.r.Wait(); err == nil && !c.r.Ready() {
+				continue
+			}
+		}
+		if err == nil {
+			kind, p, err = c.r.Next()
+		}
 		if err != nil {
 			// A broken stream may fail Next at once: answers owed so far
 			// still go out (a write error is the read error's business).
@@ -266,6 +290,7 @@ func (c *serverConn) readLoop() bool {
 				// The peer half-closed (or closed) between frames: answer
 				// the calls still running, then close.
 				c.eof.Store(true)
+				c.streams.readEnded(errPeerClosed)
 				if c.inflight.Load() == 0 {
 					c.close(nil)
 				}
@@ -301,7 +326,7 @@ func (c *serverConn) readLoop() bool {
 			}
 		case wire.KindPing:
 			// A zapcodec client with calls outstanding checks that we
-			// are alive (WIRE.md §8 extension): echo the payload.
+			// are alive (docs/wire.md §8 extension): echo the payload.
 			if len(p) > maxPingPayload {
 				c.close(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
 				return true
@@ -309,9 +334,14 @@ func (c *serverConn) readLoop() bool {
 			if !c.pong(p) {
 				return true
 			}
+		case wire.KindStreamOpen, wire.KindStreamMsg, wire.KindStreamEnd, wire.KindStreamWindow:
+			if !c.streamFrame(kind, p) {
+				c.flushOwed()
+				return true
+			}
 		default:
-			// Answers, stream frames and unknown kinds are ignored
-			// (WIRE.md §6: a reader ignores a kind it does not know).
+			// Answers and unknown kinds are ignored (docs/wire.md §7: a
+			// reader ignores a kind it does not know).
 		}
 	}
 }

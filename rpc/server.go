@@ -48,6 +48,9 @@ type Server struct {
 	mounts   []mount                   // under hmu (mount.go)
 	health   Health                    // health.go
 
+	// streamHandlers: by method ordinal; copied on write (stream_server.go)
+	streamHandlers atomic.Pointer[map[uint32]StreamHandler]
+
 	// work hands a job (a pipelined call, or a read loop taken from a slow
 	// handler) to an idle worker goroutine; when none is idle, a new worker
 	// is started and stays (see dispatch). A nil job tells an
@@ -61,6 +64,12 @@ type Server struct {
 	// for a while; a read loop starting an inline call wakes it.
 	wdParked atomic.Bool
 	wdWake   chan struct{} // capacity 1
+	wdMu     sync.Mutex
+	wdList   []*serverConn // under wdMu: connections that ran calls inline lately
+	wdLooks  int64         // under wdMu: connections the watchdog looked at (tests)
+	wdScans  int64         // under wdMu: its ticks (tests)
+
+	readWakes atomic.Int64 // read deadlines that fired (tests)
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

@@ -57,12 +57,18 @@ func dumpCases() []dumpCase {
 		{"genl_mix_schema", "genl_mix.hex", []string{"-schema", "lists.zap", "-type", "Lists"}},
 		{"genl_shape_origin_object_bytes_schema", "genl_shape_origin_object_bytes.hex", []string{"-schema", "service_ws.zap", "-type", "Shape"}},
 		{"genl_shape_zero_schema", "genl_shape_zero.hex", []string{"-schema", "service_ws.zap", "-type", "Geometry.area"}},
+		// A struct of size 0 written last: root offset == size, as the
+		// canonical runtime writes it (messages-more.json).
+		{"msgmore_zero_size_root", "msgmore_zero_size_root.hex", nil},
+		{"msgmore_zero_size_root_schema", "msgmore_zero_size_root.hex", []string{"-schema", "empty.zap", "-type", "Empty"}},
 		{"gen_request_bin", "gen_request.bin", nil},
 		{"gen_request_bin_schema", "gen_request.bin", []string{"-raw", "-schema", "eth.zap", "-type", "GetBalanceRequest"}},
 		// Frame streams.
 		{"rpc_frames", "rpc_frames.hex", nil},
 		{"rpc_frames_schema", "rpc_frames.hex", []string{"-schema", "num.zap", "-type", "T"}},
 		{"err_rpc_frames_eth", "rpc_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}}, // fixture payloads are not eth records
+		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
+		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
 		{"eth_frames", "eth_frames.hex", nil},
 		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
 		{"eth_frames_bin_method", "eth_frames.bin", []string{"-frames", "-schema", "eth.zap", "-type", "Eth.getBalance"}},
@@ -148,6 +154,7 @@ func dumpGolden(t *testing.T, name, got string) {
 
 // TestDumpGolden runs every case on the copies in testdata/dump.
 func TestDumpGolden(t *testing.T) {
+	t.Parallel()
 	for _, c := range dumpCases() {
 		t.Run(c.name, func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join(dumpDir, c.input))
@@ -194,6 +201,31 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 	read("messages.json", &msgs)
 	for _, c := range msgs.Cases {
 		in["msg_"+c.Name+".hex"] = unhex(c.Hex)
+	}
+	var more struct{ Cases []struct{ Name, Hex string } }
+	read("messages-more.json", &more)
+	for _, c := range more.Cases {
+		name := "msgmore_" + c.Name + ".hex"
+		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the cases kept in testdata/dump
+			in[name] = unhex(c.Hex)
+		}
+	}
+	var streams struct {
+		Scenarios []struct {
+			Name   string
+			Frames []struct{ Hex string }
+		}
+	}
+	read("streams.json", &streams)
+	for _, sc := range streams.Scenarios {
+		name := "streams_" + sc.Name + ".hex"
+		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the scenarios kept in testdata/dump
+			var b []byte
+			for _, f := range sc.Frames {
+				b = append(b, unhex(f.Hex)...)
+			}
+			in[name] = b
+		}
 	}
 	var gen struct{ Cases []struct{ Name, Hex string } }
 	read("generated.json", &gen)
@@ -251,6 +283,7 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 // fixtures' bytes, and runs every golden case on the bytes taken from the
 // canonical fixtures themselves.
 func TestDumpShared(t *testing.T) {
+	t.Parallel()
 	dir := fixture.Dir(t)
 	shared := dumpSharedInputs(t, dir)
 	for name, want := range shared {
@@ -299,6 +332,7 @@ func TestDumpShared(t *testing.T) {
 
 // TestDumpDispatch runs dump through the zapcodec command dispatcher.
 func TestDumpDispatch(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"dump", "-schema", dumpSchema(t, "eth.zap"), "-type", "GetBalanceRequest",
 		filepath.Join(dumpDir, "gen_request.hex")}, &stdout, &stderr)
@@ -313,6 +347,7 @@ func TestDumpDispatch(t *testing.T) {
 
 // TestDumpUsage checks the command-line errors: exit 2 and a message.
 func TestDumpUsage(t *testing.T) {
+	t.Parallel()
 	eth := dumpSchema(t, "eth.zap")
 	tests := []struct {
 		args []string
@@ -344,6 +379,7 @@ func TestDumpUsage(t *testing.T) {
 // TestDumpAmbiguousMethod checks that a bare method name found in two
 // interfaces is refused with both candidates named.
 func TestDumpAmbiguousMethod(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "two.zap")
 	src := "struct A\n    X u32\ninterface I {\n    get(req: A) returns (resp: A)\n}\ninterface J {\n    get(req: A)\n}\n"
@@ -374,6 +410,7 @@ func TestDumpAmbiguousMethod(t *testing.T) {
 // TestDumpStdinAndFile checks that a file argument and stdin give the same
 // listing, and "-" means stdin.
 func TestDumpStdinAndFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(dumpDir, "eth_frames.hex")
 	in, err := os.ReadFile(path)
 	if err != nil {

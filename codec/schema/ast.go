@@ -137,7 +137,7 @@ const (
 var kindNames = [...]string{"invalid", "bool", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64",
 	"f32", "f64", "text", "bytes", "bytes_fixed", "list", "struct"}
 
-// kindWidths holds the slot widths of WIRE.md §2 (bytes_fixed: per type).
+// kindWidths holds the slot widths of docs/wire.md §2 (bytes_fixed: per type).
 var kindWidths = [...]int{0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 8, 0, 8, 4}
 
 // String returns the schema spelling: "u32", "bytes_fixed", "list", "struct".
@@ -148,7 +148,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// Width returns the slot width of k in a struct's fixed section (WIRE.md
+// Width returns the slot width of k in a struct's fixed section (docs/wire.md
 // §2): 1 for bool u8 i8, 2 for u16 i16, 4 for u32 i32 f32 and nested
 // structs, 8 for u64 i64 f64 text bytes and lists. It is 0 for
 // KindBytesFixed (see [Type.Width]) and KindInvalid.

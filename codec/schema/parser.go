@@ -383,7 +383,7 @@ func (p *parser) typ() (*Type, error) {
 
 // iface parses an interface in either form after "interface": "interface
 // Name { methods }", or "interface Name" followed by its methods indented
-// one per line, no braces (WIRE.md §7).
+// one per line, no braces (docs/wire.md §10).
 func (p *parser) iface() error {
 	name, err := p.declare("interface")
 	if err != nil {

@@ -1,7 +1,7 @@
 package wire
 
-// Frame kinds (WIRE.md §6), plus the go-away, ping and pong kinds of
-// package rpc (zapcodec extensions, WIRE.md §8).
+// Frame kinds (docs/wire.md §7), plus the go-away, ping and pong kinds of
+// package rpc (zapcodec extensions, docs/wire.md §8).
 const (
 	KindRequest  = 1
 	KindResponse = 2
@@ -12,7 +12,7 @@ const (
 	// connection as soon as its calls are answered.
 	KindGoAway = 6
 	// KindPing asks the peer for a KindPong carrying the same payload (at
-	// most 8 bytes; zapcodec extension, WIRE.md §8: canonical peers ignore
+	// most 8 bytes; zapcodec extension, docs/wire.md §8: canonical peers ignore
 	// it). A client with calls outstanding that has heard nothing for half
 	// its answer timeout sends one, so that a server that answers pings is
 	// not taken for hung while its handlers are merely slow; a client
@@ -21,4 +21,27 @@ const (
 	// KindPong answers a KindPing; servers and clients of package
 	// rpc both answer pings.
 	KindPong = 8
+)
+
+// Stream frame kinds (WIRE.md §6) and the flow-control kind of package
+// rpc (WIRE.md §8 extension).
+const (
+	// KindStreamOpen opens a stream: its body is a request envelope whose
+	// promise_id is the stream id, method the method ordinal and payload
+	// the initial message.
+	KindStreamOpen = 3
+	// KindStreamMsg carries one stream message: [u32 LE stream id][message].
+	KindStreamMsg = 4
+	// KindStreamEnd half-closes the sender's direction of a stream:
+	// [u32 LE stream id], optionally followed (zapcodec extension) by
+	// [u32 LE status][message text] for an error end. A canonical receiver
+	// ignores the bytes after the id and reads a clean end.
+	KindStreamEnd = 5
+	// KindStreamWindow is package rpc's flow-control frame (a canonical
+	// peer ignores it): [u32 LE stream id][u32 LE bytes]. For a stream id
+	// other than 0 it grants the peer that many more bytes of messages on
+	// the stream (each message counts its length plus 4); for id 0 it is
+	// the hello: the sender does flow control and gives every stream it
+	// receives on a window of that many bytes.
+	KindStreamWindow = 9
 )

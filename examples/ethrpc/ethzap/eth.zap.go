@@ -300,7 +300,8 @@ func RegisterEthServer(s *rpc.Server, impl EthServer, opts ...rpc.MountOption) {
 var zapEthGetBalancePool rpc.ResultPool[GetBalanceResponse]
 
 // EthClient calls the methods of interface Eth through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type EthClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -332,7 +333,7 @@ func (c *EthClient) GetBalance(ctx context.Context, req *GetBalanceRequest, resp
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a GetBalanceResponse, take the answer with p.Wait (then GetBalanceResponse.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *EthClient) SendGetBalance(ctx context.Context, req *GetBalanceRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

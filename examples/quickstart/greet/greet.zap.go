@@ -244,7 +244,8 @@ func RegisterGreeterServer(s *rpc.Server, impl GreeterServer, opts ...rpc.MountO
 var zapGreeterHelloPool rpc.ResultPool[HelloReply]
 
 // GreeterClient calls the methods of interface Greeter through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type GreeterClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -276,7 +277,7 @@ func (c *GreeterClient) Hello(ctx context.Context, req *HelloRequest, resp *Hell
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a HelloReply, take the answer with p.Wait (then HelloReply.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *GreeterClient) SendHello(ctx context.Context, req *HelloRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

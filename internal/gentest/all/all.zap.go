@@ -3189,7 +3189,8 @@ var zapServiceStatsPool rpc.ResultPool[Scalars]
 var zapServiceBumpPool rpc.ResultPool[Scalars]
 
 // ServiceClient calls the methods of interface Service through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type ServiceClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -3289,7 +3290,7 @@ func (c *ServiceClient) Bump(ctx context.Context, req *Scalars, resp *Scalars) e
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Kitchen, take the answer with p.Wait (then Kitchen.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -3306,7 +3307,7 @@ func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, er
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -3323,7 +3324,7 @@ func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *ServiceClient) SendBump(ctx context.Context, req *Scalars) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -3374,7 +3375,8 @@ func RegisterNothingServer(s *rpc.Server, impl NothingServer, opts ...rpc.MountO
 }
 
 // NothingClient calls the methods of interface Nothing through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 //
 // An interface without methods, whitespace form.
 type NothingClient struct {

@@ -42,7 +42,7 @@ func Fixtures(t *testing.T, schema string, types map[string]Type) {
 			continue
 		}
 		if c.Name == "shape_origin_whole_message" {
-			// A canonical defect, not a target (WIRE.md §3): the canonical
+			// A canonical defect, not a target (docs/wire.md §4): the canonical
 			// constructor was given the whole Point message as the nested
 			// Origin and embedded its header, so its Origin reads "ZAP\0"
 			// as X. zapcodec writes a nested struct as an object, the way

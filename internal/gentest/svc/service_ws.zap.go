@@ -446,7 +446,8 @@ func RegisterGeometryServer(s *rpc.Server, impl GeometryServer, opts ...rpc.Moun
 var zapGeometryAreaPool rpc.ResultPool[Point]
 
 // GeometryClient calls the methods of interface Geometry through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type GeometryClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -502,7 +503,7 @@ func (c *GeometryClient) Ping(ctx context.Context) error {
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Point, take the answer with p.Wait (then Point.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *GeometryClient) SendArea(ctx context.Context, req *Shape) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -66,7 +66,7 @@
 // or lists, codec.AppendObject and its siblings otherwise (the tests of
 // internal/gentest check the bytes against the Builder's).
 //
-// Every list<T> is a variable-element list (WIRE.md §3), as the canonical
+// Every list<T> is a variable-element list (docs/wire.md §4), as the canonical
 // schema compiler writes it: 8-aligned, each element [u32 size][element
 // bytes]. The element bytes of a scalar are its little-endian value at its
 // declared width (floats as IEEE-754 bits, bool one byte 00/01); of text and

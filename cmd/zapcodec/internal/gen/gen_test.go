@@ -97,6 +97,7 @@ func firstDiff(got, want []byte) string {
 var generatedRE = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, tt := range targets {
 		t.Run(tt.name, func(t *testing.T) {
 			f := generate(t, tt.schema, tt.pkg)
@@ -111,6 +112,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestMultipleFiles(t *testing.T) {
+	t.Parallel()
 	f, err := schema.ParseFiles(
 		schema.Source{Name: "dir/a.zap", Src: []byte("package p\nstruct A\n    B B\n")},
 		schema.Source{Name: "b.zap", Src: []byte("struct B { X u8 }\ninterface S { get(req: A) returns (resp: B) }\n")},
@@ -143,6 +145,7 @@ func TestMultipleFiles(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, src, pkg, want string
 	}{
@@ -176,6 +179,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestGoName(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"getBalance": "GetBalance", "ID": "ID", "_x": "X_x", "x": "X", "": ""} {
 		if got := GoName(in); got != want {
 			t.Errorf("GoName(%q) = %q, want %q", in, got, want)
@@ -186,6 +190,7 @@ func TestGoName(t *testing.T) {
 // TestEmptyInterface: an interface without methods (either form) generates
 // Go that type-checks; it used to import "context" without using it.
 func TestEmptyInterface(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{"package p\ninterface S {}\n", "package p\ninterface S\n"} {
 		f, err := schema.Parse("t.zap", []byte(src))
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // Every list<T> is written as the canonical schema compiler writes it
-// (WIRE.md §3): a variable-element list, 8-aligned, each element
+// (docs/wire.md §4): a variable-element list, 8-aligned, each element
 // [u32 size][element bytes], for every T:
 //
 //	bool, integers, floats  1, 2, 4 or 8 bytes, little-endian (floats as bits)

@@ -1,0 +1,618 @@
+package rpc
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// Streams (issue 13; WIRE.md §6 and §8). A stream is opened by a client
+// (kind 3, a request envelope whose promise_id is the stream id), carries
+// messages both ways (kind 4) and ends with one end frame per direction
+// (kind 5). See README.md "Streams" for the wire, flow control and limits.
+//
+// Flow control (zapcodec extension, kind 9): every stream has, in each
+// direction, a window of bytes (a message counts its length plus 4) that
+// the sender may have outstanding, that is sent and not yet granted back
+// by the receiver; the receiver grants bytes back as its application
+// consumes messages (one grant per half window). A sender may send while
+// less than the window is outstanding, so a receiver buffers at most its
+// window plus one message. Each side learns that its peer does flow
+// control from the peer's hello (a kind 9 frame for stream id 0 carrying
+// the peer's window): the client sends it just before its first open on a
+// connection, a zapcodec server answers it at once. Towards a peer that
+// sent no hello (a canonical peer) a sender sends without limit, as the
+// canonical runtime does, and a receiver whose buffer is full stops
+// reading the connection until the application drains it (the canonical
+// behaviour: the only choice that neither loses messages nor grows memory
+// past the window). Between two zapcodec peers that can only happen while
+// a client sends on its first streams before the server's hello arrived.
+
+// StreamHandler serves one streaming method. init is the initial message
+// of the open frame (empty when the client sent none); it is the handler's
+// own copy. ctx is done when the peer cancels the stream (an error end),
+// the connection closes, Shutdown's grace ends, or the deadline of the
+// client's ctx passes (carried in the open like a call's, see
+// [Client.Call]); [CapFrom] and [MetadataFrom] read the open's cap and
+// metadata ([WithCap], [WithMetadata] on the client's ctx). The stream's Send and
+// Recv may be used until the handler returns, and not after.
+//
+// Returning nil ends the server's direction of the stream cleanly;
+// returning an error ends it with that error (a *StatusError keeps its
+// code and message, any other error is status 500 with its text, or
+// "internal error" under [WithHideErrors], and is logged), which the
+// peer's [Stream.Recv] returns as a *[StatusError] (a canonical peer reads
+// a clean end). A panic ends the stream with status 500 and is logged; the
+// connection and the process go on. Messages the peer sends after the
+// handler returned are dropped.
+type StreamHandler func(ctx context.Context, init []byte, s *Stream) error
+
+// Defaults of the stream options.
+const (
+	// DefaultStreamWindow is the flow-control window of a stream, per
+	// direction, in bytes (each message counts its length plus 4): what a
+	// receiver buffers at most, plus one message. 64 KiB, like HTTP/2's
+	// initial window.
+	DefaultStreamWindow = 64 << 10
+	// DefaultMaxStreams is the number of streams open at once on one
+	// connection: a server ends an open beyond it with status 503, a
+	// client's OpenStream fails with [ErrTooManyStreams]. With the default
+	// window a connection's stream buffers hold at most 8 MiB plus one
+	// message per stream.
+	DefaultMaxStreams = 128
+	// StatusCanceled is the status of the error end a client sends when the
+	// ctx of [Client.OpenStream] ends before the stream does (not
+	// canonical; the server handler's ctx is canceled).
+	StatusCanceled = 499
+)
+
+// Stream errors, matched with errors.Is.
+var (
+	// ErrStreamClosed: Send or CloseSend after this side ended its
+	// direction (CloseSend, or a handler's stream after it returned).
+	ErrStreamClosed = errors.New("rpc: stream closed for sending")
+	// ErrTooManyStreams: the client already has the maximum number of
+	// streams open on the connection ([WithMaxStreams]).
+	ErrTooManyStreams = errors.New("rpc: too many open streams")
+)
+
+// Texts of the error ends a server sends on its own.
+const (
+	streamNoHandler  = "no such stream method"
+	streamTooMany    = "too many open streams"
+	streamGoingAway  = "going away"
+	streamShutdown   = "server shutting down"
+	streamPanicText  = "stream handler panic"
+	streamCancelText = "canceled"
+)
+
+// Stream is one stream, on either side. One goroutine may Send (and
+// CloseSend) while another Recvs; Send is not safe for concurrent use with
+// itself, nor Recv with itself.
+type Stream struct {
+	set        *streamSet
+	id, method uint32
+	// ctx bounds Send's waits: the handler's ctx on a server, the ctx
+	// given to OpenStream on a client.
+	ctx    context.Context
+	cancel context.CancelFunc // server: cancels the handler's ctx
+	stop   func() bool        // client: stops the AfterFunc on ctx
+
+	capv, mdv []byte // server: the open's cap and metadata (copies)
+
+	wmu sync.Mutex // orders this stream's frames: messages before the end
+
+	mu   sync.Mutex
+	cond sync.Cond // on mu: a message, an end, room, credit or an abort
+	// Receive side.
+	q       []byte // queued messages, each [u32 len][bytes]; read from qh
+	qh      int
+	qBytes  int64 // accounted bytes queued (len+4 each)
+	unacked int64 // accounted bytes consumed and not yet granted back
+	rdone   bool  // no message will be queued any more
+	rerr    error // what Recv returns once the queue is empty and rdone
+	// Send side.
+	out   int64 // accounted bytes sent and not granted back by the peer
+	sdone bool  // no message may be sent any more
+	serr  error // what Send returns once sdone
+}
+
+// streamSet is a connection's streams, on a Client or a serverConn.
+type streamSet struct {
+	out    *outbox
+	cl     *Client     // set on a client
+	sc     *serverConn // set on a server connection
+	window int64       // our receive window per stream
+	max    int
+
+	// The peer does flow control: it sent its hello, with its window.
+	peerFC     atomic.Bool
+	peerWindow atomic.Int64
+
+	stalls   atomic.Uint64 // times the read loop waited for a full stream's room
+	readGone atomic.Bool   // the peer sent its last frame: no grant will come
+	stalling atomic.Int32  // the read loop waits for a stream's room (see put)
+
+	mu        sync.Mutex
+	m         map[uint32]*Stream
+	next      uint32 // client: the next stream id to try (odd)
+	helloSent bool   // client: our hello is queued; server: answered
+	err       error  // the connection is gone: no new stream
+	graceAt   int64  // server: when Shutdown first found streams open after go-away
+	graceDone bool   // server: Shutdown ended the streams
+}
+
+func (t *streamSet) setup(out *outbox, window, max int) {
+	t.out, t.window, t.max, t.next = out, int64(window), max, 1
+	if t.window <= 0 {
+		t.window = DefaultStreamWindow
+	}
+	if t.max <= 0 {
+		t.max = DefaultMaxStreams
+	}
+}
+
+func newStream(t *streamSet, id, method uint32) *Stream {
+	s := &Stream{set: t, id: id, method: method}
+	s.cond.L = &s.mu
+	return s
+}
+
+// ID returns the stream id (the open frame's promise_id).
+func (s *Stream) ID() uint32 { return s.id }
+
+// Method returns the method ordinal the stream was opened for.
+func (s *Stream) Method() uint32 { return s.method }
+
+// Context returns the ctx that bounds the stream: the handler's ctx on a
+// server, OpenStream's ctx on a client.
+func (s *Stream) Context() context.Context { return s.ctx }
+
+// Send sends msg (a ZAP message, may be empty) on the stream. msg is only
+// read, and only during Send. Send blocks while the peer's flow-control
+// window is used up (a zapcodec peer; towards a canonical peer it never
+// waits for the window) or the connection's write queue is full, and
+// returns ctx's error when the stream's ctx ends first. It returns
+// [ErrStreamClosed] after CloseSend (or, in a handler, on a stream whose
+// handler returned), io.EOF after the peer ended the stream cleanly (on a
+// client: the server's handler returned; Recv tells the rest), the
+// peer's *StatusError after an error end, an error matching [ErrClosed]
+// when the connection is gone, and frame.ErrFrameTooLarge (the stream is
+// unaffected) for a message over the maximum frame size. Once warm, Send
+// allocates nothing.
+func (s *Stream) Send(msg []byte) error {
+	cost := int64(len(msg)) + wire.StreamMsgOverhead
+	t := s.set
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	for {
+		if s.sdone {
+			err := s.serr
+			s.mu.Unlock()
+			return err
+		}
+		if !t.peerFC.Load() || s.out < t.peerWindow.Load() || t.stalling.Load() > 0 {
+			break
+		}
+		if t.readGone.Load() {
+			// No grant can come any more.
+			s.mu.Unlock()
+			return errPeerClosed
+		}
+		s.cond.Wait()
+	}
+	s.out += cost
+	s.mu.Unlock()
+	err := t.writeFrame(s.ctx, wire.KindStreamMsg, s.id, msg, true)
+	if err != nil && (errors.Is(err, frame.ErrFrameTooLarge) || err == s.ctx.Err()) {
+		s.mu.Lock()
+		s.out -= cost // not sent
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// CloseSend ends this side's direction of the stream cleanly (a kind 5
+// frame with the id alone, as the canonical runtime writes it); every
+// message sent before it reaches the peer first. A second CloseSend, or
+// one after the peer ended the stream, does nothing and returns nil. In a
+// handler it is optional: returning ends the stream.
+func (s *Stream) CloseSend() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	if s.sdone {
+		s.mu.Unlock()
+		return nil
+	}
+	s.sdone, s.serr = true, ErrStreamClosed
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	return s.set.writeFrame(noCtx, wire.KindStreamEnd, s.id, nil, false)
+}
+
+// Recv appends the next message to buf and returns the extended slice. At
+// a clean end of the peer's direction it returns io.EOF, after an error
+// end the peer's *[StatusError] (see [StreamHandler]); messages that
+// arrived before an end, or before the connection closed, are all
+// returned first. It blocks until a message or the end arrives; a
+// client's Recv returns ctx's error once OpenStream's ctx ends. Once
+// warm, Recv allocates nothing (buf with room for the message).
+func (s *Stream) Recv(buf []byte) ([]byte, error) {
+	s.mu.Lock()
+	for s.qh == len(s.q) {
+		if s.rdone {
+			err := s.rerr
+			s.q = putQueue(s.q)
+			s.mu.Unlock()
+			return buf, err
+		}
+		s.cond.Wait()
+	}
+	n := int(binary.LittleEndian.Uint32(s.q[s.qh:]))
+	at := s.qh + wire.StreamMsgOverhead
+	buf = append(buf, s.q[at:at+n]...)
+	s.qh = at + n
+	if s.qh == len(s.q) {
+		s.q, s.qh = s.q[:0], 0
+	}
+	cost := int64(n) + wire.StreamMsgOverhead
+	t := s.set
+	full := s.qBytes >= t.window
+	s.qBytes -= cost
+	var grant int64
+	if !s.rdone && t.peerFC.Load() {
+		s.unacked += cost
+		if s.unacked >= t.window/2 {
+			grant, s.unacked = s.unacked, 0
+		}
+	}
+	if full {
+		s.cond.Broadcast() // the read loop may wait for room
+	}
+	s.mu.Unlock()
+	if grant > 0 {
+		t.grant(s.id, grant)
+	}
+	return buf, nil
+}
+
+// put queues a message that arrived (read loop). When the stream's buffer
+// is full (a peer that ignores our window) it returns true without
+// queueing unless wait is set, in which case it waits for room first. A
+// message for a stream whose receive side has ended is dropped.
+func (s *Stream) put(msg []byte, wait bool) (full bool) {
+	s.mu.Lock()
+	for !s.rdone && s.qBytes >= s.set.window {
+		if !wait {
+			s.mu.Unlock()
+			return true
+		}
+		// While the read loop waits, no grant is read: senders on this
+		// connection stop waiting for credit (stallBegin), or a handler
+		// that must send before it reads again would never read.
+		s.mu.Unlock()
+		s.set.stallBegin()
+		s.mu.Lock()
+		for !s.rdone && s.qBytes >= s.set.window {
+			s.cond.Wait()
+		}
+		s.set.stalling.Add(-1)
+	}
+	if !s.rdone {
+		if s.q == nil {
+			s.q = getQueue()
+		}
+		if s.qh > 0 && cap(s.q)-len(s.q) < len(msg)+wire.StreamMsgOverhead {
+			s.q = s.q[:copy(s.q, s.q[s.qh:])]
+			s.qh = 0
+		}
+		s.q = binary.LittleEndian.AppendUint32(s.q, uint32(len(msg)))
+		s.q = append(s.q, msg...)
+		s.qBytes += int64(len(msg)) + wire.StreamMsgOverhead
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+	return false
+}
+
+// queues holds the receive queues of ended streams: a stream takes one
+// for its first message and gives it back when its receive side is done
+// and drained, so a connection that opens stream after stream does not
+// grow a queue from nothing each time.
+var queues = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeptQueue: a queue grown above this (a large window) is not kept.
+const maxKeptQueue = 4 << 20
+
+func getQueue() []byte {
+	p := queues.Get().(*[]byte)
+	q := *p
+	*p = nil
+	queues.Put(p) // the box goes back empty: boxes are not allocated per stream
+	return q[:0]
+}
+
+func putQueue(q []byte) []byte {
+	if q != nil && cap(q) <= maxKeptQueue {
+		p := queues.Get().(*[]byte)
+		if *p == nil {
+			*p = q[:0]
+		}
+		queues.Put(p)
+	}
+	return nil
+}
+
+// stallBegin marks the read loop as waiting for room and wakes every
+// stream's senders waiting for credit (see put).
+func (t *streamSet) stallBegin() {
+	t.stalls.Add(1)
+	t.stalling.Add(1)
+	t.mu.Lock()
+	for _, s := range t.m {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+	t.mu.Unlock()
+}
+
+// ended records the peer's end of its direction: Recv returns err once
+// the queue is empty. closeSend also ends our direction (a client whose
+// server ended: Send then returns sendErr).
+func (s *Stream) ended(err error, closeSend bool, sendErr error) {
+	s.mu.Lock()
+	if !s.rdone {
+		s.rdone, s.rerr = true, err
+	}
+	if closeSend && !s.sdone {
+		s.sdone, s.serr = true, sendErr
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// abort ends both directions locally with err (Send and Recv return it;
+// with drop, Recv returns it at once instead of after the queued
+// messages), cancels the handler's ctx and, when status is not 0 and this
+// side had not ended its direction, sends an error end with status and
+// text. It reports whether it ended anything.
+func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
+	s.mu.Lock()
+	changed := !s.rdone || !s.sdone
+	if !s.rdone {
+		s.rdone, s.rerr = true, err
+	}
+	if drop {
+		s.q, s.qh, s.qBytes = putQueue(s.q), 0, 0
+		s.rerr = err
+	}
+	send := status != 0 && !s.sdone
+	if !s.sdone {
+		s.sdone, s.serr = true, err
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+	if send {
+		s.wmu.Lock()
+		s.set.writeEnd(s.id, status, text)
+		s.wmu.Unlock()
+	}
+	return changed
+}
+
+// credit takes a grant of n bytes from the peer.
+func (s *Stream) credit(n uint32) {
+	s.mu.Lock()
+	s.out = max(s.out-int64(n), -1<<40) // a hostile peer's grants cannot wrap it
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// writeFrame writes a stream frame [id][msg] of kind. With isMsg, a ctx
+// error (ctx ended while the queue was full: nothing sent) and a frame
+// too large are the caller's; any other error broke the connection.
+func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []byte, isMsg bool) error {
+	buf, err := t.out.beginCtx(ctx, kind)
+	if err != nil {
+		return err
+	}
+	buf = binary.LittleEndian.AppendUint32(buf, id)
+	buf = append(buf, msg...)
+	lead, err := t.out.end(buf)
+	if lead {
+		// noCtx: a write in progress is bounded by the write timeout, and
+		// a cancelable ctx would cost a deadline change per write.
+		if ferr := t.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		if isMsg && errors.Is(err, frame.ErrFrameTooLarge) {
+			return err
+		}
+		return t.broken(err)
+	}
+	return nil
+}
+
+// writeEnd writes an end frame: clean when status is 0, else an error end.
+func (t *streamSet) writeEnd(id, status uint32, text string) {
+	if status == 0 {
+		t.writeFrame(noCtx, wire.KindStreamEnd, id, nil, false)
+		return
+	}
+	buf := t.out.begin(wire.KindStreamEnd)
+	if n := len(text); n > MaxErrorMessage {
+		text = text[:messageCut(text)]
+	}
+	buf = wire.AppendStreamEndError(buf, id, status, text)
+	lead, err := t.out.end(buf)
+	if lead {
+		if ferr := t.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		t.broken(err)
+	}
+}
+
+// grant sends the peer a window update of n bytes for stream id. A
+// control frame: not held back by the queue bound (grants follow bytes
+// received).
+func (t *streamSet) grant(id uint32, n int64) {
+	var b [8]byte
+	err := t.out.lock().WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], id, uint32(min(n, 1<<31))))
+	if t.out.unlock() {
+		if ferr := t.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		t.broken(err)
+	}
+}
+
+// broken handles a write error: the connection is closed. It returns the
+// error a stream operation reports.
+func (t *streamSet) broken(err error) error {
+	if t.cl != nil {
+		t.cl.fail(err)
+	} else {
+		t.sc.close(fmt.Errorf("write: %w", err))
+	}
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrClosed, err)
+}
+
+// lookup returns the open stream with the given id, or nil.
+func (t *streamSet) lookup(id uint32) *Stream {
+	t.mu.Lock()
+	s := t.m[id]
+	t.mu.Unlock()
+	return s
+}
+
+// remove takes s out of the set (its id is free again).
+func (t *streamSet) remove(s *Stream) {
+	t.mu.Lock()
+	if t.m[s.id] == s {
+		delete(t.m, s.id)
+	}
+	t.mu.Unlock()
+}
+
+// open returns the number of open streams.
+func (t *streamSet) open() int {
+	t.mu.Lock()
+	n := len(t.m)
+	t.mu.Unlock()
+	return n
+}
+
+// closeAll fails every stream: the connection is gone (err matches
+// ErrClosed). Messages already queued stay readable before err.
+func (t *streamSet) closeAll(err error) {
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = err
+	}
+	ss := make([]*Stream, 0, len(t.m))
+	for _, s := range t.m {
+		ss = append(ss, s)
+	}
+	if t.cl != nil {
+		clear(t.m) // a server's handlers remove their own
+	}
+	t.mu.Unlock()
+	for _, s := range ss {
+		s.abort(err, false, 0, "")
+		if s.stop != nil {
+			s.stop()
+		}
+	}
+}
+
+// readEnded ends the receive side of every stream: the peer sent its last
+// frame (it half-closed the connection).
+func (t *streamSet) readEnded(err error) {
+	t.readGone.Store(true)
+	t.mu.Lock()
+	ss := make([]*Stream, 0, len(t.m))
+	for _, s := range t.m {
+		ss = append(ss, s)
+	}
+	t.mu.Unlock()
+	for _, s := range ss {
+		s.ended(err, false, nil)
+	}
+}
+
+// onMsg handles a kind 4 frame. It reports false when the stream's buffer
+// is full (see Stream.put) and the caller must call onMsgWait.
+func (t *streamSet) onMsg(p []byte, wait bool) bool {
+	id, msg, err := wire.ParseStreamMsg(p)
+	if err != nil {
+		return true // too short to name a stream: dropped like an unknown id
+	}
+	if s := t.lookup(id); s != nil {
+		return !s.put(msg, wait)
+	}
+	return true // unknown stream: dropped (WIRE.md §6)
+}
+
+// onWindow handles a kind 9 frame. It reports whether it was the peer's
+// first hello.
+func (t *streamSet) onWindow(p []byte) (firstHello bool) {
+	id, n, ok := wire.ParseStreamWindow(p)
+	if !ok {
+		return false // not ours to read: ignored like an unknown kind
+	}
+	if id == 0 {
+		t.peerWindow.Store(int64(min(max(n, 1), 1<<30)))
+		return !t.peerFC.Swap(true)
+	}
+	if s := t.lookup(id); s != nil {
+		s.credit(n)
+	}
+	return false
+}
+
+// hello appends our hello (window frame for stream 0) under the outbox
+// lock w.
+func (t *streamSet) hello(w *outboxFrames) error {
+	var b [8]byte
+	return w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], 0, uint32(t.window)))
+}
+
+// endError is the error Recv returns for a peer's end with a status.
+func endError(e wire.StreamEnd) error {
+	return newStatusError(e.Status, e.Message, false)
+}
+
+// allocID returns a free client stream id: odd (a zapcodec accepting side
+// that opened streams would use even ids), skipping ids still open after
+// the counter wraps. Called with t.mu held.
+func (t *streamSet) allocID() uint32 {
+	for {
+		id := t.next
+		t.next += 2
+		if _, used := t.m[id]; !used {
+			return id
+		}
+	}
+}

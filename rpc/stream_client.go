@@ -1,0 +1,146 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// StreamOpener opens streams; generated clients of streaming methods
+// need their Caller to be one. *Client implements it.
+type StreamOpener interface {
+	// OpenStream opens a stream to the method with the given ordinal (see
+	// Client.OpenStream).
+	OpenStream(ctx context.Context, method uint32, init []byte) (*Stream, error)
+}
+
+var _ StreamOpener = (*Client)(nil)
+
+// ErrNoStreams is returned by generated streaming methods whose Caller is
+// not a [StreamOpener].
+var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.StreamOpener)")
+
+// OpenStream opens a stream to the method with the given ordinal, with
+// init as its initial message (may be empty; only read, only during
+// OpenStream), and returns it once the open frame is queued: it does not
+// wait for the server. The open is the canonical kind 3 frame byte for
+// byte (a request envelope whose promise_id is the stream id) unless ctx
+// has a deadline, a cap or metadata, which it carries as a call does (see
+// [Client.Call]; the handler's ctx gets them). Before the first open on
+// a connection the client also sends its flow-control hello (a kind 9
+// frame, which a canonical server ignores).
+//
+// Stream ids are odd, counted from 1, and never those of a stream still
+// open on the connection; unary calls have their own promise ids.
+//
+// ctx bounds the whole stream: when it ends before the stream does, the
+// client sends an error end with [StatusCanceled] (the server handler's
+// ctx is canceled) and Send and Recv return ctx's error. Errors:
+// ctx's error, [ErrGoAway] after the server's go-away, [ErrTooManyStreams]
+// ([WithMaxStreams]), an error matching [ErrClosed].
+//
+// The server answers an open that no handler takes with an error end of
+// status 404, and one beyond its stream limit or after its go-away with
+// 503; a canonical server ends neither (Recv then waits until the
+// connection closes).
+func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.goAway.Load() {
+		return nil, ErrGoAway
+	}
+	t := &c.streams
+	t.mu.Lock()
+	if t.err != nil {
+		err := t.err
+		t.mu.Unlock()
+		return nil, err
+	}
+	if len(t.m) >= t.max {
+		t.mu.Unlock()
+		return nil, ErrTooManyStreams
+	}
+	if t.m == nil {
+		t.m = make(map[uint32]*Stream)
+	}
+	s := newStream(t, t.allocID(), method)
+	s.ctx = ctx
+	t.m[s.id] = s
+	var err error
+	lead := false
+	if !t.helloSent {
+		// Queued before any open: the server reads it first.
+		t.helloSent = true
+		err = t.hello(c.out.lock())
+		lead = c.out.unlock()
+	}
+	t.mu.Unlock()
+	if lead {
+		if ferr := c.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		t.remove(s)
+		return nil, t.broken(err)
+	}
+	buf, err := c.out.beginCtx(ctx, wire.KindStreamOpen)
+	if err != nil {
+		t.remove(s)
+		return nil, err
+	}
+	if c.goAway.Load() {
+		c.out.abandon(buf)
+		t.remove(s)
+		return nil, ErrGoAway
+	}
+	buf = appendCall(buf, ctx, method, s.id, 0, init)
+	lead, err = c.out.end(buf)
+	if lead {
+		if ferr := c.out.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		t.remove(s)
+		if errors.Is(err, frame.ErrFrameTooLarge) {
+			return nil, err
+		}
+		return nil, t.broken(err)
+	}
+	if ctx.Done() != nil {
+		s.stop = context.AfterFunc(ctx, func() {
+			if s.abort(ctx.Err(), true, StatusCanceled, streamCancelText) {
+				t.remove(s)
+			}
+		})
+	}
+	return s, nil
+}
+
+// onStreamEnd handles a kind 5 frame on a client: the server's direction
+// ended, and with it the stream (the server drops what we send after it).
+func (t *streamSet) onClientEnd(p []byte) {
+	e, err := wire.ParseStreamEnd(p)
+	if err != nil {
+		return
+	}
+	s := t.lookup(e.ID)
+	if s == nil {
+		return
+	}
+	t.remove(s)
+	if e.Status == 0 {
+		s.ended(io.EOF, true, io.EOF)
+	} else {
+		err := endError(e)
+		s.ended(err, true, err)
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+}

@@ -1,0 +1,319 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// A stream whose reader stalls holds the server's sender to the window
+// (the server's handler waits in Send), buffers at most a window plus one
+// message on the client, and stalls nothing else: unary calls and another
+// stream on the same connection go on.
+func TestStreamStalledReaderBesideUnary(t *testing.T) {
+	const window = 16 << 10
+	s, addr, _ := streamServer(t, WithStreamWindow(window))
+	c := dial(t, addr, WithStreamWindow(window))
+	stalled, err := c.OpenStream(context.Background(), sCount, u32msg(1<<30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sender runs ahead by the window and stops.
+	await(t, "the stalled stream's window to fill", func() bool {
+		stalled.mu.Lock()
+		defer stalled.mu.Unlock()
+		return stalled.qBytes >= window
+	})
+	for i := range 2000 {
+		msg := fmt.Appendf(nil, "call %d", i)
+		out, err := c.Call(context.Background(), mEcho, msg, nil)
+		if err != nil || !bytes.Equal(out, msg) {
+			t.Fatalf("call %d beside a stalled stream: %q %v", i, out, err)
+		}
+	}
+	other, err := c.OpenStream(context.Background(), sCount, u32msg(20000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := recvAll(other); err != io.EOF || len(msgs) != 20000 {
+		t.Fatalf("second stream beside a stalled one: %d messages, %v", len(msgs), err)
+	}
+	stalled.mu.Lock()
+	q := stalled.qBytes
+	stalled.mu.Unlock()
+	if q > window+8 {
+		t.Fatalf("the stalled stream buffers %d bytes, window %d", q, window)
+	}
+	if n := c.streams.stalls.Load() + s.streamStalls(); n != 0 {
+		t.Fatalf("a read loop waited %d times for a stream's room", n)
+	}
+	// Reading again lets the sender go on, in order.
+	for i := range uint32(10000) {
+		m, err := stalled.Recv(nil)
+		if err != nil || binary.LittleEndian.Uint32(m) != i {
+			t.Fatalf("message %d after the stall: %x %v", i, m, err)
+		}
+	}
+}
+
+func (s *Server) streamStalls() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for c := range s.conns {
+		n += c.streams.stalls.Load()
+	}
+	return n
+}
+
+// A canonical client (no hello, no grants) that floods a stream whose
+// handler does not read: the server buffers the window and then stops
+// reading that connection (the canonical runtime's behaviour, the only
+// one that loses nothing within bounded memory); when the handler reads
+// again, everything arrives, in order.
+func TestStreamCanonicalPeerFloodBounded(t *testing.T) {
+	const window = 8 << 10
+	s, addr, _ := testServer(t, WithStreamWindow(window))
+	gate := make(chan struct{})
+	got := make(chan []uint32, 1)
+	var st0 *Stream
+	ready := make(chan struct{})
+	s.HandleStream(sSum, func(ctx context.Context, init []byte, st *Stream) error {
+		st0 = st
+		close(ready)
+		<-gate
+		var vals []uint32
+		for {
+			m, err := st.Recv(nil)
+			if err != nil {
+				got <- vals
+				return nil
+			}
+			vals = append(vals, binary.LittleEndian.Uint32(m))
+		}
+	})
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sSum, PromiseID: 1}))
+	<-ready
+	const n = 2000 // 2000 × (100+4) bytes: far past the window
+	go func() {
+		pad := make([]byte, 96)
+		for i := range uint32(n) {
+			rc.send(wire.KindStreamMsg, append(wire.AppendStreamMsg(nil, 1, u32msg(i)), pad...))
+		}
+		rc.send(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 1))
+	}()
+	await(t, "the server's read loop to wait for room", func() bool { return s.streamStalls() > 0 })
+	st0.mu.Lock()
+	q := st0.qBytes
+	st0.mu.Unlock()
+	if q > window+104 {
+		t.Fatalf("the stream buffers %d bytes, window %d", q, window)
+	}
+	close(gate)
+	vals := <-got
+	if len(vals) != n {
+		t.Fatalf("%d messages, want %d", len(vals), n)
+	}
+	for i, v := range vals {
+		if v != uint32(i) {
+			t.Fatalf("message %d is %d", i, v)
+		}
+	}
+}
+
+// Many streams of every kind and unary calls at random on one connection:
+// nothing lost, duplicated, reordered or misrouted. Run under -race.
+func TestStreamRandomInterleaving(t *testing.T) {
+	_, addr, _ := streamServer(t, WithStreamWindow(4<<10))
+	c := dial(t, addr, WithStreamWindow(4<<10))
+	const workers = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 20 {
+				if err := randomOp(c, rng, w); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	await(t, "every stream to end", func() bool { return c.streams.open() == 0 })
+}
+
+func randomOp(c *Client, rng *rand.Rand, w int) error {
+	ctx := context.Background()
+	switch rng.IntN(4) {
+	case 0: // unary
+		msg := fmt.Appendf(nil, "w%d-%d", w, rng.Uint64())
+		out, err := c.Call(ctx, mEcho, msg, nil)
+		if err != nil || !bytes.Equal(out, msg) {
+			return fmt.Errorf("unary: %q %v, want %q", out, err, msg)
+		}
+	case 1: // server stream
+		n := uint32(rng.IntN(3000))
+		st, err := c.OpenStream(ctx, sCount, u32msg(n))
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			m, err := st.Recv(nil)
+			if err != nil || binary.LittleEndian.Uint32(m) != i {
+				return fmt.Errorf("server stream %d: message %d is %x, %v", st.ID(), i, m, err)
+			}
+		}
+		if _, err := st.Recv(nil); err != io.EOF {
+			return fmt.Errorf("server stream end: %v", err)
+		}
+	case 2: // client stream
+		n := rng.IntN(2000)
+		st, err := c.OpenStream(ctx, sSum, nil)
+		if err != nil {
+			return err
+		}
+		var sum uint32
+		for i := range n {
+			v := rng.Uint32() >> 8
+			sum += v
+			if err := st.Send(u32msg(v)); err != nil {
+				return fmt.Errorf("client stream send %d: %v", i, err)
+			}
+		}
+		st.CloseSend()
+		m, err := st.Recv(nil)
+		if err != nil || binary.LittleEndian.Uint32(m) != sum {
+			return fmt.Errorf("client stream sum %x %v, want %d", m, err, sum)
+		}
+		if _, err := st.Recv(nil); err != io.EOF {
+			return fmt.Errorf("client stream end: %v", err)
+		}
+	case 3: // bidi: a writer goroutine and this reader, messages tagged
+		n := rng.IntN(1500)
+		st, err := c.OpenStream(ctx, sEcho, nil)
+		if err != nil {
+			return err
+		}
+		tag := fmt.Appendf(nil, "w%d-s%d-", w, st.ID())
+		sizes := make([]int, n)
+		for i := range sizes {
+			sizes[i] = rng.IntN(600)
+		}
+		werr := make(chan error, 1)
+		go func() {
+			var b []byte
+			for i, sz := range sizes {
+				b = binary.LittleEndian.AppendUint32(append(b[:0], tag...), uint32(i))
+				b = append(b, make([]byte, sz)...)
+				if err := st.Send(b); err != nil {
+					werr <- err
+					return
+				}
+			}
+			werr <- st.CloseSend()
+		}()
+		var buf []byte
+		for i, sz := range sizes {
+			m, err := st.Recv(buf[:0])
+			if err != nil {
+				return fmt.Errorf("bidi recv %d: %v", i, err)
+			}
+			if !bytes.HasPrefix(m, tag) || len(m) != len(tag)+4+sz || binary.LittleEndian.Uint32(m[len(tag):]) != uint32(i) {
+				return fmt.Errorf("bidi %s: message %d is %q (%d bytes)", tag, i, m[:min(len(m), 32)], len(m))
+			}
+			buf = m
+		}
+		if _, err := st.Recv(nil); err != io.EOF {
+			return fmt.Errorf("bidi end: %v", err)
+		}
+		if err := <-werr; err != nil {
+			return fmt.Errorf("bidi send: %v", err)
+		}
+	}
+	return nil
+}
+
+// Steady state: a message each way on a bidi stream allocates nothing on
+// either side (the process's allocations are counted, so the server's are
+// in).
+func TestAllocsStreamMessage(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sEcho, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := bytes.Repeat([]byte{7}, 64)
+	buf := make([]byte, 0, 4096)
+	step := func() {
+		if err := st.Send(msg); err != nil {
+			t.Fatal(err)
+		}
+		out, err := st.Recv(buf[:0])
+		if err != nil || len(out) != len(msg) {
+			t.Fatal(len(out), err)
+		}
+	}
+	if raceEnabled {
+		t.Skip("-race allocates")
+	}
+	for range 5000 { // warm: buffers grown, grants flowing
+		step()
+	}
+	if n := testing.AllocsPerRun(2000, step); n != 0 {
+		t.Fatalf("%v allocations per message round trip, want 0", n)
+	}
+	// A server stream read as fast as it comes.
+	st2, err := c.OpenStream(context.Background(), sCount, u32msg(1<<30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := func() {
+		if _, err := st2.Recv(buf[:0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 20000 {
+		recv()
+	}
+	if n := testing.AllocsPerRun(20000, recv); n != 0 {
+		t.Fatalf("%v allocations per server-stream message, want 0", n)
+	}
+}
+
+// A peer that sends its hello, opens a stream and then half-closes the
+// connection without granting anything: the handler's Send, waiting for a
+// grant that cannot come, fails instead of hanging, and the connection
+// closes.
+func TestStreamSendFailsWhenPeerGone(t *testing.T) {
+	s, addr, _ := streamServer(t, WithStreamWindow(1024))
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1024))
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCount, PromiseID: 1, Payload: u32msg(1 << 20)}))
+	await(t, "the handler to wait for credit", func() bool { return s.streamsOpen() == 1 })
+	time.Sleep(10 * time.Millisecond)
+	rc.Conn.(*net.TCPConn).CloseWrite()
+	go io.Copy(io.Discard, rc)
+	await(t, "the connection to close", func() bool { return s.Stats().Active == 0 })
+}
+
+var _ = errors.New

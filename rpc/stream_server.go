@@ -1,0 +1,337 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// HandleStream registers h for the streaming method with the given 1-based
+// ordinal, replacing an earlier one; a nil h removes it. Safe to call
+// while serving. Streaming and unary methods are separate tables (a
+// stream open, kind 3, never reaches a unary handler, nor a request a
+// stream handler), so one ordinal may have both. Method 0 is ignored; an
+// ordinal above [MaxMethod] panics. Interceptors and the observer do not
+// run around stream handlers.
+func (s *Server) HandleStream(method uint32, h StreamHandler) {
+	if method == 0 {
+		return
+	}
+	if method > MaxMethod {
+		panic(fmt.Sprintf("rpc: HandleStream: method ordinal %d above MaxMethod (%d)", method, MaxMethod))
+	}
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	var old map[uint32]StreamHandler
+	if p := s.streamHandlers.Load(); p != nil {
+		old = *p
+	}
+	m := make(map[uint32]StreamHandler, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	if h == nil {
+		delete(m, method)
+	} else {
+		m[method] = h
+	}
+	s.streamHandlers.Store(&m)
+}
+
+func (s *Server) streamHandler(method uint32) StreamHandler {
+	if p := s.streamHandlers.Load(); p != nil {
+		return (*p)[method]
+	}
+	return nil
+}
+
+// streamKey is the ctx Value key of a stream handler's ctx: its stream.
+type streamKey struct{}
+
+// streamFrom returns the stream a stream handler's ctx (or one derived
+// from it) belongs to, nil for any other ctx.
+func streamFrom(ctx context.Context) *Stream {
+	st, _ := ctx.Value(streamKey{}).(*Stream)
+	return st
+}
+
+// errStreamShutdown is what a handler's Send and Recv return once
+// Shutdown's grace ended its stream.
+var errStreamShutdown = &StatusError{Code: StatusUnavailable, Message: streamShutdown}
+
+// errPeerClosed: the peer sent its last frame (it closed or half-closed
+// the connection) before ending its direction of the stream.
+var errPeerClosed = fmt.Errorf("%w: the peer closed the connection before ending the stream", ErrClosed)
+
+// streamFrame handles a frame of kind 3, 4, 5 or 9 in the read loop. It
+// reports false when the connection is closed.
+func (c *serverConn) streamFrame(kind byte, p []byte) bool {
+	t := &c.streams
+	switch kind {
+	case wire.KindStreamOpen:
+		c.active = true
+		return c.streamOpen(p)
+	case wire.KindStreamMsg:
+		if !t.onMsg(p, false) {
+			// The stream's buffer is full: the peer ignores our window (a
+			// canonical client). Wait for room, as the canonical runtime
+			// does, after the answers owed so far leave.
+			if err := c.flushOwed(); err != nil {
+				c.close(fmt.Errorf("write: %w", err))
+				return false
+			}
+			t.onMsg(p, true)
+			return !c.closed.Load()
+		}
+	case wire.KindStreamEnd:
+		e, err := wire.ParseStreamEnd(p)
+		if err != nil {
+			return true
+		}
+		if st := t.lookup(e.ID); st != nil {
+			if e.Status == 0 {
+				st.ended(io.EOF, false, nil)
+			} else {
+				// The client canceled: the handler's ctx ends.
+				st.ended(endError(e), false, nil)
+				st.cancel()
+			}
+		}
+	case wire.KindStreamWindow:
+		if t.onWindow(p) {
+			// A zapcodec client's hello: answer with ours, before anything
+			// we send on the streams it opens next.
+			t.mu.Lock()
+			var err error
+			if !t.helloSent {
+				t.helloSent = true
+				err = t.hello(c.out.lock())
+				c.owed = c.out.unlock() || c.owed
+			}
+			t.mu.Unlock()
+			if err != nil {
+				c.close(fmt.Errorf("write: %w", err))
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// streamOpen handles a kind 3 frame: it starts the stream's handler on a
+// goroutine of its own, or refuses the open.
+func (c *serverConn) streamOpen(p []byte) bool {
+	req, err := wire.ParseRequest(p)
+	if err != nil {
+		var ee *wire.EnvelopeError
+		if errors.As(err, &ee) && ee.HasPromise {
+			return c.streamRefuse(ee.PromiseID, StatusBadRequest, ee.Reason, true)
+		}
+		c.close(err)
+		return false
+	}
+	id := req.PromiseID
+	if len(req.Metadata) > 0 {
+		lim := c.s.opts.maxMetadata
+		if lim <= 0 {
+			lim = DefaultMaxMetadata
+		}
+		if len(req.Metadata) > lim {
+			return c.streamRefuse(id, StatusMetadataTooLarge, metadataTooLarge, true)
+		}
+		if !validMetadata(req.Metadata) {
+			return c.streamRefuse(id, StatusBadRequest, "malformed metadata", true)
+		}
+	}
+	if c.goAwaySent.Load() {
+		return c.streamRefuse(id, StatusUnavailable, streamGoingAway, true)
+	}
+	h := c.s.streamHandler(req.Method)
+	if h == nil {
+		// The canonical server ignores such an open; a zapcodec client
+		// learns why at once.
+		return c.streamRefuse(id, StatusNotFound, streamNoHandler, false)
+	}
+	t := &c.streams
+	t.mu.Lock()
+	if t.err != nil {
+		t.mu.Unlock()
+		return false
+	}
+	if _, used := t.m[id]; used {
+		// A peer reusing the id of a stream still running: an end would
+		// end that stream on its side, so the open is dropped.
+		t.mu.Unlock()
+		return true
+	}
+	if len(t.m) >= t.max {
+		t.mu.Unlock()
+		return c.streamRefuse(id, StatusUnavailable, streamTooMany, true)
+	}
+	if t.m == nil {
+		t.m = make(map[uint32]*Stream)
+	}
+	st := newStream(t, id, req.Method)
+	var ctx context.Context = c.ctx
+	if req.Timeout != 0 {
+		ctx, st.cancel = context.WithDeadline(ctx, monoTime(deadlineAfter(monoNow(), req.Timeout)))
+	} else {
+		ctx, st.cancel = context.WithCancel(ctx)
+	}
+	st.ctx = context.WithValue(ctx, streamKey{}, st)
+	t.m[id] = st
+	t.mu.Unlock()
+	if len(req.Cap) > 0 {
+		st.capv = append([]byte(nil), req.Cap...)
+	}
+	if len(req.Metadata) > 0 {
+		st.mdv = append([]byte(nil), req.Metadata...)
+	}
+	var init []byte
+	if len(req.Payload) > 0 {
+		init = append([]byte(nil), req.Payload...)
+	}
+	c.inflight.Add(1) // runStream's doneOne ends it
+	go c.runStream(st, h, init)
+	return true
+}
+
+// streamRefuse answers an open from the read loop with an error end
+// (with all false, only to a peer that does flow control: a zapcodec
+// one). It reports false when the connection broke.
+func (c *serverConn) streamRefuse(id, status uint32, text string, all bool) bool {
+	if !all && !c.streams.peerFC.Load() {
+		return true
+	}
+	buf := c.out.begin(wire.KindStreamEnd)
+	buf = wire.AppendStreamEndError(buf, id, status, text)
+	lead, err := c.out.end(buf)
+	if err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return false
+	}
+	c.owed = c.owed || lead
+	return true
+}
+
+// runStream runs a stream's handler and ends the server's direction with
+// its result (unless CloseSend, an abort or the connection ended it).
+func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
+	status, text := c.invokeStream(st, h, init)
+	st.wmu.Lock()
+	st.mu.Lock()
+	send := !st.sdone
+	st.sdone, st.serr = true, ErrStreamClosed
+	if !st.rdone {
+		st.rdone, st.rerr = true, ErrStreamClosed
+	}
+	st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
+	st.cond.Broadcast() // a read loop waiting for room
+	st.mu.Unlock()
+	if send && !c.closed.Load() {
+		c.streams.writeEnd(st.id, status, text)
+	}
+	st.wmu.Unlock()
+	c.streams.remove(st)
+	st.cancel()
+	c.doneOne()
+}
+
+// invokeStream runs the handler, turning its error or panic into the
+// status and text of the end (status 0: a clean end).
+func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (status uint32, text string) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.opts.logger.Error("rpc: stream handler panic", "method", st.method, "stream", st.id,
+				"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+			status, text = StatusInternal, streamPanicText
+		}
+	}()
+	err := h(st.ctx, init, st)
+	if err == nil {
+		return 0, ""
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		if se.Code == StatusOK || se.Code == 0 {
+			return 0, ""
+		}
+		return se.Code, se.Message
+	}
+	msg := err.Error()
+	o := &c.s.opts
+	o.logger.Error("rpc: stream handler error", "method", st.method, "stream", st.id,
+		"remote", c.nc.RemoteAddr().String(), "err", msg[:messageCut(msg)], "len", len(msg))
+	if o.hideErrors {
+		msg = internalErrorText
+	}
+	return StatusInternal, msg
+}
+
+// shutdownStreams is Shutdown's tick for a connection told to go away:
+// the streams still open grace after Shutdown first found them are ended
+// with status 503 (the peer's Recv returns it; the handlers' ctx is
+// canceled and their Send and Recv fail).
+func (c *serverConn) shutdownStreams(now time.Time, grace time.Duration) {
+	t := &c.streams
+	t.mu.Lock()
+	if len(t.m) == 0 {
+		t.mu.Unlock()
+		return
+	}
+	ns := now.UnixNano()
+	if t.graceAt == 0 {
+		t.graceAt = ns
+	}
+	if ns-t.graceAt < int64(grace) {
+		t.mu.Unlock()
+		return
+	}
+	if t.graceDone {
+		t.mu.Unlock()
+		return
+	}
+	t.graceDone = true // no stream opens after the go-away
+	ss := make([]*Stream, 0, len(t.m))
+	for _, st := range t.m {
+		ss = append(ss, st)
+	}
+	t.mu.Unlock()
+	// On a goroutine: a peer that does not read must not stall Shutdown.
+	go func() {
+		for _, st := range ss {
+			st.abort(errStreamShutdown, false, StatusUnavailable, streamShutdown)
+		}
+	}()
+}
+
+// WithStreamWindow sets the flow-control window of each stream's receive
+// side, in bytes (a message counts its length plus 4): a zapcodec peer
+// never has more than that outstanding, so a stream buffers at most n
+// plus one message. The window is announced in the hello; a larger one
+// lets a fast sender go further ahead of the reader. Default
+// DefaultStreamWindow (64 KiB); n <= 0 means the default, values above
+// 1 GiB are 1 GiB.
+func WithStreamWindow(n int) Option {
+	n = min(n, 1<<30)
+	return bothOption{
+		s: func(o *serverOptions) { o.streamWindow = n },
+		c: func(o *clientOptions) { o.streamWindow = n },
+	}
+}
+
+// WithMaxStreams bounds the streams open at once on one connection: a
+// server answers an open beyond it with an error end of status 503 (its
+// handler does not run), a client's OpenStream fails with
+// [ErrTooManyStreams]. Default DefaultMaxStreams (128); n <= 0 means the
+// default.
+func WithMaxStreams(n int) Option {
+	return bothOption{
+		s: func(o *serverOptions) { o.maxStreams = n },
+		c: func(o *clientOptions) { o.maxStreams = n },
+	}
+}

@@ -1,0 +1,96 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// StreamMsgOverhead is the size of a stream message frame's body beyond
+// the message: the stream id.
+const StreamMsgOverhead = 4
+
+// streamEndErrOverhead is the size of an error end's body beyond its text:
+// id and status.
+const streamEndErrOverhead = 8
+
+// ErrStreamFrameShort: a stream frame's body is shorter than its id.
+var ErrStreamFrameShort = errors.New("rpc: stream frame shorter than its 4-byte id")
+
+// AppendStreamMsg appends the body of a KindStreamMsg frame (stream id,
+// then msg) to dst and returns the extended slice.
+func AppendStreamMsg(dst []byte, id uint32, msg []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, id)
+	return append(dst, msg...)
+}
+
+// AppendStreamEnd appends the body of a clean KindStreamEnd frame (the
+// stream id alone, as the canonical runtime writes it) to dst.
+func AppendStreamEnd(dst []byte, id uint32) []byte {
+	return binary.LittleEndian.AppendUint32(dst, id)
+}
+
+// AppendStreamEndError appends the body of an error end: the stream id,
+// then (zapcodec extension, WIRE.md §8) the status and the message text.
+// A canonical receiver reads it as a clean end.
+func AppendStreamEndError(dst []byte, id, status uint32, msg string) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, id)
+	dst = binary.LittleEndian.AppendUint32(dst, status)
+	return append(dst, msg...)
+}
+
+// AppendStreamWindow appends the body of a KindStreamWindow frame.
+func AppendStreamWindow(dst []byte, id, n uint32) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, id)
+	return binary.LittleEndian.AppendUint32(dst, n)
+}
+
+// ParseStreamMsg splits the body of a KindStreamMsg frame into the stream
+// id and the message (aliasing p). It fails only on a body shorter than
+// the id.
+func ParseStreamMsg(p []byte) (id uint32, msg []byte, err error) {
+	if len(p) < StreamMsgOverhead {
+		return 0, nil, ErrStreamFrameShort
+	}
+	return binary.LittleEndian.Uint32(p), p[StreamMsgOverhead:], nil
+}
+
+// StreamEnd is a decoded KindStreamEnd body.
+type StreamEnd struct {
+	ID uint32
+	// Status is 0 for a clean end (the canonical body: the id alone, or a
+	// status of 200); otherwise the error end's status. A body with 1 to 3
+	// bytes after the id (no whole status) reads as status 500.
+	Status uint32
+	// Message is the error end's text, aliasing the parsed bytes.
+	Message []byte
+}
+
+// ParseStreamEnd decodes the body of a KindStreamEnd frame. It fails only
+// on a body shorter than the id; Message aliases p.
+func ParseStreamEnd(p []byte) (StreamEnd, error) {
+	if len(p) < StreamMsgOverhead {
+		return StreamEnd{}, ErrStreamFrameShort
+	}
+	e := StreamEnd{ID: binary.LittleEndian.Uint32(p)}
+	switch {
+	case len(p) == StreamMsgOverhead:
+	case len(p) < streamEndErrOverhead:
+		e.Status = 500 // internal error
+	default:
+		e.Status = binary.LittleEndian.Uint32(p[4:])
+		e.Message = p[streamEndErrOverhead:]
+		if e.Status == 200 { // OK: a clean end
+			e.Status, e.Message = 0, nil
+		}
+	}
+	return e, nil
+}
+
+// ParseStreamWindow decodes the body of a KindStreamWindow frame; ok is
+// false unless it is exactly 8 bytes (a reader ignores such a frame).
+func ParseStreamWindow(p []byte) (id, n uint32, ok bool) {
+	if len(p) != 8 {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint32(p), binary.LittleEndian.Uint32(p[4:]), true
+}
