@@ -73,6 +73,6 @@
 // [PutHeader] write a message with nested objects and lists laid out as the
 // Builder lays it out, without the Builder's bookkeeping. A generated
 // DecodeZAP reports malformed input as a [*FieldError] naming the field
-// ("Block.txs[3].to") and wrapping the cause ([ErrOutside], [ErrMagic],
+// ("Block.txs[3].to") and wrapping the cause ([ErrOutOfBounds], [ErrMagic],
 // ...), built with [InField] and [InElement].
 package codec

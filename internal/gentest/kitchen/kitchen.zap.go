@@ -241,7 +241,7 @@ func (m *Everything) SizeZAP() int {
 // Errors are a *codec.FieldError whose Path says where the input broke
 // ("Everything", "Everything.field[2]") and which matches with errors.Is:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for a
 // list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
 // shared or cyclic so that decoding would grow out of proportion to
 // len(b). On error m holds a partial result.
@@ -332,7 +332,7 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Items = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Items")
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 	}
 	return nil

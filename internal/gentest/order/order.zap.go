@@ -380,7 +380,7 @@ func (m *Order) SizeZAP() int {
 // Errors are a *codec.FieldError whose Path says where the input broke
 // ("Order", "Order.field[2]") and which matches with errors.Is:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for a
 // list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
 // shared or cyclic so that decoding would grow out of proportion to
 // len(b). On error m holds a partial result.
@@ -454,7 +454,7 @@ func (m *Order) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Items = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Items")
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 	}
 	return nil

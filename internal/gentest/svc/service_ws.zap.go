@@ -212,7 +212,7 @@ func (m *Shape) SizeZAP() int {
 // Errors are a *codec.FieldError whose Path says where the input broke
 // ("Shape", "Shape.field[2]") and which matches with errors.Is:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for a
 // list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
 // shared or cyclic so that decoding would grow out of proportion to
 // len(b). On error m holds a partial result.
@@ -271,7 +271,7 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Tags")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Tags")
+			return codec.InField(codec.ErrOutOfBounds, "Tags")
 		}
 		xs0 := m.Tags[:0]
 		if cap(xs0) < l0.Len() {
@@ -289,7 +289,7 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Tags = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Tags")
+			return codec.InField(codec.ErrOutOfBounds, "Tags")
 		}
 	}
 	return nil

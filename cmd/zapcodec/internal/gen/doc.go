@@ -52,7 +52,7 @@
 // Text, bytes, nested records and lists are read through their slots, each
 // checked on its own. Errors are a *codec.FieldError carrying the path of
 // the field that broke ("Block.txs[3].to") and matching their cause with
-// errors.Is (codec.ErrMagic, codec.ErrOutside, ...).
+// errors.Is (codec.ErrMagic, codec.ErrOutOfBounds, ...).
 //
 // # Layout
 //

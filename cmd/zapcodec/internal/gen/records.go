@@ -144,7 +144,7 @@ func (g *generator) record(s *schema.Struct) {
 	if flat {
 		g.p("// the only errors of a record without nested records or lists.")
 	} else {
-		g.p("// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a")
+		g.p("// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for a")
 		g.p("// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects")
 		g.p("// shared or cyclic so that decoding would grow out of proportion to")
 		g.p("// len(b). On error m holds a partial result.")
