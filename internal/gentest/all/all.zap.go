@@ -67,10 +67,9 @@ func (m *Scalars) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Scalars", "Scalars.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Scalars" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Scalars) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -218,10 +217,9 @@ func (m *Point) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Point", "Point.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Point" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Point) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -438,12 +436,12 @@ func (m *Kitchen) zapSize(n int) int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Kitchen", "Kitchen.field[2]") and which matches with errors.Is:
+// ("Kitchen.Bytes[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Kitchen) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -902,10 +900,9 @@ func (m *Pair) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Pair", "Pair.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Pair" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Pair) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -1096,12 +1093,12 @@ func (m *Sparse) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Sparse", "Sparse.field[2]") and which matches with errors.Is:
+// ("Sparse.Named[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Sparse) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -1422,10 +1419,9 @@ func (m *Empty) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Empty", "Empty.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Empty" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Empty) DecodeZAP(b []byte) error {
 	if _, err := codec.Parse(b); err != nil {
 		return codec.InField(err, "Empty")
@@ -1727,12 +1723,12 @@ func (m *Deep) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Deep", "Deep.field[2]") and which matches with errors.Is:
+// ("Deep.Bools[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Deep) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
