@@ -37,6 +37,7 @@ var targets = []struct {
 	{"lists", canonical + "/more/lists.zap", "", "internal/gentest/lists"},
 	{"service_ws", canonical + "/more/service_ws.zap", "", "internal/gentest/svc"},
 	{"health", repoRoot + "/rpc/health.zap", "rpc", "rpc"},
+	{"streams", "testdata/streams.zap", "", "internal/gentest/streams"},
 }
 
 func generate(t *testing.T, path, pkg string) File {
