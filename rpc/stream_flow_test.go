@@ -314,4 +314,3 @@ func TestStreamSendFailsWhenPeerGone(t *testing.T) {
 	go io.Copy(io.Discard, rc)
 	await(t, "the connection to close", func() bool { return s.Stats().Active == 0 })
 }
-
