@@ -198,3 +198,17 @@ func TestEmptyInterface(t *testing.T) {
 		}
 	}
 }
+
+// A struct named like a generated stream type is refused with a
+// positioned error.
+func TestStreamNameCollision(t *testing.T) {
+	src := "package p\nstruct A\n    X u32\nstruct IMServerStream\n    Y u32\ninterface I {\n    m(req: A) returns (stream A)\n}\n"
+	f, err := schema.Parse("c.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Generate(f, Options{Package: "p"})
+	if err == nil || !strings.Contains(err.Error(), "IMServerStream") || !strings.Contains(err.Error(), "c.zap:") {
+		t.Fatalf("got %v, want a collision error naming IMServerStream", err)
+	}
+}
