@@ -313,7 +313,7 @@ func BenchmarkAppendFlatRequest(b *testing.B) {
 }
 
 // sparseTexts are the values of a record of 16 text fields, every other one
-// empty: the empty sets are the ones the set-twice rule (WIRE.md §2) makes
+// empty: the empty sets are the ones the set-twice rule (docs/wire.md §3) makes
 // the Builder look at.
 var sparseTexts = func() (v [16]string) {
 	for i := 1; i < len(v); i += 2 {

@@ -15,7 +15,7 @@ const inlineTails = 8
 // Builder writes one ZAP message into a buffer the caller owns. It appends;
 // it never copies a value into side storage: text and bytes values are
 // recorded by reference when set and written once, when their object
-// finishes, exactly where the canonical runtime puts them (WIRE.md §2).
+// finishes, exactly where the canonical runtime puts them (docs/wire.md §3).
 //
 //	var b codec.Builder
 //	b.Reset(buf[:0])
@@ -339,7 +339,7 @@ func (o ObjectBuilder) SetBytesFixed(off int, p []byte) {
 // when the object finishes. An empty s is not written: set once, it leaves
 // the slot {0, 0}.
 //
-// Setting a slot again follows the canonical builder (WIRE.md §2): every
+// Setting a slot again follows the canonical builder (docs/wire.md §3): every
 // non-empty value set is still written at finish, in set order, and the
 // slot ends up pointing at the last one written with the length of the last
 // value set. So "abc" then "" reads as an empty (non-null) value, and
@@ -371,7 +371,7 @@ func (b *Builder) setEmpty(slot int) {
 	}
 }
 
-// markEmpty flags the pending values of the slot at slot (WIRE.md §2).
+// markEmpty flags the pending values of the slot at slot (docs/wire.md §3).
 func (b *Builder) markEmpty(slot int32) {
 	for i := range b.ntails {
 		if t := b.tailAt(i); t.slot == slot {
@@ -466,7 +466,7 @@ func (b *Builder) finishSpilled(owner int32) {
 
 // writeTail appends one pending value and patches its slot: offset and
 // length, or offset only (length 0) when the slot was set to an empty value
-// after this one (WIRE.md §2).
+// after this one (docs/wire.md §3).
 func (b *Builder) writeTail(t tail) {
 	pos := len(b.buf)
 	b.buf = append(b.buf, t.data...)

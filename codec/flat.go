@@ -36,7 +36,7 @@ func AppendFlat(dst []byte, size, tails int) ([]byte, int) {
 // once, it leaves the slot {0, 0}.
 //
 // Called again for the same slot, it gives what [ObjectBuilder.SetText]
-// gives (WIRE.md §2): every non-empty value stays in the message, and the
+// gives (docs/wire.md §3): every non-empty value stays in the message, and the
 // slot points at the last one appended with the length of the last one
 // given, so "abc" then "" reads as an empty, non-null value.
 func AppendTail(dst []byte, slot int, s string) []byte {

@@ -1,6 +1,6 @@
 package codec
 
-// Layout constants of the ZAP wire (WIRE.md §1–3). The code generator folds
+// Layout constants of the ZAP wire (docs/wire.md §1–4). The code generator folds
 // these into generated records.
 const (
 	// HeaderSize is the length of the message header: magic, version,

@@ -107,7 +107,7 @@ func (o Object) Text(off int) string {
 // length). A null slot (offset 0, which is how an empty value is normally
 // written), or one whose value does not lie inside the message, reads as
 // nil. A non-null slot of length 0 (a value set, then set again to empty:
-// WIRE.md §2) reads as an empty, non-nil slice, as the canonical reader
+// docs/wire.md §3) reads as an empty, non-nil slice, as the canonical reader
 // returns it. The result aliases the message and is valid only while the
 // message bytes are unchanged; copy it to keep it.
 func (o Object) Bytes(off int) []byte {

@@ -85,7 +85,7 @@ func randObject(r *rand.Rand, depth int) *rObject {
 		case kText, kBytes:
 			f.data = randBytes(r, 40)
 			if r.IntN(4) == 0 {
-				// Set twice (WIRE.md §2): earlier values, often empty, set
+				// Set twice (docs/wire.md §3): earlier values, often empty, set
 				// before every other field of the object.
 				for range 1 + r.IntN(2) {
 					f.prior = append(f.prior, randBytes(r, 3*r.IntN(2)))
@@ -113,7 +113,7 @@ func randObject(r *rand.Rand, depth int) *rObject {
 		off += slotWidth(&f) + r.IntN(3)
 		o.fields = append(o.fields, f)
 	}
-	o.size = max(off, 1) // an empty object at the very end of a message reads as null (WIRE.md §4)
+	o.size = max(off, 1) // an empty object at the very end of a message reads as null (docs/wire.md §5)
 	return o
 }
 

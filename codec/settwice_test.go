@@ -17,7 +17,7 @@ type setOp struct {
 
 // setTwiceModel writes, independently of the Builder, the message the
 // canonical builder writes for one root object {text @0, text @8, u32 @16}
-// after ops (WIRE.md §2): every non-empty value is appended at finish in set
+// after ops (docs/wire.md §3): every non-empty value is appended at finish in set
 // order; a slot points at the last value appended for it and carries the
 // length of the last value set for it; a slot never given a non-empty value
 // is {0, 0}.

@@ -8,7 +8,7 @@ import (
 // Variable-element lists of fixed-width values.
 //
 // The canonical schema compiler writes every list<T> as a variable-element
-// list (WIRE.md §3): each element is [u32 size][size bytes], scalars
+// list (docs/wire.md §4): each element is [u32 size][size bytes], scalars
 // included, so a list<u32> of [7] is 04000000 07000000. The readers below
 // find element i of such a list in O(1) when the elements are uniform, as
 // every writer of a typed list makes them: element i then starts at

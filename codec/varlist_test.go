@@ -46,7 +46,7 @@ func rootList(t testing.TB, msg []byte) codec.List {
 	return m.Root().List(0)
 }
 
-// TestVarScalarBuilder pins the element bytes of WIRE.md §3 for every width,
+// TestVarScalarBuilder pins the element bytes of docs/wire.md §4 for every width,
 // as the canonical generated constructors wrote them (generated-lists.json,
 // case mix: I32s, U8s, U64s).
 func TestVarScalarBuilder(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package frame reads and writes length-prefixed frames over an
-// io.Reader / io.Writer: the transport frames of ZAP RPC (WIRE.md §6).
+// io.Reader / io.Writer: the transport frames of ZAP RPC (docs/wire.md §7).
 //
 // # Layout
 //

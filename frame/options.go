@@ -111,7 +111,7 @@ func WithWritevThreshold(n int) Option {
 }
 
 // WithHTTPFraming selects the ZAP-over-HTTP framing: a big-endian u32 length
-// followed by that many bytes of message, with no kind byte (WIRE.md §6).
+// followed by that many bytes of message, with no kind byte (docs/wire.md §7).
 // Reader.Next then always reports kind 0 and accepts a length of 0 (an empty
 // message); Writer ignores the kind it is given. The default is the
 // canonical transport frame: little-endian u32 length, kind byte, envelope.

@@ -131,15 +131,10 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 	} {
 		_, addr, _ := testServer(t, tc.so...)
 		c := dial(t, addr, tc.co...)
-		p, err := NewPool(context.Background(), "tcp", []string{addr}, 1, tc.co...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
 		req := []byte("0123456789abcdef")
 		resp := make([]byte, 0, 64)
 		ctx := context.Background()
-		for _, cl := range []Caller{c, p} {
+		for _, cl := range []Caller{c} {
 			call := func() {
 				if out, err := cl.Call(ctx, mEcho, req, resp[:0]); err != nil || len(out) != len(req) {
 					t.Fatal(err)

@@ -126,7 +126,7 @@ func (c *serverConn) answerDirect(status, pid uint32, msg string) {
 }
 
 // refuse answers, from the read loop, a call read after the go-away: 503
-// with the not-run flag (WIRE.md §8 extension), so the client knows it may
+// with the not-run flag (docs/wire.md §8 extension), so the client knows it may
 // send the call again. A canonical client reads a plain 503 "going away".
 func (c *serverConn) refuse(pid uint32) {
 	c.writeAnswerString(StatusUnavailable, pid, goAwayRefusal, true, true)

@@ -45,23 +45,6 @@ func BenchmarkUnary(b *testing.B) {
 	}
 }
 
-// BenchmarkUnaryPool: the same through a pool of 2 connections.
-func BenchmarkUnaryPool(b *testing.B) {
-	for _, size := range benchSizes {
-		for _, callers := range benchCallers[1:] {
-			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
-				_, addr, _ := testServer(b)
-				p, err := NewPool(context.Background(), "tcp", []string{addr}, 2)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer p.Close()
-				benchCalls(b, p, size, callers)
-			})
-		}
-	}
-}
-
 func benchCalls(b *testing.B, c Caller, size, callers int) {
 	req := make([]byte, size)
 	lat := make([]time.Duration, b.N)

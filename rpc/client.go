@@ -15,18 +15,16 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// Caller makes unary calls; generated stubs target it. *Client and *Pool
-// implement it.
+// Caller makes unary calls; generated stubs target it. *Client implements
+// it, and so does rpc/cluster's Client (calls spread over the replicas of
+// a service).
 type Caller interface {
 	// Call sends req (a ZAP message, may be empty) to the method with the
 	// given ordinal and appends the answer body to resp. See Client.Call.
 	Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error)
 }
 
-var (
-	_ Caller = (*Client)(nil)
-	_ Caller = (*Pool)(nil)
-)
+var _ Caller = (*Client)(nil)
 
 // Client is one connection to a ZAP-RPC server, safe for concurrent use:
 // calls from many goroutines are multiplexed over it and matched to their
@@ -333,7 +331,7 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 			if int(c.abandoned.Load()) >= c.opts.maxPending/2 {
 				// Half the table waits for answers that do not come
 				// while others do: give the connection up (Closed turns
-				// true, a Pool redials).
+				// true, rpc/cluster redials).
 				c.fail(errAbandonedFull)
 			}
 			return nil, ErrTooManyPending
@@ -620,6 +618,6 @@ func (c *Client) Draining() bool { return c.goAway.Load() }
 // Closed reports whether the connection is closed or broken, including
 // closed by the client itself: a write that made no progress for the write
 // timeout, no byte received for the answer timeout while calls were
-// outstanding, or a table of pending calls full of abandoned ones. A
-// [Pool] replaces a closed client on its next call.
+// outstanding, or a table of pending calls full of abandoned ones.
+// rpc/cluster replaces a closed client with a new connection.
 func (c *Client) Closed() bool { return c.broken.Load() }

@@ -307,7 +307,7 @@ func (c *serverConn) readLoop() bool {
 			}
 		case wire.KindPing:
 			// A zapcodec client with calls outstanding checks that we
-			// are alive (WIRE.md §8 extension): echo the payload.
+			// are alive (docs/wire.md §8 extension): echo the payload.
 			if len(p) > maxPingPayload {
 				c.close(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
 				return true
@@ -321,7 +321,7 @@ func (c *serverConn) readLoop() bool {
 				return true
 			}
 		default:
-			// Answers and unknown kinds are ignored (WIRE.md §6: a
+			// Answers and unknown kinds are ignored (docs/wire.md §7: a
 			// reader ignores a kind it does not know).
 		}
 	}

@@ -22,7 +22,7 @@ type job struct {
 	req, resp   []byte // owned by the job, reused
 	reader      bool   // not a call: take over the connection's read loop
 
-	// Wire extensions of the call (issue 12, see deadline.go and
+	// Wire extensions of the call (see deadline.go and
 	// metadata.go). dl is the call's own deadline (monoNow scale), 0 none;
 	// it is atomic because a goroutine a handler started (the one
 	// context.WithCancel starts for a foreign parent) may call Done late.

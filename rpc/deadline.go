@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Deadlines on the wire (issue 12).
+// Deadlines on the wire.
 //
 // Client: a call whose ctx has a deadline carries the time left, in
 // microseconds, in the request's timeout extension field (wire.AppendRequest);

@@ -1,5 +1,5 @@
 // Package rpc is a ZAP-RPC client and server over TCP, Unix and TLS
-// sockets, byte-compatible with the canonical runtime (WIRE.md §5–6).
+// sockets, byte-compatible with the canonical runtime (docs/wire.md §6–7).
 //
 // A call is one request envelope (version 2, flags 0xC800, fixed section
 // of 28 bytes: method, promise_id, target, cap, payload) carried in a
@@ -56,7 +56,9 @@
 // flows and given back when it stops.
 //
 // Client: [Dial] returns a [Client] that multiplexes calls from many
-// goroutines over one connection; [NewPool] spreads calls over several.
+// goroutines over one connection; package rpc/cluster spreads calls over
+// the replicas of a service (resolved by DNS or a registry, balanced by
+// load, failing replicas ejected, refused calls retried within a budget).
 // Both satisfy [Caller], the interface generated stubs use. A warm unary
 // call allocates nothing on either side.
 //
@@ -67,14 +69,14 @@
 // (30 s, both sides, [WithWriteTimeout]) loses its connection; a client
 // with calls outstanding that receives nothing for [DefaultAnswerTimeout]
 // (60 s, [WithAnswerTimeout]) closes the connection, as does one whose
-// table of pending calls fills up with abandoned calls, so a [Pool] dials
-// a fresh one. At most 4 MiB wait to be written per connection. A
+// table of pending calls fills up with abandoned calls, so that
+// rpc/cluster dials a fresh one. At most 4 MiB wait to be written per connection. A
 // [StatusError]'s Message keeps at most [MaxErrorMessage] bytes of the
 // answer body; Call returns the whole body appended to resp. Only a call
-// the server certainly did not run ([IsRetryable]) is sent again by a
-// Pool, once.
+// the server certainly did not run ([IsRetryable]) is sent again by
+// rpc/cluster, once.
 //
-// Services (issue 12): [WithInterceptors] and [WithClientInterceptors]
+// Services: [WithInterceptors] and [WithClientInterceptors]
 // chain code around every handler and every call (first outermost; the
 // chain is built once, a trivial interceptor allocates nothing);
 // [WithObserver] reports each call's method, status, duration, payload
@@ -87,7 +89,8 @@
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
 // ask).
 //
-// Beyond the payload (issue 12; see README.md "Wire extensions"): a
+// Beyond the payload (docs/wire.md §8 has the bytes, README.md "Wire
+// extensions" the costs): a
 // call's ctx deadline travels with the request as the time left (a
 // zapcodec extension field; the handler's ctx then has that deadline and
 // is done when it passes, and a call whose deadline passed before it

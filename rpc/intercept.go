@@ -55,7 +55,7 @@ func chainHandler(ics []Interceptor, method uint32, h Handler) Handler {
 // call on the wire (see [Client.Call] for the buffers and errors).
 type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte, error)
 
-// ClientInterceptor runs around every call of a [Client] or [Pool] that has
+// ClientInterceptor runs around every call of a [Client] that has
 // it (see [WithClientInterceptors]): it may change ctx (to add metadata,
 // say), inspect or replace req, call invoke to run the rest of the chain
 // and the call itself, and replace the result or error. It must return
@@ -63,14 +63,15 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // resp are the caller's, so an interceptor keeps nothing of them after it
 // returns.
 //
-// On a Pool, the chain runs once per Pool.Call, around its retry (a call
-// sent again on another connection is not intercepted twice); the
-// observer ([WithObserver]) sees each attempt on the wire.
+// Interceptors given to the connections of an rpc/cluster client run once
+// per attempt; its own (cluster.WithInterceptors) run once around a call
+// and its retry. The observer ([WithObserver]) sees each attempt on the
+// wire.
 type ClientInterceptor func(ctx context.Context, method uint32, req, resp []byte, invoke Invoker) ([]byte, error)
 
 // WithClientInterceptors installs interceptors around every call of a
-// [Client] or [Pool], in order: the first is outermost. Several options
-// append. The chain is built once, when the client or pool is created: a
+// [Client], in order: the first is outermost. Several options append.
+// The chain is built once, when the client is created: a
 // trivial interceptor (return invoke(ctx, method, req, resp)) allocates
 // nothing per call.
 func WithClientInterceptors(i ...ClientInterceptor) ClientOption {

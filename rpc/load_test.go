@@ -71,20 +71,3 @@ func TestLoadOneConn(t *testing.T) {
 		t.Fatalf("server answered %d OK, want %d", st.OK, 64*n)
 	}
 }
-
-func TestLoadPool(t *testing.T) {
-	s1, addr1, _ := testServer(t)
-	s2, addr2, _ := testServer(t)
-	p, err := NewPool(context.Background(), "tcp", []string{addr1, addr2}, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	n := loadCalls()
-	runLoad(t, p, n)
-	await(t, "s1.Stats().OK+s2.Stats().OK >= uint64(64*n)", func() bool { return s1.Stats().OK+s2.Stats().OK >= uint64(64*n) })
-	a, b := s1.Stats().OK, s2.Stats().OK
-	if a+b != uint64(64*n) || a == 0 || b == 0 {
-		t.Fatalf("answers %d + %d, want %d spread over both servers", a, b, 64*n)
-	}
-}

@@ -8,12 +8,12 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// Capability token and metadata of a call (issue 12).
+// Capability token and metadata of a call.
 //
 // The client side puts them in the caller's ctx ([WithCap],
 // [WithMetadata]); [Client.Call] writes them into the request envelope:
 // the token into the canonical cap field, the metadata into a zapcodec
-// extension field (WIRE.md §8, see wire.AppendRequest). The handler side reads
+// extension field (docs/wire.md §8, see wire.AppendRequest). The handler side reads
 // them from its ctx ([CapFrom], [MetadataFrom]). Both are encoded once,
 // when the ctx is made, so a call with a reused ctx copies bytes and
 // allocates nothing.
@@ -34,7 +34,7 @@ func wireFrom(ctx context.Context) *wireOpts {
 }
 
 // WithCap returns a ctx whose calls carry token in the request envelope's
-// cap field (WIRE.md §5), which a canonical server also reads. token is
+// cap field (docs/wire.md §6), which a canonical server also reads. token is
 // copied; an empty token means none (and clears one set by an outer
 // WithCap). The handler reads it with [CapFrom].
 func WithCap(ctx context.Context, token []byte) context.Context {

@@ -10,7 +10,8 @@ import (
 // by value and holds no buffer of the call: an observer may keep it.
 type CallEvent struct {
 	// Client is true for a client's view of a call (one attempt on the
-	// wire: a Pool's retry is a second event), false for a server's.
+	// wire: a retry by rpc/cluster is a second event), false for a
+	// server's.
 	Client bool
 	// Method is the wire method ordinal (the mount offset included).
 	Method uint32

@@ -64,7 +64,8 @@ const maxPingPayload = 8
 // ServerOption configures a [Server] (see [NewServer]).
 type ServerOption interface{ applyServer(*serverOptions) }
 
-// ClientOption configures a [Client] or a [Pool].
+// ClientOption configures a [Client] (and the connections of an
+// rpc/cluster client: cluster.WithClientOptions).
 type ClientOption interface{ applyClient(*clientOptions) }
 
 // Option configures both sides; every Option is a ServerOption and a
@@ -252,7 +253,7 @@ func WithMaxConns(n int) ServerOption {
 // with keepalive pings every 2 h), which lets clients that vanished
 // without a FIN (a powered-off host, a dropped NAT mapping) hold server
 // memory for hours. Five minutes is longer than the idle spells of a
-// working connection pool (a Pool redials on demand), and frees a dead
+// working client (rpc/cluster redials on demand), and frees a dead
 // peer's connection within minutes; load balancers use 60–350 s.
 func WithIdleTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.idleTimeout = d })
@@ -312,7 +313,7 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.shutdownGrace = d })
 }
 
-// WithPipelining turns on promise pipelining (WIRE.md §5): a call with
+// WithPipelining turns on promise pipelining (docs/wire.md §6): a call with
 // target != 0 gets as payload the body of the OK answer to promise target
 // on the same connection, waits for it if it is still running, and is
 // refused with 400 if it failed or is unknown. Each connection remembers
@@ -337,7 +338,7 @@ func WithLogger(l *slog.Logger) ServerOption {
 	return serverOption(func(o *serverOptions) { o.logger = l })
 }
 
-// WithDialer sets the dialer of [Dial] and [NewPool]. Default: a zero
+// WithDialer sets the dialer of [Dial]. Default: a zero
 // net.Dialer.
 func WithDialer(d *net.Dialer) ClientOption {
 	return clientOption(func(o *clientOptions) { o.dialer = d })
@@ -347,7 +348,7 @@ func WithDialer(d *net.Dialer) ClientOption {
 // (waiting for their answers, or abandoned by their callers and still
 // holding their slots) may go without receiving any byte from the server
 // before it closes the connection as hung: its calls fail with ErrClosed,
-// [Client.Closed] turns true and a [Pool] dials a new connection. The
+// [Client.Closed] turns true and rpc/cluster dials a new connection. The
 // check runs every d/4, so the close comes between d and 1.25 d after the
 // last byte. Default DefaultAnswerTimeout (60 s): longer than a unary call
 // should take (a handler that legitimately runs longer with nothing else

@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// Client-side promise pipelining (WIRE.md §5, issue 12).
+// Client-side promise pipelining (docs/wire.md §6).
 //
 // [Client.Send] sends a call without waiting for its answer and returns a
 // [Promise]. [Promise.Call] (or [Promise.Send]) sends a second call whose
@@ -29,7 +29,8 @@ import (
 // before or after that, as long as the server still remembers the call
 // (it keeps the last WithPipelining table size calls per connection).
 
-// Promise is a call sent with [Client.Send] or [Pool.Send] whose answer
+// Promise is a call sent with [Client.Send] (or a Sender such as
+// rpc/cluster's Client) whose answer
 // has not been taken yet. It is a small value: copy it freely, but call
 // Wait or Release once in all. The zero Promise is invalid (its methods
 // return an error).
@@ -41,17 +42,14 @@ type Promise struct {
 }
 
 // Sender sends calls without waiting for their answers (promise
-// pipelining); *Client and *Pool implement it. Generated clients use it
-// for their Send<Method> methods.
+// pipelining); *Client and rpc/cluster's Client implement it. Generated
+// clients use it for their Send<Method> methods.
 type Sender interface {
 	// Send sends a call and returns its promise; see Client.Send.
 	Send(ctx context.Context, method uint32, req, resp []byte) (Promise, error)
 }
 
-var (
-	_ Sender = (*Client)(nil)
-	_ Sender = (*Pool)(nil)
-)
+var _ Sender = (*Client)(nil)
 
 // ErrNoSender is returned by a generated client's Send<Method> when its
 // Caller cannot send without waiting (it is not a [Sender]).
@@ -165,32 +163,4 @@ func (p Promise) Send(ctx context.Context, method uint32, resp []byte) (Promise,
 		return Promise{}, errNoPromise
 	}
 	return p.c.sendPromise(ctx, method, p.pid, nil, resp)
-}
-
-// Send sends a call on the next usable connection without waiting for its
-// answer (see [Client.Send]); calls pipelined on the promise go to the
-// same connection. Like [Pool.Call], a send refused because the
-// connection was going away is tried once more on the next one.
-func (p *Pool) Send(ctx context.Context, method uint32, req, resp []byte) (Promise, error) {
-	n := uint32(len(p.conns))
-	start := p.next.Add(1)
-	var lastErr error = ErrClosed
-	retried := false
-	for i := uint32(0); i <= n; i++ {
-		if p.closed.Load() {
-			return Promise{}, ErrClosed
-		}
-		c, err := p.get(ctx, int((start+i)%n))
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		pr, err := c.Send(ctx, method, req, resp)
-		if err != nil && IsRetryable(err) && !retried {
-			retried, lastErr = true, err
-			continue
-		}
-		return pr, err
-	}
-	return Promise{}, lastErr
 }

@@ -242,24 +242,3 @@ func TestPipelineCancelNoLeak(t *testing.T) {
 	zero.Release()
 	waitIdle(t, c)
 }
-
-// Pool.Send: the promise and the calls pipelined on it share a connection.
-func TestPoolSendPipeline(t *testing.T) {
-	cl, _ := pipelineServer(t, func() error { return nil })
-	pool, err := NewPool(context.Background(), "tcp", []string{cl.Addr().String()}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	for i := 0; i < 6; i++ {
-		p, err := pool.Send(context.Background(), mLookup, []byte("q"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.Call(context.Background(), mFetch, nil)
-		if err != nil || string(out) != "fetched(id:q)" {
-			t.Fatalf("%q %v", out, err)
-		}
-		p.Release()
-	}
-}

@@ -3,7 +3,7 @@ package rpc
 import "sync"
 
 // promiseTable remembers the last calls of one connection for promise
-// pipelining (WIRE.md §5): a ring of entries, each a promise_id, its state
+// pipelining (docs/wire.md §6): a ring of entries, each a promise_id, its state
 // and, once it answered OK, a copy of its body. Lookups scan the ring
 // (bounded by its size); only calls with a target pay for that.
 type promiseTable struct {

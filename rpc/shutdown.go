@@ -75,7 +75,8 @@ func (s *Server) beginClose() (conns []*serverConn, first bool) {
 // package's client does), else after [WithShutdownGrace] without running
 // calls. A call the server reads after it sent the go-away is not run: it
 // is answered at once with 503 and the not-run flag, which this package's
-// client reports as [ErrGoAway] (retryable; a [Pool] sends it elsewhere).
+// client reports as [ErrGoAway] (retryable; rpc/cluster sends it to
+// another replica).
 // Shutdown returns nil once every connection is closed with all its
 // answers written, or ctx's error after closing the rest at once (their
 // handlers' ctx is done) when ctx ends first.

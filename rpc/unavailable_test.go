@@ -8,8 +8,8 @@ import (
 )
 
 // A 503 that a handler returns is an answer, not a go-away, even with the
-// very words of the server's refusal: the call ran, so a Pool must not send
-// it again and the error is not retryable. Only the not-run flag of the
+// very words of the server's refusal: the call ran, so a cluster client
+// (rpc/cluster) must not send it again and the error is not retryable. Only the not-run flag of the
 // server's own refusal makes a call retryable.
 func TestHandler503IsNotGoAway(t *testing.T) {
 	s, addr, _ := testServer(t)
@@ -18,12 +18,8 @@ func TestHandler503IsNotGoAway(t *testing.T) {
 		runs.Add(1)
 		return resp, Errorf(StatusUnavailable, goAwayRefusal)
 	})
-	p, err := NewPool(context.Background(), "tcp", []string{addr}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	_, err = p.Call(context.Background(), mFail, nil, nil)
+	c := dial(t, addr)
+	_, err := c.Call(context.Background(), mFail, nil, nil)
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != StatusUnavailable || se.Message != goAwayRefusal {
 		t.Fatalf("Call: %v, want status 503 %q", err, goAwayRefusal)

@@ -16,8 +16,8 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// Offsets of the canonical request fields in the root object (WIRE.md
-// §5), written out here rather than taken from package wire so that the
+// Offsets of the canonical request fields in the root object (docs/wire.md
+// §6), written out here rather than taken from package wire so that the
 // tests check its encoding against the specification.
 const (
 	reqMethod  = 0

@@ -148,6 +148,7 @@ func dumpGolden(t *testing.T, name, got string) {
 
 // TestDumpGolden runs every case on the copies in testdata/dump.
 func TestDumpGolden(t *testing.T) {
+	t.Parallel()
 	for _, c := range dumpCases() {
 		t.Run(c.name, func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join(dumpDir, c.input))
@@ -251,6 +252,7 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 // fixtures' bytes, and runs every golden case on the bytes taken from the
 // canonical fixtures themselves.
 func TestDumpShared(t *testing.T) {
+	t.Parallel()
 	dir := fixture.Dir(t)
 	shared := dumpSharedInputs(t, dir)
 	for name, want := range shared {
@@ -299,6 +301,7 @@ func TestDumpShared(t *testing.T) {
 
 // TestDumpDispatch runs dump through the zapcodec command dispatcher.
 func TestDumpDispatch(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"dump", "-schema", dumpSchema(t, "eth.zap"), "-type", "GetBalanceRequest",
 		filepath.Join(dumpDir, "gen_request.hex")}, &stdout, &stderr)
@@ -313,6 +316,7 @@ func TestDumpDispatch(t *testing.T) {
 
 // TestDumpUsage checks the command-line errors: exit 2 and a message.
 func TestDumpUsage(t *testing.T) {
+	t.Parallel()
 	eth := dumpSchema(t, "eth.zap")
 	tests := []struct {
 		args []string
@@ -344,6 +348,7 @@ func TestDumpUsage(t *testing.T) {
 // TestDumpAmbiguousMethod checks that a bare method name found in two
 // interfaces is refused with both candidates named.
 func TestDumpAmbiguousMethod(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "two.zap")
 	src := "struct A\n    X u32\ninterface I {\n    get(req: A) returns (resp: A)\n}\ninterface J {\n    get(req: A)\n}\n"
@@ -374,6 +379,7 @@ func TestDumpAmbiguousMethod(t *testing.T) {
 // TestDumpStdinAndFile checks that a file argument and stdin give the same
 // listing, and "-" means stdin.
 func TestDumpStdinAndFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(dumpDir, "eth_frames.hex")
 	in, err := os.ReadFile(path)
 	if err != nil {

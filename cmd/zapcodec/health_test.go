@@ -30,6 +30,7 @@ func runHealthCmd(args ...string) (code int, out, errOut string) {
 
 // zapcodec health over TCP: exit 0 and "serving" only when serving.
 func TestHealthCommand(t *testing.T) {
+	t.Parallel()
 	s, addr := healthServer(t)
 	for _, tc := range []struct {
 		args     []string

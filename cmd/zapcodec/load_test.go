@@ -17,7 +17,7 @@ import (
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
-// loadEthSchema is eth.zap's layout (WIRE.md §7, generated.json offsets).
+// loadEthSchema is eth.zap's layout (docs/wire.md §10, generated.json offsets).
 const loadEthSchema = `package eth
 type address = bytes_fixed[20]
 struct GetBalanceRequest
@@ -104,6 +104,7 @@ func loadCheckClean(t *testing.T, rep *loadgen.Report) {
 // TestLoadOneSecond runs the subcommand for a second, payload encoded
 // through the schema; the server accepts only the exact canonical bytes.
 func TestLoadOneSecond(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	dir := t.TempDir()
 	sch := filepath.Join(dir, "eth.zap")
@@ -131,6 +132,7 @@ func TestLoadOneSecond(t *testing.T) {
 // TestLoadPayloadForms: hex, file and JSON (struct -type, method by name)
 // payloads all reach the server as the same bytes; -n and -rate runs.
 func TestLoadPayloadForms(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	dir := t.TempDir()
 	sch := filepath.Join(dir, "eth.zap")
@@ -159,6 +161,7 @@ func TestLoadPayloadForms(t *testing.T) {
 }
 
 func TestLoadTextReportAndStatuses(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	// A payload the server refuses: every answer is 400.
 	code, out, errOut := loadRun(t, "-addr", addr, "-n", "50", "-method", "1", "-payload-hex", "00")
@@ -173,6 +176,7 @@ func TestLoadTextReportAndStatuses(t *testing.T) {
 }
 
 func TestLoadUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sch := filepath.Join(dir, "eth.zap")
 	os.WriteFile(sch, []byte(loadEthSchema), 0o644)
@@ -207,6 +211,7 @@ func TestLoadUsageErrors(t *testing.T) {
 // TestLoadInterrupted: an ended context (Ctrl-C) still prints the report
 // of the calls made, none of them failed.
 func TestLoadInterrupted(t *testing.T) {
+	t.Parallel()
 	addr := loadServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)

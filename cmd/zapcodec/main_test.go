@@ -38,6 +38,7 @@ func runCmd(args ...string) (code int, out string) {
 // TestBadSchemas runs gen on every testdata/bad/*.zap and compares the exit
 // code and output with testdata/bad/*.golden. Nothing may be written.
 func TestBadSchemas(t *testing.T) {
+	t.Parallel()
 	paths, err := filepath.Glob("testdata/bad/*.zap")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no bad schemas: %v", err)
@@ -58,6 +59,7 @@ func TestBadSchemas(t *testing.T) {
 }
 
 func TestGenWrites(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "new", "dir")
 	// The golden file is the committed examples/ethrpc/ethzap package.
 	if code, msg := runCmd("gen", "-out", out, "-package", "ethzap", "../../examples/ethrpc/eth.zap"); code != 0 {
@@ -83,6 +85,7 @@ func TestGenWrites(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		code int
@@ -117,6 +120,7 @@ func TestUsage(t *testing.T) {
 // temporary directory), and compares the output with the committed package
 // it names.
 func TestREADMEGen(t *testing.T) {
+	t.Parallel()
 	const root = "../.."
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {

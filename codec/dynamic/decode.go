@@ -43,7 +43,7 @@ func (e *DecodeError) Error() string {
 // bool is true/false, text is a string, bytes and bytes_fixed are lowercase
 // hex strings, a nested struct is an object or null, and a list is an array
 // of its elements in these forms. Every list is read as the canonical
-// compiler writes it, [u32 size][element bytes] per element (WIRE.md §3):
+// compiler writes it, [u32 size][element bytes] per element (docs/wire.md §4):
 // list<Struct> elements are whole messages, a list<list<T>> element holds
 // the inner list's elements, and a scalar or bytes_fixed element of another
 // size is an error.
@@ -206,7 +206,7 @@ func (d *decoder) field(dst, m []byte, base, at int, t *schema.Type, depth int) 
 }
 
 // list decodes the list whose slot is at position at of m. Every list is a
-// variable-element list (WIRE.md §3): [u32 size][element bytes] each.
+// variable-element list (docs/wire.md §4): [u32 size][element bytes] each.
 func (d *decoder) list(dst, m []byte, base, at int, elem *schema.Type, depth int) ([]byte, error) {
 	rel := int32(binary.LittleEndian.Uint32(m[at:]))
 	n := binary.LittleEndian.Uint32(m[at+4:])

@@ -33,7 +33,7 @@ func generatedCases(t *testing.T) ([]generatedCase, map[string]map[string]any, f
 			t.Fatal(err)
 		}
 		for _, c := range fx.Cases {
-			// A canonical defect, not a target (WIRE.md §3): the nested Point
+			// A canonical defect, not a target (docs/wire.md §4): the nested Point
 			// was given as a whole message and embeds its header.
 			if c.Name != "shape_origin_whole_message" {
 				cases = append(cases, c)

@@ -63,6 +63,10 @@ type Alias struct {
 	Name string // as declared
 	Type *Type  // what it stands for, resolved
 	Pos  Pos    // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 
 	expr  *Type // as written, unresolved
 	state uint8 // resolution: 0 new, 1 in progress, 2 done
@@ -74,6 +78,10 @@ type Struct struct {
 	Fields []*Field // declaration order (not necessarily offset order)
 	Size   int      // end of the last-ending field; 0 without fields
 	Pos    Pos      // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 }
 
 // Field returns the field named name, or nil.
@@ -94,6 +102,10 @@ type Field struct {
 	Width    int    // slot width, Type.Width()
 	Explicit bool   // the offset was written as @N
 	Pos      Pos    // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 
 	expr *Type // as written, unresolved
 }
@@ -125,7 +137,7 @@ const (
 var kindNames = [...]string{"invalid", "bool", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64",
 	"f32", "f64", "text", "bytes", "bytes_fixed", "list", "struct"}
 
-// kindWidths holds the slot widths of WIRE.md §2 (bytes_fixed: per type).
+// kindWidths holds the slot widths of docs/wire.md §2 (bytes_fixed: per type).
 var kindWidths = [...]int{0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 8, 0, 8, 4}
 
 // String returns the schema spelling: "u32", "bytes_fixed", "list", "struct".
@@ -136,7 +148,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// Width returns the slot width of k in a struct's fixed section (WIRE.md
+// Width returns the slot width of k in a struct's fixed section (docs/wire.md
 // §2): 1 for bool u8 i8, 2 for u16 i16, 4 for u32 i32 f32 and nested
 // structs, 8 for u64 i64 f64 text bytes and lists. It is 0 for
 // KindBytesFixed (see [Type.Width]) and KindInvalid.
@@ -207,6 +219,10 @@ type Interface struct {
 	Name    string    // as declared
 	Methods []*Method // declaration order
 	Pos     Pos       // of the name
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 }
 
 // Method is one RPC method of an interface, "name(req: T) returns (resp: U)".
@@ -228,6 +244,10 @@ type Method struct {
 	// has no streams). A stream's element is a struct like any payload;
 	// its name may be left out.
 	ReqStream, RespStream bool
+	// Doc is the comment block right above the declaration (its "#" lines
+	// with the "#" and one space removed, joined by newlines), "" without
+	// one; Comment is the comment at the end of its line.
+	Doc, Comment string
 
 	reqExpr, respExpr *Type // as written, unresolved
 }

@@ -37,13 +37,24 @@ func (t token) describe() string {
 func isLetter(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
 
-// lex splits src into tokens, dropping comments and blank lines. Spaces,
+// comment is one "# ..." comment: its line, its text without the "#" and
+// one following space, and whether it is alone on its line (own) or
+// follows tokens (trailing).
+type comment struct {
+	line int
+	text string
+	own  bool
+}
+
+// lex splits src into tokens, dropping blank lines, and returns the
+// comments apart, by line. Spaces,
 // tabs and carriage returns separate tokens; a tab in the indentation counts
 // as one column, like a space (the whitespace form only compares the columns
 // of lines of one block). It rejects any character outside the dialect. The
 // result always ends with a tokEOF.
-func lex(filename string, src []byte) ([]token, error) {
+func lex(filename string, src []byte) ([]token, map[int]comment, error) {
 	var toks []token
+	comments := map[int]comment{}
 	line, lineStart := 1, 0
 	pos := func(i int) Pos { return Pos{filename, line, i - lineStart + 1} }
 	hasTok := false // the current line produced a token
@@ -62,9 +73,16 @@ func lex(filename string, src []byte) ([]token, error) {
 			i++
 			continue
 		case c == '#':
+			start := i + 1
 			for i < len(src) && src[i] != '\n' {
 				i++
 			}
+			text := strings.TrimRight(string(src[start:i]), " \t\r")
+			text = strings.TrimPrefix(text, " ")
+			if !utf8.ValidString(text) {
+				text = strings.ToValidUTF8(text, "\uFFFD")
+			}
+			comments[line] = comment{line, text, !hasTok}
 			continue
 		}
 		hasTok = true
@@ -86,13 +104,13 @@ func lex(filename string, src []byte) ([]token, error) {
 		default:
 			r, size := utf8.DecodeRune(src[i:])
 			if r == utf8.RuneError && size <= 1 {
-				return nil, errorf(pos(i), "invalid UTF-8 byte 0x%02x", c)
+				return nil, nil, errorf(pos(i), "invalid UTF-8 byte 0x%02x", c)
 			}
-			return nil, errorf(pos(i), "unexpected character %q", r)
+			return nil, nil, errorf(pos(i), "unexpected character %q", r)
 		}
 	}
 	if hasTok {
 		toks = append(toks, token{tokNewline, "", pos(len(src))})
 	}
-	return append(toks, token{tokEOF, "", pos(len(src))}), nil
+	return append(toks, token{tokEOF, "", pos(len(src))}), comments, nil
 }

@@ -1,6 +1,9 @@
 package schema
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Source is one schema file for [ParseFiles].
 type Source struct {
@@ -27,12 +30,12 @@ func ParseFiles(srcs ...Source) (*File, error) {
 		structs: map[string]*Struct{},
 	}
 	for _, s := range srcs {
-		toks, err := lex(s.Name, s.Src)
+		toks, comments, err := lex(s.Name, s.Src)
 		if err != nil {
 			return nil, err
 		}
 		p.f.Files = append(p.f.Files, s.Name)
-		p.toks, p.i = toks, 0
+		p.toks, p.i, p.comments, p.docLine = toks, 0, comments, 0
 		if err := p.file(); err != nil {
 			return nil, err
 		}
@@ -62,16 +65,47 @@ type declared struct {
 }
 
 type parser struct {
-	toks    []token
-	i       int
-	f       *File
-	pkgPos  Pos // first package clause, when f.Package != ""
-	names   map[string]declared
-	aliases map[string]*Alias
-	structs map[string]*Struct
+	toks     []token
+	i        int
+	comments map[int]comment // of the current file, by line
+	docLine  int             // the line whose comments went to a declaration last
+	f        *File
+	pkgPos   Pos // first package clause, when f.Package != ""
+	names    map[string]declared
+	aliases  map[string]*Alias
+	structs  map[string]*Struct
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
+
+// docs returns the comments of the declaration whose name is at pos: doc,
+// the comment lines alone on the lines right above it (no blank line
+// between), and trailing, the comment at the end of its line. A trailing
+// comment, and the doc above a line, go to the first declaration of the
+// line (a struct, not its fields, on a one-line struct).
+func (p *parser) docs(pos Pos) (doc, trailing string) {
+	if pos.Line == p.docLine {
+		return "", ""
+	}
+	p.docLine = pos.Line
+	if c, ok := p.comments[pos.Line]; ok && !c.own {
+		trailing = c.text
+		delete(p.comments, pos.Line)
+	}
+	first := pos.Line
+	for {
+		c, ok := p.comments[first-1]
+		if !ok || !c.own {
+			break
+		}
+		first--
+	}
+	var lines []string
+	for l := first; l < pos.Line; l++ {
+		lines = append(lines, p.comments[l].text)
+	}
+	return strings.Join(lines, "\n"), trailing
+}
 
 // next consumes a token; at the end it keeps returning tokEOF.
 func (p *parser) next() token {
@@ -184,6 +218,7 @@ func (p *parser) alias() error {
 		return err
 	}
 	a := &Alias{Name: name.text, Pos: name.pos, expr: t}
+	a.Doc, a.Comment = p.docs(name.pos)
 	p.f.Aliases = append(p.f.Aliases, a)
 	p.aliases[a.Name] = a
 	return p.endLine("alias " + a.Name)
@@ -196,6 +231,7 @@ func (p *parser) structDecl() error {
 		return err
 	}
 	s := &Struct{Name: name.text, Pos: name.pos}
+	s.Doc, s.Comment = p.docs(name.pos)
 	p.f.Structs = append(p.f.Structs, s)
 	p.structs[s.Name] = s
 	seen := map[string]*Field{}
@@ -267,6 +303,7 @@ func (p *parser) field(s *Struct, seen map[string]*Field) error {
 		return err
 	}
 	f := &Field{Name: name.text, Pos: name.pos, expr: t}
+	f.Doc, f.Comment = p.docs(name.pos)
 	if p.peek().is("@") {
 		p.next()
 		n := p.next()
@@ -346,13 +383,14 @@ func (p *parser) typ() (*Type, error) {
 
 // iface parses an interface in either form after "interface": "interface
 // Name { methods }", or "interface Name" followed by its methods indented
-// one per line, no braces (WIRE.md §7).
+// one per line, no braces (docs/wire.md §10).
 func (p *parser) iface() error {
 	name, err := p.declare("interface")
 	if err != nil {
 		return err
 	}
 	it := &Interface{Name: name.text, Pos: name.pos}
+	it.Doc, it.Comment = p.docs(name.pos)
 	p.f.Interfaces = append(p.f.Interfaces, it)
 	seen := map[string]*Method{}
 	if open := p.peek(); open.is("{") {
@@ -396,6 +434,7 @@ func (p *parser) method(it *Interface, seen map[string]*Method) error {
 		return errorf(name.pos, "duplicate method %s in interface %s (first declared at %s)", name.text, it.Name, prev.Pos)
 	}
 	m := &Method{Name: name.text, Pos: name.pos, Ordinal: uint32(len(it.Methods) + 1)}
+	m.Doc, m.Comment = p.docs(name.pos)
 	var err error
 	if err = p.expect("(", "after method name "+m.Name); err != nil {
 		return err

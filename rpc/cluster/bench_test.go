@@ -2,14 +2,16 @@ package cluster
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
 // BenchmarkCall: a 64-byte echo through the cluster client (one replica,
-// and two, on loopback) beside the floor, the same call on one
-// rpc.Client. par is b.SetParallelism: par × GOMAXPROCS callers.
+// and two, on loopback) beside the floors, the same call on one
+// rpc.Client and on two rpc.Clients taken in turn (to the same two
+// servers). par is b.SetParallelism: par × GOMAXPROCS callers.
 func BenchmarkCall(b *testing.B) {
 	r1, r2 := startReplica(b, "127.0.0.1"), startReplica(b, "127.0.0.1")
 	ctx := context.Background()
@@ -26,11 +28,34 @@ func BenchmarkCall(b *testing.B) {
 			c := dialT(b, r1.addr)
 			benchCalls(b, c, par)
 		})
+		b.Run("floor=2clients/par="+itoa(par), func(b *testing.B) {
+			var cs [2]*rpc.Client
+			for i, a := range []string{r1.addr, r2.addr} {
+				c, err := rpc.Dial(ctx, "tcp", a)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				cs[i] = c
+			}
+			benchCalls(b, &alternate{cs: cs}, par)
+		})
 		b.Run("cluster=2/par="+itoa(par), func(b *testing.B) {
 			c := dialT(b, "static:///"+r1.addr+","+r2.addr)
 			benchCalls(b, c, par)
 		})
 	}
+}
+
+// alternate calls its clients in turn: the hand-written floor of a call
+// spread over two servers.
+type alternate struct {
+	cs   [2]*rpc.Client
+	next atomic.Uint32
+}
+
+func (a *alternate) Call(ctx context.Context, m uint32, req, resp []byte) ([]byte, error) {
+	return a.cs[a.next.Add(1)&1].Call(ctx, m, req, resp)
 }
 
 func itoa(n int) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,11 @@ import (
 // not-run flag, what a server going away answers) and answers the health
 // check 404 (a server without the health service counts as serving): an
 // outage in which every call is retryable.
-func refuser(t *testing.T) string {
+func refuser(t *testing.T) string { return countingRefuser(t, nil) }
+
+// countingRefuser is refuser counting the calls it refuses in n (nil: no
+// count).
+func countingRefuser(t *testing.T, n *atomic.Int32) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +70,8 @@ func refuser(t *testing.T) string {
 					resp := wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
 					if req.Method == rpc.HealthMethod {
 						resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
+					} else if n != nil {
+						n.Add(1)
 					}
 					if w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp)) != nil || w.Flush() != nil {
 						return

@@ -174,8 +174,9 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	c.calls.Add(1)
 	c.budget.call()
 	retried := false
+	var avoid *replica
 	for {
-		cn, err := c.pick(ctx)
+		cn, err := c.pick(ctx, avoid)
 		if err != nil {
 			c.failed.Add(1)
 			return resp, err
@@ -188,6 +189,7 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		}
 		c.account(cn, err)
 		if c.mayRetry(ctx, err, &retried) {
+			avoid = cn.r
 			continue
 		}
 		c.failed.Add(1)
@@ -203,8 +205,9 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 	c.calls.Add(1)
 	c.budget.call()
 	retried := false
+	var avoid *replica
 	for {
-		cn, err := c.pick(ctx)
+		cn, err := c.pick(ctx, avoid)
 		if err != nil {
 			c.failed.Add(1)
 			return rpc.Promise{}, err
@@ -216,6 +219,7 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 		}
 		c.account(cn, err)
 		if c.mayRetry(ctx, err, &retried) {
+			avoid = cn.r
 			continue
 		}
 		c.failed.Add(1)
@@ -239,8 +243,9 @@ func (c *Client) mayRetry(ctx context.Context, err error, retried *bool) bool {
 }
 
 // pick returns a connection for a call, with the call counted in its
-// in-flight calls (the caller takes it off).
-func (c *Client) pick(ctx context.Context) (*Conn, error) {
+// in-flight calls (the caller takes it off). A retry avoids the replica
+// that refused the call when another one is ready.
+func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
 	for tries := 0; ; tries++ {
 		conns := *c.ready.Load()
 		if len(conns) == 0 || tries > 64 {
@@ -255,6 +260,9 @@ func (c *Client) pick(ctx context.Context) (*Conn, error) {
 			if i = c.o.balancer.Pick(conns); uint(i) >= uint(len(conns)) {
 				i = 0
 			}
+			if avoid != nil && conns[i].r == avoid {
+				i = elsewhere(conns, i, avoid)
+			}
 		}
 		cn := conns[i]
 		// Counted first, then checked: a connection being retired is
@@ -267,6 +275,21 @@ func (c *Client) pick(ctx context.Context) (*Conn, error) {
 		cn.inflight.Add(-1)
 		c.drop(cn) // out of the ready set: the next pick does not see it
 	}
+}
+
+// elsewhere returns the index of the least loaded connection not to
+// avoid, or i when all are to it.
+func elsewhere(conns []*Conn, i int, avoid *replica) int {
+	best := -1
+	for k, cn := range conns {
+		if cn.r != avoid && (best < 0 || cn.inflight.Load() < conns[best].inflight.Load()) {
+			best = k
+		}
+	}
+	if best < 0 {
+		return i
+	}
+	return best
 }
 
 // waitReady waits for an admitted replica, within ctx and WithWaitForReady.

@@ -47,9 +47,19 @@ func startReplica(t testing.TB, hostport string) *replicaSrv {
 	return r
 }
 
-func (r *replicaSrv) start() {
+func (r *replicaSrv) start() { r.startWith() }
+
+// restartWith closes the replica and starts it again, on the same
+// address, with opts.
+func (r *replicaSrv) restartWith(opts ...rpc.ServerOption) {
+	r.kill()
+	r.startWith(opts...)
+}
+
+func (r *replicaSrv) startWith(opts ...rpc.ServerOption) {
 	r.t.Helper()
-	s := rpc.NewServer(rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	opts = append([]rpc.ServerOption{rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	s := rpc.NewServer(opts...)
 	s.Handle(mEcho, func(ctx context.Context, req, resp []byte) ([]byte, error) {
 		r.calls.Add(1)
 		if d := r.delay.Load(); d > 0 {
@@ -138,6 +148,9 @@ func dialT(t testing.TB, target string, opts ...Option) *Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	// Dial returns once one replica is admitted: wait for the others, so
+	// that a test starts with all of them.
+	await(t, "every replica admitted", func() bool { return readyCount(c) == len(c.Stats().Replicas) })
 	return c
 }
 

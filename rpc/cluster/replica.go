@@ -92,9 +92,7 @@ func (r *replica) run() {
 			return
 		}
 		if r.ejectReq.Swap(false) {
-			n := r.fails.Load()
-			if c.mayEject(r) {
-				r.eject(fmt.Errorf("cluster: %d calls in a row failed", n))
+			if r.ejectFailing() {
 				if !r.backoff() {
 					return
 				}
@@ -234,8 +232,26 @@ func (r *replica) check() error {
 // eject takes the replica out of the ready set and retires its
 // connections; the caller then backs off.
 func (r *replica) eject(err error) {
+	r.c.mu.Lock()
+	r.ejectLocked(err)
+}
+
+// ejectFailing ejects the replica for failed calls, when that leaves
+// enough replicas in (WithMaxEjected); false when it may not.
+func (r *replica) ejectFailing() bool {
 	c := r.c
 	c.mu.Lock()
+	if !c.mayEjectLocked(r) {
+		c.mu.Unlock()
+		return false
+	}
+	r.ejectLocked(fmt.Errorf("cluster: %d calls in a row failed", r.fails.Load()))
+	return true
+}
+
+// ejectLocked is eject with c.mu held; it unlocks it.
+func (r *replica) ejectLocked(err error) {
+	c := r.c
 	r.tried = true
 	r.lastErr = err
 	c.lastErr = fmt.Errorf("%s: %w", r.addr, err)
@@ -300,11 +316,9 @@ func (r *replica) exit() {
 	c.checkFirstLocked()
 }
 
-// mayEject reports whether failed calls may eject r without taking more
-// than the allowed share of the replicas out.
-func (c *Client) mayEject(r *replica) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// mayEjectLocked reports whether failed calls may eject r without taking
+// more than the allowed share of the replicas out.
+func (c *Client) mayEjectLocked(r *replica) bool {
 	total, out := 0, 0
 	for _, x := range c.replicas {
 		if x.removed.Load() {

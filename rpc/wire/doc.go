@@ -1,4 +1,4 @@
-// Package wire is the encoding of ZAP-RPC on the wire (WIRE.md §5–6, and
+// Package wire is the encoding of ZAP-RPC on the wire (docs/wire.md §6–7, and
 // the zapcodec extensions of §8): the request and response envelopes
 // ([AppendRequest], [ParseRequest], [AppendResponse], [ParseResponse]),
 // their layout constants, the transport frame kinds, and the bodies of the

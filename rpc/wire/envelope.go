@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Envelope layout constants (WIRE.md §5). The request and the response are
+// Envelope layout constants (docs/wire.md §6). The request and the response are
 // each one ZAP message: a 16-byte header, the root object right after it
 // (offset 16 is already 8-aligned), then the tails in set order.
 const (
@@ -38,7 +38,7 @@ const (
 	respBody    = 12
 
 	// respFlags is a zapcodec extension field (a u32 past the canonical
-	// fixed section, WIRE.md §8), present only in answers that set a flag:
+	// fixed section, docs/wire.md §8), present only in answers that set a flag:
 	// the fixed section is then respExtFixedSize bytes. A canonical reader
 	// reads its fields at their offsets and never looks here.
 	respFlags        = 20
@@ -47,7 +47,7 @@ const (
 	// handler (a refusal after go-away): the call may be sent again.
 	respFlagNotRun = 1
 
-	// Request extension fields (zapcodec, WIRE.md §8), past the canonical
+	// Request extension fields (zapcodec, docs/wire.md §8), past the canonical
 	// 28-byte fixed section. They are written only when used: a request
 	// with a deadline has a fixed section of reqExtDeadlineSize bytes (the
 	// remaining time at reqTimeout), one with metadata reqExtFixedSize
@@ -79,12 +79,12 @@ type Request struct {
 	Cap       []byte // opaque capability token, may be empty
 	Payload   []byte // the request message, may be empty
 
-	// Timeout is a zapcodec extension (WIRE.md §8): the time left until
+	// Timeout is a zapcodec extension (docs/wire.md §8): the time left until
 	// the caller's deadline when the request was built, in microseconds,
 	// relative so that the two hosts' clocks need not agree; 0 means no
 	// deadline. A canonical peer never sets it, and ignores it.
 	Timeout uint64
-	// Metadata is a zapcodec extension (WIRE.md §8): key/value pairs in
+	// Metadata is a zapcodec extension (docs/wire.md §8): key/value pairs in
 	// the encoding of rpc.Metadata (each key and value a u32 little-endian
 	// length and its bytes, key first), empty when there are none. A
 	// canonical peer never sets it, and ignores it.
@@ -97,7 +97,7 @@ type Response struct {
 	Status    uint32
 	PromiseID uint32
 	Body      []byte
-	// NotRun is a zapcodec extension (WIRE.md §8): the server refused the
+	// NotRun is a zapcodec extension (docs/wire.md §8): the server refused the
 	// call without running its handler, so it may be sent again. Only a
 	// server's own refusal sets it; no handler return value can. A
 	// canonical peer never sets it, and ignores it.
@@ -167,7 +167,7 @@ func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []b
 
 // AppendRefusalHeader is [AppendResponseHeader] for an answer whose
 // handler did not run (a [Response] with NotRun): the fixed section
-// carries the flags extension field (WIRE.md §8) with the not-run bit, and
+// carries the flags extension field (docs/wire.md §8) with the not-run bit, and
 // the caller must append exactly bodyLen body bytes right after it.
 func AppendRefusalHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
 	const overhead = headerSize + respExtFixedSize

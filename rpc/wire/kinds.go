@@ -1,7 +1,7 @@
 package wire
 
-// Frame kinds (WIRE.md §6), plus the go-away, ping and pong kinds of
-// package rpc (zapcodec extensions, WIRE.md §8).
+// Frame kinds (docs/wire.md §7), plus the go-away, ping and pong kinds of
+// package rpc (zapcodec extensions, docs/wire.md §8).
 const (
 	KindRequest  = 1
 	KindResponse = 2
@@ -12,7 +12,7 @@ const (
 	// connection as soon as its calls are answered.
 	KindGoAway = 6
 	// KindPing asks the peer for a KindPong carrying the same payload (at
-	// most 8 bytes; zapcodec extension, WIRE.md §8: canonical peers ignore
+	// most 8 bytes; zapcodec extension, docs/wire.md §8: canonical peers ignore
 	// it). A client with calls outstanding that has heard nothing for half
 	// its answer timeout sends one, so that a server that answers pings is
 	// not taken for hung while its handlers are merely slow; a client

@@ -147,3 +147,39 @@ func TestRPCShapes(t *testing.T) {
 		t.Fatalf("Reset: %v", err)
 	}
 }
+
+// Send<M> and <M>On call at the client's mount base, as the plain methods
+// do: with rpc.At(100) on both sides, Stats is served at 104, and a Send
+// that went to 4 (as generated clients once did) would be answered 404.
+func TestRPCPipeliningAtBase(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback TCP: %v", err)
+	}
+	srv := rpc.NewServer(rpc.WithPipelining(0))
+	impl := &service{}
+	RegisterServiceServer(srv, impl, rpc.At(100))
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := NewServiceClient(c, rpc.At(100))
+	ctx := context.Background()
+	impl.pings.Store(6)
+	p, err := cli.SendStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bumped Scalars
+	if err := cli.BumpOn(ctx, p, &bumped); err != nil || bumped.Count != 7 {
+		t.Fatalf("BumpOn(SendStats) at base 100: %+v %v, want Count 7", bumped, err)
+	}
+	out, err := p.Wait(ctx)
+	var st Scalars
+	if err != nil || st.DecodeZAP(out) != nil || st.Count != 6 {
+		t.Fatalf("SendStats at base 100: %+v %v, want Count 6", st, err)
+	}
+}

@@ -42,7 +42,7 @@ func Fixtures(t *testing.T, schema string, types map[string]Type) {
 			continue
 		}
 		if c.Name == "shape_origin_whole_message" {
-			// A canonical defect, not a target (WIRE.md §3): the canonical
+			// A canonical defect, not a target (docs/wire.md §4): the canonical
 			// constructor was given the whole Point message as the nested
 			// Origin and embedded its header, so its Origin reads "ZAP\0"
 			// as X. zapcodec writes a nested struct as an object, the way
@@ -219,6 +219,14 @@ func FuzzDecode(f *testing.F, seed uint64, types map[string]Type) {
 			rec := typ.New()
 			if rec.DecodeZAP(b) != nil {
 				continue
+			}
+			// DecodeZAP loads the fixed section in one piece when it fits
+			// and field by field when not; the view reads field by field
+			// always: both must see the same values.
+			if v, err := typ.Read(b); err != nil {
+				t.Fatalf("%s: DecodeZAP accepts what Read refuses: %v", name, err)
+			} else if d := ViewLoose(rec, v); d != "" {
+				t.Fatalf("%s: the decoded record and the view differ: %s", name, d)
 			}
 			again := typ.New()
 			if err := again.DecodeZAP(rec.AppendZAP(nil)); err != nil {

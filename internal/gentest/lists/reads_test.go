@@ -15,7 +15,7 @@ import (
 // generated-lists.json records for both schemas (IsNull, Len, BytesAt,
 // ObjectAt of list<Item>, the nested Object's nullness). The flat accessors
 // it also lists show how the canonical generated view misreads these lists
-// (WIRE.md §3); they are not targets and are skipped, and so is
+// (docs/wire.md §4); they are not targets and are skipped, and so is
 // shape_origin_whole_message, a canonical defect. The typed reads are
 // checked by TestFixtures through the views.
 func TestFixtureListReads(t *testing.T) {

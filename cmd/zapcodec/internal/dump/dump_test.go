@@ -10,6 +10,7 @@ import (
 // TestWriteReport checks what Write returns: the problems listed in place
 // are counted, the first is kept, and only the writer's error is an error.
 func TestWriteReport(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	// A header whose version is 9: dump stops at a bad header.
 	msg := []byte("ZAP\x00\x09\x00\x00\x00\x10\x00\x00\x00\x10\x00\x00\x00")

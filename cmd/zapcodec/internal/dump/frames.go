@@ -11,7 +11,7 @@ import (
 )
 
 // maxFrame is the largest frame dump accepts: the canonical runtime
-// refuses frames over 64 MiB (WIRE.md §6).
+// refuses frames over 64 MiB (docs/wire.md §7).
 const maxFrame = 64 << 20
 
 // frames dumps data as a stream of transport frames, read with

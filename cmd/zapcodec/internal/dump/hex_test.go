@@ -8,6 +8,7 @@ import (
 // TestHexForms checks hex detection: white space and a 0x prefix are
 // accepted, upper case too, and raw bytes are never mistaken for hex.
 func TestHexForms(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in    string
 		isHex bool

@@ -11,6 +11,7 @@ import (
 // Structs that nest the same struct twice, 64 levels deep: generation must
 // visit each struct once, not each of the 2^64 paths (it used to hang).
 func TestGenerateSharedNesting(t *testing.T) {
+	t.Parallel()
 	const depth = 64
 	var src strings.Builder
 	src.WriteString("package dag\n")

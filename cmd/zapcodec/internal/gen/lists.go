@@ -7,7 +7,7 @@ import (
 )
 
 // Every list<T> is written as the canonical schema compiler writes it
-// (WIRE.md §3): a variable-element list, 8-aligned, each element
+// (docs/wire.md §4): a variable-element list, 8-aligned, each element
 // [u32 size][element bytes], for every T:
 //
 //	bool, integers, floats  1, 2, 4 or 8 bytes, little-endian (floats as bits)
@@ -77,7 +77,7 @@ func (g *generator) buildList(off int, xs string, e *schema.Type) {
 	g.p("for i := range %s {", xs)
 	switch e.Kind {
 	case schema.KindStruct:
-		g.p("l.EndElement(%s.zapAppend(l.BeginElement()))", x)
+		g.p("l.EndElement(%s.%s(l.BeginElement()))", x, appendFn(e.Struct))
 	case schema.KindText:
 		g.p("l.AddTextElement(%s)", x)
 	case schema.KindBytes:
@@ -102,6 +102,16 @@ func (g *generator) buildList(off int, xs string, e *schema.Type) {
 	g.p("}")
 }
 
+// appendFn names the method that appends a record of struct s as a whole
+// message without growing the buffer first: AppendZAP for a flat record,
+// whose AppendZAP grows nothing more than it writes, zapAppend otherwise.
+func appendFn(s *schema.Struct) string {
+	if isFlat(s) {
+		return "AppendZAP"
+	}
+	return "zapAppend"
+}
+
 // appendElems writes statements appending the elements of list xs (element
 // type e) to the []byte variable buf, as the body of an enclosing element.
 func (g *generator) appendElems(buf, xs string, e *schema.Type, depth int) {
@@ -113,7 +123,7 @@ func (g *generator) appendElems(buf, xs string, e *schema.Type, depth int) {
 		at := fmt.Sprintf("at%d", depth)
 		g.p("var %s int", at)
 		g.p("%s, %s = codec.StartElement(%s)", buf, at, buf)
-		g.p("%s = %s.zapAppend(%s)", buf, x, buf)
+		g.p("%s = %s.%s(%s)", buf, x, appendFn(e.Struct), buf)
 		g.p("codec.FinishElement(%s, %s)", buf, at)
 	case schema.KindText:
 		g.p("%s = codec.AppendTextElement(%s, %s)", buf, buf, x)
@@ -163,16 +173,17 @@ func (g *generator) sizeList(xs string, e *schema.Type, depth int) {
 
 // decodeList writes statements filling target (an assignable Go expression
 // of the list's slice type) from the codec.List variable l, whose elements
-// have type e. what names the field in error messages.
-func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what string) {
+// have type e. wrap turns an error expression into one that carries the
+// path of the list (codec.InField, codec.InElement).
+func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap func(string) string) {
 	xs := fmt.Sprintf("xs%d", depth)
 	it := fmt.Sprintf("it%d", depth)
 	k := fmt.Sprintf("k%d", depth)
-	outside := fmt.Sprintf("errors.New(%q)", what+": list element outside the message")
+	at := func(err string) string { return wrap(fmt.Sprintf("codec.InElement(%s, %s)", err, k)) }
 	if w := fixedWidth(e); w > 0 {
 		goT := goType(e)
 		g.p("if !%s.VarFits(%d) {", l, w)
-		g.p("return errors.New(%q)", what+": list outside the message")
+		g.p("return %s", wrap("codec.ErrOutside"))
 		g.p("}")
 		g.p("%s := %s[:0]", xs, target)
 		g.p("if cap(%s) < %s.Len() {", xs, l)
@@ -183,7 +194,8 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what
 		g.p("p := %s.Bytes()", it)
 		g.p("if len(p) != %d {", w)
 		g.p("%s = %s", target, xs)
-		g.p("return errors.New(%q)", fmt.Sprintf("%s: list element is not %d bytes", what, w))
+		g.p("%s := len(%s)", k, xs)
+		g.p("return %s", at("codec.ErrElementSize"))
 		g.p("}")
 		if e.Kind == schema.KindBytesFixed {
 			g.p("%s = append(%s, %s(p))", xs, xs, goT)
@@ -198,7 +210,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what
 		g.p("}")
 		g.p("%s = %s", target, xs)
 		g.p("if len(%s) != %s.Len() {", xs, l)
-		g.p("return %s", outside)
+		g.p("return %s", wrap("codec.ErrOutside"))
 		g.p("}")
 		return
 	}
@@ -223,7 +235,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what
 	case schema.KindStruct:
 		g.p("if err := %s.zapDecodeMessage(%s.Bytes(), depth+1, budget); err != nil {", x, it)
 		g.p("%s = %s", target, xs)
-		g.p("return err")
+		g.p("return %s", at("err"))
 		g.p("}")
 	case schema.KindText:
 		g.p("if p := %s.Bytes(); string(p) != %s {", it, x)
@@ -238,15 +250,15 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, what
 		g.p("%s, ok := codec.VarListOf(%s.Bytes())", inner, it)
 		g.p("if !ok {")
 		g.p("%s = %s", target, xs)
-		g.p("return errors.New(%q)", what+": nested list element does not end on an element boundary")
+		g.p("return %s", at("codec.ErrNestedList"))
 		g.p("}")
 		g.p("*budget -= %s.Len()", inner)
-		g.decodeList(x, inner, e.Elem, depth+1, what)
+		g.decodeList(x, inner, e.Elem, depth+1, func(err string) string { return at(err) })
 	}
 	g.p("}")
 	g.p("%s = %s", target, xs)
 	g.p("if len(%s) != %s.Len() {", xs, l)
-	g.p("return %s", outside)
+	g.p("return %s", wrap("codec.ErrOutside"))
 	g.p("}")
 }
 
@@ -296,9 +308,9 @@ func (g *generator) listView(lt, it string, e *schema.Type, below, what string) 
 		u := GoName(e.Struct.Name) + "View"
 		g.p("// At returns element i (a null view when out of range). Finding it walks")
 		g.p("// the i elements before it: use Iter to visit them all.")
-		g.p("func (l %s) At(i int) %s { return %s{l.l.ObjectAt(i)} }\n", lt, u, u)
+		g.p("func (l %s) At(i int) %s { return %s }\n", lt, u, u+"{l.l.ObjectAt(i)}")
 		g.p("// Value returns the current element.")
-		g.p("func (it *%s) Value() %s { return %s{it.it.Object()} }\n", it, u, u)
+		g.p("func (it *%s) Value() %s { return %s }\n", it, u, u+"{it.it.Object()}")
 	case schema.KindText:
 		g.use("unsafe")
 		g.p("// At returns element i (\"\" when out of range); it aliases the message.")

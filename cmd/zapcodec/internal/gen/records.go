@@ -94,14 +94,21 @@ func tailBound(s *schema.Struct, visiting map[*schema.Struct]bool, done map[*sch
 func (g *generator) record(s *schema.Struct) {
 	g.use(codecPath)
 	t := GoName(s.Name)
-	pkgErr := g.pkg + ": " + s.Name
+	flat := isFlat(s)
+	nested, elem := g.nested[s], g.elem[s]
 
 	// The struct.
 	g.p("// %s is the record of schema struct %s (%d-byte fixed section).", t, s.Name, s.Size)
 	g.p("// The zero value is an empty record; it is not safe for concurrent use.")
+	g.schemaDoc(true, s.Doc, s.Comment)
 	g.p("type %s struct {", t)
 	for _, f := range s.Fields {
-		g.p("%s %s // %s @%d", GoName(f.Name), goType(f.Type), f.Type, f.Offset)
+		g.schemaDoc(false, f.Doc)
+		tail := ""
+		if f.Comment != "" {
+			tail = "; " + oneLine(f.Comment)
+		}
+		g.p("%s %s // %s @%d%s", GoName(f.Name), goType(f.Type), f.Type, f.Offset, tail)
 	}
 	g.p("}\n")
 	g.use("encoding")
@@ -117,11 +124,9 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("// returns the extended slice, growing dst at most once. It allocates")
 	g.p("// nothing when dst has SizeZAP bytes of spare capacity. m is only read.")
 	g.p("func (m *%s) AppendZAP(dst []byte) []byte {", t)
-	if isFlat(s) {
+	if flat {
 		g.flatAppend(s)
 		g.p("}\n")
-		g.p("// zapAppend appends m as one message (a list element).")
-		g.p("func (m *%s) zapAppend(dst []byte) []byte { return m.AppendZAP(dst) }\n", t)
 	} else {
 		g.use("slices")
 		g.p("dst = slices.Grow(dst, m.SizeZAP())")
@@ -129,38 +134,21 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("}\n")
 		g.builderAppend(s, pooled)
 	}
-
-	g.p("// zapBuild writes m's object (and what it nests) into b and returns it.")
-	g.p("func (m *%s) zapBuild(b *codec.Builder) codec.Ref {", t)
-	g.p("o := b.StartObject(%d)", s.Size)
-	for _, f := range s.Fields {
-		n, off := GoName(f.Name), f.Offset
-		switch k := f.Type.Kind; k {
-		case schema.KindText:
-			g.p("o.SetText(%d, m.%s)", off, n)
-		case schema.KindBytes:
-			g.p("o.SetBytes(%d, m.%s)", off, n)
-		case schema.KindBytesFixed:
-			g.p("o.SetBytesFixed(%d, m.%s[:])", off, n)
-		case schema.KindStruct:
-			g.p("if m.%s != nil {", n)
-			g.p("o.SetObject(%d, m.%s.zapBuild(b))", off, n)
-			g.p("}")
-		case schema.KindList:
-			g.buildList(off, "m."+n, f.Type.Elem)
-		default:
-			g.p("o.Set%s(%d, m.%s)", scalars[k].get, off, n)
-		}
+	if !flat || nested {
+		g.build(s)
 	}
-	g.p("return o.Finish()")
-	g.p("}\n")
 
 	// SizeZAP.
 	g.p("// SizeZAP returns the exact length of the message AppendZAP writes for m.")
-	g.p("func (m *%s) SizeZAP() int { return m.zapSize(codec.HeaderSize) }\n", t)
-	g.p("// zapSize returns the message length after writing m's object at n.")
-	g.p("func (m *%s) zapSize(n int) int {", t)
-	g.p("n = (n+codec.Alignment-1)&^(codec.Alignment-1) + %d", s.Size)
+	if nested {
+		g.p("func (m *%s) SizeZAP() int { return m.zapSize(codec.HeaderSize) }\n", t)
+		g.p("// zapSize returns the message length after writing m's object at n.")
+		g.p("func (m *%s) zapSize(n int) int {", t)
+		g.p("n = (n+codec.Alignment-1)&^(codec.Alignment-1) + %d", s.Size)
+	} else {
+		g.p("func (m *%s) SizeZAP() int {", t)
+		g.p("n := codec.HeaderSize + %d // the root object follows the header, which is 8-aligned", s.Size)
+	}
 	var tails []string
 	for _, f := range s.Fields {
 		n := GoName(f.Name)
@@ -183,77 +171,72 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("}\n")
 
 	// DecodeZAP.
-	g.use("errors")
 	g.p("// DecodeZAP fills m from the message at the start of b, reusing m's")
 	g.p("// strings, slices and nested records where it can; nothing of b is")
-	g.p("// retained. Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion")
-	g.p("// from the header, or a list or nesting that does not fit in the message,")
-	g.p("// or objects shared or cyclic so that decoding would grow out of")
-	g.p("// proportion to len(b). On error m holds a partial result.")
+	g.p("// retained. A field outside the message reads as its zero value.")
+	g.p("// Errors are a *codec.FieldError whose Path says where the input broke")
+	g.p("// (%q, %q) and which matches with errors.Is:", t, t+".field[2]")
+	g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,")
+	if flat {
+		g.p("// the only errors of a record without nested records or lists.")
+	} else {
+		g.p("// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a")
+		g.p("// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects")
+		g.p("// shared or cyclic so that decoding would grow out of proportion to")
+		g.p("// len(b). On error m holds a partial result.")
+	}
 	g.p("func (m *%s) DecodeZAP(b []byte) error {", t)
-	g.p("budget := 2*len(b) + 64")
-	g.p("return m.zapDecodeMessage(b, 0, &budget)")
-	g.p("}\n")
-	g.p("func (m *%s) zapDecodeMessage(b []byte, depth int, budget *int) error {", t)
-	g.p("msg, err := codec.Parse(b)")
-	g.p("if err != nil {")
-	g.p("return err")
-	g.p("}")
-	g.p("return m.zapDecode(msg.Root(), depth, budget)")
-	g.p("}\n")
-	g.p("// zapDecode fills m from object o, nested depth levels deep. budget is")
-	g.p("// charged one unit per object, per list element and per byte of text or")
-	g.p("// bytes copied: a message whose objects are not shared costs less than")
-	g.p("// its size, so running out means shared or cyclic objects.")
-	g.p("func (m *%s) zapDecode(o codec.Object, depth int, budget *int) error {", t)
-	g.p("if depth > 100 {")
-	g.p("return errors.New(%q)", pkgErr+": nesting deeper than 100 levels")
-	g.p("}")
-	g.p("if *budget--; *budget < 0 {")
-	g.p("return errors.New(%q)", pkgErr+": objects shared or cyclic beyond the message size")
-	g.p("}")
-	for _, f := range s.Fields {
-		n, off := GoName(f.Name), f.Offset
-		switch k := f.Type.Kind; k {
-		case schema.KindText:
-			g.p("if p := o.Bytes(%d); string(p) != m.%s {", off, n)
-			g.p("m.%s = string(p)", n)
-			g.p("*budget -= len(p)")
-			g.p("}")
-		case schema.KindBytes:
-			g.p("m.%s = append(m.%s[:0], o.Bytes(%d)...)", n, n, off)
-			g.p("*budget -= len(m.%s)", n)
-		case schema.KindBytesFixed:
-			g.p("if p := o.BytesFixed(%d, %d); p != nil {", off, f.Type.N)
-			g.p("m.%s = [%d]byte(p)", n, f.Type.N)
-			g.p("} else {")
-			g.p("m.%s = [%d]byte{}", n, f.Type.N)
-			g.p("}")
-		case schema.KindStruct:
-			g.p("if c := o.Object(%d); c.IsNull() {", off)
-			g.p("m.%s = nil", n)
-			g.p("} else {")
-			g.p("if m.%s == nil {", n)
-			g.p("m.%s = new(%s)", n, GoName(f.Type.Struct.Name))
-			g.p("}")
-			g.p("if err := m.%s.zapDecode(c, depth+1, budget); err != nil {", n)
-			g.p("return err")
-			g.p("}")
-			g.p("}")
-		case schema.KindList:
-			g.p("{")
-			g.p("l0 := o.List(%d)", off)
-			g.p("if *budget -= l0.Len(); *budget < 0 {")
-			g.p("return errors.New(%q)", pkgErr+": objects shared or cyclic beyond the message size")
-			g.p("}")
-			g.decodeList("m."+n, "l0", f.Type.Elem, 0, pkgErr+"."+f.Name)
-			g.p("}")
-		default:
-			g.p("m.%s = o.%s(%d)", n, scalars[k].get, off)
-		}
+	switch {
+	case len(s.Fields) == 0:
+		g.p("if _, err := codec.Parse(b); err != nil {")
+		g.p("return codec.InField(err, %q)", s.Name)
+		g.p("}")
+	case flat:
+		g.p("msg, err := codec.Parse(b)")
+		g.p("if err != nil {")
+		g.p("return codec.InField(err, %q)", s.Name)
+		g.p("}")
+		g.p("o := msg.Root()")
+		g.decodeFields(s, false)
+	default:
+		g.p("msg, err := codec.Parse(b)")
+		g.p("if err != nil {")
+		g.p("return codec.InField(err, %q)", s.Name)
+		g.p("}")
+		g.p("budget := 2*len(b) + 64")
+		g.p("if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {")
+		g.p("return codec.InField(err, %q)", s.Name)
+		g.p("}")
 	}
 	g.p("return nil")
 	g.p("}\n")
+	if elem {
+		g.p("// zapDecodeMessage fills m from the message b, a list element.")
+		g.p("func (m *%s) zapDecodeMessage(b []byte, depth int, budget *int) error {", t)
+		g.p("msg, err := codec.Parse(b)")
+		g.p("if err != nil {")
+		g.p("return err")
+		g.p("}")
+		g.p("return m.zapDecode(msg.Root(), depth, budget)")
+		g.p("}\n")
+	}
+	if !flat || nested || elem {
+		g.p("// zapDecode fills m from object o, nested depth levels deep. budget is")
+		g.p("// charged one unit per object, per list element and per byte of text or")
+		g.p("// bytes copied: a message whose objects are not shared costs less than")
+		g.p("// its size, so running out means shared or cyclic objects. Errors carry")
+		g.p("// the path below m (codec.InField).")
+		g.p("func (m *%s) zapDecode(o codec.Object, depth int, budget *int) error {", t)
+		g.p("if depth > 100 {")
+		g.p("return codec.ErrTooDeep")
+		g.p("}")
+		g.p("if *budget--; *budget < 0 {")
+		g.p("return codec.ErrShared")
+		g.p("}")
+		g.decodeFields(s, true)
+		g.p("return nil")
+		g.p("}\n")
+	}
 
 	// Binary interfaces.
 	g.p("// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.")
@@ -266,17 +249,165 @@ func (g *generator) record(s *schema.Struct) {
 	g.view(s)
 }
 
+// build writes zapBuild, which writes a record's object into a Builder:
+// for a nested record, and for a record whose AppendZAP goes through a
+// Builder.
+func (g *generator) build(s *schema.Struct) {
+	g.p("// zapBuild writes m's object (and what it nests) into b and returns it.")
+	g.p("func (m *%s) zapBuild(b *codec.Builder) codec.Ref {", GoName(s.Name))
+	g.p("o := b.StartObject(%d)", s.Size)
+	for _, f := range s.Fields {
+		n, off := GoName(f.Name), f.Offset
+		switch k := f.Type.Kind; k {
+		case schema.KindText:
+			g.p("o.SetText(%d, m.%s)", off, n)
+		case schema.KindBytes:
+			g.p("o.SetBytes(%d, m.%s)", off, n)
+		case schema.KindBytesFixed:
+			g.p("o.SetBytesFixed(%d, m.%s[:])", off, n)
+		case schema.KindStruct:
+			g.p("if m.%s != nil {", n)
+			g.p("o.SetObject(%d, m.%s.zapBuild(b))", off, n)
+			g.p("}")
+		case schema.KindList:
+			g.buildList(off, "m."+n, f.Type.Elem)
+		default:
+			g.p("o.Set%s(%d, m.%s)", scalars[k].get, off, n)
+		}
+	}
+	g.p("return o.Finish()")
+	g.p("}\n")
+}
+
+// decodeFields writes the statements that fill m's fields from object o.
+// The fields in the fixed section (scalars and bytes_fixed) are loaded
+// from one bounds-checked view of it when the whole section lies inside
+// the message, and one by one (each reading as zero when outside)
+// otherwise; text, bytes, nested records and lists are read through their
+// slots, each checked on its own. budget says whether the budget and depth
+// variables of zapDecode are in scope (nested records and lists need them;
+// a root-only flat record does without: its copies are bounded by its text
+// fields times len(b)).
+func (g *generator) decodeFields(s *schema.Struct, budget bool) {
+	var inline, tails []*schema.Field
+	for _, f := range s.Fields {
+		switch k := f.Type.Kind; {
+		case k.Scalar() || k == schema.KindBytesFixed:
+			inline = append(inline, f)
+		case k == schema.KindText || k == schema.KindBytes:
+			tails = append(tails, f)
+		}
+	}
+	if len(inline)+len(tails) > 0 {
+		var ps, names []string
+		for i, f := range tails {
+			ps = append(ps, fmt.Sprintf("p%d", i))
+			names = append(names, GoName(f.Name))
+		}
+		if len(tails) > 0 {
+			g.p("var %s []byte // %s", strings.Join(ps, ", "), strings.Join(names, ", "))
+		}
+		g.p("// Once the whole fixed section is known to fit, loads from it at")
+		g.p("// constant offsets need no bounds checks.")
+		g.p("if f := o.Fixed(%d); len(f) == %d {", s.Size, s.Size)
+		for _, f := range inline {
+			g.p("m.%s = %s", GoName(f.Name), g.loadFixed(f, "f"))
+		}
+		for i, f := range tails {
+			g.p("p%d = o.BytesIn(f, %d)", i, f.Offset)
+		}
+		g.p("} else { // the object runs past the end of the message")
+		for _, f := range inline {
+			n, off := GoName(f.Name), f.Offset
+			if f.Type.Kind == schema.KindBytesFixed {
+				g.p("m.%s = [%d]byte{}", n, f.Type.N)
+				g.p("copy(m.%s[:], o.BytesFixed(%d, %d))", n, off, f.Type.N)
+			} else {
+				g.p("m.%s = o.%s(%d)", n, scalars[f.Type.Kind].get, off)
+			}
+		}
+		for i, f := range tails {
+			g.p("p%d = o.Bytes(%d)", i, f.Offset)
+		}
+		g.p("}")
+	}
+	for i, f := range tails {
+		n := GoName(f.Name)
+		if f.Type.Kind == schema.KindText {
+			g.p("if string(p%d) != m.%s {", i, n)
+			g.p("m.%s = string(p%d)", n, i)
+			if budget {
+				g.p("*budget -= len(p%d)", i)
+			}
+			g.p("}")
+		} else {
+			g.p("m.%s = append(m.%s[:0], p%d...)", n, n, i)
+			if budget {
+				g.p("*budget -= len(p%d)", i)
+			}
+		}
+	}
+	for _, f := range s.Fields {
+		n, off := GoName(f.Name), f.Offset
+		switch f.Type.Kind {
+		case schema.KindStruct:
+			g.p("if c := o.Object(%d); c.IsNull() {", off)
+			g.p("m.%s = nil", n)
+			g.p("} else {")
+			g.p("if m.%s == nil {", n)
+			g.p("m.%s = new(%s)", n, GoName(f.Type.Struct.Name))
+			g.p("}")
+			g.p("if err := m.%s.zapDecode(c, depth+1, budget); err != nil {", n)
+			g.p("return codec.InField(err, %q)", f.Name)
+			g.p("}")
+			g.p("}")
+		case schema.KindList:
+			wrap := func(err string) string { return fmt.Sprintf("codec.InField(%s, %q)", err, f.Name) }
+			g.p("{")
+			g.p("l0 := o.List(%d)", off)
+			g.p("if *budget -= l0.Len(); *budget < 0 {")
+			g.p("return %s", wrap("codec.ErrShared"))
+			g.p("}")
+			g.decodeList("m."+n, "l0", f.Type.Elem, 0, wrap)
+			g.p("}")
+		}
+	}
+}
+
+// loadFixed returns the expression reading field f (a scalar or
+// bytes_fixed) from base, a pointer to the whole fixed section.
+func (g *generator) loadFixed(f *schema.Field, base string) string {
+	off := f.Offset
+	k := f.Type.Kind
+	if k == schema.KindBytesFixed {
+		return fmt.Sprintf("[%d]byte(%s[%d:%d])", f.Type.N, base, off, off+f.Type.N)
+	}
+	w := scalars[k].width
+	raw := fmt.Sprintf("%s[%d]", base, off)
+	if w > 1 {
+		g.use("encoding/binary")
+		raw = fmt.Sprintf("binary.LittleEndian.Uint%d(%s[%d:%d])", w*8, base, off, off+w)
+	}
+	return g.scalarDecode(k, raw)
+}
+
 func (g *generator) view(s *schema.Struct) {
 	t := GoName(s.Name)
 	v := t + "View"
-	g.p("// %s is a read-only view of a %s message. It is a small value; it and", v, t)
-	g.p("// every string, slice and view read from it alias the message bytes and")
-	g.p("// are valid only while those bytes are unchanged. Every accessor is total:")
-	g.p("// a field outside the message reads as its zero value.")
+	g.p("// %s is a read-only view of %s %s message.", v, article(t), t)
+	g.p("// It is a small value; it and every string, slice and view read from it")
+	g.p("// alias the message bytes and are valid only while those bytes are")
+	g.p("// unchanged. Every accessor is total: a field outside the message reads")
+	g.p("// as its zero value.")
+	g.p("//")
+	g.p("// (Unlike DecodeZAP, the accessors check each field's bounds on their")
+	g.p("// own: a view that also held its fixed section checked once would be five")
+	g.p("// words, too large for the compiler to keep in registers, and measured")
+	g.p("// slower.)")
 	g.p("type %s struct{ o codec.Object }\n", v)
-	g.p("// Read%s checks the message header at the start of b and returns a view of", t)
-	g.p("// its root %s. It does not copy b and does not allocate. Errors:", t)
-	g.p("// codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.")
+	g.p("// Read%s checks the message header at the start of b and returns a", t)
+	g.p("// view of its root %s. It does not copy b and does not allocate.", t)
+	g.p("// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.")
 	g.p("func Read%s(b []byte) (%s, error) {", t, v)
 	g.p("msg, err := codec.Parse(b)")
 	g.p("if err != nil {")
@@ -289,17 +420,21 @@ func (g *generator) view(s *schema.Struct) {
 	for _, f := range s.Fields {
 		n, off := GoName(f.Name), f.Offset
 		at := fmt.Sprintf("bytes [%d, %d)", off, off+f.Width)
+		fdoc := func() { g.schemaDoc(true, f.Doc, f.Comment) }
 		switch k := f.Type.Kind; k {
 		case schema.KindText:
 			g.p("// %s returns field %s (text, slot %s). The result aliases the message.", n, f.Name, at)
+			fdoc()
 			g.p("func (v %s) %s() string { return v.o.Text(%d) }\n", v, n, off)
 			g.p("// %sBytes returns field %s as bytes (nil when empty). The result aliases the message.", n, f.Name)
 			g.p("func (v %s) %sBytes() []byte { return v.o.Bytes(%d) }\n", v, n, off)
 		case schema.KindBytes:
 			g.p("// %s returns field %s (bytes, slot %s), nil when empty. The result aliases the message.", n, f.Name, at)
+			fdoc()
 			g.p("func (v %s) %s() []byte { return v.o.Bytes(%d) }\n", v, n, off)
 		case schema.KindBytesFixed:
 			g.p("// %s returns a copy of field %s (%s, %s).", n, f.Name, f.Type, at)
+			fdoc()
 			g.p("func (v %s) %s() (a [%d]byte) {", v, n, f.Type.N)
 			g.p("copy(a[:], v.o.BytesFixed(%d, %d))", off, f.Type.N)
 			g.p("return a")
@@ -307,16 +442,74 @@ func (g *generator) view(s *schema.Struct) {
 			g.p("// %sBytes returns field %s in place, nil when outside the message. The result aliases the message.", n, f.Name)
 			g.p("func (v %s) %sBytes() []byte { return v.o.BytesFixed(%d, %d) }\n", v, n, off, f.Type.N)
 		case schema.KindStruct:
-			u := GoName(f.Type.Struct.Name)
 			g.p("// %s returns a view of nested field %s (slot %s); it is null when the slot is.", n, f.Name, at)
+			fdoc()
+			u := GoName(f.Type.Struct.Name)
 			g.p("func (v %s) %s() %sView { return %sView{v.o.Object(%d)} }\n", v, n, u, u, off)
 		case schema.KindList:
 			g.fieldListViews(t, s, f)
 		default:
 			g.p("// %s returns field %s (%s, %s).", n, f.Name, f.Type, at)
+			fdoc()
 			g.p("func (v %s) %s() %s { return v.o.%s(%d) }\n", v, n, scalars[k].goType, scalars[k].get, off)
 		}
 	}
+}
+
+// schemaDoc writes the schema's comments (doc, then a trailing comment)
+// as Go comment lines: after a "//" line when they follow generated text
+// (para), else on their own. Nothing when they are all empty.
+func (g *generator) schemaDoc(para bool, comments ...string) {
+	var lines []string
+	for _, c := range comments {
+		if c != "" {
+			lines = append(lines, strings.Split(goComment(c), "\n")...)
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	if para {
+		g.p("//")
+	}
+	for _, l := range lines {
+		if l == "" {
+			g.p("//")
+		} else {
+			g.p("// %s", l)
+		}
+	}
+}
+
+// oneLine joins the lines of a comment with spaces.
+func oneLine(c string) string { return strings.ReplaceAll(goComment(c), "\n", " ") }
+
+// goComment replaces what Go source may not hold in a comment (control
+// characters but tab and newline, a byte order mark) with U+FFFD.
+func goComment(c string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' && r != '\t' && r != '\n' || r == 0x7f || r == 0xfeff {
+			return '\ufffd'
+		}
+		return r
+	}, c)
+}
+
+// article returns "an" before a word that starts with a vowel sound and
+// "a" otherwise, by its spelling: a vowel starts one, but not "U" before
+// a consonant and a vowel ("a User", "a Unit"; "an Update") nor "Eu" ("a
+// Europe") nor "One".
+func article(word string) string {
+	w := strings.ToLower(word)
+	vowel := func(i int) bool { return i < len(w) && strings.IndexByte("aeiou", w[i]) >= 0 }
+	switch {
+	case w == "" || !vowel(0):
+		return "a"
+	case w[0] == 'u' && len(w) > 2 && !vowel(1) && vowel(2),
+		strings.HasPrefix(w, "eu"), strings.HasPrefix(w, "one"):
+		return "a"
+	}
+	return "an"
 }
 
 // fieldListViews writes the view accessor of list field f of struct s and
@@ -325,6 +518,7 @@ func (g *generator) fieldListViews(t string, s *schema.Struct, f *schema.Field) 
 	n, off := GoName(f.Name), f.Offset
 	lists, iters := listTypeNames(t, n, f.Type)
 	g.p("// %s returns a view of list field %s (%s, slot bytes [%d, %d)).", n, f.Name, f.Type, off, off+f.Width)
+	g.schemaDoc(true, f.Doc, f.Comment)
 	g.p("func (v %s) %s() %s { return %s{v.o.List(%d)} }\n", t+"View", n, lists[0], lists[0], off)
 	what := "list field " + s.Name + "." + f.Name
 	e := f.Type.Elem

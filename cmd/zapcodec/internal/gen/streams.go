@@ -59,17 +59,15 @@ func (g *generator) streamRegister(it *schema.Interface, m *schema.Method) {
 	}
 	args = append(args, "x")
 	if m.Resp != nil && !m.RespStream {
-		r := GoName(m.Resp.Name)
 		pool := "zap" + i + mn + "Pool"
-		g.p("resp := %s.Get().(*%s)", pool, r)
+		g.p("resp := %s.Get()", pool)
 		args = append(args, "resp")
 		g.p("err := impl.%s(%s)", mn, strings.Join(args, ", "))
 		g.p("if err == nil {")
 		g.p("x.sbuf = resp.AppendZAP(x.sbuf[:0])")
 		g.p("err = st.Send(x.sbuf)")
 		g.p("}")
-		g.p("*resp = %s{}", r)
-		g.p("%s.Put(resp)", pool)
+		g.p("%s.Put(resp) // zeroes it", pool)
 		g.p("return err")
 	} else {
 		g.p("return impl.%s(%s)", mn, strings.Join(args, ", "))
@@ -86,14 +84,15 @@ func (g *generator) streamClientMethod(it *schema.Interface, m *schema.Method, c
 	if m.Req != nil && !m.ReqStream {
 		ps += ", req *" + GoName(m.Req.Name)
 	}
-	g.p("// %s opens a stream of %s.%s (a zapcodec streaming method), with", mn, it.Name, m.Name)
+	g.p("// %s opens a stream of %s.%s (a zapcodec streaming method),", mn, it.Name, m.Name)
 	if m.Req != nil && !m.ReqStream {
-		g.p("// req as its initial message. ctx bounds the whole stream: when it")
+		g.p("// with req as its initial message. ctx bounds the whole stream: when")
 	} else {
-		g.p("// no initial message. ctx bounds the whole stream: when it")
+		g.p("// with no initial message. ctx bounds the whole stream: when")
 	}
-	g.p("// ends first, the stream is canceled on both sides. c's Caller must be")
-	g.p("// an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.")
+	g.p("// it ends first, the stream is canceled on both sides. c's Caller")
+	g.p("// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.")
+	g.schemaDoc(true, m.Doc, m.Comment)
 	g.p("func (c *%s) %s(%s) (*%s, error) {", cli, mn, ps, st)
 	g.p("o, ok := c.c.(rpc.StreamOpener)")
 	g.p("if !ok {")
@@ -148,10 +147,10 @@ func (g *generator) streamType(it *schema.Interface, m *schema.Method, server bo
 	if !server {
 		side = "client"
 	}
-	g.p("// %s is the %s's side of a stream of %s.%s. One goroutine may", t, side, it.Name, m.Name)
-	g.p("// Send while another Recvs; neither is safe for concurrent use with")
-	g.p("// itself. A message costs no allocation once the stream's buffers have")
-	g.p("// grown.")
+	g.p("// %s is the %s's side of a stream of %s.%s.", t, side, it.Name, m.Name)
+	g.p("// One goroutine may Send while another Recvs; neither is safe for")
+	g.p("// concurrent use with itself. A message costs no allocation once the")
+	g.p("// stream's buffers have grown.")
 	g.p("type %s struct {", t)
 	g.p("s    *rpc.Stream")
 	g.p("sbuf []byte // encodes what Send sends")

@@ -7,15 +7,10 @@ import (
 	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
-// maxPooledBuf is the largest buffer a generated client keeps in its pool;
-// larger ones are left to the garbage collector.
-const maxPooledBuf = 1 << 20
-
 func (g *generator) stubs(it *schema.Interface) {
 	if len(it.Methods) > 0 {
 		g.use("context") // an interface without methods has no method to take a context
 	}
-	g.use("sync")
 	g.use(rpcPath)
 	i := GoName(it.Name)
 	srv, cli := i+"Server", i+"Client"
@@ -35,8 +30,10 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("// valid only until the method returns. A result arrives set to its zero")
 	g.p("// value and is encoded after the method returns nil; it must not be kept.")
 	g.p("// An error answers the call with its status (see rpc.Errorf), 500 by default.")
+	g.schemaDoc(true, it.Doc, it.Comment)
 	for _, m := range it.Methods {
 		if streaming(m) {
+			g.p("//")
 			g.p("// A streaming method's error ends its stream with that status (the")
 			g.p("// client's Recv returns it), nil ends it cleanly; a streaming request")
 			g.p("// or result that is not a stream is the stream's first message.")
@@ -46,6 +43,7 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("type %s interface {", srv)
 	for _, m := range it.Methods {
 		g.p("// %s serves %s.%s.", GoName(m.Name), it.Name, m.Name)
+		g.schemaDoc(true, m.Doc, m.Comment)
 		g.p("%s(%s) error", GoName(m.Name), params(it, m, true))
 	}
 	g.p("}\n")
@@ -88,8 +86,7 @@ func (g *generator) stubs(it *schema.Interface) {
 			args = append(args, "in")
 		}
 		if m.Resp != nil {
-			r := GoName(m.Resp.Name)
-			g.p("resp := %s.Get().(*%s)", pool, r)
+			g.p("resp := %s.Get()", pool)
 			args = append(args, "resp")
 			op := ":="
 			if m.Req != nil {
@@ -99,8 +96,7 @@ func (g *generator) stubs(it *schema.Interface) {
 			g.p("if err == nil {")
 			g.p("out = resp.AppendZAP(out)")
 			g.p("}")
-			g.p("*resp = %s{}", r)
-			g.p("%s.Put(resp)", pool)
+			g.p("%s.Put(resp) // zeroes it", pool)
 			g.p("return out, err")
 		} else {
 			g.p("return out, impl.%s(%s)", mn, strings.Join(args, ", "))
@@ -112,14 +108,14 @@ func (g *generator) stubs(it *schema.Interface) {
 		if m.Resp != nil && !m.RespStream {
 			r := GoName(m.Resp.Name)
 			g.p("// zap%s%sPool recycles the results of %s.%s.", i, GoName(m.Name), it.Name, m.Name)
-			g.p("var zap%s%sPool = sync.Pool{New: func() any { return new(%s) }}\n", i, GoName(m.Name), r)
+			g.p("var zap%s%sPool rpc.ResultPool[%s]\n", i, GoName(m.Name), r)
 		}
 	}
 
 	// Client.
-	bufs := "zap" + i + "Bufs"
 	g.p("// %s calls the methods of interface %s through an rpc.Caller (an", cli, it.Name)
 	g.p("// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.")
+	g.schemaDoc(true, it.Doc, it.Comment)
 	g.p("type %s struct {", cli)
 	g.p("c    rpc.Caller")
 	g.p("base uint32 // mount offset (rpc.At)")
@@ -144,8 +140,9 @@ func (g *generator) stubs(it *schema.Interface) {
 		}
 		g.p("// nothing of its arguments. A non-200 answer is an *rpc.StatusError")
 		g.p("// (errors.As); see rpc.Client.Call for the other errors.")
+		g.schemaDoc(true, m.Doc, m.Comment)
 		g.p("func (c *%s) %s(%s) error {", cli, mn, params(it, m, false))
-		g.p("bp := %s.Get().(*[]byte)", bufs)
+		g.p("bp := rpc.GetBuffer()")
 		if m.Req != nil {
 			g.p("buf := req.AppendZAP((*bp)[:0])")
 		} else {
@@ -157,25 +154,12 @@ func (g *generator) stubs(it *schema.Interface) {
 			g.p("err = resp.DecodeZAP(out)")
 			g.p("}")
 		}
-		g.p("c.zapRelease(bp, buf, out)")
+		g.p("rpc.PutBuffer(bp, buf, out)")
 		g.p("return err")
 		g.p("}\n")
 	}
 	g.streamTypes(it)
-	g.pipelineStubs(it, cli, bufs)
-	g.p("// zapRelease returns the largest of a call's buffers to the pool.")
-	g.p("func (c *%s) zapRelease(bp *[]byte, buf, out []byte) {", cli)
-	g.p("if cap(out) > cap(buf)-len(buf) {")
-	g.p("buf = out")
-	g.p("}")
-	g.p("if cap(buf) > %d {", maxPooledBuf)
-	g.p("return")
-	g.p("}")
-	g.p("*bp = buf[:0]")
-	g.p("%s.Put(bp)", bufs)
-	g.p("}\n")
-	g.p("// %s holds request/answer buffers of %s.", bufs, cli)
-	g.p("var %s = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}\n", bufs)
+	g.pipelineStubs(it, cli)
 }
 
 // params returns a method's parameter list: server side (req as a view) or
@@ -199,12 +183,12 @@ func params(it *schema.Interface, m *schema.Method, server bool) string {
 }
 
 // pipelineStubs writes the typed promise pipelining of a client (rpc
-// Promise, WIRE.md §5): Send<M> for every method with a result, which
+// Promise, docs/wire.md §6): Send<M> for every method with a result, which
 // sends the call without waiting for its answer, and <M>On for every
 // method whose request type is the result type of some method of the
 // interface, which sends the call with the answer of a promise as its
 // request, in the same round trip.
-func (g *generator) pipelineStubs(it *schema.Interface, cli, bufs string) {
+func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 	i := GoName(it.Name)
 	results := map[*schema.Struct]bool{}
 	for _, m := range it.Methods {
@@ -219,7 +203,7 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli, bufs string) {
 		mn := GoName(m.Name)
 		g.p("// Send%s sends a call of %s.%s without waiting for its answer and", mn, it.Name, m.Name)
 		g.p("// returns its promise: pipeline calls on it with the ...On methods whose")
-		g.p("// request is a %s, take the answer with p.Wait (then %s.DecodeZAP)", GoName(m.Resp.Name), GoName(m.Resp.Name))
+		g.p("// request is %s %s, take the answer with p.Wait (then %s.DecodeZAP)", article(GoName(m.Resp.Name)), GoName(m.Resp.Name), GoName(m.Resp.Name))
 		g.p("// or drop it with p.Release (one of the two, once). c's Caller must be")
 		g.p("// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.")
 		ps := "ctx context.Context"
@@ -231,14 +215,14 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli, bufs string) {
 		g.p("if !ok {")
 		g.p("return rpc.Promise{}, rpc.ErrNoSender")
 		g.p("}")
-		g.p("bp := %s.Get().(*[]byte)", bufs)
+		g.p("bp := rpc.GetBuffer()")
 		if m.Req != nil {
 			g.p("buf := req.AppendZAP((*bp)[:0])")
 		} else {
 			g.p("buf := (*bp)[:0]")
 		}
-		g.p("p, err := s.Send(ctx, %s%sOrdinal, buf, nil)", i, mn)
-		g.p("c.zapRelease(bp, buf, buf[len(buf):])")
+		g.p("p, err := s.Send(ctx, c.base+%s%sOrdinal, buf, nil)", i, mn)
+		g.p("rpc.PutBuffer(bp, buf, nil)")
 		g.p("return p, err")
 		g.p("}\n")
 	}
@@ -247,23 +231,23 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli, bufs string) {
 			continue
 		}
 		mn := GoName(m.Name)
-		g.p("// %sOn calls %s.%s with, as its request, the answer of the call p (a", mn, it.Name, m.Name)
-		g.p("// %s): promise pipelining, one round trip for both calls; the server", GoName(m.Req.Name))
+		g.p("// %sOn calls %s.%s with, as its request, the answer of the call p", mn, it.Name, m.Name)
+		g.p("// (%s %s): promise pipelining, one round trip for both calls; the server", article(GoName(m.Req.Name)), GoName(m.Req.Name))
 		g.p("// must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call).")
 		ps := "ctx context.Context, p rpc.Promise"
 		if m.Resp != nil {
 			ps += fmt.Sprintf(", resp *%s", GoName(m.Resp.Name))
 		}
 		g.p("func (c *%s) %sOn(%s) error {", cli, mn, ps)
-		g.p("bp := %s.Get().(*[]byte)", bufs)
+		g.p("bp := rpc.GetBuffer()")
 		g.p("buf := (*bp)[:0]")
-		g.p("out, err := p.Call(ctx, %s%sOrdinal, buf)", i, mn)
+		g.p("out, err := p.Call(ctx, c.base+%s%sOrdinal, buf)", i, mn)
 		if m.Resp != nil {
 			g.p("if err == nil {")
 			g.p("err = resp.DecodeZAP(out)")
 			g.p("}")
 		}
-		g.p("c.zapRelease(bp, buf, out)")
+		g.p("rpc.PutBuffer(bp, buf, out)")
 		g.p("return err")
 		g.p("}\n")
 	}

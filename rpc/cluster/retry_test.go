@@ -1,0 +1,279 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// A call the server refused without running it is sent again once, on
+// another connection; a second refusal is returned (no third attempt).
+func TestRetryRefusalOnce(t *testing.T) {
+	var refused atomic.Int32
+	ref := countingRefuser(t, &refused)
+	good := startReplica(t, "127.0.0.1")
+	c := dialT(t, "static:///"+ref+","+good.addr)
+	await(t, "both admitted", func() bool { return readyCount(c) == 2 })
+	for i := range 20 {
+		before := refused.Load()
+		out, err := c.Call(context.Background(), mEcho, []byte("r"), nil)
+		if err != nil || string(out) != "r" {
+			t.Fatalf("call %d: %q, %v", i, out, err)
+		}
+		if n := refused.Load() - before; n > 1 {
+			t.Fatalf("call %d refused %d times", i, n)
+		}
+	}
+
+	// Refused everywhere: two attempts, then the refusal.
+	var refused2 atomic.Int32
+	ref2 := countingRefuser(t, &refused2)
+	c2 := dialT(t, ref2, WithConnsPerReplica(3))
+	_, err := c2.Call(context.Background(), mEcho, []byte("r"), nil)
+	if !rpc.IsRetryable(err) {
+		t.Fatalf("a call refused everywhere: %v, want the retryable refusal", err)
+	}
+	if n := refused2.Load(); n != 2 {
+		t.Fatalf("a refused call was sent %d times, want 2 (one retry)", n)
+	}
+	if st := c2.Stats(); st.Retries != 1 || st.Failed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// No retry once the caller's ctx is done: a refused call whose ctx ended
+// (here: as its first attempt ended, in the connection's observer)
+// returns the refusal.
+func TestNoRetryAfterCtxDone(t *testing.T) {
+	var refused atomic.Int32
+	ref := countingRefuser(t, &refused)
+	var cancelAttempt atomic.Pointer[context.CancelFunc]
+	obs := func(ev rpc.CallEvent) {
+		if f := cancelAttempt.Load(); f != nil && ev.Method == mEcho {
+			(*f)()
+		}
+	}
+	c := dialT(t, ref, WithConnsPerReplica(2), WithClientOptions(rpc.WithObserver(obs)))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelAttempt.Store(&cancel)
+	_, err := c.Call(ctx, mEcho, nil, nil)
+	if !rpc.IsRetryable(err) {
+		t.Fatalf("err %v, want the refusal", err)
+	}
+	if n := refused.Load(); n != 1 {
+		t.Fatalf("sent %d times though the ctx ended after the first, want 1", n)
+	}
+	if st := c.Stats(); st.Retries != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A real Shutdown: calls running on the replica that shuts down are
+// answered there and not sent again; later calls go to the other one.
+func TestShutdownRunsEachCallOnce(t *testing.T) {
+	var runs atomic.Int32
+	r1, r2 := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+	for _, r := range []*replicaSrv{r1, r2} {
+		r.server().Handle(7, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+			runs.Add(1)
+			time.Sleep(100 * time.Millisecond)
+			return append(resp, req...), nil
+		})
+	}
+	c := dialT(t, "static:///"+r1.addr+","+r2.addr)
+	const n = 8
+	errs := make(chan error, 2*n)
+	for range n {
+		go func() {
+			_, err := c.Call(context.Background(), 7, []byte("s"), nil)
+			errs <- err
+		}()
+	}
+	await(t, "the calls running", func() bool { return runs.Load() == n })
+	shut := make(chan struct{})
+	go func() { r1.shutdown(); close(shut) }()
+	for range n {
+		go func() {
+			_, err := c.Call(context.Background(), 7, []byte("s"), nil)
+			errs <- err
+		}()
+	}
+	for i := range 2 * n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("call: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d calls unanswered after 30 s", 2*n-i)
+		}
+	}
+	if r := runs.Load(); r != 2*n {
+		t.Fatalf("handlers ran %d times for %d calls", r, 2*n)
+	}
+	select {
+	case <-shut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+}
+
+// firstAddr is a balancer that prefers the connection to addr.
+type firstAddr struct{ addr string }
+
+func (f firstAddr) Pick(conns []*Conn) int {
+	for i, c := range conns {
+		if c.Addr() == f.addr {
+			return i
+		}
+	}
+	return 0
+}
+
+// The cluster's interceptors run once around its retry: a call refused
+// unrun is sent again elsewhere, intercepted once and observed twice (the
+// connections' observer sees each attempt on the wire).
+func TestInterceptorsOnceAcrossRetry(t *testing.T) {
+	good := startReplica(t, "127.0.0.1")
+	bad := refuser(t)
+	var mu sync.Mutex
+	var calls int
+	var statuses []uint32
+	ic := func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return invoke(ctx, method, req, resp)
+	}
+	obs := func(ev rpc.CallEvent) {
+		if ev.Method == rpc.HealthMethod {
+			return
+		}
+		mu.Lock()
+		statuses = append(statuses, ev.Status)
+		mu.Unlock()
+	}
+	c := dialT(t, "static:///"+bad+","+good.addr, WithInterceptors(ic), WithClientOptions(rpc.WithObserver(obs)), WithBalancer(firstAddr{bad}))
+	await(t, "both admitted", func() bool { return readyCount(c) == 2 })
+	out, err := c.Call(context.Background(), mEcho, []byte("r"), nil)
+	if err != nil || string(out) != "r" {
+		t.Fatalf("call: %q %v", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("interceptor ran %d times, want 1", calls)
+	}
+	if len(statuses) != 2 || statuses[0] != rpc.StatusUnavailable || statuses[1] != rpc.StatusOK {
+		t.Fatalf("observed statuses %v, want [503 200]", statuses)
+	}
+}
+
+// hangNth hands the server every accepted connection but the nth, which
+// it reads and never answers: a server that stopped answering.
+type hangNth struct {
+	net.Listener
+	nth int32
+	n   atomic.Int32
+}
+
+func (l *hangNth) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.n.Add(1) == l.nth {
+			go func() {
+				buf := make([]byte, 4096)
+				for {
+					if _, err := nc.Read(buf); err != nil {
+						nc.Close()
+						return
+					}
+				}
+			}()
+			continue
+		}
+		return nc, nil
+	}
+}
+
+// A replica whose connection stops answering is found out (the periodic
+// health check times out, or the connection's answer timeout closes it),
+// and a new connection serves the calls.
+func TestHungConnectionReplaced(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rpc.NewServer()
+	s.Handle(mEcho, func(ctx context.Context, req, resp []byte) ([]byte, error) { return append(resp, req...), nil })
+	hl := &hangNth{Listener: l, nth: 2}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(hl) }()
+	defer func() { s.Close(); <-served }()
+	c := dialT(t, l.Addr().String(), WithHealthCheck(50*time.Millisecond, 200*time.Millisecond),
+		WithEjection(0, 20*time.Millisecond, 0), WithClientOptions(rpc.WithAnswerTimeout(time.Second)), WithWaitForReady(time.Second))
+	// The first connection breaks; its replacement is the hung one.
+	(*c.ready.Load())[0].rc.Close()
+	failures := 0
+	await(t, "an answer after the connection hung", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		out, err := c.Call(ctx, mEcho, []byte("ok"), nil)
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, rpc.ErrClosed) {
+				t.Fatalf("Call: %v", err)
+			}
+			failures++
+			return false
+		}
+		if string(out) != "ok" {
+			t.Fatalf("Call answered %q", out)
+		}
+		return true
+	})
+	if hl.n.Load() < 3 || failures == 0 {
+		t.Fatalf("%d connections, %d failed calls: the test did not reach the hung connection", hl.n.Load(), failures)
+	}
+	t.Logf("%d calls timed out on the hung connection; stats %+v", failures, c.Stats())
+}
+
+// Send: the promise and the calls pipelined on it share a connection.
+func TestSendPipeline(t *testing.T) {
+	const mLookup, mFetch = 5, 6
+	var rs []*replicaSrv
+	for range 2 {
+		r := startReplica(t, "127.0.0.1")
+		r.restartWith(rpc.WithPipelining(8))
+		r.server().Handle(mLookup, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+			return append(append(resp, "id:"...), req...), nil
+		})
+		r.server().Handle(mFetch, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+			return append(append(append(resp, "fetched("...), req...), ')'), nil
+		})
+		rs = append(rs, r)
+	}
+	c := dialT(t, "static:///"+rs[0].addr+","+rs[1].addr, WithConnsPerReplica(2))
+	for i := 0; i < 20; i++ {
+		p, err := c.Send(context.Background(), mLookup, []byte("q"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Call(context.Background(), mFetch, nil)
+		if err != nil || string(out) != "fetched(id:q)" {
+			t.Fatalf("%q %v", out, err)
+		}
+		first, err := p.Wait(context.Background())
+		if err != nil || string(first) != "id:q" {
+			t.Fatalf("%q %v", first, err)
+		}
+	}
+}
