@@ -31,9 +31,9 @@ var _ encoding.BinaryAppender = (*Filter)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Filter) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 16, 0)
-	binary.LittleEndian.PutUint64(dst[o+0:], uint64(m.From))
-	binary.LittleEndian.PutUint32(dst[o+8:], uint32(m.Count))
-	binary.LittleEndian.PutUint32(dst[o+12:], uint32(m.Size))
+	binary.LittleEndian.PutUint64(dst[o+0:], m.From)
+	binary.LittleEndian.PutUint32(dst[o+8:], m.Count)
+	binary.LittleEndian.PutUint32(dst[o+12:], m.Size)
 	return dst
 }
 
@@ -55,10 +55,10 @@ func (m *Filter) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Filter")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(16); len(f) == 16 {
+	o, f := msg.RootFixed(16)
+	if len(f) == 16 {
 		m.From = binary.LittleEndian.Uint64(f[0:8])
 		m.Count = binary.LittleEndian.Uint32(f[8:12])
 		m.Size = binary.LittleEndian.Uint32(f[12:16])
@@ -88,9 +88,8 @@ func (m *Filter) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type FilterView struct{ o codec.Object }
 
 // ReadFilter checks the message header at the start of b and returns a
@@ -131,8 +130,8 @@ var _ encoding.BinaryAppender = (*Log)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Log) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 20, len(m.Data))
-	binary.LittleEndian.PutUint64(dst[o+0:], uint64(m.Block))
-	binary.LittleEndian.PutUint32(dst[o+8:], uint32(m.Index))
+	binary.LittleEndian.PutUint64(dst[o+0:], m.Block)
+	binary.LittleEndian.PutUint32(dst[o+8:], m.Index)
 	dst = codec.AppendTailBytes(dst, o+12, m.Data)
 	return dst
 }
@@ -156,11 +155,11 @@ func (m *Log) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Log")
 	}
-	o := msg.Root()
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(20); len(f) == 20 {
+	o, f := msg.RootFixed(20)
+	if len(f) == 20 {
 		m.Block = binary.LittleEndian.Uint64(f[0:8])
 		m.Index = binary.LittleEndian.Uint32(f[8:12])
 		p0 = o.BytesIn(f, 12)
@@ -189,9 +188,8 @@ func (m *Log) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type LogView struct{ o codec.Object }
 
 // ReadLog checks the message header at the start of b and returns a
@@ -231,7 +229,7 @@ var _ encoding.BinaryAppender = (*Chunk)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Chunk) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.Data))
-	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.Seq))
+	binary.LittleEndian.PutUint32(dst[o+0:], m.Seq)
 	dst = codec.AppendTailBytes(dst, o+4, m.Data)
 	return dst
 }
@@ -255,11 +253,11 @@ func (m *Chunk) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Chunk")
 	}
-	o := msg.Root()
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
@@ -288,9 +286,8 @@ func (m *Chunk) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type ChunkView struct{ o codec.Object }
 
 // ReadChunk checks the message header at the start of b and returns a
@@ -327,8 +324,8 @@ var _ encoding.BinaryAppender = (*Summary)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Summary) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, 0)
-	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.Chunks))
-	binary.LittleEndian.PutUint64(dst[o+4:], uint64(m.Bytes))
+	binary.LittleEndian.PutUint32(dst[o+0:], m.Chunks)
+	binary.LittleEndian.PutUint64(dst[o+4:], m.Bytes)
 	return dst
 }
 
@@ -350,10 +347,10 @@ func (m *Summary) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Summary")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Chunks = binary.LittleEndian.Uint32(f[0:4])
 		m.Bytes = binary.LittleEndian.Uint64(f[4:12])
 	} else { // the object runs past the end of the message
@@ -381,9 +378,8 @@ func (m *Summary) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type SummaryView struct{ o codec.Object }
 
 // ReadSummary checks the message header at the start of b and returns a
@@ -420,7 +416,7 @@ var _ encoding.BinaryAppender = (*Msg)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Msg) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.Text))
-	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.Seq))
+	binary.LittleEndian.PutUint32(dst[o+0:], m.Seq)
 	dst = codec.AppendTail(dst, o+4, m.Text)
 	return dst
 }
@@ -444,18 +440,18 @@ func (m *Msg) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "Msg")
 	}
-	o := msg.Root()
 	var p0 []byte // Text
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Seq = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Text {
+	if !codec.SameText(p0, m.Text) {
 		m.Text = string(p0)
 	}
 	return nil
@@ -477,9 +473,8 @@ func (m *Msg) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type MsgView struct{ o codec.Object }
 
 // ReadMsg checks the message header at the start of b and returns a
@@ -590,7 +585,8 @@ func RegisterFeedServer(s *rpc.Server, impl FeedServer, opts ...rpc.MountOption)
 var zapFeedUploadPool rpc.ResultPool[Summary]
 
 // FeedClient calls the methods of interface Feed through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type FeedClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
