@@ -259,6 +259,12 @@ type Method struct {
 	Resp     *Struct
 	RespName string
 	Pos      Pos // of the name
+	// ReqStream and RespStream mark a stream of Req or Resp messages
+	// instead of one: "upload(stream Chunk)", "returns (stream Log)" (a
+	// zapcodec extension of the schema language; the canonical compiler
+	// has no streams). A stream's element is a struct like any payload;
+	// its name may be left out.
+	ReqStream, RespStream bool
 	// Doc is the comment block right above the declaration (its "#" lines
 	// with the "#" and one space removed, joined by newlines), "" without
 	// one; Comment is the comment at the end of its line.
