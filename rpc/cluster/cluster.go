@@ -60,6 +60,7 @@ type Conn struct {
 	rc       *rpc.Client
 	inflight atomic.Int32 // calls of this client on rc
 	gone     atomic.Bool  // retired: no new calls; set under the client's mu
+	born     time.Time    // when it was dialed
 }
 
 // Addr returns the replica's address.

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A call the server refused without running it is sent again once, on
@@ -275,5 +277,73 @@ func TestSendPipeline(t *testing.T) {
 		if err != nil || string(first) != "id:q" {
 			t.Fatalf("%q %v", first, err)
 		}
+	}
+}
+
+// goAwayAtOnce is a server that sends go-away on every connection as soon
+// as it answered the health check: the client must back off, not redial
+// in a loop.
+func goAwayAtOnce(t *testing.T, accepted *atomic.Int32) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				r, w := frame.NewReader(nc), frame.NewWriter(nc)
+				for {
+					nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+					kind, p, err := r.Next()
+					if err != nil || kind != wire.KindRequest {
+						return
+					}
+					req, err := wire.ParseRequest(p)
+					if err != nil {
+						return
+					}
+					resp := wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
+					w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
+					w.WriteFrame(wire.KindGoAway, nil)
+					if w.Flush() != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// A replica whose connections go away as soon as they are made is
+// ejected with a back-off instead of being redialed in a loop.
+func TestGoAwayAtOnceBacksOff(t *testing.T) {
+	var accepted atomic.Int32
+	bad := goAwayAtOnce(t, &accepted)
+	good := startReplica(t, "127.0.0.1")
+	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, 200*time.Millisecond, time.Second))
+	stop := loadRun(c, 4, 30*time.Second)
+	await(t, "the replica ejected", func() bool { return c.Stats().Ejections > 0 })
+	time.Sleep(300 * time.Millisecond)
+	res := stop()
+	n := accepted.Load()
+	t.Logf("%d connections in ~0.3 s of back-off; %d calls, %d failed", n, res.calls, res.failed)
+	if n > 20 {
+		t.Fatalf("%d connections: the client redials in a loop", n)
+	}
+	if res.failed != 0 {
+		t.Fatalf("%d calls failed: %v", res.failed, res.firstErr)
 	}
 }
