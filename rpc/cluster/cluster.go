@@ -155,10 +155,13 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 //
 // The connection is chosen by the balancer among those of the admitted
 // replicas. A call the server refused without running it (it was going
-// away: [rpc.IsRetryable]) is sent once more, to another connection, if
-// ctx is not done and the retry budget allows ([WithRetryBudget]); a call
-// that may have run (any answer a handler gave, a broken connection, a
-// ctx error) is never sent again. With no admitted replica the call fails
+// away: [rpc.IsRetryable]) is sent once more, to another replica when one
+// is ready, if ctx is not done and the retry budget allows
+// ([WithRetryBudget]); a call that a connection refused before writing it
+// (its go-away came between the pick and the write) is not a retry and
+// goes to another connection at once. A call that may have run (any
+// answer a handler gave, a broken connection, a ctx error) is never sent
+// again. With no admitted replica the call fails
 // with [ErrNoReplica] (or waits, see [WithWaitForReady]); after Close,
 // with an error matching rpc.ErrClosed.
 //
@@ -174,7 +177,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	c.calls.Add(1)
 	c.budget.call()
-	retried := false
+	retried, unsent := false, 0
 	var avoid *replica
 	for {
 		cn, err := c.pick(ctx, avoid)
@@ -189,6 +192,10 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			return out, nil
 		}
 		c.account(cn, err)
+		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
+			unsent++ // the connection went away before the call was written: not a retry
+			continue
+		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
 			continue
@@ -205,7 +212,7 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
 	c.calls.Add(1)
 	c.budget.call()
-	retried := false
+	retried, unsent := false, 0
 	var avoid *replica
 	for {
 		cn, err := c.pick(ctx, avoid)
@@ -219,6 +226,10 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 			return p, nil
 		}
 		c.account(cn, err)
+		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
+			unsent++
+			continue
+		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
 			continue

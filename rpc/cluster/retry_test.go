@@ -347,3 +347,51 @@ func TestGoAwayAtOnceBacksOff(t *testing.T) {
 		t.Fatalf("%d calls failed: %v", res.failed, res.firstErr)
 	}
 }
+
+// A call whose connection receives go-away between the pick and the write
+// is refused by the connection before it is written: it goes to another
+// replica without counting as a retry, so it succeeds even with no retry
+// budget at all.
+func TestGoAwayBeforeWriteIsNotARetry(t *testing.T) {
+	a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	hold := func(ctx context.Context, m uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+		if m == mEcho && first.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return invoke(ctx, m, req, resp)
+	}
+	c := dialT(t, "static:///"+a.addr+","+b.addr, WithBalancer(firstAddr{a.addr}), WithRetryBudget(0, 0),
+		WithClientOptions(rpc.WithClientInterceptors(hold)))
+	var connA *Conn
+	for _, cn := range *c.ready.Load() {
+		if cn.Addr() == a.addr {
+			connA = cn
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		out, err := c.Call(context.Background(), mEcho, []byte("x"), nil)
+		if err == nil && string(out) != "x" {
+			err = errors.New("wrong answer " + string(out))
+		}
+		done <- err
+	}()
+	<-entered // picked a's connection, not written yet
+	go a.shutdown()
+	await(t, "a's connection to read the go-away", func() bool { return connA.rc.Draining() })
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("call: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer after 30 s")
+	}
+	if st := c.Stats(); st.Retries != 0 || st.RetriesDenied != 0 || b.calls.Load() != 1 {
+		t.Fatalf("stats %+v, b ran %d calls", st, b.calls.Load())
+	}
+}
