@@ -61,6 +61,13 @@ type Conn struct {
 	inflight atomic.Int32 // calls of this client on rc
 	gone     atomic.Bool  // retired: no new calls; set under the client's mu
 	born     time.Time    // when it was dialed
+	closedUs atomic.Bool  // closed by this client (not by the server)
+}
+
+// close closes the connection, as this client's decision.
+func (c *Conn) close() {
+	c.closedUs.Store(true)
+	c.rc.Close()
 }
 
 // Addr returns the replica's address.
@@ -387,7 +394,7 @@ func (c *Client) retireLocked(cn *Conn) bool {
 	}
 	cn.gone.Store(true)
 	if c.closed {
-		go cn.rc.Close()
+		go cn.close()
 		return true
 	}
 	c.wg.Add(1)
@@ -405,12 +412,12 @@ func (c *Client) retire(cn *Conn) {
 	for (cn.inflight.Load() != 0 || cn.rc.Pending() != 0) && !cn.rc.Closed() && time.Now().Before(deadline) {
 		select {
 		case <-c.ctx.Done():
-			cn.rc.Close()
+			cn.close()
 			return
 		case <-t.C:
 		}
 	}
-	cn.rc.Close()
+	cn.close()
 }
 
 // publishLocked rebuilds the ready set from the replicas.
@@ -573,7 +580,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	for _, cn := range conns {
 		cn.gone.Store(true)
-		cn.rc.Close()
+		cn.close()
 	}
 	c.wg.Wait()
 	return nil
