@@ -49,13 +49,15 @@ const (
 	DefaultDrainTimeout = time.Minute
 )
 
-// Option configures a [Client] (see [Dial]); the With… functions make
-// them (the style of package frame's and rpc's options).
-type Option interface{ applyCluster(*options) }
+// Option configures a [Client] (see [Dial]). Options are values given by
+// the With functions of this package, in the same shape as package rpc's
+// and package frame's options.
+type Option interface{ apply(*options) }
 
-type option func(*options)
+// optionFunc makes a function an Option.
+type optionFunc func(*options)
 
-func (f option) applyCluster(o *options) { f(o) }
+func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
 	network        string
@@ -94,9 +96,9 @@ func buildOptions(opts []Option) options {
 		minRetries:     DefaultMinRetries,
 		drainTimeout:   DefaultDrainTimeout,
 	}
-	for _, f := range opts {
-		if f != nil {
-			f.applyCluster(&o)
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
 		}
 	}
 	return o
@@ -105,7 +107,7 @@ func buildOptions(opts []Option) options {
 // WithNetwork sets the network of the replicas' addresses: "tcp"
 // (default), "tcp4", "tcp6" or "unix" (with a static list of paths).
 func WithNetwork(network string) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if network != "" {
 			o.network = network
 		}
@@ -118,7 +120,7 @@ func WithNetwork(network string) Option {
 // [WithInterceptors] for interceptors around the whole call.
 func WithClientOptions(opts ...rpc.ClientOption) Option {
 	opts = append([]rpc.ClientOption(nil), opts...)
-	return option(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })
+	return optionFunc(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })
 }
 
 // WithInterceptors installs interceptors around every [Client.Call], in
@@ -126,7 +128,7 @@ func WithClientOptions(opts ...rpc.ClientOption) Option {
 // replica is not intercepted twice. The chain is built once, at Dial.
 func WithInterceptors(i ...rpc.ClientInterceptor) Option {
 	i = append([]rpc.ClientInterceptor(nil), i...)
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		for _, f := range i {
 			if f != nil {
 				o.interceptors = append(o.interceptors, f)
@@ -138,12 +140,12 @@ func WithInterceptors(i ...rpc.ClientInterceptor) Option {
 // WithResolver makes the client take its addresses from r instead of
 // parsing the target of [Dial] (which may then be empty or a name for
 // error messages).
-func WithResolver(r Resolver) Option { return option(func(o *options) { o.resolver = r }) }
+func WithResolver(r Resolver) Option { return optionFunc(func(o *options) { o.resolver = r }) }
 
 // WithBalancer sets the policy that picks a connection for each call.
 // Default: [P2C].
 func WithBalancer(b Balancer) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if b != nil {
 			o.balancer = b
 		}
@@ -155,7 +157,7 @@ func WithBalancer(b Balancer) Option {
 // once; more help when one connection's read loop or socket is the
 // bottleneck (large answers, a replica with many cores and few clients).
 func WithConnsPerReplica(n int) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if n > 0 {
 			o.connsPer = n
 		}
@@ -166,7 +168,7 @@ func WithConnsPerReplica(n int) Option {
 // [DefaultRefresh]); a connection failure asks it sooner, at most once per
 // min(d, 1 s). A [Watcher] is not polled.
 func WithRefresh(d time.Duration) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if d > 0 {
 			o.refresh = d
 		}
@@ -177,7 +179,7 @@ func WithRefresh(d time.Duration) Option {
 // checked (default [DefaultHealthInterval]) and how long a dial or a check
 // may take (default [DefaultHealthTimeout]); zero keeps a default.
 func WithHealthCheck(interval, timeout time.Duration) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if interval > 0 {
 			o.healthInterval = interval
 		}
@@ -191,7 +193,7 @@ func WithHealthCheck(interval, timeout time.Duration) Option {
 // the server as a whole; a generated interface's …ServiceName constant
 // checks that interface).
 func WithHealthService(name string) Option {
-	return option(func(o *options) { o.healthService = name })
+	return optionFunc(func(o *options) { o.healthService = name })
 }
 
 // WithEjection sets how many failed calls in a row eject a replica
@@ -199,7 +201,7 @@ func WithHealthService(name string) Option {
 // the back-off of the first ejection and its cap (defaults
 // [DefaultEjectBase], [DefaultEjectMax]); zero keeps a default.
 func WithEjection(after int, base, maxBackoff time.Duration) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if after != 0 {
 			o.ejectAfter = after
 		}
@@ -215,7 +217,7 @@ func WithEjection(after int, base, maxBackoff time.Duration) Option {
 // WithMaxEjected sets the largest share of replicas that failed calls may
 // eject (default [DefaultMaxEjectedFraction]; 1 lets them eject all).
 func WithMaxEjected(fraction float64) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if fraction >= 0 && fraction <= 1 {
 			o.maxEjected = fraction
 		}
@@ -227,7 +229,7 @@ func WithMaxEjected(fraction float64) Option {
 // second (default [DefaultMinRetries]). ratio 0 and perSecond 0 turn
 // retries off.
 func WithRetryBudget(ratio, perSecond float64) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if ratio >= 0 {
 			o.retryRatio = ratio
 		}
@@ -241,7 +243,7 @@ func WithRetryBudget(ratio, perSecond float64) Option {
 // d (and no longer than its ctx) for one, instead of failing at once with
 // [ErrNoReplica]. Default 0: fail at once.
 func WithWaitForReady(d time.Duration) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if d >= 0 {
 			o.waitReady = d
 		}
@@ -252,7 +254,7 @@ func WithWaitForReady(d time.Duration) Option {
 // the answers of its calls before it is closed (default
 // [DefaultDrainTimeout]).
 func WithDrainTimeout(d time.Duration) Option {
-	return option(func(o *options) {
+	return optionFunc(func(o *options) {
 		if d > 0 {
 			o.drainTimeout = d
 		}
