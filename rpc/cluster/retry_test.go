@@ -20,7 +20,9 @@ func TestRetryRefusalOnce(t *testing.T) {
 	var refused atomic.Int32
 	ref := countingRefuser(t, &refused)
 	good := startReplica(t, "127.0.0.1")
-	c := dialT(t, "static:///"+ref+","+good.addr)
+	// A budget that never runs out here: about half the calls go to the
+	// refuser first (the default budget would stop retrying after ~10).
+	c := dialT(t, "static:///"+ref+","+good.addr, WithRetryBudget(1, 1000))
 	await(t, "both admitted", func() bool { return readyCount(c) == 2 })
 	for i := range 20 {
 		before := refused.Load()
