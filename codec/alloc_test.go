@@ -155,3 +155,25 @@ func TestAllocsManyTails(t *testing.T) {
 		t.Errorf("40 text fields allocate %v times, want 0", allocs)
 	}
 }
+
+// Parse, CheckedBytes and BytesAt allocate nothing when the input is well
+// formed.
+func TestCheckedReadsAllocs(t *testing.T) {
+	msg := checkedMsg(t)
+	if n := testing.AllocsPerRun(100, func() {
+		m, err := codec.Parse(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.Root().CheckedBytes(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink += uint64(len(b))
+		if b, ok := m.BytesAt(16); ok {
+			sink += uint64(len(b))
+		}
+	}); n != 0 {
+		t.Fatalf("Parse + CheckedBytes + BytesAt: %v allocs, want 0", n)
+	}
+}

@@ -33,6 +33,13 @@
 // getter is total: a field that does not fit inside the message reads as
 // the zero value, so hostile bytes cannot make a reader panic or allocate.
 //
+// Malformed input: [Parse] and the checked read [Object.CheckedBytes]
+// (with its inlinable form [Message.BytesAt]) reject what the total
+// getters read as zero, with a *[ParseError] that carries the offset where
+// the input broke and matches its sentinel ([ErrTooSmall], [ErrMagic],
+// [ErrVersion], [ErrOutOfBounds]) with errors.Is. Package rpc/wire parses
+// its envelopes with them.
+//
 // Aliasing rule: a Message and every Object, List, string and []byte read
 // from it alias the buffer given to Parse. They are valid only while that
 // buffer is unchanged. Copy what you keep (strings.Clone, bytes.Clone).

@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -73,7 +74,15 @@ func ExampleObject_Text() {
 }
 
 func ExampleParse() {
-	_, err := codec.Parse([]byte("not a zap message"))
+	_, err := codec.Parse([]byte("ZAP\x00\x07\x00\x00\x00 not a version"))
 	fmt.Println(err)
-	// Output: codec: invalid magic
+	fmt.Println(errors.Is(err, codec.ErrVersion))
+	var pe *codec.ParseError
+	if errors.As(err, &pe) {
+		fmt.Println("broke at byte", pe.Offset)
+	}
+	// Output:
+	// codec: unsupported version at byte 4
+	// true
+	// broke at byte 4
 }

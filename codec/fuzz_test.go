@@ -1,8 +1,10 @@
 package codec_test
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
@@ -75,6 +77,10 @@ func FuzzParse(f *testing.F) {
 			if m.Size() != 0 || !m.Root().IsNull() {
 				t.Fatal("a failed Parse returned a usable message")
 			}
+			var pe *codec.ParseError
+			if !errors.As(err, &pe) || pe.Offset < 0 || pe.Offset > len(data) || pe.Offset > codec.HeaderSize {
+				t.Fatalf("Parse error %v: not a *ParseError inside the header", err)
+			}
 			return
 		}
 		if m.Size() < codec.HeaderSize || m.Size() > len(data) {
@@ -82,6 +88,28 @@ func FuzzParse(f *testing.F) {
 		}
 		root := m.Root()
 		sink += readEverything(root, off, 2) + readEverything(root, off2, 1)
+		// CheckedBytes agrees with Bytes, and fails exactly where Bytes
+		// reads nil from a non-null slot, at an offset inside the message.
+		for _, o := range []int{off, off2} {
+			got, err := root.CheckedBytes(o)
+			if b := root.Bytes(o); !bytes.Equal(got, b) || (got == nil) != (b == nil) {
+				t.Fatalf("CheckedBytes(%d) = %q, %v; Bytes = %q", o, got, err, b)
+			}
+			var pe *codec.ParseError
+			if err != nil && (!errors.As(err, &pe) || !errors.Is(err, codec.ErrOutOfBounds)) {
+				t.Fatalf("CheckedBytes(%d): %v", o, err)
+			}
+			// BytesAt, at the slot's position in the message, agrees.
+			if !root.IsNull() && o >= 0 && o <= m.Size() {
+				at, ok := m.BytesAt(root.Pos() + o)
+				if ok != (err == nil) || !bytes.Equal(at, got) || (at == nil) != (got == nil) {
+					t.Fatalf("BytesAt(%d) = %q, %v; CheckedBytes(%d) = %q, %v", root.Pos()+o, at, ok, o, got, err)
+				}
+			}
+		}
+		for _, pos := range []int{off, off2, -1, m.Size() - 8, m.Size() - 7} {
+			m.BytesAt(pos) // never panics
+		}
 		sink += uint64(m.Version()) + uint64(m.Flags()) + uint64(m.Type())
 	})
 }

@@ -12,25 +12,54 @@ type Message struct {
 
 // Parse checks the 16-byte header of b and returns a view of the message it
 // holds. Bytes past the header's size field are not part of the message.
-// Parse does not copy b and does not allocate.
+// Parse does not copy b and does not allocate unless it fails.
 //
-// Possible errors: [ErrTooSmall] (len(b) < 16, size < 16 or size > len(b)),
-// [ErrMagic], [ErrVersion].
+// Errors are a *[ParseError] whose Offset says where b broke and whose
+// sentinel (errors.Is) says how: [ErrTooSmall] (len(b) < 16: offset
+// len(b); size < 16 or size > len(b): offset 12, the size field),
+// [ErrMagic] (offset of the first wrong byte of the magic), [ErrVersion]
+// (offset 4).
 func Parse(b []byte) (Message, error) {
-	if len(b) < HeaderSize {
-		return Message{}, ErrTooSmall
+	// One test for the whole header, so that Parse inlines into its
+	// callers; parseFailure works out what was wrong.
+	if len(b) >= HeaderSize {
+		h := binary.LittleEndian.Uint64(b) // magic, version, flags
+		size := binary.LittleEndian.Uint32(b[offSize:])
+		if uint32(h) == magic32 && uint16(h>>32)-Version1 <= Version2-Version1 &&
+			size >= HeaderSize && uint64(size) <= uint64(len(b)) {
+			return Message{b: b[:size]}, nil
+		}
 	}
-	if string(b[:4]) != Magic {
-		return Message{}, ErrMagic
+	return Message{}, parseFailure(b)
+}
+
+// parseFailure returns the *ParseError of a header Parse rejected.
+//
+//go:noinline
+func parseFailure(b []byte) error {
+	switch {
+	case len(b) < HeaderSize:
+		return parseError(ErrTooSmall, len(b))
+	case string(b[:4]) != Magic:
+		return parseError(ErrMagic, magicBreak(b))
 	}
 	if v := binary.LittleEndian.Uint16(b[offVersion:]); v != Version1 && v != Version2 {
-		return Message{}, ErrVersion
+		return parseError(ErrVersion, offVersion)
 	}
-	size := binary.LittleEndian.Uint32(b[offSize:])
-	if size < HeaderSize || uint64(size) > uint64(len(b)) {
-		return Message{}, ErrTooSmall
+	return parseError(ErrTooSmall, offSize)
+}
+
+// magic32 is Magic read as a little-endian uint32.
+const magic32 = 'Z' | 'A'<<8 | 'P'<<16
+
+// magicBreak returns the position of the first byte of b that differs from
+// the magic; b is at least 4 bytes long and does not start with it.
+func magicBreak(b []byte) int {
+	i := 0
+	for i < 3 && b[i] == Magic[i] {
+		i++
 	}
-	return Message{b: b[:size]}, nil
+	return i
 }
 
 // Root returns the root object. A root offset that points into the header or
@@ -76,6 +105,32 @@ func (m Message) Size() int { return len(m.b) }
 // Bytes returns the message bytes, b[:Size()] of the buffer given to Parse.
 // The result aliases that buffer.
 func (m Message) Bytes() []byte { return m.b }
+
+// BytesAt reads the bytes slot at position pos of the message (from its
+// start: an object's [Object.Pos] plus the field's offset) as
+// [Object.Bytes] reads a field, and reports with ok whether the read was
+// well formed: ok is false exactly when [Object.CheckedBytes] of the same
+// slot fails (the slot, or the value it points to, is not inside the
+// message), and a caller that must say where the input broke asks
+// CheckedBytes for the error then. A null slot gives nil and true. It is
+// small enough to inline, for parsers on a per-call path. The result
+// aliases the message.
+func (m Message) BytesAt(pos int) (b []byte, ok bool) {
+	if pos < 0 || pos > len(m.b)-BytesSlotSize {
+		return nil, false
+	}
+	v := binary.LittleEndian.Uint64(m.b[pos:])
+	rel := v & 0xFFFFFFFF
+	if rel == 0 {
+		return nil, true
+	}
+	start := uint64(pos) + rel
+	end := start + v>>32
+	if start < HeaderSize || end > uint64(len(m.b)) {
+		return nil, false
+	}
+	return m.b[start:end:end], true
+}
 
 // objectAt returns the object at absolute position pos of msg, or a null
 // object when pos is inside the header or at or past the end.

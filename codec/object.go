@@ -24,6 +24,11 @@ type Object struct {
 // the exception: see [Message.Root]).
 func (o Object) IsNull() bool { return o.b == nil }
 
+// Pos returns the position of the object's fixed section from the start
+// of its message (the buffer given to [Parse]); 0 for a null Object. With
+// it a caller can say where in the message a field it rejects lies.
+func (o Object) Pos() int { return o.pos }
+
 // at returns the absolute position of the n bytes at off, or -1 when they do
 // not lie inside the message.
 func (o Object) at(off, n int) int {
@@ -126,6 +131,34 @@ func (o Object) Bytes(off int) []byte {
 		return nil
 	}
 	return o.b[start:end:end]
+}
+
+// CheckedBytes reads the bytes slot at off as [Object.Bytes] does, but
+// reports what Bytes reads as nil because it is malformed: a slot that
+// does not lie inside the message, or a value that starts inside the
+// header or ends past the message, is a *[ParseError] with [ErrOutOfBounds]
+// and the slot's position (from the start of the message) as its Offset.
+// A null slot (offset 0) gives nil and no error, as does a null Object; a
+// non-null slot of length 0 gives an empty, non-nil slice. The result
+// aliases the message like Bytes's. It allocates only when it fails.
+func (o Object) CheckedBytes(off int) ([]byte, error) {
+	p := o.at(off, BytesSlotSize)
+	if p < 0 {
+		if o.b == nil {
+			return nil, nil
+		}
+		return nil, parseError(ErrOutOfBounds, o.pos+off)
+	}
+	rel := binary.LittleEndian.Uint32(o.b[p:])
+	if rel == 0 {
+		return nil, nil
+	}
+	start := uint64(p) + uint64(rel)
+	end := start + uint64(binary.LittleEndian.Uint32(o.b[p+4:]))
+	if start < HeaderSize || end > uint64(len(o.b)) {
+		return nil, parseError(ErrOutOfBounds, p)
+	}
+	return o.b[start:end:end], nil
 }
 
 // BytesFixed returns the n bytes stored inline at off (a bytes_fixed[n]

@@ -8,8 +8,6 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
-
-	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A warm unary call allocates nothing: client and server run in this
@@ -57,23 +55,6 @@ func TestAllocsUnaryCallWithDeadline(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(2000, call); n != 0 {
 		t.Errorf("unary call with deadline ctx: %v allocs, want 0", n)
-	}
-}
-
-func TestAllocsEnvelope(t *testing.T) {
-	buf := make([]byte, 0, 256)
-	req := &wire.Request{Method: 1, PromiseID: 2, Cap: []byte("cap"), Payload: []byte("payload")}
-	if n := testing.AllocsPerRun(100, func() {
-		b := wire.AppendRequest(buf[:0], req)
-		if _, err := wire.ParseRequest(b); err != nil {
-			t.Fatal(err)
-		}
-		b = wire.AppendResponseHeader(buf[:0], 200, 2, 0)
-		if _, err := wire.ParseResponse(b); err != nil {
-			t.Fatal(err)
-		}
-	}); n != 0 {
-		t.Errorf("envelope encode/parse: %v allocs", n)
 	}
 }
 

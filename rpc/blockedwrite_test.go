@@ -429,13 +429,14 @@ func TestWriteTimeoutAfterIdle(t *testing.T) {
 }
 
 // A slow but live reader is not cut by the write timeout: a 12 MiB request
-// crosses a link taking 32 KiB every 3 ms (at most about 10 MiB/s), a
-// write far longer than the 100 ms timeout, which restarts on every byte
-// taken. (The proxy keeps its default socket buffers: tiny buffers on
+// crosses a link taking 32 KiB every 6 ms (at most about 5 MiB/s), a
+// write of 2.3 s or more, far longer than the 500 ms timeout, which
+// restarts on every byte taken. (The timeout leaves room for a proxy
+// starved of CPU for a while on a loaded machine.) (The proxy keeps its default socket buffers: tiny buffers on
 // loopback, whose MSS is 64 KiB, stall TCP itself for hundreds of ms.)
 func TestWriteTimeoutSparesSlowReader(t *testing.T) {
 	_, addr, _ := testServer(t)
-	c := dial(t, slowProxy(t, addr, 3*time.Millisecond, 0), WithWriteTimeout(100*time.Millisecond))
+	c := dial(t, slowProxy(t, addr, 6*time.Millisecond, 0), WithWriteTimeout(500*time.Millisecond))
 	req := bytes.Repeat([]byte{9}, 12<<20)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,13 @@ const loadRequestJSON = `{"Account":"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3","
 // field only when the request is exactly loadRequestHex, else 400.
 func loadServer(t *testing.T) string {
 	t.Helper()
+	return loadServerHook(t, nil)
+}
+
+// loadServerHook is loadServer calling onCall (when not nil) at the start
+// of every call.
+func loadServerHook(t *testing.T, onCall func()) string {
+	t.Helper()
 	want, _ := hex.DecodeString(loadRequestHex)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,6 +60,9 @@ func loadServer(t *testing.T) string {
 	}
 	s := rpc.NewServer()
 	s.Handle(1, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		if onCall != nil {
+			onCall()
+		}
 		if !bytes.Equal(req, want) {
 			return resp, rpc.Errorf(rpc.StatusBadRequest, "unexpected payload")
 		}
@@ -214,12 +225,18 @@ func TestLoadUsageErrors(t *testing.T) {
 }
 
 // TestLoadInterrupted: an ended context (Ctrl-C) still prints the report
-// of the calls made, none of them failed.
+// of the calls made, none of them failed. The context ends once the server
+// has a call in hand (not after a fixed time, which a loaded machine may
+// spend before the first call), so the report has at least that call.
 func TestLoadInterrupted(t *testing.T) {
 	t.Parallel()
-	addr := loadServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	var once sync.Once
+	addr := loadServerHook(t, func() { once.Do(cancel) })
+	// Bounded: a server that never gets a call ends the run after 30 s,
+	// and the report of no calls fails below.
+	stop := time.AfterFunc(30*time.Second, cancel)
+	defer stop.Stop()
 	var out, errOut bytes.Buffer
 	code := runLoadCtx(ctx, []string{"-addr", addr, "-d", "1h", "-method", "1", "-payload-hex", loadRequestHex, "-json"}, &out, &errOut)
 	if code != 0 || !strings.Contains(errOut.String(), "interrupted") {

@@ -123,9 +123,12 @@ func (d *decoder) message(dst, m []byte, base int, s *schema.Struct, depth int) 
 		return dst, d.errorf(base+12, "size %d outside %d..%d (the bytes present)", size, codec.HeaderSize, len(m))
 	}
 	m = m[:size]
+	// A root at the end of the message (root == size) is a struct of size
+	// 0 placed last, as the canonical runtime writes one: present, with
+	// no fixed section (object fails a larger struct there).
 	root := binary.LittleEndian.Uint32(m[8:])
-	if root < codec.HeaderSize || root >= size {
-		return dst, d.errorf(base+8, "root offset %d outside the data segment %d..%d", root, codec.HeaderSize, size-1)
+	if root < codec.HeaderSize || root > size {
+		return dst, d.errorf(base+8, "root offset %d outside %d..%d (the header's end to the message's)", root, codec.HeaderSize, size)
 	}
 	return d.object(dst, m, base, int(root), s, depth)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/zapcodec/zapcodec/codec"
 )
 
 // Envelope layout constants (docs/wire.md §6). The request and the response are
@@ -24,7 +26,7 @@ const (
 	// ResponseFixedSize is the size of the response's fixed section.
 	ResponseFixedSize = 20
 
-	headerSize = 16
+	headerSize = codec.HeaderSize
 	rootOffset = headerSize
 
 	reqMethod  = 0
@@ -219,14 +221,26 @@ func appendSlot(dst []byte, slotPos, tailPos, n int) ([]byte, int) {
 // rpc exports the same value as rpc.ErrMalformed.
 var ErrMalformed = errors.New("rpc: malformed envelope")
 
-// EnvelopeError describes a malformed envelope: which part failed and, when
-// it could be read, the promise_id (so a server can still answer 400).
-// It matches [ErrMalformed] with errors.Is.
+// EnvelopeError describes a malformed envelope: which part failed, where,
+// and, when it could be read, the promise_id (so a server can still answer
+// 400). It matches [ErrMalformed] with errors.Is; when package codec
+// rejected the bytes (a bad message header, a tail outside the message),
+// Err is codec's *codec.ParseError and errors.Is matches its sentinel too
+// (codec.ErrMagic, codec.ErrOutOfBounds...).
 type EnvelopeError struct {
-	Reason    string // e.g. "fixed section truncated"
+	Reason string // e.g. "fixed section truncated"
+	// Offset is the position, from the start of the envelope, of the byte
+	// where it broke: the header field that is wrong, the root offset
+	// field for a bad root, the end of a truncated fixed section, the slot
+	// of a tail that lies outside the message.
+	Offset    int
 	PromiseID uint32 // valid only when HasPromise
 	// HasPromise reports whether the promise_id field was readable.
 	HasPromise bool
+	// Err is the error of package codec that rejected the envelope, or
+	// nil when the envelope is a well-formed ZAP message that is not a
+	// valid envelope (wrong type, root or fixed section).
+	Err error
 }
 
 func (e *EnvelopeError) Error() string {
@@ -239,105 +253,128 @@ func (e *EnvelopeError) Error() string {
 // Is makes errors.Is(err, ErrMalformed) true.
 func (e *EnvelopeError) Is(target error) bool { return target == ErrMalformed }
 
-// Preallocated reasons: a hostile peer must not make the parser allocate.
-var (
-	errEnvShort   = &EnvelopeError{Reason: "shorter than the 16-byte header"}
-	errEnvMagic   = &EnvelopeError{Reason: "bad magic"}
-	errEnvVersion = &EnvelopeError{Reason: "version not 1 or 2"}
-	errEnvSize    = &EnvelopeError{Reason: "size field outside the buffer"}
-	errEnvType    = &EnvelopeError{Reason: "message type is not 200"}
-	errEnvRoot    = &EnvelopeError{Reason: "root offset outside the message"}
-	errEnvPromise = &EnvelopeError{Reason: "promise_id truncated"}
-)
+// Unwrap returns Err (nil when codec accepted the bytes).
+func (e *EnvelopeError) Unwrap() error { return e.Err }
 
-// envelopeRoot checks the message header of an envelope and returns the
-// message (b[:size]) and its root position.
-func envelopeRoot(b []byte) (msg []byte, root int, err error) {
-	if len(b) < headerSize {
-		return nil, 0, errEnvShort
-	}
-	if b[0] != 'Z' || b[1] != 'A' || b[2] != 'P' || b[3] != 0 {
-		return nil, 0, errEnvMagic
-	}
-	if v := binary.LittleEndian.Uint16(b[4:]); v != 1 && v != 2 {
-		return nil, 0, errEnvVersion
-	}
-	if b[7] != EnvelopeType {
-		return nil, 0, errEnvType
-	}
-	size := binary.LittleEndian.Uint32(b[12:])
-	if size < headerSize || uint64(size) > uint64(len(b)) {
-		return nil, 0, errEnvSize
-	}
-	msg = b[:size]
-	r := binary.LittleEndian.Uint32(b[8:])
-	if r < headerSize || r >= size {
-		return nil, 0, errEnvRoot
-	}
-	return msg, int(r), nil
+// envError returns an *EnvelopeError; kept out of line so that the parse
+// functions' success paths stay small.
+//
+//go:noinline
+func envError(reason string, off int, err error) error {
+	return &EnvelopeError{Reason: reason, Offset: off, Err: err}
 }
 
-// readBytesSlot reads the bytes slot at absolute position slot of msg.
-// {0, n} is empty (null); a non-zero offset must point inside the data
-// segment with the whole value inside the message.
-func readBytesSlot(msg []byte, slot int) ([]byte, bool) {
-	rel := binary.LittleEndian.Uint32(msg[slot:])
-	n := binary.LittleEndian.Uint32(msg[slot+4:])
-	if rel == 0 {
-		return nil, true
+// envPromiseError is envError for an envelope whose promise_id was read.
+//
+//go:noinline
+func envPromiseError(reason string, off int, err error, promise uint32) error {
+	return &EnvelopeError{Reason: reason, Offset: off, Err: err, PromiseID: promise, HasPromise: true}
+}
+
+// headerError turns codec's rejection of the message header of an
+// envelope of n bytes into an *EnvelopeError with the reasons this package
+// has always given.
+func headerError(err error, n int) error {
+	var pe *codec.ParseError
+	off := 0
+	if errors.As(err, &pe) {
+		off = pe.Offset
 	}
-	at := uint64(slot) + uint64(rel)
-	if at < headerSize || at+uint64(n) > uint64(len(msg)) {
-		return nil, false
+	reason := "shorter than the 16-byte header"
+	switch {
+	case errors.Is(err, codec.ErrMagic):
+		reason = "bad magic"
+	case errors.Is(err, codec.ErrVersion):
+		reason = "version not 1 or 2"
+	case n >= codec.HeaderSize:
+		reason = "size field outside the buffer"
 	}
-	if n == 0 {
-		return nil, true
+	return envError(reason, off, err)
+}
+
+// envelopeError returns the error of an envelope b whose header codec.Parse
+// rejected with err or, err nil, whose message m is not an envelope: its
+// type is not 200 or its root object does not start inside it.
+//
+//go:noinline
+func envelopeError(m codec.Message, b []byte, err error) error {
+	switch {
+	case err != nil:
+		return headerError(err, len(b))
+	case m.Type() != EnvelopeType:
+		return envError("message type is not 200", 7, nil)
 	}
-	return msg[at : at+uint64(n) : at+uint64(n)], true
+	return envError("root offset outside the message", 8, nil)
+}
+
+// slotError returns the error of an envelope whose bytes slot at off of
+// root is malformed: codec's checked read of the slot says where.
+//
+//go:noinline
+func slotError(reason string, root codec.Object, off int, promise uint32) error {
+	_, err := root.CheckedBytes(off)
+	return envPromiseError(reason, root.Pos()+off, err, promise)
 }
 
 // ParseRequest decodes a request envelope. It checks the message header
-// (magic, version 1 or 2, type 200, size within b, root inside the
-// message), requires the whole 28-byte fixed section inside the message,
-// and requires cap and payload to lie inside it. The extension fields
-// (Timeout, Metadata) are read only when present: when they lie before
-// the first tail of cap and payload (see fixedEnd); Metadata must then lie
-// inside the message too (its content is checked by the server, see
-// rpc.Metadata). Errors are
-// *[EnvelopeError] (errors.Is [ErrMalformed]); PromiseID is reported in the
-// error when it was readable. Cap and Payload alias b and are valid as long
-// as b is unchanged. Never panics; allocates only for an error that
-// carries a promise_id.
+// (with codec.Parse: magic, version 1 or 2, size within b), the type 200
+// and that the root lies inside the message, requires the whole 28-byte
+// fixed section inside the message, and requires cap and payload to lie
+// inside it. The extension fields (Timeout, Metadata) are read only when
+// present: when they lie before the first tail of cap and payload (see
+// fixedEnd); Metadata must then lie inside the message too (its content is
+// checked by the server, see rpc.Metadata). Errors are *[EnvelopeError]
+// (errors.Is [ErrMalformed]), with the offset where b broke; PromiseID is
+// reported in the error when it was readable. Cap and Payload alias b and
+// are valid as long as b is unchanged. Never panics; allocates only when
+// it fails.
 func ParseRequest(b []byte) (Request, error) {
-	msg, root, err := envelopeRoot(b)
-	if err != nil {
-		return Request{}, err
+	// codec.Parse checks the header; an envelope is of type 200 and its
+	// root object starts inside the message.
+	m, err := codec.Parse(b)
+	root := m.Root()
+	msg, at := m.Bytes(), root.Pos()
+	if err != nil || m.Type() != EnvelopeType || root.IsNull() || at >= len(msg) {
+		return Request{}, envelopeError(m, b, err)
 	}
-	if root+reqPromise+4 > len(msg) {
-		return Request{}, errEnvPromise
+	if at+reqPromise+4 > len(msg) {
+		return Request{}, envError("promise_id truncated", len(msg), nil)
 	}
-	r := Request{PromiseID: binary.LittleEndian.Uint32(msg[root+reqPromise:])}
-	if root+RequestFixedSize > len(msg) {
-		return r, &EnvelopeError{Reason: "request fixed section truncated", PromiseID: r.PromiseID, HasPromise: true}
+	// The fields below lie inside the message once its size allows them:
+	// they are read straight from it.
+	r := Request{PromiseID: binary.LittleEndian.Uint32(msg[at+reqPromise:])}
+	if at+RequestFixedSize > len(msg) {
+		return r, envPromiseError("request fixed section truncated", len(msg), nil, r.PromiseID)
 	}
-	r.Method = binary.LittleEndian.Uint32(msg[root+reqMethod:])
-	r.Target = binary.LittleEndian.Uint32(msg[root+reqTarget:])
-	var ok bool
-	if r.Cap, ok = readBytesSlot(msg, root+reqCap); !ok {
-		return r, &EnvelopeError{Reason: "cap outside the message", PromiseID: r.PromiseID, HasPromise: true}
+	r.Method = binary.LittleEndian.Uint32(msg[at+reqMethod:])
+	r.Target = binary.LittleEndian.Uint32(msg[at+reqTarget:])
+	// An empty cap, payload or metadata is nil, whether its slot is null
+	// or {x, 0}.
+	v, ok := m.BytesAt(at + reqCap)
+	if !ok {
+		return r, slotError("cap outside the message", root, reqCap, r.PromiseID)
 	}
-	if r.Payload, ok = readBytesSlot(msg, root+reqPayload); !ok {
-		return r, &EnvelopeError{Reason: "payload outside the message", PromiseID: r.PromiseID, HasPromise: true}
+	if len(v) != 0 {
+		r.Cap = v
 	}
-	if fe := root + RequestFixedSize; fe < len(msg) {
+	if v, ok = m.BytesAt(at + reqPayload); !ok {
+		return r, slotError("payload outside the message", root, reqPayload, r.PromiseID)
+	}
+	if len(v) != 0 {
+		r.Payload = v
+	}
+	if fe := at + RequestFixedSize; fe < len(msg) {
 		// Room for extension fields: where does the fixed section end?
-		fe = fixedEnd(msg, root+reqCap, root+reqPayload)
-		if root+reqExtDeadlineSize <= fe {
-			r.Timeout = binary.LittleEndian.Uint64(msg[root+reqTimeout:])
+		fe = fixedEnd(msg, at+reqCap, at+reqPayload)
+		if at+reqExtDeadlineSize <= fe {
+			r.Timeout = binary.LittleEndian.Uint64(msg[at+reqTimeout:])
 		}
-		if root+reqExtFixedSize <= fe {
-			if r.Metadata, ok = readBytesSlot(msg, root+reqMetadata); !ok {
-				return r, &EnvelopeError{Reason: "metadata outside the message", PromiseID: r.PromiseID, HasPromise: true}
+		if at+reqExtFixedSize <= fe {
+			if v, ok = m.BytesAt(at + reqMetadata); !ok {
+				return r, slotError("metadata outside the message", root, reqMetadata, r.PromiseID)
+			}
+			if len(v) != 0 {
+				r.Metadata = v
 			}
 		}
 	}
@@ -346,26 +383,34 @@ func ParseRequest(b []byte) (Request, error) {
 
 // ParseResponse decodes an answer envelope with the same checks as
 // [ParseRequest] (fixed section of 20 bytes, body inside the message).
-// Body aliases b and is valid as long as b is unchanged. Never panics.
+// Body aliases b and is valid as long as b is unchanged. Never panics;
+// allocates only when it fails.
 func ParseResponse(b []byte) (Response, error) {
-	msg, root, err := envelopeRoot(b)
-	if err != nil {
-		return Response{}, err
+	// codec.Parse checks the header; an envelope is of type 200 and its
+	// root object starts inside the message.
+	m, err := codec.Parse(b)
+	root := m.Root()
+	msg, at := m.Bytes(), root.Pos()
+	if err != nil || m.Type() != EnvelopeType || root.IsNull() || at >= len(msg) {
+		return Response{}, envelopeError(m, b, err)
 	}
-	if root+respPromise+4 > len(msg) {
-		return Response{}, errEnvPromise
+	if at+respPromise+4 > len(msg) {
+		return Response{}, envError("promise_id truncated", len(msg), nil)
 	}
-	r := Response{PromiseID: binary.LittleEndian.Uint32(msg[root+respPromise:])}
-	if root+ResponseFixedSize > len(msg) {
-		return r, &EnvelopeError{Reason: "response fixed section truncated", PromiseID: r.PromiseID, HasPromise: true}
+	r := Response{PromiseID: binary.LittleEndian.Uint32(msg[at+respPromise:])}
+	if at+ResponseFixedSize > len(msg) {
+		return r, envPromiseError("response fixed section truncated", len(msg), nil, r.PromiseID)
 	}
-	r.Status = binary.LittleEndian.Uint32(msg[root+respStatus:])
-	var ok bool
-	if r.Body, ok = readBytesSlot(msg, root+respBody); !ok {
-		return r, &EnvelopeError{Reason: "body outside the message", PromiseID: r.PromiseID, HasPromise: true}
+	r.Status = binary.LittleEndian.Uint32(msg[at+respStatus:])
+	body, ok := m.BytesAt(at + respBody)
+	if !ok {
+		return r, slotError("body outside the message", root, respBody, r.PromiseID)
 	}
-	if root+respExtFixedSize <= fixedEnd(msg, root+respBody) {
-		r.NotRun = binary.LittleEndian.Uint32(msg[root+respFlags:])&respFlagNotRun != 0
+	if len(body) != 0 { // empty is nil, whether the slot is null or {x, 0}
+		r.Body = body
+	}
+	if at+respExtFixedSize <= fixedEnd(msg, at+respBody) {
+		r.NotRun = binary.LittleEndian.Uint32(msg[at+respFlags:])&respFlagNotRun != 0
 	}
 	return r, nil
 }

@@ -82,32 +82,35 @@ func TestParseHostile(t *testing.T) {
 		in      []byte
 		reason  string
 		promise bool
+		off     int   // EnvelopeError.Offset
+		codec   error // the codec sentinel it also matches, if any
 	}{
-		{"empty", nil, "shorter", false},
-		{"short header", good[:15], "shorter", false},
-		{"bad magic", mut(func(b []byte) []byte { b[0] = 'X'; return b }), "magic", false},
-		{"version 3", mut(func(b []byte) []byte { b[4] = 3; return b }), "version", false},
-		{"version 0", mut(func(b []byte) []byte { b[4] = 0; return b }), "version", false},
-		{"type 1", mut(func(b []byte) []byte { b[7] = 1; return b }), "type", false},
-		{"size huge", mut(put32(12, 0xFFFFFFFF)), "size", false},
-		{"size < 16", mut(put32(12, 15)), "size", false},
-		{"truncated buffer", good[:len(good)-1], "size", false},
-		{"root 0", mut(put32(8, 0)), "root", false},
-		{"root in header", mut(put32(8, 8)), "root", false},
-		{"root past end", mut(put32(8, uint32(len(good)))), "root", false},
-		{"root near end", mut(put32(8, uint32(len(good)-4))), "promise_id", false},
+		{"empty", nil, "shorter", false, 0, codec.ErrTooSmall},
+		{"short header", good[:15], "shorter", false, 15, codec.ErrTooSmall},
+		{"short 12", good[:12], "shorter", false, 12, codec.ErrTooSmall},
+		{"bad magic", mut(func(b []byte) []byte { b[0] = 'X'; return b }), "magic", false, 0, codec.ErrMagic},
+		{"version 3", mut(func(b []byte) []byte { b[4] = 3; return b }), "version", false, 4, codec.ErrVersion},
+		{"version 0", mut(func(b []byte) []byte { b[4] = 0; return b }), "version", false, 4, codec.ErrVersion},
+		{"type 1", mut(func(b []byte) []byte { b[7] = 1; return b }), "type", false, 7, nil},
+		{"size huge", mut(put32(12, 0xFFFFFFFF)), "size", false, 12, codec.ErrTooSmall},
+		{"size < 16", mut(put32(12, 15)), "size", false, 12, codec.ErrTooSmall},
+		{"truncated buffer", good[:len(good)-1], "size", false, 12, codec.ErrTooSmall},
+		{"root 0", mut(put32(8, 0)), "root", false, 8, nil},
+		{"root in header", mut(put32(8, 8)), "root", false, 8, nil},
+		{"root past end", mut(put32(8, uint32(len(good)))), "root", false, 8, nil},
+		{"root near end", mut(put32(8, uint32(len(good)-4))), "promise_id", false, len(good), nil},
 		{"fixed truncated", mut(func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[12:], 16+10)
 			return b[:16+10]
-		}), "fixed section", true},
-		{"cap out", mut(put32(16+12, 0xFFFFFFF0)), "cap", true},
-		{"cap len out", mut(put32(16+16, 0xFFFFFFFF)), "cap", true},
-		{"payload out", mut(put32(16+24, 1000)), "payload", true},
+		}), "fixed section", true, 26, nil},
+		{"cap out", mut(put32(16+12, 0xFFFFFFF0)), "cap", true, 28, codec.ErrOutOfBounds},
+		{"cap len out", mut(put32(16+16, 0xFFFFFFFF)), "cap", true, 28, codec.ErrOutOfBounds},
+		{"payload out", mut(put32(16+24, 1000)), "payload", true, 36, codec.ErrOutOfBounds},
 		{"payload wraps", mut(func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[16+20:], 8)
 			binary.LittleEndian.PutUint32(b[16+24:], 0xFFFFFFF8)
 			return b
-		}), "payload", true},
+		}), "payload", true, 36, codec.ErrOutOfBounds},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,6 +124,15 @@ func TestParseHostile(t *testing.T) {
 			var ee *EnvelopeError
 			if !errors.As(err, &ee) || !bytes.Contains([]byte(ee.Reason), []byte(c.reason)) {
 				t.Fatalf("error %q, want reason containing %q", err, c.reason)
+			}
+			if ee.Offset != c.off {
+				t.Fatalf("Offset %d, want %d", ee.Offset, c.off)
+			}
+			if c.codec != nil && !errors.Is(err, c.codec) {
+				t.Fatalf("%v does not match %v", err, c.codec)
+			}
+			if c.codec == nil && ee.Err != nil {
+				t.Fatalf("Err %v, want nil (codec accepted the bytes)", ee.Err)
 			}
 			if ee.HasPromise != c.promise || (c.promise && ee.PromiseID != 77) {
 				t.Fatalf("HasPromise=%v PromiseID=%d, want %v", ee.HasPromise, ee.PromiseID, c.promise)
@@ -141,6 +153,16 @@ func TestParseHostile(t *testing.T) {
 	b = mut(put32(16+12, 0))
 	if r, err = ParseRequest(b); err != nil || r.Cap != nil {
 		t.Fatalf("null cap: %+v %v", r, err)
+	}
+	// So is {x, 0}: empty values read as nil, as they always have.
+	b = mut(put32(16+16, 0))
+	if r, err = ParseRequest(b); err != nil || r.Cap != nil || string(r.Payload) != "payload!" {
+		t.Fatalf("cap {x, 0}: %+v %v", r, err)
+	}
+	resp := AppendResponse(nil, &Response{Status: 200, PromiseID: 5, Body: []byte("body")})
+	binary.LittleEndian.PutUint32(resp[16+16:], 0)
+	if r, err := ParseResponse(resp); err != nil || r.Body != nil || r.PromiseID != 5 {
+		t.Fatalf("body {x, 0}: %+v %v", r, err)
 	}
 }
 

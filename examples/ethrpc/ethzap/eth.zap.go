@@ -31,8 +31,8 @@ var _ encoding.BinaryAppender = (*GetBalanceRequest)(nil)
 func (m *GetBalanceRequest) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 44, len(m.Method))
 	copy(dst[o+0:], m.Account[:])
-	binary.LittleEndian.PutUint64(dst[o+20:], uint64(m.Block))
-	binary.LittleEndian.PutUint64(dst[o+28:], uint64(m.ID))
+	binary.LittleEndian.PutUint64(dst[o+20:], m.Block)
+	binary.LittleEndian.PutUint64(dst[o+28:], m.ID)
 	dst = codec.AppendTail(dst, o+36, m.Method)
 	return dst
 }
@@ -56,11 +56,11 @@ func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "GetBalanceRequest")
 	}
-	o := msg.Root()
 	var p0 []byte // Method
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(44); len(f) == 44 {
+	o, f := msg.RootFixed(44)
+	if len(f) == 44 {
 		m.Account = [20]byte(f[0:20])
 		m.Block = binary.LittleEndian.Uint64(f[20:28])
 		m.ID = binary.LittleEndian.Uint64(f[28:36])
@@ -72,7 +72,7 @@ func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
 		m.ID = o.Uint64(28)
 		p0 = o.Bytes(36)
 	}
-	if string(p0) != m.Method {
+	if !codec.SameText(p0, m.Method) {
 		m.Method = string(p0)
 	}
 	return nil
@@ -96,9 +96,8 @@ func (m *GetBalanceRequest) UnmarshalBinary(b []byte) error { return m.DecodeZAP
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type GetBalanceRequestView struct{ o codec.Object }
 
 // ReadGetBalanceRequest checks the message header at the start of b and returns a
@@ -153,9 +152,9 @@ var _ encoding.BinaryAppender = (*GetBalanceResponse)(nil)
 func (m *GetBalanceResponse) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 80, 0)
 	copy(dst[o+0:], m.Balance[:])
-	binary.LittleEndian.PutUint64(dst[o+32:], uint64(m.Nonce))
+	binary.LittleEndian.PutUint64(dst[o+32:], m.Nonce)
 	copy(dst[o+40:], m.BlockHash[:])
-	binary.LittleEndian.PutUint64(dst[o+72:], uint64(m.ID))
+	binary.LittleEndian.PutUint64(dst[o+72:], m.ID)
 	return dst
 }
 
@@ -177,10 +176,10 @@ func (m *GetBalanceResponse) DecodeZAP(b []byte) error {
 	if err != nil {
 		return codec.InField(err, "GetBalanceResponse")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(80); len(f) == 80 {
+	o, f := msg.RootFixed(80)
+	if len(f) == 80 {
 		m.Balance = [32]byte(f[0:32])
 		m.Nonce = binary.LittleEndian.Uint64(f[32:40])
 		m.BlockHash = [32]byte(f[40:72])
@@ -214,9 +213,8 @@ func (m *GetBalanceResponse) UnmarshalBinary(b []byte) error { return m.DecodeZA
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type GetBalanceResponseView struct{ o codec.Object }
 
 // ReadGetBalanceResponse checks the message header at the start of b and returns a
@@ -302,7 +300,8 @@ func RegisterEthServer(s *rpc.Server, impl EthServer, opts ...rpc.MountOption) {
 var zapEthGetBalancePool rpc.ResultPool[GetBalanceResponse]
 
 // EthClient calls the methods of interface Eth through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type EthClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -334,7 +333,7 @@ func (c *EthClient) GetBalance(ctx context.Context, req *GetBalanceRequest, resp
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a GetBalanceResponse, take the answer with p.Wait (then GetBalanceResponse.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *EthClient) SendGetBalance(ctx context.Context, req *GetBalanceRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -28,3 +28,8 @@ func fixtureRequest() GetBalanceRequest {
 	}
 	return r
 }
+
+// TestSameAsBuilder: AppendZAP lays messages out as codec.Builder does.
+func TestSameAsBuilder(t *testing.T) {
+	check.SameAsBuilder(t, "../eth.zap", 9, 300, types)
+}

@@ -90,8 +90,10 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 	size, root := m.Size(), rootOffset(m)
 	d.printf("%smessage @%d: %d bytes, version %d, flags 0x%04x%s, type %d, root @%d\n",
 		indent, base, size, m.Version(), m.Flags(), flagNames(m.Flags()), m.Type(), root)
-	if root < codec.HeaderSize || root >= size {
-		d.fail(indent, base+8, "root offset %d outside the data segment %d..%d", root, codec.HeaderSize, size-1)
+	// root == size is a struct of size 0 placed last (the canonical
+	// runtime writes one so): present, with no fixed section.
+	if root < codec.HeaderSize || root > size {
+		d.fail(indent, base+8, "root offset %d outside %d..%d (the header's end to the message's)", root, codec.HeaderSize, size)
 		return size, true
 	}
 	if st != nil {

@@ -109,7 +109,6 @@ type generator struct {
 	source  string // schema file name as given
 	imports map[string]bool
 	body    bytes.Buffer
-	tails   map[*schema.Struct]int // tailBound results
 	// nested and elem hold the structs of the package (every file) that
 	// some struct nests as a field or as list elements: only those need
 	// the helpers a parent calls (zapBuild, zapSize, zapDecode,

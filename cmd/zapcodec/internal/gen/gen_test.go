@@ -36,6 +36,7 @@ var targets = []struct {
 	{"kitchen", canonical + "/kitchen.zap", "", "internal/gentest/kitchen"},
 	{"all", "testdata/all.zap", "", "internal/gentest/all"},
 	{"lists", canonical + "/more/lists.zap", "", "internal/gentest/lists"},
+	{"order", "testdata/order.zap", "", "internal/gentest/order"},
 	{"service_ws", canonical + "/more/service_ws.zap", "", "internal/gentest/svc"},
 	{"health", repoRoot + "/rpc/health.zap", "rpc", "rpc"},
 }

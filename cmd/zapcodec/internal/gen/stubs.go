@@ -101,7 +101,8 @@ func (g *generator) stubs(it *schema.Interface) {
 
 	// Client.
 	g.p("// %s calls the methods of interface %s through an rpc.Caller (an", cli, it.Name)
-	g.p("// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.")
+	g.p("// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe")
+	g.p("// for concurrent use.")
 	g.schemaDoc(true, it.Doc, it.Comment)
 	g.p("type %s struct {", cli)
 	g.p("c    rpc.Caller")
@@ -184,7 +185,7 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("// returns its promise: pipeline calls on it with the ...On methods whose")
 		g.p("// request is %s %s, take the answer with p.Wait (then %s.DecodeZAP)", article(GoName(m.Resp.Name)), GoName(m.Resp.Name), GoName(m.Resp.Name))
 		g.p("// or drop it with p.Release (one of the two, once). c's Caller must be")
-		g.p("// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.")
+		g.p("// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.")
 		ps := "ctx context.Context"
 		if m.Req != nil {
 			ps += fmt.Sprintf(", req *%s", GoName(m.Req.Name))
