@@ -67,7 +67,7 @@ func dumpCases() []dumpCase {
 		{"rpc_frames", "rpc_frames.hex", nil},
 		{"rpc_frames_schema", "rpc_frames.hex", []string{"-schema", "num.zap", "-type", "T"}},
 		{"err_rpc_frames_eth", "rpc_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}}, // fixture payloads are not eth records
-		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil}, // canonical stream frames (streams.json)
+		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
 		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
 		{"eth_frames", "eth_frames.hex", nil},
 		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
