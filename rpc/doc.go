@@ -109,7 +109,7 @@
 // trip. None of these allocates per call once warm, and a call using none
 // of them is the canonical envelope byte for byte.
 //
-// Streams (issue 13; README.md "Streams"): [Server.HandleStream]
+// Streams (docs/wire.md §9; README.md "Streams"): [Server.HandleStream]
 // registers a [StreamHandler] per method ordinal, [Client.OpenStream]
 // opens a stream, and [Stream.Send], [Stream.Recv] and [Stream.CloseSend]
 // carry messages both ways on the canonical frames (kinds 3, 4, 5), byte
