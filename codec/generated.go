@@ -1,6 +1,9 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // GeneratedVersion2 is referenced by every file that `zapcodec gen` writes
 // ("const _ = codec.GeneratedVersion2"). It names the version of the API that
@@ -45,4 +48,101 @@ func (o Object) BytesIn(f []byte, off int) []byte {
 		return nil
 	}
 	return o.b[start:end:end]
+}
+
+// The functions below write a message the way [Builder] lays it out, for
+// generated records that write it without a Builder: AppendHeader, then
+// the root object (AppendObject) with its fields stored in place, its
+// nested objects and lists (AppendListStart, the element appenders) in
+// field order with their slots pointed at them (PutObjectSlot,
+// PutListSlot), its text and bytes values ([AppendTail]); then PutHeader.
+// Positions are absolute (indices into dst); base is where the message
+// starts.
+
+// AppendHeader is for generated code: it appends the 16 bytes of a message
+// header, zeroed, to dst; [PutHeader] fills them in once the message is
+// written. The message starts at the len(dst) given.
+func AppendHeader(dst []byte) []byte { return append(dst, zeroHeader[:]...) }
+
+// PutHeader is for generated code: it writes the header of the version-1
+// message that starts at base and ends at len(dst), whose root object is
+// at position root.
+func PutHeader(dst []byte, base, root int) {
+	h := dst[base : base+HeaderSize]
+	binary.LittleEndian.PutUint64(h, magicWord|uint64(Version1)<<32)
+	binary.LittleEndian.PutUint64(h[offRoot:], uint64(uint32(root-base))|uint64(uint32(len(dst)-base))<<32)
+}
+
+// AppendObject is for generated code: it pads dst with zeros to a multiple
+// of 8 from base, appends a zeroed fixed section of size bytes, and
+// returns dst and the section's position ([Builder.StartObject]).
+func AppendObject(dst []byte, base, size int) ([]byte, int) {
+	n := len(dst)
+	at := base + align8(n-base)
+	if end := at + size; end <= cap(dst) {
+		dst = dst[:end]
+		clear(dst[n:end])
+	} else {
+		dst = grow(dst, end-n)
+	}
+	return dst, at
+}
+
+// AppendListStart is for generated code: it pads dst with zeros to a
+// multiple of 8 from base, where a list starts (even an empty one, as the
+// canonical writer does), and returns dst and that position.
+func AppendListStart(dst []byte, base int) ([]byte, int) {
+	n := len(dst) - base
+	if pad := align8(n) - n; pad > 0 {
+		dst = append(dst, zeroHeader[:pad]...)
+	}
+	return dst, len(dst)
+}
+
+// PutObjectSlot is for generated code: it points the nested-object slot at
+// position slot to the object at position at.
+func PutObjectSlot(dst []byte, slot, at int) {
+	binary.LittleEndian.PutUint32(dst[slot:], uint32(int32(at-slot)))
+}
+
+// PutListSlot is for generated code: it points the list slot at position
+// slot to the count elements starting at position at. An empty list leaves
+// the slot {0, 0}, as [ObjectBuilder.SetList] does.
+func PutListSlot(dst []byte, slot, at, count int) {
+	if count == 0 {
+		return
+	}
+	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(int32(at-slot)))|uint64(uint32(count))<<32)
+}
+
+// SameText is for generated code: it reports whether p holds the bytes of
+// s, as string(p) == s does, comparing a value of up to 16 bytes as two
+// machine words, inline, instead of calling the runtime. Generated
+// decoders use it to keep a record's string when the message holds the
+// same text.
+func SameText(p []byte, s string) bool {
+	n := len(p)
+	if n != len(s) {
+		return false
+	}
+	if n < 8 || n > 16 {
+		return string(p) == s
+	}
+	q := unsafe.Slice(unsafe.StringData(s), n)
+	return binary.LittleEndian.Uint64(p) == binary.LittleEndian.Uint64(q) &&
+		binary.LittleEndian.Uint64(p[n-8:]) == binary.LittleEndian.Uint64(q[n-8:])
+}
+
+// RootFixed is for generated code: it returns [Message.Root] and, when the
+// root's first n bytes (n > 0) lie inside the message, those bytes as
+// [Object.Fixed] would, else nil. It checks the root's bounds once for
+// both.
+func (m Message) RootFixed(n int) (Object, []byte) {
+	if len(m.b) >= HeaderSize && n > 0 {
+		pos := uint64(binary.LittleEndian.Uint32(m.b[offRoot:]))
+		if end := pos + uint64(n); pos >= HeaderSize && end <= uint64(len(m.b)) {
+			return Object{b: m.b, pos: int(pos)}, m.b[pos:end:end]
+		}
+	}
+	return m.Root(), nil
 }

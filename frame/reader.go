@@ -151,6 +151,36 @@ func (fr *Reader) Ready() bool {
 	return err != nil || avail >= t
 }
 
+// Wait returns once at least one byte of the next frame is buffered,
+// reading once from the stream when none is, without waiting for the
+// rest of the frame. It returns at once when bytes are already buffered
+// (then Buffered() > 0) or the Reader is broken (the sticky error). A
+// read loop calls it between frames to learn when a frame begins: it can
+// then wait for a new frame with a long (idle) deadline, and give the
+// frame, once it has begun, a short one for its remaining bytes.
+//
+// Like Next, Wait ends the payload the last Next returned (its memory
+// may be reused by the read). Its errors are Next's: io.EOF when the
+// stream ends cleanly (sticky, as is a protocol error), or the error of
+// the underlying reader, after which Wait or Next may be called again;
+// nothing is lost.
+func (fr *Reader) Wait() error {
+	if fr.err != nil {
+		return fr.err
+	}
+	if fr.w > fr.r {
+		return nil
+	}
+	fr.release()
+	if err := fr.fill(4); err != nil {
+		if err == io.EOF {
+			_, _, err = fr.fail(io.EOF)
+		}
+		return err
+	}
+	return nil
+}
+
 // total returns the length of the frame whose header starts h (at least 4
 // bytes): the 4-byte length prefix plus the length it announces. It fails
 // on a length of 0 (canonical framing) or one above the maximum, decided

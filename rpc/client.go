@@ -63,7 +63,6 @@ type Client struct {
 	closed bool // under mu; err says why
 	err    error
 
-	active    atomic.Int32 // calls between acquire and release
 	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
 
 	// The answer check (see WithAnswerTimeout): watch runs check every
@@ -245,14 +244,17 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 		return nil, ErrGoAway
 	}
 	buf = appendCall(buf, ctx, method, s.pid, target, req)
+	c.out.calls++ // under the outbox's mu, held since beginCtx
+	others := c.out.calls > 1
 	lead, err := c.out.end(buf)
 	if lead {
-		if ferr := c.out.flushCtx(ctx, c.active.Load() > 1); err == nil {
+		if ferr := c.out.flushCtx(ctx, others); err == nil {
 			err = ferr
 		}
 	}
 	if err != nil && err != ctx.Err() {
 		if errors.Is(err, frame.ErrFrameTooLarge) {
+			c.uncount(1)
 			c.unsend(s)
 			return nil, err
 		}
@@ -297,10 +299,18 @@ func (c *Client) wait(ctx context.Context, s *slot, resp []byte) ([]byte, error)
 func (c *Client) abandon(s *slot) bool {
 	if w := uint64(s.pid) << 32; s.st.CompareAndSwap(w|slotWaiting, w|slotAbandoned) {
 		c.abandoned.Add(1)
-		c.active.Add(-1)
+		c.uncount(1)
 		return true
 	}
 	return false
+}
+
+// uncount subtracts n calls from the outbox's count of calls awaiting
+// their answers (see outbox.calls).
+func (c *Client) uncount(n int) {
+	c.out.mu.Lock()
+	c.out.calls = max(c.out.calls-n, 0)
+	c.out.mu.Unlock()
 }
 
 // appendCall appends the request envelope of a call: the canonical
@@ -347,7 +357,6 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 	s.resp = resp
 	w := uint64(s.pid) << 32
 	s.st.Store(w | slotWaiting)
-	c.active.Add(1)
 	if c.broken.Load() {
 		// fail may have passed this slot before it was waiting: give it
 		// back, or take the failure fail delivered meanwhile.
@@ -391,7 +400,6 @@ func (c *Client) push(s *slot) {
 }
 
 func (c *Client) release(s *slot) {
-	c.active.Add(-1)
 	s.st.Store(uint64(s.pid)<<32 | slotIdle)
 	c.push(s)
 }
@@ -410,11 +418,12 @@ func (c *Client) unsend(s *slot) {
 // lock on the way to a waiting call: the slot's state word names the
 // promise id, so one compare-and-swap both matches the answer to the
 // slot's current use and claims it.
-func (c *Client) deliver(pid, status uint32, notRun bool, body []byte, err error) {
+// It reports whether the answer reached a waiting call.
+func (c *Client) deliver(pid, status uint32, notRun bool, body []byte, err error) bool {
 	idx := int(pid&0xFFFF) - 1
 	table := c.table.Load()
 	if table == nil || idx < 0 || idx >= len(*table) {
-		return
+		return false
 	}
 	s := (*table)[idx]
 	w := uint64(pid) << 32
@@ -423,17 +432,25 @@ func (c *Client) deliver(pid, status uint32, notRun bool, body []byte, err error
 		s.status, s.notRun, s.err = status, notRun, err
 		s.st.Store(w | slotDone)
 		s.ch <- struct{}{}
-		return
+		return true
 	}
 	if s.st.CompareAndSwap(w|slotAbandoned, w|slotIdle) {
 		c.abandoned.Add(-1)
 		c.push(s)
 	}
+	return false
 }
 
 func (c *Client) readLoop() {
 	defer close(c.readDone)
+	answered := 0 // answers delivered since the last uncount
 	for {
+		if answered > 0 && !c.r.Ready() {
+			// Next is about to block: the batch's answers leave the
+			// outbox's count of calls in one step.
+			c.uncount(answered)
+			answered = 0
+		}
 		kind, p, err := c.r.Next()
 		if err != nil {
 			if werr := c.out.failure(); werr != nil {
@@ -448,13 +465,17 @@ func (c *Client) readLoop() {
 			if err != nil {
 				var ee *wire.EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
-					c.deliver(ee.PromiseID, 0, false, nil, err)
+					if c.deliver(ee.PromiseID, 0, false, nil, err) {
+						answered++
+					}
 					continue
 				}
 				c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
 				return
 			}
-			c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, nil)
+			if c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, nil) {
+				answered++
+			}
 		case wire.KindGoAway:
 			w := c.out.lock()
 			first := !c.goAway.Swap(true)
@@ -577,7 +598,7 @@ func (c *Client) check() {
 		return
 	}
 	rx := c.r.Received() // bytes received: a large answer arriving slowly is life
-	if rx != c.lastRx || (c.active.Load() == 0 && c.abandoned.Load() == 0) {
+	if rx != c.lastRx || !c.pending() {
 		c.lastRx, c.quiet = rx, 0
 	} else if c.quiet++; c.quiet > 4 {
 		c.fail(errNoAnswer)
@@ -588,6 +609,37 @@ func (c *Client) check() {
 		c.ping()
 	}
 	c.watch.Load().Reset(max(c.opts.answerTimeout/4, 1))
+}
+
+// pending reports whether a call waits for its answer (a slot not idle,
+// abandoned ones included). The answer check asks it every quarter of the
+// answer timeout; it looks at every slot, so that calls count nothing on
+// a shared word.
+func (c *Client) pending() bool {
+	t := c.table.Load()
+	if t == nil {
+		return false
+	}
+	for _, s := range *t {
+		if uint32(s.st.Load()) != uint32(slotIdle) {
+			return true
+		}
+	}
+	return false
+}
+
+// active returns the number of calls between acquire and release (slots
+// neither idle nor abandoned); see Pending.
+func (c *Client) active() int {
+	n := 0
+	if t := c.table.Load(); t != nil {
+		for _, s := range *t {
+			if st := uint32(s.st.Load()); st != uint32(slotIdle) && st != uint32(slotAbandoned) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // ping sends a wire.KindPing frame; a failed write closes the connection.

@@ -71,6 +71,10 @@ type serverConn struct {
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous tick
+	wdIdle int    // watchdog only, under s.wdMu: ticks in a row without an inline call
+	// wdListed: c is on the watchdog's list (set under s.wdMu; see
+	// Server.watch).
+	wdListed atomic.Bool
 
 	// Read deadlines (see readtimeout.go), role holder only.
 	armed      int64 // the read deadline set on nc (unix ns), 0 none
@@ -255,7 +259,22 @@ func (c *serverConn) readLoop() bool {
 			c.spill = false
 			c.armWait()
 		}
-		kind, p, err := c.r.Next()
+		var kind byte
+		var p []byte
+		var err error
+		if c.r.Buffered() == 0 && c.s.opts.readTimeout > 0 {
+			// Between frames: wait for a frame to begin under the wait's
+			// deadline (the idle one on a quiet connection), so that an
+			// idle connection is not woken every read timeout; a frame
+			// that begins but is not all there gets the frame deadline
+			// (armWait, at the top of the loop) for the rest.
+			if err = c.r.Wait(); err == nil && !c.r.Ready() {
+				continue
+			}
+		}
+		if err == nil {
+			kind, p, err = c.r.Next()
+		}
 		if err != nil {
 			// A broken stream may fail Next at once: answers owed so far
 			// still go out (a write error is the read error's business).

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -55,5 +56,79 @@ func TestIdleTimeoutStraddlingFrames(t *testing.T) {
 		if _, ok := <-answers; !ok {
 			t.Fatalf("connection closed after %d answers of %d; stats %+v; log: %s", i, n, s.Stats(), logs)
 		}
+	}
+}
+
+// An idle connection is woken once by its read deadline after its last
+// call (to give its jobs back), and then not again until its idle limit:
+// it used to be woken every read timeout, which made 10,000 idle
+// connections cost CPU (BenchmarkIdleCPU).
+func TestIdleConnNotWoken(t *testing.T) {
+	const rt = 20 * time.Millisecond
+	s, addr, _ := testServer(t, WithReadTimeout(rt), WithIdleTimeout(0))
+	c := dial(t, addr)
+	if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The first wake-up gives the jobs back.
+	await(t, "the wake-up that gives the jobs back", func() bool { return s.readWakes.Load() >= 1 })
+	n := s.readWakes.Load()
+	time.Sleep(20 * rt) // twenty read timeouts of silence
+	if got := s.readWakes.Load() - n; got != 0 {
+		t.Fatalf("an idle connection was woken %d times in 20 read timeouts after giving its jobs back, want 0", got)
+	}
+	// A frame that begins and then stalls still meets the read timeout.
+	rc := rawDial(t, addr)
+	env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: []byte("stalled")})
+	if _, err := rc.Write(frameBytes(wire.KindRequest, env)[:7]); err != nil {
+		t.Fatal(err)
+	}
+	rc.expectClosed()
+}
+
+// The watchdog looks only at the connections that ran calls lately: with
+// one busy connection and many idle ones, its ticks do not visit the idle
+// ones (it used to scan every connection at every tick, under the server
+// mutex).
+func TestWatchdogSkipsIdleConns(t *testing.T) {
+	s, addr, _ := testServer(t)
+	const idle = 100
+	for i := range idle {
+		rc := rawDial(t, addr)
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: uint32(i + 1), Payload: []byte("x")}))
+		rc.recvResponse()
+	}
+	c := dial(t, addr)
+	call := func() {
+		if _, err := c.Call(context.Background(), mEcho, []byte("busy"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Calls on one connection keep the watchdog ticking; after a few
+	// ticks the idle connections have left its list.
+	ticks := func(n int64) (looks, scans int64) {
+		s.wdMu.Lock()
+		l0, s0 := s.wdLooks, s.wdScans
+		s.wdMu.Unlock()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			call()
+			s.wdMu.Lock()
+			looks, scans = s.wdLooks-l0, s.wdScans-s0
+			s.wdMu.Unlock()
+			if scans >= n {
+				return looks, scans
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the watchdog ticked %d times in 30 s of calls, want %d", scans, n)
+			}
+		}
+	}
+	ticks(2 * wdForget)
+	looks, scans := ticks(50)
+	// The busy connection, at most, at each tick (when it is between
+	// calls, not even that).
+	if looks > scans {
+		t.Fatalf("the watchdog looked at %d connections in %d ticks with 1 busy and %d idle connections; want at most one a tick", looks, scans, idle)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -38,16 +40,30 @@ func TestIdleConnsChild(t *testing.T) {
 	serveMemChild(l.Addr().String())
 }
 
-// serveMemChild prints the address, then answers MEM lines on stdin.
+// serveMemChild prints the address, then answers MEM lines on stdin
+// (heap, goroutine stacks and resident set after a collection) and CPU
+// lines (the process's user and system CPU time so far, in ns).
 func serveMemChild(addr string) {
 	fmt.Printf("ADDR %s\n", addr)
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		if in.Text() == "MEM" {
+		switch in.Text() {
+		case "MEM":
 			heap, stack := heapAfterGC()
 			fmt.Printf("MEM %d %d %d\n", heap, stack, residentBytes())
+		case "CPU":
+			fmt.Printf("CPU %d\n", cpuTime())
 		}
 	}
+}
+
+// cpuTime is the user plus system CPU time this process used, in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // residentBytes is the resident set of this process (Linux), 0 elsewhere.
@@ -116,6 +132,13 @@ func (m *memChild) mem(b *testing.B) (heap, stack, rss int64) {
 	return
 }
 
+// cpu asks the child for the CPU time it used so far.
+func (m *memChild) cpu(b *testing.B) time.Duration {
+	fmt.Fprintln(m.in, "CPU")
+	ns, _ := strconv.ParseInt(m.expect(b, "CPU")[0], 10, 64)
+	return time.Duration(ns)
+}
+
 func (m *memChild) stop() {
 	m.in.Close()
 	m.cmd.Wait()
@@ -175,4 +198,52 @@ func rawEcho(nc net.Conn, pid uint32, payload []byte) error {
 	body := make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16|int(h[3])<<24-1)
 	_, err := io.ReadFull(nc, body)
 	return err
+}
+
+// idleWindow is how long BenchmarkIdleCPU watches an idle server.
+const idleWindow = 10 * time.Second
+
+// BenchmarkIdleCPU measures what idle connections cost a server in CPU:
+// a server in a child process gets 10 or 10,000 connections, one echo
+// call on each (from raw sockets: this side holds no client state), and
+// then nothing. A read timeout later (each connection is woken once then,
+// to give its jobs back) the child's CPU time (user plus system) is read,
+// and again idleWindow later; the metric is the difference. A server
+// whose idle cost grows with its connections (a scan of every connection
+// each tick, a timer per connection firing every few seconds) shows it
+// here; the target is 10,000 within twice 10.
+func BenchmarkIdleCPU(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("conns=%d", n), func(b *testing.B) {
+			if runtime.GOOS != "linux" {
+				b.Skip("Getrusage semantics")
+			}
+			b.ReportAllocs()
+			for range b.N {
+				m := startMemChild(b, "TestIdleConnsChild")
+				conns := make([]net.Conn, 0, n)
+				for i := 0; i < n; i++ {
+					nc, err := net.Dial("tcp", m.addr)
+					if err != nil {
+						b.Fatalf("dial %d: %v", i, err)
+					}
+					conns = append(conns, nc)
+					if err := rawEcho(nc, uint32(i+1), make([]byte, 100)); err != nil {
+						b.Fatalf("call %d: %v", i, err)
+					}
+				}
+				// A connection is woken once, a read timeout after its last
+				// call, to give its jobs back: the window starts after that.
+				time.Sleep(DefaultReadTimeout + time.Second)
+				cpu0 := m.cpu(b)
+				time.Sleep(idleWindow)
+				cpu1 := m.cpu(b)
+				for _, nc := range conns {
+					nc.Close()
+				}
+				m.stop()
+				b.ReportMetric(float64(cpu1-cpu0)/1e6, "cpu-ms/10s")
+			}
+		})
+	}
 }

@@ -120,6 +120,14 @@ type outbox struct {
 	err      error         // sticky: the stream broke
 	wake     chan struct{} // closed when room frees, the role is given up or the stream breaks
 
+	// calls (client only, under mu) counts the requests sent whose answers
+	// the read loop has not yet accounted for: callers add theirs while
+	// they hold mu anyway, the read loop subtracts the answers it delivered
+	// once per read batch. A flusher that sees others yields first, so that
+	// they join its write (see flushCtx). A count on a word of its own
+	// would cost two contended atomic operations per call.
+	calls int
+
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc
 	wdlCtx bool      // wdl came from a caller's ctx, not the write timeout
@@ -560,6 +568,12 @@ func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool) {
 		}
 	}
 	switch {
+	case exact && poll && ctxDL.IsZero() && o.wdlCtx && o.wdl.After(now) && !o.wdl.After(want):
+		// A poll deadline set by an earlier write is still ahead and no
+		// later than this one would be: it serves (when it fires early,
+		// the write loop re-arms). A stream of writes with a cancelable
+		// ctx then resets no timer per write.
+		return
 	case exact:
 		if want.Equal(o.wdl) {
 			return

@@ -4,5 +4,7 @@ package rpc
 // pending calls: calls being sent or waiting for their answer, and
 // promises ([Client.Send]) not yet waited for or released. Calls
 // abandoned by their ctx are not counted. A load balancer reads it to
-// learn whether a connection can be closed without failing a call.
-func (c *Client) Pending() int { return int(c.active.Load()) }
+// learn whether a connection can be closed without failing a call. It
+// looks at every slot of the table (calls count themselves on no shared
+// word; see DESIGN.md): poll it, do not call it per call.
+func (c *Client) Pending() int { return c.active() }

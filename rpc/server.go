@@ -64,6 +64,12 @@ type Server struct {
 	// for a while; a read loop starting an inline call wakes it.
 	wdParked atomic.Bool
 	wdWake   chan struct{} // capacity 1
+	wdMu     sync.Mutex
+	wdList   []*serverConn // under wdMu: connections that ran calls inline lately
+	wdLooks  int64         // under wdMu: connections the watchdog looked at (tests)
+	wdScans  int64         // under wdMu: its ticks (tests)
+
+	readWakes atomic.Int64 // read deadlines that fired (tests)
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

@@ -17,6 +17,9 @@ func (c *serverConn) runInline(j *job) int {
 	c.seq++
 	seq := c.seq
 	c.inl.Store(seq)
+	if !c.wdListed.Load() {
+		c.s.watch(c)
+	}
 	if c.s.wdParked.Load() {
 		c.s.wakeWatchdog()
 	}
@@ -116,18 +119,62 @@ func (s *Server) watchdog() {
 	}
 }
 
+// watch puts c on the watchdog's list. A connection that runs a handler
+// inline is on it (runInline calls watch after it sets c.inl, and the
+// watchdog takes a connection off only after it clears c.wdListed and
+// then still finds c.inl clear: one of the two sees the other), so the
+// watchdog looks only at the connections that ran calls lately, never at
+// every connection: its tick costs the same with 10 or 10,000 idle ones.
+func (s *Server) watch(c *serverConn) {
+	s.wdMu.Lock()
+	if !c.wdListed.Load() {
+		c.wdListed.Store(true)
+		c.wdIdle = 0
+		s.wdList = append(s.wdList, c)
+	}
+	s.wdMu.Unlock()
+}
+
+// wdForget: a connection seen without an inline handler at this many
+// ticks in a row leaves the watchdog's list (a busy one stays on it
+// between its calls instead of coming back at each).
+const wdForget = 3
+
 // scanInline takes over the read loops stuck in a handler and reports
 // whether any connection runs a handler inline, how many connections are
-// open and whether the server is closing.
+// open and whether the server is closing. It looks at the connections on
+// the watchdog's list only (see watch).
 func (s *Server) scanInline() (any bool, conns int, closing bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	conns, closing = len(s.conns), s.closing
-	for c := range s.conns {
+	s.mu.Unlock()
+	s.wdMu.Lock()
+	defer s.wdMu.Unlock()
+	s.wdScans++
+	list := s.wdList
+	for i := 0; i < len(list); i++ {
+		c := list[i]
+		s.wdLooks++
 		v := c.inl.Load()
 		if v == 0 || v == readerTaken {
+			if c.wdIdle++; c.wdIdle < wdForget {
+				continue
+			}
+			c.wdListed.Store(false)
+			if v := c.inl.Load(); v != 0 && v != readerTaken {
+				c.wdListed.Store(true) // an inline call began meanwhile
+				c.wdIdle = 0
+				i-- // look at it again as busy
+				continue
+			}
+			last := len(list) - 1
+			list[i] = list[last]
+			list[last] = nil
+			list = list[:last]
+			i--
 			continue
 		}
+		c.wdIdle = 0
 		any = true
 		if v != c.wdSeen {
 			c.wdSeen = v
@@ -139,6 +186,7 @@ func (s *Server) scanInline() (any bool, conns int, closing bool) {
 			s.dispatch(&c.rjob)
 		}
 	}
+	s.wdList = list
 	return any, conns, closing
 }
 

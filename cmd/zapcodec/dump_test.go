@@ -57,12 +57,19 @@ func dumpCases() []dumpCase {
 		{"genl_mix_schema", "genl_mix.hex", []string{"-schema", "lists.zap", "-type", "Lists"}},
 		{"genl_shape_origin_object_bytes_schema", "genl_shape_origin_object_bytes.hex", []string{"-schema", "service_ws.zap", "-type", "Shape"}},
 		{"genl_shape_zero_schema", "genl_shape_zero.hex", []string{"-schema", "service_ws.zap", "-type", "Geometry.area"}},
+		// A struct of size 0 written last: root offset == size, as the
+		// canonical runtime writes it (messages-more.json).
+		{"msgmore_zero_size_root", "msgmore_zero_size_root.hex", nil},
+		{"msgmore_zero_size_root_schema", "msgmore_zero_size_root.hex", []string{"-schema", "empty.zap", "-type", "Empty"}},
 		{"gen_request_bin", "gen_request.bin", nil},
 		{"gen_request_bin_schema", "gen_request.bin", []string{"-raw", "-schema", "eth.zap", "-type", "GetBalanceRequest"}},
 		// Frame streams.
 		{"rpc_frames", "rpc_frames.hex", nil},
 		{"rpc_frames_schema", "rpc_frames.hex", []string{"-schema", "num.zap", "-type", "T"}},
 		{"err_rpc_frames_eth", "rpc_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}}, // fixture payloads are not eth records
+		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
+		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
+		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end
 		{"eth_frames", "eth_frames.hex", nil},
 		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
 		{"eth_frames_bin_method", "eth_frames.bin", []string{"-frames", "-schema", "eth.zap", "-type", "Eth.getBalance"}},
@@ -82,6 +89,7 @@ func dumpCases() []dumpCase {
 		{"err_forced_hex", "text.txt", []string{"-hex"}},
 		{"err_text_as_frames", "text.txt", nil},
 		{"err_truncated_frame", "truncated_frame.hex", nil},
+		{"err_bad_envelopes", "bad_envelopes.hex", nil}, // a plain message as a request, a response without its fixed section
 		{"err_message_as_frames", "msg_crosswire_v1.hex", []string{"-frames"}},
 		{"err_wrong_type", "gen_request.hex", []string{"-schema", "kitchen.zap", "-type", "Everything"}},
 		{"err_interface_bare", "gen_request.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
@@ -195,6 +203,31 @@ func dumpSharedInputs(t *testing.T, dir string) map[string][]byte {
 	read("messages.json", &msgs)
 	for _, c := range msgs.Cases {
 		in["msg_"+c.Name+".hex"] = unhex(c.Hex)
+	}
+	var more struct{ Cases []struct{ Name, Hex string } }
+	read("messages-more.json", &more)
+	for _, c := range more.Cases {
+		name := "msgmore_" + c.Name + ".hex"
+		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the cases kept in testdata/dump
+			in[name] = unhex(c.Hex)
+		}
+	}
+	var streams struct {
+		Scenarios []struct {
+			Name   string
+			Frames []struct{ Hex string }
+		}
+	}
+	read("streams.json", &streams)
+	for _, sc := range streams.Scenarios {
+		name := "streams_" + sc.Name + ".hex"
+		if _, err := os.Stat(filepath.Join(dumpDir, name)); err == nil { // the scenarios kept in testdata/dump
+			var b []byte
+			for _, f := range sc.Frames {
+				b = append(b, unhex(f.Hex)...)
+			}
+			in[name] = b
+		}
 	}
 	var gen struct{ Cases []struct{ Name, Hex string } }
 	read("generated.json", &gen)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,6 +51,12 @@ func init() {
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
                       hex strings); @FILE reads it from FILE
   -json               print the report as JSON
+  -client KIND        rpc: an rpc.Client per connection; direct: each call
+                      written and its answer read on the caller's goroutine
+                      (same bytes, less CPU per call; one call in flight per
+                      connection); auto (default): direct with
+                      -concurrency 1, else rpc
+  -cpuprofile FILE    write a CPU profile of the load tool to FILE
   -hdr FILE           also write the latency distribution to FILE in
                       HdrHistogram's percentile text format (milliseconds),
                       which HdrHistogram's plotter (plotFiles.html) draws
@@ -65,6 +72,8 @@ type loadFlags struct {
 	payloadHex, payloadFile      string
 	schemaPath, typeName, jsonIn string
 	jsonOut                      bool
+	cpuProfile                   string
+	client                       string
 	hdrPath                      string
 }
 
@@ -96,6 +105,8 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&lf.typeName, "type", "", "struct or method to encode -payload-json as")
 	fs.StringVar(&lf.jsonIn, "payload-json", "", "payload as a JSON object, or @FILE")
 	fs.BoolVar(&lf.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&lf.cpuProfile, "cpuprofile", "", "write a CPU profile of the load tool to this file")
+	fs.StringVar(&lf.client, "client", "auto", "rpc, direct, or auto (direct with -concurrency 1)")
 	fs.StringVar(&lf.hdrPath, "hdr", "", "write the latency distribution to this file (HdrHistogram percentile format)")
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["load"].usage) }
 	if err := fs.Parse(args); err != nil {
@@ -116,9 +127,36 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "zapcodec load: -network %q: want tcp or unix\n", c.Network)
 		return 2
 	}
+	switch lf.client {
+	case "auto":
+		c.Direct = c.Concurrency == 1
+	case "direct":
+		if c.Concurrency != 1 {
+			fmt.Fprintf(stderr, "zapcodec load: -client direct needs -concurrency 1\n")
+			return 2
+		}
+		c.Direct = true
+	case "rpc":
+	default:
+		fmt.Fprintf(stderr, "zapcodec load: -client %q: want rpc, direct or auto\n", lf.client)
+		return 2
+	}
 	if c.Duration < 0 {
 		fmt.Fprintf(stderr, "zapcodec load: negative -d %v\n", c.Duration)
 		return 2
+	}
+	if lf.cpuProfile != "" {
+		f, err := os.Create(lf.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	// The -hdr file is created before the run, so that a bad path fails
 	// at once rather than after it.
@@ -146,6 +184,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer r.Close()
+	fmt.Fprintf(stderr, "%d connections open after %v\n", c.Conns, time.Since(start).Round(time.Millisecond))
 	rep, err := r.Run(ctx)
 	switch {
 	case errors.Is(err, context.Canceled):

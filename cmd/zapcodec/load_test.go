@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,13 @@ const loadRequestJSON = `{"Account":"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3","
 // field only when the request is exactly loadRequestHex, else 400.
 func loadServer(t *testing.T) string {
 	t.Helper()
+	return loadServerHook(t, nil)
+}
+
+// loadServerHook is loadServer calling onCall (when not nil) at the start
+// of every call.
+func loadServerHook(t *testing.T, onCall func()) string {
+	t.Helper()
 	want, _ := hex.DecodeString(loadRequestHex)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,6 +60,9 @@ func loadServer(t *testing.T) string {
 	}
 	s := rpc.NewServer()
 	s.Handle(1, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		if onCall != nil {
+			onCall()
+		}
 		if !bytes.Equal(req, want) {
 			return resp, rpc.Errorf(rpc.StatusBadRequest, "unexpected payload")
 		}
@@ -147,6 +158,9 @@ func TestLoadPayloadForms(t *testing.T) {
 		{"-method", "1", "-payload-file", bin},
 		{"-schema", sch, "-type", "GetBalanceRequest", "-method", "getBalance", "-payload-json", "@" + js},
 		{"-schema", sch, "-type", "getBalance", "-payload-json", loadRequestJSON, "-rate", "2000"},
+		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-c", "3"},        // auto: direct
+		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-client", "rpc"}, // forced rpc
+		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-client", "direct", "-rate", "3000"},
 	} {
 		code, out, errOut := loadRun(t, append([]string{"-addr", addr, "-n", "300", "-json"}, args...)...)
 		if code != 0 {
@@ -199,6 +213,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-schema", filepath.Join(dir, "none.zap"), "-method", "1"}, 2, "-schema"},
 		{[]string{"-method", "1", "-network", "udp"}, 2, `-network "udp"`},
 		{[]string{"-method", "1", "extra"}, 2, "unexpected argument"},
+		{[]string{"-method", "1", "-client", "fast"}, 2, `-client "fast"`},
+		{[]string{"-method", "1", "-client", "direct", "-concurrency", "2"}, 2, "-client direct needs -concurrency 1"},
 		{[]string{"-method", "1", "-network", "unix", "-addr", filepath.Join(dir, "no.sock"), "-n", "1"}, 1, "connection 0"},
 	} {
 		code, _, errOut := loadRun(t, tc.args...)
@@ -209,12 +225,18 @@ func TestLoadUsageErrors(t *testing.T) {
 }
 
 // TestLoadInterrupted: an ended context (Ctrl-C) still prints the report
-// of the calls made, none of them failed.
+// of the calls made, none of them failed. The context ends once the server
+// has a call in hand (not after a fixed time, which a loaded machine may
+// spend before the first call), so the report has at least that call.
 func TestLoadInterrupted(t *testing.T) {
 	t.Parallel()
-	addr := loadServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	var once sync.Once
+	addr := loadServerHook(t, func() { once.Do(cancel) })
+	// Bounded: a server that never gets a call ends the run after 30 s,
+	// and the report of no calls fails below.
+	stop := time.AfterFunc(30*time.Second, cancel)
+	defer stop.Stop()
 	var out, errOut bytes.Buffer
 	code := runLoadCtx(ctx, []string{"-addr", addr, "-d", "1h", "-method", "1", "-payload-hex", loadRequestHex, "-json"}, &out, &errOut)
 	if code != 0 || !strings.Contains(errOut.String(), "interrupted") {

@@ -359,12 +359,14 @@ func TestAppendJSONErrors(t *testing.T) {
 		reason string
 	}{
 		{"empty", nil, "Inner", 0, "header truncated"},
-		{"magic", append([]byte("ZAQ\x00"), inner[4:]...), "Inner", 0, "expected magic"},
+		{"magic", append([]byte("ZAQ\x00"), inner[4:]...), "Inner", 2, "expected magic"}, // the first wrong byte
+		{"short", inner[:11], "Inner", 11, "header truncated: need 16 bytes, have 11"},   // where it ends
 		{"version", decPut(inner, 4, 3), "Inner", 4, "version 3"},
 		{"size big", decPut(inner, 12, 1000), "Inner", 12, "size 1000"},
 		{"size small", decPut(inner, 12, 8), "Inner", 12, "size 8"},
 		{"root in header", decPut(inner, 8, 4), "Inner", 8, "root offset 4"},
-		{"root past end", decPut(inner, 8, uint32(len(inner))), "Inner", 8, "root offset"},
+		{"root past end", decPut(inner, 8, uint32(len(inner)+1)), "Inner", 8, "root offset"},
+		{"root at end", decPut(inner, 8, uint32(len(inner))), "Inner", len(inner), "fixed section of Inner needs 12 bytes"},
 		{"fixed section short", decPut(inner, 8, 24), "Inner", 24, "needs 12 bytes"},
 		{"text past end", decPut(inner, 20, 100), "Inner", 20, "text slot"},
 		{"text huge length", decPut(inner, 24, 0xffffffff), "Inner", 20, "outside the message"},
@@ -499,5 +501,34 @@ func TestAppendJSONRoundTripAllKinds(t *testing.T) {
 	}
 	if string(again) != decAllJSON {
 		t.Fatalf("got\n%s\nwant\n%s", again, decAllJSON)
+	}
+}
+
+// TestZeroSizeRoot: a struct of size 0 written last has root offset ==
+// size, as the canonical runtime writes it (messages-more.json,
+// zero_size_root: the bare header). It decodes as {} and AppendMessage's
+// bytes for {} decode back; a non-empty struct read from it fails on its
+// fixed section, not on the root offset.
+func TestZeroSizeRoot(t *testing.T) {
+	f, err := schema.Parse("e.zap", []byte("struct E {}\nstruct N { X u32 }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonical, _ := hex.DecodeString("5a415000010000001000000010000000")
+	got, err := AppendJSON(nil, f.Struct("E"), canonical)
+	if err != nil || string(got) != "{}" {
+		t.Fatalf("canonical zero-size root: %s, %v", got, err)
+	}
+	built, err := AppendMessage(nil, f.Struct("E"), []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := AppendJSON(nil, f.Struct("E"), built); err != nil || string(got) != "{}" {
+		t.Fatalf("AppendMessage's {} (%x) decodes as %s, %v", built, got, err)
+	}
+	_, err = AppendJSON(nil, f.Struct("N"), canonical)
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Offset != 16 || !strings.Contains(de.Reason, "fixed section of N needs 4 bytes") {
+		t.Fatalf("non-empty struct at root == size: %v", err)
 	}
 }

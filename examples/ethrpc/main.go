@@ -7,6 +7,7 @@
 //	go run ./examples/ethrpc                  # the demo: load, then the table
 //	go run ./examples/ethrpc -d 10s -c 8 -concurrency 32
 //	go run ./examples/ethrpc -serve           # serve on 127.0.0.1:7700 until Ctrl-C
+//	go run ./examples/ethrpc -serve -plain    # the same answers from a plain goroutine-per-connection server
 //
 // Allocations are counted with runtime.MemStats, which counts a whole
 // process. So that the client's and the server's are told apart, the demo
@@ -38,6 +39,7 @@ import (
 
 	"github.com/zapcodec/zapcodec/examples/ethrpc/ethzap"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
+	"github.com/zapcodec/zapcodec/internal/plainserver"
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
@@ -57,7 +59,18 @@ type options struct {
 	serve         bool
 	control       bool // -serve child of a demo: stats over stdin/stdout
 	inproc        bool
+	plain         bool // -serve: internal/plainserver instead of rpc.Server
+	// eth_getLogs whole and streamed (logs.go); 0: the defaults.
+	logBlocks, logChunk, logRounds int
 }
+
+// Defaults of the getLogs comparison: 2,500 blocks of 8 logs (20,000
+// logs, about 3.8 MB whole), streamed 500 logs a message, 5 rounds.
+const (
+	defaultLogBlocks = 2500
+	defaultLogChunk  = 500
+	defaultLogRounds = 5
+)
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -74,6 +87,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.serve, "serve", false, "only serve: print the address and serve until interrupted")
 	fs.BoolVar(&o.inproc, "inproc", false, "run the server in this process (allocations then show client+server together)")
 	fs.BoolVar(&o.control, "control", false, "internal: serve as the demo's child process")
+	fs.BoolVar(&o.plain, "plain", false, "with -serve: answer from a plain goroutine-per-connection server (the baseline of the many-sessions figures) instead of rpc.Server")
+	fs.IntVar(&o.logBlocks, "log-blocks", defaultLogBlocks, "getLogs comparison: blocks asked for (8 logs each; 0 skips it)")
+	fs.IntVar(&o.logChunk, "log-chunk", defaultLogChunk, "getLogs comparison: logs per streamed message")
+	fs.IntVar(&o.logRounds, "log-rounds", defaultLogRounds, "getLogs comparison: rounds of each (medians)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -84,9 +101,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ethrpc: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	if o.plain && (!o.serve || o.control) {
+		fmt.Fprintln(stderr, "ethrpc: -plain goes with -serve only")
+		return 2
+	}
 	if o.serve {
 		if o.addr == "" {
 			o.addr = defaultServeAddr
+		}
+		if o.plain {
+			if err := servePlain(o, stdout); err != nil {
+				fmt.Fprintln(stderr, "ethrpc:", err)
+				return 1
+			}
+			return 0
 		}
 		if err := serve(o, os.Stdin, stdout); err != nil {
 			fmt.Fprintln(stderr, "ethrpc:", err)
@@ -109,10 +137,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// newServer returns a server with the Eth service on a fresh table.
+// newServer returns a server with the Eth service on a fresh table, and
+// EthLogs beside it (at rpc.At(logsBase)).
 func newServer() *rpc.Server {
 	s := rpc.NewServer()
 	ethzap.RegisterEthServer(s, ethServer{t: newTable()})
+	ethzap.RegisterEthLogsServer(s, logsServer{}, rpc.At(logsBase))
 	return s
 }
 
@@ -175,6 +205,54 @@ func serve(o options, control io.Reader, stdout io.Writer) error {
 		return stop()
 	case err := <-errc:
 		return err
+	}
+}
+
+// servePlain runs -serve -plain: the Eth service on a plain
+// goroutine-per-connection server (internal/plainserver), answering the
+// same bytes as rpc.Server with the generated handler, until SIGINT or
+// SIGTERM.
+func servePlain(o options, stdout io.Writer) error {
+	l, err := net.Listen(o.network, o.addr)
+	if err != nil {
+		return err
+	}
+	impl := ethServer{t: newTable()}
+	errc := make(chan error, 1)
+	go func() { errc <- plainserver.Serve(l, plainEth(impl)) }()
+	fmt.Fprintf(stdout, "ethrpc: serving Eth (getBalance is method %d) from a plain goroutine-per-connection server on %s %s; Ctrl-C stops\n",
+		ethzap.EthGetBalanceOrdinal, o.network, l.Addr())
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	select {
+	case <-ctx.Done():
+		l.Close()
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// plainEth is the Eth service as a plainserver.Func: what the generated
+// handler does (read the view, call GetBalance, append the answer).
+func plainEth(impl ethServer) plainserver.Func {
+	return func(method uint32, req, out []byte) (uint32, []byte) {
+		if method != ethzap.EthGetBalanceOrdinal {
+			return rpc.StatusNotFound, append(out, "no such method"...)
+		}
+		in, err := ethzap.ReadGetBalanceRequest(req)
+		if err != nil {
+			return rpc.StatusBadRequest, append(out, err.Error()...)
+		}
+		var r ethzap.GetBalanceResponse
+		if err := impl.GetBalance(context.Background(), in, &r); err != nil {
+			var se *rpc.StatusError
+			if errors.As(err, &se) {
+				return se.Code, append(out, se.Message...)
+			}
+			return rpc.StatusInternal, append(out, err.Error()...)
+		}
+		return rpc.StatusOK, r.AppendZAP(out)
 	}
 }
 
@@ -258,6 +336,7 @@ type result struct {
 	serverCalls                  uint64
 	serverBytes                  uint64
 	sample                       string
+	logs                         *logsResult // nil when skipped
 }
 
 func demo(ctx context.Context, o options, stderr io.Writer) (*result, error) {
@@ -335,6 +414,19 @@ func demo(ctx context.Context, o options, stderr io.Writer) (*result, error) {
 	}
 	res.serverCalls = s1.Calls - s0.Calls
 	res.serverBytes = (s1.BytesIn - s0.BytesIn) + (s1.BytesOut - s0.BytesOut)
+	if o.logBlocks > 0 {
+		chunk, rounds := o.logChunk, o.logRounds
+		if chunk <= 0 {
+			chunk = defaultLogChunk
+		}
+		if rounds <= 0 {
+			rounds = defaultLogRounds
+		}
+		fmt.Fprintf(stderr, "ethrpc: eth_getLogs of %d blocks, whole and streamed, %d rounds each\n", o.logBlocks, rounds)
+		if res.logs, err = compareLogs(ctx, o.network, addr, o.logBlocks, chunk, rounds); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -390,6 +482,14 @@ func (res *result) print(w io.Writer) {
 	fmt.Fprintf(w, "| %-20s | %s |\n|%s|%s|\n", "metric", "value", strings.Repeat("-", 22), strings.Repeat("-", 7))
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %-20s | %s |\n", r[0], r[1])
+	}
+	if l := res.logs; l != nil {
+		fmt.Fprintf(w, "\neth_getLogs of %d logs (%.1f MB whole), medians of %d rounds each:\n", l.logs, float64(l.bytes)/1e6, l.rounds)
+		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n|%s|%s|%s|\n", "delivery", "first log in hand", "all logs in hand",
+			strings.Repeat("-", 42), strings.Repeat("-", 20), strings.Repeat("-", 18))
+		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n", "getLogs: one answer, decoded", dur(uint64(l.wholeAll)), dur(uint64(l.wholeAll)))
+		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n", fmt.Sprintf("streamLogs: %d messages of %d, views", l.chunks, l.chunk),
+			dur(uint64(l.streamFirst)), dur(uint64(l.streamAll)))
 	}
 }
 

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -11,7 +13,9 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/examples/ethrpc/ethzap"
+	"github.com/zapcodec/zapcodec/internal/plainserver"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // TestMain lets the demo start this test binary as its server process.
@@ -24,7 +28,7 @@ func TestMain(m *testing.M) {
 
 func shortOptions(inproc bool) options {
 	return options{network: "tcp", addr: "127.0.0.1:0", duration: 200 * time.Millisecond, warm: 50 * time.Millisecond,
-		conns: 2, conc: 4, inproc: inproc}
+		conns: 2, conc: 4, inproc: inproc, logBlocks: 100, logChunk: 64, logRounds: 2}
 }
 
 // checkResult: every call answered 200 with the table's values (the load's
@@ -81,7 +85,11 @@ func TestDemoChildProcess(t *testing.T) {
 	}
 	var out bytes.Buffer
 	res.print(&out)
-	for _, want := range []string{"| calls/s", "| allocs/call client", "| allocs/call server", "| wire bytes/call      | 260 = 123 request + 137 answer (server counted 260)"} {
+	if l := res.logs; l == nil || l.logs != 800 || l.chunks != 13 || l.rounds != 2 {
+		t.Fatalf("getLogs comparison %+v", res.logs)
+	}
+	for _, want := range []string{"| calls/s", "| allocs/call client", "| allocs/call server", "| wire bytes/call      | 260 = 123 request + 137 answer (server counted 260)",
+		"eth_getLogs of 800 logs", "| getLogs: one answer, decoded", "| streamLogs: 13 messages of 64, views"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -198,5 +206,79 @@ func TestCheckCatchesWrongAnswers(t *testing.T) {
 	}
 	if err := tb.check(req, []byte("junk")); err == nil {
 		t.Error("junk answer accepted")
+	}
+}
+
+// The plain server (-serve -plain, the baseline of the many-sessions
+// figures) answers the same bytes as rpc.Server with the generated
+// handler: for a known account, an unknown one, an undecodable request
+// and an unknown method.
+func TestPlainServerSameBytes(t *testing.T) {
+	tab := newTable()
+	ls, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer()
+	go s.Serve(ls)
+	defer s.Close()
+	lp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go plainserver.Serve(lp, plainEth(ethServer{t: tab}))
+	defer lp.Close()
+
+	unknown := ethzap.GetBalanceRequest{Account: [20]byte{0xee}, Method: "eth_getBalance"}
+	reqs := []struct {
+		method  uint32
+		payload []byte
+	}{
+		{ethzap.EthGetBalanceOrdinal, tab.request(7, nil)},
+		{ethzap.EthGetBalanceOrdinal, unknown.AppendZAP(nil)},
+		{ethzap.EthGetBalanceOrdinal, []byte{1, 2, 3}},
+		{99, tab.request(1, nil)},
+	}
+	answers := func(addr string) [][]byte {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		var out [][]byte
+		for i, r := range reqs {
+			env := wire.AppendRequest(nil, &wire.Request{Method: r.method, PromiseID: uint32(i + 1), Payload: r.payload})
+			fr := append(binary.LittleEndian.AppendUint32(nil, uint32(len(env)+1)), wire.KindRequest)
+			if _, err := nc.Write(append(fr, env...)); err != nil {
+				t.Fatal(err)
+			}
+			var h [5]byte
+			if _, err := io.ReadFull(nc, h[:]); err != nil {
+				t.Fatalf("%s: request %d: %v", addr, i, err)
+			}
+			b := make([]byte, binary.LittleEndian.Uint32(h[:])-1)
+			if _, err := io.ReadFull(nc, b); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, append(h[:], b...))
+		}
+		return out
+	}
+	want, got := answers(ls.Addr().String()), answers(lp.Addr().String())
+	for i := range want {
+		if i == 2 {
+			// The text of a decode error is the generated code's
+			// (its wording may change): the status must match.
+			w, _ := wire.ParseResponse(want[i][5:])
+			g, _ := wire.ParseResponse(got[i][5:])
+			if w.Status != rpc.StatusBadRequest || g.Status != w.Status {
+				t.Errorf("undecodable request: plain server answered %d, rpc.Server %d", g.Status, w.Status)
+			}
+			continue
+		}
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("request %d: plain server answered\n%x\nrpc.Server\n%x", i, got[i], want[i])
+		}
 	}
 }

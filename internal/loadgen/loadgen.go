@@ -33,6 +33,13 @@ type Config struct {
 	Dial func(ctx context.Context) (net.Conn, error)
 	// ClientOptions are passed to every rpc client.
 	ClientOptions []rpc.ClientOption
+	// Direct makes each connection a plain synchronous one instead of an
+	// rpc.Client: a worker writes its request and reads the answer itself
+	// on its own goroutine (same bytes on the wire), which costs the
+	// machine less per call; it needs Concurrency 1 and no ClientOptions.
+	// With thousands of mostly idle connections on few cores, the load
+	// tool then competes less with the server it measures.
+	Direct bool
 
 	// Conns is the number of connections (default 1); Concurrency the
 	// calls in flight on each (default 1).
@@ -81,15 +88,27 @@ type Progress struct {
 // Warm and Run any number of times, then Close. Not safe for concurrent use.
 type Runner struct {
 	cfg     Config
-	clients []*rpc.Client
+	clients []callConn
+	counts  []*countingConn // bytes in and out, per connection
 	workers []*worker
-	in, out atomic.Uint64
+	shards  []*histShard
 }
+
+// histShard is a latency histogram that several workers share: a
+// Histogram is about 60 KB, so one per worker would make a run with
+// 10,000 connections hold 600 MB and miss the cache on every record.
+type histShard struct {
+	mu   sync.Mutex
+	hist Histogram
+}
+
+// maxShards bounds the histograms of a run; workers share them round robin.
+const maxShards = 64
 
 // worker is one in-flight slot: it owns its buffers and its tallies.
 type worker struct {
-	client   *rpc.Client
-	hist     Histogram
+	client   callConn
+	shard    *histShard
 	req      []byte
 	resp     []byte
 	calls    uint64
@@ -127,6 +146,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Rate < 0 {
 		return nil, fmt.Errorf("loadgen: negative rate %v", cfg.Rate)
 	}
+	if cfg.Direct && (cfg.Concurrency != 1 || len(cfg.ClientOptions) > 0) {
+		return nil, errors.New("loadgen: Direct needs Concurrency 1 and no ClientOptions")
+	}
 	r := &Runner{cfg: cfg}
 	for i := 0; i < cfg.Conns; i++ {
 		nc, err := r.dial(ctx)
@@ -134,11 +156,22 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 			r.Close()
 			return nil, fmt.Errorf("loadgen: connection %d: %w", i, err)
 		}
-		r.clients = append(r.clients, rpc.NewClient(&countingConn{Conn: nc, in: &r.in, out: &r.out}, cfg.ClientOptions...))
+		cc := &countingConn{Conn: nc}
+		r.counts = append(r.counts, cc)
+		if cfg.Direct {
+			r.clients = append(r.clients, newDirectConn(cc))
+		} else {
+			r.clients = append(r.clients, rpc.NewClient(cc, cfg.ClientOptions...))
+		}
 	}
-	for i := 0; i < cfg.Conns*cfg.Concurrency; i++ {
+	nw := cfg.Conns * cfg.Concurrency
+	for range min(nw, maxShards) {
+		r.shards = append(r.shards, new(histShard))
+	}
+	for i := 0; i < nw; i++ {
 		r.workers = append(r.workers, &worker{
 			client:   r.clients[i%cfg.Conns],
+			shard:    r.shards[i%len(r.shards)],
 			req:      make([]byte, 0, 256),
 			resp:     make([]byte, 0, 256),
 			statuses: make(map[uint32]uint64),
@@ -154,6 +187,15 @@ func (r *Runner) dial(ctx context.Context) (net.Conn, error) {
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, r.cfg.Network, r.cfg.Addr)
+}
+
+// bytes sums the bytes read and written on the connections.
+func (r *Runner) bytes() (in, out uint64) {
+	for _, c := range r.counts {
+		in += c.in.Load()
+		out += c.out.Load()
+	}
+	return in, out
 }
 
 // Close closes every connection.
@@ -218,13 +260,15 @@ func (s *schedule) take() (i uint64, due time.Time, ok bool) {
 }
 
 func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
+	for _, sh := range r.shards {
+		sh.hist.Reset()
+	}
 	for _, w := range r.workers {
-		w.hist.Reset()
 		w.calls, w.failed = 0, 0
 		clear(w.statuses)
 		clear(w.errors)
 	}
-	in0, out0 := r.in.Load(), r.out.Load()
+	in0, out0 := r.bytes()
 
 	sched := &schedule{calls: cfg.Calls}
 	if cfg.Rate > 0 {
@@ -281,6 +325,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(sched.start)
+	in1, out1 := r.bytes()
 	close(finished)
 	<-progressDone // no Progress call runs after Run returns
 
@@ -288,14 +333,16 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		Network: cfg.Network, Addr: cfg.Addr, Method: cfg.Method,
 		Conns: cfg.Conns, Concurrency: cfg.Concurrency, TargetRate: cfg.Rate,
 		Seconds:  elapsed.Seconds(),
-		BytesIn:  r.in.Load() - in0,
-		BytesOut: r.out.Load() - out0,
+		BytesIn:  in1 - in0,
+		BytesOut: out1 - out0,
 		Statuses: map[string]uint64{},
 		Errors:   map[string]uint64{},
 	}
 	h := new(Histogram)
+	for _, sh := range r.shards {
+		h.Merge(&sh.hist)
+	}
 	for _, w := range r.workers {
-		h.Merge(&w.hist)
 		rep.Calls += w.calls
 		rep.Failed += w.failed
 		for code, n := range w.statuses {
@@ -348,7 +395,10 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 		}
 		var err error
 		w.resp, err = w.client.Call(ctx, cfg.Method, req, w.resp[:0])
-		w.hist.RecordDuration(time.Since(start))
+		d := time.Since(start)
+		w.shard.mu.Lock()
+		w.shard.hist.RecordDuration(d)
+		w.shard.mu.Unlock()
 		w.calls++
 		done.Add(1)
 		bad := w.tally(err)

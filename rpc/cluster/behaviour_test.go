@@ -205,6 +205,9 @@ func TestEjectionHealth(t *testing.T) {
 	await(t, "the replica ejected", func() bool {
 		return c.Stats().Replicas[0].State == "ejected" || c.Stats().Replicas[1].State == "ejected"
 	})
+	// Calls sent before the ejection finish; then its connections close
+	// (a probe's connection comes and goes).
+	await(t, "the ejected replica's connections closed", func() bool { return r1.server().Stats().Active == 0 })
 	n := r1.calls.Load()
 	time.Sleep(100 * time.Millisecond) // several probes, all refused
 	if r1.calls.Load() != n {
@@ -273,5 +276,37 @@ func TestHandler503NotRetried(t *testing.T) {
 	}
 	if st := c.Stats(); st.Retries != 0 {
 		t.Fatalf("a call that ran was retried: %+v", st)
+	}
+}
+
+// A connection failure makes the client resolve again at once: with a
+// refresh of an hour, a replica that moved to another address (the DNS
+// record changed, the old server died) is found when the old one fails.
+func TestResolveOnFailure(t *testing.T) {
+	dns, err := dnstest.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	rs := replicasOnIPs(t, 2)
+	_, port, _ := splitHostPort(rs[0].addr)
+	dns.SetAddrs("eth.svc.test", netip.MustParseAddr("127.0.0.2"))
+	c := dialT(t, "dns://"+dns.Addr()+"/eth.svc.test:"+port, WithRefresh(time.Hour), WithWaitForReady(time.Second))
+	if _, err := c.Call(context.Background(), mEcho, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rs[1].calls.Load() != 0 {
+		t.Fatal("the replica not in DNS got a call")
+	}
+	dns.SetAddrs("eth.svc.test", netip.MustParseAddr("127.0.0.3"))
+	rs[0].kill()
+	await(t, "a call answered by the moved replica", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.Call(ctx, mEcho, nil, nil)
+		return err == nil && rs[1].calls.Load() > 0
+	})
+	if st := c.Stats(); st.Resolves < 2 || len(st.Replicas) != 1 || st.Replicas[0].Addr != rs[1].addr {
+		t.Fatalf("stats %+v", st)
 	}
 }

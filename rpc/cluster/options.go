@@ -49,8 +49,15 @@ const (
 	DefaultDrainTimeout = time.Minute
 )
 
-// Option configures a [Client] (see [Dial]).
-type Option func(*options)
+// Option configures a [Client] (see [Dial]). Options are values given by
+// the With functions of this package, in the same shape as package rpc's
+// and package frame's options.
+type Option interface{ apply(*options) }
+
+// optionFunc makes a function an Option.
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
 	network        string
@@ -89,9 +96,9 @@ func buildOptions(opts []Option) options {
 		minRetries:     DefaultMinRetries,
 		drainTimeout:   DefaultDrainTimeout,
 	}
-	for _, f := range opts {
-		if f != nil {
-			f(&o)
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
 		}
 	}
 	return o
@@ -100,11 +107,11 @@ func buildOptions(opts []Option) options {
 // WithNetwork sets the network of the replicas' addresses: "tcp"
 // (default), "tcp4", "tcp6" or "unix" (with a static list of paths).
 func WithNetwork(network string) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if network != "" {
 			o.network = network
 		}
-	}
+	})
 }
 
 // WithClientOptions passes options to every connection the client dials
@@ -113,7 +120,7 @@ func WithNetwork(network string) Option {
 // [WithInterceptors] for interceptors around the whole call.
 func WithClientOptions(opts ...rpc.ClientOption) Option {
 	opts = append([]rpc.ClientOption(nil), opts...)
-	return func(o *options) { o.clientOpts = append(o.clientOpts, opts...) }
+	return optionFunc(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })
 }
 
 // WithInterceptors installs interceptors around every [Client.Call], in
@@ -121,28 +128,28 @@ func WithClientOptions(opts ...rpc.ClientOption) Option {
 // replica is not intercepted twice. The chain is built once, at Dial.
 func WithInterceptors(i ...rpc.ClientInterceptor) Option {
 	i = append([]rpc.ClientInterceptor(nil), i...)
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		for _, f := range i {
 			if f != nil {
 				o.interceptors = append(o.interceptors, f)
 			}
 		}
-	}
+	})
 }
 
 // WithResolver makes the client take its addresses from r instead of
 // parsing the target of [Dial] (which may then be empty or a name for
 // error messages).
-func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r } }
+func WithResolver(r Resolver) Option { return optionFunc(func(o *options) { o.resolver = r }) }
 
 // WithBalancer sets the policy that picks a connection for each call.
 // Default: [P2C].
 func WithBalancer(b Balancer) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if b != nil {
 			o.balancer = b
 		}
-	}
+	})
 }
 
 // WithConnsPerReplica sets how many connections the client keeps to each
@@ -150,43 +157,43 @@ func WithBalancer(b Balancer) Option {
 // once; more help when one connection's read loop or socket is the
 // bottleneck (large answers, a replica with many cores and few clients).
 func WithConnsPerReplica(n int) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if n > 0 {
 			o.connsPer = n
 		}
-	}
+	})
 }
 
 // WithRefresh sets how often a polled resolver is asked again (default
 // [DefaultRefresh]); a connection failure asks it sooner, at most once per
 // min(d, 1 s). A [Watcher] is not polled.
 func WithRefresh(d time.Duration) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if d > 0 {
 			o.refresh = d
 		}
-	}
+	})
 }
 
 // WithHealthCheck sets how often each admitted replica's health is
 // checked (default [DefaultHealthInterval]) and how long a dial or a check
 // may take (default [DefaultHealthTimeout]); zero keeps a default.
 func WithHealthCheck(interval, timeout time.Duration) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if interval > 0 {
 			o.healthInterval = interval
 		}
 		if timeout > 0 {
 			o.healthTimeout = timeout
 		}
-	}
+	})
 }
 
 // WithHealthService sets the service whose health is checked (default "",
 // the server as a whole; a generated interface's …ServiceName constant
 // checks that interface).
 func WithHealthService(name string) Option {
-	return func(o *options) { o.healthService = name }
+	return optionFunc(func(o *options) { o.healthService = name })
 }
 
 // WithEjection sets how many failed calls in a row eject a replica
@@ -194,7 +201,7 @@ func WithHealthService(name string) Option {
 // the back-off of the first ejection and its cap (defaults
 // [DefaultEjectBase], [DefaultEjectMax]); zero keeps a default.
 func WithEjection(after int, base, maxBackoff time.Duration) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if after != 0 {
 			o.ejectAfter = after
 		}
@@ -204,17 +211,17 @@ func WithEjection(after int, base, maxBackoff time.Duration) Option {
 		if maxBackoff > 0 {
 			o.ejectMax = maxBackoff
 		}
-	}
+	})
 }
 
 // WithMaxEjected sets the largest share of replicas that failed calls may
 // eject (default [DefaultMaxEjectedFraction]; 1 lets them eject all).
 func WithMaxEjected(fraction float64) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if fraction >= 0 && fraction <= 1 {
 			o.maxEjected = fraction
 		}
-	}
+	})
 }
 
 // WithRetryBudget sets the retry budget: retries may add at most ratio of
@@ -222,34 +229,34 @@ func WithMaxEjected(fraction float64) Option {
 // second (default [DefaultMinRetries]). ratio 0 and perSecond 0 turn
 // retries off.
 func WithRetryBudget(ratio, perSecond float64) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if ratio >= 0 {
 			o.retryRatio = ratio
 		}
 		if perSecond >= 0 {
 			o.minRetries = perSecond
 		}
-	}
+	})
 }
 
 // WithWaitForReady makes a call that finds no admitted replica wait up to
 // d (and no longer than its ctx) for one, instead of failing at once with
 // [ErrNoReplica]. Default 0: fail at once.
 func WithWaitForReady(d time.Duration) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if d >= 0 {
 			o.waitReady = d
 		}
-	}
+	})
 }
 
 // WithDrainTimeout sets how long a retired connection keeps waiting for
 // the answers of its calls before it is closed (default
 // [DefaultDrainTimeout]).
 func WithDrainTimeout(d time.Duration) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if d > 0 {
 			o.drainTimeout = d
 		}
-	}
+	})
 }

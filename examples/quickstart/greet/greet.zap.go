@@ -40,25 +40,24 @@ func (m *HelloRequest) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("HelloRequest", "HelloRequest.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "HelloRequest" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *HelloRequest) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "HelloRequest")
 	}
-	o := msg.Root()
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message
 		p0 = o.Bytes(0)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 	}
 	return nil
@@ -82,9 +81,8 @@ func (m *HelloRequest) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type HelloRequestView struct{ o codec.Object }
 
 // ReadHelloRequest checks the message header at the start of b and returns a
@@ -134,25 +132,24 @@ func (m *HelloReply) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("HelloReply", "HelloReply.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "HelloReply" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *HelloReply) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "HelloReply")
 	}
-	o := msg.Root()
 	var p0 []byte // Message
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message
 		p0 = o.Bytes(0)
 	}
-	if string(p0) != m.Message {
+	if !codec.SameText(p0, m.Message) {
 		m.Message = string(p0)
 	}
 	return nil
@@ -176,9 +173,8 @@ func (m *HelloReply) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type HelloReplyView struct{ o codec.Object }
 
 // ReadHelloReply checks the message header at the start of b and returns a
@@ -246,7 +242,8 @@ func RegisterGreeterServer(s *rpc.Server, impl GreeterServer, opts ...rpc.MountO
 var zapGreeterHelloPool rpc.ResultPool[HelloReply]
 
 // GreeterClient calls the methods of interface Greeter through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type GreeterClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -278,7 +275,7 @@ func (c *GreeterClient) Hello(ctx context.Context, req *HelloRequest, resp *Hell
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a HelloReply, take the answer with p.Wait (then HelloReply.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *GreeterClient) SendHello(ctx context.Context, req *HelloRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -47,9 +46,9 @@ func (m *Scalars) AppendZAP(dst []byte) []byte {
 		dst[o+0] = 1
 	}
 	dst[o+1] = m.Small
-	binary.LittleEndian.PutUint16(dst[o+2:], uint16(m.Port))
-	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Count))
-	binary.LittleEndian.PutUint64(dst[o+8:], uint64(m.Big))
+	binary.LittleEndian.PutUint16(dst[o+2:], m.Port)
+	binary.LittleEndian.PutUint32(dst[o+4:], m.Count)
+	binary.LittleEndian.PutUint64(dst[o+8:], m.Big)
 	dst[o+24] = byte(m.Delta)
 	binary.LittleEndian.PutUint16(dst[o+25:], uint16(m.Temp))
 	binary.LittleEndian.PutUint32(dst[o+27:], uint32(m.Off))
@@ -68,19 +67,18 @@ func (m *Scalars) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Scalars", "Scalars.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Scalars" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Scalars) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "Scalars")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(51); len(f) == 51 {
+	o, f := msg.RootFixed(51)
+	if len(f) == 51 {
 		m.Flag = f[0] != 0
 		m.Small = f[1]
 		m.Port = binary.LittleEndian.Uint16(f[2:4])
@@ -126,9 +124,8 @@ func (m *Scalars) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type ScalarsView struct{ o codec.Object }
 
 // ReadScalars checks the message header at the start of b and returns a
@@ -199,12 +196,13 @@ func (m *Point) AppendZAP(dst []byte) []byte {
 	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Point) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(8)
-	o.SetInt32(0, m.X)
-	o.SetInt32(4, m.Y)
-	return o.Finish()
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Point) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 8)
+	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
+	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Y))
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -219,19 +217,18 @@ func (m *Point) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Point", "Point.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Point" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Point) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "Point")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -264,7 +261,8 @@ func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	f := o.Fixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -292,9 +290,8 @@ func (m *Point) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type PointView struct{ o codec.Object }
 
 // ReadPoint checks the message header at the start of b and returns a
@@ -345,61 +342,68 @@ func (m *Kitchen) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Kitchen) zapAppend(dst []byte) []byte {
-	b := zapKitchenBuilders.Get().(*codec.Builder)
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(b))
-	dst = b.Finish()
-	zapKitchenBuilders.Put(b) // keeps a reference to dst until its next use
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
 	return dst
 }
 
-// zapKitchenBuilders holds Builders for Kitchen, whose nested text and bytes
-// values may outnumber what a Builder records without allocating.
-var zapKitchenBuilders = sync.Pool{New: func() any { return new(codec.Builder) }}
-
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Kitchen) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(105)
-	o.SetText(0, m.Title)
-	o.SetBytes(8, m.Blob)
-	o.SetBytesFixed(16, m.Key[:])
-	o.SetBytesFixed(32, m.Hash[:])
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Kitchen) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 105)
+	copy(dst[o+16:], m.Key[:])
+	copy(dst[o+32:], m.Hash[:])
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Bytes {
-			l.AddUint8Element(m.Bytes[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Bytes {
+			dst = codec.AppendUint8Element(dst, m.Bytes[i0])
 		}
-		o.SetList(64, l.Finish())
+		codec.PutListSlot(dst, o+64, start, len(m.Bytes))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Words {
-			l.AddUint32Element(m.Words[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Words {
+			dst = codec.AppendUint32Element(dst, m.Words[i0])
 		}
-		o.SetList(72, l.Finish())
+		codec.PutListSlot(dst, o+72, start, len(m.Words))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Longs {
-			l.AddUint64Element(m.Longs[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Longs {
+			dst = codec.AppendUint64Element(dst, m.Longs[i0])
 		}
-		o.SetList(80, l.Finish())
+		codec.PutListSlot(dst, o+80, start, len(m.Longs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Points {
-			l.EndElement(m.Points[i].AppendZAP(l.BeginElement()))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Points {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Points[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(88, l.Finish())
+		codec.PutListSlot(dst, o+88, start, len(m.Points))
 	}
 	if m.Origin != nil {
-		o.SetObject(96, m.Origin.zapBuild(b))
+		var at int
+		dst, at = m.Origin.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+96, at)
 	}
 	if m.Self != nil {
-		o.SetObject(100, m.Self.zapBuild(b))
+		var at int
+		dst, at = m.Self.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+100, at)
 	}
-	o.SetUint8(104, m.Tail)
-	return o.Finish()
+	dst[o+104] = m.Tail
+	dst = codec.AppendTail(dst, o+0, m.Title)
+	dst = codec.AppendTailBytes(dst, o+8, m.Blob)
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -432,12 +436,12 @@ func (m *Kitchen) zapSize(n int) int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Kitchen", "Kitchen.field[2]") and which matches with errors.Is:
+// ("Kitchen.Bytes[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Kitchen) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -474,7 +478,8 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0, p1 []byte // Title, Blob
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(105); len(f) == 105 {
+	f := o.Fixed(105)
+	if len(f) == 105 {
 		m.Key = [16]byte(f[16:32])
 		m.Hash = [32]byte(f[32:64])
 		m.Tail = f[104]
@@ -489,7 +494,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		p0 = o.Bytes(0)
 		p1 = o.Bytes(8)
 	}
-	if string(p0) != m.Title {
+	if !codec.SameText(p0, m.Title) {
 		m.Title = string(p0)
 		*budget -= len(p0)
 	}
@@ -501,7 +506,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Bytes")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Bytes")
+			return codec.InField(codec.ErrOutOfBounds, "Bytes")
 		}
 		xs0 := m.Bytes[:0]
 		if cap(xs0) < l0.Len() {
@@ -519,7 +524,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Bytes = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Bytes")
+			return codec.InField(codec.ErrOutOfBounds, "Bytes")
 		}
 	}
 	{
@@ -528,7 +533,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Words")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Words")
+			return codec.InField(codec.ErrOutOfBounds, "Words")
 		}
 		xs0 := m.Words[:0]
 		if cap(xs0) < l0.Len() {
@@ -546,7 +551,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Words = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Words")
+			return codec.InField(codec.ErrOutOfBounds, "Words")
 		}
 	}
 	{
@@ -555,7 +560,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Longs")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "Longs")
+			return codec.InField(codec.ErrOutOfBounds, "Longs")
 		}
 		xs0 := m.Longs[:0]
 		if cap(xs0) < l0.Len() {
@@ -573,7 +578,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Longs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Longs")
+			return codec.InField(codec.ErrOutOfBounds, "Longs")
 		}
 	}
 	{
@@ -597,7 +602,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Points = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Points")
+			return codec.InField(codec.ErrOutOfBounds, "Points")
 		}
 	}
 	if c := o.Object(96); c.IsNull() {
@@ -641,9 +646,8 @@ func (m *Kitchen) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type KitchenView struct{ o codec.Object }
 
 // ReadKitchen checks the message header at the start of b and returns a
@@ -881,7 +885,7 @@ var _ encoding.BinaryAppender = (*Pair)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Pair) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 10, len(m.B))
-	binary.LittleEndian.PutUint16(dst[o+0:], uint16(m.A))
+	binary.LittleEndian.PutUint16(dst[o+0:], m.A)
 	dst = codec.AppendTail(dst, o+2, m.B)
 	return dst
 }
@@ -896,27 +900,26 @@ func (m *Pair) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Pair", "Pair.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Pair" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Pair) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "Pair")
 	}
-	o := msg.Root()
 	var p0 []byte // B
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(10); len(f) == 10 {
+	o, f := msg.RootFixed(10)
+	if len(f) == 10 {
 		m.A = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 2)
 	} else { // the object runs past the end of the message
 		m.A = o.Uint16(0)
 		p0 = o.Bytes(2)
 	}
-	if string(p0) != m.B {
+	if !codec.SameText(p0, m.B) {
 		m.B = string(p0)
 	}
 	return nil
@@ -946,14 +949,15 @@ func (m *Pair) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // B
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(10); len(f) == 10 {
+	f := o.Fixed(10)
+	if len(f) == 10 {
 		m.A = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 2)
 	} else { // the object runs past the end of the message
 		m.A = o.Uint16(0)
 		p0 = o.Bytes(2)
 	}
-	if string(p0) != m.B {
+	if !codec.SameText(p0, m.B) {
 		m.B = string(p0)
 		*budget -= len(p0)
 	}
@@ -976,9 +980,8 @@ func (m *Pair) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type PairView struct{ o codec.Object }
 
 // ReadPair checks the message header at the start of b and returns a
@@ -1029,40 +1032,45 @@ func (m *Sparse) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Sparse) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Sparse) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(41)
-	o.SetUint8(0, m.First)
-	o.SetUint64(8, m.Second)
-	o.SetUint8(16, m.Third)
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Sparse) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 41)
+	dst[o+0] = m.First
+	binary.LittleEndian.PutUint64(dst[o+8:], m.Second)
+	dst[o+16] = m.Third
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Named {
-			l.AddTextElement(m.Named[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Named {
+			dst = codec.AppendTextElement(dst, m.Named[i0])
 		}
-		o.SetList(17, l.Finish())
+		codec.PutListSlot(dst, o+17, start, len(m.Named))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Raw {
-			l.AddMessage(m.Raw[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Raw {
+			dst = codec.AppendBytesElement(dst, m.Raw[i0])
 		}
-		o.SetList(25, l.Finish())
+		codec.PutListSlot(dst, o+25, start, len(m.Raw))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Floats {
-			l.AddUint64Element(math.Float64bits(m.Floats[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Floats {
+			dst = codec.AppendUint64Element(dst, math.Float64bits(m.Floats[i0]))
 		}
-		o.SetList(33, l.Finish())
+		codec.PutListSlot(dst, o+33, start, len(m.Floats))
 	}
-	return o.Finish()
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -1085,12 +1093,12 @@ func (m *Sparse) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Sparse", "Sparse.field[2]") and which matches with errors.Is:
+// ("Sparse.Named[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Sparse) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -1117,7 +1125,8 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(41); len(f) == 41 {
+	f := o.Fixed(41)
+	if len(f) == 41 {
 		m.First = f[0]
 		m.Second = binary.LittleEndian.Uint64(f[8:16])
 		m.Third = f[16]
@@ -1147,7 +1156,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Named = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Named")
+			return codec.InField(codec.ErrOutOfBounds, "Named")
 		}
 	}
 	{
@@ -1169,7 +1178,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Raw = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Raw")
+			return codec.InField(codec.ErrOutOfBounds, "Raw")
 		}
 	}
 	{
@@ -1178,7 +1187,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Floats")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "Floats")
+			return codec.InField(codec.ErrOutOfBounds, "Floats")
 		}
 		xs0 := m.Floats[:0]
 		if cap(xs0) < l0.Len() {
@@ -1196,7 +1205,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Floats = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Floats")
+			return codec.InField(codec.ErrOutOfBounds, "Floats")
 		}
 	}
 	return nil
@@ -1220,9 +1229,8 @@ func (m *Sparse) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type SparseView struct{ o codec.Object }
 
 // ReadSparse checks the message header at the start of b and returns a
@@ -1411,10 +1419,9 @@ func (m *Empty) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Empty", "Empty.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Empty" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Empty) DecodeZAP(b []byte) error {
 	if _, err := codec.Parse(b); err != nil {
 		return codec.InField(err, "Empty")
@@ -1440,9 +1447,8 @@ func (m *Empty) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type EmptyView struct{ o codec.Object }
 
 // ReadEmpty checks the message header at the start of b and returns a
@@ -1492,142 +1498,165 @@ func (m *Deep) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Deep) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Deep) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(104)
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Deep) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 104)
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Bools {
-			if m.Bools[i] {
-				l.AddUint8Element(1)
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Bools {
+			if m.Bools[i0] {
+				dst = codec.AppendUint8Element(dst, 1)
 			} else {
-				l.AddUint8Element(0)
+				dst = codec.AppendUint8Element(dst, 0)
 			}
 		}
-		o.SetList(0, l.Finish())
+		codec.PutListSlot(dst, o+0, start, len(m.Bools))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Tiny {
-			l.AddUint8Element(uint8(m.Tiny[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Tiny {
+			dst = codec.AppendUint8Element(dst, uint8(m.Tiny[i0]))
 		}
-		o.SetList(8, l.Finish())
+		codec.PutListSlot(dst, o+8, start, len(m.Tiny))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Shorts {
-			l.AddUint16Element(uint16(m.Shorts[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Shorts {
+			dst = codec.AppendUint16Element(dst, uint16(m.Shorts[i0]))
 		}
-		o.SetList(16, l.Finish())
+		codec.PutListSlot(dst, o+16, start, len(m.Shorts))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Reals {
-			l.AddUint32Element(math.Float32bits(m.Reals[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Reals {
+			dst = codec.AppendUint32Element(dst, math.Float32bits(m.Reals[i0]))
 		}
-		o.SetList(24, l.Finish())
+		codec.PutListSlot(dst, o+24, start, len(m.Reals))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Quads {
-			l.AddMessage(m.Quads[i][:])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Quads {
+			dst = codec.AppendBytesElement(dst, m.Quads[i0][:])
 		}
-		o.SetList(32, l.Finish())
+		codec.PutListSlot(dst, o+32, start, len(m.Quads))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Keys {
-			l.AddMessage(m.Keys[i][:])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Keys {
+			dst = codec.AppendBytesElement(dst, m.Keys[i0][:])
 		}
-		o.SetList(40, l.Finish())
+		codec.PutListSlot(dst, o+40, start, len(m.Keys))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Blobs {
-			l.AddMessage(m.Blobs[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Blobs {
+			dst = codec.AppendBytesElement(dst, m.Blobs[i0])
 		}
-		o.SetList(48, l.Finish())
+		codec.PutListSlot(dst, o+48, start, len(m.Blobs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Grid {
-			buf := l.BeginElement()
-			for i1 := range m.Grid[i] {
-				buf = codec.AppendUint16Element(buf, m.Grid[i][i1])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Grid {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Grid[i0] {
+				dst = codec.AppendUint16Element(dst, m.Grid[i0][i1])
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(56, l.Finish())
+		codec.PutListSlot(dst, o+56, start, len(m.Grid))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Runs {
-			buf := l.BeginElement()
-			for i1 := range m.Runs[i] {
-				buf = codec.AppendUint64Element(buf, m.Runs[i][i1])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Runs {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Runs[i0] {
+				dst = codec.AppendUint64Element(dst, m.Runs[i0][i1])
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(64, l.Finish())
+		codec.PutListSlot(dst, o+64, start, len(m.Runs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Paths {
-			buf := l.BeginElement()
-			for i1 := range m.Paths[i] {
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Paths {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Paths[i0] {
 				var at1 int
-				buf, at1 = codec.StartElement(buf)
-				buf = m.Paths[i][i1].AppendZAP(buf)
-				codec.FinishElement(buf, at1)
+				dst, at1 = codec.StartElement(dst)
+				dst = m.Paths[i0][i1].AppendZAP(dst)
+				codec.FinishElement(dst, at1)
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(72, l.Finish())
+		codec.PutListSlot(dst, o+72, start, len(m.Paths))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Words {
-			buf := l.BeginElement()
-			for i1 := range m.Words[i] {
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Words {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Words[i0] {
 				var at1 int
-				buf, at1 = codec.StartElement(buf)
-				for i2 := range m.Words[i][i1] {
-					buf = codec.AppendTextElement(buf, m.Words[i][i1][i2])
+				dst, at1 = codec.StartElement(dst)
+				for i2 := range m.Words[i0][i1] {
+					dst = codec.AppendTextElement(dst, m.Words[i0][i1][i2])
 				}
-				codec.FinishElement(buf, at1)
+				codec.FinishElement(dst, at1)
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(80, l.Finish())
+		codec.PutListSlot(dst, o+80, start, len(m.Words))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Pairs {
-			l.EndElement(m.Pairs[i].AppendZAP(l.BeginElement()))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Pairs {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Pairs[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(88, l.Finish())
+		codec.PutListSlot(dst, o+88, start, len(m.Pairs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Trees {
-			buf := l.BeginElement()
-			for i1 := range m.Trees[i] {
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Trees {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			for i1 := range m.Trees[i0] {
 				var at1 int
-				buf, at1 = codec.StartElement(buf)
-				buf = m.Trees[i][i1].zapAppend(buf)
-				codec.FinishElement(buf, at1)
+				dst, at1 = codec.StartElement(dst)
+				dst = m.Trees[i0][i1].zapAppend(dst)
+				codec.FinishElement(dst, at1)
 			}
-			l.EndElement(buf)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(96, l.Finish())
+		codec.PutListSlot(dst, o+96, start, len(m.Trees))
 	}
-	return o.Finish()
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -1694,12 +1723,12 @@ func (m *Deep) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Deep", "Deep.field[2]") and which matches with errors.Is:
+// ("Deep.Bools[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Deep) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -1730,7 +1759,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Bools")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 		xs0 := m.Bools[:0]
 		if cap(xs0) < l0.Len() {
@@ -1748,7 +1777,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Bools = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 	}
 	{
@@ -1757,7 +1786,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Tiny")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Tiny")
+			return codec.InField(codec.ErrOutOfBounds, "Tiny")
 		}
 		xs0 := m.Tiny[:0]
 		if cap(xs0) < l0.Len() {
@@ -1775,7 +1804,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Tiny = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Tiny")
+			return codec.InField(codec.ErrOutOfBounds, "Tiny")
 		}
 	}
 	{
@@ -1784,7 +1813,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Shorts")
 		}
 		if !l0.VarFits(2) {
-			return codec.InField(codec.ErrOutside, "Shorts")
+			return codec.InField(codec.ErrOutOfBounds, "Shorts")
 		}
 		xs0 := m.Shorts[:0]
 		if cap(xs0) < l0.Len() {
@@ -1802,7 +1831,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Shorts = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Shorts")
+			return codec.InField(codec.ErrOutOfBounds, "Shorts")
 		}
 	}
 	{
@@ -1811,7 +1840,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Reals")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Reals")
+			return codec.InField(codec.ErrOutOfBounds, "Reals")
 		}
 		xs0 := m.Reals[:0]
 		if cap(xs0) < l0.Len() {
@@ -1829,7 +1858,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Reals = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Reals")
+			return codec.InField(codec.ErrOutOfBounds, "Reals")
 		}
 	}
 	{
@@ -1838,7 +1867,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Quads")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 		xs0 := m.Quads[:0]
 		if cap(xs0) < l0.Len() {
@@ -1856,7 +1885,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Quads = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 	}
 	{
@@ -1865,7 +1894,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Keys")
 		}
 		if !l0.VarFits(16) {
-			return codec.InField(codec.ErrOutside, "Keys")
+			return codec.InField(codec.ErrOutOfBounds, "Keys")
 		}
 		xs0 := m.Keys[:0]
 		if cap(xs0) < l0.Len() {
@@ -1883,7 +1912,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Keys = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Keys")
+			return codec.InField(codec.ErrOutOfBounds, "Keys")
 		}
 	}
 	{
@@ -1905,7 +1934,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Blobs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Blobs")
+			return codec.InField(codec.ErrOutOfBounds, "Blobs")
 		}
 	}
 	{
@@ -1929,7 +1958,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			*budget -= l1.Len()
 			if !l1.VarFits(2) {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Grid")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Grid")
 			}
 			xs1 := xs0[k0][:0]
 			if cap(xs1) < l1.Len() {
@@ -1947,12 +1976,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Grid")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Grid")
 			}
 		}
 		m.Grid = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Grid")
+			return codec.InField(codec.ErrOutOfBounds, "Grid")
 		}
 	}
 	{
@@ -1976,7 +2005,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			*budget -= l1.Len()
 			if !l1.VarFits(8) {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Runs")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Runs")
 			}
 			xs1 := xs0[k0][:0]
 			if cap(xs1) < l1.Len() {
@@ -1994,12 +2023,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Runs")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Runs")
 			}
 		}
 		m.Runs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Runs")
+			return codec.InField(codec.ErrOutOfBounds, "Runs")
 		}
 	}
 	{
@@ -2038,12 +2067,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Paths")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Paths")
 			}
 		}
 		m.Paths = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Paths")
+			return codec.InField(codec.ErrOutOfBounds, "Paths")
 		}
 	}
 	{
@@ -2097,17 +2126,17 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 				}
 				xs1[k1] = xs2
 				if len(xs2) != l2.Len() {
-					return codec.InField(codec.InElement(codec.InElement(codec.ErrOutside, k1), k0), "Words")
+					return codec.InField(codec.InElement(codec.InElement(codec.ErrOutOfBounds, k1), k0), "Words")
 				}
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Words")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Words")
 			}
 		}
 		m.Words = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Words")
+			return codec.InField(codec.ErrOutOfBounds, "Words")
 		}
 	}
 	{
@@ -2131,7 +2160,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Pairs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Pairs")
+			return codec.InField(codec.ErrOutOfBounds, "Pairs")
 		}
 	}
 	{
@@ -2170,12 +2199,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Trees")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Trees")
 			}
 		}
 		m.Trees = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Trees")
+			return codec.InField(codec.ErrOutOfBounds, "Trees")
 		}
 	}
 	return nil
@@ -2197,9 +2226,8 @@ func (m *Deep) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type DeepView struct{ o codec.Object }
 
 // ReadDeep checks the message header at the start of b and returns a
@@ -3157,7 +3185,8 @@ var zapServiceStatsPool rpc.ResultPool[Scalars]
 var zapServiceBumpPool rpc.ResultPool[Scalars]
 
 // ServiceClient calls the methods of interface Service through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type ServiceClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -3257,7 +3286,7 @@ func (c *ServiceClient) Bump(ctx context.Context, req *Scalars, resp *Scalars) e
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Kitchen, take the answer with p.Wait (then Kitchen.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -3274,7 +3303,7 @@ func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, er
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -3291,7 +3320,7 @@ func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *ServiceClient) SendBump(ctx context.Context, req *Scalars) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -3342,7 +3371,8 @@ func RegisterNothingServer(s *rpc.Server, impl NothingServer, opts ...rpc.MountO
 }
 
 // NothingClient calls the methods of interface Nothing through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 //
 // An interface without methods, whitespace form.
 type NothingClient struct {

@@ -38,3 +38,8 @@ var types = map[string]check.Type{
 }
 
 func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 3, 2000, types) }
+
+// TestSameAsBuilder: AppendZAP lays messages out as codec.Builder does.
+func TestSameAsBuilder(t *testing.T) {
+	check.SameAsBuilder(t, "../../../cmd/zapcodec/internal/gen/testdata/all.zap", 9, 300, types)
+}

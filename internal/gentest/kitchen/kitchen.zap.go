@@ -28,7 +28,7 @@ var _ encoding.BinaryAppender = (*Item)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Item) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.Name))
-	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.Tag))
+	binary.LittleEndian.PutUint32(dst[o+0:], m.Tag)
 	dst = codec.AppendTail(dst, o+4, m.Name)
 	return dst
 }
@@ -43,27 +43,26 @@ func (m *Item) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Item", "Item.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Item" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Item) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "Item")
 	}
-	o := msg.Root()
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 	}
 	return nil
@@ -93,14 +92,15 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	f := o.Fixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 		*budget -= len(p0)
 	}
@@ -123,9 +123,8 @@ func (m *Item) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type ItemView struct{ o codec.Object }
 
 // ReadItem checks the message header at the start of b and returns a
@@ -183,37 +182,45 @@ func (m *Everything) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Everything) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Everything) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(104)
-	o.SetBool(0, m.Flag)
-	o.SetUint8(1, m.Small)
-	o.SetUint16(2, m.Port)
-	o.SetUint32(4, m.Count)
-	o.SetUint64(8, m.Big)
-	o.SetInt8(16, m.Delta)
-	o.SetInt16(18, m.Temp)
-	o.SetInt32(20, m.Off)
-	o.SetInt64(24, m.Nanos)
-	o.SetFloat32(32, m.Ratio)
-	o.SetFloat64(40, m.Score)
-	o.SetText(48, m.Title)
-	o.SetBytes(56, m.Blob)
-	o.SetBytesFixed(64, m.Root[:])
-	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Items {
-			l.EndElement(m.Items[i].AppendZAP(l.BeginElement()))
-		}
-		o.SetList(96, l.Finish())
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Everything) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 104)
+	if m.Flag {
+		dst[o+0] = 1
 	}
-	return o.Finish()
+	dst[o+1] = m.Small
+	binary.LittleEndian.PutUint16(dst[o+2:], m.Port)
+	binary.LittleEndian.PutUint32(dst[o+4:], m.Count)
+	binary.LittleEndian.PutUint64(dst[o+8:], m.Big)
+	dst[o+16] = byte(m.Delta)
+	binary.LittleEndian.PutUint16(dst[o+18:], uint16(m.Temp))
+	binary.LittleEndian.PutUint32(dst[o+20:], uint32(m.Off))
+	binary.LittleEndian.PutUint64(dst[o+24:], uint64(m.Nanos))
+	binary.LittleEndian.PutUint32(dst[o+32:], math.Float32bits(m.Ratio))
+	binary.LittleEndian.PutUint64(dst[o+40:], math.Float64bits(m.Score))
+	copy(dst[o+64:], m.Root[:])
+	{
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Items {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Items[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
+		}
+		codec.PutListSlot(dst, o+96, start, len(m.Items))
+	}
+	dst = codec.AppendTail(dst, o+48, m.Title)
+	dst = codec.AppendTailBytes(dst, o+56, m.Blob)
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -231,12 +238,12 @@ func (m *Everything) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Everything", "Everything.field[2]") and which matches with errors.Is:
+// ("Everything.Items[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Everything) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -264,7 +271,8 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0, p1 []byte // Title, Blob
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(104); len(f) == 104 {
+	f := o.Fixed(104)
+	if len(f) == 104 {
 		m.Flag = f[0] != 0
 		m.Small = f[1]
 		m.Port = binary.LittleEndian.Uint16(f[2:4])
@@ -296,7 +304,7 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 		p0 = o.Bytes(48)
 		p1 = o.Bytes(56)
 	}
-	if string(p0) != m.Title {
+	if !codec.SameText(p0, m.Title) {
 		m.Title = string(p0)
 		*budget -= len(p0)
 	}
@@ -323,7 +331,7 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Items = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Items")
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 	}
 	return nil
@@ -347,9 +355,8 @@ func (m *Everything) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type EverythingView struct{ o codec.Object }
 
 // ReadEverything checks the message header at the start of b and returns a

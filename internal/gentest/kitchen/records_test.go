@@ -20,3 +20,8 @@ var types = map[string]check.Type{
 func TestFixtures(t *testing.T) { check.Fixtures(t, "kitchen.zap", types) }
 
 func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 2, 2000, types) }
+
+// TestSameAsBuilder: AppendZAP lays messages out as codec.Builder does.
+func TestSameAsBuilder(t *testing.T) {
+	check.SameAsBuilder(t, "../../../testdata/canonical/schemas/kitchen.zap", 9, 300, types)
+}

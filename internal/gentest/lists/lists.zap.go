@@ -29,7 +29,7 @@ var _ encoding.BinaryAppender = (*Item)(nil)
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
 func (m *Item) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.Name))
-	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.Tag))
+	binary.LittleEndian.PutUint32(dst[o+0:], m.Tag)
 	dst = codec.AppendTail(dst, o+4, m.Name)
 	return dst
 }
@@ -44,27 +44,26 @@ func (m *Item) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Item", "Item.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Item" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Item) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "Item")
 	}
-	o := msg.Root()
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	o, f := msg.RootFixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 	}
 	return nil
@@ -94,14 +93,15 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(12); len(f) == 12 {
+	f := o.Fixed(12)
+	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 		*budget -= len(p0)
 	}
@@ -124,9 +124,8 @@ func (m *Item) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type ItemView struct{ o codec.Object }
 
 // ReadItem checks the message header at the start of b and returns a
@@ -185,120 +184,139 @@ func (m *Lists) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Lists) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Lists) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(124)
-	o.SetUint32(0, m.Count)
-	o.SetText(4, m.Name)
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Lists) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 124)
+	binary.LittleEndian.PutUint32(dst[o+0:], m.Count)
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.U8s {
-			l.AddUint8Element(m.U8s[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.U8s {
+			dst = codec.AppendUint8Element(dst, m.U8s[i0])
 		}
-		o.SetList(12, l.Finish())
+		codec.PutListSlot(dst, o+12, start, len(m.U8s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.U16s {
-			l.AddUint16Element(m.U16s[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.U16s {
+			dst = codec.AppendUint16Element(dst, m.U16s[i0])
 		}
-		o.SetList(20, l.Finish())
+		codec.PutListSlot(dst, o+20, start, len(m.U16s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.U32s {
-			l.AddUint32Element(m.U32s[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.U32s {
+			dst = codec.AppendUint32Element(dst, m.U32s[i0])
 		}
-		o.SetList(28, l.Finish())
+		codec.PutListSlot(dst, o+28, start, len(m.U32s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.U64s {
-			l.AddUint64Element(m.U64s[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.U64s {
+			dst = codec.AppendUint64Element(dst, m.U64s[i0])
 		}
-		o.SetList(36, l.Finish())
+		codec.PutListSlot(dst, o+36, start, len(m.U64s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.I16s {
-			l.AddUint16Element(uint16(m.I16s[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.I16s {
+			dst = codec.AppendUint16Element(dst, uint16(m.I16s[i0]))
 		}
-		o.SetList(44, l.Finish())
+		codec.PutListSlot(dst, o+44, start, len(m.I16s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.I32s {
-			l.AddUint32Element(uint32(m.I32s[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.I32s {
+			dst = codec.AppendUint32Element(dst, uint32(m.I32s[i0]))
 		}
-		o.SetList(52, l.Finish())
+		codec.PutListSlot(dst, o+52, start, len(m.I32s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.I64s {
-			l.AddUint64Element(uint64(m.I64s[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.I64s {
+			dst = codec.AppendUint64Element(dst, uint64(m.I64s[i0]))
 		}
-		o.SetList(60, l.Finish())
+		codec.PutListSlot(dst, o+60, start, len(m.I64s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.F32s {
-			l.AddUint32Element(math.Float32bits(m.F32s[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.F32s {
+			dst = codec.AppendUint32Element(dst, math.Float32bits(m.F32s[i0]))
 		}
-		o.SetList(68, l.Finish())
+		codec.PutListSlot(dst, o+68, start, len(m.F32s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.F64s {
-			l.AddUint64Element(math.Float64bits(m.F64s[i]))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.F64s {
+			dst = codec.AppendUint64Element(dst, math.Float64bits(m.F64s[i0]))
 		}
-		o.SetList(76, l.Finish())
+		codec.PutListSlot(dst, o+76, start, len(m.F64s))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Bools {
-			if m.Bools[i] {
-				l.AddUint8Element(1)
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Bools {
+			if m.Bools[i0] {
+				dst = codec.AppendUint8Element(dst, 1)
 			} else {
-				l.AddUint8Element(0)
+				dst = codec.AppendUint8Element(dst, 0)
 			}
 		}
-		o.SetList(84, l.Finish())
+		codec.PutListSlot(dst, o+84, start, len(m.Bools))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Texts {
-			l.AddTextElement(m.Texts[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Texts {
+			dst = codec.AppendTextElement(dst, m.Texts[i0])
 		}
-		o.SetList(92, l.Finish())
+		codec.PutListSlot(dst, o+92, start, len(m.Texts))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Blobs {
-			l.AddMessage(m.Blobs[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Blobs {
+			dst = codec.AppendBytesElement(dst, m.Blobs[i0])
 		}
-		o.SetList(100, l.Finish())
+		codec.PutListSlot(dst, o+100, start, len(m.Blobs))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Quads {
-			l.AddMessage(m.Quads[i][:])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Quads {
+			dst = codec.AppendBytesElement(dst, m.Quads[i0][:])
 		}
-		o.SetList(108, l.Finish())
+		codec.PutListSlot(dst, o+108, start, len(m.Quads))
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Items {
-			l.EndElement(m.Items[i].AppendZAP(l.BeginElement()))
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Items {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Items[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
 		}
-		o.SetList(116, l.Finish())
+		codec.PutListSlot(dst, o+116, start, len(m.Items))
 	}
-	return o.Finish()
+	dst = codec.AppendTail(dst, o+4, m.Name)
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -346,12 +364,12 @@ func (m *Lists) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Lists", "Lists.field[2]") and which matches with errors.Is:
+// ("Lists.U8s[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Lists) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -379,14 +397,15 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(124); len(f) == 124 {
+	f := o.Fixed(124)
+	if len(f) == 124 {
 		m.Count = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
 		m.Count = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
-	if string(p0) != m.Name {
+	if !codec.SameText(p0, m.Name) {
 		m.Name = string(p0)
 		*budget -= len(p0)
 	}
@@ -396,7 +415,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U8s")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "U8s")
+			return codec.InField(codec.ErrOutOfBounds, "U8s")
 		}
 		xs0 := m.U8s[:0]
 		if cap(xs0) < l0.Len() {
@@ -414,7 +433,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U8s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U8s")
+			return codec.InField(codec.ErrOutOfBounds, "U8s")
 		}
 	}
 	{
@@ -423,7 +442,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U16s")
 		}
 		if !l0.VarFits(2) {
-			return codec.InField(codec.ErrOutside, "U16s")
+			return codec.InField(codec.ErrOutOfBounds, "U16s")
 		}
 		xs0 := m.U16s[:0]
 		if cap(xs0) < l0.Len() {
@@ -441,7 +460,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U16s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U16s")
+			return codec.InField(codec.ErrOutOfBounds, "U16s")
 		}
 	}
 	{
@@ -450,7 +469,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U32s")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "U32s")
+			return codec.InField(codec.ErrOutOfBounds, "U32s")
 		}
 		xs0 := m.U32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -468,7 +487,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U32s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U32s")
+			return codec.InField(codec.ErrOutOfBounds, "U32s")
 		}
 	}
 	{
@@ -477,7 +496,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U64s")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "U64s")
+			return codec.InField(codec.ErrOutOfBounds, "U64s")
 		}
 		xs0 := m.U64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -495,7 +514,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U64s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U64s")
+			return codec.InField(codec.ErrOutOfBounds, "U64s")
 		}
 	}
 	{
@@ -504,7 +523,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "I16s")
 		}
 		if !l0.VarFits(2) {
-			return codec.InField(codec.ErrOutside, "I16s")
+			return codec.InField(codec.ErrOutOfBounds, "I16s")
 		}
 		xs0 := m.I16s[:0]
 		if cap(xs0) < l0.Len() {
@@ -522,7 +541,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.I16s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "I16s")
+			return codec.InField(codec.ErrOutOfBounds, "I16s")
 		}
 	}
 	{
@@ -531,7 +550,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "I32s")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "I32s")
+			return codec.InField(codec.ErrOutOfBounds, "I32s")
 		}
 		xs0 := m.I32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -549,7 +568,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.I32s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "I32s")
+			return codec.InField(codec.ErrOutOfBounds, "I32s")
 		}
 	}
 	{
@@ -558,7 +577,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "I64s")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "I64s")
+			return codec.InField(codec.ErrOutOfBounds, "I64s")
 		}
 		xs0 := m.I64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -576,7 +595,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.I64s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "I64s")
+			return codec.InField(codec.ErrOutOfBounds, "I64s")
 		}
 	}
 	{
@@ -585,7 +604,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "F32s")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "F32s")
+			return codec.InField(codec.ErrOutOfBounds, "F32s")
 		}
 		xs0 := m.F32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -603,7 +622,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.F32s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "F32s")
+			return codec.InField(codec.ErrOutOfBounds, "F32s")
 		}
 	}
 	{
@@ -612,7 +631,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "F64s")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "F64s")
+			return codec.InField(codec.ErrOutOfBounds, "F64s")
 		}
 		xs0 := m.F64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -630,7 +649,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.F64s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "F64s")
+			return codec.InField(codec.ErrOutOfBounds, "F64s")
 		}
 	}
 	{
@@ -639,7 +658,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Bools")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 		xs0 := m.Bools[:0]
 		if cap(xs0) < l0.Len() {
@@ -657,7 +676,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Bools = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 	}
 	{
@@ -681,7 +700,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Texts = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Texts")
+			return codec.InField(codec.ErrOutOfBounds, "Texts")
 		}
 	}
 	{
@@ -703,7 +722,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Blobs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Blobs")
+			return codec.InField(codec.ErrOutOfBounds, "Blobs")
 		}
 	}
 	{
@@ -712,7 +731,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Quads")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 		xs0 := m.Quads[:0]
 		if cap(xs0) < l0.Len() {
@@ -730,7 +749,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Quads = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 	}
 	{
@@ -754,7 +773,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Items = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Items")
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 	}
 	return nil
@@ -778,9 +797,8 @@ func (m *Lists) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type ListsView struct{ o codec.Object }
 
 // ReadLists checks the message header at the start of b and returns a

@@ -20,3 +20,8 @@ var types = map[string]check.Type{
 func TestFixtures(t *testing.T) { check.Fixtures(t, "service_ws.zap", types) }
 
 func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 12, 2000, types) }
+
+// TestSameAsBuilder: AppendZAP lays messages out as codec.Builder does.
+func TestSameAsBuilder(t *testing.T) {
+	check.SameAsBuilder(t, "../../../testdata/canonical/schemas/more/service_ws.zap", 9, 300, types)
+}

@@ -34,12 +34,13 @@ func (m *Point) AppendZAP(dst []byte) []byte {
 	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Point) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(8)
-	o.SetInt32(0, m.X)
-	o.SetInt32(4, m.Y)
-	return o.Finish()
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Point) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 8)
+	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
+	binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Y))
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -54,19 +55,18 @@ func (m *Point) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Point", "Point.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Point" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Point) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return codec.InField(err, "Point")
 	}
-	o := msg.Root()
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	o, f := msg.RootFixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -90,7 +90,8 @@ func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(8); len(f) == 8 {
+	f := o.Fixed(8)
+	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -118,9 +119,8 @@ func (m *Point) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type PointView struct{ o codec.Object }
 
 // ReadPoint checks the message header at the start of b and returns a
@@ -164,28 +164,33 @@ func (m *Shape) AppendZAP(dst []byte) []byte {
 
 // zapAppend appends m as one message without growing dst first.
 func (m *Shape) zapAppend(dst []byte) []byte {
-	var b codec.Builder
-	b.Reset(dst)
-	b.SetRoot(m.zapBuild(&b))
-	return b.Finish()
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
 }
 
-// zapBuild writes m's object (and what it nests) into b and returns it.
-func (m *Shape) zapBuild(b *codec.Builder) codec.Ref {
-	o := b.StartObject(22)
-	o.SetUint16(0, m.ID)
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Shape) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 22)
+	binary.LittleEndian.PutUint16(dst[o+0:], m.ID)
 	if m.Origin != nil {
-		o.SetObject(2, m.Origin.zapBuild(b))
+		var at int
+		dst, at = m.Origin.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+2, at)
 	}
 	{
-		l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does
-		for i := range m.Tags {
-			l.AddUint32Element(m.Tags[i])
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Tags {
+			dst = codec.AppendUint32Element(dst, m.Tags[i0])
 		}
-		o.SetList(6, l.Finish())
+		codec.PutListSlot(dst, o+6, start, len(m.Tags))
 	}
-	o.SetText(14, m.Label)
-	return o.Finish()
+	dst = codec.AppendTail(dst, o+14, m.Label)
+	return dst, o
 }
 
 // SizeZAP returns the exact length of the message AppendZAP writes for m.
@@ -204,12 +209,12 @@ func (m *Shape) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Shape", "Shape.field[2]") and which matches with errors.Is:
+// ("Shape.Origin", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Shape) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -237,14 +242,15 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Label
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	if f := o.Fixed(22); len(f) == 22 {
+	f := o.Fixed(22)
+	if len(f) == 22 {
 		m.ID = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 14)
 	} else { // the object runs past the end of the message
 		m.ID = o.Uint16(0)
 		p0 = o.Bytes(14)
 	}
-	if string(p0) != m.Label {
+	if !codec.SameText(p0, m.Label) {
 		m.Label = string(p0)
 		*budget -= len(p0)
 	}
@@ -264,7 +270,7 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Tags")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Tags")
+			return codec.InField(codec.ErrOutOfBounds, "Tags")
 		}
 		xs0 := m.Tags[:0]
 		if cap(xs0) < l0.Len() {
@@ -282,7 +288,7 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Tags = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Tags")
+			return codec.InField(codec.ErrOutOfBounds, "Tags")
 		}
 	}
 	return nil
@@ -306,9 +312,8 @@ func (m *Shape) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 // as its zero value.
 //
 // (Unlike DecodeZAP, the accessors check each field's bounds on their
-// own: a view that also held its fixed section checked once would be five
-// words, too large for the compiler to keep in registers, and measured
-// slower.)
+// own: views that held their fixed section, checked once, measured no
+// faster.)
 type ShapeView struct{ o codec.Object }
 
 // ReadShape checks the message header at the start of b and returns a
@@ -440,7 +445,8 @@ func RegisterGeometryServer(s *rpc.Server, impl GeometryServer, opts ...rpc.Moun
 var zapGeometryAreaPool rpc.ResultPool[Point]
 
 // GeometryClient calls the methods of interface Geometry through an rpc.Caller (an
-// *rpc.Client or an *rpc.Pool). It is safe for concurrent use.
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
 type GeometryClient struct {
 	c    rpc.Caller
 	base uint32 // mount offset (rpc.At)
@@ -496,7 +502,7 @@ func (c *GeometryClient) Ping(ctx context.Context) error {
 // returns its promise: pipeline calls on it with the ...On methods whose
 // request is a Point, take the answer with p.Wait (then Point.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
-// an rpc.Sender (*rpc.Client, *rpc.Pool), else rpc.ErrNoSender.
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 func (c *GeometryClient) SendArea(ctx context.Context, req *Shape) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

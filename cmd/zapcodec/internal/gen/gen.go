@@ -109,7 +109,6 @@ type generator struct {
 	source  string // schema file name as given
 	imports map[string]bool
 	body    bytes.Buffer
-	tails   map[*schema.Struct]int // tailBound results
 	// nested and elem hold the structs of the package (every file) that
 	// some struct nests as a field or as list elements: only those need
 	// the helpers a parent calls (zapBuild, zapSize, zapDecode,
@@ -302,6 +301,13 @@ func checkNames(f *schema.File) error {
 			methods[n] = m
 			if err := claim(i+n+"Ordinal", "the ordinal of method "+it.Name+"."+m.Name, m.Pos); err != nil {
 				return err
+			}
+			if streaming(m) {
+				for _, side := range []string{"Server", "Client"} {
+					if err := claim(i+n+side+"Stream", "the "+strings.ToLower(side)+" stream of method "+it.Name+"."+m.Name, m.Pos); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}

@@ -68,37 +68,14 @@ func (g *generator) scalarDecode(k schema.Kind, raw string) string {
 	return raw
 }
 
-// buildList writes the statements of zapBuild that write list field xs (a
-// Go expression of the list's slice) and point slot off at it.
-func (g *generator) buildList(off int, xs string, e *schema.Type) {
+// writeList writes the statements of zapObject that append list field xs
+// (a Go expression of the list's slice) and point slot off at it.
+func (g *generator) writeList(off int, xs string, e *schema.Type) {
 	g.p("{")
-	g.p("l := b.StartList(0) // pads to 8 even when empty, as the canonical writer does")
-	x := xs + "[i]"
-	g.p("for i := range %s {", xs)
-	switch e.Kind {
-	case schema.KindStruct:
-		g.p("l.EndElement(%s.%s(l.BeginElement()))", x, appendFn(e.Struct))
-	case schema.KindText:
-		g.p("l.AddTextElement(%s)", x)
-	case schema.KindBytes:
-		g.p("l.AddMessage(%s)", x)
-	case schema.KindBytesFixed:
-		g.p("l.AddMessage(%s[:])", x)
-	case schema.KindList:
-		g.p("buf := l.BeginElement()")
-		g.appendElems("buf", x, e.Elem, 1)
-		g.p("l.EndElement(buf)")
-	case schema.KindBool:
-		g.p("if %s {", x)
-		g.p("l.AddUint8Element(1)")
-		g.p("} else {")
-		g.p("l.AddUint8Element(0)")
-		g.p("}")
-	default:
-		g.p("l.Add%sElement(%s)", uintOf(scalars[e.Kind].width), g.scalarEncode(e.Kind, x))
-	}
-	g.p("}")
-	g.p("o.SetList(%d, l.Finish())", off)
+	g.p("var start int")
+	g.p("dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does")
+	g.appendElems("dst", xs, e, 0)
+	g.p("codec.PutListSlot(dst, o+%d, start, len(%s))", off, xs)
 	g.p("}")
 }
 
@@ -183,7 +160,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 	if w := fixedWidth(e); w > 0 {
 		goT := goType(e)
 		g.p("if !%s.VarFits(%d) {", l, w)
-		g.p("return %s", wrap("codec.ErrOutside"))
+		g.p("return %s", wrap("codec.ErrOutOfBounds"))
 		g.p("}")
 		g.p("%s := %s[:0]", xs, target)
 		g.p("if cap(%s) < %s.Len() {", xs, l)
@@ -210,7 +187,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 		g.p("}")
 		g.p("%s = %s", target, xs)
 		g.p("if len(%s) != %s.Len() {", xs, l)
-		g.p("return %s", wrap("codec.ErrOutside"))
+		g.p("return %s", wrap("codec.ErrOutOfBounds"))
 		g.p("}")
 		return
 	}
@@ -258,7 +235,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 	g.p("}")
 	g.p("%s = %s", target, xs)
 	g.p("if len(%s) != %s.Len() {", xs, l)
-	g.p("return %s", wrap("codec.ErrOutside"))
+	g.p("return %s", wrap("codec.ErrOutOfBounds"))
 	g.p("}")
 }
 

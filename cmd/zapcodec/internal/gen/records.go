@@ -7,12 +7,6 @@ import (
 	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
-// maxInlineTails mirrors codec's inline tail capacity: a Builder records
-// this many pending text/bytes values without allocating. Records whose
-// open-object chain can hold more use a pooled Builder instead of one on
-// the stack.
-const maxInlineTails = 8
-
 // scalarInfo describes how a scalar kind is read and written.
 type scalarInfo struct {
 	goType string
@@ -59,38 +53,6 @@ func goType(t *schema.Type) string {
 	return scalars[t.Kind].goType
 }
 
-// tailBound returns how many text/bytes values can be pending at once while
-// building s (its own plus the deepest nested chain), or -1 when unbounded
-// (a struct that nests itself). done memoises results, which do not depend
-// on the path (-1 means a cycle is reachable from s): without it a schema
-// whose structs share nested types would take exponential time.
-func tailBound(s *schema.Struct, visiting map[*schema.Struct]bool, done map[*schema.Struct]int) int {
-	if n, ok := done[s]; ok {
-		return n
-	}
-	if visiting[s] {
-		return -1
-	}
-	visiting[s] = true
-	defer delete(visiting, s)
-	own, nested := 0, 0
-	for _, f := range s.Fields {
-		switch f.Type.Kind {
-		case schema.KindText, schema.KindBytes:
-			own++
-		case schema.KindStruct:
-			n := tailBound(f.Type.Struct, visiting, done)
-			if n < 0 {
-				done[s] = -1
-				return -1
-			}
-			nested = max(nested, n)
-		}
-	}
-	done[s] = own + nested
-	return own + nested
-}
-
 func (g *generator) record(s *schema.Struct) {
 	g.use(codecPath)
 	t := GoName(s.Name)
@@ -115,11 +77,6 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("var _ encoding.BinaryAppender = (*%s)(nil)\n", t)
 
 	// AppendZAP and its helpers.
-	if g.tails == nil {
-		g.tails = map[*schema.Struct]int{}
-	}
-	tb := tailBound(s, map[*schema.Struct]bool{}, g.tails)
-	pooled := tb > maxInlineTails || tb < 0
 	g.p("// AppendZAP appends m to dst as one whole ZAP message (version 1) and")
 	g.p("// returns the extended slice, growing dst at most once. It allocates")
 	g.p("// nothing when dst has SizeZAP bytes of spare capacity. m is only read.")
@@ -132,10 +89,17 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("dst = slices.Grow(dst, m.SizeZAP())")
 		g.p("return m.zapAppend(dst)")
 		g.p("}\n")
-		g.builderAppend(s, pooled)
+		g.p("// zapAppend appends m as one message without growing dst first.")
+		g.p("func (m *%s) zapAppend(dst []byte) []byte {", t)
+		g.p("base := len(dst)")
+		g.p("dst = codec.AppendHeader(dst)")
+		g.p("dst, root := m.zapObject(dst, base)")
+		g.p("codec.PutHeader(dst, base, root)")
+		g.p("return dst")
+		g.p("}\n")
 	}
 	if !flat || nested {
-		g.build(s)
+		g.object(s)
 	}
 
 	// SizeZAP.
@@ -174,16 +138,18 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("// DecodeZAP fills m from the message at the start of b, reusing m's")
 	g.p("// strings, slices and nested records where it can; nothing of b is")
 	g.p("// retained. A field outside the message reads as its zero value.")
-	g.p("// Errors are a *codec.FieldError whose Path says where the input broke")
-	g.p("// (%q, %q) and which matches with errors.Is:", t, t+".field[2]")
-	g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,")
 	if flat {
-		g.p("// the only errors of a record without nested records or lists.")
+		g.p("// Errors: a *codec.FieldError with Path %q wrapping", s.Name)
+		g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is")
+		g.p("// matches them) when b does not start with a message.")
 	} else {
-		g.p("// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a")
-		g.p("// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects")
-		g.p("// shared or cyclic so that decoding would grow out of proportion to")
-		g.p("// len(b). On error m holds a partial result.")
+		g.p("// Errors are a *codec.FieldError whose Path says where the input broke")
+		g.p("// (%q, say) and which errors.Is matches with its cause:", examplePath(s))
+		g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,")
+		g.p("// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for")
+		g.p("// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or")
+		g.p("// codec.ErrShared for objects shared or cyclic so that decoding would")
+		g.p("// grow out of proportion to len(b). On error m holds a partial result.")
 	}
 	g.p("func (m *%s) DecodeZAP(b []byte) error {", t)
 	switch {
@@ -196,8 +162,7 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("if err != nil {")
 		g.p("return codec.InField(err, %q)", s.Name)
 		g.p("}")
-		g.p("o := msg.Root()")
-		g.decodeFields(s, false)
+		g.decodeFields(s, false, "msg")
 	default:
 		g.p("msg, err := codec.Parse(b)")
 		g.p("if err != nil {")
@@ -233,7 +198,7 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("if *budget--; *budget < 0 {")
 		g.p("return codec.ErrShared")
 		g.p("}")
-		g.decodeFields(s, true)
+		g.decodeFields(s, true, "")
 		g.p("return nil")
 		g.p("}\n")
 	}
@@ -249,34 +214,85 @@ func (g *generator) record(s *schema.Struct) {
 	g.view(s)
 }
 
-// build writes zapBuild, which writes a record's object into a Builder:
-// for a nested record, and for a record whose AppendZAP goes through a
-// Builder.
-func (g *generator) build(s *schema.Struct) {
-	g.p("// zapBuild writes m's object (and what it nests) into b and returns it.")
-	g.p("func (m *%s) zapBuild(b *codec.Builder) codec.Ref {", GoName(s.Name))
-	g.p("o := b.StartObject(%d)", s.Size)
+// examplePath returns a path a DecodeZAP error of s could carry, for its
+// doc: "Order.Items[2]" for a list field, "Order.Ship" for a nested record.
+func examplePath(s *schema.Struct) string {
+	for _, f := range s.Fields {
+		switch f.Type.Kind {
+		case schema.KindList:
+			return s.Name + "." + f.Name + "[2]"
+		case schema.KindStruct:
+			return s.Name + "." + f.Name
+		}
+	}
+	return s.Name
+}
+
+// object writes zapObject, which appends a record's object to a message
+// being written, the way codec.Builder lays it out: the fixed section,
+// 8-aligned from the message start; then its nested records and lists, in
+// field order (each nested record's own values right after it); then its
+// text and bytes values, in field order. Fields of the fixed section are
+// stored in place; slots are pointed at what they refer to as it is
+// written.
+func (g *generator) object(s *schema.Struct) {
+	g.p("// zapObject appends m's object (and what it nests) to dst, in the message")
+	g.p("// that starts at base, and returns dst and the object's position.")
+	g.p("func (m *%s) zapObject(dst []byte, base int) ([]byte, int) {", GoName(s.Name))
+	if len(s.Fields) == 0 {
+		g.p("return codec.AppendObject(dst, base, 0)")
+		g.p("}\n")
+		return
+	}
+	g.p("dst, o := codec.AppendObject(dst, base, %d)", s.Size)
+	var tails []*schema.Field
 	for _, f := range s.Fields {
 		n, off := GoName(f.Name), f.Offset
 		switch k := f.Type.Kind; k {
-		case schema.KindText:
-			g.p("o.SetText(%d, m.%s)", off, n)
-		case schema.KindBytes:
-			g.p("o.SetBytes(%d, m.%s)", off, n)
+		case schema.KindText, schema.KindBytes:
+			tails = append(tails, f)
 		case schema.KindBytesFixed:
-			g.p("o.SetBytesFixed(%d, m.%s[:])", off, n)
+			g.p("copy(dst[o+%d:], m.%s[:])", off, n)
 		case schema.KindStruct:
 			g.p("if m.%s != nil {", n)
-			g.p("o.SetObject(%d, m.%s.zapBuild(b))", off, n)
+			g.p("var at int")
+			g.p("dst, at = m.%s.zapObject(dst, base)", n)
+			g.p("codec.PutObjectSlot(dst, o+%d, at)", off)
 			g.p("}")
 		case schema.KindList:
-			g.buildList(off, "m."+n, f.Type.Elem)
+			g.writeList(off, "m."+n, f.Type.Elem)
 		default:
-			g.p("o.Set%s(%d, m.%s)", scalars[k].get, off, n)
+			g.storeScalar(k, fmt.Sprintf("dst[o+%d:]", off), fmt.Sprintf("dst[o+%d]", off), "m."+n)
 		}
 	}
-	g.p("return o.Finish()")
+	for _, f := range tails {
+		if f.Type.Kind == schema.KindText {
+			g.p("dst = codec.AppendTail(dst, o+%d, m.%s)", f.Offset, GoName(f.Name))
+		} else {
+			g.p("dst = codec.AppendTailBytes(dst, o+%d, m.%s)", f.Offset, GoName(f.Name))
+		}
+	}
+	g.p("return dst, o")
 	g.p("}\n")
+}
+
+// storeScalar writes the statement storing scalar x of kind k at the
+// slice expression at (one byte: the element expression b).
+func (g *generator) storeScalar(k schema.Kind, at, b, x string) {
+	switch k {
+	case schema.KindBool:
+		g.p("if %s {", x)
+		g.p("%s = 1", b)
+		g.p("}")
+	case schema.KindU8:
+		g.p("%s = %s", b, x)
+	case schema.KindI8:
+		g.p("%s = byte(%s)", b, x)
+	default:
+		w := scalars[k].width * 8
+		g.use("encoding/binary")
+		g.p("binary.LittleEndian.PutUint%d(%s, %s)", w, at, g.scalarEncode(k, x))
+	}
 }
 
 // decodeFields writes the statements that fill m's fields from object o.
@@ -288,7 +304,10 @@ func (g *generator) build(s *schema.Struct) {
 // variables of zapDecode are in scope (nested records and lists need them;
 // a root-only flat record does without: its copies are bounded by its text
 // fields times len(b)).
-func (g *generator) decodeFields(s *schema.Struct, budget bool) {
+//
+// msg names the codec.Message variable whose root object is m's, or is ""
+// when m's object is the variable o.
+func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 	var inline, tails []*schema.Field
 	for _, f := range s.Fields {
 		switch k := f.Type.Kind; {
@@ -309,7 +328,12 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool) {
 		}
 		g.p("// Once the whole fixed section is known to fit, loads from it at")
 		g.p("// constant offsets need no bounds checks.")
-		g.p("if f := o.Fixed(%d); len(f) == %d {", s.Size, s.Size)
+		if msg != "" {
+			g.p("o, f := %s.RootFixed(%d)", msg, s.Size)
+		} else {
+			g.p("f := o.Fixed(%d)", s.Size)
+		}
+		g.p("if len(f) == %d {", s.Size)
 		for _, f := range inline {
 			g.p("m.%s = %s", GoName(f.Name), g.loadFixed(f, "f"))
 		}
@@ -334,7 +358,7 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool) {
 	for i, f := range tails {
 		n := GoName(f.Name)
 		if f.Type.Kind == schema.KindText {
-			g.p("if string(p%d) != m.%s {", i, n)
+			g.p("if !codec.SameText(p%d, m.%s) {", i, n)
 			g.p("m.%s = string(p%d)", n, i)
 			if budget {
 				g.p("*budget -= len(p%d)", i)
@@ -401,9 +425,8 @@ func (g *generator) view(s *schema.Struct) {
 	g.p("// as its zero value.")
 	g.p("//")
 	g.p("// (Unlike DecodeZAP, the accessors check each field's bounds on their")
-	g.p("// own: a view that also held its fixed section checked once would be five")
-	g.p("// words, too large for the compiler to keep in registers, and measured")
-	g.p("// slower.)")
+	g.p("// own: views that held their fixed section, checked once, measured no")
+	g.p("// faster.)")
 	g.p("type %s struct{ o codec.Object }\n", v)
 	g.p("// Read%s checks the message header at the start of b and returns a", t)
 	g.p("// view of its root %s. It does not copy b and does not allocate.", t)
@@ -533,34 +556,6 @@ func (g *generator) fieldListViews(t string, s *schema.Struct, f *schema.Field) 
 	}
 }
 
-// builderAppend writes zapAppend for a record with nested objects or lists:
-// it goes through a codec.Builder.
-func (g *generator) builderAppend(s *schema.Struct, pooled bool) {
-	t := GoName(s.Name)
-	g.p("// zapAppend appends m as one message without growing dst first.")
-	g.p("func (m *%s) zapAppend(dst []byte) []byte {", t)
-	if pooled {
-		g.use("sync")
-		g.p("b := zap%sBuilders.Get().(*codec.Builder)", t)
-		g.p("b.Reset(dst)")
-		g.p("b.SetRoot(m.zapBuild(b))")
-		g.p("dst = b.Finish()")
-		g.p("zap%sBuilders.Put(b) // keeps a reference to dst until its next use", t)
-		g.p("return dst")
-		g.p("}\n")
-		g.p("// zap%sBuilders holds Builders for %s, whose nested text and bytes", t, t)
-		g.p("// values may outnumber what a Builder records without allocating.")
-		g.p("var zap%sBuilders = sync.Pool{New: func() any { return new(codec.Builder) }}\n", t)
-	} else {
-		g.p("var b codec.Builder")
-		g.p("b.Reset(dst)")
-		g.p("b.SetRoot(m.zapBuild(&b))")
-		g.p("return b.Finish()")
-		g.p("}\n")
-	}
-
-}
-
 // isFlat reports whether s has no nested objects and no lists: its message
 // is the header, its fixed section and its text and bytes values in field
 // order, which codec.AppendFlat writes without a Builder.
@@ -601,26 +596,8 @@ func (g *generator) flatAppend(s *schema.Struct) {
 			g.p("dst = codec.AppendTailBytes(dst, o+%d, m.%s)", off, n)
 		case schema.KindBytesFixed:
 			g.p("copy(%s, m.%s[:])", at, n)
-		case schema.KindBool:
-			g.p("if m.%s {", n)
-			g.p("dst[o+%d] = 1", off)
-			g.p("}")
-		case schema.KindU8:
-			g.p("dst[o+%d] = m.%s", off, n)
-		case schema.KindI8:
-			g.p("dst[o+%d] = byte(m.%s)", off, n)
-		case schema.KindF32:
-			g.use("encoding/binary")
-			g.use("math")
-			g.p("binary.LittleEndian.PutUint32(%s, math.Float32bits(m.%s))", at, n)
-		case schema.KindF64:
-			g.use("encoding/binary")
-			g.use("math")
-			g.p("binary.LittleEndian.PutUint64(%s, math.Float64bits(m.%s))", at, n)
 		default:
-			w := scalars[k].width * 8
-			g.use("encoding/binary")
-			g.p("binary.LittleEndian.PutUint%d(%s, uint%d(m.%s))", w, at, w, n)
+			g.storeScalar(k, at, fmt.Sprintf("dst[o+%d]", off), "m."+n)
 		}
 	}
 	g.p("return dst")

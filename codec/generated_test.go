@@ -1,0 +1,112 @@
+package codec_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/codec"
+)
+
+// checkGeneratedHelpers checks, on any bytes, that the helpers generated
+// decoders use agree with the general accessors: RootFixed with Root and
+// Fixed, BytesIn with Bytes, for every fixed size and slot offset up to 64.
+func checkGeneratedHelpers(t *testing.T, b []byte) {
+	m, err := codec.Parse(b)
+	if err != nil {
+		return
+	}
+	root := m.Root()
+	for n := 0; n <= 64; n++ {
+		o, f := m.RootFixed(n)
+		if !sameObject(o, root) {
+			t.Fatalf("RootFixed(%d) object differs from Root", n)
+		}
+		want := root.Fixed(n)
+		if n == 0 {
+			want = nil // RootFixed gives no empty section
+		}
+		if !bytes.Equal(f, want) || (f == nil) != (want == nil) || (f != nil && len(f) != n) {
+			t.Fatalf("RootFixed(%d) = %x, Fixed %x", n, f, want)
+		}
+		for off := 0; off+codec.TextSlotSize <= n && f != nil; off++ {
+			got, want := root.BytesIn(f, off), root.Bytes(off)
+			if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Fatalf("BytesIn(f[%d], %d) = %x, Bytes %x", n, off, got, want)
+			}
+		}
+	}
+}
+
+func TestGeneratedHelpers(t *testing.T) {
+	msg := handRequest(nil) // the eth request: a 44-byte root and a text
+	checkGeneratedHelpers(t, msg)
+	o, f := mustParse(t, msg).RootFixed(44)
+	if len(f) != 44 || string(o.BytesIn(f, 36)) != benchMethod {
+		t.Fatalf("RootFixed(44): %d bytes, method %q", len(f), o.BytesIn(f, 36))
+	}
+	// A root that runs past the end: no section, the object still there.
+	short := append([]byte(nil), msg[:codec.HeaderSize+40]...)
+	binary.LittleEndian.PutUint32(short[12:], uint32(len(short)))
+	checkGeneratedHelpers(t, short)
+	if o, f := mustParse(t, short).RootFixed(44); f != nil || o.IsNull() || o.Uint64(28) != 1 {
+		t.Fatalf("truncated: section %x, null %v", f, o.IsNull())
+	}
+	// A slot that points past the end, a root in the header.
+	bad := append([]byte(nil), msg...)
+	binary.LittleEndian.PutUint32(bad[codec.HeaderSize+36:], 1000)
+	checkGeneratedHelpers(t, bad)
+	binary.LittleEndian.PutUint32(bad[8:], 4)
+	checkGeneratedHelpers(t, bad)
+	// BytesIn given a short f refuses rather than panics.
+	if p := o.BytesIn(f[:3], 0); p != nil {
+		t.Fatalf("BytesIn of a 3-byte section: %x", p)
+	}
+}
+
+func mustParse(t *testing.T, b []byte) codec.Message {
+	t.Helper()
+	m, err := codec.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestSameText(t *testing.T) {
+	for _, c := range []struct{ p, s string }{
+		{"", ""}, {"a", "a"}, {"a", "b"}, {"eth_getBalance", "eth_getBalance"}, {"eth_getBalance", "eth_getBalancf"},
+		{"Xth_getBalance", "eth_getBalance"}, {"12345678", "12345678"}, {"12345678", "12345679"},
+		{"0123456789abcdef", "0123456789abcdef"}, {"0123456789abcdef", "0123456789abcdeF"},
+		{"0123456789abcdefg", "0123456789abcdefg"}, {"0123456789abcdefg", "0123456789abcdefh"}, {"abc", "abcd"},
+	} {
+		if got, want := codec.SameText([]byte(c.p), c.s), c.p == c.s; got != want {
+			t.Errorf("SameText(%q, %q) = %v", c.p, c.s, got)
+		}
+	}
+	if !codec.SameText(nil, "") {
+		t.Error("SameText(nil, \"\") = false")
+	}
+}
+
+// FuzzGeneratedHelpers: RootFixed and BytesIn agree with Root, Fixed and
+// Bytes on any input, and never panic.
+func FuzzGeneratedHelpers(f *testing.F) {
+	f.Add(handRequest(nil))
+	f.Add(handResponse(nil))
+	f.Fuzz(checkGeneratedHelpers)
+}
+
+// sameObject reports whether a and b read alike: nullness, and every byte
+// and text slot of the first 64 bytes.
+func sameObject(a, b codec.Object) bool {
+	if a.IsNull() != b.IsNull() {
+		return false
+	}
+	for off := range 64 {
+		if a.Uint8(off) != b.Uint8(off) || !bytes.Equal(a.Bytes(off), b.Bytes(off)) || (a.Fixed(off) == nil) != (b.Fixed(off) == nil) {
+			return false
+		}
+	}
+	return true
+}

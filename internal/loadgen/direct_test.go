@@ -1,0 +1,112 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// A Direct run makes the same calls with the same bytes on the wire as an
+// rpc.Client run: answers checked, statuses counted, bytes as computed.
+func TestDirectSameAsClient(t *testing.T) {
+	s, addr := startServer(t)
+	rep := run(t, Config{Addr: addr, Conns: 3, Direct: true, Calls: 600, Method: mEcho, Request: request, Check: echoed})
+	if rep.Calls != 600 || rep.OK != 600 || rep.Failed != 0 {
+		t.Fatalf("calls %d ok %d failed %d, want 600/600/0; errors %v", rep.Calls, rep.OK, rep.Failed, rep.Errors)
+	}
+	checkLatency(t, rep)
+	if want := uint64(600 * (5 + wire.RequestOverhead + 8)); rep.BytesOut != want {
+		t.Errorf("bytes out %d, want %d", rep.BytesOut, want)
+	}
+	if want := uint64(600 * (5 + wire.ResponseOverhead + 8)); rep.BytesIn != want {
+		t.Errorf("bytes in %d, want %d", rep.BytesIn, want)
+	}
+	if st := s.Stats(); st.Accepted != 3 || st.OK != 600 {
+		t.Errorf("server accepted %d connections and answered %d OK, want 3 and 600", st.Accepted, st.OK)
+	}
+	rep = run(t, Config{Addr: addr, Direct: true, Calls: 50, Method: mReject, Payload: []byte("x")})
+	if rep.Failed != 50 || rep.Statuses["403"] != 50 || len(rep.Errors) != 0 {
+		t.Fatalf("403 run: failed %d statuses %v errors %v", rep.Failed, rep.Statuses, rep.Errors)
+	}
+	rep = run(t, Config{Addr: addr, Direct: true, Conns: 2, Rate: 2000, Duration: 100 * time.Millisecond, Method: mEcho, Request: request, Check: echoed})
+	if rep.Calls != 200 || rep.OK != 200 {
+		t.Fatalf("open loop: calls %d ok %d, want 200; errors %v", rep.Calls, rep.OK, rep.Errors)
+	}
+}
+
+// Direct needs one call in flight per connection and no client options.
+func TestDirectConfig(t *testing.T) {
+	_, addr := startServer(t)
+	for _, cfg := range []Config{
+		{Addr: addr, Direct: true, Concurrency: 2, Method: mEcho},
+		{Addr: addr, Direct: true, ClientOptions: []rpc.ClientOption{rpc.WithAnswerTimeout(time.Second)}, Method: mEcho},
+	} {
+		if r, err := New(context.Background(), cfg); err == nil {
+			r.Close()
+			t.Fatalf("New(%+v) succeeded", cfg)
+		}
+	}
+}
+
+// A server that shuts down: its go-away is acknowledged, the calls after
+// it fail as go-away or closed (not as a hang), and the run ends.
+func TestDirectServerShutdown(t *testing.T) {
+	s, addr := startServer(t)
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Direct: true, Duration: 30 * time.Second, Method: mEcho, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
+	rep, err := r.Run(context.Background())
+	if !errors.Is(err, ErrNoConns) {
+		t.Fatalf("Run = %v, want ErrNoConns once the server is gone", err)
+	}
+	if rep.OK == 0 || rep.Failed == 0 {
+		t.Fatalf("ok %d failed %d errors %v statuses %v: want calls before and failures after the shutdown", rep.OK, rep.Failed, rep.Errors, rep.Statuses)
+	}
+	for class := range rep.Errors {
+		if class != "go-away" && class != "connection closed" {
+			t.Fatalf("error class %q after a shutdown", class)
+		}
+	}
+}
+
+// A server that never answers: the call is cut once the run's grace is
+// over and counted as abandoned; the run ends.
+func TestDirectGraceCutsHungCall(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // held open, never answered
+		}
+	}()
+	r, err := New(context.Background(), Config{Addr: l.Addr().String(), Direct: true, Calls: 1,
+		Duration: 20 * time.Millisecond, Grace: 50 * time.Millisecond, Method: mEcho, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, _ := r.Run(context.Background())
+	if rep.Calls != 1 || rep.Errors["abandoned (no answer in time)"] != 1 {
+		t.Fatalf("calls %d errors %v, want the one call abandoned", rep.Calls, rep.Errors)
+	}
+}
