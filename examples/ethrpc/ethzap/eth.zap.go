@@ -51,14 +51,13 @@ func (m *GetBalanceRequest) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "GetBalanceRequest")
-	}
 	var p0 []byte // Method
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(44)
+	o, f, err := codec.ParseFixed(b, 44)
+	if err != nil {
+		return codec.InField(err, "GetBalanceRequest")
+	}
 	if len(f) == 44 {
 		m.Account = [20]byte(f[0:20])
 		m.Block = binary.LittleEndian.Uint64(f[20:28])
@@ -170,13 +169,12 @@ func (m *GetBalanceResponse) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *GetBalanceResponse) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 80)
 	if err != nil {
 		return codec.InField(err, "GetBalanceResponse")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(80)
 	if len(f) == 80 {
 		m.Balance = [32]byte(f[0:32])
 		m.Nonce = binary.LittleEndian.Uint64(f[32:40])
