@@ -39,6 +39,7 @@ var targets = []struct {
 	{"order", "testdata/order.zap", "", "internal/gentest/order"},
 	{"service_ws", canonical + "/more/service_ws.zap", "", "internal/gentest/svc"},
 	{"health", repoRoot + "/rpc/health.zap", "rpc", "rpc"},
+	{"streams", "testdata/streams.zap", "", "internal/gentest/streams"},
 }
 
 func generate(t *testing.T, path, pkg string) File {
@@ -207,6 +208,20 @@ func TestEmptyInterface(t *testing.T) {
 		if !strings.Contains(code, "func RegisterSServer(") || !strings.Contains(code, "func NewSClient(") {
 			t.Errorf("%q: no server registration or client:\n%s", src, code)
 		}
+	}
+}
+
+// A struct named like a generated stream type is refused with a
+// positioned error.
+func TestStreamNameCollision(t *testing.T) {
+	src := "package p\nstruct A\n    X u32\nstruct IMServerStream\n    Y u32\ninterface I {\n    m(req: A) returns (stream A)\n}\n"
+	f, err := schema.Parse("c.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Generate(f, Options{Package: "p"})
+	if err == nil || !strings.Contains(err.Error(), "IMServerStream") || !strings.Contains(err.Error(), "c.zap:") {
+		t.Fatalf("got %v, want a collision error naming IMServerStream", err)
 	}
 }
 
