@@ -50,13 +50,12 @@ func (m *Filter) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Filter) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 16)
 	if err != nil {
 		return codec.InField(err, "Filter")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(16)
 	if len(f) == 16 {
 		m.From = binary.LittleEndian.Uint64(f[0:8])
 		m.Count = binary.LittleEndian.Uint32(f[8:12])
@@ -149,14 +148,13 @@ func (m *Log) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Log) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Log")
-	}
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(20)
+	o, f, err := codec.ParseFixed(b, 20)
+	if err != nil {
+		return codec.InField(err, "Log")
+	}
 	if len(f) == 20 {
 		m.Block = binary.LittleEndian.Uint64(f[0:8])
 		m.Index = binary.LittleEndian.Uint32(f[8:12])
@@ -246,14 +244,13 @@ func (m *Chunk) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Chunk) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Chunk")
-	}
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(12)
+	o, f, err := codec.ParseFixed(b, 12)
+	if err != nil {
+		return codec.InField(err, "Chunk")
+	}
 	if len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
@@ -339,13 +336,12 @@ func (m *Summary) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Summary) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 12)
 	if err != nil {
 		return codec.InField(err, "Summary")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(12)
 	if len(f) == 12 {
 		m.Chunks = binary.LittleEndian.Uint32(f[0:4])
 		m.Bytes = binary.LittleEndian.Uint64(f[4:12])
@@ -431,14 +427,13 @@ func (m *Msg) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Msg) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Msg")
-	}
 	var p0 []byte // Text
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(12)
+	o, f, err := codec.ParseFixed(b, 12)
+	if err != nil {
+		return codec.InField(err, "Msg")
+	}
 	if len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
