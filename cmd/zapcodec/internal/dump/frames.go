@@ -96,12 +96,28 @@ func (d *dumper) frame(kind byte, env []byte, base int) {
 			return
 		}
 		msg := env[4:]
+		if kind == wire.KindStreamEnd && len(msg) > 0 {
+			// A zapcodec error end: status and text after the id.
+			e, _ := wire.ParseStreamEnd(env)
+			d.printf("%s, stream %d, error end: status %d %q\n", name, e.ID, e.Status, e.Message)
+			return
+		}
 		d.printf("%s, stream %d, message %d bytes\n", name, binary.LittleEndian.Uint32(env), len(msg))
 		if len(msg) > 0 && d.opts.Target.Struct != nil {
 			d.show("  ", msg, base+4, d.opts.Target.Struct)
 		}
 	case wire.KindGoAway:
 		d.printf("go-away, %d bytes\n", len(env))
+	case wire.KindStreamWindow:
+		id, n, ok := wire.ParseStreamWindow(env)
+		switch {
+		case !ok:
+			d.printf("stream-window, %d bytes (not 8: skipped)\n", len(env))
+		case id == 0:
+			d.printf("stream-hello, window %d bytes\n", n)
+		default:
+			d.printf("stream-window, stream %d, grants %d bytes\n", id, n)
+		}
 	default:
 		d.printf("kind %d (unknown: skipped), %d bytes\n", kind, len(env))
 	}
