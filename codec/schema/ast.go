@@ -225,6 +225,27 @@ type Interface struct {
 	Doc, Comment string
 }
 
+// Method returns the method named name (as written: "getBalance"), or nil.
+func (it *Interface) Method(name string) *Method {
+	for _, m := range it.Methods {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// MethodByOrdinal returns the method whose ordinal is ord (the method id
+// an RPC envelope carries), or nil.
+func (it *Interface) MethodByOrdinal(ord uint32) *Method {
+	for _, m := range it.Methods {
+		if m.Ordinal == ord {
+			return m
+		}
+	}
+	return nil
+}
+
 // Method is one RPC method of an interface, "name(req: T) returns (resp: U)".
 type Method struct {
 	Name    string // as written ("getBalance")

@@ -60,6 +60,14 @@ type Conn struct {
 	rc       *rpc.Client
 	inflight atomic.Int32 // calls of this client on rc
 	gone     atomic.Bool  // retired: no new calls; set under the client's mu
+	born     time.Time    // when it was dialed
+	closedUs atomic.Bool  // closed by this client (not by the server)
+}
+
+// close closes the connection, as this client's decision.
+func (c *Conn) close() {
+	c.closedUs.Store(true)
+	c.rc.Close()
 }
 
 // Addr returns the replica's address.
@@ -154,10 +162,13 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 //
 // The connection is chosen by the balancer among those of the admitted
 // replicas. A call the server refused without running it (it was going
-// away: [rpc.IsRetryable]) is sent once more, to another connection, if
-// ctx is not done and the retry budget allows ([WithRetryBudget]); a call
-// that may have run (any answer a handler gave, a broken connection, a
-// ctx error) is never sent again. With no admitted replica the call fails
+// away: [rpc.IsRetryable]) is sent once more, to another replica when one
+// is ready, if ctx is not done and the retry budget allows
+// ([WithRetryBudget]); a call that a connection refused before writing it
+// (its go-away came between the pick and the write) is not a retry and
+// goes to another connection at once. A call that may have run (any
+// answer a handler gave, a broken connection, a ctx error) is never sent
+// again. With no admitted replica the call fails
 // with [ErrNoReplica] (or waits, see [WithWaitForReady]); after Close,
 // with an error matching rpc.ErrClosed.
 //
@@ -173,7 +184,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	c.calls.Add(1)
 	c.budget.call()
-	retried := false
+	retried, unsent := false, 0
 	var avoid *replica
 	for {
 		cn, err := c.pick(ctx, avoid)
@@ -188,6 +199,10 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			return out, nil
 		}
 		c.account(cn, err)
+		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
+			unsent++ // the connection went away before the call was written: not a retry
+			continue
+		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
 			continue
@@ -204,7 +219,7 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
 	c.calls.Add(1)
 	c.budget.call()
-	retried := false
+	retried, unsent := false, 0
 	var avoid *replica
 	for {
 		cn, err := c.pick(ctx, avoid)
@@ -218,6 +233,10 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 			return p, nil
 		}
 		c.account(cn, err)
+		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
+			unsent++
+			continue
+		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
 			continue
@@ -375,7 +394,7 @@ func (c *Client) retireLocked(cn *Conn) bool {
 	}
 	cn.gone.Store(true)
 	if c.closed {
-		go cn.rc.Close()
+		go cn.close()
 		return true
 	}
 	c.wg.Add(1)
@@ -393,12 +412,12 @@ func (c *Client) retire(cn *Conn) {
 	for (cn.inflight.Load() != 0 || cn.rc.Pending() != 0 || cn.rc.OpenStreams() != 0) && !cn.rc.Closed() && time.Now().Before(deadline) {
 		select {
 		case <-c.ctx.Done():
-			cn.rc.Close()
+			cn.close()
 			return
 		case <-t.C:
 		}
 	}
-	cn.rc.Close()
+	cn.close()
 }
 
 // publishLocked rebuilds the ready set from the replicas.
@@ -561,7 +580,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	for _, cn := range conns {
 		cn.gone.Store(true)
-		cn.rc.Close()
+		cn.close()
 	}
 	c.wg.Wait()
 	return nil

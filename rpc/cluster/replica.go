@@ -143,6 +143,11 @@ func (r *replica) connect() error {
 			continue
 		}
 		c.drop(cn)
+		if cn != nil && (cn.rc.Draining() || cn.rc.Closed() && !cn.closedUs.Load()) && time.Since(cn.born) < c.o.ejectBase {
+			// Gone as soon as it came: back off rather than redial in a
+			// loop (a server that sends go-away on every connection).
+			return fmt.Errorf("cluster: connection lost %v after it was made", time.Since(cn.born).Round(time.Millisecond))
+		}
 		rc, err := r.dial()
 		if err != nil {
 			return err
@@ -154,7 +159,7 @@ func (r *replica) connect() error {
 			}
 			probe = false
 		}
-		ncn := &Conn{r: r, rc: rc}
+		ncn := &Conn{r: r, rc: rc, born: time.Now()}
 		c.mu.Lock()
 		if c.closed || r.removed.Load() {
 			c.mu.Unlock()

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A call the server refused without running it is sent again once, on
@@ -18,7 +20,9 @@ func TestRetryRefusalOnce(t *testing.T) {
 	var refused atomic.Int32
 	ref := countingRefuser(t, &refused)
 	good := startReplica(t, "127.0.0.1")
-	c := dialT(t, "static:///"+ref+","+good.addr)
+	// A budget that never runs out here: about half the calls go to the
+	// refuser first (the default budget would stop retrying after ~10).
+	c := dialT(t, "static:///"+ref+","+good.addr, WithRetryBudget(1, 1000))
 	await(t, "both admitted", func() bool { return readyCount(c) == 2 })
 	for i := range 20 {
 		before := refused.Load()
@@ -275,5 +279,121 @@ func TestSendPipeline(t *testing.T) {
 		if err != nil || string(first) != "id:q" {
 			t.Fatalf("%q %v", first, err)
 		}
+	}
+}
+
+// goAwayAtOnce is a server that sends go-away on every connection as soon
+// as it answered the health check: the client must back off, not redial
+// in a loop.
+func goAwayAtOnce(t *testing.T, accepted *atomic.Int32) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				r, w := frame.NewReader(nc), frame.NewWriter(nc)
+				for {
+					nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+					kind, p, err := r.Next()
+					if err != nil || kind != wire.KindRequest {
+						return
+					}
+					req, err := wire.ParseRequest(p)
+					if err != nil {
+						return
+					}
+					resp := wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
+					w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
+					w.WriteFrame(wire.KindGoAway, nil)
+					if w.Flush() != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// A replica whose connections go away as soon as they are made is
+// ejected with a back-off instead of being redialed in a loop.
+func TestGoAwayAtOnceBacksOff(t *testing.T) {
+	var accepted atomic.Int32
+	bad := goAwayAtOnce(t, &accepted)
+	good := startReplica(t, "127.0.0.1")
+	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, 200*time.Millisecond, time.Second))
+	stop := loadRun(c, 4, 30*time.Second)
+	await(t, "the replica ejected", func() bool { return c.Stats().Ejections > 0 })
+	time.Sleep(300 * time.Millisecond)
+	res := stop()
+	n := accepted.Load()
+	t.Logf("%d connections in ~0.3 s of back-off; %d calls, %d failed", n, res.calls, res.failed)
+	if n > 20 {
+		t.Fatalf("%d connections: the client redials in a loop", n)
+	}
+	if res.failed != 0 {
+		t.Fatalf("%d calls failed: %v", res.failed, res.firstErr)
+	}
+}
+
+// A call whose connection receives go-away between the pick and the write
+// is refused by the connection before it is written: it goes to another
+// replica without counting as a retry, so it succeeds even with no retry
+// budget at all.
+func TestGoAwayBeforeWriteIsNotARetry(t *testing.T) {
+	a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	hold := func(ctx context.Context, m uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+		if m == mEcho && first.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return invoke(ctx, m, req, resp)
+	}
+	c := dialT(t, "static:///"+a.addr+","+b.addr, WithBalancer(firstAddr{a.addr}), WithRetryBudget(0, 0),
+		WithClientOptions(rpc.WithClientInterceptors(hold)))
+	var connA *Conn
+	for _, cn := range *c.ready.Load() {
+		if cn.Addr() == a.addr {
+			connA = cn
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		out, err := c.Call(context.Background(), mEcho, []byte("x"), nil)
+		if err == nil && string(out) != "x" {
+			err = errors.New("wrong answer " + string(out))
+		}
+		done <- err
+	}()
+	<-entered // picked a's connection, not written yet
+	go a.shutdown()
+	await(t, "a's connection to read the go-away", func() bool { return connA.rc.Draining() })
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("call: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer after 30 s")
+	}
+	if st := c.Stats(); st.Retries != 0 || st.RetriesDenied != 0 || b.calls.Load() != 1 {
+		t.Fatalf("stats %+v, b ran %d calls", st, b.calls.Load())
 	}
 }

@@ -277,3 +277,44 @@ func TestArticle(t *testing.T) {
 		}
 	}
 }
+
+// Only what is called is emitted: a flat record nobody nests has no
+// helpers beside its methods; a nested or listed one has those its
+// parent calls; the stubs use rpc's shared pools, not copies of their own.
+func TestNothingUnused(t *testing.T) {
+	src := `package p
+struct Flat { A u32; B text }
+struct Leaf { A u32; B text }
+struct Elem { A u32 }
+struct Tree { L Leaf; E list<Elem>; T text }
+interface S { get(req: Flat) returns (resp: Flat) }
+`
+	f, err := schema.Parse("t.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := string(files[0].Data)
+	has := func(s string) bool { return strings.Contains(code, s) }
+	for _, absent := range []string{
+		"(m *Flat) zap", "(m *Elem) zapObject", "(m *Elem) zapSize", "(m *Elem) zapAppend",
+		"(m *Leaf) zapAppend", "(m *Leaf) zapDecodeMessage",
+		"zapBuild", "zapRelease", "sync.Pool", `"sync"`, "Bufs",
+	} {
+		if has(absent) {
+			t.Errorf("%q is emitted", absent)
+		}
+	}
+	for _, present := range []string{
+		"(m *Leaf) zapObject(", "(m *Leaf) zapSize(", "(m *Leaf) zapDecode(", "(m *Elem) zapDecodeMessage(",
+		"(m *Tree) zapAppend(", "(m *Tree) zapObject(", "(m *Tree) zapDecode(",
+		"rpc.GetBuffer()", "rpc.PutBuffer(", "rpc.ResultPool[Flat]",
+	} {
+		if !has(present) {
+			t.Errorf("%q is missing", present)
+		}
+	}
+}
