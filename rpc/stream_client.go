@@ -10,7 +10,8 @@ import (
 )
 
 // StreamOpener opens streams; generated clients of streaming methods
-// need their Caller to be one. *Client implements it.
+// need their Caller to be one. *Client and rpc/cluster's Client implement
+// it.
 type StreamOpener interface {
 	// OpenStream opens a stream to the method with the given ordinal (see
 	// Client.OpenStream).
@@ -144,3 +145,9 @@ func (t *streamSet) onClientEnd(p []byte) {
 		s.stop()
 	}
 }
+
+// OpenStreams returns how many streams this client has open (opened and
+// not yet ended by the server, canceled or failed). A load balancer reads
+// it, with [Client.Pending], to learn whether a connection can be closed
+// without cutting a stream.
+func (c *Client) OpenStreams() int { return c.streams.open() }

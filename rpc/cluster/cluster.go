@@ -409,7 +409,7 @@ func (c *Client) retire(cn *Conn) {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	deadline := time.Now().Add(c.o.drainTimeout)
-	for (cn.inflight.Load() != 0 || cn.rc.Pending() != 0) && !cn.rc.Closed() && time.Now().Before(deadline) {
+	for (cn.inflight.Load() != 0 || cn.rc.Pending() != 0 || cn.rc.OpenStreams() != 0) && !cn.rc.Closed() && time.Now().Before(deadline) {
 		select {
 		case <-c.ctx.Done():
 			cn.close()
