@@ -61,4 +61,18 @@
 // a text or bytes field set more than once keeps every value in the message
 // and ends up with the last one (an empty last value reads as empty, not
 // null), as the canonical builder leaves it.
+//
+// # For generated code
+//
+// The records `zapcodec gen` writes use a few helpers documented "for
+// generated code" (generated.go): [Message.RootFixed] and [Object.Fixed]
+// check the bounds of a record's fixed section once, after which its
+// fields load at constant offsets with no check each; [Object.BytesIn] and
+// [SameText] read and compare its text values; [AppendHeader],
+// [AppendObject], [AppendListStart], [PutObjectSlot], [PutListSlot] and
+// [PutHeader] write a message with nested objects and lists laid out as the
+// Builder lays it out, without the Builder's bookkeeping. A generated
+// DecodeZAP reports malformed input as a [*FieldError] naming the field
+// ("Block.txs[3].to") and wrapping the cause ([ErrOutOfBounds], [ErrMagic],
+// ...), built with [InField] and [InElement].
 package codec

@@ -5,17 +5,15 @@ import (
 	"strconv"
 )
 
-// Errors a generated DecodeZAP reports, wrapped in a [*FieldError] that
-// says where it found them. Match them with errors.Is.
+// Errors a generated DecodeZAP reports, besides [ErrOutOfBounds] for a
+// list or list element outside the message, wrapped in a [*FieldError]
+// that says where it found them. Match them with errors.Is.
 var (
 	// ErrTooDeep: records nest more than 100 levels deep.
 	ErrTooDeep = errors.New("codec: nesting deeper than 100 levels")
 	// ErrShared: objects are shared or cyclic, so that decoding them into
 	// records would take far more memory than the message has bytes.
 	ErrShared = errors.New("codec: objects shared or cyclic beyond the message size")
-	// ErrOutside: a list, or one of its elements, does not lie inside the
-	// message (its count overstates the elements present).
-	ErrOutside = errors.New("codec: list or list element outside the message")
 	// ErrElementSize: an element of a list of scalars or of bytes_fixed[N]
 	// does not have the element type's size.
 	ErrElementSize = errors.New("codec: list element of the wrong size")
@@ -26,10 +24,10 @@ var (
 
 // FieldError is the error a generated DecodeZAP returns: Err says what was
 // wrong ([ErrTooSmall], [ErrMagic] or [ErrVersion] from a header, whether
-// bare or wrapped by the error Parse returns, or one of [ErrTooDeep],
-// [ErrShared], [ErrOutside], [ErrElementSize], [ErrNestedList]) and Path
+// bare or wrapped by the error Parse returns, or one of [ErrOutOfBounds],
+// [ErrTooDeep], [ErrShared], [ErrElementSize], [ErrNestedList]) and Path
 // where: the record type, then field names and list indices, as in
-// "Block.txs[3].to". errors.Is(err, ErrOutside) and the like see through it.
+// "Block.txs[3].to". errors.Is(err, ErrOutOfBounds) and the like see through it.
 type FieldError struct {
 	Path string
 	Err  error

@@ -11,16 +11,16 @@ import (
 // return through their levels: element 3 of txs, field to inside it, all
 // in a Block.
 func TestFieldErrorPath(t *testing.T) {
-	err := codec.InField(codec.InElement(codec.InField(codec.ErrOutside, "to"), 3), "txs")
+	err := codec.InField(codec.InElement(codec.InField(codec.ErrOutOfBounds, "to"), 3), "txs")
 	err = codec.InField(err, "Block")
 	var fe *codec.FieldError
 	if !errors.As(err, &fe) || fe.Path != "Block.txs[3].to" {
 		t.Fatalf("path: %v", err)
 	}
-	if !errors.Is(err, codec.ErrOutside) || errors.Is(err, codec.ErrShared) {
+	if !errors.Is(err, codec.ErrOutOfBounds) || errors.Is(err, codec.ErrShared) {
 		t.Fatalf("errors.Is does not see the sentinel: %v", err)
 	}
-	if got, want := err.Error(), "Block.txs[3].to: "+codec.ErrOutside.Error(); got != want {
+	if got, want := err.Error(), "Block.txs[3].to: "+codec.ErrOutOfBounds.Error(); got != want {
 		t.Fatalf("Error() = %q, want %q", got, want)
 	}
 }

@@ -124,8 +124,22 @@ func FuzzReader(f *testing.F) {
 		r := NewReader(src, opts...)
 		// A pool of its own: every buffer seen was allocated here.
 		r.bodies = new(pool.SizedPool)
+		// An odd buffer size also waits for each frame to begin first, as
+		// a server's read loop does (Wait, then Next): same frames, same
+		// errors.
+		wait := bufSize%2 == 1
 		for i := 0; ; i++ {
-			kind, p, err := r.Next()
+			var kind byte
+			var p []byte
+			var err error
+			if wait && r.Buffered() == 0 {
+				if err = r.Wait(); err == nil && r.Buffered() == 0 {
+					t.Fatal("Wait returned with nothing buffered")
+				}
+			}
+			if err == nil {
+				kind, p, err = r.Next()
+			}
 			// Memory follows the bytes received, whatever the headers
 			// announced, and never exceeds the larger of the read-ahead
 			// limit and the largest frame.

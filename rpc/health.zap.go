@@ -39,10 +39,9 @@ func (m *HealthCheckRequest) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("HealthCheckRequest", "HealthCheckRequest.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "HealthCheckRequest" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *HealthCheckRequest) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -131,10 +130,9 @@ func (m *HealthCheckResponse) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("HealthCheckResponse", "HealthCheckResponse.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "HealthCheckResponse" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *HealthCheckResponse) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {

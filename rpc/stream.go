@@ -12,7 +12,7 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// Streams (issue 13; WIRE.md §6 and §8). A stream is opened by a client
+// Streams (docs/wire.md §9). A stream is opened by a client
 // (kind 3, a request envelope whose promise_id is the stream id), carries
 // messages both ways (kind 4) and ends with one end frame per direction
 // (kind 5). See README.md "Streams" for the wire, flow control and limits.
@@ -572,7 +572,7 @@ func (t *streamSet) onMsg(p []byte, wait bool) bool {
 	if s := t.lookup(id); s != nil {
 		return !s.put(msg, wait)
 	}
-	return true // unknown stream: dropped (WIRE.md §6)
+	return true // unknown stream: dropped (docs/wire.md §9)
 }
 
 // onWindow handles a kind 9 frame. It reports whether it was the peer's

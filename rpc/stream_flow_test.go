@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -315,5 +314,3 @@ func TestStreamSendFailsWhenPeerGone(t *testing.T) {
 	go io.Copy(io.Discard, rc)
 	await(t, "the connection to close", func() bool { return s.Stats().Active == 0 })
 }
-
-var _ = errors.New

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -386,18 +383,13 @@ func (s *Server) streamsOpen() int {
 	return n
 }
 
-var _ = fmt.Sprint
-var _ sync.Mutex
-var _ atomic.Int64
-
 // The open carries the ctx's deadline, cap and metadata like a call: the
 // handler's ctx has them.
 func TestStreamOpenCarriesCtx(t *testing.T) {
 	s, addr, _ := streamServer(t)
 	type seen struct {
-		dl       bool
-		cap, md  string
-		canceled error
+		dl      bool
+		cap, md string
 	}
 	got := make(chan seen, 1)
 	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {

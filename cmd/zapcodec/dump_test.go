@@ -69,6 +69,7 @@ func dumpCases() []dumpCase {
 		{"err_rpc_frames_eth", "rpc_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}}, // fixture payloads are not eth records
 		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
 		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
+		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end
 		{"eth_frames", "eth_frames.hex", nil},
 		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
 		{"eth_frames_bin_method", "eth_frames.bin", []string{"-frames", "-schema", "eth.zap", "-type", "Eth.getBalance"}},
@@ -88,6 +89,7 @@ func dumpCases() []dumpCase {
 		{"err_forced_hex", "text.txt", []string{"-hex"}},
 		{"err_text_as_frames", "text.txt", nil},
 		{"err_truncated_frame", "truncated_frame.hex", nil},
+		{"err_bad_envelopes", "bad_envelopes.hex", nil}, // a plain message as a request, a response without its fixed section
 		{"err_message_as_frames", "msg_crosswire_v1.hex", []string{"-frames"}},
 		{"err_wrong_type", "gen_request.hex", []string{"-schema", "kitchen.zap", "-type", "Everything"}},
 		{"err_interface_bare", "gen_request.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},

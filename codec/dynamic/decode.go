@@ -3,6 +3,7 @@ package dynamic
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -109,28 +110,44 @@ func (d *decoder) charge(off, n int) error {
 // message decodes the whole message m, found at position base of the
 // top-level message, as a record of s.
 func (d *decoder) message(dst, m []byte, base int, s *schema.Struct, depth int) ([]byte, error) {
-	if len(m) < codec.HeaderSize {
-		return dst, d.errorf(base, "message header truncated: need %d bytes, have %d", codec.HeaderSize, len(m))
+	msg, err := codec.Parse(m)
+	if err != nil {
+		off, reason := headerProblem(m, err)
+		return dst, d.errorf(base+off, "%s", reason)
 	}
-	if string(m[:4]) != codec.Magic {
-		return dst, d.errorf(base, "expected magic \"ZAP\\x00\", found % x", m[:4])
+	// codec gives a null root for a root offset inside the header or past
+	// the end. A root at the end (root == size) is a struct of size 0
+	// placed last, as the canonical runtime writes one: present, with no
+	// fixed section (object fails a larger struct there).
+	root := msg.Root()
+	if root.IsNull() {
+		return dst, d.errorf(base+8, "root offset %d outside %d..%d (the header's end to the message's)",
+			binary.LittleEndian.Uint32(m[8:]), codec.HeaderSize, msg.Size())
 	}
-	if v := binary.LittleEndian.Uint16(m[4:]); v != codec.Version1 && v != codec.Version2 {
-		return dst, d.errorf(base+4, "version %d, expected 1 or 2", v)
+	return d.object(dst, msg.Bytes(), base, root.Pos(), s, depth)
+}
+
+// headerProblem says why codec.Parse refused the header of the message at
+// m[0], with the values found there, and where: the offset of its
+// *codec.ParseError (relative to m).
+func headerProblem(m []byte, err error) (off int, reason string) {
+	var pe *codec.ParseError
+	if !errors.As(err, &pe) {
+		return 0, err.Error()
 	}
-	size := binary.LittleEndian.Uint32(m[12:])
-	if size < codec.HeaderSize || uint64(size) > uint64(len(m)) {
-		return dst, d.errorf(base+12, "size %d outside %d..%d (the bytes present)", size, codec.HeaderSize, len(m))
+	switch {
+	case len(m) < codec.HeaderSize:
+		reason = fmt.Sprintf("message header truncated: need %d bytes, have %d", codec.HeaderSize, len(m))
+	case errors.Is(err, codec.ErrMagic):
+		reason = fmt.Sprintf("expected magic \"ZAP\\x00\", found % x", m[:4])
+	case errors.Is(err, codec.ErrVersion):
+		reason = fmt.Sprintf("version %d, expected 1 or 2", binary.LittleEndian.Uint16(m[4:]))
+	case errors.Is(err, codec.ErrTooSmall):
+		reason = fmt.Sprintf("size %d outside %d..%d (the bytes present)", binary.LittleEndian.Uint32(m[12:]), codec.HeaderSize, len(m))
+	default:
+		reason = pe.Err.Error()
 	}
-	m = m[:size]
-	// A root at the end of the message (root == size) is a struct of size
-	// 0 placed last, as the canonical runtime writes one: present, with
-	// no fixed section (object fails a larger struct there).
-	root := binary.LittleEndian.Uint32(m[8:])
-	if root < codec.HeaderSize || root > size {
-		return dst, d.errorf(base+8, "root offset %d outside %d..%d (the header's end to the message's)", root, codec.HeaderSize, size)
-	}
-	return d.object(dst, m, base, int(root), s, depth)
+	return pe.Offset, reason
 }
 
 // object decodes the fixed section of s at position pos of m.

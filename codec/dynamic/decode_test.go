@@ -359,7 +359,8 @@ func TestAppendJSONErrors(t *testing.T) {
 		reason string
 	}{
 		{"empty", nil, "Inner", 0, "header truncated"},
-		{"magic", append([]byte("ZAQ\x00"), inner[4:]...), "Inner", 0, "expected magic"},
+		{"magic", append([]byte("ZAQ\x00"), inner[4:]...), "Inner", 2, "expected magic"}, // the first wrong byte
+		{"short", inner[:11], "Inner", 11, "header truncated: need 16 bytes, have 11"},   // where it ends
 		{"version", decPut(inner, 4, 3), "Inner", 4, "version 3"},
 		{"size big", decPut(inner, 12, 1000), "Inner", 12, "size 1000"},
 		{"size small", decPut(inner, 12, 8), "Inner", 12, "size 8"},

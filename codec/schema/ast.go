@@ -225,6 +225,27 @@ type Interface struct {
 	Doc, Comment string
 }
 
+// Method returns the method named name (as written: "getBalance"), or nil.
+func (it *Interface) Method(name string) *Method {
+	for _, m := range it.Methods {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// MethodByOrdinal returns the method whose ordinal is ord (the method id
+// an RPC envelope carries), or nil.
+func (it *Interface) MethodByOrdinal(ord uint32) *Method {
+	for _, m := range it.Methods {
+		if m.Ordinal == ord {
+			return m
+		}
+	}
+	return nil
+}
+
 // Method is one RPC method of an interface, "name(req: T) returns (resp: U)".
 type Method struct {
 	Name    string // as written ("getBalance")
@@ -238,6 +259,12 @@ type Method struct {
 	Resp     *Struct
 	RespName string
 	Pos      Pos // of the name
+	// ReqStream and RespStream mark a stream of Req or Resp messages
+	// instead of one: "upload(stream Chunk)", "returns (stream Log)" (a
+	// zapcodec extension of the schema language; the canonical compiler
+	// has no streams). A stream's element is a struct like any payload;
+	// its name may be left out.
+	ReqStream, RespStream bool
 	// Doc is the comment block right above the declaration (its "#" lines
 	// with the "#" and one space removed, joined by newlines), "" without
 	// one; Comment is the comment at the end of its line.

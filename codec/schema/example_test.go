@@ -7,16 +7,17 @@ import (
 	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
-// Parse a schema and walk it: every struct with its fields at their byte
-// offsets, every interface with its methods and their ordinals (the
+// Parse a schema and walk it: every struct with its comments and its
+// fields at their byte offsets, every interface with its methods and their ordinals (the
 // method ids on the wire). A linter or a compatibility check between two
 // versions of a schema starts from this walk.
 func ExampleParse() {
 	src := []byte(`package shop
 type sku = bytes_fixed[8]
 
+# An item for sale.
 struct Item
-    Id    sku
+    Id    sku         # stock keeping unit
     Name  text
     Price u32
     Tags  list<text>
@@ -39,10 +40,16 @@ interface Shop {
 	fmt.Println("package", f.Package)
 	for _, s := range f.Structs {
 		fmt.Printf("struct %s: %d bytes\n", s.Name, s.Size)
+		if s.Doc != "" {
+			fmt.Printf("  doc: %s\n", s.Doc)
+		}
 		for _, fd := range s.Fields {
 			written := ""
 			if fd.Type.AliasName != "" {
 				written = " (written " + fd.Type.AliasName + ")"
+			}
+			if fd.Comment != "" {
+				written += " # " + fd.Comment
 			}
 			fmt.Printf("  @%-2d %-5s %s, %d bytes%s\n", fd.Offset, fd.Name, fd.Type, fd.Width, written)
 		}
@@ -60,7 +67,8 @@ interface Shop {
 	// Output:
 	// package shop
 	// struct Item: 28 bytes
-	//   @0  Id    bytes_fixed[8], 8 bytes (written sku)
+	//   doc: An item for sale.
+	//   @0  Id    bytes_fixed[8], 8 bytes (written sku) # stock keeping unit
 	//   @8  Name  text, 8 bytes
 	//   @16 Price u32, 4 bytes
 	//   @20 Tags  list<text>, 8 bytes

@@ -439,7 +439,7 @@ func (p *parser) method(it *Interface, seen map[string]*Method) error {
 	if err = p.expect("(", "after method name "+m.Name); err != nil {
 		return err
 	}
-	if m.ReqName, m.reqExpr, err = p.param(m.Name, "parameter"); err != nil {
+	if m.ReqName, m.reqExpr, m.ReqStream, err = p.param(m.Name, "parameter"); err != nil {
 		return err
 	}
 	if t := p.peek(); t.kind == tokIdent && t.text == "returns" {
@@ -447,7 +447,7 @@ func (p *parser) method(it *Interface, seen map[string]*Method) error {
 		if err = p.expect("(", "after returns"); err != nil {
 			return err
 		}
-		if m.RespName, m.respExpr, err = p.param(m.Name, "result"); err != nil {
+		if m.RespName, m.respExpr, m.RespStream, err = p.param(m.Name, "result"); err != nil {
 			return err
 		}
 	}
@@ -456,28 +456,52 @@ func (p *parser) method(it *Interface, seen map[string]*Method) error {
 	return nil
 }
 
-// param parses "[name: T] )" after "(".
-func (p *parser) param(method, what string) (string, *Type, error) {
+// param parses "[name: T] )" after "(", or the stream forms "stream T )"
+// and "name: stream T )" (zapcodec extension: a stream of T).
+func (p *parser) param(method, what string) (string, *Type, bool, error) {
 	if p.peek().is(")") {
 		p.next()
-		return "", nil, nil
+		return "", nil, false, nil
 	}
-	name := p.next()
-	if name.kind != tokIdent {
-		return "", nil, errorf(name.pos, "expected %s name in method %s, got %s", what, method, name.describe())
+	name := ""
+	if !p.streamAhead() {
+		n := p.next()
+		if n.kind != tokIdent {
+			return "", nil, false, errorf(n.pos, "expected %s name in method %s, got %s", what, method, n.describe())
+		}
+		if c := p.next(); !c.is(":") {
+			return "", nil, false, errorf(c.pos, "expected \":\" after %s name %s, got %s (write name: Type)", what, n.text, c.describe())
+		}
+		name = n.text
 	}
-	if c := p.next(); !c.is(":") {
-		return "", nil, errorf(c.pos, "expected \":\" after %s name %s, got %s (write name: Type)", what, name.text, c.describe())
+	stream := p.streamAhead()
+	if stream {
+		p.next()
 	}
 	t, err := p.typ()
 	if err != nil {
-		return "", nil, err
+		return "", nil, false, err
 	}
 	if c := p.peek(); c.is(",") {
-		return "", nil, errorf(c.pos, "method %s takes at most one %s", method, what)
+		return "", nil, false, errorf(c.pos, "method %s takes at most one %s", method, what)
 	}
-	if err := p.expect(")", "after "+what+" "+name.text); err != nil {
-		return "", nil, err
+	after := what
+	if name != "" {
+		after += " " + name
 	}
-	return name.text, t, nil
+	if err := p.expect(")", "after "+after); err != nil {
+		return "", nil, false, err
+	}
+	return name, t, stream, nil
+}
+
+// streamAhead reports whether the next tokens are "stream T": the word
+// stream followed by a type name (not ":" or ")", which make stream a
+// parameter name or a type).
+func (p *parser) streamAhead() bool {
+	t := p.peek()
+	if t.kind != tokIdent || t.text != "stream" || p.i+1 >= len(p.toks) {
+		return false
+	}
+	return p.toks[p.i+1].kind == tokIdent
 }

@@ -290,3 +290,20 @@ func TestWhitespaceInterface(t *testing.T) {
 		})
 	}
 }
+
+func TestInterfaceLookups(t *testing.T) {
+	f, err := Parse("t.zap", []byte("struct A {}\ninterface S {\n    get(req: A) returns (resp: A)\n    put(req: A)\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Interface("S")
+	if m := s.Method("put"); m == nil || m.Ordinal != 2 {
+		t.Fatalf("Method(put) = %+v", m)
+	}
+	if m := s.MethodByOrdinal(1); m == nil || m.Name != "get" {
+		t.Fatalf("MethodByOrdinal(1) = %+v", m)
+	}
+	if s.Method("Get") != nil || s.MethodByOrdinal(3) != nil || s.MethodByOrdinal(0) != nil {
+		t.Fatal("a lookup of a missing method found one")
+	}
+}

@@ -60,7 +60,17 @@ type options struct {
 	control       bool // -serve child of a demo: stats over stdin/stdout
 	inproc        bool
 	plain         bool // -serve: internal/plainserver instead of rpc.Server
+	// eth_getLogs whole and streamed (logs.go); 0: the defaults.
+	logBlocks, logChunk, logRounds int
 }
+
+// Defaults of the getLogs comparison: 2,500 blocks of 8 logs (20,000
+// logs, about 3.8 MB whole), streamed 500 logs a message, 5 rounds.
+const (
+	defaultLogBlocks = 2500
+	defaultLogChunk  = 500
+	defaultLogRounds = 5
+)
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -78,6 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.inproc, "inproc", false, "run the server in this process (allocations then show client+server together)")
 	fs.BoolVar(&o.control, "control", false, "internal: serve as the demo's child process")
 	fs.BoolVar(&o.plain, "plain", false, "with -serve: answer from a plain goroutine-per-connection server (the baseline of the many-sessions figures) instead of rpc.Server")
+	fs.IntVar(&o.logBlocks, "log-blocks", defaultLogBlocks, "getLogs comparison: blocks asked for (8 logs each; 0 skips it)")
+	fs.IntVar(&o.logChunk, "log-chunk", defaultLogChunk, "getLogs comparison: logs per streamed message")
+	fs.IntVar(&o.logRounds, "log-rounds", defaultLogRounds, "getLogs comparison: rounds of each (medians)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -124,10 +137,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// newServer returns a server with the Eth service on a fresh table.
+// newServer returns a server with the Eth service on a fresh table, and
+// EthLogs beside it (at rpc.At(logsBase)).
 func newServer() *rpc.Server {
 	s := rpc.NewServer()
 	ethzap.RegisterEthServer(s, ethServer{t: newTable()})
+	ethzap.RegisterEthLogsServer(s, logsServer{}, rpc.At(logsBase))
 	return s
 }
 
@@ -321,6 +336,7 @@ type result struct {
 	serverCalls                  uint64
 	serverBytes                  uint64
 	sample                       string
+	logs                         *logsResult // nil when skipped
 }
 
 func demo(ctx context.Context, o options, stderr io.Writer) (*result, error) {
@@ -398,6 +414,19 @@ func demo(ctx context.Context, o options, stderr io.Writer) (*result, error) {
 	}
 	res.serverCalls = s1.Calls - s0.Calls
 	res.serverBytes = (s1.BytesIn - s0.BytesIn) + (s1.BytesOut - s0.BytesOut)
+	if o.logBlocks > 0 {
+		chunk, rounds := o.logChunk, o.logRounds
+		if chunk <= 0 {
+			chunk = defaultLogChunk
+		}
+		if rounds <= 0 {
+			rounds = defaultLogRounds
+		}
+		fmt.Fprintf(stderr, "ethrpc: eth_getLogs of %d blocks, whole and streamed, %d rounds each\n", o.logBlocks, rounds)
+		if res.logs, err = compareLogs(ctx, o.network, addr, o.logBlocks, chunk, rounds); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -453,6 +482,14 @@ func (res *result) print(w io.Writer) {
 	fmt.Fprintf(w, "| %-20s | %s |\n|%s|%s|\n", "metric", "value", strings.Repeat("-", 22), strings.Repeat("-", 7))
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %-20s | %s |\n", r[0], r[1])
+	}
+	if l := res.logs; l != nil {
+		fmt.Fprintf(w, "\neth_getLogs of %d logs (%.1f MB whole), medians of %d rounds each:\n", l.logs, float64(l.bytes)/1e6, l.rounds)
+		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n|%s|%s|%s|\n", "delivery", "first log in hand", "all logs in hand",
+			strings.Repeat("-", 42), strings.Repeat("-", 20), strings.Repeat("-", 18))
+		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n", "getLogs: one answer, decoded", dur(uint64(l.wholeAll)), dur(uint64(l.wholeAll)))
+		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n", fmt.Sprintf("streamLogs: %d messages of %d, views", l.chunks, l.chunk),
+			dur(uint64(l.streamFirst)), dur(uint64(l.streamAll)))
 	}
 }
 

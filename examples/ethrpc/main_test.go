@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 func shortOptions(inproc bool) options {
 	return options{network: "tcp", addr: "127.0.0.1:0", duration: 200 * time.Millisecond, warm: 50 * time.Millisecond,
-		conns: 2, conc: 4, inproc: inproc}
+		conns: 2, conc: 4, inproc: inproc, logBlocks: 100, logChunk: 64, logRounds: 2}
 }
 
 // checkResult: every call answered 200 with the table's values (the load's
@@ -85,7 +85,11 @@ func TestDemoChildProcess(t *testing.T) {
 	}
 	var out bytes.Buffer
 	res.print(&out)
-	for _, want := range []string{"| calls/s", "| allocs/call client", "| allocs/call server", "| wire bytes/call      | 260 = 123 request + 137 answer (server counted 260)"} {
+	if l := res.logs; l == nil || l.logs != 800 || l.chunks != 13 || l.rounds != 2 {
+		t.Fatalf("getLogs comparison %+v", res.logs)
+	}
+	for _, want := range []string{"| calls/s", "| allocs/call client", "| allocs/call server", "| wire bytes/call      | 260 = 123 request + 137 answer (server counted 260)",
+		"eth_getLogs of 800 logs", "| getLogs: one answer, decoded", "| streamLogs: 13 messages of 64, views"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

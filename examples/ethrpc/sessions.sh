@@ -6,7 +6,8 @@
 # the same bytes), interleaved; per run: p50/p99/p99.9 (ms), the server's
 # CPU seconds while the load ran (from "connections open" to the report),
 # and its resident set per connection (RSS late in the run minus RSS
-# before any connection, divided by N). Medians are for the reader.
+# before any connection, divided by N), and the load tool's own CPU
+# seconds over its whole run (dialing included; needs /usr/bin/time). Medians are for the reader.
 #
 #   examples/ethrpc/sessions.sh [ROUNDS] [N...]     (default: 3 rounds, 10000)
 #
@@ -29,14 +30,14 @@ cpu() { awk -v t="$tick" '{printf "%.3f", ($14+$15)/t}' "/proc/$1/stat"; }
 rss() { awk '/VmRSS/ {print $2*1024}' "/proc/$1/status"; }
 port=$((17700 + RANDOM % 700 * 20)) # below the ephemeral ports the clients use
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); rate $RATE/s, $DUR, concurrency 1"
-printf "%-6s %-6s %6s %9s %9s %9s %9s %8s %10s\n" N server calls/s p50-ms p99-ms p99.9-ms failed cpu-s rss-B/conn
+printf "%-6s %-6s %6s %9s %9s %9s %9s %8s %10s %10s\n" N server calls/s p50-ms p99-ms p99.9-ms failed cpu-s rss-B/conn load-cpu-s
 for n in $NS; do
   for r in $(seq "$ROUNDS"); do
     for kind in ${BASE_ETHRPC:+base} rpc plain; do
       port=$((port + 1))
       flags=(-serve -addr 127.0.0.1:$port)
       [ $kind = plain ] && flags+=(-plain)
-      rm -f "$bin/srv.out" "$bin/load.json" "$bin/load.err"
+      rm -f "$bin/srv.out" "$bin/load.json" "$bin/load.err" "$bin/load.time"
       srv=$bin/ethrpc
       [ $kind = base ] && srv=$BASE_ETHRPC
       "$srv" "${flags[@]}" > "$bin/srv.out" 2>&1 &
@@ -44,7 +45,7 @@ for n in $NS; do
       for _ in $(seq 100); do grep -q serving "$bin/srv.out" 2>/dev/null && break; sleep 0.1; done
       kill -0 $spid 2>/dev/null && grep -q serving "$bin/srv.out" || { echo "server did not start:"; cat "$bin/srv.out"; exit 1; }
       rss0=$(rss $spid)
-      "$bin/zapcodec" load -addr 127.0.0.1:$port -c "$n" -concurrency 1 -rate "$RATE" -d "$DUR" -method 1 -json \
+      /usr/bin/time -f "%U %S" -o "$bin/load.time" "$bin/zapcodec" load -addr 127.0.0.1:$port -c "$n" -concurrency 1 -rate "$RATE" -d "$DUR" -method 1 -json \
         -payload-hex $payload > "$bin/load.json" 2> "$bin/load.err" &
       lpid=$!
       until grep -q "connections open" "$bin/load.err" 2>/dev/null; do
@@ -62,9 +63,9 @@ for n in $NS; do
       wait $lpid || true
       kill $spid; wait $spid 2>/dev/null || true
       j() { grep -o "\"$1\": *[0-9.e+]*" "$bin/load.json" | head -1 | sed 's/.*: *//'; }
-      printf "%-6s %-6s %6.0f %9.2f %9.2f %9.2f %9s %8.2f %10.0f\n" "$n" $kind "$(j calls_per_sec)" \
+      printf "%-6s %-6s %6.0f %9.2f %9.2f %9.2f %9s %8.2f %10.0f %10.2f\n" "$n" $kind "$(j calls_per_sec)" \
         "$(echo "$(j p50)/1000000" | bc -l)" "$(echo "$(j p99)/1000000" | bc -l)" "$(echo "$(j p99_9)/1000000" | bc -l)" \
-        "$(j failed)" "$(echo "$cpu1-$cpu0" | bc -l)" "$(echo "($rss1-$rss0)/$n" | bc -l)"
+        "$(j failed)" "$(echo "$cpu1-$cpu0" | bc -l)" "$(echo "($rss1-$rss0)/$n" | bc -l)" "$(awk '{print $1+$2}' "$bin/load.time")"
     done
   done
 done

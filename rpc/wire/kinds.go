@@ -23,8 +23,8 @@ const (
 	KindPong = 8
 )
 
-// Stream frame kinds (WIRE.md §6) and the flow-control kind of package
-// rpc (WIRE.md §8 extension).
+// Stream frame kinds and the flow-control kind of package rpc (a zapcodec
+// extension), docs/wire.md §9.
 const (
 	// KindStreamOpen opens a stream: its body is a request envelope whose
 	// promise_id is the stream id, method the method ordinal and payload

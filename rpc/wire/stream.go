@@ -30,7 +30,7 @@ func AppendStreamEnd(dst []byte, id uint32) []byte {
 }
 
 // AppendStreamEndError appends the body of an error end: the stream id,
-// then (zapcodec extension, WIRE.md §8) the status and the message text.
+// then (zapcodec extension, docs/wire.md §9) the status and the message text.
 // A canonical receiver reads it as a clean end.
 func AppendStreamEndError(dst []byte, id, status uint32, msg string) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, id)

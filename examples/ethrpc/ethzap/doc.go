@@ -1,6 +1,8 @@
 // Package ethzap holds the records and RPC stubs that zapcodec gen writes
-// for ../eth.zap (eth_getBalance): GetBalanceRequest, GetBalanceResponse,
-// their views, and the Eth server interface and client. Its tests check
+// for ../eth.zap (eth_getBalance; eth_getLogs whole and streamed):
+// GetBalanceRequest, GetBalanceResponse, LogFilter, Log, Logs, their views,
+// the Eth and EthLogs server interfaces and clients (EthLogs.streamLogs is
+// a zapcodec streaming method, with typed streams). Its tests check
 // the generated code itself: fixture bytes, views, random round trips,
 // allocations, a typed RPC round trip, and benchmarks beside the same work
 // written by hand with package codec. The gen package's tests fail when

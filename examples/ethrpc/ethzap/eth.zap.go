@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding"
 	"encoding/binary"
+	"slices"
 
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/rpc"
@@ -47,10 +48,9 @@ func (m *GetBalanceRequest) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("GetBalanceRequest", "GetBalanceRequest.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "GetBalanceRequest" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -167,10 +167,9 @@ func (m *GetBalanceResponse) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("GetBalanceResponse", "GetBalanceResponse.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "GetBalanceResponse" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *GetBalanceResponse) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -254,6 +253,515 @@ func (v GetBalanceResponseView) BlockHashBytes() []byte { return v.o.BytesFixed(
 
 // ID returns field ID (u64, bytes [72, 80)).
 func (v GetBalanceResponseView) ID() uint64 { return v.o.Uint64(72) }
+
+// LogFilter is the record of schema struct LogFilter (28-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+//
+// eth_getLogs: the logs of a block range, answered whole (getLogs) or
+// streamed in chunks of ChunkSize logs (streamLogs: a zapcodec streaming
+// method; the canonical compiler has no streams).
+type LogFilter struct {
+	FromBlock uint64 // u64 @0
+	ToBlock   uint64 // u64 @8
+	ChunkSize uint32 // u32 @16
+	ID        uint64 // u64 @20
+}
+
+var _ encoding.BinaryAppender = (*LogFilter)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *LogFilter) AppendZAP(dst []byte) []byte {
+	dst, o := codec.AppendFlat(dst, 28, 0)
+	binary.LittleEndian.PutUint64(dst[o+0:], m.FromBlock)
+	binary.LittleEndian.PutUint64(dst[o+8:], m.ToBlock)
+	binary.LittleEndian.PutUint32(dst[o+16:], m.ChunkSize)
+	binary.LittleEndian.PutUint64(dst[o+20:], m.ID)
+	return dst
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *LogFilter) SizeZAP() int {
+	n := codec.HeaderSize + 28 // the root object follows the header, which is 8-aligned
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors: a *codec.FieldError with Path "LogFilter" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
+func (m *LogFilter) DecodeZAP(b []byte) error {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return codec.InField(err, "LogFilter")
+	}
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f := msg.RootFixed(28)
+	if len(f) == 28 {
+		m.FromBlock = binary.LittleEndian.Uint64(f[0:8])
+		m.ToBlock = binary.LittleEndian.Uint64(f[8:16])
+		m.ChunkSize = binary.LittleEndian.Uint32(f[16:20])
+		m.ID = binary.LittleEndian.Uint64(f[20:28])
+	} else { // the object runs past the end of the message
+		m.FromBlock = o.Uint64(0)
+		m.ToBlock = o.Uint64(8)
+		m.ChunkSize = o.Uint32(16)
+		m.ID = o.Uint64(20)
+	}
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *LogFilter) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *LogFilter) MarshalBinary() ([]byte, error) {
+	return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil
+}
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *LogFilter) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// LogFilterView is a read-only view of a LogFilter message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type LogFilterView struct{ o codec.Object }
+
+// ReadLogFilter checks the message header at the start of b and returns a
+// view of its root LogFilter. It does not copy b and does not allocate.
+// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadLogFilter(b []byte) (LogFilterView, error) {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return LogFilterView{}, err
+	}
+	return LogFilterView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v LogFilterView) IsNull() bool { return v.o.IsNull() }
+
+// FromBlock returns field FromBlock (u64, bytes [0, 8)).
+func (v LogFilterView) FromBlock() uint64 { return v.o.Uint64(0) }
+
+// ToBlock returns field ToBlock (u64, bytes [8, 16)).
+func (v LogFilterView) ToBlock() uint64 { return v.o.Uint64(8) }
+
+// ChunkSize returns field ChunkSize (u32, bytes [16, 20)).
+func (v LogFilterView) ChunkSize() uint32 { return v.o.Uint32(16) }
+
+// ID returns field ID (u64, bytes [20, 28)).
+func (v LogFilterView) ID() uint64 { return v.o.Uint64(20) }
+
+// Log is the record of schema struct Log (108-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+type Log struct {
+	Address     [20]byte // bytes_fixed[20] @0
+	Topic0      [32]byte // bytes_fixed[32] @20
+	Topic1      [32]byte // bytes_fixed[32] @52
+	BlockNumber uint64   // u64 @84
+	TxIndex     uint32   // u32 @92
+	LogIndex    uint32   // u32 @96
+	Data        []byte   // bytes @100
+}
+
+var _ encoding.BinaryAppender = (*Log)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *Log) AppendZAP(dst []byte) []byte {
+	dst, o := codec.AppendFlat(dst, 108, len(m.Data))
+	copy(dst[o+0:], m.Address[:])
+	copy(dst[o+20:], m.Topic0[:])
+	copy(dst[o+52:], m.Topic1[:])
+	binary.LittleEndian.PutUint64(dst[o+84:], m.BlockNumber)
+	binary.LittleEndian.PutUint32(dst[o+92:], m.TxIndex)
+	binary.LittleEndian.PutUint32(dst[o+96:], m.LogIndex)
+	dst = codec.AppendTailBytes(dst, o+100, m.Data)
+	return dst
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Log) SizeZAP() int {
+	n := codec.HeaderSize + 108 // the root object follows the header, which is 8-aligned
+	n += len(m.Data)
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors: a *codec.FieldError with Path "Log" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
+func (m *Log) DecodeZAP(b []byte) error {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return codec.InField(err, "Log")
+	}
+	var p0 []byte // Data
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f := msg.RootFixed(108)
+	if len(f) == 108 {
+		m.Address = [20]byte(f[0:20])
+		m.Topic0 = [32]byte(f[20:52])
+		m.Topic1 = [32]byte(f[52:84])
+		m.BlockNumber = binary.LittleEndian.Uint64(f[84:92])
+		m.TxIndex = binary.LittleEndian.Uint32(f[92:96])
+		m.LogIndex = binary.LittleEndian.Uint32(f[96:100])
+		p0 = o.BytesIn(f, 100)
+	} else { // the object runs past the end of the message
+		m.Address = [20]byte{}
+		copy(m.Address[:], o.BytesFixed(0, 20))
+		m.Topic0 = [32]byte{}
+		copy(m.Topic0[:], o.BytesFixed(20, 32))
+		m.Topic1 = [32]byte{}
+		copy(m.Topic1[:], o.BytesFixed(52, 32))
+		m.BlockNumber = o.Uint64(84)
+		m.TxIndex = o.Uint32(92)
+		m.LogIndex = o.Uint32(96)
+		p0 = o.Bytes(100)
+	}
+	m.Data = append(m.Data[:0], p0...)
+	return nil
+}
+
+// zapDecodeMessage fills m from the message b, a list element.
+func (m *Log) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return err
+	}
+	return m.zapDecode(msg.Root(), depth, budget)
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects. Errors carry
+// the path below m (codec.InField).
+func (m *Log) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return codec.ErrTooDeep
+	}
+	if *budget--; *budget < 0 {
+		return codec.ErrShared
+	}
+	var p0 []byte // Data
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	f := o.Fixed(108)
+	if len(f) == 108 {
+		m.Address = [20]byte(f[0:20])
+		m.Topic0 = [32]byte(f[20:52])
+		m.Topic1 = [32]byte(f[52:84])
+		m.BlockNumber = binary.LittleEndian.Uint64(f[84:92])
+		m.TxIndex = binary.LittleEndian.Uint32(f[92:96])
+		m.LogIndex = binary.LittleEndian.Uint32(f[96:100])
+		p0 = o.BytesIn(f, 100)
+	} else { // the object runs past the end of the message
+		m.Address = [20]byte{}
+		copy(m.Address[:], o.BytesFixed(0, 20))
+		m.Topic0 = [32]byte{}
+		copy(m.Topic0[:], o.BytesFixed(20, 32))
+		m.Topic1 = [32]byte{}
+		copy(m.Topic1[:], o.BytesFixed(52, 32))
+		m.BlockNumber = o.Uint64(84)
+		m.TxIndex = o.Uint32(92)
+		m.LogIndex = o.Uint32(96)
+		p0 = o.Bytes(100)
+	}
+	m.Data = append(m.Data[:0], p0...)
+	*budget -= len(p0)
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Log) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Log) MarshalBinary() ([]byte, error) { return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil }
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Log) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// LogView is a read-only view of a Log message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type LogView struct{ o codec.Object }
+
+// ReadLog checks the message header at the start of b and returns a
+// view of its root Log. It does not copy b and does not allocate.
+// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadLog(b []byte) (LogView, error) {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return LogView{}, err
+	}
+	return LogView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v LogView) IsNull() bool { return v.o.IsNull() }
+
+// Address returns a copy of field Address (bytes_fixed[20], bytes [0, 20)).
+func (v LogView) Address() (a [20]byte) {
+	copy(a[:], v.o.BytesFixed(0, 20))
+	return a
+}
+
+// AddressBytes returns field Address in place, nil when outside the message. The result aliases the message.
+func (v LogView) AddressBytes() []byte { return v.o.BytesFixed(0, 20) }
+
+// Topic0 returns a copy of field Topic0 (bytes_fixed[32], bytes [20, 52)).
+func (v LogView) Topic0() (a [32]byte) {
+	copy(a[:], v.o.BytesFixed(20, 32))
+	return a
+}
+
+// Topic0Bytes returns field Topic0 in place, nil when outside the message. The result aliases the message.
+func (v LogView) Topic0Bytes() []byte { return v.o.BytesFixed(20, 32) }
+
+// Topic1 returns a copy of field Topic1 (bytes_fixed[32], bytes [52, 84)).
+func (v LogView) Topic1() (a [32]byte) {
+	copy(a[:], v.o.BytesFixed(52, 32))
+	return a
+}
+
+// Topic1Bytes returns field Topic1 in place, nil when outside the message. The result aliases the message.
+func (v LogView) Topic1Bytes() []byte { return v.o.BytesFixed(52, 32) }
+
+// BlockNumber returns field BlockNumber (u64, bytes [84, 92)).
+func (v LogView) BlockNumber() uint64 { return v.o.Uint64(84) }
+
+// TxIndex returns field TxIndex (u32, bytes [92, 96)).
+func (v LogView) TxIndex() uint32 { return v.o.Uint32(92) }
+
+// LogIndex returns field LogIndex (u32, bytes [96, 100)).
+func (v LogView) LogIndex() uint32 { return v.o.Uint32(96) }
+
+// Data returns field Data (bytes, slot bytes [100, 108)), nil when empty. The result aliases the message.
+func (v LogView) Data() []byte { return v.o.Bytes(100) }
+
+// Logs is the record of schema struct Logs (16-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+type Logs struct {
+	Items []Log  // list<Log> @0
+	ID    uint64 // u64 @8
+}
+
+var _ encoding.BinaryAppender = (*Logs)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *Logs) AppendZAP(dst []byte) []byte {
+	dst = slices.Grow(dst, m.SizeZAP())
+	return m.zapAppend(dst)
+}
+
+// zapAppend appends m as one message without growing dst first.
+func (m *Logs) zapAppend(dst []byte) []byte {
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
+}
+
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Logs) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 16)
+	{
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Items {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Items[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
+		}
+		codec.PutListSlot(dst, o+0, start, len(m.Items))
+	}
+	binary.LittleEndian.PutUint64(dst[o+8:], m.ID)
+	return dst, o
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Logs) SizeZAP() int {
+	n := codec.HeaderSize + 16                             // the root object follows the header, which is 8-aligned
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Items {
+		n += codec.ElementHeaderSize + m.Items[i0].SizeZAP()
+	}
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors are a *codec.FieldError whose Path says where the input broke
+// ("Logs.Items[2]", say) and which errors.Is matches with its cause:
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
+func (m *Logs) DecodeZAP(b []byte) error {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return codec.InField(err, "Logs")
+	}
+	budget := 2*len(b) + 64
+	if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {
+		return codec.InField(err, "Logs")
+	}
+	return nil
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects. Errors carry
+// the path below m (codec.InField).
+func (m *Logs) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return codec.ErrTooDeep
+	}
+	if *budget--; *budget < 0 {
+		return codec.ErrShared
+	}
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	f := o.Fixed(16)
+	if len(f) == 16 {
+		m.ID = binary.LittleEndian.Uint64(f[8:16])
+	} else { // the object runs past the end of the message
+		m.ID = o.Uint64(8)
+	}
+	{
+		l0 := o.List(0)
+		if *budget -= l0.Len(); *budget < 0 {
+			return codec.InField(codec.ErrShared, "Items")
+		}
+		xs0 := m.Items[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, Log{})
+			}
+			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
+				m.Items = xs0
+				return codec.InField(codec.InElement(err, k0), "Items")
+			}
+		}
+		m.Items = xs0
+		if len(xs0) != l0.Len() {
+			return codec.InField(codec.ErrOutOfBounds, "Items")
+		}
+	}
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Logs) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Logs) MarshalBinary() ([]byte, error) { return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil }
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Logs) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// LogsView is a read-only view of a Logs message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type LogsView struct{ o codec.Object }
+
+// ReadLogs checks the message header at the start of b and returns a
+// view of its root Logs. It does not copy b and does not allocate.
+// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadLogs(b []byte) (LogsView, error) {
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return LogsView{}, err
+	}
+	return LogsView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v LogsView) IsNull() bool { return v.o.IsNull() }
+
+// Items returns a view of list field Items (list<Log>, slot bytes [0, 8)).
+func (v LogsView) Items() LogsItemsList { return LogsItemsList{v.o.List(0)} }
+
+// LogsItemsList is a view of list field Logs.Items (a list of Log). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type LogsItemsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l LogsItemsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l LogsItemsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l LogsItemsList) Iter() LogsItemsIter { return LogsItemsIter{l.l.Iter()} }
+
+// LogsItemsIter walks list field Logs.Items front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type LogsItemsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *LogsItemsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *LogsItemsIter) Index() int { return it.it.Index() }
+
+// At returns element i (a null view when out of range). Finding it walks
+// the i elements before it: use Iter to visit them all.
+func (l LogsItemsList) At(i int) LogView { return LogView{l.l.ObjectAt(i)} }
+
+// Value returns the current element.
+func (it *LogsItemsIter) Value() LogView { return LogView{it.it.Object()} }
+
+// ID returns field ID (u64, bytes [8, 16)).
+func (v LogsView) ID() uint64 { return v.o.Uint64(8) }
 
 // RPC method ordinals of interface Eth (1-based, declaration order).
 const (
@@ -342,6 +850,177 @@ func (c *EthClient) SendGetBalance(ctx context.Context, req *GetBalanceRequest) 
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
 	p, err := s.Send(ctx, c.base+EthGetBalanceOrdinal, buf, nil)
+	rpc.PutBuffer(bp, buf, nil)
+	return p, err
+}
+
+// RPC method ordinals of interface EthLogs (1-based, declaration order).
+const (
+	EthLogsGetLogsOrdinal    uint32 = 1 // getLogs
+	EthLogsStreamLogsOrdinal uint32 = 2 // streamLogs
+)
+
+// EthLogsServer is implemented by a server of interface EthLogs; register it with
+// RegisterEthLogsServer. A request view aliases a buffer the server owns and is
+// valid only until the method returns. A result arrives set to its zero
+// value and is encoded after the method returns nil; it must not be kept.
+// An error answers the call with its status (see rpc.Errorf), 500 by default.
+//
+// A streaming method's error ends its stream with that status (the
+// client's Recv returns it), nil ends it cleanly; a streaming request
+// or result that is not a stream is the stream's first message.
+type EthLogsServer interface {
+	// GetLogs serves EthLogs.getLogs.
+	GetLogs(ctx context.Context, req LogFilterView, resp *Logs) error
+	// StreamLogs serves EthLogs.streamLogs.
+	StreamLogs(ctx context.Context, req LogFilterView, s *EthLogsStreamLogsServerStream) error
+}
+
+// EthLogsServiceName is the name interface EthLogs is mounted under on a server
+// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
+const EthLogsServiceName = "eth.EthLogs"
+
+// RegisterEthLogsServer mounts impl's methods on s (rpc.Server.Mount): at their
+// ordinals, or at base + ordinal with rpc.At(base), which the clients of
+// this mount must be given too. It panics when the ordinals overlap those
+// of a service mounted before. A request that is not a valid message is
+// answered with status 400.
+func RegisterEthLogsServer(s *rpc.Server, impl EthLogsServer, opts ...rpc.MountOption) {
+	base := s.Mount(EthLogsServiceName, 2, opts...)
+	s.Handle(base+EthLogsGetLogsOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+		in, err := ReadLogFilter(req)
+		if err != nil {
+			return out, rpc.Errorf(rpc.StatusBadRequest, "ethzap: EthLogs.getLogs: %v", err)
+		}
+		resp := zapEthLogsGetLogsPool.Get()
+		err = impl.GetLogs(ctx, in, resp)
+		if err == nil {
+			out = resp.AppendZAP(out)
+		}
+		zapEthLogsGetLogsPool.Put(resp) // zeroes it
+		return out, err
+	})
+	s.HandleStream(base+EthLogsStreamLogsOrdinal, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		x := &EthLogsStreamLogsServerStream{s: st}
+		in, err := ReadLogFilter(init)
+		if err != nil {
+			return rpc.Errorf(rpc.StatusBadRequest, "ethzap: EthLogs.streamLogs: %v", err)
+		}
+		return impl.StreamLogs(ctx, in, x)
+	})
+}
+
+// zapEthLogsGetLogsPool recycles the results of EthLogs.getLogs.
+var zapEthLogsGetLogsPool rpc.ResultPool[Logs]
+
+// EthLogsClient calls the methods of interface EthLogs through an rpc.Caller (an
+// *rpc.Client, or a *cluster.Client of package rpc/cluster). It is safe
+// for concurrent use.
+type EthLogsClient struct {
+	c    rpc.Caller
+	base uint32 // mount offset (rpc.At)
+}
+
+// NewEthLogsClient returns a client of interface EthLogs that calls through c, at the
+// ordinals the server mounted it at: without an option, where a canonical
+// server serves it (1..n); with rpc.At(base), base + ordinal.
+func NewEthLogsClient(c rpc.Caller, opts ...rpc.MountOption) *EthLogsClient {
+	return &EthLogsClient{c: c, base: rpc.MountBase(opts...)}
+}
+
+// GetLogs calls EthLogs.getLogs. It encodes the request into a pooled buffer,
+// decodes the answer into resp (reusing resp's memory) and keeps
+// nothing of its arguments. A non-200 answer is an *rpc.StatusError
+// (errors.As); see rpc.Client.Call for the other errors.
+func (c *EthLogsClient) GetLogs(ctx context.Context, req *LogFilter, resp *Logs) error {
+	bp := rpc.GetBuffer()
+	buf := req.AppendZAP((*bp)[:0])
+	out, err := c.c.Call(ctx, c.base+EthLogsGetLogsOrdinal, buf, buf[len(buf):])
+	if err == nil {
+		err = resp.DecodeZAP(out)
+	}
+	rpc.PutBuffer(bp, buf, out)
+	return err
+}
+
+// StreamLogs opens a stream of EthLogs.streamLogs (a zapcodec streaming method),
+// with req as its initial message. ctx bounds the whole stream: when
+// it ends first, the stream is canceled on both sides. c's Caller
+// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.
+func (c *EthLogsClient) StreamLogs(ctx context.Context, req *LogFilter) (*EthLogsStreamLogsClientStream, error) {
+	o, ok := c.c.(rpc.StreamOpener)
+	if !ok {
+		return nil, rpc.ErrNoStreams
+	}
+	x := &EthLogsStreamLogsClientStream{}
+	x.sbuf = req.AppendZAP(x.sbuf)
+	s, err := o.OpenStream(ctx, c.base+EthLogsStreamLogsOrdinal, x.sbuf)
+	if err != nil {
+		return nil, err
+	}
+	x.s = s
+	return x, nil
+}
+
+// EthLogsStreamLogsServerStream is the server's side of a stream of EthLogs.streamLogs.
+// One goroutine may Send while another Recvs; neither is safe for
+// concurrent use with itself. A message costs no allocation once the
+// stream's buffers have grown.
+type EthLogsStreamLogsServerStream struct {
+	s    *rpc.Stream
+	sbuf []byte // encodes what Send sends
+	rbuf []byte // holds what Recv returns a view of
+}
+
+// Stream returns the underlying rpc.Stream.
+func (x *EthLogsStreamLogsServerStream) Stream() *rpc.Stream { return x.s }
+
+// Send encodes m and sends it; m is not kept. It blocks on the peer's
+// flow-control window (see rpc.Stream.Send for its errors).
+func (x *EthLogsStreamLogsServerStream) Send(m *Logs) error {
+	x.sbuf = m.AppendZAP(x.sbuf[:0])
+	return x.s.Send(x.sbuf)
+}
+
+// EthLogsStreamLogsClientStream is the client's side of a stream of EthLogs.streamLogs.
+// One goroutine may Send while another Recvs; neither is safe for
+// concurrent use with itself. A message costs no allocation once the
+// stream's buffers have grown.
+type EthLogsStreamLogsClientStream struct {
+	s    *rpc.Stream
+	sbuf []byte // encodes what Send sends
+	rbuf []byte // holds what Recv returns a view of
+}
+
+// Stream returns the underlying rpc.Stream.
+func (x *EthLogsStreamLogsClientStream) Stream() *rpc.Stream { return x.s }
+
+// Recv returns the next message as a view, valid until the next Recv;
+// io.EOF at the peer's clean end, its *rpc.StatusError after an error
+// end (see rpc.Stream.Recv), a decode error for a message that is not
+// a valid Logs.
+func (x *EthLogsStreamLogsClientStream) Recv() (LogsView, error) {
+	b, err := x.s.Recv(x.rbuf[:0])
+	if err != nil {
+		return LogsView{}, err
+	}
+	x.rbuf = b
+	return ReadLogs(b)
+}
+
+// SendGetLogs sends a call of EthLogs.getLogs without waiting for its answer and
+// returns its promise: pipeline calls on it with the ...On methods whose
+// request is a Logs, take the answer with p.Wait (then Logs.DecodeZAP)
+// or drop it with p.Release (one of the two, once). c's Caller must be
+// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+func (c *EthLogsClient) SendGetLogs(ctx context.Context, req *LogFilter) (rpc.Promise, error) {
+	s, ok := c.c.(rpc.Sender)
+	if !ok {
+		return rpc.Promise{}, rpc.ErrNoSender
+	}
+	bp := rpc.GetBuffer()
+	buf := req.AppendZAP((*bp)[:0])
+	p, err := s.Send(ctx, c.base+EthLogsGetLogsOrdinal, buf, nil)
 	rpc.PutBuffer(bp, buf, nil)
 	return p, err
 }

@@ -15,6 +15,18 @@ var types = map[string]check.Type{
 		New:  func() check.Record { return new(GetBalanceResponse) },
 		Read: func(b []byte) (any, error) { return ReadGetBalanceResponse(b) },
 	},
+	"LogFilter": {
+		New:  func() check.Record { return new(LogFilter) },
+		Read: func(b []byte) (any, error) { return ReadLogFilter(b) },
+	},
+	"Log": {
+		New:  func() check.Record { return new(Log) },
+		Read: func(b []byte) (any, error) { return ReadLog(b) },
+	},
+	"Logs": {
+		New:  func() check.Record { return new(Logs) },
+		Read: func(b []byte) (any, error) { return ReadLogs(b) },
+	},
 }
 
 func TestFixtures(t *testing.T) { check.Fixtures(t, "eth.zap", types) }

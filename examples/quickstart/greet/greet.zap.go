@@ -40,10 +40,9 @@ func (m *HelloRequest) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("HelloRequest", "HelloRequest.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "HelloRequest" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *HelloRequest) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -133,10 +132,9 @@ func (m *HelloReply) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("HelloReply", "HelloReply.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "HelloReply" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *HelloReply) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {

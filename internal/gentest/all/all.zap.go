@@ -67,10 +67,9 @@ func (m *Scalars) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Scalars", "Scalars.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Scalars" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Scalars) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -218,10 +217,9 @@ func (m *Point) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Point", "Point.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Point" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Point) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -438,12 +436,12 @@ func (m *Kitchen) zapSize(n int) int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Kitchen", "Kitchen.field[2]") and which matches with errors.Is:
+// ("Kitchen.Bytes[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Kitchen) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -508,7 +506,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Bytes")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Bytes")
+			return codec.InField(codec.ErrOutOfBounds, "Bytes")
 		}
 		xs0 := m.Bytes[:0]
 		if cap(xs0) < l0.Len() {
@@ -526,7 +524,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Bytes = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Bytes")
+			return codec.InField(codec.ErrOutOfBounds, "Bytes")
 		}
 	}
 	{
@@ -535,7 +533,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Words")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Words")
+			return codec.InField(codec.ErrOutOfBounds, "Words")
 		}
 		xs0 := m.Words[:0]
 		if cap(xs0) < l0.Len() {
@@ -553,7 +551,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Words = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Words")
+			return codec.InField(codec.ErrOutOfBounds, "Words")
 		}
 	}
 	{
@@ -562,7 +560,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Longs")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "Longs")
+			return codec.InField(codec.ErrOutOfBounds, "Longs")
 		}
 		xs0 := m.Longs[:0]
 		if cap(xs0) < l0.Len() {
@@ -580,7 +578,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Longs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Longs")
+			return codec.InField(codec.ErrOutOfBounds, "Longs")
 		}
 	}
 	{
@@ -604,7 +602,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Points = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Points")
+			return codec.InField(codec.ErrOutOfBounds, "Points")
 		}
 	}
 	if c := o.Object(96); c.IsNull() {
@@ -902,10 +900,9 @@ func (m *Pair) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Pair", "Pair.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Pair" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Pair) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -1096,12 +1093,12 @@ func (m *Sparse) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Sparse", "Sparse.field[2]") and which matches with errors.Is:
+// ("Sparse.Named[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Sparse) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -1159,7 +1156,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Named = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Named")
+			return codec.InField(codec.ErrOutOfBounds, "Named")
 		}
 	}
 	{
@@ -1181,7 +1178,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Raw = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Raw")
+			return codec.InField(codec.ErrOutOfBounds, "Raw")
 		}
 	}
 	{
@@ -1190,7 +1187,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Floats")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "Floats")
+			return codec.InField(codec.ErrOutOfBounds, "Floats")
 		}
 		xs0 := m.Floats[:0]
 		if cap(xs0) < l0.Len() {
@@ -1208,7 +1205,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Floats = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Floats")
+			return codec.InField(codec.ErrOutOfBounds, "Floats")
 		}
 	}
 	return nil
@@ -1422,10 +1419,9 @@ func (m *Empty) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Empty", "Empty.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Empty" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Empty) DecodeZAP(b []byte) error {
 	if _, err := codec.Parse(b); err != nil {
 		return codec.InField(err, "Empty")
@@ -1727,12 +1723,12 @@ func (m *Deep) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Deep", "Deep.field[2]") and which matches with errors.Is:
+// ("Deep.Bools[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Deep) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -1763,7 +1759,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Bools")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 		xs0 := m.Bools[:0]
 		if cap(xs0) < l0.Len() {
@@ -1781,7 +1777,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Bools = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 	}
 	{
@@ -1790,7 +1786,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Tiny")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Tiny")
+			return codec.InField(codec.ErrOutOfBounds, "Tiny")
 		}
 		xs0 := m.Tiny[:0]
 		if cap(xs0) < l0.Len() {
@@ -1808,7 +1804,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Tiny = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Tiny")
+			return codec.InField(codec.ErrOutOfBounds, "Tiny")
 		}
 	}
 	{
@@ -1817,7 +1813,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Shorts")
 		}
 		if !l0.VarFits(2) {
-			return codec.InField(codec.ErrOutside, "Shorts")
+			return codec.InField(codec.ErrOutOfBounds, "Shorts")
 		}
 		xs0 := m.Shorts[:0]
 		if cap(xs0) < l0.Len() {
@@ -1835,7 +1831,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Shorts = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Shorts")
+			return codec.InField(codec.ErrOutOfBounds, "Shorts")
 		}
 	}
 	{
@@ -1844,7 +1840,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Reals")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Reals")
+			return codec.InField(codec.ErrOutOfBounds, "Reals")
 		}
 		xs0 := m.Reals[:0]
 		if cap(xs0) < l0.Len() {
@@ -1862,7 +1858,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Reals = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Reals")
+			return codec.InField(codec.ErrOutOfBounds, "Reals")
 		}
 	}
 	{
@@ -1871,7 +1867,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Quads")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 		xs0 := m.Quads[:0]
 		if cap(xs0) < l0.Len() {
@@ -1889,7 +1885,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Quads = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 	}
 	{
@@ -1898,7 +1894,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Keys")
 		}
 		if !l0.VarFits(16) {
-			return codec.InField(codec.ErrOutside, "Keys")
+			return codec.InField(codec.ErrOutOfBounds, "Keys")
 		}
 		xs0 := m.Keys[:0]
 		if cap(xs0) < l0.Len() {
@@ -1916,7 +1912,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Keys = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Keys")
+			return codec.InField(codec.ErrOutOfBounds, "Keys")
 		}
 	}
 	{
@@ -1938,7 +1934,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Blobs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Blobs")
+			return codec.InField(codec.ErrOutOfBounds, "Blobs")
 		}
 	}
 	{
@@ -1962,7 +1958,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			*budget -= l1.Len()
 			if !l1.VarFits(2) {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Grid")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Grid")
 			}
 			xs1 := xs0[k0][:0]
 			if cap(xs1) < l1.Len() {
@@ -1980,12 +1976,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Grid")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Grid")
 			}
 		}
 		m.Grid = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Grid")
+			return codec.InField(codec.ErrOutOfBounds, "Grid")
 		}
 	}
 	{
@@ -2009,7 +2005,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			*budget -= l1.Len()
 			if !l1.VarFits(8) {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Runs")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Runs")
 			}
 			xs1 := xs0[k0][:0]
 			if cap(xs1) < l1.Len() {
@@ -2027,12 +2023,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Runs")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Runs")
 			}
 		}
 		m.Runs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Runs")
+			return codec.InField(codec.ErrOutOfBounds, "Runs")
 		}
 	}
 	{
@@ -2071,12 +2067,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Paths")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Paths")
 			}
 		}
 		m.Paths = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Paths")
+			return codec.InField(codec.ErrOutOfBounds, "Paths")
 		}
 	}
 	{
@@ -2130,17 +2126,17 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 				}
 				xs1[k1] = xs2
 				if len(xs2) != l2.Len() {
-					return codec.InField(codec.InElement(codec.InElement(codec.ErrOutside, k1), k0), "Words")
+					return codec.InField(codec.InElement(codec.InElement(codec.ErrOutOfBounds, k1), k0), "Words")
 				}
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Words")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Words")
 			}
 		}
 		m.Words = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Words")
+			return codec.InField(codec.ErrOutOfBounds, "Words")
 		}
 	}
 	{
@@ -2164,7 +2160,7 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Pairs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Pairs")
+			return codec.InField(codec.ErrOutOfBounds, "Pairs")
 		}
 	}
 	{
@@ -2203,12 +2199,12 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 			}
 			xs0[k0] = xs1
 			if len(xs1) != l1.Len() {
-				return codec.InField(codec.InElement(codec.ErrOutside, k0), "Trees")
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Trees")
 			}
 		}
 		m.Trees = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Trees")
+			return codec.InField(codec.ErrOutOfBounds, "Trees")
 		}
 	}
 	return nil

@@ -93,7 +93,7 @@ func TestDecodeErrorPathOutside(t *testing.T) {
 	}
 	msg[slot] = 4
 	fe := fieldErr(t, new(Kitchen), msg)
-	if fe.Path != "Kitchen.Words" || !errors.Is(fe, codec.ErrOutside) {
-		t.Fatalf("got %q (%v), want Kitchen.Words and ErrOutside", fe.Path, fe)
+	if fe.Path != "Kitchen.Words" || !errors.Is(fe, codec.ErrOutOfBounds) {
+		t.Fatalf("got %q (%v), want Kitchen.Words and ErrOutOfBounds", fe.Path, fe)
 	}
 }

@@ -44,10 +44,9 @@ func (m *Item) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Item", "Item.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Item" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Item) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -365,12 +364,12 @@ func (m *Lists) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Lists", "Lists.field[2]") and which matches with errors.Is:
+// ("Lists.U8s[2]", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Lists) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -416,7 +415,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U8s")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "U8s")
+			return codec.InField(codec.ErrOutOfBounds, "U8s")
 		}
 		xs0 := m.U8s[:0]
 		if cap(xs0) < l0.Len() {
@@ -434,7 +433,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U8s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U8s")
+			return codec.InField(codec.ErrOutOfBounds, "U8s")
 		}
 	}
 	{
@@ -443,7 +442,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U16s")
 		}
 		if !l0.VarFits(2) {
-			return codec.InField(codec.ErrOutside, "U16s")
+			return codec.InField(codec.ErrOutOfBounds, "U16s")
 		}
 		xs0 := m.U16s[:0]
 		if cap(xs0) < l0.Len() {
@@ -461,7 +460,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U16s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U16s")
+			return codec.InField(codec.ErrOutOfBounds, "U16s")
 		}
 	}
 	{
@@ -470,7 +469,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U32s")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "U32s")
+			return codec.InField(codec.ErrOutOfBounds, "U32s")
 		}
 		xs0 := m.U32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -488,7 +487,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U32s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U32s")
+			return codec.InField(codec.ErrOutOfBounds, "U32s")
 		}
 	}
 	{
@@ -497,7 +496,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "U64s")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "U64s")
+			return codec.InField(codec.ErrOutOfBounds, "U64s")
 		}
 		xs0 := m.U64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -515,7 +514,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.U64s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "U64s")
+			return codec.InField(codec.ErrOutOfBounds, "U64s")
 		}
 	}
 	{
@@ -524,7 +523,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "I16s")
 		}
 		if !l0.VarFits(2) {
-			return codec.InField(codec.ErrOutside, "I16s")
+			return codec.InField(codec.ErrOutOfBounds, "I16s")
 		}
 		xs0 := m.I16s[:0]
 		if cap(xs0) < l0.Len() {
@@ -542,7 +541,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.I16s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "I16s")
+			return codec.InField(codec.ErrOutOfBounds, "I16s")
 		}
 	}
 	{
@@ -551,7 +550,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "I32s")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "I32s")
+			return codec.InField(codec.ErrOutOfBounds, "I32s")
 		}
 		xs0 := m.I32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -569,7 +568,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.I32s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "I32s")
+			return codec.InField(codec.ErrOutOfBounds, "I32s")
 		}
 	}
 	{
@@ -578,7 +577,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "I64s")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "I64s")
+			return codec.InField(codec.ErrOutOfBounds, "I64s")
 		}
 		xs0 := m.I64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -596,7 +595,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.I64s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "I64s")
+			return codec.InField(codec.ErrOutOfBounds, "I64s")
 		}
 	}
 	{
@@ -605,7 +604,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "F32s")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "F32s")
+			return codec.InField(codec.ErrOutOfBounds, "F32s")
 		}
 		xs0 := m.F32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -623,7 +622,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.F32s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "F32s")
+			return codec.InField(codec.ErrOutOfBounds, "F32s")
 		}
 	}
 	{
@@ -632,7 +631,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "F64s")
 		}
 		if !l0.VarFits(8) {
-			return codec.InField(codec.ErrOutside, "F64s")
+			return codec.InField(codec.ErrOutOfBounds, "F64s")
 		}
 		xs0 := m.F64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -650,7 +649,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.F64s = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "F64s")
+			return codec.InField(codec.ErrOutOfBounds, "F64s")
 		}
 	}
 	{
@@ -659,7 +658,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Bools")
 		}
 		if !l0.VarFits(1) {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 		xs0 := m.Bools[:0]
 		if cap(xs0) < l0.Len() {
@@ -677,7 +676,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Bools = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Bools")
+			return codec.InField(codec.ErrOutOfBounds, "Bools")
 		}
 	}
 	{
@@ -701,7 +700,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Texts = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Texts")
+			return codec.InField(codec.ErrOutOfBounds, "Texts")
 		}
 	}
 	{
@@ -723,7 +722,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Blobs = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Blobs")
+			return codec.InField(codec.ErrOutOfBounds, "Blobs")
 		}
 	}
 	{
@@ -732,7 +731,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Quads")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 		xs0 := m.Quads[:0]
 		if cap(xs0) < l0.Len() {
@@ -750,7 +749,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Quads = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Quads")
+			return codec.InField(codec.ErrOutOfBounds, "Quads")
 		}
 	}
 	{
@@ -774,7 +773,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Items = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Items")
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 	}
 	return nil

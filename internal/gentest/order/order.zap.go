@@ -46,10 +46,9 @@ func (m *Item) SizeZAP() int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Item", "Item.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Item" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Item) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -204,10 +203,9 @@ func (m *Address) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Address", "Address.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Address" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Address) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -378,12 +376,12 @@ func (m *Order) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Order", "Order.field[2]") and which matches with errors.Is:
+// ("Order.Ship", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Order) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -454,7 +452,7 @@ func (m *Order) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Items = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Items")
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 	}
 	return nil

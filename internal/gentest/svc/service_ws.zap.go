@@ -55,10 +55,9 @@ func (m *Point) zapSize(n int) int {
 // DecodeZAP fills m from the message at the start of b, reusing m's
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
-// Errors are a *codec.FieldError whose Path says where the input broke
-// ("Point", "Point.field[2]") and which matches with errors.Is:
-// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// the only errors of a record without nested records or lists.
+// Errors: a *codec.FieldError with Path "Point" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
 func (m *Point) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -210,12 +209,12 @@ func (m *Shape) SizeZAP() int {
 // strings, slices and nested records where it can; nothing of b is
 // retained. A field outside the message reads as its zero value.
 // Errors are a *codec.FieldError whose Path says where the input broke
-// ("Shape", "Shape.field[2]") and which matches with errors.Is:
+// ("Shape.Origin", say) and which errors.Is matches with its cause:
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
-// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a
-// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects
-// shared or cyclic so that decoding would grow out of proportion to
-// len(b). On error m holds a partial result.
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
 func (m *Shape) DecodeZAP(b []byte) error {
 	msg, err := codec.Parse(b)
 	if err != nil {
@@ -271,7 +270,7 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 			return codec.InField(codec.ErrShared, "Tags")
 		}
 		if !l0.VarFits(4) {
-			return codec.InField(codec.ErrOutside, "Tags")
+			return codec.InField(codec.ErrOutOfBounds, "Tags")
 		}
 		xs0 := m.Tags[:0]
 		if cap(xs0) < l0.Len() {
@@ -289,7 +288,7 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 		}
 		m.Tags = xs0
 		if len(xs0) != l0.Len() {
-			return codec.InField(codec.ErrOutside, "Tags")
+			return codec.InField(codec.ErrOutOfBounds, "Tags")
 		}
 	}
 	return nil

@@ -64,10 +64,8 @@ func ResolveTarget(f *schema.File, name string) (Target, error) {
 		if it == nil {
 			return Target{}, fmt.Errorf("-type %s: no interface %s in the schema", name, name[:i])
 		}
-		for _, m := range it.Methods {
-			if m.Name == name[i+1:] {
-				return Target{Method: m, Interface: it}, nil
-			}
+		if m := it.Method(name[i+1:]); m != nil {
+			return Target{Method: m, Interface: it}, nil
 		}
 		return Target{}, fmt.Errorf("-type %s: interface %s has no method %s", name, it.Name, name[i+1:])
 	}

@@ -26,9 +26,10 @@ func TestWriteReport(t *testing.T) {
 	}
 
 	out.Reset()
-	// Hex text of a truncated header, forced to be a message.
+	// Hex text of a truncated header, forced to be a message: it breaks
+	// where it ends (codec.ParseError's offset).
 	rep, err = Write(&out, []byte("5a41 5000"), Options{Message: true})
-	if err != nil || rep.Problems != 1 || rep.First != "at byte 0: message header truncated: need 16 bytes, have 4" {
+	if err != nil || rep.Problems != 1 || rep.First != "at byte 4: message header truncated: need 16 bytes, have 4" {
 		t.Fatalf("report %+v, err %v, listing:\n%s", rep, err, &out)
 	}
 
@@ -48,3 +49,21 @@ func TestWriteReport(t *testing.T) {
 type failWriter struct{ err error }
 
 func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// TestHeaderOffsets: where a bad header broke is codec.Parse's offset,
+// with dump's account of the values found there.
+func TestHeaderOffsets(t *testing.T) {
+	good := "ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x18\x00\x00\x00\x2a\x00\x00\x00\x00\x00\x00\x00"
+	for _, tc := range []struct{ in, first string }{
+		{"ZAP\x00\x01", "at byte 5: message header truncated: need 16 bytes, have 5"},
+		{"ZAX" + good[3:], `at byte 2: expected magic "ZAP\x00" (5a 41 50 00), found 5a 41 58 00`},
+		{good[:4] + "\x03" + good[5:], "at byte 4: version 3, expected 1 or 2"},
+		{good[:12] + "\x40" + good[13:], "at byte 12: size 64, expected 16..24 (the bytes present)"},
+	} {
+		var out bytes.Buffer
+		rep, err := Write(&out, []byte(tc.in), Options{Raw: true, Message: true})
+		if err != nil || rep.Problems != 1 || rep.First != tc.first {
+			t.Errorf("%q: %+v, %v; want %q", tc.in, rep, err, tc.first)
+		}
+	}
+}

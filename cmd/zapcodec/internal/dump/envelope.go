@@ -1,11 +1,11 @@
 package dump
 
 import (
-	"encoding/binary"
 	"errors"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -17,7 +17,8 @@ func (d *dumper) request(indent string, env []byte, base int, name string) {
 	r, err := wire.ParseRequest(env)
 	if err != nil {
 		d.printf("%s, %d bytes\n", name, len(env))
-		d.fail(indent, base, "%s envelope: %s", name, envReason(err))
+		off, reason := envProblem(err)
+		d.fail(indent, base+off, "%s envelope: %s", name, reason)
 		return
 	}
 	m := d.methodByOrdinal(r.Method)
@@ -67,11 +68,7 @@ func (d *dumper) methodByOrdinal(ord uint32) *schema.Method {
 		return nil
 	}
 	if t.Interface != nil {
-		for _, m := range t.Interface.Methods {
-			if m.Ordinal == ord {
-				return m
-			}
-		}
+		return t.Interface.MethodByOrdinal(ord)
 	}
 	return nil
 }
@@ -81,7 +78,8 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	r, err := wire.ParseResponse(env)
 	if err != nil {
 		d.printf("response, %d bytes\n", len(env))
-		d.fail(indent, base, "response envelope: %s", envReason(err))
+		off, reason := envProblem(err)
+		d.fail(indent, base+off, "response envelope: %s", reason)
 		return
 	}
 	m := d.promises[r.PromiseID]
@@ -121,21 +119,23 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	d.show(indent, r.Body, bodyAt, st)
 }
 
-// tailOffset returns the position, inside a parsed envelope, of the bytes
-// value whose slot is at fixed-section offset field (payload 20, body 12).
-// The envelope has been checked by wire.ParseRequest/ParseResponse.
+// tailOffset returns the position, inside an envelope that wire parsed,
+// of the bytes value whose slot is at fixed-section offset field (payload
+// 20, body 12): the slot's position plus the relative offset it holds.
 func tailOffset(env []byte, field int) int {
-	root := int(binary.LittleEndian.Uint32(env[8:]))
-	slot := root + field
-	return slot + int(binary.LittleEndian.Uint32(env[slot:]))
+	m, _ := codec.Parse(env) // checked by wire.ParseRequest/ParseResponse
+	root := m.Root()
+	return root.Pos() + field + int(root.Uint32(field))
 }
 
-func envReason(err error) string {
+// envProblem says where (from the envelope's start: wire.EnvelopeError's
+// offset) and why wire refused an envelope.
+func envProblem(err error) (off int, reason string) {
 	var ee *wire.EnvelopeError
 	if errors.As(err, &ee) {
-		return "expected a ZAP-RPC envelope: " + ee.Reason
+		return ee.Offset, "expected a ZAP-RPC envelope: " + ee.Reason
 	}
-	return err.Error()
+	return 0, err.Error()
 }
 
 func statusText(s uint32) string {

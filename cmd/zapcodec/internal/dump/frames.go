@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strconv"
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -76,33 +77,61 @@ func guessHint(guessed bool, n int) string {
 	return ""
 }
 
-// frame dumps one canonical frame's kind and envelope (at base).
-func (d *dumper) frame(kind byte, env []byte, base int) {
+// frame dumps one canonical frame's kind and body (at base): the envelope
+// of a request, response or stream open, the stream frames, and the
+// kinds of zapcodec's own extensions (go-away, ping, pong, window).
+func (d *dumper) frame(kind byte, body []byte, base int) {
 	switch kind {
 	case wire.KindRequest:
-		d.request("  ", env, base, "request")
+		d.request("  ", body, base, "request")
 	case wire.KindResponse:
-		d.response("  ", env, base)
-	case 3:
-		d.request("  ", env, base, "stream-open")
-	case 4, 5:
-		name := "stream-message"
-		if kind == 5 {
-			name = "stream-end"
-		}
-		if len(env) < 4 {
-			d.printf("%s, %d bytes\n", name, len(env))
-			d.fail("  ", base, "%s: stream id truncated: need 4 bytes, have %d", name, len(env))
+		d.response("  ", body, base)
+	case wire.KindStreamOpen:
+		d.request("  ", body, base, "stream-open")
+	case wire.KindStreamMsg:
+		id, msg, err := wire.ParseStreamMsg(body)
+		if err != nil {
+			d.streamShort("stream-message", body, base)
 			return
 		}
-		msg := env[4:]
-		d.printf("%s, stream %d, message %d bytes\n", name, binary.LittleEndian.Uint32(env), len(msg))
+		d.printf("stream-message, stream %d, message %d bytes\n", id, len(msg))
 		if len(msg) > 0 && d.opts.Target.Struct != nil {
-			d.show("  ", msg, base+4, d.opts.Target.Struct)
+			d.show("  ", msg, base+wire.StreamMsgOverhead, d.opts.Target.Struct)
+		}
+	case wire.KindStreamEnd:
+		e, err := wire.ParseStreamEnd(body)
+		if err != nil {
+			d.streamShort("stream-end", body, base)
+			return
+		}
+		if e.Status == 0 {
+			d.printf("stream-end, stream %d\n", e.ID)
+			return
+		}
+		d.printf("stream-end, stream %d, error: status %d %s, %s\n", e.ID, e.Status, statusText(e.Status), strconv.Quote(string(e.Message)))
+	case wire.KindStreamWindow:
+		id, n, ok := wire.ParseStreamWindow(body)
+		switch {
+		case !ok:
+			d.printf("stream-window, %d bytes (not 8: a reader ignores it)\n", len(body))
+		case id == 0:
+			d.printf("stream-window hello: the sender does flow control, %d bytes of window per stream\n", n)
+		default:
+			d.printf("stream-window, stream %d, grants %d bytes\n", id, n)
 		}
 	case wire.KindGoAway:
-		d.printf("go-away, %d bytes\n", len(env))
+		d.printf("go-away, %d bytes\n", len(body))
+	case wire.KindPing:
+		d.printf("ping, %d bytes: %x\n", len(body), body)
+	case wire.KindPong:
+		d.printf("pong, %d bytes: %x\n", len(body), body)
 	default:
-		d.printf("kind %d (unknown: skipped), %d bytes\n", kind, len(env))
+		d.printf("kind %d (unknown: skipped), %d bytes\n", kind, len(body))
 	}
+}
+
+// streamShort lists a stream frame whose body is shorter than its id.
+func (d *dumper) streamShort(name string, body []byte, base int) {
+	d.printf("%s, %d bytes\n", name, len(body))
+	d.fail("  ", base, "%s: stream id truncated: need %d bytes, have %d", name, wire.StreamMsgOverhead, len(body))
 }

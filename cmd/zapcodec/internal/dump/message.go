@@ -90,9 +90,10 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 	size, root := m.Size(), rootOffset(m)
 	d.printf("%smessage @%d: %d bytes, version %d, flags 0x%04x%s, type %d, root @%d\n",
 		indent, base, size, m.Version(), m.Flags(), flagNames(m.Flags()), m.Type(), root)
-	// root == size is a struct of size 0 placed last (the canonical
-	// runtime writes one so): present, with no fixed section.
-	if root < codec.HeaderSize || root > size {
+	// codec gives a null root for a root offset inside the header or past
+	// the end; root == size is a struct of size 0 placed last (the
+	// canonical runtime writes one so): present, with no fixed section.
+	if m.Root().IsNull() {
 		d.fail(indent, base+8, "root offset %d outside %d..%d (the header's end to the message's)", root, codec.HeaderSize, size)
 		return size, true
 	}
@@ -109,24 +110,31 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 }
 
 // headerProblem says where and why codec.Parse refused the header of the
-// message at b[0]: the byte offset (relative to b) and the reason, with
-// the values found there.
+// message at b[0]: the offset is codec's (*codec.ParseError, relative to
+// b), the reason names the values found there.
 func headerProblem(b []byte, err error) (off int, reason string) {
+	var pe *codec.ParseError
+	if !errors.As(err, &pe) {
+		return 0, err.Error()
+	}
 	switch {
 	case len(b) < codec.HeaderSize:
-		return 0, fmt.Sprintf("message header truncated: need %d bytes, have %d", codec.HeaderSize, len(b))
+		reason = fmt.Sprintf("message header truncated: need %d bytes, have %d", codec.HeaderSize, len(b))
 	case errors.Is(err, codec.ErrMagic):
-		return 0, fmt.Sprintf("expected magic \"ZAP\\x00\" (5a 41 50 00), found % x", b[:4])
+		reason = fmt.Sprintf("expected magic \"ZAP\\x00\" (5a 41 50 00), found % x", b[:4])
 	case errors.Is(err, codec.ErrVersion):
-		return 4, fmt.Sprintf("version %d, expected 1 or 2", binary.LittleEndian.Uint16(b[4:]))
+		reason = fmt.Sprintf("version %d, expected 1 or 2", binary.LittleEndian.Uint16(b[4:]))
 	case errors.Is(err, codec.ErrTooSmall):
-		return 12, fmt.Sprintf("size %d, expected %d..%d (the bytes present)", binary.LittleEndian.Uint32(b[12:]), codec.HeaderSize, len(b))
+		reason = fmt.Sprintf("size %d, expected %d..%d (the bytes present)", binary.LittleEndian.Uint32(b[12:]), codec.HeaderSize, len(b))
+	default:
+		reason = pe.Err.Error()
 	}
-	return 0, err.Error()
+	return pe.Offset, reason
 }
 
-// rootOffset returns the root offset of the header of m, capped at the
-// message size (a larger one is out of range either way).
+// rootOffset returns the root offset of the header of m as written, for
+// the listing, capped at the message size (a larger one is out of range
+// either way).
 func rootOffset(m codec.Message) int {
 	root := binary.LittleEndian.Uint32(m.Bytes()[8:])
 	if uint64(root) > uint64(m.Size()) {

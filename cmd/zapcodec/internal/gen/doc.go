@@ -52,7 +52,7 @@
 // Text, bytes, nested records and lists are read through their slots, each
 // checked on its own. Errors are a *codec.FieldError carrying the path of
 // the field that broke ("Block.txs[3].to") and matching their cause with
-// errors.Is (codec.ErrMagic, codec.ErrOutside, ...).
+// errors.Is (codec.ErrMagic, codec.ErrOutOfBounds, ...).
 //
 // # Layout
 //
@@ -61,7 +61,10 @@
 // Text and bytes values are deferred tails, written when their object
 // finishes, in set order. Nested structs and lists are built while their
 // parent object is open, in field order, so they land after the parent's
-// fixed section and before its tails.
+// fixed section and before its tails. It writes these bytes directly, with
+// no codec.Builder: codec.AppendFlat for a record without nested records
+// or lists, codec.AppendObject and its siblings otherwise (the tests of
+// internal/gentest check the bytes against the Builder's).
 //
 // Every list<T> is a variable-element list (docs/wire.md §4), as the canonical
 // schema compiler writes it: 8-aligned, each element [u32 size][element

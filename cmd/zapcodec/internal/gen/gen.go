@@ -302,6 +302,13 @@ func checkNames(f *schema.File) error {
 			if err := claim(i+n+"Ordinal", "the ordinal of method "+it.Name+"."+m.Name, m.Pos); err != nil {
 				return err
 			}
+			if streaming(m) {
+				for _, side := range []string{"Server", "Client"} {
+					if err := claim(i+n+side+"Stream", "the "+strings.ToLower(side)+" stream of method "+it.Name+"."+m.Name, m.Pos); err != nil {
+						return err
+					}
+				}
+			}
 		}
 	}
 	return nil

@@ -39,6 +39,7 @@ var targets = []struct {
 	{"order", "testdata/order.zap", "", "internal/gentest/order"},
 	{"service_ws", canonical + "/more/service_ws.zap", "", "internal/gentest/svc"},
 	{"health", repoRoot + "/rpc/health.zap", "rpc", "rpc"},
+	{"streams", "testdata/streams.zap", "", "internal/gentest/streams"},
 }
 
 func generate(t *testing.T, path, pkg string) File {
@@ -210,6 +211,20 @@ func TestEmptyInterface(t *testing.T) {
 	}
 }
 
+// A struct named like a generated stream type is refused with a
+// positioned error.
+func TestStreamNameCollision(t *testing.T) {
+	src := "package p\nstruct A\n    X u32\nstruct IMServerStream\n    Y u32\ninterface I {\n    m(req: A) returns (stream A)\n}\n"
+	f, err := schema.Parse("c.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Generate(f, Options{Package: "p"})
+	if err == nil || !strings.Contains(err.Error(), "IMServerStream") || !strings.Contains(err.Error(), "c.zap:") {
+		t.Fatalf("got %v, want a collision error naming IMServerStream", err)
+	}
+}
+
 // The schema's comments are carried onto the Go names: the struct, its
 // fields (above and trailing), the view accessors, the server interface,
 // the client and their methods.
@@ -259,6 +274,47 @@ func TestArticle(t *testing.T) {
 	} {
 		if got := article(word); got != want {
 			t.Errorf("article(%q) = %q, want %q", word, got, want)
+		}
+	}
+}
+
+// Only what is called is emitted: a flat record nobody nests has no
+// helpers beside its methods; a nested or listed one has those its
+// parent calls; the stubs use rpc's shared pools, not copies of their own.
+func TestNothingUnused(t *testing.T) {
+	src := `package p
+struct Flat { A u32; B text }
+struct Leaf { A u32; B text }
+struct Elem { A u32 }
+struct Tree { L Leaf; E list<Elem>; T text }
+interface S { get(req: Flat) returns (resp: Flat) }
+`
+	f, err := schema.Parse("t.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := string(files[0].Data)
+	has := func(s string) bool { return strings.Contains(code, s) }
+	for _, absent := range []string{
+		"(m *Flat) zap", "(m *Elem) zapObject", "(m *Elem) zapSize", "(m *Elem) zapAppend",
+		"(m *Leaf) zapAppend", "(m *Leaf) zapDecodeMessage",
+		"zapBuild", "zapRelease", "sync.Pool", `"sync"`, "Bufs",
+	} {
+		if has(absent) {
+			t.Errorf("%q is emitted", absent)
+		}
+	}
+	for _, present := range []string{
+		"(m *Leaf) zapObject(", "(m *Leaf) zapSize(", "(m *Leaf) zapDecode(", "(m *Elem) zapDecodeMessage(",
+		"(m *Tree) zapAppend(", "(m *Tree) zapObject(", "(m *Tree) zapDecode(",
+		"rpc.GetBuffer()", "rpc.PutBuffer(", "rpc.ResultPool[Flat]",
+	} {
+		if !has(present) {
+			t.Errorf("%q is missing", present)
 		}
 	}
 }

@@ -160,7 +160,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 	if w := fixedWidth(e); w > 0 {
 		goT := goType(e)
 		g.p("if !%s.VarFits(%d) {", l, w)
-		g.p("return %s", wrap("codec.ErrOutside"))
+		g.p("return %s", wrap("codec.ErrOutOfBounds"))
 		g.p("}")
 		g.p("%s := %s[:0]", xs, target)
 		g.p("if cap(%s) < %s.Len() {", xs, l)
@@ -187,7 +187,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 		g.p("}")
 		g.p("%s = %s", target, xs)
 		g.p("if len(%s) != %s.Len() {", xs, l)
-		g.p("return %s", wrap("codec.ErrOutside"))
+		g.p("return %s", wrap("codec.ErrOutOfBounds"))
 		g.p("}")
 		return
 	}
@@ -235,7 +235,7 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 	g.p("}")
 	g.p("%s = %s", target, xs)
 	g.p("if len(%s) != %s.Len() {", xs, l)
-	g.p("return %s", wrap("codec.ErrOutside"))
+	g.p("return %s", wrap("codec.ErrOutOfBounds"))
 	g.p("}")
 }
 

@@ -138,16 +138,18 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("// DecodeZAP fills m from the message at the start of b, reusing m's")
 	g.p("// strings, slices and nested records where it can; nothing of b is")
 	g.p("// retained. A field outside the message reads as its zero value.")
-	g.p("// Errors are a *codec.FieldError whose Path says where the input broke")
-	g.p("// (%q, %q) and which matches with errors.Is:", t, t+".field[2]")
-	g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,")
 	if flat {
-		g.p("// the only errors of a record without nested records or lists.")
+		g.p("// Errors: a *codec.FieldError with Path %q wrapping", s.Name)
+		g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is")
+		g.p("// matches them) when b does not start with a message.")
 	} else {
-		g.p("// codec.ErrOutside, codec.ErrElementSize or codec.ErrNestedList for a")
-		g.p("// list, codec.ErrTooDeep or codec.ErrShared for nesting, or objects")
-		g.p("// shared or cyclic so that decoding would grow out of proportion to")
-		g.p("// len(b). On error m holds a partial result.")
+		g.p("// Errors are a *codec.FieldError whose Path says where the input broke")
+		g.p("// (%q, say) and which errors.Is matches with its cause:", examplePath(s))
+		g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,")
+		g.p("// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for")
+		g.p("// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or")
+		g.p("// codec.ErrShared for objects shared or cyclic so that decoding would")
+		g.p("// grow out of proportion to len(b). On error m holds a partial result.")
 	}
 	g.p("func (m *%s) DecodeZAP(b []byte) error {", t)
 	switch {
@@ -210,6 +212,20 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("func (m *%s) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }\n", t)
 
 	g.view(s)
+}
+
+// examplePath returns a path a DecodeZAP error of s could carry, for its
+// doc: "Order.Items[2]" for a list field, "Order.Ship" for a nested record.
+func examplePath(s *schema.Struct) string {
+	for _, f := range s.Fields {
+		switch f.Type.Kind {
+		case schema.KindList:
+			return s.Name + "." + f.Name + "[2]"
+		case schema.KindStruct:
+			return s.Name + "." + f.Name
+		}
+	}
+	return s.Name
 }
 
 // object writes zapObject, which appends a record's object to a message

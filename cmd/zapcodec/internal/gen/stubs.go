@@ -31,11 +31,20 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("// value and is encoded after the method returns nil; it must not be kept.")
 	g.p("// An error answers the call with its status (see rpc.Errorf), 500 by default.")
 	g.schemaDoc(true, it.Doc, it.Comment)
+	for _, m := range it.Methods {
+		if streaming(m) {
+			g.p("//")
+			g.p("// A streaming method's error ends its stream with that status (the")
+			g.p("// client's Recv returns it), nil ends it cleanly; a streaming request")
+			g.p("// or result that is not a stream is the stream's first message.")
+			break
+		}
+	}
 	g.p("type %s interface {", srv)
 	for _, m := range it.Methods {
 		g.p("// %s serves %s.%s.", GoName(m.Name), it.Name, m.Name)
 		g.schemaDoc(true, m.Doc, m.Comment)
-		g.p("%s(%s) error", GoName(m.Name), params(m, true))
+		g.p("%s(%s) error", GoName(m.Name), params(it, m, true))
 	}
 	g.p("}\n")
 
@@ -59,6 +68,10 @@ func (g *generator) stubs(it *schema.Interface) {
 		g.p("base := s.Mount(%sServiceName, %d, opts...)", i, len(it.Methods))
 	}
 	for _, m := range it.Methods {
+		if streaming(m) {
+			g.streamRegister(it, m)
+			continue
+		}
 		mn := GoName(m.Name)
 		ord := i + mn + "Ordinal"
 		pool := "zap" + i + mn + "Pool"
@@ -92,7 +105,7 @@ func (g *generator) stubs(it *schema.Interface) {
 	}
 	g.p("}\n")
 	for _, m := range it.Methods {
-		if m.Resp != nil {
+		if m.Resp != nil && !m.RespStream {
 			r := GoName(m.Resp.Name)
 			g.p("// zap%s%sPool recycles the results of %s.%s.", i, GoName(m.Name), it.Name, m.Name)
 			g.p("var zap%s%sPool rpc.ResultPool[%s]\n", i, GoName(m.Name), r)
@@ -115,6 +128,10 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("return &%s{c: c, base: rpc.MountBase(opts...)}", cli)
 	g.p("}\n")
 	for _, m := range it.Methods {
+		if streaming(m) {
+			g.streamClientMethod(it, m, cli)
+			continue
+		}
 		mn := GoName(m.Name)
 		g.p("// %s calls %s.%s. It encodes the request into a pooled buffer,", mn, it.Name, m.Name)
 		if m.Resp != nil {
@@ -125,7 +142,7 @@ func (g *generator) stubs(it *schema.Interface) {
 		g.p("// nothing of its arguments. A non-200 answer is an *rpc.StatusError")
 		g.p("// (errors.As); see rpc.Client.Call for the other errors.")
 		g.schemaDoc(true, m.Doc, m.Comment)
-		g.p("func (c *%s) %s(%s) error {", cli, mn, params(m, false))
+		g.p("func (c *%s) %s(%s) error {", cli, mn, params(it, m, false))
 		g.p("bp := rpc.GetBuffer()")
 		if m.Req != nil {
 			g.p("buf := req.AppendZAP((*bp)[:0])")
@@ -142,12 +159,16 @@ func (g *generator) stubs(it *schema.Interface) {
 		g.p("return err")
 		g.p("}\n")
 	}
+	g.streamTypes(it)
 	g.pipelineStubs(it, cli)
 }
 
 // params returns a method's parameter list: server side (req as a view) or
 // client side (req as a record).
-func params(m *schema.Method, server bool) string {
+func params(it *schema.Interface, m *schema.Method, server bool) string {
+	if streaming(m) {
+		return streamServerParams(it, m)
+	}
 	ps := []string{"ctx context.Context"}
 	if m.Req != nil {
 		if server {
@@ -172,12 +193,12 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 	i := GoName(it.Name)
 	results := map[*schema.Struct]bool{}
 	for _, m := range it.Methods {
-		if m.Resp != nil {
+		if m.Resp != nil && !m.RespStream {
 			results[m.Resp] = true
 		}
 	}
 	for _, m := range it.Methods {
-		if m.Resp == nil {
+		if m.Resp == nil || streaming(m) {
 			continue
 		}
 		mn := GoName(m.Name)
@@ -207,7 +228,7 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("}\n")
 	}
 	for _, m := range it.Methods {
-		if m.Req == nil || !results[m.Req] {
+		if m.Req == nil || !results[m.Req] || streaming(m) {
 			continue
 		}
 		mn := GoName(m.Name)

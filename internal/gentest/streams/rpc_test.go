@@ -1,0 +1,208 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// feed serves Feed.
+type feed struct {
+	pings atomic.Int32
+	sunk  atomic.Int64
+}
+
+// Subscribe sends req.Count logs from block req.From, each with Size bytes.
+func (f *feed) Subscribe(ctx context.Context, req FilterView, s *FeedSubscribeServerStream) error {
+	if req.Count() > 1<<20 {
+		return rpc.Errorf(rpc.StatusBadRequest, "too many")
+	}
+	l := Log{Data: make([]byte, req.Size())}
+	for i := range req.Count() {
+		l.Block, l.Index = req.From()+uint64(i), i
+		if err := s.Send(&l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Upload counts the chunks and their bytes, checking their order.
+func (f *feed) Upload(ctx context.Context, s *FeedUploadServerStream, resp *Summary) error {
+	for {
+		c, err := s.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if c.Seq() != resp.Chunks {
+			return rpc.Errorf(rpc.StatusBadRequest, "chunk %d out of order", c.Seq())
+		}
+		resp.Chunks++
+		resp.Bytes += uint64(len(c.Data()))
+	}
+}
+
+// Chat answers each message with the same text and the next number.
+func (f *feed) Chat(ctx context.Context, s *FeedChatServerStream) error {
+	var out Msg
+	for {
+		m, err := s.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out.Seq, out.Text = m.Seq()+1, m.Text()
+		if err := s.Send(&out); err != nil {
+			return err
+		}
+	}
+}
+
+func (f *feed) Ping(ctx context.Context) error { f.pings.Add(1); return nil }
+
+// Heads sends three logs and then fails: the error ends the stream.
+func (f *feed) Heads(ctx context.Context, s *FeedHeadsServerStream) error {
+	for i := range uint32(3) {
+		if err := s.Send(&Log{Block: uint64(100 + i)}); err != nil {
+			return err
+		}
+	}
+	return rpc.Errorf(418, "no more heads")
+}
+
+func (f *feed) Sink(ctx context.Context, s *FeedSinkServerStream) error {
+	for {
+		c, err := s.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f.sunk.Add(int64(len(c.Data())))
+	}
+}
+
+func start(t testing.TB) (*FeedClient, *feed) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rpc.NewServer()
+	impl := &feed{}
+	RegisterFeedServer(srv, impl)
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return NewFeedClient(c), impl
+}
+
+func TestFeedStreams(t *testing.T) {
+	c, impl := start(t)
+	ctx := context.Background()
+
+	sub, err := c.Subscribe(ctx, &Filter{From: 7, Count: 1000, Size: 33})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint32(1000) {
+		l, err := sub.Recv()
+		if err != nil || l.Block() != 7+uint64(i) || l.Index() != i || len(l.Data()) != 33 {
+			t.Fatalf("log %d: block %d index %d, %d bytes, %v", i, l.Block(), l.Index(), len(l.Data()), err)
+		}
+	}
+	if _, err := sub.Recv(); err != io.EOF {
+		t.Fatalf("subscribe end: %v", err)
+	}
+
+	up, err := c.Upload(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint32(500) {
+		if err := up.Send(&Chunk{Seq: i, Data: bytes.Repeat([]byte{1}, int(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sum Summary
+	if err := up.CloseAndRecv(&sum); err != nil || sum.Chunks != 500 || sum.Bytes != 499*500/2 {
+		t.Fatalf("upload: %+v %v", sum, err)
+	}
+
+	chat, err := c.Chat(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint32(100) {
+		if err := chat.Send(&Msg{Seq: i, Text: fmt.Sprintf("abc%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := chat.Recv()
+		if err != nil || m.Seq() != i+1 || m.Text() != fmt.Sprintf("abc%d", i) {
+			t.Fatalf("chat %d: %d %q %v", i, m.Seq(), m.Text(), err)
+		}
+	}
+	chat.CloseSend()
+	if _, err := chat.Recv(); err != io.EOF {
+		t.Fatalf("chat end: %v", err)
+	}
+
+	heads, err := c.Heads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if l, err := heads.Recv(); err != nil || l.Block() != uint64(100+i) {
+			t.Fatalf("head %d: %v", i, err)
+		}
+	}
+	var se *rpc.StatusError
+	if _, err := heads.Recv(); !errors.As(err, &se) || se.Code != 418 || se.Message != "no more heads" {
+		t.Fatalf("heads end: %v", err)
+	}
+
+	sink, err := c.Sink(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		sink.Send(&Chunk{Data: make([]byte, 100)})
+	}
+	if err := sink.CloseAndRecv(); err != nil || impl.sunk.Load() != 1000 {
+		t.Fatalf("sink: %v, %d bytes", err, impl.sunk.Load())
+	}
+
+	if err := c.Ping(ctx); err != nil || impl.pings.Load() != 1 {
+		t.Fatalf("ping: %v", err)
+	}
+}
+
+// A Caller that cannot open streams gets rpc.ErrNoStreams.
+type callerOnly struct{}
+
+func (callerOnly) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	return resp, nil
+}
+
+func TestNoStreams(t *testing.T) {
+	if _, err := NewFeedClient(callerOnly{}).Subscribe(context.Background(), &Filter{}); err != rpc.ErrNoStreams {
+		t.Fatal(err)
+	}
+}
