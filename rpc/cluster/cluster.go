@@ -216,7 +216,9 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // Send sends a call without waiting for its answer (see [rpc.Client.Send]):
 // the promise, and the calls pipelined on it, stay on the connection the
 // balancer chose. A send refused because the connection was going away is
-// tried once more elsewhere, under the same rules as Call.
+// tried once more elsewhere, under the same rules as Call. The balancer
+// counts the call as load only while it is being sent (a promise waiting
+// for Wait is not seen).
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
 	c.calls.Add(1)
 	c.budget.call()
