@@ -145,9 +145,3 @@ func (t *streamSet) onClientEnd(p []byte) {
 		s.stop()
 	}
 }
-
-// OpenStreams returns how many streams this client has open (opened and
-// not yet ended by the server, canceled or failed). A load balancer reads
-// it, with [Client.Pending], to learn whether a connection can be closed
-// without cutting a stream.
-func (c *Client) OpenStreams() int { return c.streams.open() }

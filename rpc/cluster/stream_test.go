@@ -43,8 +43,8 @@ func TestOpenStreamThroughCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	cn := (*c.ready.Load())[0]
-	if cn.rc.OpenStreams() != 1 {
-		t.Fatalf("%d streams open on the connection", cn.rc.OpenStreams())
+	if cn.rc.Streams() != 1 {
+		t.Fatalf("%d streams open on the connection", cn.rc.Streams())
 	}
 	c.drop(cn) // retired: no new calls; closed once drained
 	// Let the retiring goroutine look at the connection a few times (its

@@ -942,8 +942,7 @@ func (c *EthLogsClient) GetLogs(ctx context.Context, req *LogFilter, resp *Logs)
 // StreamLogs opens a stream of EthLogs.streamLogs (a zapcodec streaming method),
 // with req as its initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else
-// rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *EthLogsClient) StreamLogs(ctx context.Context, req *LogFilter) (*EthLogsStreamLogsClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {

@@ -592,8 +592,7 @@ func NewFeedClient(c rpc.Caller, opts ...rpc.MountOption) *FeedClient {
 // Subscribe opens a stream of Feed.subscribe (a zapcodec streaming method),
 // with req as its initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else
-// rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Subscribe(ctx context.Context, req *Filter) (*FeedSubscribeClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -612,8 +611,7 @@ func (c *FeedClient) Subscribe(ctx context.Context, req *Filter) (*FeedSubscribe
 // Upload opens a stream of Feed.upload (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else
-// rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Upload(ctx context.Context) (*FeedUploadClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -631,8 +629,7 @@ func (c *FeedClient) Upload(ctx context.Context) (*FeedUploadClientStream, error
 // Chat opens a stream of Feed.chat (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else
-// rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Chat(ctx context.Context) (*FeedChatClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -662,8 +659,7 @@ func (c *FeedClient) Ping(ctx context.Context) error {
 // Heads opens a stream of Feed.heads (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else
-// rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Heads(ctx context.Context) (*FeedHeadsClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -681,8 +677,7 @@ func (c *FeedClient) Heads(ctx context.Context) (*FeedHeadsClientStream, error) 
 // Sink opens a stream of Feed.sink (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else
-// rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Sink(ctx context.Context) (*FeedSinkClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
