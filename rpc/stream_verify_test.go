@@ -60,3 +60,37 @@ func TestStreamCancelWakesHandlerBlockedInSend(t *testing.T) {
 		t.Fatalf("a stream after the canceled one: %q %v", m, err)
 	}
 }
+
+// A stream the server ends at once (a handler returning an error at once)
+// while OpenStream's ctx is cancelable: the client's read loop stops the
+// ctx's AfterFunc; OpenStream must have set it before the open can be
+// answered (a data race under -race, and an AfterFunc left on the ctx
+// for every such stream otherwise).
+func TestStreamEndedBeforeOpenStreamReturns(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 20 {
+		sts := make([]*Stream, 0, 100)
+		for range 100 {
+			st, err := c.OpenStream(ctx, 99, nil) // no handler: 404 from the read loop
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts = append(sts, st)
+		}
+		for _, st := range sts {
+			var se *StatusError
+			if _, err := st.Recv(nil); !errors.As(err, &se) || se.Code != StatusNotFound {
+				t.Fatalf("Recv: %v, want status 404", err)
+			}
+			st.mu.Lock()
+			leftover := st.stop != nil
+			st.mu.Unlock()
+			if leftover {
+				t.Fatal("the AfterFunc of an ended stream is still on its ctx")
+			}
+		}
+	}
+}
