@@ -102,7 +102,10 @@ type Stream struct {
 	// given to OpenStream on a client.
 	ctx    context.Context
 	cancel context.CancelFunc // server: cancels the handler's ctx
-	stop   func() bool        // client: stops the AfterFunc on ctx
+	stop   func() bool        // client: stops the AfterFunc on ctx; on mu
+	// stopped: the stream ended on a client, its AfterFunc is (to be)
+	// stopped; on mu.
+	stopped bool
 
 	capv, mdv []byte // server: the open's cap and metadata (copies)
 
@@ -412,6 +415,32 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 	return changed
 }
 
+// stopCtx stops a client stream's AfterFunc on its ctx: the stream is
+// over. Safe against OpenStream setting it (see setStop).
+func (s *Stream) stopCtx() {
+	s.mu.Lock()
+	f := s.stop
+	s.stop, s.stopped = nil, true
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// setStop records the AfterFunc OpenStream put on the stream's ctx, or
+// stops it when the stream already ended (the read loop may see the
+// server's end before OpenStream returns).
+func (s *Stream) setStop(f func() bool) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		f()
+		return
+	}
+	s.stop = f
+	s.mu.Unlock()
+}
+
 // credit takes a grant of n bytes from the peer.
 func (s *Stream) credit(n uint32) {
 	s.mu.Lock()
@@ -541,9 +570,7 @@ func (t *streamSet) closeAll(err error) {
 	t.mu.Unlock()
 	for _, s := range ss {
 		s.abort(err, false, 0, "")
-		if s.stop != nil {
-			s.stop()
-		}
+		s.stopCtx()
 	}
 }
 

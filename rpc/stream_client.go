@@ -114,11 +114,11 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, t.broken(err)
 	}
 	if ctx.Done() != nil {
-		s.stop = context.AfterFunc(ctx, func() {
+		s.setStop(context.AfterFunc(ctx, func() {
 			if s.abort(ctx.Err(), true, StatusCanceled, streamCancelText) {
 				t.remove(s)
 			}
-		})
+		}))
 	}
 	return s, nil
 }
@@ -135,13 +135,11 @@ func (t *streamSet) onClientEnd(p []byte) {
 		return
 	}
 	t.remove(s)
+	s.stopCtx() // before Recv can see the end
 	if e.Status == 0 {
 		s.ended(io.EOF, true, io.EOF)
 	} else {
 		err := endError(e)
 		s.ended(err, true, err)
-	}
-	if s.stop != nil {
-		s.stop()
 	}
 }

@@ -96,8 +96,11 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 			if e.Status == 0 {
 				st.ended(io.EOF, false, nil)
 			} else {
-				// The client canceled: the handler's ctx ends.
-				st.ended(endError(e), false, nil)
+				// The client canceled: the handler's ctx ends, and so does
+				// its direction (a Send waiting for a grant that will not
+				// come returns the client's error).
+				err := endError(e)
+				st.ended(err, true, err)
 				st.cancel()
 			}
 		}

@@ -3,6 +3,10 @@ package check
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/zapcodec/zapcodec/codec"
 	"math/rand/v2"
 	"testing"
 )
@@ -217,7 +221,8 @@ func FuzzDecode(f *testing.F, seed uint64, types map[string]Type) {
 		for name, typ := range types {
 			Poke(typ, b)
 			rec := typ.New()
-			if rec.DecodeZAP(b) != nil {
+			if err := rec.DecodeZAP(b); err != nil {
+				checkDecodeError(t, name, err)
 				continue
 			}
 			// DecodeZAP loads the fixed section in one piece when it fits
@@ -237,4 +242,25 @@ func FuzzDecode(f *testing.F, seed uint64, types map[string]Type) {
 			}
 		}
 	})
+}
+
+// checkDecodeError fails t unless err, DecodeZAP's error for a record of
+// type name, is a *codec.FieldError whose path starts with name and that
+// matches one of codec's sentinels.
+func checkDecodeError(t *testing.T, name string, err error) {
+	t.Helper()
+	var fe *codec.FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("%s: DecodeZAP error %v (%T) is no *codec.FieldError", name, err, err)
+	}
+	if fe.Path != name && !strings.HasPrefix(fe.Path, name+".") && !strings.HasPrefix(fe.Path, name+"[") {
+		t.Fatalf("%s: DecodeZAP error path %q does not start with the record", name, fe.Path)
+	}
+	for _, s := range []error{codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion, codec.ErrOutOfBounds,
+		codec.ErrTooDeep, codec.ErrShared, codec.ErrElementSize, codec.ErrNestedList} {
+		if errors.Is(err, s) {
+			return
+		}
+	}
+	t.Fatalf("%s: DecodeZAP error %v matches none of codec's sentinels", name, err)
 }

@@ -1,0 +1,213 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// A handler blocked in Send on a full window (the client reads nothing)
+// returns once the client cancels the stream: the client's error end
+// ends the server's direction too, so the handler goroutine and its
+// stream slot are not held until the connection closes.
+func TestStreamCancelWakesHandlerBlockedInSend(t *testing.T) {
+	s, addr, _ := streamServer(t, WithMaxStreams(1))
+	sendErr := make(chan error, 1)
+	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
+		msg := make([]byte, 1000)
+		for {
+			if err := st.Send(msg); err != nil {
+				sendErr <- err
+				return err
+			}
+		}
+	})
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := c.OpenStream(ctx, sBlock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil { // the handler runs
+		t.Fatal(err)
+	}
+	// Let the handler fill the window and block in Send.
+	await(t, "the client's buffer to fill", func() bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.qBytes >= c.streams.window-1004
+	})
+	cancel()
+	select {
+	case err := <-sendErr:
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != StatusCanceled {
+			t.Fatalf("handler's Send after the client canceled: %v, want status %d", err, StatusCanceled)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gave up after 30 s: the handler's Send still blocks after the client canceled the stream")
+	}
+	// The slot is free again (WithMaxStreams(1) on the server).
+	st2, err := c.OpenStream(context.Background(), sEcho, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st2.Send([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st2.Recv(nil); err != nil || string(m) != "x" {
+		t.Fatalf("a stream after the canceled one: %q %v", m, err)
+	}
+}
+
+// A stream the server ends at once (a handler returning an error at once)
+// while OpenStream's ctx is cancelable: the client's read loop stops the
+// ctx's AfterFunc; OpenStream must have set it before the open can be
+// answered (a data race under -race, and an AfterFunc left on the ctx
+// for every such stream otherwise).
+func TestStreamEndedBeforeOpenStreamReturns(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 20 {
+		sts := make([]*Stream, 0, 100)
+		for range 100 {
+			st, err := c.OpenStream(ctx, 99, nil) // no handler: 404 from the read loop
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts = append(sts, st)
+		}
+		for _, st := range sts {
+			var se *StatusError
+			if _, err := st.Recv(nil); !errors.As(err, &se) || se.Code != StatusNotFound {
+				t.Fatalf("Recv: %v, want status 404", err)
+			}
+			st.mu.Lock()
+			leftover := st.stop != nil
+			st.mu.Unlock()
+			if leftover {
+				t.Fatal("the AfterFunc of an ended stream is still on its ctx")
+			}
+		}
+	}
+}
+
+// Shutdown with a stream whose peer flooded past the window (a canonical
+// peer: the read loop waits for room) and a unary request behind it:
+// the grace ends the stream, the request is answered, Shutdown returns.
+func TestStreamShutdownStalledReadLoop(t *testing.T) {
+	const window = 8 << 10
+	s, addr, _ := streamServer(t, WithStreamWindow(window), WithShutdownGrace(100*time.Millisecond))
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sBlock, PromiseID: 1, Payload: []byte("x")}))
+	frames := make(chan [2][]byte, 100)
+	go func() {
+		for {
+			k, env, ok := rc.recv()
+			if !ok {
+				close(frames)
+				return
+			}
+			frames <- [2][]byte{{k}, env}
+		}
+	}()
+	go func() {
+		pad := make([]byte, 1000)
+		for range 40 { // 40 KB into an 8 KiB window
+			if _, err := rc.Write(frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 1, pad))); err != nil {
+				return
+			}
+		}
+		rc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 7, Payload: []byte("hi")})))
+	}()
+	await(t, "the server's read loop to wait for room", func() bool { return s.streamStalls() > 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	var end, answered bool
+	for f := range frames {
+		switch f[0][0] {
+		case wire.KindStreamEnd:
+			e, err := wire.ParseStreamEnd(f[1])
+			if err == nil && e.ID == 1 && e.Status == StatusUnavailable {
+				end = true
+			}
+		case wire.KindResponse:
+			if r, err := wire.ParseResponse(f[1]); err == nil && r.PromiseID == 7 {
+				answered = true
+			}
+		}
+	}
+	if !end || !answered {
+		t.Fatalf("stream ended with 503: %v; request answered: %v", end, answered)
+	}
+}
+
+// Streams ended every way leave no goroutine behind once the client and
+// the server are closed.
+func TestStreamNoGoroutineLeak(t *testing.T) {
+	base := runtime.NumGoroutine()
+	s := NewServer()
+	registerStreamHandlers(s)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	c, err := Dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	open := func(ctx context.Context, m uint32, init []byte) *Stream {
+		st, err := c.OpenStream(ctx, m, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	// Clean, error, panic, status ends.
+	for _, m := range []uint32{sCount, sFail, sPanic, sStatus} {
+		recvAll(open(bg, m, u32msg(100)))
+	}
+	// Cancel mid-Recv.
+	ctx, cancel := context.WithCancel(bg)
+	st := open(ctx, sBlock, []byte("x"))
+	st.Recv(nil)
+	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	recvAll(st)
+	// Cancel mid-Send: the handler never reads.
+	ctx, cancel = context.WithCancel(bg)
+	st = open(ctx, sBlock, []byte("x"))
+	st.Recv(nil)
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	for st.Send(make([]byte, 4096)) == nil {
+	}
+	// The handler returns while the client still sends.
+	st = open(bg, sStatus, nil)
+	for st.Send([]byte("more")) == nil {
+	}
+	// Open and left open at Close.
+	st = open(bg, sEcho, nil)
+	st.Send([]byte("a"))
+	st.Recv(nil)
+	open(bg, sBlock, nil)
+	c.Close()
+	s.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("gave up after 30 s: %d goroutines, %d before\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
