@@ -7,8 +7,8 @@ import (
 
 // GeneratedVersion2 is referenced by every file that `zapcodec gen` writes
 // ("const _ = codec.GeneratedVersion2"). It names the version of the API that
-// generated records rely on (Builder, ObjectBuilder, ListBuilder, Parse,
-// Object, List and the variable-element list helpers); a codec that drops or
+// generated records rely on (Parse, Object, List, the variable-element list
+// helpers and the functions for generated code in this file); a codec that drops or
 // changes that API, or the wire form generated code must write, drops this
 // constant too, so a stale pair of generated code and runtime fails to build
 // instead of misbehaving.
@@ -21,8 +21,8 @@ const GeneratedVersion2 = 2
 // Fixed is for generated code. It returns the first n bytes of o's fixed
 // section, or nil when they do not all lie inside the message (o is null,
 // or the object runs past the end, or n < 0). A non-nil result has length
-// n exactly: generated decoders and views check the bounds of a record's
-// fixed section once this way ("if f := o.Fixed(44); len(f) == 44") and
+// n exactly: generated decoders check the bounds of a record's fixed
+// section once this way ("if f := o.Fixed(44); len(f) == 44") and
 // then load its fields at constant offsets, which need no check each. The
 // result aliases the message.
 func (o Object) Fixed(n int) []byte {

@@ -1,6 +1,7 @@
 package ethzap
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -109,6 +110,16 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			}
 		}
 	})
+	b.Run("floor", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(msg)))
+		var d GetBalanceRequest
+		for b.Loop() {
+			if !decodeRequestFloor(msg, &d) {
+				b.Fatal("floor refused the message")
+			}
+		}
+	})
 	b.Run("handwritten", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(msg)))
@@ -127,6 +138,46 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// decodeRequestFloor is DecodeZAP of a GetBalanceRequest written by hand
+// with encoding/binary: the checks a safe decoder cannot skip (the header,
+// the root's fixed section inside the message, the text inside it), the
+// loads, and the text copied only when it changed. It refuses what
+// DecodeZAP would read field by field (a root running past the end).
+func decodeRequestFloor(b []byte, d *GetBalanceRequest) bool {
+	if len(b) < 16 {
+		return false
+	}
+	le := binary.LittleEndian
+	h, rs := le.Uint64(b), le.Uint64(b[8:])
+	root, size := uint64(uint32(rs)), rs>>32
+	if uint32(h) != 'Z'|'A'<<8|'P'<<16 || uint16(h>>32)-1 > 1 || size < 16 || size > uint64(len(b)) ||
+		root < 16 || root+44 > size {
+		return false
+	}
+	f := b[root : root+44 : root+44]
+	d.Account = [20]byte(f[0:20])
+	d.Block = le.Uint64(f[20:28])
+	d.ID = le.Uint64(f[28:36])
+	var p []byte
+	if rel, n := uint64(le.Uint32(f[36:40])), uint64(le.Uint32(f[40:44])); rel != 0 && root+36+rel >= 16 && root+36+rel+n <= size {
+		p = b[root+36+rel : root+36+rel+n]
+	}
+	if string(p) != d.Method {
+		d.Method = string(p)
+	}
+	return true
+}
+
+// The floor decodes what DecodeZAP decodes.
+func TestDecodeRequestFloor(t *testing.T) {
+	req := fixtureRequest()
+	msg := req.AppendZAP(nil)
+	var got GetBalanceRequest
+	if !decodeRequestFloor(msg, &got) || got != req {
+		t.Fatalf("floor decoded %+v, want %+v", got, req)
+	}
 }
 
 func BenchmarkDecodeResponse(b *testing.B) {
