@@ -96,8 +96,11 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 			if e.Status == 0 {
 				st.ended(io.EOF, false, nil)
 			} else {
-				// The client canceled: the handler's ctx ends.
-				st.ended(endError(e), false, nil)
+				// The client canceled: the handler's ctx ends, its Send
+				// and Recv fail, and no end of ours follows (the client
+				// has forgotten the stream).
+				err := endError(e)
+				st.ended(err, true, err)
 				st.cancel()
 			}
 		}
