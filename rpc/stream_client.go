@@ -39,7 +39,10 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 //
 // ctx bounds the whole stream: when it ends before the stream does, the
 // client sends an error end with [StatusCanceled] (the server handler's
-// ctx is canceled) and Send and Recv return ctx's error. Errors:
+// ctx is canceled) and Send and Recv return ctx's error. A stream that is
+// neither read to its end nor canceled keeps its place (see
+// [WithMaxStreams]) and its server handler, like an unread HTTP/2 stream:
+// cancel the ctx of a stream you give up on. Errors:
 // ctx's error, [ErrGoAway] after the server's go-away, [ErrTooManyStreams]
 // ([WithMaxStreams]), an error matching [ErrClosed].
 //

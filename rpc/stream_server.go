@@ -96,9 +96,9 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 			if e.Status == 0 {
 				st.ended(io.EOF, false, nil)
 			} else {
-				// The client canceled: the handler's ctx ends, and so does
-				// its direction (a Send waiting for a grant that will not
-				// come returns the client's error).
+				// The client canceled: the handler's ctx ends, its Send
+				// and Recv fail, and no end of ours follows (the client
+				// has forgotten the stream).
 				err := endError(e)
 				st.ended(err, true, err)
 				st.cancel()

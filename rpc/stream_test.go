@@ -224,11 +224,13 @@ func TestStreamErrorEnds(t *testing.T) {
 func TestStreamCancel(t *testing.T) {
 	s, addr, _ := streamServer(t)
 	ended := make(chan error, 1)
+	sendErr := make(chan error, 1)
 	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
 		st.Send(init)
 		<-ctx.Done()
 		_, err := st.Recv(nil)
 		ended <- err
+		sendErr <- st.Send([]byte("late"))
 		return nil
 	})
 	c := dial(t, addr)
@@ -252,6 +254,9 @@ func TestStreamCancel(t *testing.T) {
 		var se *StatusError
 		if !errors.As(err, &se) || se.Code != StatusCanceled {
 			t.Fatalf("handler's Recv after the cancel: %v", err)
+		}
+		if err := <-sendErr; !errors.As(err, &se) || se.Code != StatusCanceled {
+			t.Fatalf("handler's Send after the cancel: %v", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("gave up after 30 s: the handler's ctx was not canceled")
