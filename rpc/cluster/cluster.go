@@ -82,9 +82,8 @@ func (c *Conn) InFlight() int { return int(c.inflight.Load()) }
 func (c *Conn) Client() *rpc.Client { return c.rc }
 
 var (
-	_ rpc.Caller       = (*Client)(nil)
-	_ rpc.Sender       = (*Client)(nil)
-	_ rpc.StreamOpener = (*Client)(nil)
+	_ rpc.Caller = (*Client)(nil)
+	_ rpc.Sender = (*Client)(nil)
 )
 
 // Dial resolves target (see [ParseTarget], or [WithResolver]), connects
