@@ -37,6 +37,9 @@ type serverConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	closed atomic.Bool
+	// wdListed: c is on the watchdog's list (set under s.wdMu; see
+	// Server.watch). Beside closed, in what would be padding.
+	wdListed atomic.Bool
 
 	// free holds the jobs not in use (see jobs.go); nJobs (role holder
 	// only) counts the jobs the connection holds, at most the in-flight
@@ -68,20 +71,17 @@ type serverConn struct {
 	owed   bool   // role holder: answers wait in out for its flush
 	spill  bool   // role holder: dispatch calls to workers until the next wait
 	batch  bool   // role holder: holds one unit of inflight for the calls it answers
+	active bool   // role holder: a request was read since the last wait (readtimeout.go)
+	wdIdle uint8  // watchdog only, under s.wdMu: ticks in a row without an inline call
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous tick
-	wdIdle int    // watchdog only, under s.wdMu: ticks in a row without an inline call
-	// wdListed: c is on the watchdog's list (set under s.wdMu; see
-	// Server.watch).
-	wdListed atomic.Bool
 
 	// Read deadlines (see readtimeout.go), role holder only.
 	armed      int64 // the read deadline set on nc (unix ns), 0 none
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
 	waitStart  int64 // when the current wait between frames began, 0 none
 	idleSince  int64 // when the loop last waited after reading a request
-	active     bool  // a request was read since the last wait
 	idleAway   int64 // when the idle timeout sent a go-away, 0 not
 
 	rjob job // dispatched to a worker to take over the read loop

@@ -66,6 +66,9 @@ for n in $NS; do
       printf "%-6s %-6s %6.0f %9.2f %9.2f %9.2f %9s %8.2f %10.0f %10.2f\n" "$n" $kind "$(j calls_per_sec)" \
         "$(echo "$(j p50)/1000000" | bc -l)" "$(echo "$(j p99)/1000000" | bc -l)" "$(echo "$(j p99_9)/1000000" | bc -l)" \
         "$(j failed)" "$(echo "$cpu1-$cpu0" | bc -l)" "$(echo "($rss1-$rss0)/$n" | bc -l)" "$(awk '{print $1+$2}' "$bin/load.time")"
+      if [ "$(j failed)" != 0 ]; then
+        echo "       failed calls: $(tr -d '\n ' < "$bin/load.json" | grep -o '"errors":{[^}]*}')"
+      fi
     done
   done
 done
