@@ -235,11 +235,14 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 	st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
 	st.cond.Broadcast() // a read loop waiting for room
 	st.mu.Unlock()
+	// Out of the set before the end can reach the peer: a client that
+	// reads the end frees its own count at once and may open the next
+	// stream right away, which must not be refused as one too many.
+	c.streams.remove(st)
 	if send && !c.closed.Load() {
 		c.streams.writeEnd(st.id, status, text)
 	}
 	st.wmu.Unlock()
-	c.streams.remove(st)
 	st.cancel()
 	c.doneOne()
 }

@@ -211,3 +211,22 @@ func TestStreamNoGoroutineLeak(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A client that keeps as many streams open as the server allows may open
+// a new one as soon as it has read the end of an old one: the server
+// must not still count the old one and refuse the new one with 503.
+func TestStreamLimitFreedBeforeEnd(t *testing.T) {
+	_, addr, _ := streamServer(t, WithMaxStreams(1))
+	c := dial(t, addr, WithMaxStreams(1))
+	for i := range 2000 {
+		st, err := c.OpenStream(context.Background(), sStatus, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Recv(nil)
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != 418 {
+			t.Fatalf("stream %d: %v, want the handler's 418", i, err)
+		}
+	}
+}
