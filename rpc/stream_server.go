@@ -188,6 +188,13 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	st.ctx = context.WithValue(ctx, streamKey{}, st)
 	t.m[id] = st
 	t.mu.Unlock()
+	// A Send waiting for a grant wakes when the ctx ends (its deadline,
+	// the base context); the other ends of the ctx abort the stream.
+	st.setStop(context.AfterFunc(st.ctx, func() {
+		st.mu.Lock()
+		st.cond.Broadcast()
+		st.mu.Unlock()
+	}))
 	if len(req.Cap) > 0 {
 		st.capv = append([]byte(nil), req.Cap...)
 	}
@@ -243,6 +250,7 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 		c.streams.writeEnd(st.id, status, text)
 	}
 	st.wmu.Unlock()
+	st.stopCtx()
 	st.cancel()
 	c.doneOne()
 }

@@ -230,3 +230,44 @@ func TestStreamLimitFreedBeforeEnd(t *testing.T) {
 		}
 	}
 }
+
+// A handler blocked in Send on a full window returns ctx's error when its
+// ctx ends for a reason of the server's own (here the base context; the
+// deadline carried in the open is another), as Send's doc says.
+func TestStreamHandlerSendHonoursCtx(t *testing.T) {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, addr, _ := streamServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
+	sendErr := make(chan error, 1)
+	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
+		msg := make([]byte, 1000)
+		for {
+			if err := st.Send(msg); err != nil {
+				sendErr <- err
+				return err
+			}
+		}
+	})
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sBlock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the client's buffer to fill", func() bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.qBytes >= c.streams.window-1004
+	})
+	cancelBase()
+	select {
+	case err := <-sendErr:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler's Send after its ctx ended: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gave up after 30 s: the handler's Send still blocks after its ctx ended")
+	}
+}
