@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/zapcodec/zapcodec/rpc/wire"
+	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -269,5 +270,57 @@ func TestStreamHandlerSendHonoursCtx(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("gave up after 30 s: the handler's Send still blocks after its ctx ended")
+	}
+}
+
+// A peer whose grants overflow the window counters (huge, repeated, for
+// ids never opened, for id 0 again) gets its messages and nothing breaks:
+// the server's outstanding count is clamped, not wrapped.
+func TestStreamHostileGrants(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 16)) // hello: a 16-byte window
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCount, PromiseID: 1, Payload: u32msg(5000)}))
+	go func() {
+		for i := range 3000 {
+			id := uint32(1)
+			switch i % 3 {
+			case 1:
+				id = 999
+			case 2:
+				id = 0
+			}
+			if _, err := rc.Write(frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, id, 0xFFFFFFFF))); err != nil {
+				return
+			}
+		}
+	}()
+	got := 0
+	for {
+		kind, env, ok := rc.recv()
+		if !ok {
+			t.Fatalf("connection closed after %d messages", got)
+		}
+		if kind == wire.KindStreamMsg {
+			id, m, err := wire.ParseStreamMsg(env)
+			if err != nil || id != 1 || len(m) != 4 {
+				t.Fatalf("message %d: id %d %x %v", got, id, m, err)
+			}
+			got++
+		}
+		if kind == wire.KindStreamEnd {
+			break
+		}
+	}
+	if got != 5000 {
+		t.Fatalf("%d messages, want 5000", got)
+	}
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sCount, u32msg(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := recvAll(st); len(msgs) != 3 || err != io.EOF {
+		t.Fatalf("another connection: %d messages, %v", len(msgs), err)
 	}
 }
