@@ -65,7 +65,7 @@
 // # For generated code
 //
 // The records `zapcodec gen` writes use a few helpers documented "for
-// generated code" (generated.go): [Message.RootFixed] and [Object.Fixed]
+// generated code" (generated.go): [ParseFixed] and [Object.Fixed]
 // check the bounds of a record's fixed section once, after which its
 // fields load at constant offsets with no check each; [Object.BytesIn] and
 // [SameText] read and compare its text values; [AppendHeader],

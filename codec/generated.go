@@ -133,16 +133,24 @@ func SameText(p []byte, s string) bool {
 		binary.LittleEndian.Uint64(p[n-8:]) == binary.LittleEndian.Uint64(q[n-8:])
 }
 
-// RootFixed is for generated code: it returns [Message.Root] and, when the
-// root's first n bytes (n > 0) lie inside the message, those bytes as
-// [Object.Fixed] would, else nil. It checks the root's bounds once for
-// both.
-func (m Message) RootFixed(n int) (Object, []byte) {
-	if len(m.b) >= HeaderSize && n > 0 {
-		pos := uint64(binary.LittleEndian.Uint32(m.b[offRoot:]))
-		if end := pos + uint64(n); pos >= HeaderSize && end <= uint64(len(m.b)) {
-			return Object{b: m.b, pos: int(pos)}, m.b[pos:end:end]
+// ParseFixed is for generated code: [Parse] of b, then the root object
+// and, when its first n bytes (n > 0) lie inside the message, those bytes
+// as [Object.Fixed] would give them (else nil), in one call that checks
+// the header and the root's bounds together. A malformed header gives the
+// error Parse gives.
+func ParseFixed(b []byte, n int) (Object, []byte, error) {
+	if len(b) >= HeaderSize {
+		h := binary.LittleEndian.Uint64(b) // magic, version, flags
+		rs := binary.LittleEndian.Uint64(b[offRoot:])
+		root, size := uint64(uint32(rs)), rs>>32
+		if uint32(h) == magic32 && uint16(h>>32)-Version1 <= Version2-Version1 &&
+			size >= HeaderSize && size <= uint64(len(b)) {
+			if end := root + uint64(n); n > 0 && root >= HeaderSize && end <= size {
+				return Object{b: b[:size], pos: int(root)}, b[root:end:end], nil
+			}
+			return Message{b: b[:size]}.Root(), nil, nil
 		}
 	}
-	return m.Root(), nil
+	_, err := Parse(b)
+	return Object{}, nil, err
 }

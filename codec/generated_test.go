@@ -9,25 +9,28 @@ import (
 )
 
 // checkGeneratedHelpers checks, on any bytes, that the helpers generated
-// decoders use agree with the general accessors: RootFixed with Root and
-// Fixed, BytesIn with Bytes, for every fixed size and slot offset up to 64.
+// decoders use agree with the general accessors: ParseFixed with Parse,
+// Root and Fixed, BytesIn with Bytes, for every fixed size and slot offset up to 64.
 func checkGeneratedHelpers(t *testing.T, b []byte) {
 	m, err := codec.Parse(b)
 	if err != nil {
+		if _, f, err2 := codec.ParseFixed(b, 8); f != nil || err2 == nil || err2.Error() != err.Error() {
+			t.Fatalf("ParseFixed of what Parse refuses (%v): %v, section %x", err, err2, f)
+		}
 		return
 	}
 	root := m.Root()
 	for n := 0; n <= 64; n++ {
-		o, f := m.RootFixed(n)
-		if !sameObject(o, root) {
-			t.Fatalf("RootFixed(%d) object differs from Root", n)
+		o, f, err := codec.ParseFixed(b, n)
+		if err != nil || !sameObject(o, root) {
+			t.Fatalf("ParseFixed(%d) object differs from Root (%v)", n, err)
 		}
 		want := root.Fixed(n)
 		if n == 0 {
-			want = nil // RootFixed gives no empty section
+			want = nil // ParseFixed gives no empty section
 		}
 		if !bytes.Equal(f, want) || (f == nil) != (want == nil) || (f != nil && len(f) != n) {
-			t.Fatalf("RootFixed(%d) = %x, Fixed %x", n, f, want)
+			t.Fatalf("ParseFixed(%d) = %x, Fixed %x", n, f, want)
 		}
 		for off := 0; off+codec.TextSlotSize <= n && f != nil; off++ {
 			got, want := root.BytesIn(f, off), root.Bytes(off)
@@ -41,15 +44,15 @@ func checkGeneratedHelpers(t *testing.T, b []byte) {
 func TestGeneratedHelpers(t *testing.T) {
 	msg := handRequest(nil) // the eth request: a 44-byte root and a text
 	checkGeneratedHelpers(t, msg)
-	o, f := mustParse(t, msg).RootFixed(44)
-	if len(f) != 44 || string(o.BytesIn(f, 36)) != benchMethod {
-		t.Fatalf("RootFixed(44): %d bytes, method %q", len(f), o.BytesIn(f, 36))
+	o, f, err := codec.ParseFixed(msg, 44)
+	if err != nil || len(f) != 44 || string(o.BytesIn(f, 36)) != benchMethod {
+		t.Fatalf("ParseFixed(44): %d bytes, method %q (%v)", len(f), o.BytesIn(f, 36), err)
 	}
 	// A root that runs past the end: no section, the object still there.
 	short := append([]byte(nil), msg[:codec.HeaderSize+40]...)
 	binary.LittleEndian.PutUint32(short[12:], uint32(len(short)))
 	checkGeneratedHelpers(t, short)
-	if o, f := mustParse(t, short).RootFixed(44); f != nil || o.IsNull() || o.Uint64(28) != 1 {
+	if o, f, err := codec.ParseFixed(short, 44); err != nil || f != nil || o.IsNull() || o.Uint64(28) != 1 {
 		t.Fatalf("truncated: section %x, null %v", f, o.IsNull())
 	}
 	// A slot that points past the end, a root in the header.
@@ -62,15 +65,6 @@ func TestGeneratedHelpers(t *testing.T) {
 	if p := o.BytesIn(f[:3], 0); p != nil {
 		t.Fatalf("BytesIn of a 3-byte section: %x", p)
 	}
-}
-
-func mustParse(t *testing.T, b []byte) codec.Message {
-	t.Helper()
-	m, err := codec.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 func TestSameText(t *testing.T) {
@@ -89,8 +83,8 @@ func TestSameText(t *testing.T) {
 	}
 }
 
-// FuzzGeneratedHelpers: RootFixed and BytesIn agree with Root, Fixed and
-// Bytes on any input, and never panic.
+// FuzzGeneratedHelpers: ParseFixed and BytesIn agree with Parse, Root,
+// Fixed and Bytes on any input, and never panic.
 func FuzzGeneratedHelpers(f *testing.F) {
 	f.Add(handRequest(nil))
 	f.Add(handResponse(nil))

@@ -28,10 +28,12 @@
 // (one 300 KiB buffer per 32 Gets of 5,000 bytes) shows it: 0 B/op with
 // SizedPool, while BenchmarkBytebufferpoolMixed, the same work on one
 // calibrated bytebufferpool.Pool, reports about 10,000 B/op: the 300 KiB
-// buffer allocated afresh every 32 Gets. Calibrating inside a size class, as one
-// bytebufferpool.Pool per class would, has nothing to learn (every buffer
-// of a class has the same capacity class), so each class is a plain
-// sync.Pool.
+// buffer allocated afresh every 32 Gets. Inside one size class
+// calibration has nothing to learn (the capacities of a class are within
+// a factor of two of each other), so each class is a plain sync.Pool, not
+// a bytebufferpool.Pool that would count every Put for nothing. Like any
+// sync.Pool, a class gives its idle buffers up to the garbage collector, so
+// a process that stops using large frames stops holding them.
 //
 // # Catching use after Put
 //

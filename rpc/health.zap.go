@@ -43,14 +43,13 @@ func (m *HealthCheckRequest) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *HealthCheckRequest) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "HealthCheckRequest")
-	}
 	var p0 []byte // Service
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(8)
+	o, f, err := codec.ParseFixed(b, 8)
+	if err != nil {
+		return codec.InField(err, "HealthCheckRequest")
+	}
 	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message
@@ -134,13 +133,12 @@ func (m *HealthCheckResponse) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *HealthCheckResponse) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 4)
 	if err != nil {
 		return codec.InField(err, "HealthCheckResponse")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(4)
 	if len(f) == 4 {
 		m.Status = binary.LittleEndian.Uint32(f[0:4])
 	} else { // the object runs past the end of the message

@@ -180,7 +180,8 @@ func WithTLSConfig(cfg *tls.Config) Option {
 // sent: a peer announcing a larger frame loses its connection, a call
 // whose request is larger fails without breaking it; default 16 MiB) and
 // [frame.WithBufferSize] (the read-ahead limit: frames up to a quarter of
-// it are read without a copy of their own; default 64 KiB), with the
+// it are read into the shared read-ahead buffer, larger ones into a buffer
+// of their own; default 64 KiB), with the
 // defaults and rules frame documents. Frames are written through the
 // connection's own queue, so the write-side [frame.WithWritevThreshold]
 // does not apply; and rpc speaks the canonical transport framing, so

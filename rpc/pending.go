@@ -8,3 +8,8 @@ package rpc
 // looks at every slot of the table (calls count themselves on no shared
 // word; see DESIGN.md): poll it, do not call it per call.
 func (c *Client) Pending() int { return c.active() }
+
+// Streams returns how many streams are open on the client's connection
+// (opened and not yet ended both ways, or failed). A load balancer reads
+// it, beside [Client.Pending], before it closes a connection it retired.
+func (c *Client) Streams() int { return c.streams.open() }

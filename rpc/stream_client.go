@@ -10,7 +10,8 @@ import (
 )
 
 // StreamOpener opens streams; generated clients of streaming methods
-// need their Caller to be one. *Client implements it.
+// need their Caller to be one. *Client and rpc/cluster's Client implement
+// it.
 type StreamOpener interface {
 	// OpenStream opens a stream to the method with the given ordinal (see
 	// Client.OpenStream).

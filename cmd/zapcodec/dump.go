@@ -30,7 +30,8 @@ func init() {
   -type NAME          a struct; or a method ("Eth.getBalance", "getBalance")
                       or interface ("Eth") for RPC envelopes and payloads:
                       requests decode as the method's request struct,
-                      answers as its response struct
+                      answers as its response struct, stream messages
+                      as the struct the stream carries
   -response           a bare payload given with a method -type is the
                       method's response (default: its request)
 `,

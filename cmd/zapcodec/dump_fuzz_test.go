@@ -23,6 +23,7 @@ var dumpFuzzModes = [][]string{
 	{"-raw", "-message", "-schema", "eth.zap", "-type", "Eth", "-response"},
 	{"-raw", "-frames", "-schema", "eth.zap", "-type", "Eth"},
 	{"-raw", "-frames", "-schema", "kitchen.zap", "-type", "Item"},
+	{"-raw", "-frames", "-schema", "examples/ethrpc/eth.zap", "-type", "EthLogs"}, // stream messages
 	{"-raw", "-http", "-schema", "eth.zap", "-type", "Eth.getBalance", "-response"},
 }
 

@@ -71,6 +71,11 @@ func dumpCases() []dumpCase {
 		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
 		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end
 		{"eth_frames", "eth_frames.hex", nil},
+		// The demo's streaming method (EthLogs.streamLogs): open, two
+		// messages, end; built with rpc/wire from records of the demo schema.
+		{"eth_stream", "eth_stream.hex", nil},
+		{"eth_stream_schema", "eth_stream.hex", []string{"-schema", "examples/ethrpc/eth.zap", "-type", "EthLogs"}},
+		{"eth_stream_method", "eth_stream.hex", []string{"-schema", "examples/ethrpc/eth.zap", "-type", "EthLogs.streamLogs"}},
 		{"eth_frames_schema", "eth_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}},
 		{"eth_frames_bin_method", "eth_frames.bin", []string{"-frames", "-schema", "eth.zap", "-type", "Eth.getBalance"}},
 		{"eth_call", "eth_call.hex", nil},
@@ -106,11 +111,16 @@ func dumpCases() []dumpCase {
 	return cs
 }
 
-// dumpSchema returns the path of the schema a case names: the one copy in
-// the canonical schemas (testdata/canonical/schemas or its more/), or a
-// schema of dump's own in testdata/dump (num.zap).
+// dumpSchema returns the path of the schema a case names: a path with a
+// slash is from the repository root (examples/ethrpc/eth.zap, the demo's
+// own); a bare name is the one copy in the canonical schemas
+// (testdata/canonical/schemas or its more/), or a schema of dump's own in
+// testdata/dump (num.zap).
 func dumpSchema(t testing.TB, name string) string {
 	t.Helper()
+	if strings.Contains(name, "/") {
+		return filepath.Join("..", "..", filepath.FromSlash(name))
+	}
 	dir := fixture.Dir(t)
 	for _, p := range []string{filepath.Join(dir, "schemas", name), filepath.Join(dir, "schemas", "more", name)} {
 		if _, err := os.Stat(p); err == nil {

@@ -20,8 +20,8 @@ var ErrNoReplica = errors.New("cluster: no replica is ready")
 // Client sends calls to the replicas of a service: it resolves their
 // addresses, keeps connections to them, spreads calls by load, ejects
 // failing replicas and retries calls that were refused unrun. It is safe
-// for concurrent use and implements [rpc.Caller] and [rpc.Sender], so a
-// generated client works on it unchanged. Create it with [Dial].
+// for concurrent use and implements [rpc.Caller], [rpc.Sender] and
+// [rpc.StreamOpener], so a generated client works on it unchanged. Create it with [Dial].
 type Client struct {
 	o      options
 	target string
@@ -82,8 +82,9 @@ func (c *Conn) InFlight() int { return int(c.inflight.Load()) }
 func (c *Conn) Client() *rpc.Client { return c.rc }
 
 var (
-	_ rpc.Caller = (*Client)(nil)
-	_ rpc.Sender = (*Client)(nil)
+	_ rpc.Caller       = (*Client)(nil)
+	_ rpc.Sender       = (*Client)(nil)
+	_ rpc.StreamOpener = (*Client)(nil)
 )
 
 // Dial resolves target (see [ParseTarget], or [WithResolver]), connects
@@ -215,7 +216,9 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // Send sends a call without waiting for its answer (see [rpc.Client.Send]):
 // the promise, and the calls pipelined on it, stay on the connection the
 // balancer chose. A send refused because the connection was going away is
-// tried once more elsewhere, under the same rules as Call.
+// tried once more elsewhere, under the same rules as Call. The balancer
+// counts the call as load only while it is being sent (a promise waiting
+// for Wait is not seen).
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
 	c.calls.Add(1)
 	c.budget.call()
@@ -243,6 +246,39 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 		}
 		c.failed.Add(1)
 		return p, err
+	}
+}
+
+// OpenStream opens a stream (see [rpc.Client.OpenStream]) on a connection
+// the balancer picks; the stream stays on it. An open the connection
+// refused before writing it (its go-away came first) goes to another
+// connection; once the open is written it is never sent again (the
+// server may have started its handler): a refusal comes as an error end
+// that Recv returns. Open streams are not counted as load by the
+// balancer (their calls in flight are not known); a connection retired
+// while streams are open on it is kept until they end (within the drain
+// timeout).
+func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
+	c.calls.Add(1)
+	unsent := 0
+	for {
+		cn, err := c.pick(ctx, nil)
+		if err != nil {
+			c.failed.Add(1)
+			return nil, err
+		}
+		st, err := cn.rc.OpenStream(ctx, method, init)
+		cn.inflight.Add(-1)
+		if err == nil {
+			return st, nil
+		}
+		c.account(cn, err)
+		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
+			unsent++
+			continue
+		}
+		c.failed.Add(1)
+		return nil, err
 	}
 }
 
@@ -409,7 +445,7 @@ func (c *Client) retire(cn *Conn) {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	deadline := time.Now().Add(c.o.drainTimeout)
-	for (cn.inflight.Load() != 0 || cn.rc.Pending() != 0) && !cn.rc.Closed() && time.Now().Before(deadline) {
+	for (cn.inflight.Load() != 0 || cn.rc.Pending() != 0 || cn.rc.Streams() != 0) && !cn.rc.Closed() && time.Now().Before(deadline) {
 		select {
 		case <-c.ctx.Done():
 			cn.close()
@@ -588,7 +624,8 @@ func (c *Client) Close() error {
 
 // Stats is a snapshot of a client's counters.
 type Stats struct {
-	// Calls counts calls (Call and Send), each once whatever its retries.
+	// Calls counts calls (Call and Send) and streams opened, each once
+	// whatever its retries.
 	Calls int64
 	// Retries counts calls sent a second time after a refusal; RetriesDenied
 	// counts refused calls the budget did not let retry (they failed).

@@ -2,8 +2,8 @@
 // behind one name: it resolves the name to the replicas' addresses, keeps
 // multiplexed connections ([rpc.Client]) to them, spreads calls by load,
 // ejects replicas that fail and sends again the calls a replica refused
-// without running them. Its [Client] implements [rpc.Caller] and
-// [rpc.Sender], so generated clients work on it:
+// without running them. Its [Client] implements [rpc.Caller],
+// [rpc.Sender] and [rpc.StreamOpener], so generated clients work on it:
 //
 //	c, err := cluster.Dial(ctx, "dns:///eth.svc.cluster.local:7700")
 //	if err != nil { ... }

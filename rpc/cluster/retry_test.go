@@ -397,3 +397,59 @@ func TestGoAwayBeforeWriteIsNotARetry(t *testing.T) {
 		t.Fatalf("stats %+v, b ran %d calls", st, b.calls.Load())
 	}
 }
+
+// Streams open through the cluster client (generated streaming clients
+// take an rpc.StreamOpener); a replica removed while a stream is open on
+// it keeps its connection until the stream ends.
+func TestOpenStream(t *testing.T) {
+	const mStream = 8
+	var rs []*replicaSrv
+	for range 2 {
+		r := startReplica(t, "127.0.0.1")
+		r.server().HandleStream(mStream, func(ctx context.Context, init []byte, s *rpc.Stream) error {
+			var buf []byte
+			for {
+				msg, err := s.Recv(buf[:0])
+				if err != nil {
+					return nil // the client closed its side
+				}
+				if err := s.Send(append(append([]byte(nil), init...), msg...)); err != nil {
+					return err
+				}
+				buf = msg
+			}
+		})
+		rs = append(rs, r)
+	}
+	push := NewPush(rs[0].addr, rs[1].addr)
+	c := dialT(t, "svc", WithResolver(push), WithBalancer(firstAddr{rs[0].addr}))
+	ctx := context.Background()
+	var streams []*rpc.Stream
+	for i := 0; i < 6; i++ {
+		st, err := c.OpenStream(ctx, mStream, []byte("s:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	// The streams are all on rs[0]: remove it; its connection must stay
+	// up for them.
+	push.Set(rs[1].addr)
+	await(t, "one replica left", func() bool { return len(c.Stats().Replicas) == 1 })
+	for i, st := range streams {
+		if err := st.Send([]byte{'0' + byte(i)}); err != nil {
+			t.Fatalf("stream %d: Send after the removal: %v", i, err)
+		}
+		got, err := st.Recv(nil)
+		if err != nil || string(got) != "s:"+string(rune('0'+i)) {
+			t.Fatalf("stream %d: %q %v", i, got, err)
+		}
+		st.CloseSend()
+		if _, err := st.Recv(nil); err == nil {
+			t.Fatalf("stream %d: Recv after the handler returned did not end", i)
+		}
+	}
+	await(t, "the removed replica's connection closed once its streams ended", func() bool {
+		return rs[0].server().Stats().Active == 0
+	})
+}

@@ -52,14 +52,13 @@ func (m *GetBalanceRequest) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "GetBalanceRequest")
-	}
 	var p0 []byte // Method
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(44)
+	o, f, err := codec.ParseFixed(b, 44)
+	if err != nil {
+		return codec.InField(err, "GetBalanceRequest")
+	}
 	if len(f) == 44 {
 		m.Account = [20]byte(f[0:20])
 		m.Block = binary.LittleEndian.Uint64(f[20:28])
@@ -171,13 +170,12 @@ func (m *GetBalanceResponse) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *GetBalanceResponse) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 80)
 	if err != nil {
 		return codec.InField(err, "GetBalanceResponse")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(80)
 	if len(f) == 80 {
 		m.Balance = [32]byte(f[0:32])
 		m.Nonce = binary.LittleEndian.Uint64(f[32:40])
@@ -294,13 +292,12 @@ func (m *LogFilter) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *LogFilter) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 28)
 	if err != nil {
 		return codec.InField(err, "LogFilter")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(28)
 	if len(f) == 28 {
 		m.FromBlock = binary.LittleEndian.Uint64(f[0:8])
 		m.ToBlock = binary.LittleEndian.Uint64(f[8:16])
@@ -406,14 +403,13 @@ func (m *Log) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Log) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Log")
-	}
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(108)
+	o, f, err := codec.ParseFixed(b, 108)
+	if err != nil {
+		return codec.InField(err, "Log")
+	}
 	if len(f) == 108 {
 		m.Address = [20]byte(f[0:20])
 		m.Topic0 = [32]byte(f[20:52])
@@ -946,7 +942,7 @@ func (c *EthLogsClient) GetLogs(ctx context.Context, req *LogFilter, resp *Logs)
 // StreamLogs opens a stream of EthLogs.streamLogs (a zapcodec streaming method),
 // with req as its initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *EthLogsClient) StreamLogs(ctx context.Context, req *LogFilter) (*EthLogsStreamLogsClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {

@@ -44,14 +44,13 @@ func (m *HelloRequest) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *HelloRequest) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "HelloRequest")
-	}
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(8)
+	o, f, err := codec.ParseFixed(b, 8)
+	if err != nil {
+		return codec.InField(err, "HelloRequest")
+	}
 	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message
@@ -136,14 +135,13 @@ func (m *HelloReply) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *HelloReply) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "HelloReply")
-	}
 	var p0 []byte // Message
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(8)
+	o, f, err := codec.ParseFixed(b, 8)
+	if err != nil {
+		return codec.InField(err, "HelloReply")
+	}
 	if len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
 	} else { // the object runs past the end of the message

@@ -71,13 +71,12 @@ func (m *Scalars) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Scalars) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 51)
 	if err != nil {
 		return codec.InField(err, "Scalars")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(51)
 	if len(f) == 51 {
 		m.Flag = f[0] != 0
 		m.Small = f[1]
@@ -221,13 +220,12 @@ func (m *Point) zapSize(n int) int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Point) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 8)
 	if err != nil {
 		return codec.InField(err, "Point")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(8)
 	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
@@ -904,14 +902,13 @@ func (m *Pair) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Pair) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Pair")
-	}
 	var p0 []byte // B
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(10)
+	o, f, err := codec.ParseFixed(b, 10)
+	if err != nil {
+		return codec.InField(err, "Pair")
+	}
 	if len(f) == 10 {
 		m.A = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 2)

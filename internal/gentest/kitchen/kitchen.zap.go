@@ -47,14 +47,13 @@ func (m *Item) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Item) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Item")
-	}
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(12)
+	o, f, err := codec.ParseFixed(b, 12)
+	if err != nil {
+		return codec.InField(err, "Item")
+	}
 	if len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)

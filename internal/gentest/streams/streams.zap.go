@@ -50,13 +50,12 @@ func (m *Filter) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Filter) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 16)
 	if err != nil {
 		return codec.InField(err, "Filter")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(16)
 	if len(f) == 16 {
 		m.From = binary.LittleEndian.Uint64(f[0:8])
 		m.Count = binary.LittleEndian.Uint32(f[8:12])
@@ -149,14 +148,13 @@ func (m *Log) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Log) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Log")
-	}
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(20)
+	o, f, err := codec.ParseFixed(b, 20)
+	if err != nil {
+		return codec.InField(err, "Log")
+	}
 	if len(f) == 20 {
 		m.Block = binary.LittleEndian.Uint64(f[0:8])
 		m.Index = binary.LittleEndian.Uint32(f[8:12])
@@ -246,14 +244,13 @@ func (m *Chunk) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Chunk) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Chunk")
-	}
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(12)
+	o, f, err := codec.ParseFixed(b, 12)
+	if err != nil {
+		return codec.InField(err, "Chunk")
+	}
 	if len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
@@ -339,13 +336,12 @@ func (m *Summary) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Summary) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 12)
 	if err != nil {
 		return codec.InField(err, "Summary")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(12)
 	if len(f) == 12 {
 		m.Chunks = binary.LittleEndian.Uint32(f[0:4])
 		m.Bytes = binary.LittleEndian.Uint64(f[4:12])
@@ -431,14 +427,13 @@ func (m *Msg) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Msg) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Msg")
-	}
 	var p0 []byte // Text
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(12)
+	o, f, err := codec.ParseFixed(b, 12)
+	if err != nil {
+		return codec.InField(err, "Msg")
+	}
 	if len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
@@ -597,7 +592,7 @@ func NewFeedClient(c rpc.Caller, opts ...rpc.MountOption) *FeedClient {
 // Subscribe opens a stream of Feed.subscribe (a zapcodec streaming method),
 // with req as its initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Subscribe(ctx context.Context, req *Filter) (*FeedSubscribeClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -616,7 +611,7 @@ func (c *FeedClient) Subscribe(ctx context.Context, req *Filter) (*FeedSubscribe
 // Upload opens a stream of Feed.upload (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Upload(ctx context.Context) (*FeedUploadClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -634,7 +629,7 @@ func (c *FeedClient) Upload(ctx context.Context) (*FeedUploadClientStream, error
 // Chat opens a stream of Feed.chat (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Chat(ctx context.Context) (*FeedChatClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -664,7 +659,7 @@ func (c *FeedClient) Ping(ctx context.Context) error {
 // Heads opens a stream of Feed.heads (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Heads(ctx context.Context) (*FeedHeadsClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -682,7 +677,7 @@ func (c *FeedClient) Heads(ctx context.Context) (*FeedHeadsClientStream, error) 
 // Sink opens a stream of Feed.sink (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
 // it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.
+// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Sink(ctx context.Context) (*FeedSinkClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {

@@ -59,13 +59,12 @@ func (m *Point) zapSize(n int) int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message.
 func (m *Point) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, f, err := codec.ParseFixed(b, 8)
 	if err != nil {
 		return codec.InField(err, "Point")
 	}
-	// Once the whole fixed section is known to fit, loads from it at
-	// constant offsets need no bounds checks.
-	o, f := msg.RootFixed(8)
 	if len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))

@@ -121,7 +121,10 @@ type dumper struct {
 	// promises maps the promise_id of each request seen to its method, so
 	// that an answer later in the stream decodes as that method's result.
 	promises map[uint32]*schema.Method
-	scratch  []byte
+	// streams maps the id of each stream opened to its method, so that the
+	// stream's messages decode as the method's message types.
+	streams map[uint32]*schema.Method
+	scratch []byte
 }
 
 func (d *dumper) printf(format string, a ...any) { fmt.Fprintf(d.w, format, a...) }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // TestWriteReport checks what Write returns: the problems listed in place
@@ -64,6 +66,42 @@ func TestHeaderOffsets(t *testing.T) {
 		rep, err := Write(&out, []byte(tc.in), Options{Raw: true, Message: true})
 		if err != nil || rep.Problems != 1 || rep.First != tc.first {
 			t.Errorf("%q: %+v, %v; want %q", tc.in, rep, err, tc.first)
+		}
+	}
+}
+
+// TestStreamStruct: which struct a stream message of each kind of
+// streaming method decodes as, and when a frame cannot say.
+func TestStreamStruct(t *testing.T) {
+	f, err := schema.Parse("s.zap", []byte(`struct A {}
+struct B {}
+interface S {
+    down(req: A) returns (stream B)
+    up(stream A) returns (resp: B)
+    upOnly(stream A)
+    both(stream A) returns (stream B)
+    same(stream A) returns (stream A)
+    plain(req: A)
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, want, why string }{
+		{"down", "B", ""},
+		{"up", "", "streams A from the client and B from the server"},
+		{"upOnly", "A", ""},
+		{"both", "", "streams A from the client and B from the server"},
+		{"same", "A", ""},
+		{"plain", "", "streams no messages"},
+	} {
+		st, why := streamStruct(f.Interface("S").Method(tc.method))
+		got := ""
+		if st != nil {
+			got = st.Name
+		}
+		if got != tc.want || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+			t.Errorf("%s: %q, %q; want %q, %q", tc.method, got, why, tc.want, tc.why)
 		}
 	}
 }

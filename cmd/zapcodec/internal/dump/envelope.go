@@ -33,6 +33,12 @@ func (d *dumper) request(indent string, env []byte, base int, name string) {
 			d.promises = map[uint32]*schema.Method{}
 		}
 		d.promises[r.PromiseID] = m
+		if name == "stream-open" { // the promise id is the stream id
+			if d.streams == nil {
+				d.streams = map[uint32]*schema.Method{}
+			}
+			d.streams[r.PromiseID] = m
+		}
 	}
 	t := d.opts.Target
 	if t.none() || len(r.Payload) == 0 {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 
+	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -94,10 +96,7 @@ func (d *dumper) frame(kind byte, body []byte, base int) {
 			d.streamShort("stream-message", body, base)
 			return
 		}
-		d.printf("stream-message, stream %d, message %d bytes\n", id, len(msg))
-		if len(msg) > 0 && d.opts.Target.Struct != nil {
-			d.show("  ", msg, base+wire.StreamMsgOverhead, d.opts.Target.Struct)
-		}
+		d.streamMessage(id, msg, base+wire.StreamMsgOverhead)
 	case wire.KindStreamEnd:
 		e, err := wire.ParseStreamEnd(body)
 		if err != nil {
@@ -134,4 +133,59 @@ func (d *dumper) frame(kind byte, body []byte, base int) {
 func (d *dumper) streamShort(name string, body []byte, base int) {
 	d.printf("%s, %d bytes\n", name, len(body))
 	d.fail("  ", base, "%s: stream id truncated: need %d bytes, have %d", name, wire.StreamMsgOverhead, len(body))
+}
+
+// streamMessage dumps a stream message (at base) and, with a schema, the
+// record it carries: the Target's struct, or the message type of the
+// stream's method (the stream-open seen for its id, else a method
+// Target).
+func (d *dumper) streamMessage(id uint32, msg []byte, base int) {
+	t := d.opts.Target
+	m := d.streams[id]
+	if m == nil {
+		m = t.Method
+	}
+	mname := ""
+	if m != nil && t.Struct == nil {
+		mname = " (" + t.Interface.Name + "." + m.Name + ")"
+	}
+	d.printf("stream-message, stream %d%s, message %d bytes\n", id, mname, len(msg))
+	if len(msg) == 0 || t.none() {
+		return
+	}
+	st := t.Struct
+	if st == nil {
+		if m == nil {
+			d.printf("  message not decoded: no stream-open seen for stream %d and -type names no method\n", id)
+			return
+		}
+		var why string
+		if st, why = streamStruct(m); st == nil {
+			d.printf("  message not decoded: %s\n", why)
+			return
+		}
+	}
+	d.show("  ", msg, base, st)
+}
+
+// streamStruct returns the struct of the stream messages of method m, or
+// why it cannot tell: the server's messages are its response (a stream of
+// them, or the one response of a client stream), the client's are its
+// request when the request is a stream, and a frame does not say which
+// way it went.
+func streamStruct(m *schema.Method) (*schema.Struct, string) {
+	var fromClient *schema.Struct
+	if m.ReqStream {
+		fromClient = m.Req
+	}
+	switch {
+	case fromClient == nil && m.Resp == nil:
+		return nil, "method " + m.Name + " streams no messages"
+	case fromClient == nil:
+		return m.Resp, ""
+	case m.Resp == nil || m.Resp == fromClient:
+		return fromClient, ""
+	}
+	return nil, fmt.Sprintf("method %s streams %s from the client and %s from the server, and a frame does not say which way it went: give -type the struct",
+		m.Name, fromClient.Name, m.Resp.Name)
 }

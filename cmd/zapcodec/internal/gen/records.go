@@ -158,11 +158,7 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("return codec.InField(err, %q)", s.Name)
 		g.p("}")
 	case flat:
-		g.p("msg, err := codec.Parse(b)")
-		g.p("if err != nil {")
-		g.p("return codec.InField(err, %q)", s.Name)
-		g.p("}")
-		g.decodeFields(s, false, "msg")
+		g.decodeFields(s, false, "b")
 	default:
 		g.p("msg, err := codec.Parse(b)")
 		g.p("if err != nil {")
@@ -305,8 +301,8 @@ func (g *generator) storeScalar(k schema.Kind, at, b, x string) {
 // a root-only flat record does without: its copies are bounded by its text
 // fields times len(b)).
 //
-// msg names the codec.Message variable whose root object is m's, or is ""
-// when m's object is the variable o.
+// msg names the []byte variable holding the message whose root object is
+// m's (parsed here), or is "" when m's object is the variable o.
 func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 	var inline, tails []*schema.Field
 	for _, f := range s.Fields {
@@ -329,7 +325,10 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 		g.p("// Once the whole fixed section is known to fit, loads from it at")
 		g.p("// constant offsets need no bounds checks.")
 		if msg != "" {
-			g.p("o, f := %s.RootFixed(%d)", msg, s.Size)
+			g.p("o, f, err := codec.ParseFixed(%s, %d)", msg, s.Size)
+			g.p("if err != nil {")
+			g.p("return codec.InField(err, %q)", s.Name)
+			g.p("}")
 		} else {
 			g.p("f := o.Fixed(%d)", s.Size)
 		}

@@ -91,7 +91,7 @@ func (g *generator) streamClientMethod(it *schema.Interface, m *schema.Method, c
 		g.p("// with no initial message. ctx bounds the whole stream: when")
 	}
 	g.p("// it ends first, the stream is canceled on both sides. c's Caller")
-	g.p("// must be an rpc.StreamOpener (*rpc.Client), else rpc.ErrNoStreams.")
+	g.p("// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.")
 	g.schemaDoc(true, m.Doc, m.Comment)
 	g.p("func (c *%s) %s(%s) (*%s, error) {", cli, mn, ps, st)
 	g.p("o, ok := c.c.(rpc.StreamOpener)")
