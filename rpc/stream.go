@@ -102,7 +102,7 @@ type Stream struct {
 	// given to OpenStream on a client.
 	ctx    context.Context
 	cancel context.CancelFunc // server: cancels the handler's ctx
-	stop   func() bool        // client: stops the AfterFunc on ctx; on mu
+	stop   func() bool        // stops the AfterFunc on ctx; on mu
 	// stopped: the stream ended on a client, its AfterFunc is (to be)
 	// stopped; on mu.
 	stopped bool
@@ -208,6 +208,12 @@ func (s *Stream) Send(msg []byte) error {
 			// No grant can come any more.
 			s.mu.Unlock()
 			return errPeerClosed
+		}
+		if err := s.ctx.Err(); err != nil {
+			// A handler's ctx that ended (deadline, base context) wakes
+			// this wait through the AfterFunc streamOpen put on it.
+			s.mu.Unlock()
+			return err
 		}
 		s.cond.Wait()
 	}
@@ -415,8 +421,8 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 	return changed
 }
 
-// stopCtx stops a client stream's AfterFunc on its ctx: the stream is
-// over. Safe against OpenStream setting it (see setStop).
+// stopCtx stops the stream's AfterFunc on its ctx: the stream is over.
+// Safe against OpenStream setting it (see setStop).
 func (s *Stream) stopCtx() {
 	s.mu.Lock()
 	f := s.stop

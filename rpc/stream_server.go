@@ -188,6 +188,13 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	st.ctx = context.WithValue(ctx, streamKey{}, st)
 	t.m[id] = st
 	t.mu.Unlock()
+	// A Send waiting for a grant wakes when the ctx ends (its deadline,
+	// the base context); the other ends of the ctx abort the stream.
+	st.setStop(context.AfterFunc(st.ctx, func() {
+		st.mu.Lock()
+		st.cond.Broadcast()
+		st.mu.Unlock()
+	}))
 	if len(req.Cap) > 0 {
 		st.capv = append([]byte(nil), req.Cap...)
 	}
@@ -235,11 +242,15 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 	st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
 	st.cond.Broadcast() // a read loop waiting for room
 	st.mu.Unlock()
+	// Out of the set before the end can reach the peer: a client that
+	// reads the end frees its own count at once and may open the next
+	// stream right away, which must not be refused as one too many.
+	c.streams.remove(st)
 	if send && !c.closed.Load() {
 		c.streams.writeEnd(st.id, status, text)
 	}
 	st.wmu.Unlock()
-	c.streams.remove(st)
+	st.stopCtx()
 	st.cancel()
 	c.doneOne()
 }

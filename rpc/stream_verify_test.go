@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/zapcodec/zapcodec/rpc/wire"
+	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -209,5 +210,117 @@ func TestStreamNoGoroutineLeak(t *testing.T) {
 			t.Fatalf("gave up after 30 s: %d goroutines, %d before\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A client that keeps as many streams open as the server allows may open
+// a new one as soon as it has read the end of an old one: the server
+// must not still count the old one and refuse the new one with 503.
+func TestStreamLimitFreedBeforeEnd(t *testing.T) {
+	_, addr, _ := streamServer(t, WithMaxStreams(1))
+	c := dial(t, addr, WithMaxStreams(1))
+	for i := range 2000 {
+		st, err := c.OpenStream(context.Background(), sStatus, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Recv(nil)
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != 418 {
+			t.Fatalf("stream %d: %v, want the handler's 418", i, err)
+		}
+	}
+}
+
+// A handler blocked in Send on a full window returns ctx's error when its
+// ctx ends for a reason of the server's own (here the base context; the
+// deadline carried in the open is another), as Send's doc says.
+func TestStreamHandlerSendHonoursCtx(t *testing.T) {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, addr, _ := streamServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
+	sendErr := make(chan error, 1)
+	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
+		msg := make([]byte, 1000)
+		for {
+			if err := st.Send(msg); err != nil {
+				sendErr <- err
+				return err
+			}
+		}
+	})
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sBlock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the client's buffer to fill", func() bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.qBytes >= c.streams.window-1004
+	})
+	cancelBase()
+	select {
+	case err := <-sendErr:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler's Send after its ctx ended: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gave up after 30 s: the handler's Send still blocks after its ctx ended")
+	}
+}
+
+// A peer whose grants overflow the window counters (huge, repeated, for
+// ids never opened, for id 0 again) gets its messages and nothing breaks:
+// the server's outstanding count is clamped, not wrapped.
+func TestStreamHostileGrants(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 16)) // hello: a 16-byte window
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCount, PromiseID: 1, Payload: u32msg(5000)}))
+	go func() {
+		for i := range 3000 {
+			id := uint32(1)
+			switch i % 3 {
+			case 1:
+				id = 999
+			case 2:
+				id = 0
+			}
+			if _, err := rc.Write(frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, id, 0xFFFFFFFF))); err != nil {
+				return
+			}
+		}
+	}()
+	got := 0
+	for {
+		kind, env, ok := rc.recv()
+		if !ok {
+			t.Fatalf("connection closed after %d messages", got)
+		}
+		if kind == wire.KindStreamMsg {
+			id, m, err := wire.ParseStreamMsg(env)
+			if err != nil || id != 1 || len(m) != 4 {
+				t.Fatalf("message %d: id %d %x %v", got, id, m, err)
+			}
+			got++
+		}
+		if kind == wire.KindStreamEnd {
+			break
+		}
+	}
+	if got != 5000 {
+		t.Fatalf("%d messages, want 5000", got)
+	}
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sCount, u32msg(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := recvAll(st); len(msgs) != 3 || err != io.EOF {
+		t.Fatalf("another connection: %d messages, %v", len(msgs), err)
 	}
 }
