@@ -300,3 +300,36 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestCommittedChartsCurrent: the committed charts are the ones the
+// committed RESULTS.md's tables draw, so that a rerun that rewrites the
+// tables cannot leave old pictures behind.
+func TestCommittedChartsCurrent(t *testing.T) {
+	t.Parallel()
+	results := filepath.Join("..", "..", "..", "RESULTS.md")
+	md, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, arms, err := parseReport(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codecs, rpc := charts(r, arms)
+	for _, c := range []struct {
+		file  string
+		chart *barChart
+	}{{codecChart, codecs}, {rpcChart, rpc}} {
+		var want bytes.Buffer
+		if err := c.chart.writeSVG(&want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(filepath.Dir(results), filepath.FromSlash(c.file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("examples/%s is not what examples/RESULTS.md's tables draw: run cd examples/compare && go run ./cmd/results -charts-only", c.file)
+		}
+	}
+}
