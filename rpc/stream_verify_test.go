@@ -324,3 +324,44 @@ func TestStreamHostileGrants(t *testing.T) {
 		t.Fatalf("another connection: %d messages, %v", len(msgs), err)
 	}
 }
+
+// A peer that half-closes the connection mid-stream (no end frame) gets
+// the answers to what it sent, then an error end (its direction did not
+// end cleanly), then the close.
+func TestStreamPeerHalfClosesMidStream(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<20))
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1}))
+	for i := range 3 {
+		rc.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 1, u32msg(uint32(i))))
+	}
+	if err := rc.Conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	rc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var echoes int
+	var end *wire.StreamEnd
+	for {
+		kind, env, ok := rc.recv()
+		if !ok {
+			break
+		}
+		switch kind {
+		case wire.KindStreamMsg:
+			if id, m, err := wire.ParseStreamMsg(env); err != nil || id != 1 || string(m) != string(u32msg(uint32(echoes))) {
+				t.Fatalf("echo %d: %d %x %v", echoes, id, m, err)
+			}
+			echoes++
+		case wire.KindStreamEnd:
+			e, err := wire.ParseStreamEnd(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end = &e
+		}
+	}
+	if echoes != 3 || end == nil || end.ID != 1 || end.Status != StatusInternal {
+		t.Fatalf("%d echoes, end %+v; want 3 and an error end 500", echoes, end)
+	}
+}
