@@ -355,12 +355,15 @@ func TestClientAnswersRequests(t *testing.T) {
 	}
 	defer l.Close()
 	got := make(chan wire.Response, 2)
+	checked := make(chan struct{}) // the connection stays open until the client is checked
+	defer close(checked)
 	go func() {
 		nc, err := l.Accept()
 		if err != nil {
 			return
 		}
 		defer nc.Close()
+		defer func() { <-checked }()
 		rc := &rawConn{t: t, Conn: nc}
 		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 77}))
 		bad := wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 78})
