@@ -100,9 +100,6 @@ func run(c Config) error {
 		_, err := os.Stdout.Write(out.Bytes())
 		return err
 	}
-	if err := writeCharts(c.Out, codecs, arms); err != nil {
-		return err
-	}
 	if old, err := os.ReadFile(c.Out); err == nil {
 		if i, j := bytes.Index(old, []byte(notesBegin)), bytes.Index(old, []byte(notesEnd)); i >= 0 && j > i {
 			out.WriteString("\n")
@@ -110,7 +107,12 @@ func run(c Config) error {
 			out.WriteString("\n")
 		}
 	}
-	return os.WriteFile(c.Out, out.Bytes(), 0o644)
+	if err := os.WriteFile(c.Out, out.Bytes(), 0o644); err != nil {
+		return err
+	}
+	// The charts are drawn from the tables as written (rounded), so that
+	// they are exactly what -charts-only draws from the same file.
+	return redrawCharts(c.Out)
 }
 
 // redrawCharts writes the charts of the RESULTS.md at out from its tables.
