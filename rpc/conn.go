@@ -158,6 +158,7 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.sc = c
+	c.streams.limit = max(c.streams.window, preHelloWindow)
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -31,8 +32,9 @@ import (
 // canonical runtime does, and a receiver whose buffer is full stops
 // reading the connection until the application drains it (the canonical
 // behaviour: the only choice that neither loses messages nor grows memory
-// past the window). Between two zapcodec peers that can only happen while
-// a client sends on its first streams before the server's hello arrived.
+// past the window). Between two zapcodec peers it does not happen: before
+// the server's hello arrives a client sends at most preHelloWindow per
+// stream, which a zapcodec server always buffers (see mayOwe).
 
 // StreamHandler serves one streaming method. init is the initial message
 // of the open frame (empty when the client sent none); it is the handler's
@@ -134,9 +136,19 @@ type streamSet struct {
 	window int64       // our receive window per stream
 	max    int
 
+	// limit is how many bytes a stream's receive buffer takes before the
+	// read loop waits for room: the window, and on a server at least
+	// preHelloWindow, which a zapcodec client may send before it has our
+	// hello (see Send).
+	limit int64
+
 	// The peer does flow control: it sent its hello, with its window.
 	peerFC     atomic.Bool
 	peerWindow atomic.Int64
+	// client: no hello came within helloWait of ours, so the server is
+	// taken for a canonical one and sends are no longer held to
+	// preHelloWindow.
+	noHello atomic.Bool
 
 	stalls   atomic.Uint64 // times the read loop waited for a full stream's room
 	readGone atomic.Bool   // the peer sent its last frame: no grant will come
@@ -156,6 +168,7 @@ func (t *streamSet) setup(out *outbox, window, max int) {
 	if t.window <= 0 {
 		t.window = DefaultStreamWindow
 	}
+	t.limit = t.window
 	if t.max <= 0 {
 		t.max = DefaultMaxStreams
 	}
@@ -201,7 +214,7 @@ func (s *Stream) Send(msg []byte) error {
 			s.mu.Unlock()
 			return err
 		}
-		if !t.peerFC.Load() || s.out < t.peerWindow.Load() || t.stalling.Load() > 0 {
+		if t.mayOwe(s.out) {
 			break
 		}
 		if t.readGone.Load() {
@@ -274,7 +287,7 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	}
 	cost := int64(n) + wire.StreamMsgOverhead
 	t := s.set
-	full := s.qBytes >= t.window
+	full := s.qBytes >= t.limit
 	s.qBytes -= cost
 	var grant int64
 	if !s.rdone && t.peerFC.Load() {
@@ -299,7 +312,7 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 // message for a stream whose receive side has ended is dropped.
 func (s *Stream) put(msg []byte, wait bool) (full bool) {
 	s.mu.Lock()
-	for !s.rdone && s.qBytes >= s.set.window {
+	for !s.rdone && s.qBytes >= s.set.limit {
 		if !wait {
 			s.mu.Unlock()
 			return true
@@ -310,7 +323,7 @@ func (s *Stream) put(msg []byte, wait bool) (full bool) {
 		s.mu.Unlock()
 		s.set.stallBegin()
 		s.mu.Lock()
-		for !s.rdone && s.qBytes >= s.set.window {
+		for !s.rdone && s.qBytes >= s.set.limit {
 			s.cond.Wait()
 		}
 		s.set.stalling.Add(-1)
@@ -360,11 +373,54 @@ func putQueue(q []byte) []byte {
 	return nil
 }
 
+// Before a zapcodec client has the server's hello it cannot tell a
+// zapcodec server, which reads at most its window per stream before it
+// stops reading the connection, from a canonical one, which never says.
+// So it sends at most preHelloWindow per stream (which every zapcodec
+// server takes: limit), and waits for the hello, or for helloWait after
+// its own hello, after which it takes the server for a canonical one and
+// sends without a window. The hello comes a round trip after the client's.
+const (
+	preHelloWindow = 16 << 10
+	helloWait      = time.Second
+)
+
+// mayOwe reports whether a sender with out bytes outstanding on a stream
+// may send now.
+func (t *streamSet) mayOwe(out int64) bool {
+	switch {
+	case t.stalling.Load() > 0:
+		return true // the read loop waits for room: no grant can be read
+	case t.peerFC.Load():
+		return out < t.peerWindow.Load()
+	case t.cl == nil || t.noHello.Load():
+		return true // a canonical peer: no window
+	default:
+		return out < preHelloWindow
+	}
+}
+
+// awaitHello is started by a client when it sends its hello: if no hello
+// has come helloWait later, the server is a canonical one.
+func (t *streamSet) awaitHello() {
+	time.AfterFunc(helloWait, func() {
+		if !t.peerFC.Load() {
+			t.noHello.Store(true)
+			t.wakeSenders()
+		}
+	})
+}
+
 // stallBegin marks the read loop as waiting for room and wakes every
 // stream's senders waiting for credit (see put).
 func (t *streamSet) stallBegin() {
 	t.stalls.Add(1)
 	t.stalling.Add(1)
+	t.wakeSenders()
+}
+
+// wakeSenders wakes every stream's senders waiting for credit.
+func (t *streamSet) wakeSenders() {
 	t.mu.Lock()
 	for _, s := range t.m {
 		s.mu.Lock()
@@ -617,7 +673,11 @@ func (t *streamSet) onWindow(p []byte) (firstHello bool) {
 	}
 	if id == 0 {
 		t.peerWindow.Store(int64(min(max(n, 1), 1<<30)))
-		return !t.peerFC.Swap(true)
+		first := !t.peerFC.Swap(true)
+		if first && t.cl != nil {
+			t.wakeSenders() // sends held to preHelloWindow go on
+		}
+		return first
 	}
 	if s := t.lookup(id); s != nil {
 		s.credit(n)

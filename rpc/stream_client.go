@@ -81,6 +81,7 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 		t.helloSent = true
 		err = t.hello(c.out.lock())
 		lead = c.out.unlock()
+		t.awaitHello()
 	}
 	t.mu.Unlock()
 	if lead {

@@ -326,7 +326,8 @@ func (c *serverConn) shutdownStreams(now time.Time, grace time.Duration) {
 // WithStreamWindow sets the flow-control window of each stream's receive
 // side, in bytes (a message counts its length plus 4): a zapcodec peer
 // never has more than that outstanding, so a stream buffers at most n
-// plus one message. The window is announced in the hello; a larger one
+// plus one message (on a server at least 16 KiB plus one message: what a
+// client may send before it has the server's hello). The window is announced in the hello; a larger one
 // lets a fast sender go further ahead of the reader. Default
 // DefaultStreamWindow (64 KiB); n <= 0 means the default, values above
 // 1 GiB are 1 GiB.
