@@ -23,6 +23,21 @@ func refuser(t *testing.T) string { return countingRefuser(t, nil) }
 // countingRefuser is refuser counting the calls it refuses in n (nil: no
 // count).
 func countingRefuser(t *testing.T, n *atomic.Int32) string {
+	return rawReplica(t, nil, func(req wire.Request) (wire.Response, bool) {
+		if req.Method == rpc.HealthMethod {
+			return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, true
+		}
+		if n != nil {
+			n.Add(1)
+		}
+		return wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}, true
+	})
+}
+
+// rawReplica is a server that speaks the wire by hand: answer says what to
+// answer each request, or false to close the connection unanswered. It
+// counts the connections it accepts in accepted (nil: no count).
+func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) (wire.Response, bool)) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +62,9 @@ func countingRefuser(t *testing.T, n *atomic.Int32) string {
 			if err != nil {
 				return
 			}
+			if accepted != nil {
+				accepted.Add(1)
+			}
 			mu.Lock()
 			conns = append(conns, nc)
 			mu.Unlock()
@@ -67,11 +85,9 @@ func countingRefuser(t *testing.T, n *atomic.Int32) string {
 					if err != nil {
 						return
 					}
-					resp := wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
-					if req.Method == rpc.HealthMethod {
-						resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
-					} else if n != nil {
-						n.Add(1)
+					resp, ok := answer(req)
+					if !ok {
+						return
 					}
 					if w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp)) != nil || w.Flush() != nil {
 						return

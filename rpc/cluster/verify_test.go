@@ -3,14 +3,11 @@ package cluster
 import (
 	"context"
 	"errors"
-	"net"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -20,64 +17,13 @@ import (
 // call may have run. It counts those requests in n and the connections
 // it accepted in accepted.
 func closer(t *testing.T, n, accepted *atomic.Int32) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
+	return rawReplica(t, accepted, func(req wire.Request) (wire.Response, bool) {
+		if req.Method != rpc.HealthMethod {
+			n.Add(1)
+			return wire.Response{}, false // read, maybe run, never answered
 		}
-		mu.Unlock()
-		wg.Wait()
+		return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, true
 	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, nc)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				r, w := frame.NewReader(nc), frame.NewWriter(nc)
-				for {
-					kind, p, err := r.Next()
-					if err != nil {
-						return
-					}
-					if kind != wire.KindRequest {
-						continue
-					}
-					req, err := wire.ParseRequest(p)
-					if err != nil {
-						return
-					}
-					if req.Method != rpc.HealthMethod {
-						n.Add(1)
-						return // read, maybe run, never answered
-					}
-					resp := wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
-					if w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp)) != nil || w.Flush() != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return l.Addr().String()
 }
 
 // A replica that closes the connection after reading a request: the call
