@@ -151,7 +151,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
-	c.chain = chainInvoker(o.interceptors, c.unary)
+	c.chain = ChainInvoker(o.interceptors, c.unary)
 	if o.answerTimeout > 0 {
 		// Stored before it can fire: check reschedules it.
 		t := time.AfterFunc(1<<62, c.check)

@@ -85,9 +85,11 @@ func WithClientInterceptors(i ...ClientInterceptor) ClientOption {
 	})
 }
 
-// chainInvoker wraps inner in the interceptors, first outermost; nil when
-// there is none.
-func chainInvoker(ics []ClientInterceptor, inner Invoker) Invoker {
+// ChainInvoker returns inner wrapped in the interceptors, the first
+// outermost, or nil when there are none. It is how a Client runs
+// [WithClientInterceptors]; a Caller built on Clients (rpc/cluster) uses
+// it to run its own interceptors once around each whole call.
+func ChainInvoker(ics []ClientInterceptor, inner Invoker) Invoker {
 	if len(ics) == 0 {
 		return nil
 	}

@@ -120,7 +120,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	empty := []*Conn{}
 	c.ready.Store(&empty)
 	c.budget.init(o.retryRatio, o.minRetries)
-	c.chain = chainInvoker(o.interceptors, c.call)
+	c.chain = rpc.ChainInvoker(o.interceptors, c.call)
 	c.resolves.Add(1)
 	c.setAddrs(addrs)
 
@@ -182,6 +182,22 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 }
 
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	out, err := attempt(c, ctx, true, func(cn *Conn) ([]byte, error) {
+		return cn.rc.Call(ctx, method, req, resp)
+	})
+	if out == nil && err != nil {
+		out = resp
+	}
+	return out, err
+}
+
+// attempt makes one call (or send) through the connections the balancer
+// picks. A call the connection refused before writing it (its go-away
+// came first) goes to another connection without counting as a retry; a
+// call refused unrun is sent once more elsewhere, within the budget and
+// ctx; any other failure is the caller's. With answered, a success shows
+// the replica works (a Send's success shows only that it was written).
+func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn) (T, error)) (T, error) {
 	c.calls.Add(1)
 	c.budget.call()
 	retried, unsent := false, 0
@@ -190,13 +206,16 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		cn, err := c.pick(ctx, avoid)
 		if err != nil {
 			c.failed.Add(1)
-			return resp, err
+			var none T
+			return none, err
 		}
-		out, err := cn.rc.Call(ctx, method, req, resp)
+		v, err := do(cn)
 		cn.inflight.Add(-1)
 		if err == nil {
-			cn.r.ok()
-			return out, nil
+			if answered {
+				cn.r.ok()
+			}
+			return v, nil
 		}
 		c.account(cn, err)
 		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
@@ -208,7 +227,7 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			continue
 		}
 		c.failed.Add(1)
-		return out, err
+		return v, err
 	}
 }
 
@@ -219,33 +238,9 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // counts the call as load only while it is being sent (a promise waiting
 // for Wait is not seen).
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
-	c.calls.Add(1)
-	c.budget.call()
-	retried, unsent := false, 0
-	var avoid *replica
-	for {
-		cn, err := c.pick(ctx, avoid)
-		if err != nil {
-			c.failed.Add(1)
-			return rpc.Promise{}, err
-		}
-		p, err := cn.rc.Send(ctx, method, req, resp)
-		cn.inflight.Add(-1)
-		if err == nil {
-			return p, nil
-		}
-		c.account(cn, err)
-		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
-			unsent++
-			continue
-		}
-		if c.mayRetry(ctx, err, &retried) {
-			avoid = cn.r
-			continue
-		}
-		c.failed.Add(1)
-		return p, err
-	}
+	return attempt(c, ctx, false, func(cn *Conn) (rpc.Promise, error) {
+		return cn.rc.Send(ctx, method, req, resp)
+	})
 }
 
 // OpenStream opens a stream (see [rpc.Client.OpenStream]) on a connection
@@ -695,20 +690,4 @@ func (c *Client) Stats() Stats {
 		return 0
 	})
 	return s
-}
-
-// chainInvoker wraps inner in the interceptors, first outermost; nil when
-// there is none.
-func chainInvoker(ics []rpc.ClientInterceptor, inner rpc.Invoker) rpc.Invoker {
-	if len(ics) == 0 {
-		return nil
-	}
-	h := inner
-	for k := len(ics) - 1; k >= 0; k-- {
-		ic, next := ics[k], h
-		h = func(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
-			return ic(ctx, method, req, resp, next)
-		}
-	}
-	return h
 }
