@@ -107,16 +107,24 @@ const internalErrorText = "internal error"
 // maximum frame size like any answer (beyond it the answer is an empty
 // 500).
 func (c *serverConn) internalError(j *job, err error) (uint32, []byte) {
+	msg := c.handlerError("rpc: handler error", j.method, "promise", j.pid, err)
+	return StatusInternal, append(j.resp[:0], msg...)
+}
+
+// handlerError logs a handler's error with the method and the call's
+// promise or stream id (idKey says which) and returns the text the peer
+// gets: the error's, or internalErrorText under WithHideErrors.
+func (c *serverConn) handlerError(what string, method uint32, idKey string, id uint32, err error) string {
 	msg := err.Error()
 	o := &c.s.opts
 	// The log keeps what a client's error string keeps: a handler error
 	// of megabytes must not become a log line of megabytes.
-	o.logger.Error("rpc: handler error", "method", j.method, "promise", j.pid,
+	o.logger.Error(what, "method", method, idKey, id,
 		"remote", c.nc.RemoteAddr().String(), "err", msg[:messageCut(msg)], "len", len(msg))
 	if o.hideErrors {
-		msg = internalErrorText
+		return internalErrorText
 	}
-	return StatusInternal, append(j.resp[:0], msg...)
+	return msg
 }
 
 // answerDirect answers from the read loop (no handler ran) and ends the
@@ -181,8 +189,13 @@ func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, i
 // loop like an inline answer's. It reports false when the write failed and
 // the connection is closed.
 func (c *serverConn) pong(payload []byte) bool {
-	buf := c.out.begin(wire.KindPong)
-	buf = append(buf, payload...)
+	return c.endOwed(append(c.out.begin(wire.KindPong), payload...))
+}
+
+// endOwed ends a frame the read loop began (c.out.begin) and leaves its
+// flush to the read loop. It reports false when the write failed and the
+// connection is closed.
+func (c *serverConn) endOwed(buf []byte) bool {
 	lead, err := c.out.end(buf)
 	if err != nil {
 		c.close(fmt.Errorf("write: %w", err))

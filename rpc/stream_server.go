@@ -217,15 +217,7 @@ func (c *serverConn) streamRefuse(id, status uint32, text string, all bool) bool
 	if !all && !c.streams.peerFC.Load() {
 		return true
 	}
-	buf := c.out.begin(wire.KindStreamEnd)
-	buf = wire.AppendStreamEndError(buf, id, status, text)
-	lead, err := c.out.end(buf)
-	if err != nil {
-		c.close(fmt.Errorf("write: %w", err))
-		return false
-	}
-	c.owed = c.owed || lead
-	return true
+	return c.endOwed(wire.AppendStreamEndError(c.out.begin(wire.KindStreamEnd), id, status, text))
 }
 
 // runStream runs a stream's handler and ends the server's direction with
@@ -276,14 +268,7 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 		}
 		return se.Code, se.Message
 	}
-	msg := err.Error()
-	o := &c.s.opts
-	o.logger.Error("rpc: stream handler error", "method", st.method, "stream", st.id,
-		"remote", c.nc.RemoteAddr().String(), "err", msg[:messageCut(msg)], "len", len(msg))
-	if o.hideErrors {
-		msg = internalErrorText
-	}
-	return StatusInternal, msg
+	return StatusInternal, c.handlerError("rpc: stream handler error", st.method, "stream", st.id, err)
 }
 
 // shutdownStreams is Shutdown's tick for a connection told to go away:
