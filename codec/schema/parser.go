@@ -242,7 +242,18 @@ func (p *parser) structDecl() error {
 	if err := p.endLine("struct " + s.Name); err != nil {
 		return err
 	}
-	// Whitespace form: every following line not in column 1 is a field.
+	return p.indented("fields of struct "+s.Name, func() (string, error) {
+		if err := p.field(s, seen); err != nil {
+			return "", err
+		}
+		return "field " + s.Fields[len(s.Fields)-1].Name, nil
+	})
+}
+
+// indented reads the whitespace form of a struct or interface body: every
+// following line not in column 1 is one member (read by member, which
+// returns what the line's end is after), all starting in one column.
+func (p *parser) indented(members string, member func() (string, error)) error {
 	indent := 0
 	for {
 		t := p.peek()
@@ -252,12 +263,13 @@ func (p *parser) structDecl() error {
 		if indent == 0 {
 			indent = t.pos.Col
 		} else if t.pos.Col != indent {
-			return errorf(t.pos, "inconsistent indentation: fields of struct %s start in column %d", s.Name, indent)
+			return errorf(t.pos, "inconsistent indentation: %s start in column %d", members, indent)
 		}
-		if err := p.field(s, seen); err != nil {
+		after, err := member()
+		if err != nil {
 			return err
 		}
-		if err := p.endLine("field " + s.Fields[len(s.Fields)-1].Name); err != nil {
+		if err := p.endLine(after); err != nil {
 			return err
 		}
 	}
@@ -403,25 +415,12 @@ func (p *parser) iface() error {
 	if p.peek().kind == tokNewline {
 		p.next()
 	}
-	// Whitespace form: every following line not in column 1 is a method.
-	indent := 0
-	for {
-		t := p.peek()
-		if t.kind == tokEOF || t.pos.Col == 1 {
-			return nil
-		}
-		if indent == 0 {
-			indent = t.pos.Col
-		} else if t.pos.Col != indent {
-			return errorf(t.pos, "inconsistent indentation: methods of interface %s start in column %d", it.Name, indent)
-		}
+	return p.indented("methods of interface "+it.Name, func() (string, error) {
 		if err := p.method(it, seen); err != nil {
-			return err
+			return "", err
 		}
-		if err := p.endLine("method " + it.Methods[len(it.Methods)-1].Name); err != nil {
-			return err
-		}
-	}
+		return "method " + it.Methods[len(it.Methods)-1].Name, nil
+	})
 }
 
 // method parses "name(req: T) [returns (resp: U)]"; either list may be empty.
