@@ -35,6 +35,9 @@ var (
 type ParseError struct {
 	Offset int   // position of the byte where the input broke
 	Err    error // the sentinel: what was wrong there
+	// Reason says what was found there, for a person reading a report
+	// (Parse fills it: "version 9, expected 1 or 2"); empty otherwise.
+	Reason string
 }
 
 // Error returns the sentinel's text and the offset, as in

@@ -1,6 +1,9 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Message is a parsed ZAP message: a view of the caller's bytes. It is a
 // small value; copying it does not copy the bytes. A Message and everything
@@ -39,14 +42,18 @@ func Parse(b []byte) (Message, error) {
 func parseFailure(b []byte) error {
 	switch {
 	case len(b) < HeaderSize:
-		return parseError(ErrTooSmall, len(b))
+		return &ParseError{Offset: len(b), Err: ErrTooSmall,
+			Reason: fmt.Sprintf("message header truncated: need %d bytes, have %d", HeaderSize, len(b))}
 	case string(b[:4]) != Magic:
-		return parseError(ErrMagic, magicBreak(b))
+		return &ParseError{Offset: magicBreak(b), Err: ErrMagic,
+			Reason: fmt.Sprintf("expected magic \"ZAP\\x00\" (5a 41 50 00), found % x", b[:4])}
 	}
 	if v := binary.LittleEndian.Uint16(b[offVersion:]); v != Version1 && v != Version2 {
-		return parseError(ErrVersion, offVersion)
+		return &ParseError{Offset: offVersion, Err: ErrVersion,
+			Reason: fmt.Sprintf("version %d, expected 1 or 2", v)}
 	}
-	return parseError(ErrTooSmall, offSize)
+	return &ParseError{Offset: offSize, Err: ErrTooSmall,
+		Reason: fmt.Sprintf("size %d, expected %d..%d (the bytes present)", binary.LittleEndian.Uint32(b[offSize:]), HeaderSize, len(b))}
 }
 
 // magic32 is Magic read as a little-endian uint32.

@@ -135,19 +135,10 @@ func headerProblem(m []byte, err error) (off int, reason string) {
 	if !errors.As(err, &pe) {
 		return 0, err.Error()
 	}
-	switch {
-	case len(m) < codec.HeaderSize:
-		reason = fmt.Sprintf("message header truncated: need %d bytes, have %d", codec.HeaderSize, len(m))
-	case errors.Is(err, codec.ErrMagic):
-		reason = fmt.Sprintf("expected magic \"ZAP\\x00\", found % x", m[:4])
-	case errors.Is(err, codec.ErrVersion):
-		reason = fmt.Sprintf("version %d, expected 1 or 2", binary.LittleEndian.Uint16(m[4:]))
-	case errors.Is(err, codec.ErrTooSmall):
-		reason = fmt.Sprintf("size %d outside %d..%d (the bytes present)", binary.LittleEndian.Uint32(m[12:]), codec.HeaderSize, len(m))
-	default:
-		reason = pe.Err.Error()
+	if pe.Reason == "" {
+		return pe.Offset, pe.Err.Error()
 	}
-	return pe.Offset, reason
+	return pe.Offset, pe.Reason
 }
 
 // object decodes the fixed section of s at position pos of m.

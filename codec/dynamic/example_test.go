@@ -81,5 +81,5 @@ func Example_errors() {
 	}
 	// Output:
 	// encode: field Origin.X: bad i32 "1e10": invalid syntax
-	// decode: byte 12: size 54 outside 16..50 (the bytes present)
+	// decode: byte 12: size 54, expected 16..50 (the bytes present)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -117,19 +116,10 @@ func headerProblem(b []byte, err error) (off int, reason string) {
 	if !errors.As(err, &pe) {
 		return 0, err.Error()
 	}
-	switch {
-	case len(b) < codec.HeaderSize:
-		reason = fmt.Sprintf("message header truncated: need %d bytes, have %d", codec.HeaderSize, len(b))
-	case errors.Is(err, codec.ErrMagic):
-		reason = fmt.Sprintf("expected magic \"ZAP\\x00\" (5a 41 50 00), found % x", b[:4])
-	case errors.Is(err, codec.ErrVersion):
-		reason = fmt.Sprintf("version %d, expected 1 or 2", binary.LittleEndian.Uint16(b[4:]))
-	case errors.Is(err, codec.ErrTooSmall):
-		reason = fmt.Sprintf("size %d, expected %d..%d (the bytes present)", binary.LittleEndian.Uint32(b[12:]), codec.HeaderSize, len(b))
-	default:
-		reason = pe.Err.Error()
+	if pe.Reason == "" {
+		return pe.Offset, pe.Err.Error()
 	}
-	return pe.Offset, reason
+	return pe.Offset, pe.Reason
 }
 
 // rootOffset returns the root offset of the header of m as written, for
