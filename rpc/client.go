@@ -484,11 +484,7 @@ func (c *Client) readLoop() {
 				// Acknowledge: no request of ours follows this frame.
 				err = w.WriteFrame(wire.KindGoAway, nil)
 			}
-			if c.out.unlock() {
-				if ferr := c.out.flush(false); err == nil {
-					err = ferr
-				}
-			}
+			err = c.out.flushIf(c.out.unlock(), err)
 			if err != nil {
 				c.fail(err)
 				return
@@ -537,12 +533,7 @@ func (c *Client) readLoop() {
 // the answer to a request a client does not serve) and writes it; a write
 // error closes the client, and reply reports false.
 func (c *Client) reply(buf []byte) bool {
-	lead, err := c.out.end(buf)
-	if lead {
-		if ferr := c.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err := c.out.endFlush(buf)
 	if err != nil {
 		c.fail(err)
 		return false
@@ -645,11 +636,7 @@ func (c *Client) active() int {
 // ping sends a wire.KindPing frame; a failed write closes the connection.
 func (c *Client) ping() {
 	err := c.out.lock().WriteFrame(wire.KindPing, nil)
-	if c.out.unlock() {
-		if ferr := c.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err = c.out.flushIf(c.out.unlock(), err)
 	if err != nil {
 		c.fail(err)
 	}

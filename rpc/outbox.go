@@ -251,6 +251,25 @@ func (o *outbox) take() *outBuf {
 	return outBufs.Get().(*outBuf)
 }
 
+// endFlush ends buf (see end) and, when that made the caller the writer,
+// flushes the queue (no ctx: the write timeout bounds it). It returns the
+// first error of the two.
+func (o *outbox) endFlush(buf []byte) error {
+	lead, err := o.end(buf)
+	return o.flushIf(lead, err)
+}
+
+// flushIf flushes the queue when lead (the caller took the writer role)
+// and returns err, or the flush's error when err is nil.
+func (o *outbox) flushIf(lead bool, err error) error {
+	if lead {
+		if ferr := o.flush(false); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
 // end finishes the frame begin started and unlocks. lead reports that the
 // caller must now call flush. err is the frame's error (ErrFrameTooLarge:
 // nothing was added) or the stream's.

@@ -17,11 +17,7 @@ func (c *serverConn) goAway() {
 		return
 	}
 	err := c.out.lock().WriteFrame(wire.KindGoAway, nil)
-	if c.out.unlock() {
-		if ferr := c.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err = c.out.flushIf(c.out.unlock(), err)
 	if err != nil {
 		c.close(nil) // the peer is gone already
 	}

@@ -521,14 +521,7 @@ func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, id)
 	buf = append(buf, msg...)
-	lead, err := t.out.end(buf)
-	if lead {
-		// noCtx: a write in progress is bounded by the write timeout, and
-		// a cancelable ctx would cost a deadline change per write.
-		if ferr := t.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err = t.out.endFlush(buf)
 	if err != nil {
 		if isMsg && errors.Is(err, frame.ErrFrameTooLarge) {
 			return err
@@ -549,12 +542,7 @@ func (t *streamSet) writeEnd(id, status uint32, text string) {
 		text = text[:messageCut(text)]
 	}
 	buf = wire.AppendStreamEndError(buf, id, status, text)
-	lead, err := t.out.end(buf)
-	if lead {
-		if ferr := t.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err := t.out.endFlush(buf)
 	if err != nil {
 		t.broken(err)
 	}
@@ -566,11 +554,7 @@ func (t *streamSet) writeEnd(id, status uint32, text string) {
 func (t *streamSet) grant(id uint32, n int64) {
 	var b [8]byte
 	err := t.out.lock().WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], id, uint32(min(n, 1<<31))))
-	if t.out.unlock() {
-		if ferr := t.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err = t.out.flushIf(t.out.unlock(), err)
 	if err != nil {
 		t.broken(err)
 	}

@@ -84,11 +84,7 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 		t.awaitHello()
 	}
 	t.mu.Unlock()
-	if lead {
-		if ferr := c.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err = c.out.flushIf(lead, err)
 	if err != nil {
 		t.remove(s)
 		return nil, t.broken(err)
@@ -104,12 +100,7 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, ErrGoAway
 	}
 	buf = appendCall(buf, ctx, method, s.id, 0, init)
-	lead, err = c.out.end(buf)
-	if lead {
-		if ferr := c.out.flush(false); err == nil {
-			err = ferr
-		}
-	}
+	err = c.out.endFlush(buf)
 	if err != nil {
 		t.remove(s)
 		if errors.Is(err, frame.ErrFrameTooLarge) {
