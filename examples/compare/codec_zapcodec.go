@@ -27,19 +27,31 @@ func (*Zapcodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
 	return (*ethzap.GetBalanceRequest)(r).AppendZAP(dst), nil
 }
 
-// whole checks, once the header has been parsed, that b is one message with
-// nothing after it and a root object of at least fixed bytes: the other
-// arms refuse such input too, where the generated reader would read the
-// missing fields as zero.
-func whole(b []byte, fixed int) error {
-	size := int(binary.LittleEndian.Uint32(b[12:]))
-	if size != len(b) {
+// isWhole reports, once the header has been parsed, whether b is one
+// message with nothing after it and a root object of at least fixed bytes:
+// the other arms refuse such input too, where the generated reader would
+// read the missing fields as zero. It reads the root offset and size as one
+// word and is small enough to inline; notWhole says what was wrong.
+func isWhole(b []byte, fixed int) bool {
+	if len(b) < codec.HeaderSize {
+		return false
+	}
+	rs := binary.LittleEndian.Uint64(b[8:])
+	root, size := rs&0xFFFF_FFFF, rs>>32
+	return size == uint64(len(b)) && root >= codec.HeaderSize && root+uint64(fixed) <= size
+}
+
+// notWhole returns the error for a b that isWhole refused.
+//
+//go:noinline
+func notWhole(b []byte, fixed int) error {
+	if len(b) < codec.HeaderSize {
+		return fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+	}
+	if size := int(binary.LittleEndian.Uint32(b[12:])); size != len(b) {
 		return fmt.Errorf("%w: %d bytes after the message", ErrMalformed, len(b)-size)
 	}
-	if root := int(binary.LittleEndian.Uint32(b[8:])); root < codec.HeaderSize || root+fixed > size {
-		return fmt.Errorf("%w: root object shorter than %d bytes", ErrMalformed, fixed)
-	}
-	return nil
+	return fmt.Errorf("%w: root object shorter than %d bytes", ErrMalformed, fixed)
 }
 
 // DecodeRequest implements Codec. The generated DecodeZAP copies the
@@ -48,7 +60,10 @@ func (*Zapcodec) DecodeRequest(b []byte, r *Request) error {
 	if err := (*ethzap.GetBalanceRequest)(r).DecodeZAP(b); err != nil {
 		return err
 	}
-	return whole(b, 44)
+	if !isWhole(b, 44) {
+		return notWhole(b, 44)
+	}
+	return nil
 }
 
 // AppendResponse implements Codec.
@@ -61,7 +76,10 @@ func (*Zapcodec) DecodeResponse(b []byte, r *Response) error {
 	if err := (*ethzap.GetBalanceResponse)(r).DecodeZAP(b); err != nil {
 		return err
 	}
-	return whole(b, 80)
+	if !isWhole(b, 80) {
+		return notWhole(b, 80)
+	}
+	return nil
 }
 
 // Handle implements Codec: it reads the request through the generated view
@@ -71,8 +89,8 @@ func (*Zapcodec) Handle(dst, req []byte, t *Table) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if err := whole(req, 44); err != nil {
-		return dst, err
+	if !isWhole(req, 44) {
+		return dst, notWhole(req, 44)
 	}
 	if v.Method() != Method {
 		return dst, ErrMethod

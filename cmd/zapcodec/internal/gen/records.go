@@ -325,21 +325,26 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 		g.p("// Once the whole fixed section is known to fit, loads from it at")
 		g.p("// constant offsets need no bounds checks.")
 		if msg != "" {
-			g.p("o, f, err := codec.ParseFixed(%s, %d)", msg, s.Size)
-			g.p("if err != nil {")
-			g.p("return codec.InField(err, %q)", s.Name)
-			g.p("}")
-		} else {
-			g.p("f := o.Fixed(%d)", s.Size)
+			// RootOf inlines: the common case makes no call.
+			g.p("o, _ := codec.RootOf(%s)", msg)
 		}
-		g.p("if len(f) == %d {", s.Size)
+		g.p("if f := o.Fixed(%d); len(f) == %d {", s.Size, s.Size)
 		for _, f := range inline {
 			g.p("m.%s = %s", GoName(f.Name), g.loadFixed(f, "f"))
 		}
 		for i, f := range tails {
 			g.p("p%d = o.BytesIn(f, %d)", i, f.Offset)
 		}
-		g.p("} else { // the object runs past the end of the message")
+		if msg != "" {
+			g.p("} else { // a malformed header, a null root, or a root that runs past the end of the message")
+			g.p("msg, err := codec.Parse(%s)", msg)
+			g.p("if err != nil {")
+			g.p("return codec.InField(err, %q)", s.Name)
+			g.p("}")
+			g.p("o = msg.Root()")
+		} else {
+			g.p("} else { // the object runs past the end of the message")
+		}
 		for _, f := range inline {
 			n, off := GoName(f.Name), f.Offset
 			if f.Type.Kind == schema.KindBytesFixed {
@@ -431,6 +436,9 @@ func (g *generator) view(s *schema.Struct) {
 	g.p("// view of its root %s. It does not copy b and does not allocate.", t)
 	g.p("// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.")
 	g.p("func Read%s(b []byte) (%s, error) {", t, v)
+	g.p("if o, ok := codec.RootOf(b); ok {")
+	g.p("return %s{o}, nil", v)
+	g.p("}")
 	g.p("msg, err := codec.Parse(b)")
 	g.p("if err != nil {")
 	g.p("return %s{}, err", v)
