@@ -27,11 +27,12 @@ func (*Zapcodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
 	return (*ethzap.GetBalanceRequest)(r).AppendZAP(dst), nil
 }
 
-// isWhole reports, once the header has been parsed, whether b is one
-// message with nothing after it and a root object of at least fixed bytes:
-// the other arms refuse such input too, where the generated reader would
-// read the missing fields as zero. It reads the root offset and size as one
-// word and is small enough to inline; notWhole says what was wrong.
+// isWhole reports whether the header at the start of b says that b is one
+// message with nothing after it and a root object of at least fixed bytes
+// (the generated reader checks the rest of the header): the other arms
+// refuse such input too, where the generated reader would read the missing
+// fields as zero. It reads the root offset and size as one word and is
+// small enough to inline; notWhole says what was wrong.
 func isWhole(b []byte, fixed int) bool {
 	if len(b) < codec.HeaderSize {
 		return false
@@ -55,15 +56,18 @@ func notWhole(b []byte, fixed int) error {
 }
 
 // DecodeRequest implements Codec. The generated DecodeZAP copies the
-// Method text (it allocates only when the value changes).
+// Method text (it allocates only when the value changes). The whole-message
+// check comes first, so that b goes on to DecodeZAP without being kept
+// across the call; for input it refuses, DecodeZAP still runs first to
+// report a malformed header as its own error.
 func (*Zapcodec) DecodeRequest(b []byte, r *Request) error {
-	if err := (*ethzap.GetBalanceRequest)(r).DecodeZAP(b); err != nil {
-		return err
-	}
 	if !isWhole(b, 44) {
+		if err := (*ethzap.GetBalanceRequest)(r).DecodeZAP(b); err != nil {
+			return err // no message: the generated reader's own error
+		}
 		return notWhole(b, 44)
 	}
-	return nil
+	return (*ethzap.GetBalanceRequest)(r).DecodeZAP(b)
 }
 
 // AppendResponse implements Codec.
@@ -73,13 +77,13 @@ func (*Zapcodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
 
 // DecodeResponse implements Codec.
 func (*Zapcodec) DecodeResponse(b []byte, r *Response) error {
-	if err := (*ethzap.GetBalanceResponse)(r).DecodeZAP(b); err != nil {
-		return err
-	}
 	if !isWhole(b, 80) {
+		if err := (*ethzap.GetBalanceResponse)(r).DecodeZAP(b); err != nil {
+			return err
+		}
 		return notWhole(b, 80)
 	}
-	return nil
+	return (*ethzap.GetBalanceResponse)(r).DecodeZAP(b)
 }
 
 // Handle implements Codec: it reads the request through the generated view
