@@ -157,6 +157,9 @@ func RootOf(b []byte) (Object, bool) {
 	return Object{}, false
 }
 
+// RootOf's test of the version assumes the two versions are consecutive.
+var _ = [1]struct{}{}[Version2-Version1-1]
+
 // ParseFixed is for generated code (the code generated before [RootOf]
 // took its place): [Parse] of b, then the root object
 // and, when its first n bytes (n > 0) lie inside the message, those bytes
