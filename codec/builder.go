@@ -624,10 +624,10 @@ func (l *ListBuilder) BeginElement() []byte {
 	if !l.check(0) {
 		return nil
 	}
-	b := l.b
-	b.buf = append(b.buf, 0, 0, 0, 0)
-	l.elemAt = len(b.buf)
-	return b.buf
+	buf := append(l.b.buf, 0, 0, 0, 0)
+	l.b.buf = buf
+	l.elemAt = len(buf)
+	return buf
 }
 
 // EndElement takes back the buffer returned by BeginElement, with the
