@@ -152,6 +152,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
 	c.chain = ChainInvoker(o.interceptors, c.unary)
+	c.streams.chain = ChainStreamer(o.streamInterceptors, c.openStream)
 	if o.answerTimeout > 0 {
 		// Stored before it can fire: check reschedules it.
 		t := time.AfterFunc(1<<62, c.check)

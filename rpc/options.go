@@ -95,6 +95,9 @@ type serverOptions struct {
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
 	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int           // 0: DefaultMaxStreams
+
+	streamInterceptors []StreamInterceptor // stream_intercept.go
+	streamObserver     StreamObserver      // stream_observe.go
 }
 
 type clientOptions struct {
@@ -108,6 +111,9 @@ type clientOptions struct {
 	observer      Observer            // observe.go
 	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int                 // 0: DefaultMaxStreams
+
+	streamInterceptors []StreamClientInterceptor // stream_intercept.go
+	streamObserver     StreamObserver            // stream_observe.go
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {

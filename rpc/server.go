@@ -80,7 +80,8 @@ type Server struct {
 
 	connWG sync.WaitGroup
 
-	stats serverStats
+	stats       serverStats
+	streamStats streamCounters // stream_observe.go
 }
 
 type serverStats struct {
@@ -102,6 +103,9 @@ type Stats struct {
 	OK, BadRequest, NotFound, Internal, Unavailable, OtherStatus uint64
 	BytesIn, BytesOut                                            uint64 // frame bytes
 	Workers                                                      int64  // worker goroutines alive
+	// Streams counts streams and their messages (Calls and the answers
+	// by status above are unary calls only).
+	Streams StreamStats
 }
 
 // NewServer returns a server with no handlers.
@@ -184,6 +188,7 @@ func (s *Server) Stats() Stats {
 		BytesIn:     st.bytesIn.Load(),
 		BytesOut:    st.bytesOut.Load(),
 		Workers:     s.workers.Load(),
+		Streams:     s.streamStats.snapshot(),
 	}
 }
 

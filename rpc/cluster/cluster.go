@@ -27,6 +27,7 @@ type Client struct {
 	target string
 	res    Resolver
 	chain  rpc.Invoker
+	schain rpc.Streamer // stream interceptors around openStream; nil: none
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -35,6 +36,7 @@ type Client struct {
 	budget budget
 
 	calls         atomic.Int64
+	streams       atomic.Int64
 	retries       atomic.Int64
 	retriesDenied atomic.Int64
 	failed        atomic.Int64
@@ -121,6 +123,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	c.ready.Store(&empty)
 	c.budget.init(o.retryRatio, o.minRetries)
 	c.chain = rpc.ChainInvoker(o.interceptors, c.call)
+	c.schain = rpc.ChainStreamer(o.streamICs, c.openStream)
 	c.resolves.Add(1)
 	c.setAddrs(addrs)
 
@@ -248,12 +251,21 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 // refused before writing it (its go-away came first) goes to another
 // connection; once the open is written it is never sent again (the
 // server may have started its handler): a refusal comes as an error end
-// that Recv returns. Open streams are not counted as load by the
-// balancer (their calls in flight are not known); a connection retired
+// that Recv returns. An open stream counts as load on its connection for
+// the balancer, like a call in flight, until it ends; a connection retired
 // while streams are open on it is kept until they end (within the drain
-// timeout).
+// timeout). Stream interceptors ([WithStreamInterceptors]) run once
+// around the open.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
+	if c.schain != nil {
+		return c.schain(ctx, method, init)
+	}
+	return c.openStream(ctx, method, init)
+}
+
+func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
 	c.calls.Add(1)
+	c.streams.Add(1)
 	unsent := 0
 	for {
 		cn, err := c.pick(ctx, nil)
@@ -619,8 +631,8 @@ func (c *Client) Close() error {
 // Stats is a snapshot of a client's counters.
 type Stats struct {
 	// Calls counts calls (Call and Send) and streams opened, each once
-	// whatever its retries.
-	Calls int64
+	// whatever its retries; Streams counts the streams among them.
+	Calls, Streams int64
 	// Retries counts calls sent a second time after a refusal; RetriesDenied
 	// counts refused calls the budget did not let retry (they failed).
 	Retries, RetriesDenied int64
@@ -656,6 +668,7 @@ type ReplicaStats struct {
 func (c *Client) Stats() Stats {
 	s := Stats{
 		Calls:         c.calls.Load(),
+		Streams:       c.streams.Load(),
 		Retries:       c.retries.Load(),
 		RetriesDenied: c.retriesDenied.Load(),
 		Failed:        c.failed.Load(),
