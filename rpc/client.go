@@ -101,9 +101,13 @@ type slot struct {
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
 // [WithTLSConfig], TLS over it) and returns a client. ctx bounds the dial
-// and the TLS handshake only.
+// and the TLS handshake only. It fails with [ErrHTTPFraming] before
+// dialing when the options select the HTTP framing.
 func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Client, error) {
 	o := buildClientOptions(opts)
+	if err := checkFraming(o.frame); err != nil {
+		return nil, err
+	}
 	d := o.dialer
 	if d == nil {
 		d = &net.Dialer{}
@@ -135,9 +139,16 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 }
 
 // NewClient runs a client over an established connection (net.Pipe, a
-// custom dialer's result...). The client owns nc and closes it.
+// custom dialer's result...). The client owns nc and closes it. With
+// options [Dial] refuses (the HTTP framing) the client is closed at once
+// and its calls fail with an error matching [ErrClosed] that says why.
 func NewClient(nc net.Conn, opts ...ClientOption) *Client {
-	return newClient(nc, buildClientOptions(opts))
+	o := buildClientOptions(opts)
+	c := newClient(nc, o)
+	if err := checkFraming(o.frame); err != nil {
+		c.fail(err)
+	}
+	return c
 }
 
 func newClient(nc net.Conn, o clientOptions) *Client {

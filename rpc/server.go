@@ -217,8 +217,14 @@ func statusIndex(status uint32) int {
 // after a pause of 5 ms doubling to 1 s, as net/http does. Serve returns
 // [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
 // closed when Serve returns. TCP, Unix and TLS listeners all work; with
-// [WithTLSConfig] every accepted connection is wrapped in TLS.
+// [WithTLSConfig] every accepted connection is wrapped in TLS. With the
+// HTTP framing among the server's frame options it returns
+// [ErrHTTPFraming] at once (l closed).
 func (s *Server) Serve(l net.Listener) error {
+	if err := checkFraming(s.opts.frame); err != nil {
+		l.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
