@@ -64,6 +64,7 @@ type Client struct {
 	err    error
 
 	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
+	promises  atomic.Int32 // promises sent and not yet waited for or released (pending.go)
 
 	// The answer check (see WithAnswerTimeout): watch runs check every
 	// answerTimeout/4; lastRx and quiet belong to check.

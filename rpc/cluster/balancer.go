@@ -16,8 +16,9 @@ type Balancer interface {
 }
 
 // P2C is the default policy, the power of two choices: two connections
-// drawn at random, the one with fewer calls in flight gets the call. On
-// multiplexed connections calls in flight are the load (round robin over
+// drawn at random, the one with the lower load ([Conn.Load]: calls in
+// flight, open streams and outstanding promises) gets the call. On
+// multiplexed connections the work in flight is the load (round robin over
 // connections ignores it: a replica that answers slowly piles up calls);
 // drawing two instead of taking the least loaded of all keeps many
 // clients from herding onto the same replica (Mitzenmacher, "The Power of
@@ -33,7 +34,7 @@ func (p2c) Pick(conns []*Conn) int {
 	if j >= i {
 		j++
 	}
-	if conns[j].inflight.Load() < conns[i].inflight.Load() {
+	if conns[j].load() < conns[i].load() {
 		return j
 	}
 	return i

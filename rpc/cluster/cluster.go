@@ -79,6 +79,17 @@ func (c *Conn) Addr() string { return c.r.addr }
 // connection now.
 func (c *Conn) InFlight() int { return int(c.inflight.Load()) }
 
+// Load returns the connection's load as the built-in balancers see it:
+// the calls in flight on it ([Conn.InFlight]), its open streams
+// ([rpc.Client.Streams]) and its outstanding promises
+// ([rpc.Client.Promises]), each counting one. It costs three atomic
+// loads.
+func (c *Conn) Load() int { return int(c.load()) }
+
+func (c *Conn) load() int32 {
+	return c.inflight.Load() + int32(c.rc.Streams()) + int32(c.rc.Promises())
+}
+
 // Client returns the connection. Calls made on it directly bypass the
 // balancer, the retries and the accounting.
 func (c *Conn) Client() *rpc.Client { return c.rc }
@@ -238,8 +249,8 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 // the promise, and the calls pipelined on it, stay on the connection the
 // balancer chose. A send refused because the connection was going away is
 // tried once more elsewhere, under the same rules as Call. The balancer
-// counts the call as load only while it is being sent (a promise waiting
-// for Wait is not seen).
+// counts the promise as load on its connection until its Wait returns or
+// it is released.
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
 	return attempt(c, ctx, false, func(cn *Conn) (rpc.Promise, error) {
 		return cn.rc.Send(ctx, method, req, resp)
@@ -341,10 +352,13 @@ func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
 // elsewhere returns the index of the least loaded connection not to
 // avoid, or i when all are to it.
 func elsewhere(conns []*Conn, i int, avoid *replica) int {
-	best := -1
+	best, bestLoad := -1, int32(0)
 	for k, cn := range conns {
-		if cn.r != avoid && (best < 0 || cn.inflight.Load() < conns[best].inflight.Load()) {
-			best = k
+		if cn.r == avoid {
+			continue
+		}
+		if l := cn.load(); best < 0 || l < bestLoad {
+			best, bestLoad = k, l
 		}
 	}
 	if best < 0 {

@@ -25,7 +25,8 @@
 // ("dns://10.0.0.2:53/name:port").
 //
 // Balancing: [P2C] (default) draws two connections and gives the call to
-// the one with fewer calls in flight; [RoundRobin] ignores load; any
+// the one with the lower load (calls in flight, open streams and
+// outstanding promises: [Conn.Load]); [RoundRobin] ignores load; any
 // [Balancer] can be plugged in. [WithConnsPerReplica] keeps several
 // connections per replica.
 //

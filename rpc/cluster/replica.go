@@ -218,7 +218,7 @@ func (r *replica) check() error {
 	var cn *Conn
 	c.mu.Lock()
 	for _, x := range r.conns {
-		if x != nil && !x.gone.Load() && (cn == nil || x.inflight.Load() < cn.inflight.Load()) {
+		if x != nil && !x.gone.Load() && (cn == nil || x.load() < cn.load()) {
 			cn = x
 		}
 	}
