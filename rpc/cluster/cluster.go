@@ -13,8 +13,10 @@ import (
 )
 
 // ErrNoReplica is returned by a call that found no admitted replica (all
-// ejected, connecting or removed) and could not wait for one (see
-// [WithWaitForReady]). The call was not sent.
+// ejected, connecting or removed, or none resolved yet) and could not
+// wait for one (see [WithWaitForReady]). The call was not sent. The error
+// a call returns matches it with errors.Is and says what last went wrong
+// (a resolution, a dial, a health check).
 var ErrNoReplica = errors.New("cluster: no replica is ready")
 
 // Client sends calls to the replicas of a service: it resolves their
@@ -100,10 +102,22 @@ var (
 )
 
 // Dial resolves target (see [ParseTarget], or [WithResolver]), connects
-// to the replicas, checks their health and returns a client once at least
-// one replica is admitted, or an error when none can be (the addresses do
-// not resolve, or no replica answers): ctx bounds that. Replicas that
-// fail at first are ejected and tried again in the background.
+// to the replicas and checks their health, and returns a client. It
+// fails only when target cannot be read ([ErrTarget]) or ctx is already
+// done: like a gRPC channel, a client whose replicas are not up yet (the
+// name does not resolve yet, resolves to no address, or no replica
+// answers) is returned all the same, and keeps resolving and dialing in
+// the background: resolution is retried after 1 s, doubling up to the
+// refresh interval ([WithRefresh]) while no address is known, and a
+// replica that cannot be reached is retried after its ejection back-off
+// ([WithEjection]: 0.5 s doubling to 30 s by default). Meanwhile calls
+// fail at once with an error matching [ErrNoReplica] that says what went
+// wrong, or wait within their ctx with [WithWaitForReady].
+//
+// Dial waits, within ctx, until a replica is admitted or each resolved
+// address has been tried once, so that the first calls on a healthy
+// service do not fail; when ctx ends first it returns the client anyway.
+// [Client.Stats] tells what is admitted.
 func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
 	res := o.resolver
@@ -113,12 +127,8 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	addrs, err := res.Resolve(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: resolving %s: %w", target, err)
-	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cluster: %s resolved to no address", target)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	c := &Client{
 		o:          o,
@@ -136,21 +146,23 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	c.chain = rpc.ChainInvoker(o.interceptors, c.call)
 	c.schain = rpc.ChainStreamer(o.streamICs, c.openStream)
 	c.resolves.Add(1)
-	c.setAddrs(addrs)
+	addrs, err := res.Resolve(ctx)
+	if err == nil && len(addrs) == 0 {
+		err = errors.New("no address")
+	}
+	if err != nil {
+		c.resolveErrs.Add(1)
+		c.mu.Lock()
+		c.lastErr = fmt.Errorf("cluster: resolving %s: %w", target, err)
+		c.checkFirstLocked() // no replica to wait for
+		c.mu.Unlock()
+	} else {
+		c.setAddrs(addrs)
+	}
 
 	select {
 	case <-c.firstCh:
 	case <-ctx.Done():
-	}
-	if len(*c.ready.Load()) == 0 {
-		c.mu.Lock()
-		err := c.lastErr
-		c.mu.Unlock()
-		c.Close()
-		if err == nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("cluster: no replica of %s could be reached: %w", target, err)
 	}
 	c.wg.Add(1)
 	if w, ok := res.(Watcher); ok {
@@ -379,7 +391,7 @@ func (c *Client) waitReady(ctx context.Context) error {
 		return nil
 	}
 	if c.o.waitReady <= 0 {
-		return ErrNoReplica
+		return c.noReplica()
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -392,8 +404,20 @@ func (c *Client) waitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
+		return c.noReplica()
+	}
+}
+
+// noReplica is the error of a call that found no admitted replica: it
+// matches ErrNoReplica and says what last went wrong.
+func (c *Client) noReplica() error {
+	c.mu.Lock()
+	last := c.lastErr
+	c.mu.Unlock()
+	if last == nil {
 		return ErrNoReplica
 	}
+	return fmt.Errorf("%w (last error: %v)", ErrNoReplica, last)
 }
 
 // account looks at a failed call's error for what it says about the
@@ -560,11 +584,26 @@ func (c *Client) askResolve() {
 	}
 }
 
-// resolveLoop polls a Resolver that is not a Watcher.
+// resolveLoop polls a Resolver that is not a Watcher. While no address
+// is known (the name did not resolve yet) it asks again after 1 s,
+// doubling up to the refresh interval.
 func (c *Client) resolveLoop() {
 	defer c.wg.Done()
 	gap := min(c.o.refresh, time.Second)
-	t := time.NewTimer(c.o.refresh)
+	retry := gap
+	next := func() time.Duration {
+		c.mu.Lock()
+		empty := len(c.replicas) == 0
+		c.mu.Unlock()
+		if !empty {
+			retry = gap
+			return c.o.refresh
+		}
+		d := retry
+		retry = min(2*retry, c.o.refresh)
+		return d
+	}
+	t := time.NewTimer(next())
 	defer t.Stop()
 	last := time.Now()
 	for {
@@ -588,11 +627,12 @@ func (c *Client) resolveLoop() {
 		c.resolves.Add(1)
 		if err != nil || len(addrs) == 0 {
 			c.resolveErrs.Add(1)
-			if err != nil {
-				c.mu.Lock()
-				c.lastErr = err
-				c.mu.Unlock()
+			if err == nil {
+				err = errors.New("no address")
 			}
+			c.mu.Lock()
+			c.lastErr = fmt.Errorf("cluster: resolving %s: %w", c.target, err)
+			c.mu.Unlock()
 		} else {
 			c.setAddrs(addrs)
 		}
@@ -602,7 +642,7 @@ func (c *Client) resolveLoop() {
 			default:
 			}
 		}
-		t.Reset(c.o.refresh)
+		t.Reset(next())
 	}
 }
 

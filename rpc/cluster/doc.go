@@ -6,9 +6,14 @@
 // [rpc.Sender] and [rpc.StreamOpener], so generated clients work on it:
 //
 //	c, err := cluster.Dial(ctx, "dns:///eth.svc.cluster.local:7700")
-//	if err != nil { ... }
+//	if err != nil { ... } // only a target it cannot read
 //	defer c.Close()
 //	eth := ethzap.NewEthClient(c)
+//
+// Dial does not fail when no replica is up yet, or the name does not
+// resolve yet: the client keeps trying in the background, and calls fail
+// with [ErrNoReplica] (or wait, [WithWaitForReady]) until a replica is
+// admitted.
 //
 // It replaces rpc.Pool (a fixed list of addresses, round robin, no
 // re-resolution); a fixed list is still possible ("static:///a:1,b:2",
