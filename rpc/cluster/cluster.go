@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,12 +30,13 @@ type Client struct {
 	target string
 	res    Resolver
 	chain  rpc.Invoker
-	schain rpc.Streamer // stream interceptors around openStream; nil: none
+	schain rpc.Streamer     // stream interceptors around openStream; nil: none
+	wb     weightedBalancer // the balancer, when it honours weights itself
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	ready  atomic.Pointer[[]*Conn] // connections of admitted replicas; never nil
+	ready  atomic.Pointer[readySet] // connections of admitted replicas; never nil
 	budget budget
 
 	calls         atomic.Int64
@@ -57,15 +59,24 @@ type Client struct {
 	lastErr   error // of the latest failed resolution, dial or check
 }
 
+// readySet is the connections that get calls, and their weights.
+type readySet struct {
+	conns []*Conn
+	// cum holds the running sums of the connections' weights; nil when
+	// they are all equal (the balancers then draw uniformly).
+	cum []float64
+}
+
 // Conn is one connection of the client to a replica, as a [Balancer]
 // sees it.
 type Conn struct {
 	r        *replica
 	rc       *rpc.Client
-	inflight atomic.Int32 // calls of this client on rc
-	gone     atomic.Bool  // retired: no new calls; set under the client's mu
-	born     time.Time    // when it was dialed
-	closedUs atomic.Bool  // closed by this client (not by the server)
+	weight   atomic.Uint64 // float64 bits: its replica's weight, set when published
+	inflight atomic.Int32  // calls of this client on rc
+	gone     atomic.Bool   // retired: no new calls; set under the client's mu
+	born     time.Time     // when it was dialed
+	closedUs atomic.Bool   // closed by this client (not by the server)
 }
 
 // close closes the connection, as this client's decision.
@@ -91,6 +102,10 @@ func (c *Conn) Load() int { return int(c.load()) }
 func (c *Conn) load() int32 {
 	return c.inflight.Load() + int32(c.rc.Streams()) + int32(c.rc.Promises())
 }
+
+// Weight returns the weight of the connection's replica (see
+// [Endpoint]): 1 unless the resolver gave another.
+func (c *Conn) Weight() float64 { return math.Float64frombits(c.weight.Load()) }
 
 // Client returns the connection. Calls made on it directly bypass the
 // balancer, the retries and the accounting.
@@ -140,14 +155,14 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 		resolveNow: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	empty := []*Conn{}
-	c.ready.Store(&empty)
+	c.ready.Store(&readySet{conns: []*Conn{}})
 	c.budget.init(o.retryRatio, o.minRetries)
+	c.wb, _ = o.balancer.(weightedBalancer)
 	c.chain = rpc.ChainInvoker(o.interceptors, c.call)
 	c.schain = rpc.ChainStreamer(o.streamICs, c.openStream)
 	c.resolves.Add(1)
-	addrs, err := res.Resolve(ctx)
-	if err == nil && len(addrs) == 0 {
+	eps, err := resolveEndpoints(ctx, res)
+	if err == nil && len(eps) == 0 {
 		err = errors.New("no address")
 	}
 	if err != nil {
@@ -157,7 +172,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 		c.checkFirstLocked() // no replica to wait for
 		c.mu.Unlock()
 	} else {
-		c.setAddrs(addrs)
+		c.setEndpoints(eps)
 	}
 
 	select {
@@ -174,7 +189,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 					c.resolveErrs.Add(1)
 					return
 				}
-				c.setAddrs(addrs)
+				c.setEndpoints(unweighted(addrs))
 			})
 		}()
 	} else {
@@ -331,7 +346,8 @@ func (c *Client) mayRetry(ctx context.Context, err error, retried *bool) bool {
 // that refused the call when another one is ready.
 func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
 	for tries := 0; ; tries++ {
-		conns := *c.ready.Load()
+		set := c.ready.Load()
+		conns := set.conns
 		if len(conns) == 0 || tries > 64 {
 			if err := c.waitReady(ctx); err != nil {
 				return nil, err
@@ -341,7 +357,12 @@ func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
 		}
 		i := 0
 		if len(conns) > 1 {
-			if i = c.o.balancer.Pick(conns); uint(i) >= uint(len(conns)) {
+			if set.cum != nil && c.wb != nil {
+				i = c.wb.pickWeighted(conns, set.cum)
+			} else {
+				i = c.o.balancer.Pick(conns)
+			}
+			if uint(i) >= uint(len(conns)) {
 				i = 0
 			}
 			if avoid != nil && conns[i].r == avoid {
@@ -387,7 +408,7 @@ func (c *Client) waitReady(ctx context.Context) error {
 	if closed {
 		return fmt.Errorf("%w: the cluster client is closed", rpc.ErrClosed)
 	}
-	if len(*c.ready.Load()) > 0 {
+	if len(c.ready.Load().conns) > 0 {
 		return nil
 	}
 	if c.o.waitReady <= 0 {
@@ -503,6 +524,8 @@ func (c *Client) retire(cn *Conn) {
 // publishLocked rebuilds the ready set from the replicas.
 func (c *Client) publishLocked() {
 	var conns []*Conn
+	var ws []float64
+	equal := true
 	if !c.closed {
 		for _, r := range c.replicas {
 			if r.state != stateReady || r.removed.Load() {
@@ -510,7 +533,12 @@ func (c *Client) publishLocked() {
 			}
 			for _, cn := range r.conns {
 				if cn != nil && !cn.gone.Load() {
+					cn.weight.Store(math.Float64bits(r.weight))
 					conns = append(conns, cn)
+					if len(ws) > 0 && r.weight != ws[0] {
+						equal = false
+					}
+					ws = append(ws, r.weight)
 				}
 			}
 		}
@@ -518,18 +546,29 @@ func (c *Client) publishLocked() {
 	if conns == nil {
 		conns = []*Conn{}
 	}
-	c.ready.Store(&conns)
+	set := &readySet{conns: conns}
+	if !equal {
+		set.cum = ws
+		for k := 1; k < len(ws); k++ {
+			ws[k] += ws[k-1]
+		}
+	}
+	c.ready.Store(set)
 	if len(conns) > 0 {
 		close(c.readyCh)
 		c.readyCh = make(chan struct{})
 	}
 }
 
-// setAddrs makes the replicas those of addrs.
-func (c *Client) setAddrs(addrs []string) {
-	want := make(map[string]bool, len(addrs))
-	for _, a := range addrs {
-		want[a] = true
+// setEndpoints makes the replicas those of eps, with their weights.
+func (c *Client) setEndpoints(eps []Endpoint) {
+	want := make(map[string]float64, len(eps))
+	for _, ep := range eps {
+		w := ep.Weight
+		if !(w > 0) || math.IsInf(w, 1) {
+			w = 1
+		}
+		want[ep.Addr] += w
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -537,21 +576,23 @@ func (c *Client) setAddrs(addrs []string) {
 		return
 	}
 	for a, r := range c.replicas {
-		if !want[a] && !r.removed.Load() {
+		if _, ok := want[a]; !ok && !r.removed.Load() {
 			r.removed.Store(true)
 			r.poke()
 		}
 	}
-	c.publishLocked()
-	for a := range want {
+	for a, w := range want {
 		if r := c.replicas[a]; r != nil && !r.removed.Load() {
+			r.weight = w
 			continue
 		}
 		r := newReplica(c, a)
+		r.weight = w
 		c.replicas[a] = r
 		c.wg.Add(1)
 		go r.run()
 	}
+	c.publishLocked()
 	c.checkFirstLocked()
 }
 
@@ -561,7 +602,7 @@ func (c *Client) checkFirstLocked() {
 	if c.firstDone {
 		return
 	}
-	done := len(*c.ready.Load()) > 0
+	done := len(c.ready.Load().conns) > 0
 	if !done {
 		done = true
 		for _, r := range c.replicas {
@@ -621,11 +662,11 @@ func (c *Client) resolveLoop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, max(c.o.healthTimeout, 5*time.Second))
-		addrs, err := c.res.Resolve(ctx)
+		eps, err := resolveEndpoints(ctx, c.res)
 		cancel()
 		last = time.Now()
 		c.resolves.Add(1)
-		if err != nil || len(addrs) == 0 {
+		if err != nil || len(eps) == 0 {
 			c.resolveErrs.Add(1)
 			if err == nil {
 				err = errors.New("no address")
@@ -634,7 +675,7 @@ func (c *Client) resolveLoop() {
 			c.lastErr = fmt.Errorf("cluster: resolving %s: %w", c.target, err)
 			c.mu.Unlock()
 		} else {
-			c.setAddrs(addrs)
+			c.setEndpoints(eps)
 		}
 		if !t.Stop() {
 			select {
@@ -714,6 +755,8 @@ type ReplicaStats struct {
 	Conns, InFlight int
 	// Ejections counts ejections in a row (0 once it is healthy again).
 	Ejections int
+	// Weight is the replica's weight (see [Endpoint]).
+	Weight float64
 	// LastError is why it was last ejected; nil if never.
 	LastError error
 }
@@ -735,7 +778,7 @@ func (c *Client) Stats() Stats {
 		if r.removed.Load() {
 			continue
 		}
-		rs := ReplicaStats{Addr: r.addr, State: r.state.String(), Ejections: r.ejections, LastError: r.lastErr}
+		rs := ReplicaStats{Addr: r.addr, State: r.state.String(), Ejections: r.ejections, LastError: r.lastErr, Weight: r.weight}
 		if r.state == stateReady {
 			for _, cn := range r.conns {
 				if cn != nil && !cn.gone.Load() {

@@ -22,7 +22,10 @@
 // and so that its name cannot be confused with package pool (buffers).
 //
 // Resolution: a target names a [Resolver] ([ParseTarget]): "dns:///host:port"
-// (A and AAAA records), "dns+srv:///_zap._tcp.name" (SRV records),
+// (A and AAAA records), "dns+srv:///_zap._tcp.name" (SRV records of the
+// lowest priority, their weights honoured as RFC 2782 says: a
+// [WeightedResolver] gives each address a weight, and the balancers
+// give it a share of the calls in proportion),
 // "static:///...". A polled resolver is asked again every [WithRefresh]
 // and soon after a connection fails; a [Watcher] (a service registry, or
 // [Push]) pushes its changes instead. Only the standard library's

@@ -21,7 +21,7 @@ func TestStreamsAndPromisesCountAsLoad(t *testing.T) {
 	})
 	c := dialT(t, "static:///"+a.addr+","+b.addr)
 	var ca *Conn
-	for _, cn := range *c.ready.Load() {
+	for _, cn := range c.ready.Load().conns {
 		if cn.Addr() == a.addr {
 			ca = cn
 		}
@@ -97,7 +97,7 @@ func TestClusterPromiseCountsAsLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := 0
-	for _, cn := range *c.ready.Load() {
+	for _, cn := range c.ready.Load().conns {
 		total += cn.Load()
 	}
 	if total != 1 {
@@ -106,7 +106,7 @@ func TestClusterPromiseCountsAsLoad(t *testing.T) {
 	if _, err := p.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, cn := range *c.ready.Load() {
+	for _, cn := range c.ready.Load().conns {
 		if cn.Load() != 0 {
 			t.Fatalf("load left after Wait: %d on %s", cn.Load(), cn.Addr())
 		}

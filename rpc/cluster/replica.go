@@ -42,6 +42,7 @@ type replica struct {
 	ejectReq atomic.Bool  // fails reached the threshold
 
 	// Under c.mu.
+	weight    float64 // from the resolver (Endpoint.Weight), > 0
 	conns     []*Conn // WithConnsPerReplica entries; nil: none
 	state     repState
 	tried     bool // admitted or ejected at least once (for Dial)

@@ -43,7 +43,7 @@ func TestOpenStreamThroughCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cn := (*c.ready.Load())[0]
+	cn := c.ready.Load().conns[0]
 	if cn.rc.Streams() != 1 {
 		t.Fatalf("%d streams open on the connection", cn.rc.Streams())
 	}
