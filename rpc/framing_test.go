@@ -30,7 +30,7 @@ func TestHTTPFramingRefused(t *testing.T) {
 		t.Fatal("the listener is still open")
 	}
 
-	// The client: Dial fails before dialing (nothing listens there).
+	// The client: Dial fails before dialing.
 	_, addr, _ := testServer(t)
 	if _, err := Dial(context.Background(), "tcp", addr, bad); !errors.Is(err, ErrHTTPFraming) {
 		t.Fatalf("Dial with the HTTP framing: %v", err)

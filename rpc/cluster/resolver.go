@@ -19,7 +19,8 @@ import (
 // address missing from it is removed (its connections finish their calls
 // and close), a new one is dialed, health-checked and admitted. An error
 // or an empty set keeps the addresses the client has (a DNS server that
-// hiccups must not empty the service); at Dial it fails the Dial.
+// hiccups must not empty the service); at Dial the client starts with no
+// replica and asks again soon (see [Dial]).
 //
 // Resolve must be safe for concurrent use when one resolver serves
 // several clients.
