@@ -132,3 +132,68 @@ func TestWatchdogSkipsIdleConns(t *testing.T) {
 		t.Fatalf("the watchdog looked at %d connections in %d ticks with 1 busy and %d idle connections; want at most one a tick", looks, scans, idle)
 	}
 }
+
+// While calls flow, the read loops make the watchdog's scans as they block
+// (scanDue) and the watchdog's own timer backs off (a timer due within a
+// millisecond made every sleep of every thread arm a kernel timer: README,
+// "Many sessions"). A handler that does not return is still taken over,
+// both while another connection keeps calling and after its calls stop
+// (the backstop), and the calls behind it on its connection are answered.
+func TestWatchdogScansFromReadLoops(t *testing.T) {
+	// No read or idle deadline: no read loop wakes up on its own to scan.
+	s, addr, _ := testServer(t, WithReadTimeout(0), WithIdleTimeout(0))
+	release := make(chan struct{})
+	defer close(release)
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return append(resp, req...), nil
+	})
+	busy := dial(t, addr)
+	stop := make(chan struct{})
+	stopped := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				stopped <- nil
+				return
+			default:
+			}
+			if _, err := busy.Call(context.Background(), mEcho, []byte("busy"), nil); err != nil {
+				stopped <- err
+				return
+			}
+		}
+	}()
+	await(t, "a scan by a read loop", func() bool { return s.wdByLoop.Load() != 0 })
+
+	// Taken over while the other connection calls.
+	slowBehind := func(c *Client, tag byte) {
+		t.Helper()
+		slow := make(chan error, 1)
+		go func() {
+			_, err := c.Call(context.Background(), mSlow, []byte{tag}, nil)
+			slow <- err
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := 0; i < 10; i++ {
+			if out, err := c.Call(ctx, mEcho, []byte{tag, byte(i)}, nil); err != nil || len(out) != 2 || out[1] != byte(i) {
+				t.Fatalf("call %d behind a stuck handler (not taken over in 30 s?): %x %v", i, out, err)
+			}
+		}
+		select {
+		case err := <-slow:
+			t.Fatalf("the stuck call returned: %v", err)
+		default:
+		}
+	}
+	slowBehind(dial(t, addr), 1)
+
+	// The other connection stops: the watchdog's timer takes over again.
+	close(stop)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	slowBehind(dial(t, addr), 2)
+}
