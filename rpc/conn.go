@@ -258,6 +258,7 @@ func (c *serverConn) readLoop() bool {
 				return true
 			}
 			c.spill = false
+			c.releaseSpare()
 			c.armWait()
 			c.s.scanDue()
 		}
