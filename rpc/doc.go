@@ -51,7 +51,7 @@
 //	shutdown grace  500 ms for a peer that does not acknowledge the go-away
 //	accept errors   EMFILE, ENFILE...: retried after 5 ms doubling to 1 s
 //
-// An idle connection costs the server about 3.9 KiB of heap and 4 KiB of
+// An idle connection costs the server about 3.2 KiB of heap and 4 KiB of
 // goroutine stack (BenchmarkIdleConns10k): buffers are pooled while data
 // flows and given back when it stops. It costs no CPU: it is not woken
 // before its idle limit (one whose calls ran on workers is woken once, a
