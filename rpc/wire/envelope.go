@@ -350,9 +350,31 @@ func slotError(reason string, root codec.Object, off int, promise uint32) error 
 // reported in the error when it was readable. Cap and Payload alias b and
 // are valid as long as b is unchanged. Never panics; allocates only when
 // it fails.
-func ParseRequest(b []byte) (Request, error) {
-	if r, ok := parseCanonicalRequest(b); ok {
-		return r, nil
+func ParseRequest(b []byte) (r Request, err error) {
+	// The canonical layout first (see parseCanonicalRequest, which this
+	// repeats so that the result is written in place).
+	if len(b) >= RequestOverhead && binary.LittleEndian.Uint64(b) == envHeader0 &&
+		binary.LittleEndian.Uint64(b[8:]) == rootOffset|uint64(len(b))<<32 {
+		f := b[headerSize:RequestOverhead]
+		n := len(b) - RequestOverhead
+		if binary.LittleEndian.Uint64(f[reqCap:]) == 0 {
+			switch binary.LittleEndian.Uint64(f[reqPayload:]) {
+			case uint64(RequestFixedSize-reqPayload) | uint64(n)<<32:
+				if n > 0 {
+					r.Payload = b[RequestOverhead:len(b):len(b)]
+				}
+			case 0:
+				if n != 0 {
+					return parseRequest(b)
+				}
+			default:
+				return parseRequest(b)
+			}
+			r.Method = binary.LittleEndian.Uint32(f[reqMethod:])
+			r.PromiseID = binary.LittleEndian.Uint32(f[reqPromise:])
+			r.Target = binary.LittleEndian.Uint32(f[reqTarget:])
+			return r, nil
+		}
 	}
 	return parseRequest(b)
 }
@@ -415,8 +437,27 @@ func parseRequest(b []byte) (Request, error) {
 // [ParseRequest] (fixed section of 20 bytes, body inside the message).
 // Body aliases b and is valid as long as b is unchanged. Never panics;
 // allocates only when it fails.
-func ParseResponse(b []byte) (Response, error) {
-	if r, ok := parseCanonicalResponse(b); ok {
+func ParseResponse(b []byte) (r Response, err error) {
+	// The canonical layout first (see parseCanonicalResponse, which this
+	// repeats so that the result is written in place).
+	if len(b) >= ResponseOverhead && binary.LittleEndian.Uint64(b) == envHeader0 &&
+		binary.LittleEndian.Uint64(b[8:]) == rootOffset|uint64(len(b))<<32 {
+		f := b[headerSize:ResponseOverhead]
+		n := len(b) - ResponseOverhead
+		switch binary.LittleEndian.Uint64(f[respBody:]) {
+		case uint64(ResponseFixedSize-respBody) | uint64(n)<<32:
+			if n > 0 {
+				r.Body = b[ResponseOverhead:len(b):len(b)]
+			}
+		case 0:
+			if n != 0 {
+				return parseResponse(b)
+			}
+		default:
+			return parseResponse(b)
+		}
+		r.Status = binary.LittleEndian.Uint32(f[respStatus:])
+		r.PromiseID = binary.LittleEndian.Uint32(f[respPromise:])
 		return r, nil
 	}
 	return parseResponse(b)

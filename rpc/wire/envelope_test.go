@@ -343,6 +343,27 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// ParseRequest and ParseResponse repeat the fast paths inline:
+		// they give what the general parsers give, whatever the input.
+		if got, err := ParseRequest(b); err == nil {
+			slow, serr := parseRequest(b)
+			if serr != nil || got.Method != slow.Method || got.PromiseID != slow.PromiseID || got.Target != slow.Target ||
+				!sameSlice(got.Cap, slow.Cap) || !sameSlice(got.Payload, slow.Payload) ||
+				got.Timeout != slow.Timeout || !sameSlice(got.Metadata, slow.Metadata) {
+				t.Fatalf("ParseRequest %+v, general %+v (%v)", got, slow, serr)
+			}
+		} else if _, serr := parseRequest(b); serr == nil || serr.Error() != err.Error() {
+			t.Fatalf("ParseRequest error %v, general %v", err, serr)
+		}
+		if got, err := ParseResponse(b); err == nil {
+			slow, serr := parseResponse(b)
+			if serr != nil || got.Status != slow.Status || got.PromiseID != slow.PromiseID || got.NotRun != slow.NotRun ||
+				!sameSlice(got.Body, slow.Body) {
+				t.Fatalf("ParseResponse %+v, general %+v (%v)", got, slow, serr)
+			}
+		} else if _, serr := parseResponse(b); serr == nil || serr.Error() != err.Error() {
+			t.Fatalf("ParseResponse error %v, general %v", err, serr)
+		}
 		if fast, ok := parseCanonicalRequest(b); ok {
 			slow, err := parseRequest(b)
 			if err != nil {
