@@ -362,8 +362,8 @@ func (c *serverConn) request(p []byte) int {
 	s := c.s
 	c.local.calls++
 	c.hold()
-	req, err := wire.ParseRequest(p)
-	if err != nil {
+	var req wire.Request
+	if err := wire.ParseRequestTo(&req, p); err != nil {
 		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
 			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)

@@ -350,7 +350,16 @@ func slotError(reason string, root codec.Object, off int, promise uint32) error 
 // reported in the error when it was readable. Cap and Payload alias b and
 // are valid as long as b is unchanged. Never panics; allocates only when
 // it fails.
-func ParseRequest(b []byte) (r Request, err error) {
+func ParseRequest(b []byte) (Request, error) {
+	var r Request
+	err := ParseRequestTo(&r, b)
+	return r, err
+}
+
+// ParseRequestTo is [ParseRequest] that writes the request to *r (every
+// field of it, on error too) instead of returning it: a server parsing one
+// request per call saves copying the Request twice.
+func ParseRequestTo(r *Request, b []byte) error {
 	// The canonical layout first (see parseCanonicalRequest, which this
 	// repeats so that the result is written in place).
 	if len(b) >= RequestOverhead && binary.LittleEndian.Uint64(b) == envHeader0 &&
@@ -358,25 +367,39 @@ func ParseRequest(b []byte) (r Request, err error) {
 		f := b[headerSize:RequestOverhead]
 		n := len(b) - RequestOverhead
 		if binary.LittleEndian.Uint64(f[reqCap:]) == 0 {
+			var payload []byte
 			switch binary.LittleEndian.Uint64(f[reqPayload:]) {
 			case uint64(RequestFixedSize-reqPayload) | uint64(n)<<32:
 				if n > 0 {
-					r.Payload = b[RequestOverhead:len(b):len(b)]
+					payload = b[RequestOverhead:len(b):len(b)]
 				}
 			case 0:
 				if n != 0 {
-					return parseRequest(b)
+					return parseRequestTo(r, b)
 				}
 			default:
-				return parseRequest(b)
+				return parseRequestTo(r, b)
 			}
-			r.Method = binary.LittleEndian.Uint32(f[reqMethod:])
-			r.PromiseID = binary.LittleEndian.Uint32(f[reqPromise:])
-			r.Target = binary.LittleEndian.Uint32(f[reqTarget:])
-			return r, nil
+			*r = Request{
+				Method:    binary.LittleEndian.Uint32(f[reqMethod:]),
+				PromiseID: binary.LittleEndian.Uint32(f[reqPromise:]),
+				Target:    binary.LittleEndian.Uint32(f[reqTarget:]),
+				Payload:   payload,
+			}
+			return nil
 		}
 	}
-	return parseRequest(b)
+	return parseRequestTo(r, b)
+}
+
+// parseRequestTo is parseRequest into *r (kept out of line: the general
+// path is rare).
+//
+//go:noinline
+func parseRequestTo(r *Request, b []byte) error {
+	var err error
+	*r, err = parseRequest(b)
+	return err
 }
 
 // parseRequest is ParseRequest for any envelope.
