@@ -62,6 +62,14 @@ type Client struct {
 	free atomic.Uint64
 	_    cacheLinePad
 
+	// answered counts the answers the read loop delivered to waiting
+	// calls since the client started. The read loop alone writes it, once
+	// per read batch (when it is about to wait for more); a sender
+	// compares it with the calls it counts under the outbox's mutex (see
+	// send). Its own line: callers read it, the read loop writes it.
+	answered atomic.Uint64
+	_        cacheLinePad
+
 	out outbox // requests and go-away acks
 	_   cacheLinePad
 
@@ -271,7 +279,11 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	}
 	buf = appendCall(buf, ctx, method, s.pid, target, req)
 	c.out.calls++ // under the outbox's mu, held since beginCtx
-	others := c.out.calls > 1
+	// Others are about to send when calls other than this one wait for
+	// their answers, or got them in the read batch being delivered (the
+	// read loop publishes its count once per batch): those callers are
+	// likely to send again at once.
+	others := int64(c.out.calls-c.answered.Load()) > 1
 	lead, err := c.out.end(buf)
 	if lead {
 		if ferr := c.out.flushCtx(ctx, others); err == nil {
@@ -331,11 +343,11 @@ func (c *Client) abandon(s *slot) bool {
 	return false
 }
 
-// uncount subtracts n calls from the outbox's count of calls awaiting
-// their answers (see outbox.calls).
+// uncount takes n calls that will never be answered (abandoned, or not
+// sent after all) off the outbox's count of calls sent (see outbox.calls).
 func (c *Client) uncount(n int) {
 	c.out.mu.Lock()
-	c.out.calls = max(c.out.calls-n, 0)
+	c.out.calls -= uint64(n)
 	c.out.mu.Unlock()
 }
 
@@ -491,13 +503,14 @@ func (c *Client) claim(pid uint32) *slot {
 
 func (c *Client) readLoop() {
 	defer close(c.readDone)
-	answered := 0 // answers delivered since the last uncount
+	answered, published := uint64(0), uint64(0) // answers delivered to waiting calls
 	for {
-		if answered > 0 && !c.r.Ready() {
+		if answered != published && !c.r.Ready() {
 			// Next is about to block: the batch's answers leave the
-			// outbox's count of calls in one step.
-			c.uncount(answered)
-			answered = 0
+			// senders' count of calls in flight in one step, with one
+			// store and no lock (see send).
+			c.answered.Store(answered)
+			published = answered
 		}
 		kind, p, err := c.r.Next()
 		if err != nil {
