@@ -265,6 +265,8 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	if err != nil {
 		return nil, err
 	}
+	r := callRequest(ctx, method, target, req)
+	r.PromiseID = s.pid
 
 	buf, err := c.out.beginCtx(ctx, wire.KindRequest)
 	if err != nil {
@@ -277,7 +279,13 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 		c.unsend(s)
 		return nil, ErrGoAway
 	}
-	buf = appendCall(buf, ctx, method, s.pid, target, req)
+	if r.Timeout != 0 {
+		// The time left as of now: the wait for room may have taken some.
+		if dl, ok := ctx.Deadline(); ok {
+			r.Timeout = timeoutMicros(dl)
+		}
+	}
+	buf = wire.AppendRequest(buf, &r)
 	c.out.calls++ // under the outbox's mu, held since beginCtx
 	// Others are about to send when calls other than this one wait for
 	// their answers, or got them in the read batch being delivered (the
@@ -355,14 +363,24 @@ func (c *Client) uncount(n int) {
 // envelope, plus the timeout of ctx's deadline and the cap and metadata
 // of ctx (WithCap, WithMetadata) when it has them.
 func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, payload []byte) []byte {
-	r := wire.Request{Method: method, PromiseID: pid, Target: target, Payload: payload}
+	r := callRequest(ctx, method, target, payload)
+	r.PromiseID = pid
+	return wire.AppendRequest(dst, &r)
+}
+
+// callRequest returns the request envelope of a call without its promise
+// id: payload, and what ctx adds (see appendCall). send builds it before
+// it takes the outbox's mutex, which every caller of the connection
+// waits for.
+func callRequest(ctx context.Context, method, target uint32, payload []byte) wire.Request {
+	r := wire.Request{Method: method, Target: target, Payload: payload}
 	if dl, ok := ctx.Deadline(); ok {
 		r.Timeout = timeoutMicros(dl)
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md
 	}
-	return wire.AppendRequest(dst, &r)
+	return r
 }
 
 func (c *Client) acquire(resp []byte) (*slot, error) {
