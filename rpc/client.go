@@ -265,7 +265,8 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	if err != nil {
 		return nil, err
 	}
-	r := callRequest(ctx, method, target, req)
+	var r wire.Request
+	callRequest(&r, ctx, method, target, req)
 	r.PromiseID = s.pid
 
 	buf, err := c.out.beginCtx(ctx, wire.KindRequest)
@@ -363,24 +364,24 @@ func (c *Client) uncount(n int) {
 // envelope, plus the timeout of ctx's deadline and the cap and metadata
 // of ctx (WithCap, WithMetadata) when it has them.
 func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, payload []byte) []byte {
-	r := callRequest(ctx, method, target, payload)
+	var r wire.Request
+	callRequest(&r, ctx, method, target, payload)
 	r.PromiseID = pid
 	return wire.AppendRequest(dst, &r)
 }
 
-// callRequest returns the request envelope of a call without its promise
-// id: payload, and what ctx adds (see appendCall). send builds it before
-// it takes the outbox's mutex, which every caller of the connection
-// waits for.
-func callRequest(ctx context.Context, method, target uint32, payload []byte) wire.Request {
-	r := wire.Request{Method: method, Target: target, Payload: payload}
+// callRequest sets *r to the request envelope of a call without its
+// promise id: payload, and what ctx adds (see appendCall). send builds it
+// before it takes the outbox's mutex, which every caller of the
+// connection waits for.
+func callRequest(r *wire.Request, ctx context.Context, method, target uint32, payload []byte) {
+	r.Method, r.Target, r.Payload = method, target, payload
 	if dl, ok := ctx.Deadline(); ok {
 		r.Timeout = timeoutMicros(dl)
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md
 	}
-	return r
 }
 
 func (c *Client) acquire(resp []byte) (*slot, error) {
