@@ -615,7 +615,18 @@ func (m *Logs) zapObject(dst []byte, base int) ([]byte, int) {
 		for i0 := range m.Items {
 			var at0 int
 			dst, at0 = codec.StartElement(dst)
-			dst = m.Items[i0].AppendZAP(dst)
+			{
+				m := &m.Items[i0]
+				var o int
+				dst, o = codec.AppendFlat(dst, 108, len(m.Data))
+				copy(dst[o+0:], m.Address[:])
+				copy(dst[o+20:], m.Topic0[:])
+				copy(dst[o+52:], m.Topic1[:])
+				binary.LittleEndian.PutUint64(dst[o+84:], m.BlockNumber)
+				binary.LittleEndian.PutUint32(dst[o+92:], m.TxIndex)
+				binary.LittleEndian.PutUint32(dst[o+96:], m.LogIndex)
+				dst = codec.AppendTailBytes(dst, o+100, m.Data)
+			}
 			codec.FinishElement(dst, at0)
 		}
 		codec.PutListSlot(dst, o+0, start, len(m.Items))

@@ -395,7 +395,13 @@ func (m *Kitchen) zapObject(dst []byte, base int) ([]byte, int) {
 		for i0 := range m.Points {
 			var at0 int
 			dst, at0 = codec.StartElement(dst)
-			dst = m.Points[i0].AppendZAP(dst)
+			{
+				m := &m.Points[i0]
+				var o int
+				dst, o = codec.AppendFlat(dst, 8, 0)
+				binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
+				binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Y))
+			}
 			codec.FinishElement(dst, at0)
 		}
 		codec.PutListSlot(dst, o+88, start, len(m.Points))
@@ -1460,6 +1466,33 @@ func (m *Empty) DecodeZAP(b []byte) error {
 	return nil
 }
 
+// zapDecodeMessage fills m from the message b, a list element.
+func (m *Empty) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	if o, ok := codec.RootOf(b); ok {
+		return m.zapDecode(o, depth, budget)
+	}
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return err
+	}
+	return m.zapDecode(msg.Root(), depth, budget)
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects. Errors carry
+// the path below m (codec.InField).
+func (m *Empty) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return codec.ErrTooDeep
+	}
+	if *budget--; *budget < 0 {
+		return codec.ErrShared
+	}
+	return nil
+}
+
 // AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
 func (m *Empty) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
 
@@ -1638,7 +1671,13 @@ func (m *Deep) zapObject(dst []byte, base int) ([]byte, int) {
 			for i1 := range m.Paths[i0] {
 				var at1 int
 				dst, at1 = codec.StartElement(dst)
-				dst = m.Paths[i0][i1].AppendZAP(dst)
+				{
+					m := &m.Paths[i0][i1]
+					var o int
+					dst, o = codec.AppendFlat(dst, 8, 0)
+					binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
+					binary.LittleEndian.PutUint32(dst[o+4:], uint32(m.Y))
+				}
 				codec.FinishElement(dst, at1)
 			}
 			codec.FinishElement(dst, at0)
@@ -1669,7 +1708,13 @@ func (m *Deep) zapObject(dst []byte, base int) ([]byte, int) {
 		for i0 := range m.Pairs {
 			var at0 int
 			dst, at0 = codec.StartElement(dst)
-			dst = m.Pairs[i0].AppendZAP(dst)
+			{
+				m := &m.Pairs[i0]
+				var o int
+				dst, o = codec.AppendFlat(dst, 10, len(m.B))
+				binary.LittleEndian.PutUint16(dst[o+0:], m.A)
+				dst = codec.AppendTail(dst, o+2, m.B)
+			}
 			codec.FinishElement(dst, at0)
 		}
 		codec.PutListSlot(dst, o+88, start, len(m.Pairs))
@@ -3122,6 +3167,220 @@ func (l DeepTreesElemList) At(i int) KitchenView { return KitchenView{l.l.Object
 
 // Value returns the current element.
 func (it *DeepTreesElemIter) Value() KitchenView { return KitchenView{it.it.Object()} }
+
+// Empties is the record of schema struct Empties (9-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+//
+// A list of records without fields: AppendZAP writes each element with
+// the element's own AppendZAP (a flat element with fields is written in
+// place).
+type Empties struct {
+	Es []Empty // list<Empty> @0
+	N  uint8   // u8 @8
+}
+
+var _ encoding.BinaryAppender = (*Empties)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *Empties) AppendZAP(dst []byte) []byte {
+	dst = slices.Grow(dst, m.SizeZAP())
+	return m.zapAppend(dst)
+}
+
+// zapAppend appends m as one message without growing dst first.
+func (m *Empties) zapAppend(dst []byte) []byte {
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
+}
+
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Empties) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 9)
+	{
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Es {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			dst = m.Es[i0].AppendZAP(dst)
+			codec.FinishElement(dst, at0)
+		}
+		codec.PutListSlot(dst, o+0, start, len(m.Es))
+	}
+	dst[o+8] = m.N
+	return dst, o
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Empties) SizeZAP() int {
+	n := codec.HeaderSize + 9                              // the root object follows the header, which is 8-aligned
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Es {
+		n += codec.ElementHeaderSize + m.Es[i0].SizeZAP()
+	}
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors are a *codec.FieldError whose Path says where the input broke
+// ("Empties.Es[2]", say) and which errors.Is matches with its cause:
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared for objects shared or cyclic so that decoding would
+// grow out of proportion to len(b). On error m holds a partial result.
+func (m *Empties) DecodeZAP(b []byte) error {
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Empties")
+		}
+		o = msg.Root()
+	}
+	budget := 2*len(b) + 64
+	if err := m.zapDecode(o, 0, &budget); err != nil {
+		return codec.InField(err, "Empties")
+	}
+	return nil
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged one unit per object, per list element and per byte of text or
+// bytes copied: a message whose objects are not shared costs less than
+// its size, so running out means shared or cyclic objects. Errors carry
+// the path below m (codec.InField).
+func (m *Empties) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return codec.ErrTooDeep
+	}
+	if *budget--; *budget < 0 {
+		return codec.ErrShared
+	}
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	if f := o.Fixed(9); len(f) == 9 {
+		m.N = f[8]
+	} else { // the object runs past the end of the message
+		m.N = o.Uint8(8)
+	}
+	{
+		l0 := o.List(0)
+		if *budget -= l0.Len(); *budget < 0 {
+			return codec.InField(codec.ErrShared, "Es")
+		}
+		xs0 := m.Es[:0]
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			if k0 < cap(xs0) {
+				xs0 = xs0[:k0+1]
+			} else {
+				xs0 = append(xs0, Empty{})
+			}
+			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
+				m.Es = xs0
+				return codec.InField(codec.InElement(err, k0), "Es")
+			}
+		}
+		m.Es = xs0
+		if len(xs0) != l0.Len() {
+			return codec.InField(codec.ErrOutOfBounds, "Es")
+		}
+	}
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Empties) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Empties) MarshalBinary() ([]byte, error) {
+	return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil
+}
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Empties) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// EmptiesView is a read-only view of an Empties message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type EmptiesView struct{ o codec.Object }
+
+// ReadEmpties checks the message header at the start of b and returns a
+// view of its root Empties. It does not copy b and does not allocate.
+// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadEmpties(b []byte) (EmptiesView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return EmptiesView{o}, nil
+	}
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return EmptiesView{}, err
+	}
+	return EmptiesView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v EmptiesView) IsNull() bool { return v.o.IsNull() }
+
+// Es returns a view of list field Es (list<Empty>, slot bytes [0, 8)).
+func (v EmptiesView) Es() EmptiesEsList { return EmptiesEsList{v.o.List(0)} }
+
+// EmptiesEsList is a view of list field Empties.Es (a list of Empty). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type EmptiesEsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l EmptiesEsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l EmptiesEsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l EmptiesEsList) Iter() EmptiesEsIter { return EmptiesEsIter{l.l.Iter()} }
+
+// EmptiesEsIter walks list field Empties.Es front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type EmptiesEsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *EmptiesEsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *EmptiesEsIter) Index() int { return it.it.Index() }
+
+// At returns element i (a null view when out of range). Finding it walks
+// the i elements before it: use Iter to visit them all.
+func (l EmptiesEsList) At(i int) EmptyView { return EmptyView{l.l.ObjectAt(i)} }
+
+// Value returns the current element.
+func (it *EmptiesEsIter) Value() EmptyView { return EmptyView{it.it.Object()} }
+
+// N returns field N (u8, bytes [8, 9)).
+func (v EmptiesView) N() uint8 { return v.o.Uint8(8) }
 
 // RPC method ordinals of interface Service (1-based, declaration order).
 const (

@@ -7,6 +7,10 @@ import (
 )
 
 var types = map[string]check.Type{
+	"Empties": {
+		New:  func() check.Record { return new(Empties) },
+		Read: func(b []byte) (any, error) { return ReadEmpties(b) },
+	},
 	"Scalars": {
 		New:  func() check.Record { return new(Scalars) },
 		Read: func(b []byte) (any, error) { return ReadScalars(b) },

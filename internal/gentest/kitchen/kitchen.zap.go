@@ -219,7 +219,13 @@ func (m *Everything) zapObject(dst []byte, base int) ([]byte, int) {
 		for i0 := range m.Items {
 			var at0 int
 			dst, at0 = codec.StartElement(dst)
-			dst = m.Items[i0].AppendZAP(dst)
+			{
+				m := &m.Items[i0]
+				var o int
+				dst, o = codec.AppendFlat(dst, 12, len(m.Name))
+				binary.LittleEndian.PutUint32(dst[o+0:], m.Tag)
+				dst = codec.AppendTail(dst, o+4, m.Name)
+			}
 			codec.FinishElement(dst, at0)
 		}
 		codec.PutListSlot(dst, o+96, start, len(m.Items))

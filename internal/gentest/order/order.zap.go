@@ -358,7 +358,14 @@ func (m *Order) zapObject(dst []byte, base int) ([]byte, int) {
 		for i0 := range m.Items {
 			var at0 int
 			dst, at0 = codec.StartElement(dst)
-			dst = m.Items[i0].AppendZAP(dst)
+			{
+				m := &m.Items[i0]
+				var o int
+				dst, o = codec.AppendFlat(dst, 20, len(m.Name))
+				binary.LittleEndian.PutUint64(dst[o+0:], m.SKU)
+				binary.LittleEndian.PutUint32(dst[o+8:], m.Qty)
+				dst = codec.AppendTail(dst, o+12, m.Name)
+			}
 			codec.FinishElement(dst, at0)
 		}
 		codec.PutListSlot(dst, o+20, start, len(m.Items))

@@ -100,7 +100,16 @@ func (g *generator) appendElems(buf, xs string, e *schema.Type, depth int) {
 		at := fmt.Sprintf("at%d", depth)
 		g.p("var %s int", at)
 		g.p("%s, %s = codec.StartElement(%s)", buf, at, buf)
-		g.p("%s = %s.%s(%s)", buf, x, appendFn(e.Struct), buf)
+		if isFlat(e.Struct) && len(e.Struct.Fields) > 0 && buf == "dst" {
+			// The element's AppendZAP written out in place: no call per
+			// element.
+			g.p("{")
+			g.p("m := &%s", x)
+			g.flatBody(e.Struct, true)
+			g.p("}")
+		} else {
+			g.p("%s = %s.%s(%s)", buf, x, appendFn(e.Struct), buf)
+		}
 		g.p("codec.FinishElement(%s, %s)", buf, at)
 	case schema.KindText:
 		g.p("%s = codec.AppendTextElement(%s, %s)", buf, buf, x)

@@ -597,6 +597,15 @@ func isFlat(s *schema.Struct) bool {
 // fields stored in place, then the text and bytes values in field order
 // (the order the Builder would write them in).
 func (g *generator) flatAppend(s *schema.Struct) {
+	g.flatBody(s, false)
+	g.p("return dst")
+}
+
+// flatBody writes the statements that append a flat record m to dst as a
+// whole message. nested says they go in a block of their own inside other
+// statements (a list element: the message is written in place there, with
+// no call), where o is declared rather than defined along with dst.
+func (g *generator) flatBody(s *schema.Struct, nested bool) {
 	var tails []string
 	for _, f := range s.Fields {
 		if k := f.Type.Kind; k == schema.KindText || k == schema.KindBytes {
@@ -607,8 +616,12 @@ func (g *generator) flatAppend(s *schema.Struct) {
 		tails = []string{"0"}
 	}
 	o := "o :"
-	if len(s.Fields) == 0 {
+	switch {
+	case len(s.Fields) == 0:
 		o = "_"
+	case nested:
+		g.p("var o int")
+		o = "o "
 	}
 	g.p("dst, %s= codec.AppendFlat(dst, %d, %s)", o, s.Size, strings.Join(tails, "+"))
 	for _, f := range s.Fields {
@@ -625,5 +638,4 @@ func (g *generator) flatAppend(s *schema.Struct) {
 			g.storeScalar(k, at, fmt.Sprintf("dst[o+%d]", off), "m."+n)
 		}
 	}
-	g.p("return dst")
 }

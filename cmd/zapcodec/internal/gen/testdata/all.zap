@@ -80,5 +80,12 @@ struct Deep
 	Pairs  list<Pair>
 	Trees  list<list<Kitchen>>
 
+# A list of records without fields: AppendZAP writes each element with
+# the element's own AppendZAP (a flat element with fields is written in
+# place).
+struct Empties
+	Es list<Empty>
+	N  u8
+
 # An interface without methods, whitespace form.
 interface Nothing
