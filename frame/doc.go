@@ -116,9 +116,9 @@
 // # Benchmarks
 //
 // In memory, on the project machine (2 cores shared with other jobs, load
-// average 9 to 11 during the run). Time is CPU time per frame: the
+// average 10 to 14 during the run). Time is CPU time per frame: the
 // task-clock (perf stat) of a test binary run with -test.benchtime Nx
-// minus that of a 1x run, the benchmarks of one size interleaved, 5
+// minus that of a 1x run, the benchmarks of one size interleaved, 7
 // rounds, medians; ratios are medians of the per-round ratios. Throughput
 // counts frame bytes (payload + 5) per CPU second. 0 allocs/op in every
 // cell.
@@ -137,34 +137,34 @@
 // and are context, not a pass line (one figure was given for 64 B).
 //
 //	GB/s (ns per frame)     64 B          512 B          4 KiB          16 KiB         64 KiB
-//	decode: Read            8.9 (7.8)     27.5 (18.8)    39.8 (103)     40.3 (407)     41.4 (1583)
-//	  ReadFloorCopy         4.0 (17.1)    21.5 (24.0)    54.1 (75.8)    47.1 (348)     45.6 (1438)
-//	  ReadFloorCopyAhead    34.5 (2.0)    41.7 (12.4)    45.2 (90.7)    45.5 (360)     45.0 (1458)
-//	encode: Write           7.6 (9.1)     38.0 (13.6)    69.1 (59.4)    58.3 (281)     - (writev)
-//	encode: WriteBeginEnd   7.4 (9.3)     34.6 (14.9)    70.0 (58.6)    57.4 (285)     51.3 (1278)
-//	  WriteFloorCopy        3.7 (18.7)    21.7 (23.9)    53.8 (76.2)    46.8 (350)     43.4 (1511)
+//	decode: Read            9.7 (7.1)     30.6 (16.9)    41.8 (98.2)    42.3 (388)     44.2 (1482)
+//	  ReadFloorCopy         4.1 (16.7)    21.4 (24.2)    54.0 (76.0)    46.4 (353)     45.2 (1450)
+//	  ReadFloorCopyAhead    35.7 (1.9)    39.8 (13.0)    44.0 (93.2)    44.8 (366)     42.5 (1541)
+//	encode: Write           7.7 (8.9)     39.3 (13.1)    63.5 (64.6)    58.2 (281)     - (writev)
+//	encode: WriteBeginEnd   7.1 (9.7)     31.8 (16.2)    60.3 (68.0)    61.4 (267)     48.9 (1340)
+//	  WriteFloorCopy        3.7 (18.8)    20.0 (25.8)    53.0 (77.3)    47.0 (349)     44.8 (1464)
 //	C++ frame codec encode  4.95          31.3           128            -              -
 //	C++ frame codec decode  4.95          14.8           71.1           -              -
 //
 //	time ÷ FloorCopy        64 B   512 B  4 KiB  16 KiB  64 KiB
-//	Read                    0.44   0.77   1.38   1.20    1.06
-//	Read ÷ FloorCopyAhead   3.88   1.53   1.15   1.08    1.04
-//	Write                   0.47   0.53   0.75   0.80    -
-//	WriteBeginEnd           0.50   0.60   0.77   0.78    0.85
+//	Read                    0.43   0.72   1.31   1.15    1.00
+//	Read ÷ FloorCopyAhead   3.25   1.45   1.06   1.13    0.97
+//	Write                   0.47   0.52   0.81   0.81    -
+//	WriteBeginEnd           0.51   0.64   0.79   0.74    0.88
 //
 // Write at 64 KiB and up is a writev to io.Discard and measures only the
-// call. Read at 4 KiB swings with the machine's load: five runs within
-// the hour gave 1.12 to 1.42 (the run a minute before this one 1.12: Read
-// 96.5 ns, FloorCopy 84.8 ns), against the read-ahead floor 1.15 here.
-// The Reader reads 4 and 16 KiB frames ahead into a 64 KiB buffer and
-// returns them in place; ReadFloorCopyAhead shows what that costs by
-// itself: a frame copied among its neighbours into a 64 KiB buffer,
-// instead of alone into the same warm 4 KiB, costs a fifth more. What the
-// Reader adds to that floor is the frame cut by the end of the buffer,
-// moved to its start before the next read (3 % of the bytes at 4 KiB),
-// and about 10 ns per frame. A frame larger than a quarter of the
+// call. Read at 4 KiB swings with the machine's load: seven runs within
+// the hour, on this code or on the code before the session's two changes
+// to Next (which moved only the small sizes), gave medians from 1.12 to
+// 1.42 times FloorCopy. The Reader reads 4 and 16 KiB frames ahead into a
+// 64 KiB buffer and returns them in place; ReadFloorCopyAhead shows what
+// that costs by itself: a frame copied among its neighbours into a 64 KiB
+// buffer, instead of alone into the same warm 4 KiB, costs a fifth more.
+// What the Reader adds to that floor is the frame cut by the end of the
+// buffer, moved to its start before the next read (3 % of the bytes at 4
+// KiB), and a few ns per frame. A frame larger than a quarter of the
 // read-ahead limit (the 64 KiB frames here) is read once, straight into
-// the buffer Next returns (1.06; with the former bufio-based Reader it was
+// the buffer Next returns (1.00; with the former bufio-based Reader it was
 // 2.8). A small frame costs less than the floor's Read call.
 //
 // BenchmarkPingPong (a frame to an echo server over loopback TCP and back,
