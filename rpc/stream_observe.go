@@ -100,19 +100,18 @@ type streamCounters struct {
 }
 
 func (sc *streamCounters) snapshot() StreamStats {
+	// The ends are read before the opens: a stream that opens and ends
+	// between the two reads cannot make Active negative.
 	st := StreamStats{
-		Opened:      sc.opened.Load(),
-		Refused:     sc.refused.Load(),
 		OK:          sc.ended[0].Load(),
 		Canceled:    sc.ended[1].Load(),
 		Internal:    sc.ended[2].Load(),
 		Unavailable: sc.ended[3].Load(),
 		OtherStatus: sc.ended[4].Load(),
-		MsgsIn:      sc.msgsIn.Load(),
-		MsgsOut:     sc.msgsOut.Load(),
-		BytesIn:     sc.bytesIn.Load(),
-		BytesOut:    sc.bytesOut.Load(),
 	}
+	st.Opened, st.Refused = sc.opened.Load(), sc.refused.Load()
+	st.MsgsIn, st.MsgsOut = sc.msgsIn.Load(), sc.msgsOut.Load()
+	st.BytesIn, st.BytesOut = sc.bytesIn.Load(), sc.bytesOut.Load()
 	st.Active = int64(st.Opened - (st.OK + st.Canceled + st.Internal + st.Unavailable + st.OtherStatus))
 	return st
 }
