@@ -103,7 +103,7 @@ func (p Promise) owned() bool {
 		return false
 	}
 	st := v & 0xFFFFFFFF
-	return st == slotWaiting || st == slotDelivering || st == slotDone
+	return st == slotWaiting || st == slotDelivered
 }
 
 // Wait waits for the call's answer and returns the resp given to Send

@@ -60,14 +60,18 @@ type Server struct {
 	idleWork atomic.Int64
 
 	// The watchdog takes the read loop away from slow inline handlers
-	// (see serverConn.runInline). It parks while no handler runs inline
-	// for a while; a read loop starting an inline call wakes it.
+	// (see serverConn.runInline). Read loops scan for it while calls
+	// flow (scanDue); it parks while no handler runs inline for a while,
+	// and a read loop starting an inline call wakes it.
 	wdParked atomic.Bool
 	wdWake   chan struct{} // capacity 1
+	wdLast   atomic.Int64  // monoNow of the last scan; written under wdMu
+	wdByLoop atomic.Int64  // monoNow of the last scan a read loop made (scanDue)
 	wdMu     sync.Mutex
 	wdList   []*serverConn // under wdMu: connections that ran calls inline lately
+	wdBusy   bool          // under wdMu: the last scan saw a handler running inline
 	wdLooks  int64         // under wdMu: connections the watchdog looked at (tests)
-	wdScans  int64         // under wdMu: its ticks (tests)
+	wdScans  int64         // under wdMu: its scans (tests)
 
 	readWakes atomic.Int64 // read deadlines that fired (tests)
 
