@@ -24,7 +24,8 @@ type StreamEvent struct {
 	// Status (end only) is how the stream ended. On a server: 200 when its
 	// handler returned nil, the handler's status otherwise (500 for a
 	// plain error or a panic), [StatusCanceled] when the client canceled
-	// the stream, 503 when Shutdown's grace ended it. On a client: 200 for
+	// the stream (any error end from the client counts so, whatever its
+	// status), 503 when Shutdown's grace ended it. On a client: 200 for
 	// the server's clean end, the status of its error end, StatusCanceled
 	// when the ctx of OpenStream ended first, 0 when no end came (Err says
 	// why: the connection closed, the open could not be sent).
