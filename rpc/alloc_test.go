@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // A warm unary call allocates nothing: client and server run in this
@@ -131,5 +132,14 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 	}
 	if n.Load() == 0 {
 		t.Error("observer never ran")
+	}
+}
+
+// TestSlotIsOneCacheLine: a slot is handed between a caller and the read
+// loop once per call; at 64 bytes it has a cache line of its own (see
+// slot).
+func TestSlotIsOneCacheLine(t *testing.T) {
+	if n := unsafe.Sizeof(slot{}); n != 64 {
+		t.Fatalf("slot is %d bytes, want 64", n)
 	}
 }

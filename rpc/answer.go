@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -144,6 +145,10 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 	if c.closed.Load() {
 		return
 	}
+	if inReader && len(body) < frame.DefaultWritevThreshold {
+		c.inlineAnswer(status, pid, body)
+		return
+	}
 	var lead bool
 	var err error
 	if len(body) >= frame.DefaultWritevThreshold {
@@ -168,6 +173,80 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 		lead = lead || l
 	}
 	c.finishWrite(lead, err, status, len(body), inReader)
+}
+
+// inlineAnswer queues the answer of a call the read loop ran in c.ans,
+// the read loop's own buffer, without the outbox's lock; the read loop
+// moves the buffer into the outbox at its flush point (flushOwed), one
+// lock for the answers of a read batch, or once it holds ansMove bytes.
+// The bytes are the ones writeAnswer would queue: an answer above the
+// maximum frame size becomes an empty 500.
+func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
+	if c.ans == nil {
+		c.ans = outBufs.Get().(*outBuf)
+	}
+	b := c.ans.B
+	start := len(b)
+	if n := frameHeader + wire.ResponseOverhead + len(body) - 4; n > c.out.max {
+		status, body = StatusInternal, nil
+	}
+	b = append(b, 0, 0, 0, 0, wire.KindResponse)
+	b = wire.AppendResponseHeader(b, status, pid, len(body))
+	b = append(b, body...)
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
+	c.ans.B = b
+	c.local.answered(status)
+	c.local.bytesOut += uint64(frameHeader + wire.ResponseOverhead + len(body))
+	if len(b) >= ansMove {
+		if err := c.moveAnswers(); err != nil {
+			c.close(fmt.Errorf("write: %w", err))
+		}
+	}
+}
+
+// ansMove: the read loop moves its answers into the outbox once they
+// take this many bytes, so that the outbox's bound and its writer see
+// them before the read batch ends.
+const ansMove = 64 << 10
+
+// moveAnswers moves the answers in c.ans into the outbox (waiting for room
+// like any appender); when that makes the read loop the outbox's flusher,
+// its flush point writes them (c.owed).
+func (c *serverConn) moveAnswers() error {
+	a := c.ans
+	if a == nil {
+		return nil
+	}
+	c.ans = nil
+	o := &c.out
+	o.room(noCtx) // mu held from here
+	if o.err != nil {
+		err := o.err
+		o.mu.Unlock()
+		a.B = a.B[:0]
+		outBufs.Put(a)
+		return err
+	}
+	// No frame is begun while mu is free: the queue holds whole frames.
+	switch {
+	case o.cur == nil:
+		o.cur = a
+	case len(o.cur.B) == 0:
+		if o.spare == nil {
+			o.spare = o.cur
+		} else {
+			outBufs.Put(o.cur)
+		}
+		o.cur = a
+	default:
+		o.cur.B = append(o.cur.B, a.B...)
+		a.B = a.B[:0]
+		outBufs.Put(a)
+	}
+	lead := o.claim()
+	o.mu.Unlock()
+	c.owed = c.owed || lead
+	return nil
 }
 
 func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, inReader bool) {

@@ -120,7 +120,88 @@ func BenchmarkFloorMux(b *testing.B) {
 	}
 }
 
-// muxConn is BenchmarkFloorMux's hand-written client.
+// BenchmarkFloorMuxEnv is BenchmarkFloorMux doing by hand, besides, the
+// envelope work of BenchmarkUnary on both sides: the server checks each
+// request envelope as ParseRequest does one laid out canonically, checks
+// its method, and answers with a response envelope built in place; the
+// client's read loop checks the answer envelope, takes the caller from
+// its promise id and appends the body to the caller's buffer. What is
+// left to BenchmarkUnary alone: slots (a call's promise id is its
+// caller's index here), the handler table, jobs, the outbox's bounds,
+// and deadlines (the timers they keep pending cost every scheduling on
+// their P a clock read). Not a pass line (the floor is
+// BenchmarkFloorMux): it tells how much of the gap is the envelope.
+func BenchmarkFloorMuxEnv(b *testing.B) {
+	for _, size := range benchSizes {
+		for _, callers := range benchCallers {
+			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
+				benchMux(b, size+wire.RequestOverhead, callers, true)
+			})
+		}
+	}
+}
+
+// rawEnvServer is rawEchoServer for envelopes: each request envelope is
+// checked by hand and answered with its payload in a response envelope.
+func rawEnvServer(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				br := bufio.NewReaderSize(nc, 64<<10)
+				bw := bufio.NewWriterSize(nc, 64<<10)
+				var hdr [5]byte
+				body := make([]byte, 0, 64<<10)
+				out := make([]byte, 0, 64<<10)
+				for {
+					if _, err := io.ReadFull(br, hdr[:]); err != nil {
+						return
+					}
+					n := int(binary.LittleEndian.Uint32(hdr[:])) - 1
+					if n < wire.RequestOverhead || n > cap(body) {
+						return
+					}
+					body = body[:n]
+					if _, err := io.ReadFull(br, body); err != nil {
+						return
+					}
+					if binary.LittleEndian.Uint64(body) != envHeader0 ||
+						binary.LittleEndian.Uint64(body[8:]) != 16|uint64(n)<<32 ||
+						binary.LittleEndian.Uint64(body[16+12:]) != 0 ||
+						binary.LittleEndian.Uint64(body[16+20:]) != 8|uint64(n-wire.RequestOverhead)<<32 ||
+						binary.LittleEndian.Uint32(body[16:]) != mEcho {
+						return
+					}
+					pid := binary.LittleEndian.Uint32(body[16+4:])
+					payload := body[wire.RequestOverhead:]
+					out = binary.LittleEndian.AppendUint32(out[:0], uint32(1+wire.ResponseOverhead+len(payload)))
+					out = append(out, wire.KindResponse)
+					out = wire.AppendResponseHeader(out, 200, pid, len(payload))
+					out = append(out, payload...)
+					bw.Write(out)
+					if br.Buffered() == 0 {
+						if bw.Flush() != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// muxConn is BenchmarkFloorMux's hand-written client (and, with env,
+// BenchmarkFloorMuxEnv's).
 type muxConn struct {
 	nc       net.Conn
 	mu       sync.Mutex
@@ -128,13 +209,22 @@ type muxConn struct {
 	flushing bool
 	err      atomic.Pointer[error]
 	wake     []chan struct{}
+	// env: frames are envelopes; the read loop takes the caller's index
+	// from the answer's promise id and copies the body into resp[index].
+	env  bool
+	resp [][]byte
 }
 
 func (m *muxConn) call(id int, frame []byte) error {
 	m.mu.Lock()
 	start := len(m.cur)
 	m.cur = append(m.cur, frame...)
-	binary.LittleEndian.PutUint32(m.cur[start+5:], uint32(id))
+	if m.env {
+		// The promise id of the request envelope (frame is one).
+		binary.LittleEndian.PutUint32(m.cur[start+5+16+4:], uint32(id))
+	} else {
+		binary.LittleEndian.PutUint32(m.cur[start+5:], uint32(id))
+	}
 	lead := !m.flushing
 	m.flushing = true
 	m.mu.Unlock()
@@ -165,6 +255,7 @@ func (m *muxConn) readLoop(b *testing.B, size int, stop <-chan struct{}) {
 	br := bufio.NewReaderSize(m.nc, 64<<10)
 	var hdr [5]byte
 	body := make([]byte, size)
+	buf := body
 	for {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			select {
@@ -174,23 +265,68 @@ func (m *muxConn) readLoop(b *testing.B, size int, stop <-chan struct{}) {
 			}
 			return
 		}
+		if m.env {
+			n := int(binary.LittleEndian.Uint32(hdr[:])) - 1
+			if n < wire.ResponseOverhead || n > cap(buf) {
+				b.Error("floor: bad answer length")
+				return
+			}
+			body = buf[:n]
+		}
 		if _, err := io.ReadFull(br, body); err != nil {
 			b.Error(err)
 			return
 		}
-		m.wake[binary.LittleEndian.Uint32(body)] <- struct{}{}
+		if !m.env {
+			m.wake[binary.LittleEndian.Uint32(body)] <- struct{}{}
+			continue
+		}
+		// The answer envelope by hand: the checks ParseResponse makes of
+		// an answer laid out canonically, then the body appended to the
+		// caller's buffer.
+		if binary.LittleEndian.Uint64(body) != envHeader0 ||
+			binary.LittleEndian.Uint64(body[8:]) != 16|uint64(len(body))<<32 ||
+			binary.LittleEndian.Uint64(body[16+12:]) != 8|uint64(len(body)-wire.ResponseOverhead)<<32 {
+			b.Error("floor: bad answer envelope")
+			return
+		}
+		id := binary.LittleEndian.Uint32(body[16+4:])
+		if id >= uint32(len(m.wake)) {
+			b.Error("floor: bad promise id")
+			return
+		}
+		m.resp[id] = append(m.resp[id][:0], body[wire.ResponseOverhead:]...)
+		m.wake[id] <- struct{}{}
 	}
 }
 
+// envHeader0 is the first 8 bytes of an envelope's header (magic,
+// version 2, flags 0xC800) as a little-endian uint64.
+const envHeader0 = uint64('Z') | uint64('A')<<8 | uint64('P')<<16 | 2<<32 | 0xC800<<48
+
 func benchFloorMux(b *testing.B, size, callers int) {
-	addr := rawEchoServer(b)
+	benchMux(b, size, callers, false)
+}
+
+// benchMux runs BenchmarkFloorMux (env false: size-byte frames, the raw
+// echo server) or BenchmarkFloorMuxEnv (env true: request envelopes with
+// a payload of size less the envelope's overhead, the envelope echo
+// server).
+func benchMux(b *testing.B, size, callers int, env bool) {
+	var addr string
+	if env {
+		addr = rawEnvServer(b)
+	} else {
+		addr = rawEchoServer(b)
+	}
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := &muxConn{nc: nc, cur: make([]byte, 0, 64<<10), out: make([]byte, 0, 64<<10)}
+	m := &muxConn{nc: nc, cur: make([]byte, 0, 64<<10), out: make([]byte, 0, 64<<10), env: env}
 	for i := 0; i < callers; i++ {
 		m.wake = append(m.wake, make(chan struct{}, 1))
+		m.resp = append(m.resp, make([]byte, 0, size))
 	}
 	stop := make(chan struct{})
 	readDone := make(chan struct{})
@@ -199,6 +335,9 @@ func benchFloorMux(b *testing.B, size, callers int) {
 	frame := make([]byte, 5+size)
 	binary.LittleEndian.PutUint32(frame, uint32(size+1))
 	frame[4] = wire.KindRequest
+	if env {
+		frame = wire.AppendRequest(frame[:5], &wire.Request{Method: mEcho, Payload: make([]byte, size-wire.RequestOverhead)})
+	}
 	lat := make([]time.Duration, b.N)
 	for id := 0; id < callers; id++ { // warm up
 		if err := m.call(id, frame); err != nil {

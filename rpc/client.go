@@ -37,26 +37,43 @@ var _ Caller = (*Client)(nil)
 // its late answer arrives or the connection closes, so a late answer can
 // never reach another call.
 type Client struct {
+	// Read-mostly: set up once (goAway and broken are written once).
+	// Kept off the cache lines that every call writes (free, the outbox),
+	// so that reading them does not miss (see DESIGN.md).
 	nc   net.Conn
 	opts clientOptions
 	r    *frame.Reader
-
-	out outbox // requests and go-away acks
-
-	streams streamSet // stream.go
-
 	peer net.Addr // nc's remote address, for the observer
 	// chain is the client's interceptors around unary, built once (nil
 	// without interceptors).
 	chain Invoker
+	// table is the latest copy of the table of slots (it only grows,
+	// under mu), read without a lock.
+	table    atomic.Pointer[[]*slot]
+	goAway   atomic.Bool // set under out.mu: no request may be written after it
+	broken   atomic.Bool
+	readDone chan struct{}
 
+	_ cacheLinePad
 	// Idle slots form a lock-free stack: free is tag<<32 | (index+1) of
 	// the top slot (0: empty), each slot's next links to the one below;
 	// the tag changes on every push and pop, so a stale compare-and-swap
-	// fails. The table of slots only grows, under mu; table is its latest
-	// copy, read without a lock.
-	free  atomic.Uint64
-	table atomic.Pointer[[]*slot]
+	// fails. Every call writes it twice: it has a cache line of its own.
+	free atomic.Uint64
+	_    cacheLinePad
+
+	// answered counts the answers the read loop delivered to waiting
+	// calls since the client started. The read loop alone writes it, once
+	// per read batch (when it is about to wait for more); a sender
+	// compares it with the calls it counts under the outbox's mutex (see
+	// send). Its own line: callers read it, the read loop writes it.
+	answered atomic.Uint64
+	_        cacheLinePad
+
+	out outbox // requests and go-away acks
+	_   cacheLinePad
+
+	streams streamSet // stream.go
 
 	mu     sync.Mutex
 	slots  []*slot
@@ -64,46 +81,58 @@ type Client struct {
 	err    error
 
 	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
+	promises  atomic.Int32 // promises sent and not yet waited for or released (pending.go)
 
 	// The answer check (see WithAnswerTimeout): watch runs check every
 	// answerTimeout/4; lastRx and quiet belong to check.
 	watch  atomic.Pointer[time.Timer]
 	lastRx uint64
 	quiet  int
-
-	goAway   atomic.Bool // set under out.mu: no request may be written after it
-	broken   atomic.Bool
-	readDone chan struct{}
 }
+
+// cacheLinePad separates words that different goroutines write from
+// each other and from read-mostly words (64 bytes: one cache line).
+type cacheLinePad [64]byte
 
 // Slot states: the low 32 bits of slot.st (the high 32 bits are the
 // promise id of the slot's current use).
 const (
 	slotIdle uint64 = iota
 	slotWaiting
-	slotDelivering
-	slotDone
+	// slotDelivered: the read loop (or fail) claimed the slot for the
+	// answer; the caller takes it from ch. Final until release.
+	slotDelivered
 	slotAbandoned
 )
 
+// slot is one pending call. 64 bytes, so that a slot is one cache line of
+// its own (the allocator's 64-byte class is 64-byte aligned): the caller
+// and the read loop hand it to each other once per call, and neighbours
+// used by other callers do not share its line.
 type slot struct {
-	idx    uint32
-	next   atomic.Uint32 // in the free stack: index+1 of the slot below, 0 none
-	gen    uint32        // generation of the next use, 0..65535
-	pid    uint32        // of the current use; written by acquire
 	st     atomic.Uint64 // pid<<32 | state: a state change names its use
 	ch     chan struct{} // capacity 1: one signal per delivered answer
 	resp   []byte        // the caller's buffer while waiting
+	err    *error        // the call failed (rare): *err says why
 	status uint32
-	notRun bool // the server refused the call without running it
-	err    error
+	pid    uint32        // of the current use: gen<<16 | index+1; written by acquire
+	next   atomic.Uint32 // in the free stack: index+1 of the slot below, 0 none
+	gen    uint16        // generation of the next use
+	notRun bool          // the server refused the call without running it
 }
+
+// index returns s's index in the table.
+func (s *slot) index() uint32 { return s.pid&0xFFFF - 1 }
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
 // [WithTLSConfig], TLS over it) and returns a client. ctx bounds the dial
-// and the TLS handshake only.
+// and the TLS handshake only. It fails with [ErrHTTPFraming] before
+// dialing when the options select the HTTP framing.
 func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Client, error) {
 	o := buildClientOptions(opts)
+	if err := checkFraming(o.frame); err != nil {
+		return nil, err
+	}
 	d := o.dialer
 	if d == nil {
 		d = &net.Dialer{}
@@ -135,9 +164,16 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 }
 
 // NewClient runs a client over an established connection (net.Pipe, a
-// custom dialer's result...). The client owns nc and closes it.
+// custom dialer's result...). The client owns nc and closes it. With
+// options [Dial] refuses (the HTTP framing) the client is closed at once
+// and its calls fail with an error matching [ErrClosed] that says why.
 func NewClient(nc net.Conn, opts ...ClientOption) *Client {
-	return newClient(nc, buildClientOptions(opts))
+	o := buildClientOptions(opts)
+	c := newClient(nc, o)
+	if err := checkFraming(o.frame); err != nil {
+		c.fail(err)
+	}
+	return c
 }
 
 func newClient(nc net.Conn, o clientOptions) *Client {
@@ -152,6 +188,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
 	c.chain = ChainInvoker(o.interceptors, c.unary)
+	c.streams.chain = ChainStreamer(o.streamInterceptors, c.openStream)
 	if o.answerTimeout > 0 {
 		// Stored before it can fire: check reschedules it.
 		t := time.AfterFunc(1<<62, c.check)
@@ -203,7 +240,17 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	if c.chain != nil {
 		return c.chain(ctx, method, req, resp)
 	}
-	return c.unary(ctx, method, req, resp)
+	if c.opts.observer != nil {
+		return c.unary(ctx, method, req, resp)
+	}
+	// c.call by hand: the caller parks in wait, and every frame between
+	// it and the caller's own costs a mispredicted return once it runs
+	// again.
+	s, err := c.send(ctx, method, 0, req, resp)
+	if err != nil {
+		return resp, err
+	}
+	return c.wait(ctx, s, resp)
 }
 
 // call is one call on the wire, without interceptors or observer.
@@ -231,6 +278,9 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	if err != nil {
 		return nil, err
 	}
+	var r wire.Request
+	callRequest(&r, ctx, method, target, req)
+	r.PromiseID = s.pid
 
 	buf, err := c.out.beginCtx(ctx, wire.KindRequest)
 	if err != nil {
@@ -243,9 +293,19 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 		c.unsend(s)
 		return nil, ErrGoAway
 	}
-	buf = appendCall(buf, ctx, method, s.pid, target, req)
+	if r.Timeout != 0 {
+		// The time left as of now: the wait for room may have taken some.
+		if dl, ok := ctx.Deadline(); ok {
+			r.Timeout = timeoutMicros(dl)
+		}
+	}
+	buf = wire.AppendRequest(buf, &r)
 	c.out.calls++ // under the outbox's mu, held since beginCtx
-	others := c.out.calls > 1
+	// Others are about to send when calls other than this one wait for
+	// their answers, or got them in the read batch being delivered (the
+	// read loop publishes its count once per batch): those callers are
+	// likely to send again at once.
+	others := int64(c.out.calls-c.answered.Load()) > 1
 	lead, err := c.out.end(buf)
 	if lead {
 		if ferr := c.out.flushCtx(ctx, others); err == nil {
@@ -280,11 +340,11 @@ func (c *Client) wait(ctx context.Context, s *slot, resp []byte) ([]byte, error)
 			<-s.ch // the answer is being delivered: take it
 		}
 	}
-	out, status, notRun, err := s.resp, s.status, s.notRun, s.err
+	out, status, notRun, errp := s.resp, s.status, s.notRun, s.err
 	s.resp, s.err = nil, nil
 	c.release(s)
-	if err != nil {
-		return resp, err
+	if errp != nil {
+		return resp, *errp
 	}
 	if status != StatusOK {
 		return out, newStatusError(status, out[len(resp):], notRun)
@@ -305,11 +365,11 @@ func (c *Client) abandon(s *slot) bool {
 	return false
 }
 
-// uncount subtracts n calls from the outbox's count of calls awaiting
-// their answers (see outbox.calls).
+// uncount takes n calls that will never be answered (abandoned, or not
+// sent after all) off the outbox's count of calls sent (see outbox.calls).
 func (c *Client) uncount(n int) {
 	c.out.mu.Lock()
-	c.out.calls = max(c.out.calls-n, 0)
+	c.out.calls -= uint64(n)
 	c.out.mu.Unlock()
 }
 
@@ -317,14 +377,24 @@ func (c *Client) uncount(n int) {
 // envelope, plus the timeout of ctx's deadline and the cap and metadata
 // of ctx (WithCap, WithMetadata) when it has them.
 func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, payload []byte) []byte {
-	r := wire.Request{Method: method, PromiseID: pid, Target: target, Payload: payload}
+	var r wire.Request
+	callRequest(&r, ctx, method, target, payload)
+	r.PromiseID = pid
+	return wire.AppendRequest(dst, &r)
+}
+
+// callRequest sets *r to the request envelope of a call without its
+// promise id: payload, and what ctx adds (see appendCall). send builds it
+// before it takes the outbox's mutex, which every caller of the
+// connection waits for.
+func callRequest(r *wire.Request, ctx context.Context, method, target uint32, payload []byte) {
+	r.Method, r.Target, r.Payload = method, target, payload
 	if dl, ok := ctx.Deadline(); ok {
 		r.Timeout = timeoutMicros(dl)
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md
 	}
-	return wire.AppendRequest(dst, &r)
 }
 
 func (c *Client) acquire(resp []byte) (*slot, error) {
@@ -346,14 +416,14 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 			}
 			return nil, ErrTooManyPending
 		}
-		s = &slot{idx: uint32(len(c.slots)), ch: make(chan struct{}, 1)}
+		s = &slot{pid: uint32(len(c.slots)) + 1, ch: make(chan struct{}, 1)}
 		c.slots = append(c.slots, s)
 		table := c.slots
 		c.table.Store(&table)
 		c.mu.Unlock()
 	}
-	s.pid = s.gen<<16 | (s.idx + 1)
-	s.gen = (s.gen + 1) & 0xFFFF
+	s.pid = uint32(s.gen)<<16 | s.pid&0xFFFF
+	s.gen++
 	s.resp = resp
 	w := uint64(s.pid) << 32
 	s.st.Store(w | slotWaiting)
@@ -393,7 +463,7 @@ func (c *Client) push(s *slot) {
 	for {
 		h := c.free.Load()
 		s.next.Store(uint32(h))
-		if c.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(s.idx+1)) {
+		if c.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(s.pid&0xFFFF)) {
 			return
 		}
 	}
@@ -417,39 +487,62 @@ func (c *Client) unsend(s *slot) {
 // abandoned call frees its slot; an unknown pid is dropped. It takes no
 // lock on the way to a waiting call: the slot's state word names the
 // promise id, so one compare-and-swap both matches the answer to the
-// slot's current use and claims it.
+// slot's current use and claims it (the channel orders the writes that
+// follow before the caller's reads).
 // It reports whether the answer reached a waiting call.
-func (c *Client) deliver(pid, status uint32, notRun bool, body []byte, err error) bool {
+func (c *Client) deliver(pid, status uint32, notRun bool, body []byte) bool {
+	s := c.claim(pid)
+	if s == nil {
+		return false
+	}
+	s.resp = append(s.resp, body...)
+	s.status, s.notRun = status, notRun
+	s.ch <- struct{}{}
+	return true
+}
+
+// deliverErr fails the call waiting for pid with err (an answer that did
+// not parse); see deliver.
+func (c *Client) deliverErr(pid uint32, err error) bool {
+	s := c.claim(pid)
+	if s == nil {
+		return false
+	}
+	s.err = &err
+	s.ch <- struct{}{}
+	return true
+}
+
+// claim returns the slot of the call waiting for pid, now delivered to;
+// nil when no call waits for pid (the slot of an abandoned call is freed).
+func (c *Client) claim(pid uint32) *slot {
 	idx := int(pid&0xFFFF) - 1
 	table := c.table.Load()
 	if table == nil || idx < 0 || idx >= len(*table) {
-		return false
+		return nil
 	}
 	s := (*table)[idx]
 	w := uint64(pid) << 32
-	if s.st.CompareAndSwap(w|slotWaiting, w|slotDelivering) {
-		s.resp = append(s.resp, body...)
-		s.status, s.notRun, s.err = status, notRun, err
-		s.st.Store(w | slotDone)
-		s.ch <- struct{}{}
-		return true
+	if s.st.CompareAndSwap(w|slotWaiting, w|slotDelivered) {
+		return s
 	}
 	if s.st.CompareAndSwap(w|slotAbandoned, w|slotIdle) {
 		c.abandoned.Add(-1)
 		c.push(s)
 	}
-	return false
+	return nil
 }
 
 func (c *Client) readLoop() {
 	defer close(c.readDone)
-	answered := 0 // answers delivered since the last uncount
+	answered, published := uint64(0), uint64(0) // answers delivered to waiting calls
 	for {
-		if answered > 0 && !c.r.Ready() {
+		if answered != published && !c.r.Ready() {
 			// Next is about to block: the batch's answers leave the
-			// outbox's count of calls in one step.
-			c.uncount(answered)
-			answered = 0
+			// senders' count of calls in flight in one step, with one
+			// store and no lock (see send).
+			c.answered.Store(answered)
+			published = answered
 		}
 		kind, p, err := c.r.Next()
 		if err != nil {
@@ -465,7 +558,7 @@ func (c *Client) readLoop() {
 			if err != nil {
 				var ee *wire.EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
-					if c.deliver(ee.PromiseID, 0, false, nil, err) {
+					if c.deliverErr(ee.PromiseID, err) {
 						answered++
 					}
 					continue
@@ -473,7 +566,7 @@ func (c *Client) readLoop() {
 				c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
 				return
 			}
-			if c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, nil) {
+			if c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body) {
 				answered++
 			}
 		case wire.KindGoAway:
@@ -554,6 +647,7 @@ func (c *Client) fail(cause error) {
 		err = fmt.Errorf("%w: %v", ErrClosed, cause)
 	}
 	c.closed, c.err = true, err
+	errp := &err // what the pending calls fail with
 	c.broken.Store(true)
 	c.nc.Close()
 	if t := c.watch.Load(); t != nil {
@@ -564,9 +658,8 @@ func (c *Client) fail(cause error) {
 		w := v &^ 0xFFFFFFFF
 		switch v & 0xFFFFFFFF {
 		case slotWaiting:
-			if s.st.CompareAndSwap(v, w|slotDelivering) {
-				s.err = err
-				s.st.Store(w | slotDone)
+			if s.st.CompareAndSwap(v, w|slotDelivered) {
+				s.err = errp
 				s.ch <- struct{}{}
 			}
 		case slotAbandoned:

@@ -67,12 +67,13 @@ type serverConn struct {
 	// of the inline call running now, 0 when none, readerTaken after the
 	// watchdog took the role away from it.
 	inl    atomic.Uint64
-	seq    uint64 // role holder: last inline sequence number used
-	owed   bool   // role holder: answers wait in out for its flush
-	spill  bool   // role holder: dispatch calls to workers until the next wait
-	batch  bool   // role holder: holds one unit of inflight for the calls it answers
-	active bool   // role holder: a request was read since the last wait (readtimeout.go)
-	wdIdle uint8  // watchdog only, under s.wdMu: scans in a row without an inline call
+	seq    uint64  // role holder: last inline sequence number used
+	owed   bool    // role holder: answers wait in out for its flush
+	ans    *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
+	spill  bool    // role holder: dispatch calls to workers until the next wait
+	batch  bool    // role holder: holds one unit of inflight for the calls it answers
+	active bool    // role holder: a request was read since the last wait (readtimeout.go)
+	wdIdle uint8   // watchdog only, under s.wdMu: scans in a row without an inline call
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous scan
@@ -123,10 +124,12 @@ func (c *serverConn) publish() {
 // calls it answered are done once their answers are written).
 func (c *serverConn) flushOwed() error {
 	c.publish()
-	var err error
+	err := c.moveAnswers()
 	if c.owed {
 		c.owed = false
-		err = c.out.flush(false)
+		if ferr := c.out.flush(false); err == nil {
+			err = ferr
+		}
 	}
 	if c.batch {
 		c.batch = false
@@ -361,8 +364,8 @@ func (c *serverConn) request(p []byte) int {
 	s := c.s
 	c.local.calls++
 	c.hold()
-	req, err := wire.ParseRequest(p)
-	if err != nil {
+	var req wire.Request
+	if err := wire.ParseRequestTo(&req, p); err != nil {
 		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
 			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)

@@ -120,7 +120,11 @@
 // Recv returns (a canonical peer reads a clean end); a panic ends only its
 // stream. At most [WithMaxStreams] streams are open per connection;
 // Shutdown gives open streams the shutdown grace, then ends them with 503.
-// Once warm, Send and Recv allocate nothing.
+// Once warm, Send and Recv allocate nothing. [WithStreamInterceptors] and
+// [WithStreamClientInterceptors] chain code around stream handlers and
+// opens (a [StreamTap] sees each message), [WithStreamObserver] reports
+// each stream's start and end as a [StreamEvent], and [Server.Stats]
+// counts streams and their messages.
 //
 // Buffers: a handler's req aliases a per-call buffer owned by the server
 // and is valid only until the handler returns; the handler appends its

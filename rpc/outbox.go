@@ -120,13 +120,18 @@ type outbox struct {
 	err      error         // sticky: the stream broke
 	wake     chan struct{} // closed when room frees, the role is given up or the stream breaks
 
-	// calls (client only, under mu) counts the requests sent whose answers
-	// the read loop has not yet accounted for: callers add theirs while
-	// they hold mu anyway, the read loop subtracts the answers it delivered
-	// once per read batch. A flusher that sees others yields first, so that
-	// they join its write (see flushCtx). A count on a word of its own
-	// would cost two contended atomic operations per call.
-	calls int
+	// calls (client only, under mu) counts the requests sent, less those
+	// that will never be answered (abandoned calls, requests refused
+	// before they were queued): callers add theirs while they hold mu
+	// anyway. Less Client.answered (the answers the read loop delivered,
+	// published once per read batch) it is the number of calls in flight,
+	// counting the ones just answered in the batch being delivered, whose
+	// callers are likely to send again at once. A flusher that sees
+	// others yields first, so that they join its write (see flushCtx). A
+	// count kept on a word of its own by every call would cost two
+	// contended atomic operations per call; this costs a load per call and
+	// a store per read batch, and the read loop never waits for mu.
+	calls uint64
 
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc

@@ -84,7 +84,8 @@ type Server struct {
 
 	connWG sync.WaitGroup
 
-	stats serverStats
+	stats       serverStats
+	streamStats streamCounters // stream_observe.go
 }
 
 type serverStats struct {
@@ -106,6 +107,9 @@ type Stats struct {
 	OK, BadRequest, NotFound, Internal, Unavailable, OtherStatus uint64
 	BytesIn, BytesOut                                            uint64 // frame bytes
 	Workers                                                      int64  // worker goroutines alive
+	// Streams counts streams and their messages (Calls and the answers
+	// by status above are unary calls only).
+	Streams StreamStats
 }
 
 // NewServer returns a server with no handlers.
@@ -188,6 +192,7 @@ func (s *Server) Stats() Stats {
 		BytesIn:     st.bytesIn.Load(),
 		BytesOut:    st.bytesOut.Load(),
 		Workers:     s.workers.Load(),
+		Streams:     s.streamStats.snapshot(),
 	}
 }
 
@@ -216,8 +221,14 @@ func statusIndex(status uint32) int {
 // after a pause of 5 ms doubling to 1 s, as net/http does. Serve returns
 // [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
 // closed when Serve returns. TCP, Unix and TLS listeners all work; with
-// [WithTLSConfig] every accepted connection is wrapped in TLS.
+// [WithTLSConfig] every accepted connection is wrapped in TLS. With the
+// HTTP framing among the server's frame options it returns
+// [ErrHTTPFraming] at once (l closed).
 func (s *Server) Serve(l net.Listener) error {
+	if err := checkFraming(s.opts.frame); err != nil {
+		l.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/zapcodec/zapcodec/codec"
 )
@@ -123,22 +124,27 @@ func AppendRequest(dst []byte, r *Request) []byte {
 		fixed = reqExtDeadlineSize
 	}
 	size := headerSize + fixed + len(r.Cap) + len(r.Payload) + len(r.Metadata)
-	dst = appendHeader(dst, uint32(size))
-	dst = binary.LittleEndian.AppendUint32(dst, r.Method)
-	dst = binary.LittleEndian.AppendUint32(dst, r.PromiseID)
-	dst = binary.LittleEndian.AppendUint32(dst, r.Target)
+	start := len(dst)
+	dst = grow(dst, size)
+	b := dst[start:]
+	putHeader(b, uint32(size))
+	f := b[headerSize : headerSize+fixed]
+	binary.LittleEndian.PutUint32(f[reqMethod:], r.Method)
+	binary.LittleEndian.PutUint32(f[reqPromise:], r.PromiseID)
+	binary.LittleEndian.PutUint32(f[reqTarget:], r.Target)
 	pos := headerSize + fixed // where the next tail lands
-	dst, pos = appendSlot(dst, headerSize+reqCap, pos, len(r.Cap))
-	dst, pos = appendSlot(dst, headerSize+reqPayload, pos, len(r.Payload))
+	pos = putSlot(f[reqCap:], headerSize+reqCap, pos, len(r.Cap))
+	pos = putSlot(f[reqPayload:], headerSize+reqPayload, pos, len(r.Payload))
 	if fixed > RequestFixedSize {
-		dst = binary.LittleEndian.AppendUint64(dst, r.Timeout)
+		binary.LittleEndian.PutUint64(f[reqTimeout:], r.Timeout)
 	}
 	if fixed > reqExtDeadlineSize {
-		dst, _ = appendSlot(dst, headerSize+reqMetadata, pos, len(r.Metadata))
+		putSlot(f[reqMetadata:], headerSize+reqMetadata, pos, len(r.Metadata))
 	}
-	dst = append(dst, r.Cap...)
-	dst = append(dst, r.Payload...)
-	dst = append(dst, r.Metadata...)
+	n := headerSize + fixed
+	n += copy(b[n:], r.Cap)
+	n += copy(b[n:], r.Payload)
+	copy(b[n:], r.Metadata)
 	return dst
 }
 
@@ -159,11 +165,15 @@ func AppendResponse(dst []byte, r *Response) []byte {
 // bodyLen body bytes right after it. It lets a server build the body in
 // place after the header.
 func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
-	dst = appendHeader(dst, uint32(ResponseOverhead+bodyLen))
-	dst = binary.LittleEndian.AppendUint32(dst, status)
-	dst = binary.LittleEndian.AppendUint32(dst, promiseID)
-	dst = binary.LittleEndian.AppendUint32(dst, 0)
-	dst, _ = appendSlot(dst, headerSize+respBody, ResponseOverhead, bodyLen)
+	start := len(dst)
+	dst = grow(dst, ResponseOverhead)
+	b := dst[start:]
+	putHeader(b, uint32(ResponseOverhead+bodyLen))
+	f := b[headerSize:ResponseOverhead]
+	binary.LittleEndian.PutUint32(f[respStatus:], status)
+	binary.LittleEndian.PutUint32(f[respPromise:], promiseID)
+	binary.LittleEndian.PutUint32(f[respPromise+4:], 0)
+	putSlot(f[respBody:], headerSize+respBody, ResponseOverhead, bodyLen)
 	return dst
 }
 
@@ -173,12 +183,17 @@ func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []b
 // the caller must append exactly bodyLen body bytes right after it.
 func AppendRefusalHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
 	const overhead = headerSize + respExtFixedSize
-	dst = appendHeader(dst, uint32(overhead+bodyLen))
-	dst = binary.LittleEndian.AppendUint32(dst, status)
-	dst = binary.LittleEndian.AppendUint32(dst, promiseID)
-	dst = binary.LittleEndian.AppendUint32(dst, 0)
-	dst, _ = appendSlot(dst, headerSize+respBody, overhead, bodyLen)
-	return binary.LittleEndian.AppendUint32(dst, respFlagNotRun)
+	start := len(dst)
+	dst = grow(dst, overhead)
+	b := dst[start:]
+	putHeader(b, uint32(overhead+bodyLen))
+	f := b[headerSize:overhead]
+	binary.LittleEndian.PutUint32(f[respStatus:], status)
+	binary.LittleEndian.PutUint32(f[respPromise:], promiseID)
+	binary.LittleEndian.PutUint32(f[respPromise+4:], 0)
+	putSlot(f[respBody:], headerSize+respBody, overhead, bodyLen)
+	binary.LittleEndian.PutUint32(f[respFlags:], respFlagNotRun)
+	return dst
 }
 
 // patchResponseBodyLen rewrites the size and body slot of a response
@@ -196,25 +211,32 @@ func patchResponseBodyLen(env []byte, bodyLen int) {
 	binary.LittleEndian.PutUint32(slot[4:], uint32(bodyLen))
 }
 
-func appendHeader(dst []byte, size uint32) []byte {
-	dst = append(dst, 'Z', 'A', 'P', 0)
-	dst = binary.LittleEndian.AppendUint16(dst, EnvelopeVersion)
-	dst = binary.LittleEndian.AppendUint16(dst, EnvelopeFlags)
-	dst = binary.LittleEndian.AppendUint32(dst, rootOffset)
-	dst = binary.LittleEndian.AppendUint32(dst, size)
-	return dst
+// grow extends dst by n bytes (their content is to be written) and
+// returns it.
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) < n {
+		dst = slices.Grow(dst, n)
+	}
+	return dst[:len(dst)+n]
 }
 
-// appendSlot appends a bytes slot located at absolute position slotPos for
-// a tail of n bytes that will start at absolute position tailPos; it
-// returns the position after that tail.
-func appendSlot(dst []byte, slotPos, tailPos, n int) ([]byte, int) {
+// putHeader writes the message header of an envelope of size bytes to
+// b[:16]: the magic, version 2, flags 0xC800, root 16, the size.
+func putHeader(b []byte, size uint32) {
+	binary.LittleEndian.PutUint64(b, envHeader0)
+	binary.LittleEndian.PutUint64(b[8:], rootOffset|uint64(size)<<32)
+}
+
+// putSlot writes to b[:8] the bytes slot located at absolute position
+// slotPos for a tail of n bytes that will start at absolute position
+// tailPos; it returns the position after that tail.
+func putSlot(b []byte, slotPos, tailPos, n int) int {
 	if n == 0 {
-		return binary.LittleEndian.AppendUint64(dst, 0), tailPos
+		binary.LittleEndian.PutUint64(b, 0)
+		return tailPos
 	}
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(tailPos-slotPos))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
-	return dst, tailPos + n
+	binary.LittleEndian.PutUint64(b, uint64(tailPos-slotPos)|uint64(n)<<32)
+	return tailPos + n
 }
 
 // ErrMalformed: an envelope did not decode (see [EnvelopeError]). Package
@@ -329,6 +351,59 @@ func slotError(reason string, root codec.Object, off int, promise uint32) error 
 // are valid as long as b is unchanged. Never panics; allocates only when
 // it fails.
 func ParseRequest(b []byte) (Request, error) {
+	var r Request
+	err := ParseRequestTo(&r, b)
+	return r, err
+}
+
+// ParseRequestTo is [ParseRequest] that writes the request to *r (every
+// field of it, on error too) instead of returning it: a server parsing one
+// request per call saves copying the Request twice.
+func ParseRequestTo(r *Request, b []byte) error {
+	// The canonical layout first (see parseCanonicalRequest, which this
+	// repeats so that the result is written in place).
+	if len(b) >= RequestOverhead && binary.LittleEndian.Uint64(b) == envHeader0 &&
+		binary.LittleEndian.Uint64(b[8:]) == rootOffset|uint64(len(b))<<32 {
+		f := b[headerSize:RequestOverhead]
+		n := len(b) - RequestOverhead
+		if binary.LittleEndian.Uint64(f[reqCap:]) == 0 {
+			var payload []byte
+			switch binary.LittleEndian.Uint64(f[reqPayload:]) {
+			case uint64(RequestFixedSize-reqPayload) | uint64(n)<<32:
+				if n > 0 {
+					payload = b[RequestOverhead:len(b):len(b)]
+				}
+			case 0:
+				if n != 0 {
+					return parseRequestTo(r, b)
+				}
+			default:
+				return parseRequestTo(r, b)
+			}
+			*r = Request{
+				Method:    binary.LittleEndian.Uint32(f[reqMethod:]),
+				PromiseID: binary.LittleEndian.Uint32(f[reqPromise:]),
+				Target:    binary.LittleEndian.Uint32(f[reqTarget:]),
+				Payload:   payload,
+			}
+			return nil
+		}
+	}
+	return parseRequestTo(r, b)
+}
+
+// parseRequestTo is parseRequest into *r (kept out of line: the general
+// path is rare).
+//
+//go:noinline
+func parseRequestTo(r *Request, b []byte) error {
+	var err error
+	*r, err = parseRequest(b)
+	return err
+}
+
+// parseRequest is ParseRequest for any envelope.
+func parseRequest(b []byte) (Request, error) {
 	// codec.Parse checks the header; an envelope is of type 200 and its
 	// root object starts inside the message.
 	m, err := codec.Parse(b)
@@ -385,7 +460,34 @@ func ParseRequest(b []byte) (Request, error) {
 // [ParseRequest] (fixed section of 20 bytes, body inside the message).
 // Body aliases b and is valid as long as b is unchanged. Never panics;
 // allocates only when it fails.
-func ParseResponse(b []byte) (Response, error) {
+func ParseResponse(b []byte) (r Response, err error) {
+	// The canonical layout first (see parseCanonicalResponse, which this
+	// repeats so that the result is written in place).
+	if len(b) >= ResponseOverhead && binary.LittleEndian.Uint64(b) == envHeader0 &&
+		binary.LittleEndian.Uint64(b[8:]) == rootOffset|uint64(len(b))<<32 {
+		f := b[headerSize:ResponseOverhead]
+		n := len(b) - ResponseOverhead
+		switch binary.LittleEndian.Uint64(f[respBody:]) {
+		case uint64(ResponseFixedSize-respBody) | uint64(n)<<32:
+			if n > 0 {
+				r.Body = b[ResponseOverhead:len(b):len(b)]
+			}
+		case 0:
+			if n != 0 {
+				return parseResponse(b)
+			}
+		default:
+			return parseResponse(b)
+		}
+		r.Status = binary.LittleEndian.Uint32(f[respStatus:])
+		r.PromiseID = binary.LittleEndian.Uint32(f[respPromise:])
+		return r, nil
+	}
+	return parseResponse(b)
+}
+
+// parseResponse is ParseResponse for any envelope.
+func parseResponse(b []byte) (Response, error) {
 	// codec.Parse checks the header; an envelope is of type 200 and its
 	// root object starts inside the message.
 	m, err := codec.Parse(b)
@@ -413,6 +515,71 @@ func ParseResponse(b []byte) (Response, error) {
 		r.NotRun = binary.LittleEndian.Uint32(msg[at+respFlags:])&respFlagNotRun != 0
 	}
 	return r, nil
+}
+
+// envHeader0 is the first 8 bytes of the header every envelope this
+// package writes carries, read as a little-endian uint64: the magic,
+// version 2, flags 0xC800.
+const envHeader0 = uint64('Z') | uint64('A')<<8 | uint64('P')<<16 |
+	uint64(EnvelopeVersion)<<32 | uint64(EnvelopeFlags)<<48
+
+// parseCanonicalRequest decodes, in a few loads, a request laid out
+// exactly as AppendRequest lays out one without extension fields (the
+// canonical layout): the header above with root 16 and a size of len(b),
+// an empty cap slot, and the payload, if any, right after the fixed
+// section up to the end. ok is false for anything else (parseRequest
+// decides); for what it accepts it returns what parseRequest returns.
+func parseCanonicalRequest(b []byte) (r Request, ok bool) {
+	if len(b) < RequestOverhead || binary.LittleEndian.Uint64(b) != envHeader0 ||
+		binary.LittleEndian.Uint64(b[8:]) != rootOffset|uint64(len(b))<<32 {
+		return Request{}, false
+	}
+	f := b[headerSize:RequestOverhead]
+	if binary.LittleEndian.Uint64(f[reqCap:]) != 0 {
+		return Request{}, false
+	}
+	r = Request{
+		Method:    binary.LittleEndian.Uint32(f[reqMethod:]),
+		PromiseID: binary.LittleEndian.Uint32(f[reqPromise:]),
+		Target:    binary.LittleEndian.Uint32(f[reqTarget:]),
+	}
+	n := len(b) - RequestOverhead
+	switch binary.LittleEndian.Uint64(f[reqPayload:]) {
+	case uint64(RequestFixedSize-reqPayload) | uint64(n)<<32:
+		if n > 0 {
+			r.Payload = b[RequestOverhead:len(b):len(b)]
+		}
+		return r, true
+	case 0:
+		return r, n == 0
+	}
+	return Request{}, false
+}
+
+// parseCanonicalResponse is parseCanonicalRequest for an answer: the
+// header, a zero reserved word, and the body, if any, right after the
+// fixed section up to the end (no flags extension field).
+func parseCanonicalResponse(b []byte) (r Response, ok bool) {
+	if len(b) < ResponseOverhead || binary.LittleEndian.Uint64(b) != envHeader0 ||
+		binary.LittleEndian.Uint64(b[8:]) != rootOffset|uint64(len(b))<<32 {
+		return Response{}, false
+	}
+	f := b[headerSize:ResponseOverhead]
+	r = Response{
+		Status:    binary.LittleEndian.Uint32(f[respStatus:]),
+		PromiseID: binary.LittleEndian.Uint32(f[respPromise:]),
+	}
+	n := len(b) - ResponseOverhead
+	switch binary.LittleEndian.Uint64(f[respBody:]) {
+	case uint64(ResponseFixedSize-respBody) | uint64(n)<<32:
+		if n > 0 {
+			r.Body = b[ResponseOverhead:len(b):len(b)]
+		}
+		return r, true
+	case 0:
+		return r, n == 0
+	}
+	return Response{}, false
 }
 
 // fixedEnd returns where the fixed section of an envelope object ends at

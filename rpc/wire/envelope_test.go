@@ -315,3 +315,110 @@ func sameCanonical(a, b Request) bool {
 	return a.Method == b.Method && a.PromiseID == b.PromiseID && a.Target == b.Target &&
 		bytes.Equal(a.Cap, b.Cap) && bytes.Equal(a.Payload, b.Payload)
 }
+
+// FuzzCanonicalFastPath: whatever the canonical fast paths of ParseRequest
+// and ParseResponse accept, the general parsers accept too, with the same
+// values (the same slices: same start, length and capacity; nil where
+// they give nil). Seeds: envelopes AppendRequest/AppendResponse write,
+// with and without payload, and near misses (a size one short, a payload
+// slot that stops early, a tail after the payload, a cap).
+func FuzzCanonicalFastPath(f *testing.F) {
+	p := []byte("payload")
+	for _, b := range [][]byte{
+		AppendRequest(nil, &Request{Method: 3, PromiseID: 7, Target: 1, Payload: p}),
+		AppendRequest(nil, &Request{Method: 3, PromiseID: 7}),
+		AppendRequest(nil, &Request{Method: 3, PromiseID: 7, Cap: []byte("c"), Payload: p}),
+		AppendRequest(nil, &Request{Method: 3, PromiseID: 7, Payload: p, Timeout: 5}),
+		AppendResponse(nil, &Response{Status: 200, PromiseID: 7, Body: p}),
+		AppendResponse(nil, &Response{Status: 500, PromiseID: 7}),
+		AppendResponse(nil, &Response{Status: 503, PromiseID: 7, Body: p, NotRun: true}),
+	} {
+		f.Add(b)
+		f.Add(b[:len(b)-1])
+		f.Add(append(append([]byte(nil), b...), 0))
+		short := append([]byte(nil), b...)
+		if len(short) > RequestOverhead {
+			short[40]-- // the payload (request) slot's length one short
+			f.Add(short)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// ParseRequest and ParseResponse repeat the fast paths inline:
+		// they give what the general parsers give, whatever the input.
+		if got, err := ParseRequest(b); err == nil {
+			slow, serr := parseRequest(b)
+			if serr != nil || got.Method != slow.Method || got.PromiseID != slow.PromiseID || got.Target != slow.Target ||
+				!sameSlice(got.Cap, slow.Cap) || !sameSlice(got.Payload, slow.Payload) ||
+				got.Timeout != slow.Timeout || !sameSlice(got.Metadata, slow.Metadata) {
+				t.Fatalf("ParseRequest %+v, general %+v (%v)", got, slow, serr)
+			}
+		} else if _, serr := parseRequest(b); serr == nil || serr.Error() != err.Error() {
+			t.Fatalf("ParseRequest error %v, general %v", err, serr)
+		}
+		if got, err := ParseResponse(b); err == nil {
+			slow, serr := parseResponse(b)
+			if serr != nil || got.Status != slow.Status || got.PromiseID != slow.PromiseID || got.NotRun != slow.NotRun ||
+				!sameSlice(got.Body, slow.Body) {
+				t.Fatalf("ParseResponse %+v, general %+v (%v)", got, slow, serr)
+			}
+		} else if _, serr := parseResponse(b); serr == nil || serr.Error() != err.Error() {
+			t.Fatalf("ParseResponse error %v, general %v", err, serr)
+		}
+		if fast, ok := parseCanonicalRequest(b); ok {
+			slow, err := parseRequest(b)
+			if err != nil {
+				t.Fatalf("fast path accepted a request the general parser refuses: %v", err)
+			}
+			if fast.Method != slow.Method || fast.PromiseID != slow.PromiseID || fast.Target != slow.Target ||
+				!sameSlice(fast.Cap, slow.Cap) || !sameSlice(fast.Payload, slow.Payload) ||
+				fast.Timeout != slow.Timeout || !sameSlice(fast.Metadata, slow.Metadata) {
+				t.Fatalf("fast %+v, general %+v", fast, slow)
+			}
+		}
+		if fast, ok := parseCanonicalResponse(b); ok {
+			slow, err := parseResponse(b)
+			if err != nil {
+				t.Fatalf("fast path accepted an answer the general parser refuses: %v", err)
+			}
+			if fast.Status != slow.Status || fast.PromiseID != slow.PromiseID || fast.NotRun != slow.NotRun ||
+				!sameSlice(fast.Body, slow.Body) {
+				t.Fatalf("fast %+v, general %+v", fast, slow)
+			}
+		}
+	})
+}
+
+// sameSlice reports whether a and b are the same slice of the same
+// memory (or both nil).
+func sameSlice(a, b []byte) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) || cap(a) != cap(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0]
+}
+
+// TestCanonicalFastPathTaken: the envelopes zapcodec writes without
+// extension fields take the fast paths (the parse benchmarks measure
+// them).
+func TestCanonicalFastPathTaken(t *testing.T) {
+	for _, r := range []Request{{Method: 3, PromiseID: 7, Payload: []byte("x")}, {Method: 1, PromiseID: 1 << 20}} {
+		if _, ok := parseCanonicalRequest(AppendRequest(nil, &r)); !ok {
+			t.Errorf("request %+v: fast path not taken", r)
+		}
+	}
+	for _, r := range []Response{{Status: 200, PromiseID: 7, Body: []byte("x")}, {Status: 404, PromiseID: 2}} {
+		if _, ok := parseCanonicalResponse(AppendResponse(nil, &r)); !ok {
+			t.Errorf("answer %+v: fast path not taken", r)
+		}
+	}
+	// A request with a cap, or a deadline, and a flagged answer take the
+	// general path.
+	for _, r := range []Request{{Method: 3, Cap: []byte("c")}, {Method: 3, Timeout: 9}} {
+		if _, ok := parseCanonicalRequest(AppendRequest(nil, &r)); ok {
+			t.Errorf("request %+v: fast path taken", r)
+		}
+	}
+	if _, ok := parseCanonicalResponse(AppendResponse(nil, &Response{Status: 503, NotRun: true})); ok {
+		t.Error("flagged answer: fast path taken")
+	}
+}
