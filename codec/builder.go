@@ -40,11 +40,27 @@ type Builder struct {
 	tails   [inlineTails]tail
 	spill   []tail // tails past inlineTails; reused across Resets
 	err     error
-	bad     badField // the first field written outside its object
+	bad     misuse // the first misuse found by a call that records it inline
 }
 
-// badField records a misused setter; Err turns it into an error.
-type badField struct{ off, n, size int }
+// misuse records the first misuse found by a call small enough to inline,
+// which cannot format an error; Err turns it into one.
+type misuse struct {
+	what misuseKind
+	// misField: the field at off+n outside an object of size bytes;
+	// misElement: an element of n bytes (0: variable) in a list of size.
+	off, n, size int
+}
+
+type misuseKind uint8
+
+const (
+	misNone     misuseKind = iota
+	misField               // a setter outside its object's fixed section
+	misElement             // an element that does not suit its list
+	misEnd                 // EndElement without BeginElement
+	misListSize            // StartList of a negative element size n
+)
 
 // tail is a text or bytes value waiting for its object to finish.
 type tail struct {
@@ -93,7 +109,7 @@ func (b *Builder) Reset(dst []byte) {
 	b.pending = 0
 	b.spill = b.spill[:0]
 	b.err = nil
-	b.bad = badField{}
+	b.bad = misuse{}
 }
 
 // Release drops the Builder's references to its buffer and to the text and
@@ -133,14 +149,23 @@ func (b *Builder) Len() int { return len(b.buf) - b.base }
 // Err returns the first misuse recorded since Reset, wrapping [ErrBuilder],
 // or nil. A misused call writes nothing.
 func (b *Builder) Err() error {
-	if b.err == nil && b.bad.n != 0 {
-		b.err = fmt.Errorf("%w: field at %d+%d outside object of %d bytes", ErrBuilder, b.bad.off, b.bad.n, b.bad.size)
+	if b.err == nil {
+		switch m := b.bad; m.what {
+		case misField:
+			b.err = fmt.Errorf("%w: field at %d+%d outside object of %d bytes", ErrBuilder, m.off, m.n, m.size)
+		case misElement:
+			b.err = fmt.Errorf("%w: %d-byte element in a list of %d-byte elements", ErrBuilder, m.n, m.size)
+		case misEnd:
+			b.err = fmt.Errorf("%w: EndElement without BeginElement", ErrBuilder)
+		case misListSize:
+			b.err = fmt.Errorf("%w: list element size %d", ErrBuilder, m.n)
+		}
 	}
 	return b.err
 }
 
 func (b *Builder) fail(format string, args ...any) {
-	if b.err == nil {
+	if b.Err() == nil { // a misuse recorded inline, earlier, comes first
 		b.err = fmt.Errorf("%w: "+format, append([]any{ErrBuilder}, args...)...)
 	}
 }
@@ -263,8 +288,8 @@ func (o ObjectBuilder) fits(off, n int) bool {
 	if uint(off) <= uint(o.size) && uint(off)+uint(n) <= uint(o.size) && o.b != nil {
 		return true
 	}
-	if o.b != nil && o.b.bad.n == 0 {
-		o.b.bad = badField{off: off, n: n, size: o.size}
+	if o.b != nil && o.b.bad.what == misNone {
+		o.b.bad = misuse{what: misField, off: off, n: n, size: o.size}
 	}
 	return false
 }
@@ -428,16 +453,22 @@ func (b *Builder) finishObject(at int) Ref {
 	switch {
 	case b.ntails == 0:
 	case b.ntails <= inlineTails:
-		tails := b.tails[:b.ntails]
+		// Objects finish innermost first, so the values kept (of objects
+		// still open) usually come first and stay where they are.
+		buf := b.buf
 		kept := 0
-		for _, t := range tails {
+		for i := range b.ntails {
+			t := &b.tails[i]
 			if t.owner != owner {
-				tails[kept] = t
+				if kept != i {
+					b.tails[kept] = *t
+				}
 				kept++
 				continue
 			}
-			b.writeTail(t)
+			buf = appendTailValue(buf, t)
 		}
+		b.buf = buf
 		b.ntails = kept
 	default:
 		b.finishSpilled(owner)
@@ -467,14 +498,18 @@ func (b *Builder) finishSpilled(owner int32) {
 // writeTail appends one pending value and patches its slot: offset and
 // length, or offset only (length 0) when the slot was set to an empty value
 // after this one (docs/wire.md §3).
-func (b *Builder) writeTail(t tail) {
-	pos := len(b.buf)
-	b.buf = append(b.buf, t.data...)
+func (b *Builder) writeTail(t tail) { b.buf = appendTailValue(b.buf, &t) }
+
+// appendTailValue is writeTail on buf.
+func appendTailValue(buf []byte, t *tail) []byte {
+	pos := len(buf)
+	buf = append(buf, t.data...)
 	slot, n := int(t.slot), uint64(len(t.data))
 	if slot < 0 {
 		slot, n = ^slot, 0
 	}
-	binary.LittleEndian.PutUint64(b.buf[slot:slot+TextSlotSize], uint64(uint32(pos-slot))|n<<32)
+	binary.LittleEndian.PutUint64(buf[slot:slot+TextSlotSize], uint64(uint32(pos-slot))|n<<32)
+	return buf
 }
 
 // ListBuilder appends the elements of one list of a [Builder]. Use it
@@ -492,23 +527,30 @@ type ListBuilder struct {
 // list's elements (1, 2, 4, 8 or a struct stride), or 0 for a
 // variable-element list whose elements are [u32 size][bytes].
 func (b *Builder) StartList(elemSize int) ListBuilder {
+	// Small enough to inline, so that the caller's ListBuilder is written
+	// in place: returned from a call, its five words were copied through
+	// the stack, which cost more than the rest of StartList.
 	if elemSize < 0 {
-		b.fail("list element size %d", elemSize)
+		if b.bad.what == misNone {
+			b.bad = misuse{what: misListSize, n: elemSize}
+		}
 		return ListBuilder{}
 	}
 	b.pad8()
 	return ListBuilder{b: b, at: len(b.buf), elemSize: elemSize}
 }
 
+// check reports whether an element of size bytes may be added (0: an
+// element of a variable-element list). It records misuse without a call,
+// so that the adders stay small enough to inline.
 func (l *ListBuilder) check(size int) bool {
-	if l.b == nil {
-		return false
+	if l.b != nil && l.elemSize == size {
+		return true
 	}
-	if l.elemSize != size {
-		l.b.fail("%d-byte element in a list of %d-byte elements", size, l.elemSize)
-		return false
+	if l.b != nil && l.b.bad.what == misNone {
+		l.b.bad = misuse{what: misElement, n: size, size: l.elemSize}
 	}
-	return true
+	return false
 }
 
 // AddUint8 appends one u8 element.
@@ -582,22 +624,24 @@ func (l *ListBuilder) BeginElement() []byte {
 	if !l.check(0) {
 		return nil
 	}
-	l.b.buf = append(l.b.buf, 0, 0, 0, 0)
-	l.elemAt = len(l.b.buf)
-	return l.b.buf
+	buf := append(l.b.buf, 0, 0, 0, 0)
+	l.b.buf = buf
+	l.elemAt = len(buf)
+	return buf
 }
 
 // EndElement takes back the buffer returned by BeginElement, with the
 // element appended, and writes the element's size.
 func (l *ListBuilder) EndElement(buf []byte) {
-	if l.b == nil || l.elemAt == 0 || len(buf) < l.elemAt {
-		if l.b != nil {
-			l.b.fail("EndElement without BeginElement")
+	at := l.elemAt // not 0 only after BeginElement, so l.b is set
+	if at < ElementHeaderSize || len(buf) < at {
+		if l.b != nil && l.b.bad.what == misNone {
+			l.b.bad = misuse{what: misEnd}
 		}
 		return
 	}
 	l.b.buf = buf
-	binary.LittleEndian.PutUint32(buf[l.elemAt-ElementHeaderSize:], uint32(len(buf)-l.elemAt))
+	binary.LittleEndian.PutUint32(buf[at-ElementHeaderSize:], uint32(len(buf)-at))
 	l.elemAt = 0
 	l.count++
 }

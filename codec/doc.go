@@ -65,9 +65,10 @@
 // # For generated code
 //
 // The records `zapcodec gen` writes use a few helpers documented "for
-// generated code" (generated.go): [ParseFixed] and [Object.Fixed]
-// check the bounds of a record's fixed section once, after which its
-// fields load at constant offsets with no check each; [Object.BytesIn] and
+// generated code" (generated.go): [RootOf] (inlined, so a decoder's
+// common case makes no call) and [Object.Fixed] check the header and the
+// bounds of a record's fixed section once, after which its fields load at
+// constant offsets with no check each; [Object.BytesIn] and
 // [SameText] read and compare its text values; [AppendHeader],
 // [AppendObject], [AppendListStart], [PutObjectSlot], [PutListSlot] and
 // [PutHeader] write a message with nested objects and lists laid out as the

@@ -133,7 +133,35 @@ func SameText(p []byte, s string) bool {
 		binary.LittleEndian.Uint64(p[n-8:]) == binary.LittleEndian.Uint64(q[n-8:])
 }
 
-// ParseFixed is for generated code: [Parse] of b, then the root object
+// RootOf is for generated code: [Parse] of b and then [Message.Root], for
+// the common case only, small enough to be inlined so that a decoder's or
+// a view's fast path makes no call. When b starts with a well-formed
+// message header and the root offset lies inside the message (at least
+// [HeaderSize] and less than the size field), it returns the root object
+// (which aliases b) and true. Otherwise it returns the null object and
+// false, and the caller calls Parse, which says what is wrong or gives the
+// root of a message whose root is null or of zero size.
+func RootOf(b []byte) (Object, bool) {
+	if len(b) >= HeaderSize {
+		// Magic and version as one word (the flags, bytes 6 and 7, are
+		// masked off): it is magicWord plus 1<<32 for version 1 and plus
+		// 2<<32 for version 2, so subtracting the first leaves 0 or 1<<32.
+		h := binary.LittleEndian.Uint64(b) &^ (0xFFFF << 48)
+		rs := binary.LittleEndian.Uint64(b[offRoot:])
+		root, size := uint64(uint32(rs)), rs>>32
+		if (h-(magicWord|uint64(Version1)<<32))&^(1<<32) == 0 &&
+			root >= HeaderSize && root < size && size <= uint64(len(b)) {
+			return Object{b: b[:size], pos: int(root)}, true
+		}
+	}
+	return Object{}, false
+}
+
+// RootOf's test of the version assumes the two versions are consecutive.
+var _ = [1]struct{}{}[Version2-Version1-1]
+
+// ParseFixed is for generated code (the code generated before [RootOf]
+// took its place): [Parse] of b, then the root object
 // and, when its first n bytes (n > 0) lie inside the message, those bytes
 // as [Object.Fixed] would give them (else nil), in one call that checks
 // the header and the root's bounds together. A malformed header gives the

@@ -10,9 +10,16 @@ import (
 
 // checkGeneratedHelpers checks, on any bytes, that the helpers generated
 // decoders use agree with the general accessors: ParseFixed with Parse,
-// Root and Fixed, BytesIn with Bytes, for every fixed size and slot offset up to 64.
+// Root and Fixed, RootOf with Parse and Root, BytesIn with Bytes, for
+// every fixed size and slot offset up to 64.
 func checkGeneratedHelpers(t *testing.T, b []byte) {
 	m, err := codec.Parse(b)
+	o, ok := codec.RootOf(b)
+	// RootOf answers exactly when the header is good and the root lies
+	// inside the message; then it is Parse's root.
+	if want := err == nil && !m.Root().IsNull() && m.Root().Pos() < m.Size(); ok != want || (ok && (o.Pos() != m.Root().Pos() || !sameObject(o, m.Root()))) || (!ok && !o.IsNull()) {
+		t.Fatalf("RootOf = %v, %v; Parse: %v, root null %v", ok, o.IsNull(), err, err == nil && m.Root().IsNull())
+	}
 	if err != nil {
 		if _, f, err2 := codec.ParseFixed(b, 8); f != nil || err2 == nil || err2.Error() != err.Error() {
 			t.Fatalf("ParseFixed of what Parse refuses (%v): %v, section %x", err, err2, f)
@@ -61,6 +68,21 @@ func TestGeneratedHelpers(t *testing.T) {
 	checkGeneratedHelpers(t, bad)
 	binary.LittleEndian.PutUint32(bad[8:], 4)
 	checkGeneratedHelpers(t, bad)
+	// Every version and flags word: RootOf accepts versions 1 and 2 with
+	// any flags, as Parse does, and nothing else.
+	for _, vf := range []uint32{0, 1, 2, 3, 0x101, 0x10001, 0x20002, 0xFFFF0001, 0xFFFF0002, 0xFFFF, 0x10000, 0x1_0000_0000 - 1} {
+		v := append([]byte(nil), msg...)
+		binary.LittleEndian.PutUint32(v[4:], vf)
+		checkGeneratedHelpers(t, v)
+		if _, ok := codec.RootOf(v); ok != (uint16(vf) == 1 || uint16(vf) == 2) {
+			t.Errorf("RootOf with version and flags %#x: %v", vf, ok)
+		}
+	}
+	for i := range 4 { // each byte of the magic wrong
+		v := append([]byte(nil), msg...)
+		v[i] ^= 0x20
+		checkGeneratedHelpers(t, v)
+	}
 	// BytesIn given a short f refuses rather than panics.
 	if p := o.BytesIn(f[:3], 0); p != nil {
 		t.Fatalf("BytesIn of a 3-byte section: %x", p)
@@ -83,7 +105,7 @@ func TestSameText(t *testing.T) {
 	}
 }
 
-// FuzzGeneratedHelpers: ParseFixed and BytesIn agree with Parse, Root,
+// FuzzGeneratedHelpers: ParseFixed, RootOf and BytesIn agree with Parse, Root,
 // Fixed and Bytes on any input, and never panic.
 func FuzzGeneratedHelpers(f *testing.F) {
 	f.Add(handRequest(nil))

@@ -3,6 +3,7 @@ package codec_test
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -195,6 +196,17 @@ func TestBuilderMisuse(t *testing.T) {
 			l := b.StartList(4)
 			l.AddUint64(1)
 		}, "8-byte element"},
+		{"variable element in a flat list", func(b *codec.Builder) {
+			l := b.StartList(4)
+			if buf := l.BeginElement(); buf != nil {
+				panic("BeginElement on a flat list gave a buffer")
+			}
+		}, "0-byte element in a list of 4-byte elements"},
+		{"first misuse wins", func(b *codec.Builder) {
+			l := b.StartList(4)
+			l.AddUint64(1)  // recorded inline
+			b.SetVersion(7) // recorded by a call, later
+		}, "8-byte element in a list of 4-byte elements"},
 		{"unfinished object", func(b *codec.Builder) { b.StartObject(8).SetText(0, "lost") }, "unfinished"},
 		{"bad version", func(b *codec.Builder) { b.SetVersion(3) }, "version 3"},
 		{"end without begin", func(b *codec.Builder) {
@@ -215,7 +227,7 @@ func TestBuilderMisuse(t *testing.T) {
 			b.Reset(nil)
 			c.use(&b)
 			out := b.Finish()
-			if err := b.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+			if err := b.Err(); !errors.Is(err, codec.ErrBuilder) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Err() = %v, want one containing %q", err, c.want)
 			}
 			if _, err := codec.Parse(out); err != nil {

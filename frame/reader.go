@@ -231,8 +231,12 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 		avail := fr.w - fr.r
 		need := 4
 		if avail >= 4 {
-			t, err := fr.total(fr.buf[fr.r:fr.w])
-			if err != nil {
+			// The common case without a call: a canonical length within
+			// the limit. total decides every other case.
+			t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w]))
+			if t-1 < fr.max && t > 0 && !fr.http {
+				t += 4
+			} else if t, err = fr.total(fr.buf[fr.r:fr.w]); err != nil {
 				return fr.fail(err)
 			}
 			if avail >= t {

@@ -81,6 +81,7 @@ type Client struct {
 	err    error
 
 	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
+	promises  atomic.Int32 // promises sent and not yet waited for or released (pending.go)
 
 	// The answer check (see WithAnswerTimeout): watch runs check every
 	// answerTimeout/4; lastRx and quiet belong to check.
@@ -122,9 +123,13 @@ type slot struct {
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
 // [WithTLSConfig], TLS over it) and returns a client. ctx bounds the dial
-// and the TLS handshake only.
+// and the TLS handshake only. It fails with [ErrHTTPFraming] before
+// dialing when the options select the HTTP framing.
 func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Client, error) {
 	o := buildClientOptions(opts)
+	if err := checkFraming(o.frame); err != nil {
+		return nil, err
+	}
 	d := o.dialer
 	if d == nil {
 		d = &net.Dialer{}
@@ -156,9 +161,16 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 }
 
 // NewClient runs a client over an established connection (net.Pipe, a
-// custom dialer's result...). The client owns nc and closes it.
+// custom dialer's result...). The client owns nc and closes it. With
+// options [Dial] refuses (the HTTP framing) the client is closed at once
+// and its calls fail with an error matching [ErrClosed] that says why.
 func NewClient(nc net.Conn, opts ...ClientOption) *Client {
-	return newClient(nc, buildClientOptions(opts))
+	o := buildClientOptions(opts)
+	c := newClient(nc, o)
+	if err := checkFraming(o.frame); err != nil {
+		c.fail(err)
+	}
+	return c
 }
 
 func newClient(nc net.Conn, o clientOptions) *Client {
@@ -173,6 +185,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
 	c.chain = ChainInvoker(o.interceptors, c.unary)
+	c.streams.chain = ChainStreamer(o.streamInterceptors, c.openStream)
 	if o.answerTimeout > 0 {
 		// Stored before it can fire: check reschedules it.
 		t := time.AfterFunc(1<<62, c.check)

@@ -73,10 +73,10 @@ type serverConn struct {
 	spill  bool    // role holder: dispatch calls to workers until the next wait
 	batch  bool    // role holder: holds one unit of inflight for the calls it answers
 	active bool    // role holder: a request was read since the last wait (readtimeout.go)
-	wdIdle uint8   // watchdog only, under s.wdMu: ticks in a row without an inline call
+	wdIdle uint8   // watchdog only, under s.wdMu: scans in a row without an inline call
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
-	wdSeen uint64 // watchdog only: inl at its previous tick
+	wdSeen uint64 // watchdog only: inl at its previous scan
 
 	// Read deadlines (see readtimeout.go), role holder only.
 	armed      int64 // the read deadline set on nc (unix ns), 0 none
@@ -234,7 +234,7 @@ func (c *serverConn) serve() {
 //	|        |                                                      |
 //	+--------+------------------------------------------------------+
 //	         |
-//	watchdog sees the same seq at two ticks: CAS seq -> readerTaken,
+//	watchdog sees the same seq at two scans: CAS seq -> readerTaken,
 //	dispatches c.rjob to a worker
 //	         |
 //	         v
@@ -261,7 +261,9 @@ func (c *serverConn) readLoop() bool {
 				return true
 			}
 			c.spill = false
+			c.releaseSpare()
 			c.armWait()
+			c.s.scanDue()
 		}
 		var kind byte
 		var p []byte

@@ -51,13 +51,13 @@
 //	shutdown grace  500 ms for a peer that does not acknowledge the go-away
 //	accept errors   EMFILE, ENFILE...: retried after 5 ms doubling to 1 s
 //
-// An idle connection costs the server about 3.9 KiB of heap and 4 KiB of
+// An idle connection costs the server about 3.2 KiB of heap and 4 KiB of
 // goroutine stack (BenchmarkIdleConns10k): buffers are pooled while data
-// flows and given back when it stops. It costs no CPU: it is woken once, a
-// read timeout after its last call (to give its jobs back), then not
-// before its idle limit, and the watchdog looks only at connections that
-// ran calls in its last few ticks (BenchmarkIdleCPU: 10,000 idle
-// connections use the CPU of 10). The locks and shared atomics a call
+// flows and given back when it stops. It costs no CPU: it is not woken
+// before its idle limit (one whose calls ran on workers is woken once, a
+// read timeout after its last call, to give its jobs back), and the
+// watchdog looks only at connections that ran calls in its last few scans
+// (BenchmarkIdleCPU: 10,000 idle connections use the CPU of 10). The locks and shared atomics a call
 // touches, and what each costs as cores are added, are listed in
 // DESIGN.md.
 //
@@ -120,7 +120,11 @@
 // Recv returns (a canonical peer reads a clean end); a panic ends only its
 // stream. At most [WithMaxStreams] streams are open per connection;
 // Shutdown gives open streams the shutdown grace, then ends them with 503.
-// Once warm, Send and Recv allocate nothing.
+// Once warm, Send and Recv allocate nothing. [WithStreamInterceptors] and
+// [WithStreamClientInterceptors] chain code around stream handlers and
+// opens (a [StreamTap] sees each message), [WithStreamObserver] reports
+// each stream's start and end as a [StreamEvent], and [Server.Stats]
+// counts streams and their messages.
 //
 // Buffers: a handler's req aliases a per-call buffer owned by the server
 // and is valid only until the handler returns; the handler appends its

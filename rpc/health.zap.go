@@ -46,13 +46,15 @@ func (m *HealthCheckRequest) DecodeZAP(b []byte) error {
 	var p0 []byte // Service
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 8)
-	if err != nil {
-		return codec.InField(err, "HealthCheckRequest")
-	}
-	if len(f) == 8 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(8); len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "HealthCheckRequest")
+		}
+		o = msg.Root()
 		p0 = o.Bytes(0)
 	}
 	if !codec.SameText(p0, m.Service) {
@@ -87,6 +89,9 @@ type HealthCheckRequestView struct{ o codec.Object }
 // view of its root HealthCheckRequest. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadHealthCheckRequest(b []byte) (HealthCheckRequestView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return HealthCheckRequestView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return HealthCheckRequestView{}, err
@@ -135,13 +140,15 @@ func (m *HealthCheckResponse) SizeZAP() int {
 func (m *HealthCheckResponse) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 4)
-	if err != nil {
-		return codec.InField(err, "HealthCheckResponse")
-	}
-	if len(f) == 4 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(4); len(f) == 4 {
 		m.Status = binary.LittleEndian.Uint32(f[0:4])
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "HealthCheckResponse")
+		}
+		o = msg.Root()
 		m.Status = o.Uint32(0)
 	}
 	return nil
@@ -173,6 +180,9 @@ type HealthCheckResponseView struct{ o codec.Object }
 // view of its root HealthCheckResponse. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadHealthCheckResponse(b []byte) (HealthCheckResponseView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return HealthCheckResponseView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return HealthCheckResponseView{}, err

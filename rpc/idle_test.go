@@ -59,21 +59,50 @@ func TestIdleTimeoutStraddlingFrames(t *testing.T) {
 	}
 }
 
-// An idle connection is woken once by its read deadline after its last
-// call (to give its jobs back), and then not again until its idle limit:
-// it used to be woken every read timeout, which made 10,000 idle
-// connections cost CPU (BenchmarkIdleCPU).
+// An idle connection is not woken by its read deadline before its idle
+// limit. One that ran its calls one at a time gives its job back as it
+// waits and is not woken at all (it used to be woken once, a read timeout
+// after its last call: with 10,000 sessions calling every few seconds,
+// 1,000 wake-ups a second); one that held several jobs (a call ran on a
+// worker) is woken once, a read timeout after its last call, to give them
+// back. (Before that, every read timeout, which made 10,000 idle
+// connections cost CPU: BenchmarkIdleCPU.)
 func TestIdleConnNotWoken(t *testing.T) {
 	const rt = 20 * time.Millisecond
 	s, addr, _ := testServer(t, WithReadTimeout(rt), WithIdleTimeout(0))
 	c := dial(t, addr)
-	if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+	for i := 0; i < 3; i++ {
+		if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * rt) // twenty read timeouts of silence
+	if got := s.readWakes.Load(); got != 0 {
+		t.Fatalf("a connection that ran one call at a time was woken %d times in 20 read timeouts, want 0", got)
+	}
+
+	// Two jobs: a call the watchdog took over, and one behind it.
+	release := make(chan struct{})
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return append(resp, req...), nil
+	})
+	slow := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mSlow, []byte("slow"), nil)
+		slow <- err
+	}()
+	await(t, "the slow call", func() bool { return s.Stats().Calls == 4 })
+	if _, err := c.Call(context.Background(), mEcho, []byte("behind"), nil); err != nil {
 		t.Fatal(err)
 	}
-	// The first wake-up gives the jobs back.
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
 	await(t, "the wake-up that gives the jobs back", func() bool { return s.readWakes.Load() >= 1 })
 	n := s.readWakes.Load()
-	time.Sleep(20 * rt) // twenty read timeouts of silence
+	time.Sleep(20 * rt)
 	if got := s.readWakes.Load() - n; got != 0 {
 		t.Fatalf("an idle connection was woken %d times in 20 read timeouts after giving its jobs back, want 0", got)
 	}
@@ -131,4 +160,69 @@ func TestWatchdogSkipsIdleConns(t *testing.T) {
 	if looks > scans {
 		t.Fatalf("the watchdog looked at %d connections in %d ticks with 1 busy and %d idle connections; want at most one a tick", looks, scans, idle)
 	}
+}
+
+// While calls flow, the read loops make the watchdog's scans as they block
+// (scanDue) and the watchdog's own timer backs off (a timer due within a
+// millisecond made every sleep of every thread arm a kernel timer: README,
+// "Many sessions"). A handler that does not return is still taken over,
+// both while another connection keeps calling and after its calls stop
+// (the backstop), and the calls behind it on its connection are answered.
+func TestWatchdogScansFromReadLoops(t *testing.T) {
+	// No read or idle deadline: no read loop wakes up on its own to scan.
+	s, addr, _ := testServer(t, WithReadTimeout(0), WithIdleTimeout(0))
+	release := make(chan struct{})
+	defer close(release)
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return append(resp, req...), nil
+	})
+	busy := dial(t, addr)
+	stop := make(chan struct{})
+	stopped := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				stopped <- nil
+				return
+			default:
+			}
+			if _, err := busy.Call(context.Background(), mEcho, []byte("busy"), nil); err != nil {
+				stopped <- err
+				return
+			}
+		}
+	}()
+	await(t, "a scan by a read loop", func() bool { return s.wdByLoop.Load() != 0 })
+
+	// Taken over while the other connection calls.
+	slowBehind := func(c *Client, tag byte) {
+		t.Helper()
+		slow := make(chan error, 1)
+		go func() {
+			_, err := c.Call(context.Background(), mSlow, []byte{tag}, nil)
+			slow <- err
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := 0; i < 10; i++ {
+			if out, err := c.Call(ctx, mEcho, []byte{tag, byte(i)}, nil); err != nil || len(out) != 2 || out[1] != byte(i) {
+				t.Fatalf("call %d behind a stuck handler (not taken over in 30 s?): %x %v", i, out, err)
+			}
+		}
+		select {
+		case err := <-slow:
+			t.Fatalf("the stuck call returned: %v", err)
+		default:
+		}
+	}
+	slowBehind(dial(t, addr), 1)
+
+	// The other connection stops: the watchdog's timer takes over again.
+	close(stop)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	slowBehind(dial(t, addr), 2)
 }

@@ -8,9 +8,10 @@ import (
 // Jobs of a server connection. A connection holds jobs only while calls
 // flow: the read loop takes one for each call (its spare one, else one from
 // the connection's free list, else a new one from the server-wide pool, up
-// to the in-flight limit), and when the connection has been quiet for a
-// read-timeout wake-up with no call running, it gives them all back to the
-// pool (releaseJobs). The free list is a slice under a mutex, not a channel
+// to the in-flight limit). A connection that holds one job gives it back
+// to the pool whenever its read loop waits (releaseSpare); one that holds
+// more gives them all back when it has been quiet for a read-timeout
+// wake-up with no call running (releaseJobs). The free list is a slice under a mutex, not a channel
 // of in-flight-limit capacity: an idle connection keeps no 2 KiB channel
 // buffer.
 type jobFree struct {
@@ -122,14 +123,34 @@ func (c *serverConn) releaseJobs() {
 		c.spare = nil
 	}
 	for _, j := range jobs {
-		c.nJobs--
-		j.c, j.h = nil, nil
-		if cap(j.req) > keptJobBuffer {
-			j.req = nil
-		}
-		if cap(j.resp) > keptJobBuffer {
-			j.resp = make([]byte, 0, 512)
-		}
-		jobPool.Put(j)
+		c.putJob(j)
 	}
+}
+
+// releaseSpare gives the connection's only job back to the server-wide pool
+// when it is the read loop's spare (no call is out) and its buffers are
+// small: the read loop calls it as it waits, so that a connection running
+// small calls one at a time holds no job while it waits and needs no
+// wake-up to give it back (see betweenFrames). A connection holding more
+// jobs, or one with larger buffers (reused while its calls flow), keeps
+// them while it waits and gives them back at that wake-up, a read timeout
+// later.
+func (c *serverConn) releaseSpare() {
+	if j := c.spare; c.nJobs == 1 && j != nil && cap(j.req) <= keptJobBuffer && cap(j.resp) <= keptJobBuffer && cap(j.ext) <= keptJobBuffer {
+		c.spare = nil
+		c.putJob(j)
+	}
+}
+
+// putJob gives one of the connection's jobs, not in use, to the pool.
+func (c *serverConn) putJob(j *job) {
+	c.nJobs--
+	j.c, j.h = nil, nil
+	if cap(j.req) > keptJobBuffer {
+		j.req = nil
+	}
+	if cap(j.resp) > keptJobBuffer {
+		j.resp = make([]byte, 0, 512)
+	}
+	jobPool.Put(j)
 }

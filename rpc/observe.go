@@ -50,7 +50,8 @@ type Observer func(CallEvent)
 // WithObserver installs f to see every call: on a server, every call that
 // ran a handler (an unknown method, a malformed envelope or a call refused
 // after go-away runs none and is counted only in [Server.Stats]); on a
-// client or pool, every call on the wire. Default: none.
+// client or pool, every call on the wire. Streams are seen by
+// [WithStreamObserver]. Default: none.
 func WithObserver(f Observer) Option {
 	return bothOption{
 		s: func(o *serverOptions) { o.observer = f },

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"net"
 	"time"
@@ -95,6 +96,9 @@ type serverOptions struct {
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
 	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int           // 0: DefaultMaxStreams
+
+	streamInterceptors []StreamInterceptor // stream_intercept.go
+	streamObserver     StreamObserver      // stream_observe.go
 }
 
 type clientOptions struct {
@@ -108,6 +112,9 @@ type clientOptions struct {
 	observer      Observer            // observe.go
 	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int                 // 0: DefaultMaxStreams
+
+	streamInterceptors []StreamClientInterceptor // stream_intercept.go
+	streamObserver     StreamObserver            // stream_observe.go
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {
@@ -184,9 +191,10 @@ func WithTLSConfig(cfg *tls.Config) Option {
 // of their own; default 64 KiB), with the
 // defaults and rules frame documents. Frames are written through the
 // connection's own queue, so the write-side [frame.WithWritevThreshold]
-// does not apply; and rpc speaks the canonical transport framing, so
-// [frame.WithHTTPFraming] must not be given (every frame would then read
-// as kind 0 and the connection would fail as a protocol violation).
+// does not apply. rpc speaks the canonical transport framing only:
+// with [frame.WithHTTPFraming] among the options, [Dial] and
+// [Server.Serve] fail with [ErrHTTPFraming] (and a client made by
+// [NewClient] is closed at once, its calls failing with that reason).
 // Several WithFrameOptions add up, later settings winning.
 func WithFrameOptions(opts ...frame.Option) Option {
 	opts = append([]frame.Option(nil), opts...)
@@ -194,6 +202,20 @@ func WithFrameOptions(opts ...frame.Option) Option {
 		s: func(o *serverOptions) { o.frame = append(o.frame, opts...) },
 		c: func(o *clientOptions) { o.frame = append(o.frame, opts...) },
 	}
+}
+
+// ErrHTTPFraming is returned by [Dial] and [Server.Serve] when
+// [WithFrameOptions] selects [frame.WithHTTPFraming]: a ZAP-RPC
+// connection carries the canonical transport frames (u32 length, kind,
+// envelope; docs/wire.md §7), and the HTTP framing has no kind byte.
+var ErrHTTPFraming = errors.New("rpc: frame.WithHTTPFraming cannot be given to rpc.WithFrameOptions: ZAP-RPC connections use the canonical transport framing")
+
+// checkFraming refuses the HTTP framing.
+func checkFraming(opts []frame.Option) error {
+	if len(opts) > 0 && frame.UsesHTTPFraming(opts...) {
+		return ErrHTTPFraming
+	}
+	return nil
 }
 
 // WithWriteTimeout sets how long a write to the socket may go without the

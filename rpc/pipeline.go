@@ -80,6 +80,7 @@ func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, re
 		c.drop(s)
 		return Promise{}, err
 	}
+	c.promises.Add(1)
 	return Promise{c: c, s: s, pid: s.pid, resp: resp}, nil
 }
 
@@ -113,7 +114,9 @@ func (p Promise) Wait(ctx context.Context) ([]byte, error) {
 	if !p.owned() {
 		return p.resp, errNoPromise
 	}
-	return p.c.wait(ctx, p.s, p.resp)
+	out, err := p.c.wait(ctx, p.s, p.resp)
+	p.c.promises.Add(-1) // counted until the answer is taken
+	return out, err
 }
 
 // Release gives up the call's answer without waiting for it: the slot is
@@ -124,6 +127,7 @@ func (p Promise) Release() {
 	if !p.owned() {
 		return
 	}
+	p.c.promises.Add(-1)
 	p.c.drop(p.s)
 }
 

@@ -65,9 +65,13 @@ func (c *serverConn) frameAllowance(n int) int64 {
 // cost no CPU (BenchmarkIdleCPU). Only while the connection holds jobs or
 // runs calls is the wait cut at one read timeout: the wake-up gives the
 // jobs back once the connection is quiet, and counts a call still
-// running as activity for the idle limit (see deadlineFired). So a
-// connection is woken once, a read timeout after its last call, and then
-// at its idle limit.
+// running as activity for the idle limit (see deadlineFired). A
+// connection that runs one call at a time gives its job back as it waits
+// (releaseSpare), so it is not woken before its idle limit at all; one
+// that held several jobs is woken once, a read timeout after its last
+// call, and then at its idle limit. (10,000 sessions each calling every
+// few seconds used to cost 1,000 of these wake-ups a second, and two read
+// deadline changes each.)
 func (c *serverConn) betweenFrames(now int64) int64 {
 	o := &c.s.opts
 	at := noDeadline

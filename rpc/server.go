@@ -60,14 +60,18 @@ type Server struct {
 	idleWork atomic.Int64
 
 	// The watchdog takes the read loop away from slow inline handlers
-	// (see serverConn.runInline). It parks while no handler runs inline
-	// for a while; a read loop starting an inline call wakes it.
+	// (see serverConn.runInline). Read loops scan for it while calls
+	// flow (scanDue); it parks while no handler runs inline for a while,
+	// and a read loop starting an inline call wakes it.
 	wdParked atomic.Bool
 	wdWake   chan struct{} // capacity 1
+	wdLast   atomic.Int64  // monoNow of the last scan; written under wdMu
+	wdByLoop atomic.Int64  // monoNow of the last scan a read loop made (scanDue)
 	wdMu     sync.Mutex
 	wdList   []*serverConn // under wdMu: connections that ran calls inline lately
+	wdBusy   bool          // under wdMu: the last scan saw a handler running inline
 	wdLooks  int64         // under wdMu: connections the watchdog looked at (tests)
-	wdScans  int64         // under wdMu: its ticks (tests)
+	wdScans  int64         // under wdMu: its scans (tests)
 
 	readWakes atomic.Int64 // read deadlines that fired (tests)
 
@@ -80,7 +84,8 @@ type Server struct {
 
 	connWG sync.WaitGroup
 
-	stats serverStats
+	stats       serverStats
+	streamStats streamCounters // stream_observe.go
 }
 
 type serverStats struct {
@@ -102,6 +107,9 @@ type Stats struct {
 	OK, BadRequest, NotFound, Internal, Unavailable, OtherStatus uint64
 	BytesIn, BytesOut                                            uint64 // frame bytes
 	Workers                                                      int64  // worker goroutines alive
+	// Streams counts streams and their messages (Calls and the answers
+	// by status above are unary calls only).
+	Streams StreamStats
 }
 
 // NewServer returns a server with no handlers.
@@ -184,6 +192,7 @@ func (s *Server) Stats() Stats {
 		BytesIn:     st.bytesIn.Load(),
 		BytesOut:    st.bytesOut.Load(),
 		Workers:     s.workers.Load(),
+		Streams:     s.streamStats.snapshot(),
 	}
 }
 
@@ -212,8 +221,14 @@ func statusIndex(status uint32) int {
 // after a pause of 5 ms doubling to 1 s, as net/http does. Serve returns
 // [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
 // closed when Serve returns. TCP, Unix and TLS listeners all work; with
-// [WithTLSConfig] every accepted connection is wrapped in TLS.
+// [WithTLSConfig] every accepted connection is wrapped in TLS. With the
+// HTTP framing among the server's frame options it returns
+// [ErrHTTPFraming] at once (l closed).
 func (s *Server) Serve(l net.Listener) error {
+	if err := checkFraming(s.opts.frame); err != nil {
+		l.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

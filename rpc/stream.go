@@ -126,6 +126,9 @@ type Stream struct {
 	out   int64 // accounted bytes sent and not granted back by the peer
 	sdone bool  // no message may be sent any more
 	serr  error // what Send returns once sdone
+
+	acct streamAcct  // on mu: counts for the observer and Stats (stream_observe.go)
+	taps []StreamTap // set before the stream is used (stream_intercept.go)
 }
 
 // streamSet is a connection's streams, on a Client or a serverConn.
@@ -150,6 +153,8 @@ type streamSet struct {
 	// preHelloWindow.
 	noHello atomic.Bool
 
+	n        atomic.Int32  // len(m), for Streams and the balancers that read it per call
+	chain    Streamer      // client: the stream interceptors around openStream; nil: none
 	stalls   atomic.Uint64 // times the read loop waited for a full stream's room
 	readGone atomic.Bool   // the peer sent its last frame: no grant will come
 	stalling atomic.Int32  // the read loop waits for a stream's room (see put)
@@ -203,6 +208,11 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // unaffected) for a message over the maximum frame size. Once warm, Send
 // allocates nothing.
 func (s *Stream) Send(msg []byte) error {
+	if s.taps != nil {
+		if err := s.tapSend(msg); err != nil {
+			return err
+		}
+	}
 	cost := int64(len(msg)) + wire.StreamMsgOverhead
 	t := s.set
 	s.wmu.Lock()
@@ -231,11 +241,13 @@ func (s *Stream) Send(msg []byte) error {
 		s.cond.Wait()
 	}
 	s.out += cost
+	s.countOut(len(msg))
 	s.mu.Unlock()
 	err := t.writeFrame(s.ctx, wire.KindStreamMsg, s.id, msg, true)
 	if err != nil && (errors.Is(err, frame.ErrFrameTooLarge) || err == s.ctx.Err()) {
 		s.mu.Lock()
 		s.out -= cost // not sent
+		s.uncountOut(len(msg))
 		s.mu.Unlock()
 	}
 	return err
@@ -280,6 +292,7 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	}
 	n := int(binary.LittleEndian.Uint32(s.q[s.qh:]))
 	at := s.qh + wire.StreamMsgOverhead
+	n0 := len(buf)
 	buf = append(buf, s.q[at:at+n]...)
 	s.qh = at + n
 	if s.qh == len(s.q) {
@@ -302,6 +315,11 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	s.mu.Unlock()
 	if grant > 0 {
 		t.grant(s.id, grant)
+	}
+	if s.taps != nil {
+		if err := s.tapRecv(buf[n0:]); err != nil {
+			return buf[:n0], err
+		}
 	}
 	return buf, nil
 }
@@ -339,6 +357,7 @@ func (s *Stream) put(msg []byte, wait bool) (full bool) {
 		s.q = binary.LittleEndian.AppendUint32(s.q, uint32(len(msg)))
 		s.q = append(s.q, msg...)
 		s.qBytes += int64(len(msg)) + wire.StreamMsgOverhead
+		s.countIn(len(msg))
 		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
@@ -461,6 +480,9 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 		s.rerr = err
 	}
 	send := status != 0 && !s.sdone
+	if send && s.acct.status == 0 {
+		s.acct.status = status
+	}
 	if !s.sdone {
 		s.sdone, s.serr = true, err
 	}
@@ -587,17 +609,16 @@ func (t *streamSet) remove(s *Stream) {
 	t.mu.Lock()
 	if t.m[s.id] == s {
 		delete(t.m, s.id)
+		t.count()
 	}
 	t.mu.Unlock()
 }
 
+// count publishes len(t.m); called with t.mu held after a change.
+func (t *streamSet) count() { t.n.Store(int32(len(t.m))) }
+
 // open returns the number of open streams.
-func (t *streamSet) open() int {
-	t.mu.Lock()
-	n := len(t.m)
-	t.mu.Unlock()
-	return n
-}
+func (t *streamSet) open() int { return int(t.n.Load()) }
 
 // closeAll fails every stream: the connection is gone (err matches
 // ErrClosed). Messages already queued stay readable before err.
@@ -612,11 +633,13 @@ func (t *streamSet) closeAll(err error) {
 	}
 	if t.cl != nil {
 		clear(t.m) // a server's handlers remove their own
+		t.count()
 	}
 	t.mu.Unlock()
 	for _, s := range ss {
 		s.abort(err, false, 0, "")
 		s.stopCtx()
+		s.clientEnd(0, err)
 	}
 }
 

@@ -50,7 +50,20 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // status 404, and one beyond its stream limit or after its go-away with
 // 503; a canonical server ends neither (Recv then waits until the
 // connection closes).
+//
+// Stream interceptors ([WithStreamClientInterceptors]) run around the
+// open; the stream observer ([WithStreamObserver]) sees its start and its
+// end.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*Stream, error) {
+	if c.streams.chain != nil {
+		return c.streams.chain(ctx, method, init)
+	}
+	return c.openStream(ctx, method, init)
+}
+
+// openStream opens a stream on the wire: the innermost Streamer of the
+// client's chain.
+func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -73,7 +86,9 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 	}
 	s := newStream(t, t.allocID(), method)
 	s.ctx = ctx
+	s.acct.start, s.acct.bytesOut = monoNow(), int64(len(init))
 	t.m[s.id] = s
+	t.count()
 	var err error
 	lead := false
 	if !t.helloSent {
@@ -84,38 +99,44 @@ func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*S
 		t.awaitHello()
 	}
 	t.mu.Unlock()
+	c.clientStreamStart(s)
 	err = c.out.flushIf(lead, err)
 	if err != nil {
-		t.remove(s)
-		return nil, t.broken(err)
+		return nil, t.unopened(s, t.broken(err))
 	}
 	buf, err := c.out.beginCtx(ctx, wire.KindStreamOpen)
 	if err != nil {
-		t.remove(s)
-		return nil, err
+		return nil, t.unopened(s, err)
 	}
 	if c.goAway.Load() {
 		c.out.abandon(buf)
-		t.remove(s)
-		return nil, ErrGoAway
+		return nil, t.unopened(s, ErrGoAway)
 	}
 	buf = appendCall(buf, ctx, method, s.id, 0, init)
 	err = c.out.endFlush(buf)
 	if err != nil {
-		t.remove(s)
 		if errors.Is(err, frame.ErrFrameTooLarge) {
-			return nil, err
+			return nil, t.unopened(s, err)
 		}
-		return nil, t.broken(err)
+		return nil, t.unopened(s, t.broken(err))
 	}
 	if ctx.Done() != nil {
 		s.setStop(context.AfterFunc(ctx, func() {
 			if s.abort(ctx.Err(), true, StatusCanceled, streamCancelText) {
 				t.remove(s)
+				s.clientEnd(StatusCanceled, ctx.Err())
 			}
 		}))
 	}
 	return s, nil
+}
+
+// unopened takes a stream whose open was not sent out of the set and
+// reports its end with err, which it returns.
+func (t *streamSet) unopened(s *Stream, err error) error {
+	t.remove(s)
+	s.clientEnd(0, err)
+	return err
 }
 
 // onStreamEnd handles a kind 5 frame on a client: the server's direction
@@ -133,8 +154,10 @@ func (t *streamSet) onClientEnd(p []byte) {
 	s.stopCtx() // before Recv can see the end
 	if e.Status == 0 {
 		s.ended(io.EOF, true, io.EOF)
+		s.clientEnd(StatusOK, nil)
 	} else {
 		err := endError(e)
 		s.ended(err, true, err)
+		s.clientEnd(e.Status, err)
 	}
 }

@@ -15,7 +15,10 @@ import (
 // while serving. Streaming and unary methods are separate tables (a
 // stream open, kind 3, never reaches a unary handler, nor a request a
 // stream handler), so one ordinal may have both. Method 0 is ignored; an
-// ordinal above [MaxMethod] panics. Interceptors and the observer do not
+// ordinal above [MaxMethod] panics. The server's stream interceptors
+// ([WithStreamInterceptors]) are wrapped around h here, once; the stream
+// observer ([WithStreamObserver]) and [Server.Stats] see every stream
+// whose handler runs. The unary interceptors ([WithInterceptors]) do not
 // run around stream handlers.
 func (s *Server) HandleStream(method uint32, h StreamHandler) {
 	if method == 0 {
@@ -23,6 +26,9 @@ func (s *Server) HandleStream(method uint32, h StreamHandler) {
 	}
 	if method > MaxMethod {
 		panic(fmt.Sprintf("rpc: HandleStream: method ordinal %d above MaxMethod (%d)", method, MaxMethod))
+	}
+	if h != nil && len(s.opts.streamInterceptors) > 0 {
+		h = chainStreamHandler(s.opts.streamInterceptors, method, h)
 	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
@@ -100,6 +106,7 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 				// and Recv fail, and no end of ours follows (the client
 				// has forgotten the stream).
 				err := endError(e)
+				st.endedWith(e.Status)
 				st.ended(err, true, err)
 				st.cancel()
 			}
@@ -186,7 +193,9 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		ctx, st.cancel = context.WithCancel(ctx)
 	}
 	st.ctx = context.WithValue(ctx, streamKey{}, st)
+	st.acct.start = monoNow()
 	t.m[id] = st
+	t.count()
 	t.mu.Unlock()
 	// A Send waiting for a grant wakes when the ctx ends (its deadline,
 	// the base context); the other ends of the ctx abort the stream.
@@ -214,6 +223,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 // (with all false, only to a peer that does flow control: a zapcodec
 // one). It reports false when the connection broke.
 func (c *serverConn) streamRefuse(id, status uint32, text string, all bool) bool {
+	c.s.streamStats.refused.Add(1)
 	if !all && !c.streams.peerFC.Load() {
 		return true
 	}
@@ -223,6 +233,7 @@ func (c *serverConn) streamRefuse(id, status uint32, text string, all bool) bool
 // runStream runs a stream's handler and ends the server's direction with
 // its result (unless CloseSend, an abort or the connection ended it).
 func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
+	c.serverStreamStart(st, init)
 	status, text := c.invokeStream(st, h, init)
 	st.wmu.Lock()
 	st.mu.Lock()
@@ -244,6 +255,7 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 	st.wmu.Unlock()
 	st.stopCtx()
 	st.cancel()
+	c.serverStreamEnd(st, status)
 	c.doneOne()
 }
 

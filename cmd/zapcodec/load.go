@@ -33,7 +33,12 @@ func init() {
     stderr, then calls/s, latency p50/p90/p99/p99.9/max, answers by status
     and bytes in/out.
   -addr ADDR          server address (default 127.0.0.1:7700; a socket path
-                      with -network unix)
+                      with -network unix), or a cluster target:
+                      dns:///host:port, dns+srv:///_zap._tcp.name,
+                      static:///a:1,b:2 (dns://server:53/... asks that DNS
+                      server): the calls then go through one rpc/cluster
+                      client, spread over the replicas, with -c connections
+                      to each
   -network NET        tcp or unix (default tcp)
   -c N                connections (default 4)
   -concurrency N      calls in flight per connection (default 8)
@@ -127,6 +132,14 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "zapcodec load: -network %q: want tcp or unix\n", c.Network)
 		return 2
 	}
+	if strings.Contains(c.Addr, "://") {
+		c.Target = c.Addr // a cluster target
+		if lf.client == "direct" {
+			fmt.Fprintf(stderr, "zapcodec load: -client direct cannot call a cluster target\n")
+			return 2
+		}
+		lf.client = "rpc"
+	}
 	switch lf.client {
 	case "auto":
 		c.Direct = c.Concurrency == 1
@@ -184,7 +197,11 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer r.Close()
-	fmt.Fprintf(stderr, "%d connections open after %v\n", c.Conns, time.Since(start).Round(time.Millisecond))
+	if c.Target != "" {
+		fmt.Fprintf(stderr, "%d connections per replica open after %v\n", c.Conns, time.Since(start).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(stderr, "%d connections open after %v\n", c.Conns, time.Since(start).Round(time.Millisecond))
+	}
 	rep, err := r.Run(ctx)
 	switch {
 	case errors.Is(err, context.Canceled):

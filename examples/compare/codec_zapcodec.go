@@ -27,28 +27,47 @@ func (*Zapcodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
 	return (*ethzap.GetBalanceRequest)(r).AppendZAP(dst), nil
 }
 
-// whole checks, once the header has been parsed, that b is one message with
-// nothing after it and a root object of at least fixed bytes: the other
-// arms refuse such input too, where the generated reader would read the
-// missing fields as zero.
-func whole(b []byte, fixed int) error {
-	size := int(binary.LittleEndian.Uint32(b[12:]))
-	if size != len(b) {
+// isWhole reports whether the header at the start of b says that b is one
+// message with nothing after it and a root object of at least fixed bytes
+// (the generated reader checks the rest of the header): the other arms
+// refuse such input too, where the generated reader would read the missing
+// fields as zero. It reads the root offset and size as one word and is
+// small enough to inline; notWhole says what was wrong.
+func isWhole(b []byte, fixed int) bool {
+	if len(b) < codec.HeaderSize {
+		return false
+	}
+	rs := binary.LittleEndian.Uint64(b[8:])
+	root, size := rs&0xFFFF_FFFF, rs>>32
+	return size == uint64(len(b)) && root >= codec.HeaderSize && root+uint64(fixed) <= size
+}
+
+// notWhole returns the error for a b that isWhole refused.
+//
+//go:noinline
+func notWhole(b []byte, fixed int) error {
+	if len(b) < codec.HeaderSize {
+		return fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+	}
+	if size := int(binary.LittleEndian.Uint32(b[12:])); size != len(b) {
 		return fmt.Errorf("%w: %d bytes after the message", ErrMalformed, len(b)-size)
 	}
-	if root := int(binary.LittleEndian.Uint32(b[8:])); root < codec.HeaderSize || root+fixed > size {
-		return fmt.Errorf("%w: root object shorter than %d bytes", ErrMalformed, fixed)
-	}
-	return nil
+	return fmt.Errorf("%w: root object shorter than %d bytes", ErrMalformed, fixed)
 }
 
 // DecodeRequest implements Codec. The generated DecodeZAP copies the
-// Method text (it allocates only when the value changes).
+// Method text (it allocates only when the value changes). The whole-message
+// check comes first, so that b goes on to DecodeZAP without being kept
+// across the call; for input it refuses, DecodeZAP still runs first to
+// report a malformed header as its own error.
 func (*Zapcodec) DecodeRequest(b []byte, r *Request) error {
-	if err := (*ethzap.GetBalanceRequest)(r).DecodeZAP(b); err != nil {
-		return err
+	if !isWhole(b, 44) {
+		if err := (*ethzap.GetBalanceRequest)(r).DecodeZAP(b); err != nil {
+			return err // no message: the generated reader's own error
+		}
+		return notWhole(b, 44)
 	}
-	return whole(b, 44)
+	return (*ethzap.GetBalanceRequest)(r).DecodeZAP(b)
 }
 
 // AppendResponse implements Codec.
@@ -58,10 +77,13 @@ func (*Zapcodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
 
 // DecodeResponse implements Codec.
 func (*Zapcodec) DecodeResponse(b []byte, r *Response) error {
-	if err := (*ethzap.GetBalanceResponse)(r).DecodeZAP(b); err != nil {
-		return err
+	if !isWhole(b, 80) {
+		if err := (*ethzap.GetBalanceResponse)(r).DecodeZAP(b); err != nil {
+			return err
+		}
+		return notWhole(b, 80)
 	}
-	return whole(b, 80)
+	return (*ethzap.GetBalanceResponse)(r).DecodeZAP(b)
 }
 
 // Handle implements Codec: it reads the request through the generated view
@@ -71,8 +93,8 @@ func (*Zapcodec) Handle(dst, req []byte, t *Table) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if err := whole(req, 44); err != nil {
-		return dst, err
+	if !isWhole(req, 44) {
+		return dst, notWhole(req, 44)
 	}
 	if v.Method() != Method {
 		return dst, ErrMethod

@@ -2,8 +2,10 @@ package compare
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -333,5 +335,46 @@ func TestNoStateLeak(t *testing.T) {
 				t.Fatalf("%s: answer %d after odd input:\n%x\nfresh:\n%x", m.Name, i, a, b)
 			}
 		}
+	}
+}
+
+// TestZapcodecRefusesNonWhole: the zapcodec arm refuses, as the other arms
+// do, a message followed by more bytes, a root object shorter than the
+// record's fixed section and a root inside the header, in all three
+// operations that read; the generated reader alone would read such input
+// with the missing fields as zero.
+func TestZapcodecRefusesNonWhole(t *testing.T) {
+	f := NewFixture()
+	c := NewZapcodec()
+	req, _ := c.AppendRequest(nil, &f.Requests[1])
+	resp, _ := c.AppendResponse(nil, &f.Responses[1])
+	bad := func(b []byte, edit func(b []byte) []byte) []byte {
+		return edit(append([]byte(nil), b...))
+	}
+	trailing := func(b []byte) []byte { return append(b, 0) }
+	// The size field says the message ends 8 bytes into the root's fixed
+	// section, and the bytes end there too.
+	shortRoot := func(b []byte) []byte {
+		n := int(binary.LittleEndian.Uint32(b[8:])) + 8
+		binary.LittleEndian.PutUint32(b[12:], uint32(n))
+		return b[:n]
+	}
+	rootInHeader := func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 8); return b }
+	for name, edit := range map[string]func([]byte) []byte{"trailing": trailing, "short root": shortRoot, "root in header": rootInHeader} {
+		var r Request
+		if err := c.DecodeRequest(bad(req, edit), &r); !errors.Is(err, ErrMalformed) {
+			t.Errorf("DecodeRequest, %s: %v", name, err)
+		}
+		if _, err := c.Handle(nil, bad(req, edit), f.Table); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Handle, %s: %v", name, err)
+		}
+		var rr Response
+		if err := c.DecodeResponse(bad(resp, edit), &rr); !errors.Is(err, ErrMalformed) {
+			t.Errorf("DecodeResponse, %s: %v", name, err)
+		}
+	}
+	var r Request
+	if err := c.DecodeRequest(req, &r); err != nil || r != f.Requests[1] {
+		t.Fatalf("the unedited request: %+v, %v", r, err)
 	}
 }

@@ -7,7 +7,9 @@
 # CPU seconds while the load ran (from "connections open" to the report),
 # and its resident set per connection (RSS late in the run minus RSS
 # before any connection, divided by N), and the load tool's own CPU
-# seconds over its whole run (dialing included; needs /usr/bin/time). Medians are for the reader.
+# seconds over its whole run (dialing included; needs /usr/bin/time). At
+# the end, per N, the medians of each server's CPU, p99 and RSS per
+# connection, and their ratios to the plain server's.
 #
 #   examples/ethrpc/sessions.sh [ROUNDS] [N...]     (default: 3 rounds, 10000)
 #
@@ -66,9 +68,25 @@ for n in $NS; do
       printf "%-6s %-6s %6.0f %9.2f %9.2f %9.2f %9s %8.2f %10.0f %10.2f\n" "$n" $kind "$(j calls_per_sec)" \
         "$(echo "$(j p50)/1000000" | bc -l)" "$(echo "$(j p99)/1000000" | bc -l)" "$(echo "$(j p99_9)/1000000" | bc -l)" \
         "$(j failed)" "$(echo "$cpu1-$cpu0" | bc -l)" "$(echo "($rss1-$rss0)/$n" | bc -l)" "$(awk '{print $1+$2}' "$bin/load.time")"
+      echo "$n $kind $(echo "$cpu1-$cpu0" | bc -l) $(echo "$(j p99)/1000000" | bc -l) $(echo "($rss1-$rss0)/$n" | bc -l)" >> "$bin/all.txt"
       if [ "$(j failed)" != 0 ]; then
         echo "       failed calls: $(tr -d '\n ' < "$bin/load.json" | grep -o '"errors":{[^}]*}')"
       fi
     done
+  done
+done
+# Medians per N and server, and ratios to plain's medians.
+med() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+for n in $NS; do
+  for kind in ${BASE_ETHRPC:+base} rpc plain; do
+    c=$(awk -v n="$n" -v k=$kind '$1==n && $2==k {print $3}' "$bin/all.txt" | med)
+    p=$(awk -v n="$n" -v k=$kind '$1==n && $2==k {print $4}' "$bin/all.txt" | med)
+    m=$(awk -v n="$n" -v k=$kind '$1==n && $2==k {print $5}' "$bin/all.txt" | med)
+    eval "c_$kind=$c p_$kind=$p m_$kind=$m"
+  done
+  for kind in ${BASE_ETHRPC:+base} rpc plain; do
+    eval "c=\$c_$kind p=\$p_$kind m=\$m_$kind"
+    printf "# N=%s %-5s median of %s: cpu %.2f s (%.2fx plain), p99 %.2f ms (%.2fx), rss %.0f B/conn (%.2fx)\n" "$n" $kind "$ROUNDS" \
+      "$c" "$(echo "$c/$c_plain" | bc -l)" "$p" "$(echo "$p/$p_plain" | bc -l)" "$m" "$(echo "$m/$m_plain" | bc -l)"
   done
 done

@@ -28,6 +28,15 @@ var ErrNoConns = errors.New("loadgen: every connection is closed")
 type Config struct {
 	// Network is "tcp" (default) or "unix"; Addr the server address.
 	Network, Addr string
+	// Target, when set, is an rpc/cluster target ("dns:///host:port",
+	// "dns+srv:///_zap._tcp.name", "static:///a:1,b:2"; see
+	// cluster.ParseTarget): the run makes its calls through one cluster
+	// client, which spreads them over the replicas, keeps Conns
+	// connections to each and survives replicas that restart. Addr is
+	// then only a label (Target when empty). It rules out Dial and
+	// Direct; the bytes in and out are counted from the calls (payloads,
+	// envelope and frame headers), not from the sockets.
+	Target string
 	// Dial, when set, opens the connections instead of net.Dialer (tests,
 	// in-memory pipes). The result is wrapped to count bytes.
 	Dial func(ctx context.Context) (net.Conn, error)
@@ -92,6 +101,7 @@ type Runner struct {
 	counts  []*countingConn // bytes in and out, per connection
 	workers []*worker
 	shards  []*histShard
+	cluster *clusterConn // the one client of a run with a Target
 }
 
 // histShard is a latency histogram that several workers share: a
@@ -149,8 +159,24 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Direct && (cfg.Concurrency != 1 || len(cfg.ClientOptions) > 0) {
 		return nil, errors.New("loadgen: Direct needs Concurrency 1 and no ClientOptions")
 	}
+	if cfg.Target != "" {
+		if cfg.Direct || cfg.Dial != nil {
+			return nil, errors.New("loadgen: a cluster Target rules out Direct and Dial")
+		}
+		if cfg.Addr == "" {
+			cfg.Addr = cfg.Target
+		}
+	}
 	r := &Runner{cfg: cfg}
-	for i := 0; i < cfg.Conns; i++ {
+	if cfg.Target != "" {
+		cc, err := dialCluster(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+		r.cluster = cc
+		r.clients = append(r.clients, cc)
+	}
+	for i := 0; i < cfg.Conns && cfg.Target == ""; i++ {
 		nc, err := r.dial(ctx)
 		if err != nil {
 			r.Close()
@@ -170,7 +196,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	for i := 0; i < nw; i++ {
 		r.workers = append(r.workers, &worker{
-			client:   r.clients[i%cfg.Conns],
+			client:   r.clients[i%len(r.clients)],
 			shard:    r.shards[i%len(r.shards)],
 			req:      make([]byte, 0, 256),
 			resp:     make([]byte, 0, 256),
@@ -194,6 +220,10 @@ func (r *Runner) bytes() (in, out uint64) {
 	for _, c := range r.counts {
 		in += c.in.Load()
 		out += c.out.Load()
+	}
+	if r.cluster != nil {
+		in += r.cluster.in.Load()
+		out += r.cluster.out.Load()
 	}
 	return in, out
 }

@@ -24,9 +24,14 @@ func TestAllocsCall(t *testing.T) {
 			return invoke(ctx, m, req, resp)
 		})}},
 		{"2 conns per replica", []Option{WithConnsPerReplica(2)}},
+		{"weighted p2c", []Option{WithResolver(weighted{{r1.addr, 3}, {r2.addr, 1}})}},
+		{"weighted roundrobin", []Option{WithResolver(weighted{{r1.addr, 3}, {r2.addr, 1}}), WithBalancer(RoundRobin())}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialT(t, "static:///"+r1.addr+","+r2.addr, tc.opts...)
+			if weighted := tc.name[0] == 'w'; weighted != (c.ready.Load().cum != nil) {
+				t.Fatalf("weighted %v, running sums %v", weighted, c.ready.Load().cum)
+			}
 			ctx := context.Background()
 			req := []byte("0123456789abcdef")
 			resp := make([]byte, 0, 64)
@@ -44,4 +49,19 @@ func TestAllocsCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// weighted is a WeightedResolver with fixed endpoints.
+type weighted []Endpoint
+
+func (w weighted) Resolve(context.Context) ([]string, error) {
+	var out []string
+	for _, ep := range w {
+		out = append(out, ep.Addr)
+	}
+	return out, nil
+}
+
+func (w weighted) ResolveWeighted(context.Context) ([]Endpoint, error) {
+	return append([]Endpoint(nil), w...), nil
 }

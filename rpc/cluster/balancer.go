@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 )
@@ -10,18 +11,63 @@ import (
 // be safe for concurrent use, must not block, and should not allocate
 // (it runs on every call). conns holds at least two connections (with one
 // the client does not ask) and must not be kept or changed; Pick returns
-// an index into it (one out of range counts as 0).
+// an index into it (one out of range counts as 0). A balancer of its own
+// that honours the replicas' weights reads them with [Conn.Weight]; the
+// built-in ones use running sums the client keeps.
 type Balancer interface {
 	Pick(conns []*Conn) int
 }
 
+// weightedBalancer is a built-in balancer's pick when the weights differ:
+// cum holds the running sums of the connections' weights.
+type weightedBalancer interface {
+	pickWeighted(conns []*Conn, cum []float64) int
+}
+
+// drawWeighted returns the index of a connection drawn with a chance
+// proportional to its weight, from the running sums cum.
+func drawWeighted(cum []float64) int {
+	return searchCum(cum, rand.Float64()*cum[len(cum)-1])
+}
+
+// searchCum returns the first index whose running sum exceeds x (the last
+// one when none does: x at the very top).
+func searchCum(cum []float64, x float64) int {
+	lo, hi := 0, len(cum)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cum[m] > x {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// weightAt returns the weight of connection k from the running sums.
+func weightAt(cum []float64, k int) float64 {
+	if k == 0 {
+		return cum[0]
+	}
+	return cum[k] - cum[k-1]
+}
+
 // P2C is the default policy, the power of two choices: two connections
-// drawn at random, the one with fewer calls in flight gets the call. On
-// multiplexed connections calls in flight are the load (round robin over
+// drawn at random, the one with the lower load ([Conn.Load]: calls in
+// flight, open streams and outstanding promises) gets the call. On
+// multiplexed connections the work in flight is the load (round robin over
 // connections ignores it: a replica that answers slowly piles up calls);
 // drawing two instead of taking the least loaded of all keeps many
 // clients from herding onto the same replica (Mitzenmacher, "The Power of
 // Two Choices in Randomized Load Balancing").
+//
+// With replicas of different weights ([Endpoint], SRV records), the two
+// connections are drawn with chances proportional to their weights, and
+// their loads are compared relative to their weights (load over weight):
+// while the replicas keep up, each gets a share of the calls
+// proportional to its weight, and a replica twice as heavy takes twice
+// the load before it loses a draw.
 func P2C() Balancer { return p2c{} }
 
 type p2c struct{}
@@ -33,17 +79,46 @@ func (p2c) Pick(conns []*Conn) int {
 	if j >= i {
 		j++
 	}
-	if conns[j].inflight.Load() < conns[i].inflight.Load() {
+	if conns[j].load() < conns[i].load() {
 		return j
 	}
 	return i
 }
 
-// RoundRobin takes the connections in turn, whatever their load.
+func (p2c) pickWeighted(conns []*Conn, cum []float64) int {
+	i := drawWeighted(cum)
+	j := drawWeighted(cum)
+	if j == i {
+		if j = drawWeighted(cum); j == i {
+			return i // one replica carries most of the weight
+		}
+	}
+	// load_j / w_j < load_i / w_i, without dividing.
+	if float64(conns[j].load())*weightAt(cum, i) < float64(conns[i].load())*weightAt(cum, j) {
+		return j
+	}
+	return i
+}
+
+// RoundRobin takes the connections in turn, whatever their load. With
+// replicas of different weights, each gets a share of the calls
+// proportional to its weight, spread evenly over time (the k-th call goes
+// where the fractional part of k times the golden ratio falls on the
+// running sums of the weights).
 func RoundRobin() Balancer { return &roundRobin{} }
 
 type roundRobin struct{ next atomic.Uint32 }
 
 func (r *roundRobin) Pick(conns []*Conn) int {
 	return int(r.next.Add(1) % uint32(len(conns)))
+}
+
+// golden is the fractional part of the golden ratio: k*golden mod 1 is
+// spread evenly over [0, 1) for consecutive k.
+const golden = 0.6180339887498949
+
+func (r *roundRobin) pickWeighted(conns []*Conn, cum []float64) int {
+	x := float64(r.next.Add(1)) * golden
+	x -= math.Floor(x)
+	return searchCum(cum, x*cum[len(cum)-1])
 }

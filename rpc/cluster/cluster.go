@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,8 +14,10 @@ import (
 )
 
 // ErrNoReplica is returned by a call that found no admitted replica (all
-// ejected, connecting or removed) and could not wait for one (see
-// [WithWaitForReady]). The call was not sent.
+// ejected, connecting or removed, or none resolved yet) and could not
+// wait for one (see [WithWaitForReady]). The call was not sent. The error
+// a call returns matches it with errors.Is and says what last went wrong
+// (a resolution, a dial, a health check).
 var ErrNoReplica = errors.New("cluster: no replica is ready")
 
 // Client sends calls to the replicas of a service: it resolves their
@@ -27,14 +30,17 @@ type Client struct {
 	target string
 	res    Resolver
 	chain  rpc.Invoker
+	schain rpc.Streamer     // stream interceptors around openStream; nil: none
+	wb     weightedBalancer // the balancer, when it honours weights itself
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	ready  atomic.Pointer[[]*Conn] // connections of admitted replicas; never nil
+	ready  atomic.Pointer[readySet] // connections of admitted replicas; never nil
 	budget budget
 
 	calls         atomic.Int64
+	streams       atomic.Int64
 	retries       atomic.Int64
 	retriesDenied atomic.Int64
 	failed        atomic.Int64
@@ -53,15 +59,24 @@ type Client struct {
 	lastErr   error // of the latest failed resolution, dial or check
 }
 
+// readySet is the connections that get calls, and their weights.
+type readySet struct {
+	conns []*Conn
+	// cum holds the running sums of the connections' weights; nil when
+	// they are all equal (the balancers then draw uniformly).
+	cum []float64
+}
+
 // Conn is one connection of the client to a replica, as a [Balancer]
 // sees it.
 type Conn struct {
 	r        *replica
 	rc       *rpc.Client
-	inflight atomic.Int32 // calls of this client on rc
-	gone     atomic.Bool  // retired: no new calls; set under the client's mu
-	born     time.Time    // when it was dialed
-	closedUs atomic.Bool  // closed by this client (not by the server)
+	weight   atomic.Uint64 // float64 bits: its replica's weight, set when published
+	inflight atomic.Int32  // calls of this client on rc
+	gone     atomic.Bool   // retired: no new calls; set under the client's mu
+	born     time.Time     // when it was dialed
+	closedUs atomic.Bool   // closed by this client (not by the server)
 }
 
 // close closes the connection, as this client's decision.
@@ -77,6 +92,21 @@ func (c *Conn) Addr() string { return c.r.addr }
 // connection now.
 func (c *Conn) InFlight() int { return int(c.inflight.Load()) }
 
+// Load returns the connection's load as the built-in balancers see it:
+// the calls in flight on it ([Conn.InFlight]), its open streams
+// ([rpc.Client.Streams]) and its outstanding promises
+// ([rpc.Client.Promises]), each counting one. It costs three atomic
+// loads.
+func (c *Conn) Load() int { return int(c.load()) }
+
+func (c *Conn) load() int32 {
+	return c.inflight.Load() + int32(c.rc.Streams()) + int32(c.rc.Promises())
+}
+
+// Weight returns the weight of the connection's replica (see
+// [Endpoint]): 1 unless the resolver gave another.
+func (c *Conn) Weight() float64 { return math.Float64frombits(c.weight.Load()) }
+
 // Client returns the connection. Calls made on it directly bypass the
 // balancer, the retries and the accounting.
 func (c *Conn) Client() *rpc.Client { return c.rc }
@@ -87,10 +117,22 @@ var (
 )
 
 // Dial resolves target (see [ParseTarget], or [WithResolver]), connects
-// to the replicas, checks their health and returns a client once at least
-// one replica is admitted, or an error when none can be (the addresses do
-// not resolve, or no replica answers): ctx bounds that. Replicas that
-// fail at first are ejected and tried again in the background.
+// to the replicas and checks their health, and returns a client. It
+// fails only when target cannot be read ([ErrTarget]) or ctx is already
+// done: like a gRPC channel, a client whose replicas are not up yet (the
+// name does not resolve yet, resolves to no address, or no replica
+// answers) is returned all the same, and keeps resolving and dialing in
+// the background: resolution is retried after 1 s, doubling up to the
+// refresh interval ([WithRefresh]) while no address is known, and a
+// replica that cannot be reached is retried after its ejection back-off
+// ([WithEjection]: 0.5 s doubling to 30 s by default). Meanwhile calls
+// fail at once with an error matching [ErrNoReplica] that says what went
+// wrong, or wait within their ctx with [WithWaitForReady].
+//
+// Dial waits, within ctx, until a replica is admitted or each resolved
+// address has been tried once, so that the first calls on a healthy
+// service do not fail; when ctx ends first it returns the client anyway.
+// [Client.Stats] tells what is admitted.
 func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
 	res := o.resolver
@@ -100,12 +142,8 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	addrs, err := res.Resolve(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: resolving %s: %w", target, err)
-	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cluster: %s resolved to no address", target)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	c := &Client{
 		o:          o,
@@ -117,26 +155,29 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 		resolveNow: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	empty := []*Conn{}
-	c.ready.Store(&empty)
+	c.ready.Store(&readySet{conns: []*Conn{}})
 	c.budget.init(o.retryRatio, o.minRetries)
+	c.wb, _ = o.balancer.(weightedBalancer)
 	c.chain = rpc.ChainInvoker(o.interceptors, c.call)
+	c.schain = rpc.ChainStreamer(o.streamICs, c.openStream)
 	c.resolves.Add(1)
-	c.setAddrs(addrs)
+	eps, err := resolveEndpoints(ctx, res)
+	if err == nil && len(eps) == 0 {
+		err = errors.New("no address")
+	}
+	if err != nil {
+		c.resolveErrs.Add(1)
+		c.mu.Lock()
+		c.lastErr = fmt.Errorf("cluster: resolving %s: %w", target, err)
+		c.checkFirstLocked() // no replica to wait for
+		c.mu.Unlock()
+	} else {
+		c.setEndpoints(eps)
+	}
 
 	select {
 	case <-c.firstCh:
 	case <-ctx.Done():
-	}
-	if len(*c.ready.Load()) == 0 {
-		c.mu.Lock()
-		err := c.lastErr
-		c.mu.Unlock()
-		c.Close()
-		if err == nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("cluster: no replica of %s could be reached: %w", target, err)
 	}
 	c.wg.Add(1)
 	if w, ok := res.(Watcher); ok {
@@ -148,7 +189,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 					c.resolveErrs.Add(1)
 					return
 				}
-				c.setAddrs(addrs)
+				c.setEndpoints(unweighted(addrs))
 			})
 		}()
 	} else {
@@ -235,8 +276,8 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 // the promise, and the calls pipelined on it, stay on the connection the
 // balancer chose. A send refused because the connection was going away is
 // tried once more elsewhere, under the same rules as Call. The balancer
-// counts the call as load only while it is being sent (a promise waiting
-// for Wait is not seen).
+// counts the promise as load on its connection until its Wait returns or
+// it is released.
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
 	return attempt(c, ctx, false, func(cn *Conn) (rpc.Promise, error) {
 		return cn.rc.Send(ctx, method, req, resp)
@@ -248,12 +289,21 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 // refused before writing it (its go-away came first) goes to another
 // connection; once the open is written it is never sent again (the
 // server may have started its handler): a refusal comes as an error end
-// that Recv returns. Open streams are not counted as load by the
-// balancer (their calls in flight are not known); a connection retired
+// that Recv returns. An open stream counts as load on its connection for
+// the balancer, like a call in flight, until it ends; a connection retired
 // while streams are open on it is kept until they end (within the drain
-// timeout).
+// timeout). Stream interceptors ([WithStreamInterceptors]) run once
+// around the open.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
+	if c.schain != nil {
+		return c.schain(ctx, method, init)
+	}
+	return c.openStream(ctx, method, init)
+}
+
+func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
 	c.calls.Add(1)
+	c.streams.Add(1)
 	unsent := 0
 	for {
 		cn, err := c.pick(ctx, nil)
@@ -296,7 +346,8 @@ func (c *Client) mayRetry(ctx context.Context, err error, retried *bool) bool {
 // that refused the call when another one is ready.
 func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
 	for tries := 0; ; tries++ {
-		conns := *c.ready.Load()
+		set := c.ready.Load()
+		conns := set.conns
 		if len(conns) == 0 || tries > 64 {
 			if err := c.waitReady(ctx); err != nil {
 				return nil, err
@@ -306,7 +357,12 @@ func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
 		}
 		i := 0
 		if len(conns) > 1 {
-			if i = c.o.balancer.Pick(conns); uint(i) >= uint(len(conns)) {
+			if set.cum != nil && c.wb != nil {
+				i = c.wb.pickWeighted(conns, set.cum)
+			} else {
+				i = c.o.balancer.Pick(conns)
+			}
+			if uint(i) >= uint(len(conns)) {
 				i = 0
 			}
 			if avoid != nil && conns[i].r == avoid {
@@ -329,10 +385,13 @@ func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
 // elsewhere returns the index of the least loaded connection not to
 // avoid, or i when all are to it.
 func elsewhere(conns []*Conn, i int, avoid *replica) int {
-	best := -1
+	best, bestLoad := -1, int32(0)
 	for k, cn := range conns {
-		if cn.r != avoid && (best < 0 || cn.inflight.Load() < conns[best].inflight.Load()) {
-			best = k
+		if cn.r == avoid {
+			continue
+		}
+		if l := cn.load(); best < 0 || l < bestLoad {
+			best, bestLoad = k, l
 		}
 	}
 	if best < 0 {
@@ -349,11 +408,11 @@ func (c *Client) waitReady(ctx context.Context) error {
 	if closed {
 		return fmt.Errorf("%w: the cluster client is closed", rpc.ErrClosed)
 	}
-	if len(*c.ready.Load()) > 0 {
+	if len(c.ready.Load().conns) > 0 {
 		return nil
 	}
 	if c.o.waitReady <= 0 {
-		return ErrNoReplica
+		return c.noReplica()
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -366,8 +425,20 @@ func (c *Client) waitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
+		return c.noReplica()
+	}
+}
+
+// noReplica is the error of a call that found no admitted replica: it
+// matches ErrNoReplica and says what last went wrong.
+func (c *Client) noReplica() error {
+	c.mu.Lock()
+	last := c.lastErr
+	c.mu.Unlock()
+	if last == nil {
 		return ErrNoReplica
 	}
+	return fmt.Errorf("%w (last error: %v)", ErrNoReplica, last)
 }
 
 // account looks at a failed call's error for what it says about the
@@ -453,6 +524,8 @@ func (c *Client) retire(cn *Conn) {
 // publishLocked rebuilds the ready set from the replicas.
 func (c *Client) publishLocked() {
 	var conns []*Conn
+	var ws []float64
+	equal := true
 	if !c.closed {
 		for _, r := range c.replicas {
 			if r.state != stateReady || r.removed.Load() {
@@ -460,7 +533,12 @@ func (c *Client) publishLocked() {
 			}
 			for _, cn := range r.conns {
 				if cn != nil && !cn.gone.Load() {
+					cn.weight.Store(math.Float64bits(r.weight))
 					conns = append(conns, cn)
+					if len(ws) > 0 && r.weight != ws[0] {
+						equal = false
+					}
+					ws = append(ws, r.weight)
 				}
 			}
 		}
@@ -468,18 +546,29 @@ func (c *Client) publishLocked() {
 	if conns == nil {
 		conns = []*Conn{}
 	}
-	c.ready.Store(&conns)
+	set := &readySet{conns: conns}
+	if !equal {
+		set.cum = ws
+		for k := 1; k < len(ws); k++ {
+			ws[k] += ws[k-1]
+		}
+	}
+	c.ready.Store(set)
 	if len(conns) > 0 {
 		close(c.readyCh)
 		c.readyCh = make(chan struct{})
 	}
 }
 
-// setAddrs makes the replicas those of addrs.
-func (c *Client) setAddrs(addrs []string) {
-	want := make(map[string]bool, len(addrs))
-	for _, a := range addrs {
-		want[a] = true
+// setEndpoints makes the replicas those of eps, with their weights.
+func (c *Client) setEndpoints(eps []Endpoint) {
+	want := make(map[string]float64, len(eps))
+	for _, ep := range eps {
+		w := ep.Weight
+		if !(w > 0) || math.IsInf(w, 1) {
+			w = 1
+		}
+		want[ep.Addr] += w
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -487,21 +576,23 @@ func (c *Client) setAddrs(addrs []string) {
 		return
 	}
 	for a, r := range c.replicas {
-		if !want[a] && !r.removed.Load() {
+		if _, ok := want[a]; !ok && !r.removed.Load() {
 			r.removed.Store(true)
 			r.poke()
 		}
 	}
-	c.publishLocked()
-	for a := range want {
+	for a, w := range want {
 		if r := c.replicas[a]; r != nil && !r.removed.Load() {
+			r.weight = w
 			continue
 		}
 		r := newReplica(c, a)
+		r.weight = w
 		c.replicas[a] = r
 		c.wg.Add(1)
 		go r.run()
 	}
+	c.publishLocked()
 	c.checkFirstLocked()
 }
 
@@ -511,7 +602,7 @@ func (c *Client) checkFirstLocked() {
 	if c.firstDone {
 		return
 	}
-	done := len(*c.ready.Load()) > 0
+	done := len(c.ready.Load().conns) > 0
 	if !done {
 		done = true
 		for _, r := range c.replicas {
@@ -534,11 +625,26 @@ func (c *Client) askResolve() {
 	}
 }
 
-// resolveLoop polls a Resolver that is not a Watcher.
+// resolveLoop polls a Resolver that is not a Watcher. While no address
+// is known (the name did not resolve yet) it asks again after 1 s,
+// doubling up to the refresh interval.
 func (c *Client) resolveLoop() {
 	defer c.wg.Done()
 	gap := min(c.o.refresh, time.Second)
-	t := time.NewTimer(c.o.refresh)
+	retry := gap
+	next := func() time.Duration {
+		c.mu.Lock()
+		empty := len(c.replicas) == 0
+		c.mu.Unlock()
+		if !empty {
+			retry = gap
+			return c.o.refresh
+		}
+		d := retry
+		retry = min(2*retry, c.o.refresh)
+		return d
+	}
+	t := time.NewTimer(next())
 	defer t.Stop()
 	last := time.Now()
 	for {
@@ -556,19 +662,20 @@ func (c *Client) resolveLoop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, max(c.o.healthTimeout, 5*time.Second))
-		addrs, err := c.res.Resolve(ctx)
+		eps, err := resolveEndpoints(ctx, c.res)
 		cancel()
 		last = time.Now()
 		c.resolves.Add(1)
-		if err != nil || len(addrs) == 0 {
+		if err != nil || len(eps) == 0 {
 			c.resolveErrs.Add(1)
-			if err != nil {
-				c.mu.Lock()
-				c.lastErr = err
-				c.mu.Unlock()
+			if err == nil {
+				err = errors.New("no address")
 			}
+			c.mu.Lock()
+			c.lastErr = fmt.Errorf("cluster: resolving %s: %w", c.target, err)
+			c.mu.Unlock()
 		} else {
-			c.setAddrs(addrs)
+			c.setEndpoints(eps)
 		}
 		if !t.Stop() {
 			select {
@@ -576,7 +683,7 @@ func (c *Client) resolveLoop() {
 			default:
 			}
 		}
-		t.Reset(c.o.refresh)
+		t.Reset(next())
 	}
 }
 
@@ -619,8 +726,8 @@ func (c *Client) Close() error {
 // Stats is a snapshot of a client's counters.
 type Stats struct {
 	// Calls counts calls (Call and Send) and streams opened, each once
-	// whatever its retries.
-	Calls int64
+	// whatever its retries; Streams counts the streams among them.
+	Calls, Streams int64
 	// Retries counts calls sent a second time after a refusal; RetriesDenied
 	// counts refused calls the budget did not let retry (they failed).
 	Retries, RetriesDenied int64
@@ -648,6 +755,8 @@ type ReplicaStats struct {
 	Conns, InFlight int
 	// Ejections counts ejections in a row (0 once it is healthy again).
 	Ejections int
+	// Weight is the replica's weight (see [Endpoint]).
+	Weight float64
 	// LastError is why it was last ejected; nil if never.
 	LastError error
 }
@@ -656,6 +765,7 @@ type ReplicaStats struct {
 func (c *Client) Stats() Stats {
 	s := Stats{
 		Calls:         c.calls.Load(),
+		Streams:       c.streams.Load(),
 		Retries:       c.retries.Load(),
 		RetriesDenied: c.retriesDenied.Load(),
 		Failed:        c.failed.Load(),
@@ -668,7 +778,7 @@ func (c *Client) Stats() Stats {
 		if r.removed.Load() {
 			continue
 		}
-		rs := ReplicaStats{Addr: r.addr, State: r.state.String(), Ejections: r.ejections, LastError: r.lastErr}
+		rs := ReplicaStats{Addr: r.addr, State: r.state.String(), Ejections: r.ejections, LastError: r.lastErr, Weight: r.weight}
 		if r.state == stateReady {
 			for _, cn := range r.conns {
 				if cn != nil && !cn.gone.Load() {

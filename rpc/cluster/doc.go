@@ -6,9 +6,14 @@
 // [rpc.Sender] and [rpc.StreamOpener], so generated clients work on it:
 //
 //	c, err := cluster.Dial(ctx, "dns:///eth.svc.cluster.local:7700")
-//	if err != nil { ... }
+//	if err != nil { ... } // only a target it cannot read
 //	defer c.Close()
 //	eth := ethzap.NewEthClient(c)
+//
+// Dial does not fail when no replica is up yet, or the name does not
+// resolve yet: the client keeps trying in the background, and calls fail
+// with [ErrNoReplica] (or wait, [WithWaitForReady]) until a replica is
+// admitted.
 //
 // It replaces rpc.Pool (a fixed list of addresses, round robin, no
 // re-resolution); a fixed list is still possible ("static:///a:1,b:2",
@@ -17,7 +22,10 @@
 // and so that its name cannot be confused with package pool (buffers).
 //
 // Resolution: a target names a [Resolver] ([ParseTarget]): "dns:///host:port"
-// (A and AAAA records), "dns+srv:///_zap._tcp.name" (SRV records),
+// (A and AAAA records), "dns+srv:///_zap._tcp.name" (SRV records of the
+// lowest priority, their weights honoured as RFC 2782 says: a
+// [WeightedResolver] gives each address a weight, and the balancers
+// give it a share of the calls in proportion),
 // "static:///...". A polled resolver is asked again every [WithRefresh]
 // and soon after a connection fails; a [Watcher] (a service registry, or
 // [Push]) pushes its changes instead. Only the standard library's
@@ -25,7 +33,8 @@
 // ("dns://10.0.0.2:53/name:port").
 //
 // Balancing: [P2C] (default) draws two connections and gives the call to
-// the one with fewer calls in flight; [RoundRobin] ignores load; any
+// the one with the lower load (calls in flight, open streams and
+// outstanding promises: [Conn.Load]); [RoundRobin] ignores load; any
 // [Balancer] can be plugged in. [WithConnsPerReplica] keeps several
 // connections per replica.
 //

@@ -63,6 +63,7 @@ type options struct {
 	network        string
 	clientOpts     []rpc.ClientOption
 	interceptors   []rpc.ClientInterceptor
+	streamICs      []rpc.StreamClientInterceptor
 	resolver       Resolver
 	balancer       Balancer
 	connsPer       int
@@ -132,6 +133,24 @@ func WithInterceptors(i ...rpc.ClientInterceptor) Option {
 		for _, f := range i {
 			if f != nil {
 				o.interceptors = append(o.interceptors, f)
+			}
+		}
+	})
+}
+
+// WithStreamInterceptors installs stream interceptors around every
+// [Client.OpenStream], in order (the first is outermost), once per open:
+// an open sent again to another connection (the first went away before
+// it was written) is not intercepted twice. Stream interceptors given to
+// the connections (WithClientOptions with
+// rpc.WithStreamClientInterceptors) run once per attempt. The chain is
+// built once, at Dial.
+func WithStreamInterceptors(i ...rpc.StreamClientInterceptor) Option {
+	i = append([]rpc.StreamClientInterceptor(nil), i...)
+	return optionFunc(func(o *options) {
+		for _, f := range i {
+			if f != nil {
+				o.streamICs = append(o.streamICs, f)
 			}
 		}
 	})

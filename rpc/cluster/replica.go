@@ -42,6 +42,7 @@ type replica struct {
 	ejectReq atomic.Bool  // fails reached the threshold
 
 	// Under c.mu.
+	weight    float64 // from the resolver (Endpoint.Weight), > 0
 	conns     []*Conn // WithConnsPerReplica entries; nil: none
 	state     repState
 	tried     bool // admitted or ejected at least once (for Dial)
@@ -218,7 +219,7 @@ func (r *replica) check() error {
 	var cn *Conn
 	c.mu.Lock()
 	for _, x := range r.conns {
-		if x != nil && !x.gone.Load() && (cn == nil || x.inflight.Load() < cn.inflight.Load()) {
+		if x != nil && !x.gone.Load() && (cn == nil || x.load() < cn.load()) {
 			cn = x
 		}
 	}

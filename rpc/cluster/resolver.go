@@ -19,12 +19,33 @@ import (
 // address missing from it is removed (its connections finish their calls
 // and close), a new one is dialed, health-checked and admitted. An error
 // or an empty set keeps the addresses the client has (a DNS server that
-// hiccups must not empty the service); at Dial it fails the Dial.
+// hiccups must not empty the service); at Dial the client starts with no
+// replica and asks again soon (see [Dial]).
 //
 // Resolve must be safe for concurrent use when one resolver serves
 // several clients.
 type Resolver interface {
 	Resolve(ctx context.Context) ([]string, error)
+}
+
+// Endpoint is one address of a service and its weight.
+type Endpoint struct {
+	Addr string
+	// Weight is the address's share of the calls relative to the other
+	// addresses' weights: while the replicas keep up, the built-in
+	// balancers give each a share of the calls proportional to its
+	// weight (P2C compares loads relative to the weights, so a replica
+	// that falls behind still gets less). A weight <= 0 counts as 1, and
+	// so does the weight of every address a plain [Resolver] gives.
+	Weight float64
+}
+
+// WeightedResolver is a [Resolver] whose addresses carry weights; the
+// client calls ResolveWeighted instead of Resolve. [SRV] is one: it
+// gives the SRV records' weights.
+type WeightedResolver interface {
+	Resolver
+	ResolveWeighted(ctx context.Context) ([]Endpoint, error)
 }
 
 // Watcher is a Resolver that pushes changes: a service registry (Consul,
@@ -139,8 +160,8 @@ func (d *DNS) Resolve(ctx context.Context) ([]string, error) {
 // SRV resolves Name's SRV records (such as "_zap._tcp.eth.svc") and the
 // A and AAAA records of their targets, and gives each address with the
 // record's port. Only the records of the lowest priority are used (the
-// others are backups in SRV's terms); weights are ignored, as the
-// balancer spreads calls by load. It is what the target
+// others are backups in SRV's terms). Their weights are honoured as RFC
+// 2782 says (see [SRV.ResolveWeighted]). It is what the target
 // "dns+srv:///_zap._tcp.eth.svc" makes.
 type SRV struct {
 	Name string
@@ -150,9 +171,30 @@ type SRV struct {
 	Resolver *net.Resolver
 }
 
-// Resolve looks the records and their targets up. A target that does not
-// resolve is left out; an error only when none does.
+// Resolve looks the records and their targets up and gives the
+// addresses, without their weights (see ResolveWeighted).
 func (s *SRV) Resolve(ctx context.Context) ([]string, error) {
+	eps, err := s.ResolveWeighted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.Addr
+	}
+	return out, nil
+}
+
+// ResolveWeighted looks the records and their targets up and gives each
+// address of the lowest priority a weight, so that the share of calls a
+// record gets is the one RFC 2782 gives it: its weight over the sum of
+// the weights, where the records of weight 0 share a chance of one in
+// (sum + 1) between them (all of weight 0: equal shares). A record's
+// weight is divided evenly among its target's addresses; an address
+// named by several records adds their weights. A target that does not
+// resolve is left out; an error only when none does. Addresses come
+// sorted.
+func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 	r := resolver(s.Resolver)
 	_, recs, err := r.LookupSRV(ctx, "", "", s.Name)
 	if err != nil {
@@ -169,28 +211,69 @@ func (s *SRV) Resolve(ctx context.Context) ([]string, error) {
 	for _, rec := range recs {
 		lowest = min(lowest, rec.Priority)
 	}
-	var out []string
+	zeros := 0
+	for _, rec := range recs {
+		if rec.Priority == lowest && rec.Weight == 0 {
+			zeros++
+		}
+	}
+	w := make(map[string]float64)
 	var firstErr error
 	for _, rec := range recs {
 		if rec.Priority != lowest {
 			continue
 		}
 		ips, err := r.LookupNetIP(ctx, network, rec.Target)
+		if err == nil && len(ips) == 0 {
+			err = fmt.Errorf("cluster: %s has no address", rec.Target)
+		}
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
+		// RFC 2782's selection gives a record of weight 0 a chance only
+		// when the running sum is 0: 1 in sum+1, shared by the zeros.
+		rw := float64(rec.Weight)
+		if rec.Weight == 0 {
+			rw = 1 / float64(zeros)
+		}
 		for _, ip := range ips {
-			out = append(out, netip.AddrPortFrom(ip.Unmap(), rec.Port).String())
+			w[netip.AddrPortFrom(ip.Unmap(), rec.Port).String()] += rw / float64(len(ips))
 		}
 	}
-	if len(out) == 0 {
+	if len(w) == 0 {
 		return nil, firstErr
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	out := make([]Endpoint, 0, len(w))
+	for a, x := range w {
+		out = append(out, Endpoint{Addr: a, Weight: x})
+	}
+	slices.SortFunc(out, func(a, b Endpoint) int { return strings.Compare(a.Addr, b.Addr) })
+	return out, nil
+}
+
+// resolveEndpoints asks res for the addresses, with their weights when it
+// is a WeightedResolver (1 each otherwise).
+func resolveEndpoints(ctx context.Context, res Resolver) ([]Endpoint, error) {
+	if wr, ok := res.(WeightedResolver); ok {
+		return wr.ResolveWeighted(ctx)
+	}
+	addrs, err := res.Resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return unweighted(addrs), nil
+}
+
+// unweighted gives each address the weight 1.
+func unweighted(addrs []string) []Endpoint {
+	out := make([]Endpoint, len(addrs))
+	for i, a := range addrs {
+		out[i] = Endpoint{Addr: a, Weight: 1}
+	}
+	return out
 }
 
 func resolver(r *net.Resolver) *net.Resolver {

@@ -226,7 +226,7 @@ func TestHungConnectionReplaced(t *testing.T) {
 	c := dialT(t, l.Addr().String(), WithHealthCheck(50*time.Millisecond, 200*time.Millisecond),
 		WithEjection(0, 20*time.Millisecond, 0), WithClientOptions(rpc.WithAnswerTimeout(time.Second)), WithWaitForReady(time.Second))
 	// The first connection breaks; its replacement is the hung one.
-	(*c.ready.Load())[0].rc.Close()
+	c.ready.Load().conns[0].rc.Close()
 	failures := 0
 	await(t, "an answer after the connection hung", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -368,7 +368,7 @@ func TestGoAwayBeforeWriteIsNotARetry(t *testing.T) {
 	c := dialT(t, "static:///"+a.addr+","+b.addr, WithBalancer(firstAddr{a.addr}), WithRetryBudget(0, 0),
 		WithClientOptions(rpc.WithClientInterceptors(hold)))
 	var connA *Conn
-	for _, cn := range *c.ready.Load() {
+	for _, cn := range c.ready.Load().conns {
 		if cn.Addr() == a.addr {
 			connA = cn
 		}

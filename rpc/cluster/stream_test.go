@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestOpenStreamThroughCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cn := (*c.ready.Load())[0]
+	cn := c.ready.Load().conns[0]
 	if cn.rc.Streams() != 1 {
 		t.Fatalf("%d streams open on the connection", cn.rc.Streams())
 	}
@@ -61,4 +62,42 @@ func TestOpenStreamThroughCluster(t *testing.T) {
 		t.Fatalf("end: %v", err)
 	}
 	await(t, "the retired connection to close after its stream", cn.rc.Closed)
+}
+
+// The cluster's stream interceptors run once around an open, the
+// connections' once per attempt; Stats counts the stream.
+func TestClusterStreamInterceptors(t *testing.T) {
+	s := rpc.NewServer()
+	s.HandleStream(mCount, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		return st.Send(init)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	var outer, inner atomic.Int64
+	c := dialT(t, "static:///"+l.Addr().String(),
+		WithStreamInterceptors(func(ctx context.Context, method uint32, init []byte, open rpc.Streamer) (*rpc.Stream, error) {
+			outer.Add(1)
+			return open(ctx, method, init)
+		}),
+		WithClientOptions(rpc.WithStreamClientInterceptors(func(ctx context.Context, method uint32, init []byte, open rpc.Streamer) (*rpc.Stream, error) {
+			inner.Add(1)
+			return open(ctx, method, init)
+		})))
+	st, err := c.OpenStream(context.Background(), mCount, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(nil); err != nil || string(m) != "x" {
+		t.Fatalf("%q %v", m, err)
+	}
+	if outer.Load() != 1 || inner.Load() != 1 {
+		t.Fatalf("interceptors ran %d (cluster) and %d (connection) times, want 1 and 1", outer.Load(), inner.Load())
+	}
+	if st := c.Stats(); st.Streams != 1 || st.Calls != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
 }

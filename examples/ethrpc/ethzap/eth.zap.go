@@ -55,16 +55,18 @@ func (m *GetBalanceRequest) DecodeZAP(b []byte) error {
 	var p0 []byte // Method
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 44)
-	if err != nil {
-		return codec.InField(err, "GetBalanceRequest")
-	}
-	if len(f) == 44 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(44); len(f) == 44 {
 		m.Account = [20]byte(f[0:20])
 		m.Block = binary.LittleEndian.Uint64(f[20:28])
 		m.ID = binary.LittleEndian.Uint64(f[28:36])
 		p0 = o.BytesIn(f, 36)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "GetBalanceRequest")
+		}
+		o = msg.Root()
 		m.Account = [20]byte{}
 		copy(m.Account[:], o.BytesFixed(0, 20))
 		m.Block = o.Uint64(20)
@@ -103,6 +105,9 @@ type GetBalanceRequestView struct{ o codec.Object }
 // view of its root GetBalanceRequest. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadGetBalanceRequest(b []byte) (GetBalanceRequestView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return GetBalanceRequestView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return GetBalanceRequestView{}, err
@@ -172,16 +177,18 @@ func (m *GetBalanceResponse) SizeZAP() int {
 func (m *GetBalanceResponse) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 80)
-	if err != nil {
-		return codec.InField(err, "GetBalanceResponse")
-	}
-	if len(f) == 80 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(80); len(f) == 80 {
 		m.Balance = [32]byte(f[0:32])
 		m.Nonce = binary.LittleEndian.Uint64(f[32:40])
 		m.BlockHash = [32]byte(f[40:72])
 		m.ID = binary.LittleEndian.Uint64(f[72:80])
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "GetBalanceResponse")
+		}
+		o = msg.Root()
 		m.Balance = [32]byte{}
 		copy(m.Balance[:], o.BytesFixed(0, 32))
 		m.Nonce = o.Uint64(32)
@@ -218,6 +225,9 @@ type GetBalanceResponseView struct{ o codec.Object }
 // view of its root GetBalanceResponse. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadGetBalanceResponse(b []byte) (GetBalanceResponseView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return GetBalanceResponseView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return GetBalanceResponseView{}, err
@@ -294,16 +304,18 @@ func (m *LogFilter) SizeZAP() int {
 func (m *LogFilter) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 28)
-	if err != nil {
-		return codec.InField(err, "LogFilter")
-	}
-	if len(f) == 28 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(28); len(f) == 28 {
 		m.FromBlock = binary.LittleEndian.Uint64(f[0:8])
 		m.ToBlock = binary.LittleEndian.Uint64(f[8:16])
 		m.ChunkSize = binary.LittleEndian.Uint32(f[16:20])
 		m.ID = binary.LittleEndian.Uint64(f[20:28])
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "LogFilter")
+		}
+		o = msg.Root()
 		m.FromBlock = o.Uint64(0)
 		m.ToBlock = o.Uint64(8)
 		m.ChunkSize = o.Uint32(16)
@@ -338,6 +350,9 @@ type LogFilterView struct{ o codec.Object }
 // view of its root LogFilter. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadLogFilter(b []byte) (LogFilterView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return LogFilterView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return LogFilterView{}, err
@@ -406,11 +421,8 @@ func (m *Log) DecodeZAP(b []byte) error {
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 108)
-	if err != nil {
-		return codec.InField(err, "Log")
-	}
-	if len(f) == 108 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(108); len(f) == 108 {
 		m.Address = [20]byte(f[0:20])
 		m.Topic0 = [32]byte(f[20:52])
 		m.Topic1 = [32]byte(f[52:84])
@@ -418,7 +430,12 @@ func (m *Log) DecodeZAP(b []byte) error {
 		m.TxIndex = binary.LittleEndian.Uint32(f[92:96])
 		m.LogIndex = binary.LittleEndian.Uint32(f[96:100])
 		p0 = o.BytesIn(f, 100)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Log")
+		}
+		o = msg.Root()
 		m.Address = [20]byte{}
 		copy(m.Address[:], o.BytesFixed(0, 20))
 		m.Topic0 = [32]byte{}
@@ -458,8 +475,7 @@ func (m *Log) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(108)
-	if len(f) == 108 {
+	if f := o.Fixed(108); len(f) == 108 {
 		m.Address = [20]byte(f[0:20])
 		m.Topic0 = [32]byte(f[20:52])
 		m.Topic1 = [32]byte(f[52:84])
@@ -508,6 +524,9 @@ type LogView struct{ o codec.Object }
 // view of its root Log. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadLog(b []byte) (LogView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return LogView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return LogView{}, err
@@ -648,8 +667,7 @@ func (m *Logs) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(16)
-	if len(f) == 16 {
+	if f := o.Fixed(16); len(f) == 16 {
 		m.ID = binary.LittleEndian.Uint64(f[8:16])
 	} else { // the object runs past the end of the message
 		m.ID = o.Uint64(8)
@@ -705,6 +723,9 @@ type LogsView struct{ o codec.Object }
 // view of its root Logs. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadLogs(b []byte) (LogsView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return LogsView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return LogsView{}, err

@@ -47,13 +47,15 @@ func (m *HelloRequest) DecodeZAP(b []byte) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 8)
-	if err != nil {
-		return codec.InField(err, "HelloRequest")
-	}
-	if len(f) == 8 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(8); len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "HelloRequest")
+		}
+		o = msg.Root()
 		p0 = o.Bytes(0)
 	}
 	if !codec.SameText(p0, m.Name) {
@@ -88,6 +90,9 @@ type HelloRequestView struct{ o codec.Object }
 // view of its root HelloRequest. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadHelloRequest(b []byte) (HelloRequestView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return HelloRequestView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return HelloRequestView{}, err
@@ -138,13 +143,15 @@ func (m *HelloReply) DecodeZAP(b []byte) error {
 	var p0 []byte // Message
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 8)
-	if err != nil {
-		return codec.InField(err, "HelloReply")
-	}
-	if len(f) == 8 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(8); len(f) == 8 {
 		p0 = o.BytesIn(f, 0)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "HelloReply")
+		}
+		o = msg.Root()
 		p0 = o.Bytes(0)
 	}
 	if !codec.SameText(p0, m.Message) {
@@ -179,6 +186,9 @@ type HelloReplyView struct{ o codec.Object }
 // view of its root HelloReply. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadHelloReply(b []byte) (HelloReplyView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return HelloReplyView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return HelloReplyView{}, err

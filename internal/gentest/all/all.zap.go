@@ -73,11 +73,8 @@ func (m *Scalars) SizeZAP() int {
 func (m *Scalars) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 51)
-	if err != nil {
-		return codec.InField(err, "Scalars")
-	}
-	if len(f) == 51 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(51); len(f) == 51 {
 		m.Flag = f[0] != 0
 		m.Small = f[1]
 		m.Port = binary.LittleEndian.Uint16(f[2:4])
@@ -89,7 +86,12 @@ func (m *Scalars) DecodeZAP(b []byte) error {
 		m.Nanos = int64(binary.LittleEndian.Uint64(f[31:39]))
 		m.Ratio = math.Float32frombits(binary.LittleEndian.Uint32(f[39:43]))
 		m.Score = math.Float64frombits(binary.LittleEndian.Uint64(f[43:51]))
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Scalars")
+		}
+		o = msg.Root()
 		m.Flag = o.Bool(0)
 		m.Small = o.Uint8(1)
 		m.Port = o.Uint16(2)
@@ -131,6 +133,9 @@ type ScalarsView struct{ o codec.Object }
 // view of its root Scalars. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadScalars(b []byte) (ScalarsView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return ScalarsView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return ScalarsView{}, err
@@ -222,14 +227,16 @@ func (m *Point) zapSize(n int) int {
 func (m *Point) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 8)
-	if err != nil {
-		return codec.InField(err, "Point")
-	}
-	if len(f) == 8 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(8); len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Point")
+		}
+		o = msg.Root()
 		m.X = o.Int32(0)
 		m.Y = o.Int32(4)
 	}
@@ -259,8 +266,7 @@ func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(8)
-	if len(f) == 8 {
+	if f := o.Fixed(8); len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -296,6 +302,9 @@ type PointView struct{ o codec.Object }
 // view of its root Point. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadPoint(b []byte) (PointView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return PointView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return PointView{}, err
@@ -476,8 +485,7 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0, p1 []byte // Title, Blob
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(105)
-	if len(f) == 105 {
+	if f := o.Fixed(105); len(f) == 105 {
 		m.Key = [16]byte(f[16:32])
 		m.Hash = [32]byte(f[32:64])
 		m.Tail = f[104]
@@ -652,6 +660,9 @@ type KitchenView struct{ o codec.Object }
 // view of its root Kitchen. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadKitchen(b []byte) (KitchenView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return KitchenView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return KitchenView{}, err
@@ -905,14 +916,16 @@ func (m *Pair) DecodeZAP(b []byte) error {
 	var p0 []byte // B
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 10)
-	if err != nil {
-		return codec.InField(err, "Pair")
-	}
-	if len(f) == 10 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(10); len(f) == 10 {
 		m.A = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 2)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Pair")
+		}
+		o = msg.Root()
 		m.A = o.Uint16(0)
 		p0 = o.Bytes(2)
 	}
@@ -946,8 +959,7 @@ func (m *Pair) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // B
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(10)
-	if len(f) == 10 {
+	if f := o.Fixed(10); len(f) == 10 {
 		m.A = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 2)
 	} else { // the object runs past the end of the message
@@ -985,6 +997,9 @@ type PairView struct{ o codec.Object }
 // view of its root Pair. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadPair(b []byte) (PairView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return PairView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return PairView{}, err
@@ -1122,8 +1137,7 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(41)
-	if len(f) == 41 {
+	if f := o.Fixed(41); len(f) == 41 {
 		m.First = f[0]
 		m.Second = binary.LittleEndian.Uint64(f[8:16])
 		m.Third = f[16]
@@ -1234,6 +1248,9 @@ type SparseView struct{ o codec.Object }
 // view of its root Sparse. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadSparse(b []byte) (SparseView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return SparseView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return SparseView{}, err
@@ -1452,6 +1469,9 @@ type EmptyView struct{ o codec.Object }
 // view of its root Empty. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadEmpty(b []byte) (EmptyView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return EmptyView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return EmptyView{}, err
@@ -2231,6 +2251,9 @@ type DeepView struct{ o codec.Object }
 // view of its root Deep. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadDeep(b []byte) (DeepView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return DeepView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return DeepView{}, err

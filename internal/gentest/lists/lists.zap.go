@@ -51,14 +51,16 @@ func (m *Item) DecodeZAP(b []byte) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 12)
-	if err != nil {
-		return codec.InField(err, "Item")
-	}
-	if len(f) == 12 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(12); len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Item")
+		}
+		o = msg.Root()
 		m.Tag = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
@@ -92,8 +94,7 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(12)
-	if len(f) == 12 {
+	if f := o.Fixed(12); len(f) == 12 {
 		m.Tag = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
@@ -131,6 +132,9 @@ type ItemView struct{ o codec.Object }
 // view of its root Item. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadItem(b []byte) (ItemView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return ItemView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return ItemView{}, err
@@ -396,8 +400,7 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(124)
-	if len(f) == 124 {
+	if f := o.Fixed(124); len(f) == 124 {
 		m.Count = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
@@ -804,6 +807,9 @@ type ListsView struct{ o codec.Object }
 // view of its root Lists. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadLists(b []byte) (ListsView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return ListsView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return ListsView{}, err

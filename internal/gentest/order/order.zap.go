@@ -53,15 +53,17 @@ func (m *Item) DecodeZAP(b []byte) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 20)
-	if err != nil {
-		return codec.InField(err, "Item")
-	}
-	if len(f) == 20 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(20); len(f) == 20 {
 		m.SKU = binary.LittleEndian.Uint64(f[0:8])
 		m.Qty = binary.LittleEndian.Uint32(f[8:12])
 		p0 = o.BytesIn(f, 12)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Item")
+		}
+		o = msg.Root()
 		m.SKU = o.Uint64(0)
 		m.Qty = o.Uint32(8)
 		p0 = o.Bytes(12)
@@ -96,8 +98,7 @@ func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Name
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(20)
-	if len(f) == 20 {
+	if f := o.Fixed(20); len(f) == 20 {
 		m.SKU = binary.LittleEndian.Uint64(f[0:8])
 		m.Qty = binary.LittleEndian.Uint32(f[8:12])
 		p0 = o.BytesIn(f, 12)
@@ -137,6 +138,9 @@ type ItemView struct{ o codec.Object }
 // view of its root Item. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadItem(b []byte) (ItemView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return ItemView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return ItemView{}, err
@@ -209,14 +213,16 @@ func (m *Address) DecodeZAP(b []byte) error {
 	var p0 []byte // City
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 12)
-	if err != nil {
-		return codec.InField(err, "Address")
-	}
-	if len(f) == 12 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(12); len(f) == 12 {
 		m.Zip = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Address")
+		}
+		o = msg.Root()
 		m.Zip = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
@@ -241,8 +247,7 @@ func (m *Address) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // City
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(12)
-	if len(f) == 12 {
+	if f := o.Fixed(12); len(f) == 12 {
 		m.Zip = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
 	} else { // the object runs past the end of the message
@@ -282,6 +287,9 @@ type AddressView struct{ o codec.Object }
 // view of its root Address. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadAddress(b []byte) (AddressView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return AddressView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return AddressView{}, err
@@ -407,8 +415,7 @@ func (m *Order) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Customer
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(28)
-	if len(f) == 28 {
+	if f := o.Fixed(28); len(f) == 28 {
 		m.ID = binary.LittleEndian.Uint64(f[0:8])
 		p0 = o.BytesIn(f, 8)
 	} else { // the object runs past the end of the message
@@ -482,6 +489,9 @@ type OrderView struct{ o codec.Object }
 // view of its root Order. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadOrder(b []byte) (OrderView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return OrderView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return OrderView{}, err

@@ -52,15 +52,17 @@ func (m *Filter) SizeZAP() int {
 func (m *Filter) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 16)
-	if err != nil {
-		return codec.InField(err, "Filter")
-	}
-	if len(f) == 16 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(16); len(f) == 16 {
 		m.From = binary.LittleEndian.Uint64(f[0:8])
 		m.Count = binary.LittleEndian.Uint32(f[8:12])
 		m.Size = binary.LittleEndian.Uint32(f[12:16])
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Filter")
+		}
+		o = msg.Root()
 		m.From = o.Uint64(0)
 		m.Count = o.Uint32(8)
 		m.Size = o.Uint32(12)
@@ -94,6 +96,9 @@ type FilterView struct{ o codec.Object }
 // view of its root Filter. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadFilter(b []byte) (FilterView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return FilterView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return FilterView{}, err
@@ -151,15 +156,17 @@ func (m *Log) DecodeZAP(b []byte) error {
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 20)
-	if err != nil {
-		return codec.InField(err, "Log")
-	}
-	if len(f) == 20 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(20); len(f) == 20 {
 		m.Block = binary.LittleEndian.Uint64(f[0:8])
 		m.Index = binary.LittleEndian.Uint32(f[8:12])
 		p0 = o.BytesIn(f, 12)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Log")
+		}
+		o = msg.Root()
 		m.Block = o.Uint64(0)
 		m.Index = o.Uint32(8)
 		p0 = o.Bytes(12)
@@ -192,6 +199,9 @@ type LogView struct{ o codec.Object }
 // view of its root Log. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadLog(b []byte) (LogView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return LogView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return LogView{}, err
@@ -247,14 +257,16 @@ func (m *Chunk) DecodeZAP(b []byte) error {
 	var p0 []byte // Data
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 12)
-	if err != nil {
-		return codec.InField(err, "Chunk")
-	}
-	if len(f) == 12 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(12); len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Chunk")
+		}
+		o = msg.Root()
 		m.Seq = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
@@ -288,6 +300,9 @@ type ChunkView struct{ o codec.Object }
 // view of its root Chunk. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadChunk(b []byte) (ChunkView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return ChunkView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return ChunkView{}, err
@@ -338,14 +353,16 @@ func (m *Summary) SizeZAP() int {
 func (m *Summary) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 12)
-	if err != nil {
-		return codec.InField(err, "Summary")
-	}
-	if len(f) == 12 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(12); len(f) == 12 {
 		m.Chunks = binary.LittleEndian.Uint32(f[0:4])
 		m.Bytes = binary.LittleEndian.Uint64(f[4:12])
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Summary")
+		}
+		o = msg.Root()
 		m.Chunks = o.Uint32(0)
 		m.Bytes = o.Uint64(4)
 	}
@@ -378,6 +395,9 @@ type SummaryView struct{ o codec.Object }
 // view of its root Summary. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadSummary(b []byte) (SummaryView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return SummaryView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return SummaryView{}, err
@@ -430,14 +450,16 @@ func (m *Msg) DecodeZAP(b []byte) error {
 	var p0 []byte // Text
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 12)
-	if err != nil {
-		return codec.InField(err, "Msg")
-	}
-	if len(f) == 12 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(12); len(f) == 12 {
 		m.Seq = binary.LittleEndian.Uint32(f[0:4])
 		p0 = o.BytesIn(f, 4)
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Msg")
+		}
+		o = msg.Root()
 		m.Seq = o.Uint32(0)
 		p0 = o.Bytes(4)
 	}
@@ -471,6 +493,9 @@ type MsgView struct{ o codec.Object }
 // view of its root Msg. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadMsg(b []byte) (MsgView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return MsgView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return MsgView{}, err

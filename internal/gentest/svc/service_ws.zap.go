@@ -61,14 +61,16 @@ func (m *Point) zapSize(n int) int {
 func (m *Point) DecodeZAP(b []byte) error {
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	o, f, err := codec.ParseFixed(b, 8)
-	if err != nil {
-		return codec.InField(err, "Point")
-	}
-	if len(f) == 8 {
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(8); len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
-	} else { // the object runs past the end of the message
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Point")
+		}
+		o = msg.Root()
 		m.X = o.Int32(0)
 		m.Y = o.Int32(4)
 	}
@@ -89,8 +91,7 @@ func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(8)
-	if len(f) == 8 {
+	if f := o.Fixed(8); len(f) == 8 {
 		m.X = int32(binary.LittleEndian.Uint32(f[0:4]))
 		m.Y = int32(binary.LittleEndian.Uint32(f[4:8]))
 	} else { // the object runs past the end of the message
@@ -126,6 +127,9 @@ type PointView struct{ o codec.Object }
 // view of its root Point. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadPoint(b []byte) (PointView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return PointView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return PointView{}, err
@@ -241,8 +245,7 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 	var p0 []byte // Label
 	// Once the whole fixed section is known to fit, loads from it at
 	// constant offsets need no bounds checks.
-	f := o.Fixed(22)
-	if len(f) == 22 {
+	if f := o.Fixed(22); len(f) == 22 {
 		m.ID = binary.LittleEndian.Uint16(f[0:2])
 		p0 = o.BytesIn(f, 14)
 	} else { // the object runs past the end of the message
@@ -319,6 +322,9 @@ type ShapeView struct{ o codec.Object }
 // view of its root Shape. It does not copy b and does not allocate.
 // Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
 func ReadShape(b []byte) (ShapeView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return ShapeView{o}, nil
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return ShapeView{}, err

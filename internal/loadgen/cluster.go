@@ -1,0 +1,72 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/cluster"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// clusterConn is a run's one rpc/cluster client (Config.Target): every
+// worker calls through it, and it spreads the calls over the replicas.
+type clusterConn struct {
+	c *cluster.Client
+	// Wire bytes of the calls, counted from the calls (payloads, envelope
+	// and frame headers) since the cluster's sockets are its own.
+	in, out atomic.Uint64
+}
+
+func (cc *clusterConn) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	return cc.c.Call(ctx, method, req, resp)
+}
+
+// Closed is false: the cluster client replaces the connections that
+// break, and its calls fail with cluster.ErrNoReplica while none is up.
+func (cc *clusterConn) Closed() bool { return false }
+
+func (cc *clusterConn) Close() error { return cc.c.Close() }
+
+// observe counts a call's wire bytes (each attempt on the wire).
+func (cc *clusterConn) observe(ev rpc.CallEvent) {
+	cc.out.Add(uint64(5 + wire.RequestOverhead + ev.BytesOut))
+	if ev.Status != 0 {
+		cc.in.Add(uint64(5 + wire.ResponseOverhead + ev.BytesIn))
+	}
+}
+
+// dialCluster dials cfg.Target with cfg.Conns connections per replica
+// and waits, within ctx, until a replica is admitted: a load run against
+// a service none of whose replicas answers fails at once, saying why.
+func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
+	cc := &clusterConn{}
+	opts := append([]rpc.ClientOption{rpc.WithObserver(cc.observe)}, cfg.ClientOptions...)
+	c, err := cluster.Dial(ctx, cfg.Target,
+		cluster.WithNetwork(cfg.Network),
+		cluster.WithConnsPerReplica(cfg.Conns),
+		cluster.WithClientOptions(opts...))
+	if err != nil {
+		return nil, err
+	}
+	st := c.Stats()
+	for _, r := range st.Replicas {
+		if r.State == "ready" {
+			cc.c = c
+			return cc, nil
+		}
+	}
+	var why []string
+	for _, r := range st.Replicas {
+		if r.LastError != nil {
+			why = append(why, r.LastError.Error())
+		}
+	}
+	c.Close()
+	if len(why) == 0 {
+		why = append(why, "no address resolved")
+	}
+	return nil, fmt.Errorf("no replica of %s is up: %s", cfg.Target, strings.Join(why, "; "))
+}

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/internal/dnstest"
+)
+
+// Every replica fails its first attempt (nothing listens yet): Dial
+// returns a client all the same; calls fail at once with ErrNoReplica
+// saying why, a call with WithWaitForReady waits within its ctx, and
+// once the replica is up calls succeed.
+func TestDialBeforeReplicasUp(t *testing.T) {
+	r := startReplica(t, "127.0.0.1")
+	addr := r.addr
+	r.kill()
+	c, err := Dial(context.Background(), addr, WithHealthCheck(0, time.Second), WithEjection(0, 50*time.Millisecond, 200*time.Millisecond))
+	if err != nil {
+		t.Fatalf("Dial with no replica up: %v", err)
+	}
+	defer c.Close()
+	_, err = c.Call(context.Background(), mEcho, []byte("x"), nil)
+	if !errors.Is(err, ErrNoReplica) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a call before any replica is up: %v, want ErrNoReplica saying why", err)
+	}
+	// A client whose calls wait for a replica, within their ctx.
+	c2, err := Dial(context.Background(), addr, WithHealthCheck(0, time.Second), WithEjection(0, 50*time.Millisecond, 200*time.Millisecond),
+		WithWaitForReady(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer wcancel()
+	if _, err := c2.Call(wctx, mEcho, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a waiting call whose ctx ends first: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := c2.Call(ctx, mEcho, []byte("waited"), nil)
+		if err == nil && string(out) != "waited" {
+			err = errors.New("wrong answer " + string(out))
+		}
+		done <- err
+	}()
+	r.start()
+	if err := <-done; err != nil {
+		t.Fatalf("the call waiting for a replica: %v", err)
+	}
+	await(t, "the first client to admit the replica", func() bool { return readyCount(c) == 1 })
+	if out, err := c.Call(context.Background(), mEcho, []byte("y"), nil); err != nil || string(out) != "y" {
+		t.Fatalf("a call once the replica is up: %q %v", out, err)
+	}
+}
+
+// A name that does not resolve yet (a DNS record created after the
+// client starts, a headless service with no pod ready) does not fail
+// Dial either: the client asks again, sooner than the refresh interval,
+// and calls succeed once the name resolves.
+func TestDialBeforeNameResolves(t *testing.T) {
+	dns, err := dnstest.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	r := startReplica(t, "127.0.0.1")
+	_, port, _ := splitHostPort(r.addr)
+	c, err := Dial(context.Background(), "dns://"+dns.Addr()+"/late.svc.test:"+port, WithRefresh(time.Hour))
+	if err != nil {
+		t.Fatalf("Dial of a name that does not resolve yet: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Call(context.Background(), mEcho, nil, nil); !errors.Is(err, ErrNoReplica) || !strings.Contains(err.Error(), "resolving") {
+		t.Fatalf("a call before the name resolves: %v", err)
+	}
+	dns.SetAddrs("late.svc.test", netip.MustParseAddr("127.0.0.1"))
+	await(t, "the name to resolve and its replica to be admitted", func() bool { return readyCount(c) == 1 })
+	if out, err := c.Call(context.Background(), mEcho, []byte("z"), nil); err != nil || string(out) != "z" {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+// A pushed set that is empty at Dial is no error either.
+func TestDialEmptyPush(t *testing.T) {
+	push := NewPush()
+	c, err := Dial(context.Background(), "svc", WithResolver(push))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := startReplica(t, "127.0.0.1")
+	push.Set(r.addr)
+	await(t, "the pushed replica admitted", func() bool { return readyCount(c) == 1 })
+}

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/internal/dnstest"
+)
+
+// SRV weights as RFC 2782 gives them, within the lowest priority: a
+// record's weight over the sum; the records of weight 0 share one part
+// in sum+1; a record's weight split among its target's addresses;
+// another priority left out.
+func TestSRVWeights(t *testing.T) {
+	dns, err := dnstest.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	dns.SetAddrs("a.test", netip.MustParseAddr("127.0.0.2"))
+	dns.SetAddrs("b.test", netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.4"))
+	dns.SetAddrs("c.test", netip.MustParseAddr("127.0.0.5"))
+	dns.SetAddrs("d.test", netip.MustParseAddr("127.0.0.6"))
+	dns.SetAddrs("e.test", netip.MustParseAddr("127.0.0.7"))
+	dns.SetSRV("_zap._tcp.w.test",
+		dnstest.SRV{Priority: 1, Weight: 60, Port: 7700, Target: "a.test"},
+		dnstest.SRV{Priority: 1, Weight: 30, Port: 7700, Target: "b.test"},
+		dnstest.SRV{Priority: 1, Weight: 0, Port: 7700, Target: "c.test"},
+		dnstest.SRV{Priority: 1, Weight: 0, Port: 7700, Target: "d.test"},
+		dnstest.SRV{Priority: 2, Weight: 100, Port: 7700, Target: "e.test"})
+	srv := &SRV{Name: "_zap._tcp.w.test", Resolver: dns.Resolver()}
+	eps, err := srv.ResolveWeighted(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Endpoint{{"127.0.0.2:7700", 60}, {"127.0.0.3:7700", 15}, {"127.0.0.4:7700", 15}, {"127.0.0.5:7700", 0.5}, {"127.0.0.6:7700", 0.5}}
+	if len(eps) != len(want) {
+		t.Fatalf("got %v, want %v", eps, want)
+	}
+	for i := range want {
+		if eps[i].Addr != want[i].Addr || math.Abs(eps[i].Weight-want[i].Weight) > 1e-9 {
+			t.Fatalf("got %v, want %v", eps, want)
+		}
+	}
+	addrs, err := srv.Resolve(context.Background())
+	if err != nil || len(addrs) != 5 || addrs[0] != "127.0.0.2:7700" {
+		t.Fatalf("Resolve: %v %v", addrs, err)
+	}
+	// All of weight 0: equal shares.
+	dns.SetSRV("_zap._tcp.z.test",
+		dnstest.SRV{Priority: 0, Port: 1, Target: "a.test"},
+		dnstest.SRV{Priority: 0, Port: 1, Target: "c.test"})
+	eps, err = (&SRV{Name: "_zap._tcp.z.test", Resolver: dns.Resolver()}).ResolveWeighted(context.Background())
+	if err != nil || len(eps) != 2 || eps[0].Weight != eps[1].Weight || !(eps[0].Weight > 0) {
+		t.Fatalf("weights 0: %v %v", eps, err)
+	}
+}
+
+// Three replicas behind SRV records of weights 60, 30 and 10 (and a
+// fourth of a higher priority number, a backup): sequential calls go to
+// them in those shares under P2C (drawn at random) and round robin
+// (spread evenly); the backup gets none.
+func TestSRVWeightedShares(t *testing.T) {
+	dns, err := dnstest.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	rs := []*replicaSrv{startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")}
+	weights := []uint16{60, 30, 10, 100}
+	var recs []dnstest.SRV
+	for i, r := range rs {
+		_, p, _ := splitHostPort(r.addr)
+		port, _ := strconv.Atoi(p)
+		name := fmt.Sprintf("r%d.w.test", i)
+		dns.SetAddrs(name, netip.MustParseAddr("127.0.0.1"))
+		prio := uint16(1)
+		if i == 3 {
+			prio = 2
+		}
+		recs = append(recs, dnstest.SRV{Priority: prio, Weight: weights[i], Port: uint16(port), Target: name})
+	}
+	dns.SetSRV("_zap._tcp.w.test", recs...)
+	for _, tc := range []struct {
+		name string
+		bal  Balancer
+		tol  float64
+	}{{"p2c", P2C(), 0.05}, {"roundrobin", RoundRobin(), 0.01}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialT(t, "dns+srv://"+dns.Addr()+"/_zap._tcp.w.test", WithBalancer(tc.bal), WithRefresh(time.Hour))
+			if n := len(c.Stats().Replicas); n != 3 {
+				t.Fatalf("%d replicas, want the 3 of the lowest priority", n)
+			}
+			var before [4]int64
+			for i, r := range rs {
+				before[i] = r.calls.Load()
+			}
+			const n = 3000
+			for range n {
+				if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got [4]float64
+			for i, r := range rs {
+				got[i] = float64(r.calls.Load()-before[i]) / n
+			}
+			t.Logf("%s: shares %.3f %.3f %.3f, backup %.3f", tc.name, got[0], got[1], got[2], got[3])
+			for i, w := range []float64{0.6, 0.3, 0.1, 0} {
+				if math.Abs(got[i]-w) > tc.tol {
+					t.Fatalf("replica %d (weight %d) got %.3f of the calls, want %.2f ± %.2f", i, weights[i], got[i], w, tc.tol)
+				}
+			}
+		})
+	}
+}

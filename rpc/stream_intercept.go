@@ -1,0 +1,159 @@
+package rpc
+
+import "context"
+
+// StreamInterceptor runs around every stream handler of a server that has
+// it (see [WithStreamInterceptors]), as [Interceptor] does around unary
+// handlers: it sees the handler's ctx, the wire method ordinal (the mount
+// offset included), the open's initial message and the stream, and calls
+// next to run the rest of the chain and finally the handler, or ends the
+// stream by itself by returning without calling next (a *[StatusError]
+// keeps its code, so an auth interceptor refuses a stream with
+// Errorf(403, ...)). It may pass next a ctx of its own (derived from
+// ctx), and may replace the handler's error. Its error ends the stream
+// as a handler's does; a panic in it is handled like a handler panic
+// (status 500, logged).
+//
+// To see the stream's messages, an interceptor installs a [StreamTap]
+// with [Stream.Tap] before it calls next. init is the handler's own copy;
+// the stream's metadata and cap are read from ctx ([MetadataFrom],
+// [CapFrom]).
+type StreamInterceptor func(ctx context.Context, method uint32, init []byte, s *Stream, next StreamHandler) error
+
+// WithStreamInterceptors installs interceptors around every stream
+// handler registered on the server afterwards by [Server.HandleStream]
+// (generated Register…Server functions go through it), in order: the
+// first is outermost. Several WithStreamInterceptors options append. The
+// chain is built once per HandleStream call: a stream pays only the
+// interceptors' own cost, and a message nothing unless a tap is
+// installed.
+func WithStreamInterceptors(i ...StreamInterceptor) ServerOption {
+	i = append([]StreamInterceptor(nil), i...)
+	return serverOption(func(o *serverOptions) {
+		for _, f := range i {
+			if f != nil {
+				o.streamInterceptors = append(o.streamInterceptors, f)
+			}
+		}
+	})
+}
+
+// chainStreamHandler wraps h (served at method) in the interceptors, first
+// outermost. It is built once, at registration.
+func chainStreamHandler(ics []StreamInterceptor, method uint32, h StreamHandler) StreamHandler {
+	for k := len(ics) - 1; k >= 0; k-- {
+		ic, next := ics[k], h
+		h = func(ctx context.Context, init []byte, s *Stream) error {
+			return ic(ctx, method, init, s, next)
+		}
+	}
+	return h
+}
+
+// Streamer opens one stream: the innermost Streamer of a client's chain
+// is the open on the wire (see [Client.OpenStream] for init and the
+// errors).
+type Streamer func(ctx context.Context, method uint32, init []byte) (*Stream, error)
+
+// StreamClientInterceptor runs around every [Client.OpenStream] of a
+// client that has it (see [WithStreamClientInterceptors]): it may change
+// ctx (to add metadata or a cap with [WithMetadata] and [WithCap]: the
+// open carries them; the ctx also bounds the whole stream), refuse the
+// open by returning an error without calling open, call open to run the
+// rest of the chain and the open itself, and install a [StreamTap] on
+// the stream it got before returning it. init is the caller's: only read,
+// and only until the interceptor returns.
+//
+// Interceptors given to the connections of an rpc/cluster client run once
+// per attempt; its own (cluster.WithStreamInterceptors) run once around
+// an open.
+type StreamClientInterceptor func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error)
+
+// WithStreamClientInterceptors installs interceptors around every stream
+// a [Client] opens, in order: the first is outermost. Several options
+// append. The chain is built once, when the client is created.
+func WithStreamClientInterceptors(i ...StreamClientInterceptor) ClientOption {
+	i = append([]StreamClientInterceptor(nil), i...)
+	return clientOption(func(o *clientOptions) {
+		for _, f := range i {
+			if f != nil {
+				o.streamInterceptors = append(o.streamInterceptors, f)
+			}
+		}
+	})
+}
+
+// ChainStreamer returns inner wrapped in the interceptors, the first
+// outermost, or nil when there are none. It is how a Client runs
+// [WithStreamClientInterceptors]; a StreamOpener built on Clients
+// (rpc/cluster) uses it to run its own interceptors once around each
+// open.
+func ChainStreamer(ics []StreamClientInterceptor, inner Streamer) Streamer {
+	if len(ics) == 0 {
+		return nil
+	}
+	h := inner
+	for k := len(ics) - 1; k >= 0; k-- {
+		ic, next := ics[k], h
+		h = func(ctx context.Context, method uint32, init []byte) (*Stream, error) {
+			return ic(ctx, method, init, next)
+		}
+	}
+	return h
+}
+
+// StreamTap sees the messages of one stream (see [Stream.Tap]): Send
+// sees each message given to [Stream.Send] before it is sent, Recv each
+// message [Stream.Recv] is about to return. Either may be nil. msg is the
+// stream's or the caller's buffer: read it during the call only, never
+// change or keep it.
+//
+// An error from Send makes Send return it without sending the message;
+// an error from Recv makes Recv return it instead of the message (the
+// message is consumed). The stream itself goes on either way: a tap that
+// means to end it returns the error through its interceptor (server) or
+// cancels the stream's ctx (client).
+//
+// Send's function runs on the goroutine that sends, Recv's on the one
+// that receives, which may be two goroutines at once: a tap that counts
+// both ways uses atomics or a lock.
+type StreamTap struct {
+	Send func(msg []byte) error
+	Recv func(msg []byte) error
+}
+
+// Tap installs t on the stream; taps installed earlier see a message
+// first. It is meant for interceptors, and must be called before the
+// stream is used: on a server before the interceptor calls next, on a
+// client before the interceptor returns the stream. It is not safe for
+// concurrent use with Send or Recv. A stream with taps pays their calls
+// per message and nothing else; one without pays nothing.
+func (s *Stream) Tap(t StreamTap) {
+	if t.Send != nil || t.Recv != nil {
+		s.taps = append(s.taps, t)
+	}
+}
+
+// tapSend runs the taps' Send on msg.
+func (s *Stream) tapSend(msg []byte) error {
+	for _, t := range s.taps {
+		if t.Send != nil {
+			if err := t.Send(msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tapRecv runs the taps' Recv on msg.
+func (s *Stream) tapRecv(msg []byte) error {
+	for _, t := range s.taps {
+		if t.Recv != nil {
+			if err := t.Recv(msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Server stream interceptors run first-outermost around the handler, see
+// the method, the init and the open's metadata, can refuse a stream
+// (auth) with a status the client's Recv returns, see every message both
+// ways through a tap, can stop a message, and a panic in one ends the
+// stream with 500 while the connection goes on.
+func TestServerStreamInterceptors(t *testing.T) {
+	tr := &trace{}
+	var tapIn, tapOut atomic.Int64
+	named := func(name string) StreamInterceptor {
+		return func(ctx context.Context, method uint32, init []byte, s *Stream, next StreamHandler) error {
+			tr.add(name + ">" + string(rune('0'+method-sCount)))
+			err := next(ctx, init, s)
+			tr.add("<" + name)
+			return err
+		}
+	}
+	auth := func(ctx context.Context, method uint32, init []byte, s *Stream, next StreamHandler) error {
+		if string(init) == "boom" {
+			panic("interceptor panic")
+		}
+		if string(MetadataFrom(ctx).Get("token")) != "secret" {
+			tr.add("denied")
+			return Errorf(403, "no token")
+		}
+		s.Tap(StreamTap{
+			Recv: func(msg []byte) error {
+				tapIn.Add(1)
+				if string(msg) == "bad" {
+					return Errorf(400, "bad message")
+				}
+				return nil
+			},
+			Send: func(msg []byte) error {
+				tapOut.Add(1)
+				return nil
+			},
+		})
+		return next(ctx, init, s)
+	}
+	s, addr, logs := streamServer(t, WithStreamInterceptors(named("a"), named("b")), WithStreamInterceptors(auth))
+	// sEcho, with the tap's refusals passed over rather than ending it.
+	s.HandleStream(sEcho, func(ctx context.Context, init []byte, st *Stream) error {
+		var buf []byte
+		for {
+			m, err := st.Recv(buf[:0])
+			if err == io.EOF {
+				return nil
+			}
+			if Code(err) == 400 {
+				tr.add("dropped")
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			tr.add("h:" + string(m))
+			if err := st.Send(m); err != nil {
+				return err
+			}
+			buf = m
+		}
+	})
+	c := dial(t, addr)
+	ctx := WithMetadata(context.Background(), "token", "secret")
+
+	st, err := c.OpenStream(ctx, sEcho, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", "bad", "two"} {
+		if err := st.Send([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.CloseSend()
+	msgs, err := recvAll(st)
+	if err != io.EOF || len(msgs) != 2 || string(msgs[0]) != "one" || string(msgs[1]) != "two" {
+		t.Fatalf("echo through the interceptors: %q %v", msgs, err)
+	}
+	await(t, "the handler's end", func() bool { return s.Stats().Streams.OK == 1 })
+	if got := tr.take(); got != "a>2 b>2 h:one dropped h:two <b <a" {
+		t.Fatalf("order: %q", got)
+	}
+	if tapIn.Load() != 3 || tapOut.Load() != 2 {
+		t.Fatalf("the tap saw %d messages in and %d out, want 3 and 2", tapIn.Load(), tapOut.Load())
+	}
+
+	// No token: refused by the interceptor, the handler does not run.
+	st, err = c.OpenStream(context.Background(), sEcho, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); Code(err) != 403 || !strings.Contains(err.Error(), "no token") {
+		t.Fatalf("a stream without a token: %v", err)
+	}
+	if got := tr.take(); got != "a>2 b>2 denied <b <a" {
+		t.Fatalf("order when refused: %q", got)
+	}
+
+	// A panic in an interceptor: 500, logged, the connection goes on.
+	st, err = c.OpenStream(ctx, sEcho, []byte("boom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); Code(err) != StatusInternal {
+		t.Fatalf("a panicking interceptor: %v", err)
+	}
+	tr.take()
+	if !strings.Contains(logs.String(), "interceptor panic") {
+		t.Fatalf("the panic was not logged: %s", logs)
+	}
+	if out, err := c.Call(ctx, mEcho, []byte("still"), nil); err != nil || string(out) != "still" {
+		t.Fatalf("a call after the panic: %q %v", out, err)
+	}
+	// Unary interceptors are not stream ones: a unary call ran none.
+	if got := tr.take(); got != "" {
+		t.Fatalf("stream interceptors ran around a unary call: %q", got)
+	}
+}
+
+// Client stream interceptors run first-outermost around OpenStream, may
+// add metadata the handler sees, refuse an open without sending it, and
+// tap the messages of the stream they return.
+func TestClientStreamInterceptors(t *testing.T) {
+	tr := &trace{}
+	var seen atomic.Value
+	s, addr, _ := streamServer(t)
+	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
+		seen.Store(string(MetadataFrom(ctx).Get("trace")))
+		return st.Send(init)
+	})
+	named := func(name string) StreamClientInterceptor {
+		return func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error) {
+			tr.add(name + ">")
+			st, err := open(ctx, method, init)
+			tr.add("<" + name)
+			return st, err
+		}
+	}
+	errRefused := errors.New("refused by the interceptor")
+	var recvd atomic.Int64
+	meta := func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error) {
+		if string(init) == "refuse" {
+			return nil, errRefused
+		}
+		st, err := open(WithMetadata(ctx, "trace", "t-1"), method, init)
+		if err != nil {
+			return nil, err
+		}
+		st.Tap(StreamTap{Recv: func(msg []byte) error {
+			recvd.Add(1)
+			if string(msg) == "hidden" {
+				return errors.New("tap refused")
+			}
+			return nil
+		}})
+		return st, nil
+	}
+	c := dial(t, addr, WithStreamClientInterceptors(named("a"), named("b")), WithStreamClientInterceptors(meta))
+	st, err := c.OpenStream(context.Background(), sBlock, []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := recvAll(st)
+	if err != io.EOF || len(msgs) != 1 || string(msgs[0]) != "hello" {
+		t.Fatalf("%q %v", msgs, err)
+	}
+	if got := tr.take(); got != "a> b> <b <a" {
+		t.Fatalf("order: %q", got)
+	}
+	if v, _ := seen.Load().(string); v != "t-1" {
+		t.Fatalf("the handler saw trace %q, want the interceptor's t-1", v)
+	}
+	if recvd.Load() != 1 {
+		t.Fatalf("the tap saw %d messages, want 1", recvd.Load())
+	}
+	// The tap's error comes out of Recv instead of the message.
+	st, err = c.OpenStream(context.Background(), sBlock, []byte("hidden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(nil); err == nil || err.Error() != "tap refused" || len(m) != 0 {
+		t.Fatalf("Recv of a message the tap refused: %q %v", m, err)
+	}
+	if _, err := st.Recv(nil); err != io.EOF {
+		t.Fatalf("after the refused message: %v", err)
+	}
+	// Refused by an interceptor: nothing reaches the server.
+	before := s.Stats().Streams.Opened
+	tr.take()
+	if _, err := c.OpenStream(context.Background(), sBlock, []byte("refuse")); err != errRefused {
+		t.Fatalf("refused open: %v", err)
+	}
+	if got := tr.take(); got != "a> b> <b <a" {
+		t.Fatalf("order when refused: %q", got)
+	}
+	if _, err := c.Call(context.Background(), mEcho, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().Streams.Opened; n != before {
+		t.Fatalf("a refused open reached the server (%d streams opened, was %d)", n, before)
+	}
+}

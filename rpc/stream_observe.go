@@ -1,0 +1,317 @@
+package rpc
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// StreamEvent describes a stream's start or its end, for a
+// [StreamObserver]. It is passed by value and holds no buffer of the
+// stream: an observer may keep it.
+type StreamEvent struct {
+	// Client is true for a client's view of the stream, false for a
+	// server's.
+	Client bool
+	// End is false for the event at the stream's start (on a server just
+	// before its handler runs, interceptors included; on a client when the
+	// open is about to be queued), true for the one at its end. Every
+	// start is followed by exactly one end.
+	End bool
+	// Method is the wire method ordinal (the mount offset included); ID
+	// is the stream id.
+	Method, ID uint32
+	// Status (end only) is how the stream ended. On a server: 200 when its
+	// handler returned nil, the handler's status otherwise (500 for a
+	// plain error or a panic), [StatusCanceled] when the client canceled
+	// the stream, 503 when Shutdown's grace ended it. On a client: 200 for
+	// the server's clean end, the status of its error end, StatusCanceled
+	// when the ctx of OpenStream ended first, 0 when no end came (Err says
+	// why: the connection closed, the open could not be sent).
+	Status uint32
+	// Err is, on a client's end event, the error the stream ended with
+	// (nil for a clean end); nil on a server.
+	Err error
+	// Start is when the stream began (on a server when its open was read,
+	// on a client when OpenStream was called and the stream got its id).
+	Start time.Time
+	// Duration (end only) is the time from Start to the end: on a server
+	// until the handler returned and the end was queued; on a client until
+	// the server's end was read, the stream was canceled or its connection
+	// failed.
+	Duration time.Duration
+	// MsgsIn and MsgsOut (end only) count the stream's messages received
+	// from the peer and sent to it. BytesIn and BytesOut count their
+	// payload bytes, and the open's initial message (a client sends it, a
+	// server receives it). Frame and envelope headers are not counted.
+	MsgsIn, MsgsOut   int64
+	BytesIn, BytesOut int64
+	// Peer is the remote address of the stream's connection.
+	Peer net.Addr
+}
+
+// StreamObserver is called at the start and at the end of every stream
+// of a client or server that has it (see [WithStreamObserver]). It runs
+// on the goroutine that starts or ends the stream (a handler's goroutine,
+// a caller's, or a connection's read loop), so it must be quick, must not
+// block and must not panic. Observing allocates nothing per message: the
+// counts are kept on the stream.
+type StreamObserver func(StreamEvent)
+
+// WithStreamObserver installs f to see the start and the end of every
+// stream: on a server, every stream whose handler ran (an open refused
+// with 404, 503 or 400 runs none and is counted only in
+// [Stats].Streams); on a client, every stream [Client.OpenStream] began
+// (one that failed before it got an id, such as [ErrTooManyStreams], is
+// not seen). Calls are seen by [WithObserver]. Default: none.
+func WithStreamObserver(f StreamObserver) Option {
+	return bothOption{
+		s: func(o *serverOptions) { o.streamObserver = f },
+		c: func(o *clientOptions) { o.streamObserver = f },
+	}
+}
+
+// StreamStats are a server's stream counters (the Streams field of
+// [Stats]).
+type StreamStats struct {
+	// Opened counts the streams whose handler started; Refused the opens
+	// answered with an error end and no handler (no such method, too many
+	// streams, going away, malformed).
+	Opened, Refused uint64
+	// Active is the number of stream handlers running now.
+	Active int64
+	// Ended counts the streams whose handler ended, by the status of
+	// their end (see [StreamEvent].Status): OK (200), Canceled (by the
+	// client, [StatusCanceled]), Internal (500), Unavailable (503,
+	// Shutdown) and every other status.
+	OK, Canceled, Internal, Unavailable, OtherStatus uint64
+	// MsgsIn and MsgsOut count stream messages received and sent;
+	// BytesIn and BytesOut their payload bytes (initial messages
+	// included). A stream adds its counts every 64 messages each way and
+	// when it ends.
+	MsgsIn, MsgsOut, BytesIn, BytesOut uint64
+}
+
+// streamCounters are a server's stream counters.
+type streamCounters struct {
+	opened, refused                    atomic.Uint64
+	ended                              [5]atomic.Uint64 // OK, Canceled, Internal, Unavailable, other
+	msgsIn, msgsOut, bytesIn, bytesOut atomic.Uint64
+}
+
+func (sc *streamCounters) snapshot() StreamStats {
+	st := StreamStats{
+		Opened:      sc.opened.Load(),
+		Refused:     sc.refused.Load(),
+		OK:          sc.ended[0].Load(),
+		Canceled:    sc.ended[1].Load(),
+		Internal:    sc.ended[2].Load(),
+		Unavailable: sc.ended[3].Load(),
+		OtherStatus: sc.ended[4].Load(),
+		MsgsIn:      sc.msgsIn.Load(),
+		MsgsOut:     sc.msgsOut.Load(),
+		BytesIn:     sc.bytesIn.Load(),
+		BytesOut:    sc.bytesOut.Load(),
+	}
+	st.Active = int64(st.Opened - (st.OK + st.Canceled + st.Internal + st.Unavailable + st.OtherStatus))
+	return st
+}
+
+// endedIndex is the index of a stream's end status in streamCounters.ended.
+func endedIndex(status uint32) int {
+	switch status {
+	case StatusOK:
+		return 0
+	case StatusCanceled:
+		return 1
+	case StatusInternal:
+		return 2
+	case StatusUnavailable:
+		return 3
+	}
+	return 4
+}
+
+// streamAcct is a stream's accounting, under Stream.mu.
+type streamAcct struct {
+	start             int64 // monoNow at the start
+	msgsIn, msgsOut   int64
+	bytesIn, bytesOut int64
+	// Published to the server's counters so far (server only).
+	pubMsgsIn, pubMsgsOut, pubBytesIn, pubBytesOut int64
+	// status is set by what ended the stream first: a status end sent by
+	// abort (Shutdown, a client's cancel) or received (a client's cancel,
+	// on a server).
+	status   uint32
+	reported bool // the end was reported (client: at most once)
+}
+
+// publishEvery: a server stream adds its message counts to the server's
+// every so many messages each way (and at its end).
+const publishEvery = 64
+
+// countIn counts a message received (under s.mu).
+func (s *Stream) countIn(n int) {
+	a := &s.acct
+	a.msgsIn++
+	a.bytesIn += int64(n)
+	if a.msgsIn-a.pubMsgsIn >= publishEvery && s.set.sc != nil {
+		s.publishIn(&s.set.sc.s.streamStats)
+	}
+}
+
+// countOut counts a message sent (under s.mu); uncountOut takes it back.
+func (s *Stream) countOut(n int) {
+	a := &s.acct
+	a.msgsOut++
+	a.bytesOut += int64(n)
+	if a.msgsOut-a.pubMsgsOut >= publishEvery && s.set.sc != nil {
+		s.publishOut(&s.set.sc.s.streamStats)
+	}
+}
+
+func (s *Stream) uncountOut(n int) {
+	s.acct.msgsOut--
+	s.acct.bytesOut -= int64(n)
+}
+
+func (s *Stream) publishIn(sc *streamCounters) {
+	a := &s.acct
+	if d := a.msgsIn - a.pubMsgsIn; d > 0 {
+		sc.msgsIn.Add(uint64(d))
+	}
+	if d := a.bytesIn - a.pubBytesIn; d > 0 {
+		sc.bytesIn.Add(uint64(d))
+	}
+	a.pubMsgsIn, a.pubBytesIn = a.msgsIn, a.bytesIn
+}
+
+func (s *Stream) publishOut(sc *streamCounters) {
+	a := &s.acct
+	if d := a.msgsOut - a.pubMsgsOut; d > 0 {
+		sc.msgsOut.Add(uint64(d))
+	}
+	if d := a.bytesOut - a.pubBytesOut; d > 0 {
+		sc.bytesOut.Add(uint64(d))
+	}
+	a.pubMsgsOut, a.pubBytesOut = a.msgsOut, a.bytesOut
+}
+
+// endedWith records status as the stream's end status unless one is set.
+func (s *Stream) endedWith(status uint32) {
+	s.mu.Lock()
+	if s.acct.status == 0 {
+		s.acct.status = status
+	}
+	s.mu.Unlock()
+}
+
+// event returns the stream's event (end: with its counts and duration).
+// Called with s.mu held.
+func (s *Stream) event(client, end bool, now int64) StreamEvent {
+	a := &s.acct
+	ev := StreamEvent{
+		Client: client,
+		End:    end,
+		Method: s.method,
+		ID:     s.id,
+		Start:  monoTime(a.start),
+	}
+	if end {
+		ev.Duration = time.Duration(now - a.start)
+		ev.MsgsIn, ev.MsgsOut = a.msgsIn, a.msgsOut
+		ev.BytesIn, ev.BytesOut = a.bytesIn, a.bytesOut
+	}
+	return ev
+}
+
+// serverStreamStart counts a stream whose handler is about to run and
+// reports its start.
+func (c *serverConn) serverStreamStart(st *Stream, init []byte) {
+	c.s.streamStats.opened.Add(1)
+	obs := c.s.opts.streamObserver
+	st.mu.Lock()
+	st.acct.bytesIn += int64(len(init))
+	var ev StreamEvent
+	if obs != nil {
+		ev = st.event(false, false, 0)
+	}
+	st.mu.Unlock()
+	if obs != nil {
+		ev.Peer = c.peer()
+		obs(ev)
+	}
+}
+
+// serverStreamEnd counts a stream whose handler ended with status (0: a
+// clean end) and reports its end. The handler has returned, so nothing
+// is sent any more; a message that arrives now is dropped.
+func (c *serverConn) serverStreamEnd(st *Stream, status uint32) {
+	now := monoNow()
+	sc := &c.s.streamStats
+	st.mu.Lock()
+	if st.acct.status != 0 {
+		status = st.acct.status // canceled by the client, or ended by Shutdown
+	} else if status == 0 {
+		status = StatusOK
+	}
+	st.acct.status = status
+	st.publishIn(sc)
+	st.publishOut(sc)
+	obs := c.s.opts.streamObserver
+	var ev StreamEvent
+	if obs != nil {
+		ev = st.event(false, true, now)
+		ev.Status = status
+	}
+	st.mu.Unlock()
+	sc.ended[endedIndex(status)].Add(1)
+	if obs != nil {
+		ev.Peer = c.peer()
+		obs(ev)
+	}
+}
+
+// clientStreamStart reports the start of a client's stream. The observer
+// runs under the stream's lock, so that the end (clientEnd, which may
+// come from the read loop at once) is reported after it.
+func (c *Client) clientStreamStart(st *Stream) {
+	if obs := c.opts.streamObserver; obs != nil {
+		st.mu.Lock()
+		ev := st.event(true, false, 0)
+		ev.Peer = c.peer
+		obs(ev)
+		st.mu.Unlock()
+	}
+}
+
+// clientEnd reports the end of a client's stream, once: status as the
+// server's end said (200 clean), or 0 with err when none came.
+func (s *Stream) clientEnd(status uint32, err error) {
+	t := s.set
+	if t.cl == nil {
+		return
+	}
+	now := monoNow()
+	s.mu.Lock()
+	if s.acct.reported {
+		s.mu.Unlock()
+		return
+	}
+	s.acct.reported = true
+	if s.acct.status != 0 {
+		status = s.acct.status // our cancel
+	}
+	s.acct.status = status
+	obs := t.cl.opts.streamObserver
+	var ev StreamEvent
+	if obs != nil {
+		ev = s.event(true, true, now)
+		ev.Status, ev.Err = status, err
+	}
+	s.mu.Unlock()
+	if obs != nil {
+		ev.Peer = t.cl.peer
+		obs(ev)
+	}
+}
