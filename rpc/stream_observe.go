@@ -100,19 +100,21 @@ type streamCounters struct {
 }
 
 func (sc *streamCounters) snapshot() StreamStats {
+	// The ends first, then opened: a stream is counted opened before it
+	// ends, so Active is never negative (read the other way round, a
+	// stream that starts and ends between the two reads counts as ended
+	// only).
 	st := StreamStats{
-		Opened:      sc.opened.Load(),
-		Refused:     sc.refused.Load(),
 		OK:          sc.ended[0].Load(),
 		Canceled:    sc.ended[1].Load(),
 		Internal:    sc.ended[2].Load(),
 		Unavailable: sc.ended[3].Load(),
 		OtherStatus: sc.ended[4].Load(),
-		MsgsIn:      sc.msgsIn.Load(),
-		MsgsOut:     sc.msgsOut.Load(),
-		BytesIn:     sc.bytesIn.Load(),
-		BytesOut:    sc.bytesOut.Load(),
 	}
+	st.Opened = sc.opened.Load()
+	st.Refused = sc.refused.Load()
+	st.MsgsIn, st.MsgsOut = sc.msgsIn.Load(), sc.msgsOut.Load()
+	st.BytesIn, st.BytesOut = sc.bytesIn.Load(), sc.bytesOut.Load()
 	st.Active = int64(st.Opened - (st.OK + st.Canceled + st.Internal + st.Unavailable + st.OtherStatus))
 	return st
 }

@@ -1,0 +1,53 @@
+package rpc
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Stats().Streams.Active is never negative, even while streams start and
+// end as it is read: the snapshot read opened before the ends, so a
+// stream that started and ended between the two reads was counted as
+// ended and not as opened (Active -1). Here one goroutine starts and
+// ends streams as fast as it can (the counters' own operations, in the
+// order runStream makes them) while snapshots are taken.
+func TestStreamStatsActiveNeverNegative(t *testing.T) {
+	var sc streamCounters
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			sc.opened.Add(1)
+			sc.ended[endedIndex(StatusOK)].Add(1)
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	// Wait (bounded) for the writer to run, so that the snapshots overlap it.
+	for deadline := time.Now().Add(30 * time.Second); sc.opened.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("after 30 s the writer goroutine has not run")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Snapshots until the writer has gone round many times meanwhile (on
+	// one core, many of its time slices), or 30 s.
+	start := sc.opened.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 1; ; i++ {
+		if st := sc.snapshot(); st.Active < 0 {
+			t.Fatalf("snapshot %d: Active %d (opened %d, ended %d)", i, st.Active, st.Opened,
+				st.OK+st.Canceled+st.Internal+st.Unavailable+st.OtherStatus)
+		}
+		if i%4096 != 0 {
+			continue
+		}
+		if n := sc.opened.Load() - start; n >= 20_000_000 {
+			return
+		} else if time.Now().After(deadline) {
+			t.Logf("30 s of snapshots: the writer went round %d times", n)
+			return
+		}
+	}
+}
