@@ -223,3 +223,76 @@ func TestPeerNeverReads(t *testing.T) {
 		t.Fatal("the peer's writes still block 30 s after the server dropped it")
 	}
 }
+
+// Many sparse connections, each with two callers: one makes calls that
+// block (each until the other caller's next call on the same connection
+// is answered), the other quick ones. A blocked handler holds its
+// connection's read loop until the watchdog takes it over: every call
+// completes, on every connection, while the connections come and go
+// between quiet (jobs given back, watchdog parked) and busy.
+func TestSparseConnsBlockingHandlers(t *testing.T) {
+	s, addr, _ := testServer(t)
+	var mu sync.Mutex
+	gates := make(map[string]chan struct{})
+	gate := func(id string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		g := gates[id]
+		if g == nil {
+			g = make(chan struct{})
+			gates[id] = g
+		}
+		return g
+	}
+	s.Handle(mGate, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		select {
+		case <-gate(string(req)):
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		}
+		return append(resp, req...), nil
+	})
+	const conns, rounds = 40, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*conns)
+	for k := range conns {
+		c := dial(t, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				id := []byte{byte(k), byte(r)}
+				blocked := make(chan error, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					_, err := c.Call(ctx, mGate, id, nil)
+					blocked <- err
+				}()
+				// The quick call behind it opens the gate once answered.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				out, err := c.Call(ctx, mEcho, id, nil)
+				cancel()
+				if err != nil || string(out) != string(id) {
+					errs <- err
+					close(gate(string(id)))
+					<-blocked
+					return
+				}
+				close(gate(string(id)))
+				if err := <-blocked; err != nil {
+					errs <- err
+					return
+				}
+				if r%2 == 1 {
+					time.Sleep(time.Duration(k%7) * time.Millisecond) // quiet spells
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
