@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
 )
 
 // Huge weights whose sum overflows float64 (a registry giving weights in
@@ -44,5 +47,33 @@ func TestHugeWeightsShareCalls(t *testing.T) {
 				t.Fatalf("replica 0 (weight %g) got %.3f of the calls, want %.3f ± %.2f", ws[0], got0, want0, tc.tol)
 			}
 		})
+	}
+}
+
+// A client dialed while no replica is up, with calls, sends and stream
+// opens waiting for one (WithWaitForReady): Close wakes them all, and they
+// fail with ErrClosed rather than wait out their wait.
+func TestCloseWakesCallsWaitingForReplica(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, "static:///127.0.0.1:1", WithWaitForReady(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 3)
+	go func() { _, err := c.Call(context.Background(), mEcho, nil, nil); errs <- err }()
+	go func() { _, err := c.Send(context.Background(), mEcho, nil, nil); errs <- err }()
+	go func() { _, err := c.OpenStream(context.Background(), 1, nil); errs <- err }()
+	time.Sleep(20 * time.Millisecond) // let them wait (not required: Close fails later ones too)
+	c.Close()
+	for range 3 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, rpc.ErrClosed) {
+				t.Fatalf("a waiting call after Close: %v, want ErrClosed", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a call waiting for a replica still waits 30 s after Close")
+		}
 	}
 }
