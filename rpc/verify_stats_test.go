@@ -51,3 +51,22 @@ func TestStreamStatsActiveNeverNegative(t *testing.T) {
 		}
 	}
 }
+
+// A client stream's end can be reported before OpenStream reports its
+// start: the connection fails (closeAll ends every stream in the set)
+// between OpenStream publishing the stream and reporting its start. The
+// observer must still see the start first, then the end, once each. Here
+// the two reports are made in that order by hand.
+func TestClientStreamEndBeforeStartReported(t *testing.T) {
+	_, addr, _ := testServer(t)
+	log := &streamLog{}
+	c := dial(t, addr, WithStreamObserver(log.observe))
+	s := newStream(&c.streams, 99, 7)
+	s.acct.start = monoNow()
+	s.clientEnd(0, ErrClosed) // closeAll, from the read loop
+	c.clientStreamStart(s)    // OpenStream, just after
+	evs := log.take()
+	if len(evs) != 2 || evs[0].End || !evs[1].End || evs[0].ID != 99 || evs[1].ID != 99 || evs[1].Err != ErrClosed {
+		t.Fatalf("events %+v, want the start and then the end", evs)
+	}
+}
