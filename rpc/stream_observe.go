@@ -174,8 +174,16 @@ func (s *Stream) countOut(n int) {
 }
 
 func (s *Stream) uncountOut(n int) {
-	s.acct.msgsOut--
-	s.acct.bytesOut -= int64(n)
+	a := &s.acct
+	a.msgsOut--
+	a.bytesOut -= int64(n)
+	if a.msgsOut < a.pubMsgsOut && s.set.sc != nil {
+		// countOut published it with the others: take it back.
+		sc := &s.set.sc.s.streamStats
+		sc.msgsOut.Add(^uint64(0))
+		sc.bytesOut.Add(-uint64(n))
+		a.pubMsgsOut, a.pubBytesOut = a.msgsOut, a.bytesOut
+	}
 }
 
 func (s *Stream) publishIn(sc *streamCounters) {

@@ -1,9 +1,14 @@
 package rpc
 
 import (
+	"context"
+	"errors"
+	"io"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
 )
 
 // Stats().Streams.Active is never negative, even while streams start and
@@ -68,5 +73,51 @@ func TestClientStreamEndBeforeStartReported(t *testing.T) {
 	evs := log.take()
 	if len(evs) != 2 || evs[0].End || !evs[1].End || evs[0].ID != 99 || evs[1].ID != 99 || evs[1].Err != ErrClosed {
 		t.Fatalf("events %+v, want the start and then the end", evs)
+	}
+}
+
+// A message Send refuses as too large is not counted in Stats().Streams,
+// also when it is the one whose count would have been published (every
+// publishEvery messages): it was published with the others and not taken
+// back, so MsgsOut counted one message too many and BytesOut the size of
+// a message never sent.
+func TestStreamStatsTooLargeNotCounted(t *testing.T) {
+	s, addr, _ := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(4<<10)))
+	sendErr := make(chan error, 1)
+	const method = 40
+	s.HandleStream(method, func(ctx context.Context, init []byte, st *Stream) error {
+		for range publishEvery - 1 {
+			if err := st.Send([]byte{1}); err != nil {
+				return err
+			}
+		}
+		sendErr <- st.Send(make([]byte, 8<<10)) // the publishEvery-th: too large
+		return nil
+	})
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), method, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf []byte
+	n := 0
+	for {
+		m, err := st.Recv(buf[:0])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		buf = m
+	}
+	if err := <-sendErr; !errors.Is(err, frame.ErrFrameTooLarge) {
+		t.Fatalf("Send of 8 KiB with a 4 KiB frame limit: %v", err)
+	}
+	await(t, "the stream's end on the server", func() bool { return s.Stats().Streams.OK == 1 })
+	got := s.Stats().Streams
+	if n != publishEvery-1 || got.MsgsOut != publishEvery-1 || got.BytesOut != publishEvery-1 {
+		t.Fatalf("%d messages received; Stats: %d messages, %d bytes out; want %d of each", n, got.MsgsOut, got.BytesOut, publishEvery-1)
 	}
 }
