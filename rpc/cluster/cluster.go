@@ -552,10 +552,14 @@ func (c *Client) publishLocked() {
 	}
 	set := &readySet{conns: conns}
 	if !equal {
-		set.cum = ws
+		// Relative to the largest weight, so that the sums cannot
+		// overflow (weights near math.MaxFloat64 would make them +Inf).
+		top := slices.Max(ws)
+		ws[0] /= top
 		for k := 1; k < len(ws); k++ {
-			ws[k] += ws[k-1]
+			ws[k] = ws[k]/top + ws[k-1]
 		}
+		set.cum = ws
 	}
 	c.ready.Store(set)
 	if len(conns) > 0 {
@@ -573,9 +577,7 @@ func (c *Client) setEndpoints(eps []Endpoint) {
 		if !(w > 0) || math.IsInf(w, 1) {
 			w = 1
 		}
-		if _, dup := want[ep.Addr]; !dup {
-			want[ep.Addr] = w
-		}
+		want[ep.Addr] = min(want[ep.Addr]+w, math.MaxFloat64) // an address given twice adds up
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
