@@ -577,7 +577,9 @@ func (c *Client) setEndpoints(eps []Endpoint) {
 		if !(w > 0) || math.IsInf(w, 1) {
 			w = 1
 		}
-		want[ep.Addr] = min(want[ep.Addr]+w, math.MaxFloat64) // an address given twice adds up
+		if _, dup := want[ep.Addr]; !dup {
+			want[ep.Addr] = w
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
