@@ -156,10 +156,13 @@
 // call. Read at 4 KiB swings with the machine's load: seven runs within
 // the hour, on this code or on the code before the session's two changes
 // to Next (which moved only the small sizes), gave medians from 1.12 to
-// 1.42 times FloorCopy. The Reader reads 4 and 16 KiB frames ahead into a
-// 64 KiB buffer and returns them in place; ReadFloorCopyAhead shows what
-// that costs by itself: a frame copied among its neighbours into a 64 KiB
-// buffer, instead of alone into the same warm 4 KiB, costs a fifth more.
+// 1.42 times FloorCopy; once the load fell to 3, 11 interleaved rounds
+// gave 1.23 (96 ns against 78), and the Reader as it was at the start of
+// that hour 1.33 in the same rounds. The Reader reads 4 and 16 KiB
+// frames ahead into a 64 KiB buffer and returns them in place;
+// ReadFloorCopyAhead shows what that costs by itself: a frame copied among
+// its neighbours into a 64 KiB buffer, instead of alone into the same warm
+// 4 KiB, costs a fifth more (1.18 in those quiet rounds).
 // What the Reader adds to that floor is the frame cut by the end of the
 // buffer, moved to its start before the next read (3 % of the bytes at 4
 // KiB), and a few ns per frame. A frame larger than a quarter of the
