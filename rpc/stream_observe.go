@@ -144,6 +144,7 @@ type streamAcct struct {
 	// on a server).
 	status   uint32
 	reported bool // the end was reported (client: at most once)
+	started  bool // client: the start was reported (by clientEnd when the end came first)
 }
 
 // publishEvery: a server stream adds its message counts to the server's
@@ -171,8 +172,16 @@ func (s *Stream) countOut(n int) {
 }
 
 func (s *Stream) uncountOut(n int) {
-	s.acct.msgsOut--
-	s.acct.bytesOut -= int64(n)
+	a := &s.acct
+	a.msgsOut--
+	a.bytesOut -= int64(n)
+	if a.msgsOut < a.pubMsgsOut && s.set.sc != nil {
+		// countOut published it with the others: take it back.
+		sc := &s.set.sc.s.streamStats
+		sc.msgsOut.Add(^uint64(0))
+		sc.bytesOut.Add(-uint64(n))
+		a.pubMsgsOut, a.pubBytesOut = a.msgsOut, a.bytesOut
+	}
 }
 
 func (s *Stream) publishIn(sc *streamCounters) {
@@ -274,13 +283,18 @@ func (c *serverConn) serverStreamEnd(st *Stream, status uint32) {
 
 // clientStreamStart reports the start of a client's stream. The observer
 // runs under the stream's lock, so that the end (clientEnd, which may
-// come from the read loop at once) is reported after it.
+// come from the read loop at once) is reported after it. When the end
+// came first (the connection failed as the stream was published), clientEnd
+// reported the start before it, and this reports nothing.
 func (c *Client) clientStreamStart(st *Stream) {
 	if obs := c.opts.streamObserver; obs != nil {
 		st.mu.Lock()
-		ev := st.event(true, false, 0)
-		ev.Peer = c.peer
-		obs(ev)
+		if !st.acct.started {
+			st.acct.started = true
+			ev := st.event(true, false, 0)
+			ev.Peer = c.peer
+			obs(ev)
+		}
 		st.mu.Unlock()
 	}
 }
@@ -304,13 +318,22 @@ func (s *Stream) clientEnd(status uint32, err error) {
 	}
 	s.acct.status = status
 	obs := t.cl.opts.streamObserver
-	var ev StreamEvent
+	var start, ev StreamEvent
+	startToo := false // the start was not reported yet: report it first
 	if obs != nil {
+		if !s.acct.started {
+			s.acct.started, startToo = true, true
+			start = s.event(true, false, 0)
+		}
 		ev = s.event(true, true, now)
 		ev.Status, ev.Err = status, err
 	}
 	s.mu.Unlock()
 	if obs != nil {
+		if startToo {
+			start.Peer = t.cl.peer
+			obs(start)
+		}
 		ev.Peer = t.cl.peer
 		obs(ev)
 	}

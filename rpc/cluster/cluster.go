@@ -552,10 +552,14 @@ func (c *Client) publishLocked() {
 	}
 	set := &readySet{conns: conns}
 	if !equal {
-		set.cum = ws
+		// Relative to the largest weight, so that the sums cannot
+		// overflow (weights near math.MaxFloat64 would make them +Inf).
+		top := slices.Max(ws)
+		ws[0] /= top
 		for k := 1; k < len(ws); k++ {
-			ws[k] += ws[k-1]
+			ws[k] = ws[k]/top + ws[k-1]
 		}
+		set.cum = ws
 	}
 	c.ready.Store(set)
 	if len(conns) > 0 {
