@@ -56,7 +56,8 @@ type Client struct {
 
 	_ cacheLinePad
 	// Idle slots form a lock-free stack: free is tag<<32 | (index+1) of
-	// the top slot (0: empty), each slot's next links to the one below;
+	// the top slot (0: empty), each idle slot's state word links to the
+	// one below (see slotStateMask);
 	// the tag changes on every push and pop, so a stale compare-and-swap
 	// fails. Every call writes it twice: it has a cache line of its own.
 	free atomic.Uint64
