@@ -11,8 +11,9 @@ import (
 // come), take the read loop role away from a handler still running at two
 // consecutive scans and dispatch it to a worker, which goes on reading: a
 // slow handler delays the calls behind it by one to two milliseconds while
-// calls flow on any connection (up to wdSlow more when it was the last to
-// run one), and then runs on as a worker call. The answer of an inline
+// calls flow on other connections or none did lately (by up to about
+// wdSlow+3*wdTick when it began just as they stopped: the watchdog's timer
+// had backed off), and then runs on as a worker call. The answer of an inline
 // call is appended to the outbox and written by the read loop once no
 // further request is buffered.
 func (c *serverConn) runInline(j *job) int {
@@ -171,9 +172,21 @@ func (s *Server) scanDue() {
 }
 
 // scan scans (see scanLocked) and reports whether a handler runs inline.
+// Less than wdTick after the previous scan it takes nothing over, but
+// still looks at the listed connections: the watchdog parks on its
+// answer, and a handler that began since that scan, in a read loop that
+// checked wdParked before the watchdog set it, would not wake it.
 func (s *Server) scan(now int64) bool {
 	s.wdMu.Lock()
 	defer s.wdMu.Unlock()
+	if now-s.wdLast.Load() < int64(wdTick) {
+		for _, c := range s.wdList {
+			if v := c.inl.Load(); v != 0 && v != readerTaken {
+				return true
+			}
+		}
+		return false
+	}
 	return s.scanLocked(now)
 }
 
