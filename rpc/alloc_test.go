@@ -143,3 +143,12 @@ func TestSlotIsOneCacheLine(t *testing.T) {
 		t.Fatalf("slot is %d bytes, want 64", n)
 	}
 }
+
+// TestServerConnSizeClass: a server connection's struct stays within the
+// allocator's 1,024-byte class (the next is 1,152): every connection,
+// idle ones included, pays for it (rpc/README.md, "Memory").
+func TestServerConnSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(serverConn{}); n > 1024 {
+		t.Fatalf("serverConn is %d bytes: past the 1,024-byte size class", n)
+	}
+}

@@ -56,7 +56,8 @@ type Client struct {
 
 	_ cacheLinePad
 	// Idle slots form a lock-free stack: free is tag<<32 | (index+1) of
-	// the top slot (0: empty), each slot's next links to the one below;
+	// the top slot (0: empty), each idle slot's state word links to the
+	// one below (see slotStateMask);
 	// the tag changes on every push and pop, so a stale compare-and-swap
 	// fails. Every call writes it twice: it has a cache line of its own.
 	free atomic.Uint64
@@ -94,8 +95,11 @@ type Client struct {
 // each other and from read-mostly words (64 bytes: one cache line).
 type cacheLinePad [64]byte
 
-// Slot states: the low 32 bits of slot.st (the high 32 bits are the
-// promise id of the slot's current use).
+// Slot states: the low 16 bits of slot.st. The high 32 bits are the
+// promise id of the slot's current use; bits 16–31 hold, while the slot is
+// idle on the free stack, index+1 of the slot below it (0 none).
+const slotStateMask = 0xFFFF
+
 const (
 	slotIdle uint64 = iota
 	slotWaiting
@@ -110,15 +114,14 @@ const (
 // and the read loop hand it to each other once per call, and neighbours
 // used by other callers do not share its line.
 type slot struct {
-	st     atomic.Uint64 // pid<<32 | state: a state change names its use
+	st     atomic.Uint64 // pid<<32 | next<<16 | state: a state change names its use
 	ch     chan struct{} // capacity 1: one signal per delivered answer
 	resp   []byte        // the caller's buffer while waiting
 	err    *error        // the call failed (rare): *err says why
 	status uint32
-	pid    uint32        // of the current use: gen<<16 | index+1; written by acquire
-	next   atomic.Uint32 // in the free stack: index+1 of the slot below, 0 none
-	gen    uint16        // generation of the next use
-	notRun bool          // the server refused the call without running it
+	pid    uint32 // of the current use: gen<<16 | index+1; written by acquire
+	gen    uint16 // generation of the next use
+	notRun bool   // the server refused the call without running it
 }
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
@@ -449,27 +452,29 @@ func (c *Client) pop() *slot {
 			return nil
 		}
 		s := (*c.table.Load())[i-1]
-		if c.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(s.next.Load())) {
+		next := s.st.Load() >> 16 & 0xFFFF // the slot below, if s is still on top
+		if c.free.CompareAndSwap(h, (h>>32+1)<<32|next) {
 			return s
 		}
 	}
 }
 
-// push puts an idle slot on the free stack.
+// push puts a slot on the free stack: one store makes it idle and links
+// it to the slot below (bits 16–31 of its state word), a compare-and-swap
+// puts it on top.
 func (c *Client) push(s *slot) {
+	idle := uint64(s.pid)<<32 | slotIdle
 	for {
 		h := c.free.Load()
-		s.next.Store(uint32(h))
+		s.st.Store(idle | (h&0xFFFF)<<16)
 		if c.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(s.pid&0xFFFF)) {
 			return
 		}
 	}
 }
 
-func (c *Client) release(s *slot) {
-	s.st.Store(uint64(s.pid)<<32 | slotIdle)
-	c.push(s)
-}
+// release makes s idle and puts it on the free stack.
+func (c *Client) release(s *slot) { c.push(s) }
 
 // unsend gives back the slot of a call that was not written.
 func (c *Client) unsend(s *slot) {
@@ -653,7 +658,7 @@ func (c *Client) fail(cause error) {
 	for _, s := range c.slots {
 		v := s.st.Load()
 		w := v &^ 0xFFFFFFFF
-		switch v & 0xFFFFFFFF {
+		switch v & slotStateMask {
 		case slotWaiting:
 			if s.st.CompareAndSwap(v, w|slotDelivered) {
 				s.err = errp
@@ -702,7 +707,7 @@ func (c *Client) pending() bool {
 		return false
 	}
 	for _, s := range *t {
-		if uint32(s.st.Load()) != uint32(slotIdle) {
+		if s.st.Load()&slotStateMask != slotIdle {
 			return true
 		}
 	}
@@ -715,7 +720,7 @@ func (c *Client) active() int {
 	n := 0
 	if t := c.table.Load(); t != nil {
 		for _, s := range *t {
-			if st := uint32(s.st.Load()); st != uint32(slotIdle) && st != uint32(slotAbandoned) {
+			if st := s.st.Load() & slotStateMask; st != slotIdle && st != slotAbandoned {
 				n++
 			}
 		}

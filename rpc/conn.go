@@ -68,8 +68,8 @@ type serverConn struct {
 	// watchdog took the role away from it.
 	inl    atomic.Uint64
 	seq    uint64  // role holder: last inline sequence number used
-	owed   bool    // role holder: answers wait in out for its flush
 	ans    *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
+	owed   bool    // role holder: answers wait in out for its flush
 	spill  bool    // role holder: dispatch calls to workers until the next wait
 	batch  bool    // role holder: holds one unit of inflight for the calls it answers
 	active bool    // role holder: a request was read since the last wait (readtimeout.go)

@@ -157,7 +157,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // in progress on c.
 func idleSlots(c *Client) int {
 	n := 0
-	for i := uint32(c.free.Load()); i != 0; i = (*c.table.Load())[i-1].next.Load() {
+	for i := uint32(c.free.Load()); i != 0; i = uint32((*c.table.Load())[i-1].st.Load() >> 16 & 0xFFFF) {
 		n++
 	}
 	return n

@@ -109,16 +109,19 @@ type outbox struct {
 	// stopped (TCP, Unix). Not over TLS: crypto/tls fails every write after
 	// a timed-out one.
 	resumable bool
+	// Beside resumable, in what would be padding (the outbox is part of
+	// every connection's struct): under mu.
+	claimed  bool // a goroutine was told to flush and has not started
+	flushing bool // a goroutine holds the writer role
+	wdlCtx   bool // writer role: wdl came from a caller's ctx, not the write timeout
 
-	mu       sync.Mutex
-	cur      *outBuf       // the queue: whole frames, then possibly a begun one; nil when empty
-	spare    *outBuf       // an empty buffer for the next queue, or nil
-	begun    int           // offset in cur.B of the header begin wrote; -1 when none
-	claimed  bool          // a goroutine was told to flush and has not started
-	flushing bool          // a goroutine holds the writer role
-	bigWait  int           // goroutines waiting for the writer role (WriteFrameParts)
-	err      error         // sticky: the stream broke
-	wake     chan struct{} // closed when room frees, the role is given up or the stream breaks
+	mu      sync.Mutex
+	cur     *outBuf       // the queue: whole frames, then possibly a begun one; nil when empty
+	spare   *outBuf       // an empty buffer for the next queue, or nil
+	begun   int           // offset in cur.B of the header begin wrote; -1 when none
+	bigWait int           // goroutines waiting for the writer role (WriteFrameParts)
+	err     error         // sticky: the stream broke
+	wake    chan struct{} // closed when room frees, the role is given up or the stream breaks
 
 	// calls (client only, under mu) counts the requests sent, less those
 	// that will never be answered (abandoned calls, requests refused
@@ -134,8 +137,7 @@ type outbox struct {
 	calls uint64
 
 	// Writer-role state.
-	wdl    time.Time // the write deadline set on nc
-	wdlCtx bool      // wdl came from a caller's ctx, not the write timeout
+	wdl    time.Time // the write deadline set on nc (wdlCtx above)
 	vecArr [2][]byte
 	vec    net.Buffers
 }

@@ -102,7 +102,7 @@ func (p Promise) owned() bool {
 	if uint32(v>>32) != p.pid {
 		return false
 	}
-	st := v & 0xFFFFFFFF
+	st := v & slotStateMask
 	return st == slotWaiting || st == slotDelivered
 }
 
