@@ -144,60 +144,28 @@ func BenchmarkFloorMuxEnv(b *testing.B) {
 // rawEnvServer is rawEchoServer for envelopes: each request envelope is
 // checked by hand and answered with its payload in a response envelope.
 func rawEnvServer(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
+	return rawServer(b, func() func(*bufio.Writer, []byte, []byte) bool {
+		var out []byte // the connection's: one answer's header
+		return func(bw *bufio.Writer, hdr, body []byte) bool {
+			n := len(body)
+			if n < wire.RequestOverhead ||
+				binary.LittleEndian.Uint64(body) != envHeader0 ||
+				binary.LittleEndian.Uint64(body[8:]) != 16|uint64(n)<<32 ||
+				binary.LittleEndian.Uint64(body[16+12:]) != 0 ||
+				binary.LittleEndian.Uint64(body[16+20:]) != 8|uint64(n-wire.RequestOverhead)<<32 ||
+				binary.LittleEndian.Uint32(body[16:]) != mEcho {
+				return false
 			}
-			go func() {
-				defer nc.Close()
-				br := bufio.NewReaderSize(nc, 64<<10)
-				bw := bufio.NewWriterSize(nc, 64<<10)
-				var hdr [5]byte
-				body := make([]byte, 0, 64<<10)
-				out := make([]byte, 0, 64<<10)
-				for {
-					if _, err := io.ReadFull(br, hdr[:]); err != nil {
-						return
-					}
-					n := int(binary.LittleEndian.Uint32(hdr[:])) - 1
-					if n < wire.RequestOverhead || n > cap(body) {
-						return
-					}
-					body = body[:n]
-					if _, err := io.ReadFull(br, body); err != nil {
-						return
-					}
-					if binary.LittleEndian.Uint64(body) != envHeader0 ||
-						binary.LittleEndian.Uint64(body[8:]) != 16|uint64(n)<<32 ||
-						binary.LittleEndian.Uint64(body[16+12:]) != 0 ||
-						binary.LittleEndian.Uint64(body[16+20:]) != 8|uint64(n-wire.RequestOverhead)<<32 ||
-						binary.LittleEndian.Uint32(body[16:]) != mEcho {
-						return
-					}
-					pid := binary.LittleEndian.Uint32(body[16+4:])
-					payload := body[wire.RequestOverhead:]
-					out = binary.LittleEndian.AppendUint32(out[:0], uint32(1+wire.ResponseOverhead+len(payload)))
-					out = append(out, wire.KindResponse)
-					out = wire.AppendResponseHeader(out, 200, pid, len(payload))
-					out = append(out, payload...)
-					bw.Write(out)
-					if br.Buffered() == 0 {
-						if bw.Flush() != nil {
-							return
-						}
-					}
-				}
-			}()
+			pid := binary.LittleEndian.Uint32(body[16+4:])
+			payload := body[wire.RequestOverhead:]
+			out = binary.LittleEndian.AppendUint32(out[:0], uint32(1+wire.ResponseOverhead+len(payload)))
+			out = append(out, wire.KindResponse)
+			out = wire.AppendResponseHeader(out, 200, pid, len(payload))
+			bw.Write(out)
+			bw.Write(payload)
+			return true
 		}
-	}()
-	return l.Addr().String()
+	})
 }
 
 // muxConn is BenchmarkFloorMux's hand-written client (and, with env,
@@ -376,6 +344,21 @@ func benchMux(b *testing.B, size, callers int, env bool) {
 }
 
 func rawEchoServer(b *testing.B) string {
+	return rawServer(b, func() func(*bufio.Writer, []byte, []byte) bool {
+		return func(bw *bufio.Writer, hdr, body []byte) bool {
+			bw.Write(hdr)
+			bw.Write(body)
+			return true
+		}
+	})
+}
+
+// rawServer serves the floors' loopback connections by hand: it reads
+// frames (a 5-byte header and a body of at most 64 KiB), lets the
+// connection's answer function (from newAnswer) write the reply of each
+// into bw, flushes bw when its read buffer is empty, and closes the
+// connection when answer reports false. answer must not keep hdr or body.
+func rawServer(b *testing.B, newAnswer func() func(bw *bufio.Writer, hdr, body []byte) bool) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -389,6 +372,7 @@ func rawEchoServer(b *testing.B) string {
 			}
 			go func() {
 				defer nc.Close()
+				answer := newAnswer()
 				br := bufio.NewReaderSize(nc, 64<<10)
 				bw := bufio.NewWriterSize(nc, 64<<10)
 				var hdr [5]byte
@@ -398,12 +382,16 @@ func rawEchoServer(b *testing.B) string {
 						return
 					}
 					n := int(binary.LittleEndian.Uint32(hdr[:])) - 1
+					if n < 0 || n > cap(body) {
+						return
+					}
 					body = body[:n]
 					if _, err := io.ReadFull(br, body); err != nil {
 						return
 					}
-					bw.Write(hdr[:])
-					bw.Write(body)
+					if !answer(bw, hdr[:], body) {
+						return
+					}
 					if br.Buffered() == 0 {
 						if bw.Flush() != nil {
 							return
