@@ -186,24 +186,23 @@ func (s *Stream) uncountOut(n int) {
 
 func (s *Stream) publishIn(sc *streamCounters) {
 	a := &s.acct
-	if d := a.msgsIn - a.pubMsgsIn; d > 0 {
-		sc.msgsIn.Add(uint64(d))
-	}
-	if d := a.bytesIn - a.pubBytesIn; d > 0 {
-		sc.bytesIn.Add(uint64(d))
-	}
-	a.pubMsgsIn, a.pubBytesIn = a.msgsIn, a.bytesIn
+	publishDelta(&sc.msgsIn, a.msgsIn, &a.pubMsgsIn)
+	publishDelta(&sc.bytesIn, a.bytesIn, &a.pubBytesIn)
 }
 
 func (s *Stream) publishOut(sc *streamCounters) {
 	a := &s.acct
-	if d := a.msgsOut - a.pubMsgsOut; d > 0 {
-		sc.msgsOut.Add(uint64(d))
+	publishDelta(&sc.msgsOut, a.msgsOut, &a.pubMsgsOut)
+	publishDelta(&sc.bytesOut, a.bytesOut, &a.pubBytesOut)
+}
+
+// publishDelta adds to counter what a stream counted (n) since it last
+// published (*published), and records n as published.
+func publishDelta(counter *atomic.Uint64, n int64, published *int64) {
+	if d := n - *published; d > 0 {
+		counter.Add(uint64(d))
 	}
-	if d := a.bytesOut - a.pubBytesOut; d > 0 {
-		sc.bytesOut.Add(uint64(d))
-	}
-	a.pubMsgsOut, a.pubBytesOut = a.msgsOut, a.bytesOut
+	*published = n
 }
 
 // endedWith records status as the stream's end status unless one is set.
