@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"sync/atomic"
 	"time"
 )
 
@@ -142,8 +143,11 @@ func (s *Server) watchdog() {
 			continue
 		}
 		idle = 0
+		if f := wdBeforePark.Load(); f != nil {
+			(*f)(s)
+		}
 		s.wdParked.Store(true)
-		if s.scan(monoNow()) { // a read loop that missed the flag
+		if s.anyInline() { // a read loop that missed the flag
 			s.wdParked.Store(false)
 		} else {
 			select {
@@ -155,6 +159,9 @@ func (s *Server) watchdog() {
 		t.Reset(every)
 	}
 }
+
+// wdBeforePark, when set (tests), runs just before a watchdog parks.
+var wdBeforePark atomic.Pointer[func(*Server)]
 
 // scanDue is a read loop's share of the watchdog's work, called when it is
 // about to block: it scans when the last scan is wdTick old and no other
@@ -169,6 +176,21 @@ func (s *Server) scanDue() {
 		s.wdByLoop.Store(now)
 	}
 	s.wdMu.Unlock()
+}
+
+// anyInline reports whether a connection on the watchdog's list runs a
+// handler inline now. Unlike a scan it looks whenever it is called (the
+// watchdog's look after it set wdParked, which a scan just before would
+// skip) and changes nothing.
+func (s *Server) anyInline() bool {
+	s.wdMu.Lock()
+	defer s.wdMu.Unlock()
+	for _, c := range s.wdList {
+		if v := c.inl.Load(); v != 0 && v != readerTaken {
+			return true
+		}
+	}
+	return false
 }
 
 // scan scans (see scanLocked) and reports whether a handler runs inline.
