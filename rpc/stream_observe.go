@@ -24,7 +24,8 @@ type StreamEvent struct {
 	// Status (end only) is how the stream ended. On a server: 200 when its
 	// handler returned nil, the handler's status otherwise (500 for a
 	// plain error or a panic), [StatusCanceled] when the client canceled
-	// the stream, 503 when Shutdown's grace ended it. On a client: 200 for
+	// the stream (any error end from the client counts so, whatever its
+	// status), 503 when Shutdown's grace ended it. On a client: 200 for
 	// the server's clean end, the status of its error end, StatusCanceled
 	// when the ctx of OpenStream ended first, 0 when no end came (Err says
 	// why: the connection closed, the open could not be sent).
@@ -100,19 +101,18 @@ type streamCounters struct {
 }
 
 func (sc *streamCounters) snapshot() StreamStats {
+	// The ends are read before the opens: a stream that opens and ends
+	// between the two reads cannot make Active negative.
 	st := StreamStats{
-		Opened:      sc.opened.Load(),
-		Refused:     sc.refused.Load(),
 		OK:          sc.ended[0].Load(),
 		Canceled:    sc.ended[1].Load(),
 		Internal:    sc.ended[2].Load(),
 		Unavailable: sc.ended[3].Load(),
 		OtherStatus: sc.ended[4].Load(),
-		MsgsIn:      sc.msgsIn.Load(),
-		MsgsOut:     sc.msgsOut.Load(),
-		BytesIn:     sc.bytesIn.Load(),
-		BytesOut:    sc.bytesOut.Load(),
 	}
+	st.Opened, st.Refused = sc.opened.Load(), sc.refused.Load()
+	st.MsgsIn, st.MsgsOut = sc.msgsIn.Load(), sc.msgsOut.Load()
+	st.BytesIn, st.BytesOut = sc.bytesIn.Load(), sc.bytesOut.Load()
 	st.Active = int64(st.Opened - (st.OK + st.Canceled + st.Internal + st.Unavailable + st.OtherStatus))
 	return st
 }
@@ -144,6 +144,7 @@ type streamAcct struct {
 	// on a server).
 	status   uint32
 	reported bool // the end was reported (client: at most once)
+	started  bool // client: the start was reported (by clientEnd when the end came first)
 }
 
 // publishEvery: a server stream adds its message counts to the server's
@@ -171,8 +172,16 @@ func (s *Stream) countOut(n int) {
 }
 
 func (s *Stream) uncountOut(n int) {
-	s.acct.msgsOut--
-	s.acct.bytesOut -= int64(n)
+	a := &s.acct
+	a.msgsOut--
+	a.bytesOut -= int64(n)
+	if a.msgsOut < a.pubMsgsOut && s.set.sc != nil {
+		// countOut published it with the others: take it back.
+		sc := &s.set.sc.s.streamStats
+		sc.msgsOut.Add(^uint64(0))
+		sc.bytesOut.Add(-uint64(n))
+		a.pubMsgsOut, a.pubBytesOut = a.msgsOut, a.bytesOut
+	}
 }
 
 func (s *Stream) publishIn(sc *streamCounters) {
@@ -274,13 +283,18 @@ func (c *serverConn) serverStreamEnd(st *Stream, status uint32) {
 
 // clientStreamStart reports the start of a client's stream. The observer
 // runs under the stream's lock, so that the end (clientEnd, which may
-// come from the read loop at once) is reported after it.
+// come from the read loop at once) is reported after it. When the end
+// came first (the connection failed as the stream was published), clientEnd
+// reported the start before it, and this reports nothing.
 func (c *Client) clientStreamStart(st *Stream) {
 	if obs := c.opts.streamObserver; obs != nil {
 		st.mu.Lock()
-		ev := st.event(true, false, 0)
-		ev.Peer = c.peer
-		obs(ev)
+		if !st.acct.started {
+			st.acct.started = true
+			ev := st.event(true, false, 0)
+			ev.Peer = c.peer
+			obs(ev)
+		}
 		st.mu.Unlock()
 	}
 }
@@ -304,13 +318,22 @@ func (s *Stream) clientEnd(status uint32, err error) {
 	}
 	s.acct.status = status
 	obs := t.cl.opts.streamObserver
-	var ev StreamEvent
+	var start, ev StreamEvent
+	startToo := false // the start was not reported yet: report it first
 	if obs != nil {
+		if !s.acct.started {
+			s.acct.started, startToo = true, true
+			start = s.event(true, false, 0)
+		}
 		ev = s.event(true, true, now)
 		ev.Status, ev.Err = status, err
 	}
 	s.mu.Unlock()
 	if obs != nil {
+		if startToo {
+			start.Peer = t.cl.peer
+			obs(start)
+		}
 		ev.Peer = t.cl.peer
 		obs(ev)
 	}

@@ -194,9 +194,21 @@ func (s *Server) anyInline() bool {
 }
 
 // scan scans (see scanLocked) and reports whether a handler runs inline.
+// Less than wdTick after the previous scan it takes nothing over, but
+// still looks at the listed connections: the watchdog parks on its
+// answer, and a handler that began since that scan, in a read loop that
+// checked wdParked before the watchdog set it, would not wake it.
 func (s *Server) scan(now int64) bool {
 	s.wdMu.Lock()
 	defer s.wdMu.Unlock()
+	if now-s.wdLast.Load() < int64(wdTick) {
+		for _, c := range s.wdList {
+			if v := c.inl.Load(); v != 0 && v != readerTaken {
+				return true
+			}
+		}
+		return false
+	}
 	return s.scanLocked(now)
 }
 

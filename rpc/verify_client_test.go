@@ -1,0 +1,153 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// mJitter echoes after a random pause of up to 300 µs.
+const mJitter = 94
+
+func jitter(ctx context.Context, req, resp []byte) ([]byte, error) {
+	if d := rand.IntN(300); d > 150 {
+		time.Sleep(time.Duration(d) * time.Microsecond)
+	}
+	return append(resp, req...), nil
+}
+
+// Callers with deadlines of a few hundred microseconds against a server
+// whose answers come at random times, many of them late: each call gets
+// its own answer or its ctx's error, never another call's answer; a late
+// answer frees its slot; afterwards nothing is pending and every slot is
+// free. Calls go through Call without interceptors (send and wait by
+// hand) and through Send/Wait.
+func TestCancelStormNoMisroute(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(mJitter, jitter)
+	c := dial(t, addr)
+	const callers, calls = 32, 300
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	var answered, gaveUp, tooMany [callers]int
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := make([]byte, 8)
+			var resp []byte
+			for i := range calls {
+				binary.LittleEndian.PutUint32(req, uint32(g))
+				binary.LittleEndian.PutUint32(req[4:], uint32(i))
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(100+rand.IntN(20000))*time.Microsecond)
+				var out []byte
+				var err error
+				if i%3 == 0 {
+					var p Promise
+					if p, err = c.Send(ctx, mJitter, req, resp[:0]); err == nil {
+						out, err = p.Wait(ctx)
+					}
+				} else {
+					out, err = c.Call(ctx, mJitter, req, resp[:0])
+				}
+				cancel()
+				switch {
+				case err == nil:
+					if !bytes.Equal(out, req) {
+						errs <- fmt.Errorf("caller %d call %d got %x, want %x", g, i, out, req)
+						return
+					}
+					answered[g]++
+					resp = out
+				case errors.Is(err, context.DeadlineExceeded):
+					gaveUp[g]++
+				case errors.Is(err, ErrTooManyPending):
+					tooMany[g]++
+				default:
+					errs <- fmt.Errorf("caller %d call %d: %v", g, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var a, gu, tm int
+	for g := range callers {
+		a, gu, tm = a+answered[g], gu+gaveUp[g], tm+tooMany[g]
+	}
+	t.Logf("%d answered, %d gave up, %d refused (too many pending)", a, gu, tm)
+	// The late answers come in: every slot goes back to the free stack.
+	await(t, "no call pending and every slot free", func() bool {
+		return c.Pending() == 0 && c.abandoned.Load() == 0 && c.Promises() == 0
+	})
+	c.mu.Lock()
+	n := len(c.slots)
+	c.mu.Unlock()
+	if free := idleSlots(c); free != n {
+		t.Fatalf("%d of %d slots free", free, n)
+	}
+	// And the connection still works.
+	if out, err := c.Call(context.Background(), mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+		t.Fatalf("after the storm: %q %v", out, err)
+	}
+}
+
+// The server goes away abruptly while many calls are in flight: every
+// call returns (its answer, or an error matching ErrClosed), none hangs.
+func TestConnectionFailsMidBatch(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(mJitter, jitter)
+	c := dial(t, addr)
+	const callers = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	started := make(chan struct{}, callers)
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := []byte{byte(g), 0}
+			for i := 0; ; i++ {
+				req[1] = byte(i)
+				if i == 10 {
+					started <- struct{}{}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				out, err := c.Call(ctx, mJitter, req, nil)
+				cancel()
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						errs <- fmt.Errorf("caller %d call %d: %v, want ErrClosed", g, i, err)
+					}
+					return
+				}
+				if !bytes.Equal(out, req) {
+					errs <- fmt.Errorf("caller %d call %d: got %x", g, i, out)
+					return
+				}
+			}
+		}()
+	}
+	for range callers {
+		<-started
+	}
+	s.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if c.Pending() != 0 {
+		t.Fatalf("%d calls pending after the connection failed", c.Pending())
+	}
+}
