@@ -147,7 +147,7 @@ func (s *Server) watchdog() {
 			(*f)(s)
 		}
 		s.wdParked.Store(true)
-		if s.anyInline() { // a read loop that missed the flag
+		if s.scan(monoNow()) { // a read loop that missed the flag
 			s.wdParked.Store(false)
 		} else {
 			select {
@@ -176,21 +176,6 @@ func (s *Server) scanDue() {
 		s.wdByLoop.Store(now)
 	}
 	s.wdMu.Unlock()
-}
-
-// anyInline reports whether a connection on the watchdog's list runs a
-// handler inline now. Unlike a scan it looks whenever it is called (the
-// watchdog's look after it set wdParked, which a scan just before would
-// skip) and changes nothing.
-func (s *Server) anyInline() bool {
-	s.wdMu.Lock()
-	defer s.wdMu.Unlock()
-	for _, c := range s.wdList {
-		if v := c.inl.Load(); v != 0 && v != readerTaken {
-			return true
-		}
-	}
-	return false
 }
 
 // scan scans (see scanLocked) and reports whether a handler runs inline.
