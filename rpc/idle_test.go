@@ -226,3 +226,46 @@ func TestWatchdogScansFromReadLoops(t *testing.T) {
 	}
 	slowBehind(dial(t, addr), 2)
 }
+
+// A handler that begins inline just as the watchdog parks, and so does
+// not see it parked (it wakes only a parked watchdog), is still taken
+// over: the watchdog looks again after it marks itself parked. (The look
+// was a scan, which skipped itself when the previous scan was less than
+// a tick before, and the watchdog parked with the handler stuck.)
+func TestWatchdogParkRace(t *testing.T) {
+	var hookp *func(*Server)
+	// No read or idle deadline, and no other connection: nothing but the
+	// watchdog can take the handler over.
+	s, addr, _ := testServer(t, WithReadTimeout(0), WithIdleTimeout(0))
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 1)
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		started <- struct{}{}
+		<-release
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr)
+	hooked := make(chan struct{})
+	hook := func(ws *Server) {
+		if ws != s || !wdBeforePark.CompareAndSwap(hookp, nil) {
+			return // another test's server, or done
+		}
+		go c.Call(context.Background(), mSlow, []byte("stuck"), nil)
+		<-started // the read loop is in the handler: it found the watchdog not parked
+		close(hooked)
+	}
+	hookp = &hook
+	wdBeforePark.Store(hookp)
+	defer wdBeforePark.Store(nil)
+	select {
+	case <-hooked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watchdog did not park in 30 s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.Call(ctx, mEcho, []byte("behind"), nil); err != nil || string(out) != "behind" {
+		t.Fatalf("the call behind a handler that began as the watchdog parked (not taken over in 30 s?): %q %v", out, err)
+	}
+}

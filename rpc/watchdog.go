@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"sync/atomic"
 	"time"
 )
 
@@ -142,6 +143,9 @@ func (s *Server) watchdog() {
 			continue
 		}
 		idle = 0
+		if f := wdBeforePark.Load(); f != nil {
+			(*f)(s)
+		}
 		s.wdParked.Store(true)
 		if s.scan(monoNow()) { // a read loop that missed the flag
 			s.wdParked.Store(false)
@@ -155,6 +159,9 @@ func (s *Server) watchdog() {
 		t.Reset(every)
 	}
 }
+
+// wdBeforePark, when set (tests), runs just before a watchdog parks.
+var wdBeforePark atomic.Pointer[func(*Server)]
 
 // scanDue is a read loop's share of the watchdog's work, called when it is
 // about to block: it scans when the last scan is wdTick old and no other
