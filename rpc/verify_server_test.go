@@ -296,3 +296,42 @@ func TestSparseConnsBlockingHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A hostile stream peer: opens streams by hand, sends messages, ends some
+// with odd statuses (0xFFFFFFFF, 200, 0 after an error end), opens an id
+// twice, sends to ids never opened, then drops the connection. The server
+// counts every stream that ran once, Active comes back to 0, and the
+// counts by status add up to the streams opened.
+func TestHostileStreamPeerStats(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	r := rawDial(t, addr)
+	open := func(id uint32) {
+		r.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: id}))
+	}
+	for id := uint32(1); id <= 6; id++ {
+		open(id)
+		r.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, id, []byte("m")))
+	}
+	open(3) // again
+	r.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 77, []byte("to nobody")))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 1, 0xFFFFFFFF, "odd"))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 2, 200, "ok?"))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 4, StatusCanceled, "bye"))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 4))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 5))
+	r.Close()
+	await(t, "every stream handler ended", func() bool {
+		st := s.Stats().Streams
+		return st.Opened > 0 && st.Active == 0
+	})
+	st := s.Stats().Streams
+	if ended := st.OK + st.Canceled + st.Internal + st.Unavailable + st.OtherStatus; ended != st.Opened || st.Active != 0 {
+		t.Fatalf("stats %+v: %d ended of %d opened", st, ended, st.Opened)
+	}
+	t.Logf("%+v", st)
+	// The server goes on.
+	c := dial(t, addr)
+	if out, err := c.Call(context.Background(), mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+		t.Fatalf("a call after the hostile peer: %q %v", out, err)
+	}
+}
