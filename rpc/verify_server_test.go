@@ -128,7 +128,9 @@ func TestInlineAnswersAtShutdown(t *testing.T) {
 	full := 0
 	defer func() { t.Logf("%d rounds of 20 with every request answered (the others none)", full) }()
 	for round := 0; round < 20; round++ {
-		s, addr, _ := testServer(t)
+		// A long grace: the connection closes on our acknowledgement,
+		// not because a loaded machine kept its read loop from running.
+		s, addr, _ := testServer(t, WithShutdownGrace(time.Minute))
 		r := rawDial(t, addr)
 		const n = 300
 		var b []byte
