@@ -202,6 +202,10 @@ func TestBuilderMisuse(t *testing.T) {
 				panic("BeginElement on a flat list gave a buffer")
 			}
 		}, "0-byte element in a list of 4-byte elements"},
+		{"negative list element size", func(b *codec.Builder) {
+			l := b.StartList(-1)
+			l.AddUint32(1) // a zero ListBuilder: nothing written, nothing more recorded
+		}, "list element size -1"},
 		{"first misuse wins", func(b *codec.Builder) {
 			l := b.StartList(4)
 			l.AddUint64(1)  // recorded inline

@@ -57,7 +57,7 @@ type Reader struct {
 	buf     []byte       // small[:], or big.B[:cap(big.B)]
 	big     *pool.Buffer // pooled backing of buf; nil while buf is small
 	r, w    int          // buf[r:w] was read and not yet returned by Next
-	payload []byte       // the last payload returned, for poisoning
+	payload []byte       // the last payload returned, kept only while poisoning is on
 	bodies  *pool.SizedPool
 	max     int  // largest accepted length prefix
 	rsize   int  // read-ahead limit and large-frame threshold (WithBufferSize)
@@ -248,8 +248,11 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 				if !fr.http {
 					kind = fr.buf[start+4]
 				}
-				fr.payload = fr.buf[start+fr.off : start+t : start+t]
-				return kind, fr.payload, nil
+				payload = fr.buf[start+fr.off : start+t : start+t]
+				if poison.Enabled() {
+					fr.payload = payload // for release to poison
+				}
+				return kind, payload, nil
 			}
 			need = t
 		}
@@ -419,10 +422,12 @@ func (fr *Reader) brk(err error) error {
 // Its bytes stay where they are until Next overwrites them or gives the
 // buffer back.
 func (fr *Reader) release() {
-	if fr.payload != nil && poison.Enabled() {
-		poison.Fill(fr.payload)
+	if fr.payload != nil {
+		if poison.Enabled() {
+			poison.Fill(fr.payload)
+		}
+		fr.payload = nil
 	}
-	fr.payload = nil
 }
 
 // dropBig gives the pooled buffer back and returns to the inline buffer.

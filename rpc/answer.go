@@ -198,15 +198,22 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	c.local.answered(status)
 	c.local.bytesOut += uint64(frameHeader + wire.ResponseOverhead + len(body))
 	if len(b) >= ansMove {
-		if err := c.moveAnswers(); err != nil {
+		// A large batch leaves in writes of about ansMove bytes, as a
+		// buffered writer's would, each from a buffer handed over whole.
+		err := c.moveAnswers()
+		if err == nil && c.owed {
+			c.owed = false
+			err = c.out.flush(false)
+		}
+		if err != nil {
 			c.close(fmt.Errorf("write: %w", err))
 		}
 	}
 }
 
-// ansMove: the read loop moves its answers into the outbox once they
-// take this many bytes, so that the outbox's bound and its writer see
-// them before the read batch ends.
+// ansMove: once the read loop's answers take this many bytes, it moves
+// them into the outbox and writes them, without waiting for the read
+// batch to end.
 const ansMove = 64 << 10
 
 // moveAnswers moves the answers in c.ans into the outbox (waiting for room

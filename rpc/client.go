@@ -121,9 +121,6 @@ type slot struct {
 	notRun bool          // the server refused the call without running it
 }
 
-// index returns s's index in the table.
-func (s *slot) index() uint32 { return s.pid&0xFFFF - 1 }
-
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
 // [WithTLSConfig], TLS over it) and returns a client. ctx bounds the dial
 // and the TLS handshake only. It fails with [ErrHTTPFraming] before

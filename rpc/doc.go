@@ -17,8 +17,10 @@
 // the requests it found buffered in one write. A handler still running
 // after one to two milliseconds loses the read loop to a parked worker
 // goroutine (a server-wide watchdog hands it over), so a slow handler
-// delays the calls behind it by that much at most and then runs on beside
-// them. At most [WithMaxInFlight] calls run per connection (beyond that
+// delays the calls behind it by that much and then runs on beside them
+// (by up to about 20 ms when it began just as calls stopped on every other
+// connection: the watchdog's timer backs off while calls flow, see
+// watchdog.go). At most [WithMaxInFlight] calls run per connection (beyond that
 // the connection is not read: backpressure); worker goroutines are reused.
 // Answers that are ready together leave in one write.
 //

@@ -40,7 +40,7 @@ func TestInlineAnswersLargeBatch(t *testing.T) {
 			var resp []byte
 			for i := range calls {
 				req := []byte(fmt.Sprintf("caller %d call %d;", g, i))
-				want, _ := fat(nil, req, nil)
+				want, _ := fat(context.Background(), req, nil)
 				out, err := c.Call(context.Background(), mFat, req, resp[:0])
 				if err != nil || !bytes.Equal(out, want) {
 					errs <- fmt.Errorf("caller %d call %d: %d bytes, err %v", g, i, len(out), err)

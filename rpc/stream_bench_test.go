@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,10 +68,37 @@ func streamInit(a, b uint32) []byte {
 // and 4 KiB over loopback TCP, read by one client goroutine with Recv
 // into a reused buffer; msgs/s. Beside it, BenchmarkStreamFloor.
 func BenchmarkStreamServerMessages(b *testing.B) {
+	benchStreamServerMessages(b, nil, nil)
+}
+
+// BenchmarkStreamServerMessagesObserved is BenchmarkStreamServerMessages
+// with a stream observer on both sides and a tap on both ends of the
+// stream that counts its messages (atomically): what observing and
+// intercepting streams cost per message.
+func BenchmarkStreamServerMessagesObserved(b *testing.B) {
+	var n atomic.Int64
+	count := func([]byte) error { n.Add(1); return nil }
+	tap := StreamTap{Send: count, Recv: count}
+	obs := func(StreamEvent) {}
+	benchStreamServerMessages(b,
+		[]ServerOption{WithStreamObserver(obs), WithStreamInterceptors(func(ctx context.Context, m uint32, init []byte, s *Stream, next StreamHandler) error {
+			s.Tap(tap)
+			return next(ctx, init, s)
+		})},
+		[]ClientOption{WithStreamObserver(obs), WithStreamClientInterceptors(func(ctx context.Context, m uint32, init []byte, open Streamer) (*Stream, error) {
+			st, err := open(ctx, m, init)
+			if err == nil {
+				st.Tap(tap)
+			}
+			return st, err
+		})})
+}
+
+func benchStreamServerMessages(b *testing.B, sopts []ServerOption, copts []ClientOption) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			addr := benchStreamServer(b)
-			c := dial(b, addr)
+			addr := benchStreamServer(b, sopts...)
+			c := dial(b, addr, copts...)
 			// Warm: the hello, buffers.
 			st, err := c.OpenStream(context.Background(), sBench, streamInit(1000, uint32(size)))
 			if err != nil {

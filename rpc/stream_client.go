@@ -56,7 +56,11 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // end.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*Stream, error) {
 	if c.streams.chain != nil {
-		return c.streams.chain(ctx, method, init)
+		st, err := c.streams.chain(ctx, method, init)
+		if st == nil && err == nil {
+			err = ErrNoStreamFromInterceptor
+		}
+		return st, err
 	}
 	return c.openStream(ctx, method, init)
 }

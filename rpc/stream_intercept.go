@@ -1,6 +1,14 @@
 package rpc
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// ErrNoStreamFromInterceptor is what OpenStream returns when a stream
+// interceptor returned neither a stream nor an error (a bug in the
+// interceptor), rather than a nil stream.
+var ErrNoStreamFromInterceptor = errors.New("rpc: a stream interceptor returned no stream and no error")
 
 // StreamInterceptor runs around every stream handler of a server that has
 // it (see [WithStreamInterceptors]), as [Interceptor] does around unary

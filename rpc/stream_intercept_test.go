@@ -212,3 +212,15 @@ func TestClientStreamInterceptors(t *testing.T) {
 		t.Fatalf("a refused open reached the server (%d streams opened, was %d)", n, before)
 	}
 }
+
+// A client stream interceptor that returns neither a stream nor an
+// error: OpenStream says so rather than returning a nil stream.
+func TestStreamInterceptorNoStream(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	c := dial(t, addr, WithStreamClientInterceptors(func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error) {
+		return nil, nil
+	}))
+	if st, err := c.OpenStream(context.Background(), sEcho, nil); st != nil || err != ErrNoStreamFromInterceptor {
+		t.Fatalf("%v %v", st, err)
+	}
+}

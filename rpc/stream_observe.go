@@ -24,7 +24,8 @@ type StreamEvent struct {
 	// Status (end only) is how the stream ended. On a server: 200 when its
 	// handler returned nil, the handler's status otherwise (500 for a
 	// plain error or a panic), [StatusCanceled] when the client canceled
-	// the stream, 503 when Shutdown's grace ended it. On a client: 200 for
+	// the stream (any error end from the client counts so, whatever its
+	// status), 503 when Shutdown's grace ended it. On a client: 200 for
 	// the server's clean end, the status of its error end, StatusCanceled
 	// when the ctx of OpenStream ended first, 0 when no end came (Err says
 	// why: the connection closed, the open could not be sent).
@@ -100,10 +101,8 @@ type streamCounters struct {
 }
 
 func (sc *streamCounters) snapshot() StreamStats {
-	// The ends first, then opened: a stream is counted opened before it
-	// ends, so Active is never negative (read the other way round, a
-	// stream that starts and ends between the two reads counts as ended
-	// only).
+	// The ends are read before the opens: a stream that opens and ends
+	// between the two reads cannot make Active negative.
 	st := StreamStats{
 		OK:          sc.ended[0].Load(),
 		Canceled:    sc.ended[1].Load(),
@@ -111,8 +110,7 @@ func (sc *streamCounters) snapshot() StreamStats {
 		Unavailable: sc.ended[3].Load(),
 		OtherStatus: sc.ended[4].Load(),
 	}
-	st.Opened = sc.opened.Load()
-	st.Refused = sc.refused.Load()
+	st.Opened, st.Refused = sc.opened.Load(), sc.refused.Load()
 	st.MsgsIn, st.MsgsOut = sc.msgsIn.Load(), sc.msgsOut.Load()
 	st.BytesIn, st.BytesOut = sc.bytesIn.Load(), sc.bytesOut.Load()
 	st.Active = int64(st.Opened - (st.OK + st.Canceled + st.Internal + st.Unavailable + st.OtherStatus))

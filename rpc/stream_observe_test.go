@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 type streamLog struct {
@@ -263,5 +265,23 @@ func TestAllocsStreamMessageObservedTapped(t *testing.T) {
 	}
 	if n.Load() < 4*7000 {
 		t.Fatalf("the taps saw %d messages, want at least %d", n.Load(), 4*7000)
+	}
+}
+
+// A client's error end counts as a cancel whatever status it carries: a
+// peer cannot make Stats count its streams as the handler's failures.
+func TestStreamPeerErrorEndCountsAsCanceled(t *testing.T) {
+	var srv streamLog
+	s, addr, _ := streamServer(t, WithStreamObserver(srv.observe))
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sBlock, PromiseID: 1}))
+	await(t, "the handler to start", func() bool { return s.Stats().Streams.Active == 1 })
+	rc.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 1, StatusInternal, "posing as a failure"))
+	await(t, "the handler to end", func() bool { return s.Stats().Streams.Active == 0 })
+	if st := s.Stats().Streams; st.Canceled != 1 || st.Internal != 0 {
+		t.Fatalf("a client's error end of status 500 counted as %+v", st)
+	}
+	if evs := srv.take(); len(evs) != 2 || evs[1].Status != StatusCanceled {
+		t.Fatalf("events: %+v", evs)
 	}
 }

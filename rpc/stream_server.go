@@ -106,7 +106,7 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 				// and Recv fail, and no end of ours follows (the client
 				// has forgotten the stream).
 				err := endError(e)
-				st.endedWith(e.Status)
+				st.endedWith(StatusCanceled) // whatever status it carries: a peer cannot pose as a failing handler
 				st.ended(err, true, err)
 				st.cancel()
 			}

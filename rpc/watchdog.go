@@ -11,8 +11,9 @@ import (
 // come), take the read loop role away from a handler still running at two
 // consecutive scans and dispatch it to a worker, which goes on reading: a
 // slow handler delays the calls behind it by one to two milliseconds while
-// calls flow on any connection (up to wdSlow more when it was the last to
-// run one), and then runs on as a worker call. The answer of an inline
+// calls flow on other connections or none did lately (by up to about
+// wdSlow+3*wdTick when it began just as they stopped: the watchdog's timer
+// had backed off), and then runs on as a worker call. The answer of an inline
 // call is appended to the outbox and written by the read loop once no
 // further request is buffered.
 func (c *serverConn) runInline(j *job) int {

@@ -16,6 +16,14 @@
 # Needs Linux (/proc); builds both tools into a temporary directory.
 # BASE_ETHRPC=/path/to/ethrpc adds a third server to each round ("base",
 # an older build of ethrpc, run with -serve) for before/after figures.
+#
+# PINGPONG=R replaces the open-loop load with examples/ethrpc/pingpong:
+# after a first round, R rounds of one call at a time on each of the N
+# connections, and the server's CPU per call (ns resolution) in each; the
+# figure is the median of a run's rounds. A server answering calls one by
+# one wakes for each and goes idle after it, as on a quiet machine at this
+# rate, but the figure hardly moves with the machine's load (the
+# open-loop one does: a busy machine batches the calls).
 set -euo pipefail
 ROUNDS=${1:-3}; shift || true
 NS=${*:-10000}
@@ -25,14 +33,19 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(mktemp -d)
 spid= lpid=
 trap 'kill $spid $lpid 2>/dev/null; rm -rf "$bin"' EXIT
-(cd "$here" && go build -o "$bin/zapcodec" ./cmd/zapcodec && go build -o "$bin/ethrpc" ./examples/ethrpc)
+(cd "$here" && go build -o "$bin/zapcodec" ./cmd/zapcodec && go build -o "$bin/ethrpc" ./examples/ethrpc &&
+  go build -o "$bin/pingpong" ./examples/ethrpc/pingpong)
 payload=5a41500001000000100000004a0000000000000000000000000000000000000000000001c0ea2101000000000100000000000000080000000e0000006574685f67657442616c616e6365
 tick=$(getconf CLK_TCK)
 cpu() { awk -v t="$tick" '{printf "%.3f", ($14+$15)/t}' "/proc/$1/stat"; }
 rss() { awk '/VmRSS/ {print $2*1024}' "/proc/$1/status"; }
 port=$((17700 + RANDOM % 700 * 20)) # below the ephemeral ports the clients use
-echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); rate $RATE/s, $DUR, concurrency 1"
-printf "%-6s %-6s %6s %9s %9s %9s %9s %8s %10s %10s\n" N server calls/s p50-ms p99-ms p99.9-ms failed cpu-s rss-B/conn load-cpu-s
+if [ -n "${PINGPONG:-}" ]; then
+  echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); pingpong: one call at a time, $PINGPONG rounds after the first"
+else
+  echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); rate $RATE/s, $DUR, concurrency 1"
+fi
+[ -z "${PINGPONG:-}" ] && printf "%-6s %-6s %6s %9s %9s %9s %9s %8s %10s %10s\n" N server calls/s p50-ms p99-ms p99.9-ms failed cpu-s rss-B/conn load-cpu-s
 for n in $NS; do
   for r in $(seq "$ROUNDS"); do
     for kind in ${BASE_ETHRPC:+base} rpc plain; do
@@ -47,6 +60,15 @@ for n in $NS; do
       for _ in $(seq 100); do grep -q serving "$bin/srv.out" 2>/dev/null && break; sleep 0.1; done
       kill -0 $spid 2>/dev/null && grep -q serving "$bin/srv.out" || { echo "server did not start:"; cat "$bin/srv.out"; exit 1; }
       rss0=$(rss $spid)
+      if [ -n "${PINGPONG:-}" ]; then
+        "$bin/pingpong" -addr 127.0.0.1:$port -pid $spid -c "$n" -rounds "$PINGPONG" -method 1 -payload-hex $payload > "$bin/pp.out" || exit 1
+        kill $spid; wait $spid 2>/dev/null || true
+        first=$(awk '/^first/ {print $2}' "$bin/pp.out")
+        mid=$(awk '/^round/ {print $3}' "$bin/pp.out" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+        printf "%-6s %-6s first %7.2f µs/call, then median %7.2f µs/call (rounds: %s)\n" "$n" $kind "$first" "$mid" "$(awk '/^round/ {printf "%s ", $3}' "$bin/pp.out")"
+        echo "$n $kind $mid $first 0" >> "$bin/all.txt"
+        continue
+      fi
       /usr/bin/time -f "%U %S" -o "$bin/load.time" "$bin/zapcodec" load -addr 127.0.0.1:$port -c "$n" -concurrency 1 -rate "$RATE" -d "$DUR" -method 1 -json \
         -payload-hex $payload > "$bin/load.json" 2> "$bin/load.err" &
       lpid=$!
@@ -86,6 +108,11 @@ for n in $NS; do
   done
   for kind in ${BASE_ETHRPC:+base} rpc plain; do
     eval "c=\$c_$kind p=\$p_$kind m=\$m_$kind"
+    if [ -n "${PINGPONG:-}" ]; then
+      printf "# N=%s %-5s median of %s: %.2f µs/call (%.2fx plain), first call %.2f µs (%.2fx)\n" "$n" $kind "$ROUNDS" \
+        "$c" "$(echo "$c/$c_plain" | bc -l)" "$p" "$(echo "$p/$p_plain" | bc -l)"
+      continue
+    fi
     printf "# N=%s %-5s median of %s: cpu %.2f s (%.2fx plain), p99 %.2f ms (%.2fx), rss %.0f B/conn (%.2fx)\n" "$n" $kind "$ROUNDS" \
       "$c" "$(echo "$c/$c_plain" | bc -l)" "$p" "$(echo "$p/$p_plain" | bc -l)" "$m" "$(echo "$m/$m_plain" | bc -l)"
   done

@@ -296,7 +296,11 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 // around the open.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
 	if c.schain != nil {
-		return c.schain(ctx, method, init)
+		st, err := c.schain(ctx, method, init)
+		if st == nil && err == nil {
+			err = rpc.ErrNoStreamFromInterceptor
+		}
+		return st, err
 	}
 	return c.openStream(ctx, method, init)
 }
@@ -564,7 +568,8 @@ func (c *Client) publishLocked() {
 	}
 }
 
-// setEndpoints makes the replicas those of eps, with their weights.
+// setEndpoints makes the replicas those of eps, with their weights. An
+// address given twice counts once, with its first weight.
 func (c *Client) setEndpoints(eps []Endpoint) {
 	want := make(map[string]float64, len(eps))
 	for _, ep := range eps {
@@ -572,7 +577,9 @@ func (c *Client) setEndpoints(eps []Endpoint) {
 		if !(w > 0) || math.IsInf(w, 1) {
 			w = 1
 		}
-		want[ep.Addr] = min(want[ep.Addr]+w, math.MaxFloat64) // an address given twice adds up
+		if _, dup := want[ep.Addr]; !dup {
+			want[ep.Addr] = w
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

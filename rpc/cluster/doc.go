@@ -59,7 +59,14 @@
 // A call that may have run (a handler's answer, a broken connection, a
 // ctx error) is never sent again.
 //
+// Middleware: [WithInterceptors] and [WithStreamInterceptors] run once
+// around a call (its retry included) or a stream's open; interceptors,
+// stream interceptors and observers given to the connections
+// ([WithClientOptions]) run once per attempt on the wire.
+//
 // Costs: a warm call allocates nothing; beside the call on its
-// connection it costs a few atomic operations (in-flight counts, the
-// call counter, the budget) and two random numbers.
+// connection it costs a few atomic operations (in-flight counts and the
+// loads of two connections, the call counter, the budget) and two random
+// numbers (with weights, two or three, and a binary search over the
+// running sums of the weights).
 package cluster

@@ -119,3 +119,16 @@ func TestSRVWeightedShares(t *testing.T) {
 		})
 	}
 }
+
+// A plain resolver's duplicate address counts once: it does not double
+// that replica's share.
+func TestDuplicateAddressCountsOnce(t *testing.T) {
+	a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+	c := dialT(t, "static:///"+a.addr+","+a.addr+","+b.addr)
+	if n := len(c.Stats().Replicas); n != 2 {
+		t.Fatalf("%d replicas", n)
+	}
+	if cum := c.ready.Load().cum; cum != nil {
+		t.Fatalf("the duplicate made the weights unequal: %v", cum)
+	}
+}

@@ -453,6 +453,9 @@ func (m *Log) DecodeZAP(b []byte) error {
 
 // zapDecodeMessage fills m from the message b, a list element.
 func (m *Log) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	if o, ok := codec.RootOf(b); ok {
+		return m.zapDecode(o, depth, budget)
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
@@ -642,12 +645,16 @@ func (m *Logs) SizeZAP() int {
 // codec.ErrShared for objects shared or cyclic so that decoding would
 // grow out of proportion to len(b). On error m holds a partial result.
 func (m *Logs) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Logs")
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Logs")
+		}
+		o = msg.Root()
 	}
 	budget := 2*len(b) + 64
-	if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {
+	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Logs")
 	}
 	return nil

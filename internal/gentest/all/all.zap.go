@@ -245,6 +245,9 @@ func (m *Point) DecodeZAP(b []byte) error {
 
 // zapDecodeMessage fills m from the message b, a list element.
 func (m *Point) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	if o, ok := codec.RootOf(b); ok {
+		return m.zapDecode(o, depth, budget)
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
@@ -450,12 +453,16 @@ func (m *Kitchen) zapSize(n int) int {
 // codec.ErrShared for objects shared or cyclic so that decoding would
 // grow out of proportion to len(b). On error m holds a partial result.
 func (m *Kitchen) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Kitchen")
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Kitchen")
+		}
+		o = msg.Root()
 	}
 	budget := 2*len(b) + 64
-	if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {
+	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Kitchen")
 	}
 	return nil
@@ -463,6 +470,9 @@ func (m *Kitchen) DecodeZAP(b []byte) error {
 
 // zapDecodeMessage fills m from the message b, a list element.
 func (m *Kitchen) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	if o, ok := codec.RootOf(b); ok {
+		return m.zapDecode(o, depth, budget)
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
@@ -937,6 +947,9 @@ func (m *Pair) DecodeZAP(b []byte) error {
 
 // zapDecodeMessage fills m from the message b, a list element.
 func (m *Pair) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	if o, ok := codec.RootOf(b); ok {
+		return m.zapDecode(o, depth, budget)
+	}
 	msg, err := codec.Parse(b)
 	if err != nil {
 		return err
@@ -1112,12 +1125,16 @@ func (m *Sparse) SizeZAP() int {
 // codec.ErrShared for objects shared or cyclic so that decoding would
 // grow out of proportion to len(b). On error m holds a partial result.
 func (m *Sparse) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Sparse")
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Sparse")
+		}
+		o = msg.Root()
 	}
 	budget := 2*len(b) + 64
-	if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {
+	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Sparse")
 	}
 	return nil
@@ -1747,12 +1764,16 @@ func (m *Deep) SizeZAP() int {
 // codec.ErrShared for objects shared or cyclic so that decoding would
 // grow out of proportion to len(b). On error m holds a partial result.
 func (m *Deep) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Deep")
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Deep")
+		}
+		o = msg.Root()
 	}
 	budget := 2*len(b) + 64
-	if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {
+	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Deep")
 	}
 	return nil

@@ -219,12 +219,16 @@ func (m *Shape) SizeZAP() int {
 // codec.ErrShared for objects shared or cyclic so that decoding would
 // grow out of proportion to len(b). On error m holds a partial result.
 func (m *Shape) DecodeZAP(b []byte) error {
-	msg, err := codec.Parse(b)
-	if err != nil {
-		return codec.InField(err, "Shape")
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Shape")
+		}
+		o = msg.Root()
 	}
 	budget := 2*len(b) + 64
-	if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {
+	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Shape")
 	}
 	return nil

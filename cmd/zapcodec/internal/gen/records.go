@@ -160,12 +160,16 @@ func (g *generator) record(s *schema.Struct) {
 	case flat:
 		g.decodeFields(s, false, "b")
 	default:
+		g.p("o, ok := codec.RootOf(b) // inlined: no call for a well-formed header")
+		g.p("if !ok {")
 		g.p("msg, err := codec.Parse(b)")
 		g.p("if err != nil {")
 		g.p("return codec.InField(err, %q)", s.Name)
 		g.p("}")
+		g.p("o = msg.Root()")
+		g.p("}")
 		g.p("budget := 2*len(b) + 64")
-		g.p("if err := m.zapDecode(msg.Root(), 0, &budget); err != nil {")
+		g.p("if err := m.zapDecode(o, 0, &budget); err != nil {")
 		g.p("return codec.InField(err, %q)", s.Name)
 		g.p("}")
 	}
@@ -174,6 +178,9 @@ func (g *generator) record(s *schema.Struct) {
 	if elem {
 		g.p("// zapDecodeMessage fills m from the message b, a list element.")
 		g.p("func (m *%s) zapDecodeMessage(b []byte, depth int, budget *int) error {", t)
+		g.p("if o, ok := codec.RootOf(b); ok {")
+		g.p("return m.zapDecode(o, depth, budget)")
+		g.p("}")
 		g.p("msg, err := codec.Parse(b)")
 		g.p("if err != nil {")
 		g.p("return err")
