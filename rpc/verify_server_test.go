@@ -337,3 +337,46 @@ func TestHostileStreamPeerStats(t *testing.T) {
 		t.Fatalf("a call after the hostile peer: %q %v", out, err)
 	}
 }
+
+// Shutdown while the read loop is stuck in a handler with the answer of
+// the call before it in its buffer: that answer and the go-away reach
+// the peer while the handler still runs, the handler's answer follows
+// when it returns, and Shutdown returns once the peer acknowledges.
+func TestShutdownWithBlockedInlineHandler(t *testing.T) {
+	s, addr, _ := testServer(t, WithShutdownGrace(time.Minute))
+	gate := make(chan struct{})
+	s.Handle(mGate, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-gate
+		return append(resp, req...), nil
+	})
+	r := rawDial(t, addr)
+	if _, err := r.Write(append(requestFrame(mEcho, 1, []byte("first")), requestFrame(mGate, 2, []byte("second"))...)); err != nil {
+		t.Fatal(err)
+	}
+	if resp, ok := r.recvWithin("first answer"); !ok || resp.PromiseID != 1 {
+		t.Fatalf("first answer: %+v %v", resp, ok)
+	}
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shut <- s.Shutdown(ctx)
+	}()
+	r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if kind, _, ok := r.recv(); !ok || kind != wire.KindGoAway {
+		t.Fatalf("frame kind %d ok %v, want the go-away while the handler runs", kind, ok)
+	}
+	close(gate)
+	if resp, ok := r.recvWithin("second answer"); !ok || resp.PromiseID != 2 || string(resp.Body) != "second" {
+		t.Fatalf("second answer: %+v %v", resp, ok)
+	}
+	r.send(wire.KindGoAway, nil)
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown still waits 30 s after the acknowledgement")
+	}
+}
