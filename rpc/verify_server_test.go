@@ -380,3 +380,34 @@ func TestShutdownWithBlockedInlineHandler(t *testing.T) {
 		t.Fatal("Shutdown still waits 30 s after the acknowledgement")
 	}
 }
+
+// Two thousand connections, each making a call now and then with quiet
+// spells between (their jobs given back as they wait, the watchdog
+// parking and waking): every call is answered, each on its own
+// connection, and once they close the server holds no connection.
+func TestThousandsOfSparseConns(t *testing.T) {
+	s, addr, _ := testServer(t, WithReadTimeout(20*time.Millisecond))
+	const n = 2000
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = rawDial(t, addr)
+	}
+	for round := 0; round < 3; round++ {
+		for i, r := range conns {
+			if _, err := r.Write(requestFrame(mEcho, uint32(round+1), []byte{byte(i), byte(i >> 8)})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, r := range conns {
+			resp, ok := r.recvWithin("answer")
+			if !ok || resp.PromiseID != uint32(round+1) || len(resp.Body) != 2 || int(resp.Body[0])|int(resp.Body[1])<<8 != i {
+				t.Fatalf("round %d conn %d: %+v %v", round, i, resp, ok)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // past the read timeout: quiet
+	}
+	for _, r := range conns {
+		r.Close()
+	}
+	await(t, "every connection gone", func() bool { return s.Stats().Active == 0 })
+}
