@@ -121,7 +121,13 @@ func (r *replica) start() error {
 	if err != nil {
 		return err
 	}
-	s := rpc.NewServer(rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	// Shutdown waits up to 30 s for the client to acknowledge its go-away
+	// (the default grace is 500 ms): calls a client sends to a connection
+	// the server already closed fail and cannot be retried (the client
+	// cannot tell they did not run), and a client stalled for longer than
+	// the grace (a loaded machine) would send some. The cluster client
+	// acknowledges at once, so Shutdown is no slower for it.
+	s := rpc.NewServer(rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), rpc.WithShutdownGrace(30*time.Second))
 	ethzap.RegisterEthServer(s, ethImpl{r})
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(l) }()

@@ -27,8 +27,9 @@ const (
 type replicaSrv struct {
 	t     testing.TB
 	addr  string
-	calls atomic.Int64 // echo calls it ran
-	delay atomic.Int64 // nanoseconds each echo sleeps
+	calls atomic.Int64       // echo calls it ran
+	delay atomic.Int64       // nanoseconds each echo sleeps
+	keep  []rpc.ServerOption // options of every start (set before the first restart)
 
 	mu     sync.Mutex
 	s      *rpc.Server
@@ -58,7 +59,7 @@ func (r *replicaSrv) restartWith(opts ...rpc.ServerOption) {
 
 func (r *replicaSrv) startWith(opts ...rpc.ServerOption) {
 	r.t.Helper()
-	opts = append([]rpc.ServerOption{rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	opts = append(append([]rpc.ServerOption{rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, r.keep...), opts...)
 	s := rpc.NewServer(opts...)
 	s.Handle(mEcho, func(ctx context.Context, req, resp []byte) ([]byte, error) {
 		r.calls.Add(1)
