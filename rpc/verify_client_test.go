@@ -65,7 +65,9 @@ func TestCancelStormNoMisroute(t *testing.T) {
 					}
 					answered[g]++
 					resp = out
-				case errors.Is(err, context.DeadlineExceeded):
+				case errors.Is(err, context.DeadlineExceeded), Code(err) == StatusDeadlineExceeded:
+					// The caller's deadline passed; the server's refusal
+					// (504, not run) may come before the caller's timer.
 					gaveUp[g]++
 				case errors.Is(err, ErrTooManyPending):
 					tooMany[g]++
@@ -149,5 +151,65 @@ func TestConnectionFailsMidBatch(t *testing.T) {
 	}
 	if c.Pending() != 0 {
 		t.Fatalf("%d calls pending after the connection failed", c.Pending())
+	}
+}
+
+// The server shuts down while callers keep the connection busy: every
+// call returns its own answer, ErrGoAway (not sent), a refusal the
+// client may send again (IsRetryable: the server did not run it) or,
+// after the close, ErrClosed; none hangs, none gets another's answer,
+// and nothing is left pending.
+func TestGoAwayUnderLoad(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(mJitter, jitter)
+	c := dial(t, addr)
+	const callers = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	started := make(chan struct{}, callers)
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := []byte{byte(g), 0, 0}
+			for i := 0; ; i++ {
+				req[1], req[2] = byte(i), byte(i>>8)
+				if i == 5 {
+					started <- struct{}{}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				out, err := c.Call(ctx, mJitter, req, nil)
+				cancel()
+				switch {
+				case err == nil:
+					if !bytes.Equal(out, req) {
+						errs <- fmt.Errorf("caller %d call %d: got %x", g, i, out)
+						return
+					}
+					continue
+				case errors.Is(err, ErrGoAway), errors.Is(err, ErrClosed), IsRetryable(err):
+					return
+				default:
+					errs <- fmt.Errorf("caller %d call %d: %v", g, i, err)
+					return
+				}
+			}
+		}()
+	}
+	for range callers {
+		<-started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := c.Pending(); n != 0 {
+		t.Fatalf("%d calls pending after the go-away", n)
 	}
 }

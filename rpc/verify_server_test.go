@@ -128,7 +128,9 @@ func TestInlineAnswersAtShutdown(t *testing.T) {
 	full := 0
 	defer func() { t.Logf("%d rounds of 20 with every request answered (the others none)", full) }()
 	for round := 0; round < 20; round++ {
-		s, addr, _ := testServer(t)
+		// A long grace: the connection closes on our acknowledgement,
+		// not because a loaded machine kept its read loop from running.
+		s, addr, _ := testServer(t, WithShutdownGrace(time.Minute))
 		r := rawDial(t, addr)
 		const n = 300
 		var b []byte
@@ -295,4 +297,117 @@ func TestSparseConnsBlockingHandlers(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// A hostile stream peer: opens streams by hand, sends messages, ends some
+// with odd statuses (0xFFFFFFFF, 200, 0 after an error end), opens an id
+// twice, sends to ids never opened, then drops the connection. The server
+// counts every stream that ran once, Active comes back to 0, and the
+// counts by status add up to the streams opened.
+func TestHostileStreamPeerStats(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	r := rawDial(t, addr)
+	open := func(id uint32) {
+		r.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: id}))
+	}
+	for id := uint32(1); id <= 6; id++ {
+		open(id)
+		r.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, id, []byte("m")))
+	}
+	open(3) // again
+	r.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 77, []byte("to nobody")))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 1, 0xFFFFFFFF, "odd"))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 2, 200, "ok?"))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 4, StatusCanceled, "bye"))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 4))
+	r.send(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 5))
+	r.Close()
+	await(t, "every stream handler ended", func() bool {
+		st := s.Stats().Streams
+		return st.Opened > 0 && st.Active == 0
+	})
+	st := s.Stats().Streams
+	if ended := st.OK + st.Canceled + st.Internal + st.Unavailable + st.OtherStatus; ended != st.Opened || st.Active != 0 {
+		t.Fatalf("stats %+v: %d ended of %d opened", st, ended, st.Opened)
+	}
+	t.Logf("%+v", st)
+	// The server goes on.
+	c := dial(t, addr)
+	if out, err := c.Call(context.Background(), mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+		t.Fatalf("a call after the hostile peer: %q %v", out, err)
+	}
+}
+
+// Shutdown while the read loop is stuck in a handler with the answer of
+// the call before it in its buffer: that answer and the go-away reach
+// the peer while the handler still runs, the handler's answer follows
+// when it returns, and Shutdown returns once the peer acknowledges.
+func TestShutdownWithBlockedInlineHandler(t *testing.T) {
+	s, addr, _ := testServer(t, WithShutdownGrace(time.Minute))
+	gate := make(chan struct{})
+	s.Handle(mGate, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-gate
+		return append(resp, req...), nil
+	})
+	r := rawDial(t, addr)
+	if _, err := r.Write(append(requestFrame(mEcho, 1, []byte("first")), requestFrame(mGate, 2, []byte("second"))...)); err != nil {
+		t.Fatal(err)
+	}
+	if resp, ok := r.recvWithin("first answer"); !ok || resp.PromiseID != 1 {
+		t.Fatalf("first answer: %+v %v", resp, ok)
+	}
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shut <- s.Shutdown(ctx)
+	}()
+	r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if kind, _, ok := r.recv(); !ok || kind != wire.KindGoAway {
+		t.Fatalf("frame kind %d ok %v, want the go-away while the handler runs", kind, ok)
+	}
+	close(gate)
+	if resp, ok := r.recvWithin("second answer"); !ok || resp.PromiseID != 2 || string(resp.Body) != "second" {
+		t.Fatalf("second answer: %+v %v", resp, ok)
+	}
+	r.send(wire.KindGoAway, nil)
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown still waits 30 s after the acknowledgement")
+	}
+}
+
+// Two thousand connections, each making a call now and then with quiet
+// spells between (their jobs given back as they wait, the watchdog
+// parking and waking): every call is answered, each on its own
+// connection, and once they close the server holds no connection.
+func TestThousandsOfSparseConns(t *testing.T) {
+	s, addr, _ := testServer(t, WithReadTimeout(20*time.Millisecond))
+	const n = 2000
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = rawDial(t, addr)
+	}
+	for round := 0; round < 3; round++ {
+		for i, r := range conns {
+			if _, err := r.Write(requestFrame(mEcho, uint32(round+1), []byte{byte(i), byte(i >> 8)})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, r := range conns {
+			resp, ok := r.recvWithin("answer")
+			if !ok || resp.PromiseID != uint32(round+1) || len(resp.Body) != 2 || int(resp.Body[0])|int(resp.Body[1])<<8 != i {
+				t.Fatalf("round %d conn %d: %+v %v", round, i, resp, ok)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // past the read timeout: quiet
+	}
+	for _, r := range conns {
+		r.Close()
+	}
+	await(t, "every connection gone", func() bool { return s.Stats().Active == 0 })
 }
