@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/internal/dnstest"
 )
 
 // -addr takes a cluster target: the calls go through one rpc/cluster
@@ -42,6 +44,17 @@ func TestLoadClusterTarget(t *testing.T) {
 	code, _, errOut := loadRun(t, "-addr", "static:///127.0.0.1:1", "-n", "1", "-method", "1", "-payload-hex", "00")
 	if code != 1 || !strings.Contains(errOut, "no replica of static:///127.0.0.1:1 is up") {
 		t.Fatalf("a cluster target with no replica up: exit %d, %q", code, errOut)
+	}
+	// A name that does not resolve: the resolver's error, not a guess.
+	dns, err := dnstest.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	target := "dns://" + dns.Addr() + "/nosuch.svc.test:1"
+	code, _, errOut = loadRun(t, "-addr", target, "-n", "1", "-method", "1", "-payload-hex", "00")
+	if code != 1 || !strings.Contains(errOut, "resolving") || strings.Contains(errOut, "no address resolved") {
+		t.Fatalf("a cluster target whose name does not resolve: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = loadRun(t, "-addr", "static:///"+a, "-client", "direct", "-concurrency", "1", "-method", "1", "-payload-hex", "00")
 	if code != 2 || !strings.Contains(errOut, "cannot call a cluster target") {

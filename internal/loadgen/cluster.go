@@ -65,6 +65,9 @@ func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
 		}
 	}
 	c.Close()
+	if len(why) == 0 && st.LastError != nil {
+		why = append(why, st.LastError.Error())
+	}
 	if len(why) == 0 {
 		why = append(why, "no address resolved")
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/cluster"
 )
 
 // Defaults of Config.
@@ -445,6 +446,27 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 		if err != nil && w.client.Closed() {
 			return // this connection is gone; the others go on
 		}
+		if s.interval == 0 && errors.Is(err, cluster.ErrNoReplica) {
+			// A cluster target with no replica up fails every call at
+			// once: a closed-loop worker would spin on the failures
+			// until one comes back. It waits a little instead (not
+			// counted in the call's latency).
+			sleepCtx(stop, noReplicaBackoff)
+		}
+	}
+}
+
+// noReplicaBackoff is how long a closed-loop worker waits after a call
+// found no replica of its cluster target.
+const noReplicaBackoff = 10 * time.Millisecond
+
+// sleepCtx sleeps for d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

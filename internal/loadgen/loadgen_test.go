@@ -249,3 +249,35 @@ func TestErrorClassesBounded(t *testing.T) {
 		t.Fatalf("failed %d, %d classes, other %d", rep.Failed, len(rep.Errors), rep.Errors["other errors"])
 	}
 }
+
+// A closed-loop run against a cluster target whose replicas all went
+// away waits a little after each call that found no replica, instead of
+// spinning on them: each worker fails at most one such call per backoff.
+func TestClusterTargetGoneBacksOff(t *testing.T) {
+	s, addr := startServer(t)
+	const workers = 2
+	r, err := New(context.Background(), Config{Target: "static:///" + addr, Conns: 1, Concurrency: workers, Duration: 600 * time.Millisecond, Method: mEcho})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() { time.Sleep(100 * time.Millisecond); s.Close() }()
+	rep, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noReplica uint64
+	for class, n := range rep.Errors {
+		if strings.Contains(class, "no replica") {
+			noReplica += n
+		}
+	}
+	if noReplica == 0 {
+		t.Fatalf("errors %v: no call found the cluster without a replica", rep.Errors)
+	}
+	elapsed := time.Duration(rep.Seconds * float64(time.Second))
+	if most := uint64(workers * (elapsed/noReplicaBackoff + 1)); noReplica > most {
+		t.Fatalf("%d calls found no replica in %v: more than %d, the workers spun", noReplica, elapsed, most)
+	}
+	t.Logf("%d calls found no replica in %v; errors %v", noReplica, elapsed, rep.Errors)
+}

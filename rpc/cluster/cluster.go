@@ -751,6 +751,10 @@ type Stats struct {
 	// Resolves counts resolutions (and updates of a Watcher);
 	// ResolveErrors those that failed or gave no address.
 	Resolves, ResolveErrors int64
+	// LastError is what last went wrong for the client as a whole (a
+	// failed resolution, a replica's failure), nil when nothing has: the
+	// reason an ErrNoReplica names.
+	LastError error
 	// Replicas describes each known replica, sorted by address.
 	Replicas []ReplicaStats
 }
@@ -785,6 +789,7 @@ func (c *Client) Stats() Stats {
 		ResolveErrors: c.resolveErrs.Load(),
 	}
 	c.mu.Lock()
+	s.LastError = c.lastErr
 	for _, r := range c.replicas {
 		if r.removed.Load() {
 			continue
