@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -243,26 +242,7 @@ func TestAllocsStreamMessageObservedTapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := bytes.Repeat([]byte{7}, 64)
-	buf := make([]byte, 0, 4096)
-	step := func() {
-		if err := st.Send(msg); err != nil {
-			t.Fatal(err)
-		}
-		out, err := st.Recv(buf[:0])
-		if err != nil || len(out) != len(msg) {
-			t.Fatal(len(out), err)
-		}
-	}
-	if raceEnabled {
-		t.Skip("-race allocates")
-	}
-	for range 5000 {
-		step()
-	}
-	if a := testing.AllocsPerRun(2000, step); a != 0 {
-		t.Fatalf("%v allocations per message round trip, want 0", a)
-	}
+	checkEchoAllocs(t, st)
 	if n.Load() < 4*7000 {
 		t.Fatalf("the taps saw %d messages, want at least %d", n.Load(), 4*7000)
 	}
