@@ -515,9 +515,15 @@ func (c *countConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Write counts p before it writes it (and takes back what was not
+// written): counted after, a peer could answer the bytes, and the read
+// loop read that answer, before the writing goroutine got to count them.
 func (c *countConn) Write(p []byte) (int, error) {
+	c.written.Add(int64(len(p)))
 	n, err := c.Conn.Write(p)
-	c.written.Add(int64(n))
+	if n < len(p) {
+		c.written.Add(int64(n - len(p)))
+	}
 	c.writes.Add(1)
 	return n, err
 }
