@@ -110,7 +110,38 @@ func TestConnectionFailsMidBatch(t *testing.T) {
 	s, addr, _ := testServer(t)
 	s.Handle(mJitter, jitter)
 	c := dial(t, addr)
-	const callers = 64
+	callUntilEnd(t, c, 64, 10, func() { s.Close() }, func(err error) bool {
+		return errors.Is(err, ErrClosed)
+	})
+}
+
+// The server shuts down while callers keep the connection busy: every
+// call returns its own answer, ErrGoAway (not sent), a refusal the
+// client may send again (IsRetryable: the server did not run it) or,
+// after the close, ErrClosed; none hangs, none gets another's answer,
+// and nothing is left pending.
+func TestGoAwayUnderLoad(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(mJitter, jitter)
+	c := dial(t, addr)
+	callUntilEnd(t, c, 32, 5, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}, func(err error) bool {
+		return errors.Is(err, ErrGoAway) || errors.Is(err, ErrClosed) || IsRetryable(err)
+	})
+}
+
+// callUntilEnd runs callers goroutines that call mJitter on c, each with
+// requests of its own, until a call fails; once every caller has made
+// warm calls it runs end (which should make the calls fail). Every answer
+// must be the call's own, every failure one that expected accepts, and no
+// call may be left pending.
+func callUntilEnd(t *testing.T, c *Client, callers, warm int, end func(), expected func(error) bool) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	started := make(chan struct{}, callers)
@@ -118,18 +149,18 @@ func TestConnectionFailsMidBatch(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := []byte{byte(g), 0}
+			req := []byte{byte(g), 0, 0}
 			for i := 0; ; i++ {
-				req[1] = byte(i)
-				if i == 10 {
+				req[1], req[2] = byte(i), byte(i>>8)
+				if i == warm {
 					started <- struct{}{}
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				out, err := c.Call(ctx, mJitter, req, nil)
 				cancel()
 				if err != nil {
-					if !errors.Is(err, ErrClosed) {
-						errs <- fmt.Errorf("caller %d call %d: %v, want ErrClosed", g, i, err)
+					if !expected(err) {
+						errs <- fmt.Errorf("caller %d call %d: %v", g, i, err)
 					}
 					return
 				}
@@ -143,73 +174,13 @@ func TestConnectionFailsMidBatch(t *testing.T) {
 	for range callers {
 		<-started
 	}
-	s.Close()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if c.Pending() != 0 {
-		t.Fatalf("%d calls pending after the connection failed", c.Pending())
-	}
-}
-
-// The server shuts down while callers keep the connection busy: every
-// call returns its own answer, ErrGoAway (not sent), a refusal the
-// client may send again (IsRetryable: the server did not run it) or,
-// after the close, ErrClosed; none hangs, none gets another's answer,
-// and nothing is left pending.
-func TestGoAwayUnderLoad(t *testing.T) {
-	s, addr, _ := testServer(t)
-	s.Handle(mJitter, jitter)
-	c := dial(t, addr)
-	const callers = 32
-	var wg sync.WaitGroup
-	errs := make(chan error, callers)
-	started := make(chan struct{}, callers)
-	for g := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req := []byte{byte(g), 0, 0}
-			for i := 0; ; i++ {
-				req[1], req[2] = byte(i), byte(i>>8)
-				if i == 5 {
-					started <- struct{}{}
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				out, err := c.Call(ctx, mJitter, req, nil)
-				cancel()
-				switch {
-				case err == nil:
-					if !bytes.Equal(out, req) {
-						errs <- fmt.Errorf("caller %d call %d: got %x", g, i, out)
-						return
-					}
-					continue
-				case errors.Is(err, ErrGoAway), errors.Is(err, ErrClosed), IsRetryable(err):
-					return
-				default:
-					errs <- fmt.Errorf("caller %d call %d: %v", g, i, err)
-					return
-				}
-			}
-		}()
-	}
-	for range callers {
-		<-started
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
+	end()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
 	if n := c.Pending(); n != 0 {
-		t.Fatalf("%d calls pending after the go-away", n)
+		t.Fatalf("%d calls pending after the end", n)
 	}
 }
