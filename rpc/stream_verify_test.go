@@ -18,15 +18,7 @@ import (
 func TestStreamCancelWakesHandlerBlockedInSend(t *testing.T) {
 	s, addr, _ := streamServer(t, WithMaxStreams(1))
 	sendErr := make(chan error, 1)
-	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
-		msg := make([]byte, 1000)
-		for {
-			if err := st.Send(msg); err != nil {
-				sendErr <- err
-				return err
-			}
-		}
-	})
+	s.HandleStream(sBlock, sendUntilError(sendErr))
 	c := dial(t, addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := c.OpenStream(ctx, sBlock, nil)
@@ -240,15 +232,7 @@ func TestStreamHandlerSendHonoursCtx(t *testing.T) {
 	defer cancelBase()
 	s, addr, _ := streamServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
 	sendErr := make(chan error, 1)
-	s.HandleStream(sBlock, func(ctx context.Context, init []byte, st *Stream) error {
-		msg := make([]byte, 1000)
-		for {
-			if err := st.Send(msg); err != nil {
-				sendErr <- err
-				return err
-			}
-		}
-	})
+	s.HandleStream(sBlock, sendUntilError(sendErr))
 	c := dial(t, addr)
 	st, err := c.OpenStream(context.Background(), sBlock, nil)
 	if err != nil {
@@ -363,5 +347,19 @@ func TestStreamPeerHalfClosesMidStream(t *testing.T) {
 	}
 	if echoes != 3 || end == nil || end.ID != 1 || end.Status != StatusInternal {
 		t.Fatalf("%d echoes, end %+v; want 3 and an error end 500", echoes, end)
+	}
+}
+
+// sendUntilError is a stream handler that sends 1,000-byte messages until
+// a Send fails, and reports that error on sendErr (which must have room).
+func sendUntilError(sendErr chan<- error) StreamHandler {
+	return func(ctx context.Context, init []byte, st *Stream) error {
+		msg := make([]byte, 1000)
+		for {
+			if err := st.Send(msg); err != nil {
+				sendErr <- err
+				return err
+			}
+		}
 	}
 }
