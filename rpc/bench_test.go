@@ -205,7 +205,10 @@ func (m *muxConn) call(id int, frame []byte) error {
 			_, err := m.nc.Write(m.out)
 			m.mu.Lock()
 			if err != nil {
-				m.err.Store(&err)
+				// A variable of its own: storing &err itself would move
+				// err to the heap, an allocation per write.
+				e := err
+				m.err.Store(&e)
 				break
 			}
 		}
