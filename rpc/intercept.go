@@ -27,7 +27,8 @@ type Interceptor func(ctx context.Context, method uint32, req, resp []byte, next
 // first and sees the final result). Several WithInterceptors options
 // append. The chain is built once per Handle call, so a call pays only
 // the interceptors' own cost: a trivial one (return next(ctx, req, resp))
-// allocates nothing.
+// allocates nothing. A panic in an interceptor answers the call 500 and
+// is logged, like a handler's: the connection and other calls go on.
 func WithInterceptors(i ...Interceptor) ServerOption {
 	i = append([]Interceptor(nil), i...)
 	return serverOption(func(o *serverOptions) {
@@ -67,13 +68,21 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // per attempt; its own (cluster.WithInterceptors) run once around a call
 // and its retry. The observer ([WithObserver]) sees each attempt on the
 // wire.
+//
+// A panic in a client interceptor is not recovered: it runs on the
+// caller's goroutine, and the panic goes on to the caller of Call, as one
+// in the caller's own code would (gRPC-go does the same). It leaves
+// nothing held: a call that invoke sent has been answered or abandoned
+// by the time invoke returns, so the client, its connection and other
+// calls go on.
 type ClientInterceptor func(ctx context.Context, method uint32, req, resp []byte, invoke Invoker) ([]byte, error)
 
 // WithClientInterceptors installs interceptors around every call of a
 // [Client], in order: the first is outermost. Several options append.
 // The chain is built once, when the client is created: a
 // trivial interceptor (return invoke(ctx, method, req, resp)) allocates
-// nothing per call.
+// nothing per call. A panic in one goes on to the caller and leaves the
+// client usable (see [ClientInterceptor]).
 func WithClientInterceptors(i ...ClientInterceptor) ClientOption {
 	i = append([]ClientInterceptor(nil), i...)
 	return clientOption(func(o *clientOptions) {

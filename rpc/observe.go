@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net"
 	"time"
 )
@@ -42,8 +44,11 @@ type CallEvent struct {
 
 // Observer is called once per call, after the call finished (on a server:
 // after its handler returned, before its answer is written). It runs on
-// the call's goroutine, so it must be quick and must not block; it must
-// not panic. CallEvent is passed by value: observing allocates nothing and
+// the call's goroutine, so it must be quick and must not block. A panic
+// in it is recovered and logged (on a server by its logger, [WithLogger];
+// on a client by slog.Default()): the call is answered, or returns to its
+// caller, as if the observer had returned, and other calls are not
+// affected. CallEvent is passed by value: observing allocates nothing and
 // costs two monotonic clock reads per call and side.
 type Observer func(CallEvent)
 
@@ -51,7 +56,8 @@ type Observer func(CallEvent)
 // ran a handler (an unknown method, a malformed envelope or a call refused
 // after go-away runs none and is counted only in [Server.Stats]); on a
 // client or pool, every call on the wire. Streams are seen by
-// [WithStreamObserver]. Default: none.
+// [WithStreamObserver]. A panic in f is recovered and logged, and changes
+// nothing else (see [Observer]). Default: none.
 func WithObserver(f Observer) Option {
 	return bothOption{
 		s: func(o *serverOptions) { o.observer = f },
@@ -69,7 +75,7 @@ func (c *serverConn) call(j *job) (uint32, []byte) {
 	bytesIn := len(j.req)
 	status, body := c.invoke(j)
 	end := monoNow()
-	obs(CallEvent{
+	ev := CallEvent{
 		Method:   j.method,
 		Status:   status,
 		Start:    monoTime(start),
@@ -77,8 +83,38 @@ func (c *serverConn) call(j *job) (uint32, []byte) {
 		BytesIn:  bytesIn,
 		BytesOut: len(body),
 		Peer:     c.peer(),
-	})
+	}
+	observeCall(obs, &ev, c.s.opts.logger)
 	return status, body
+}
+
+// observeCall runs obs on *ev. A panic in obs is recovered and logged
+// (log nil: slog.Default()), so that it neither ends the process nor
+// leaves the call, or anything the caller holds, unfinished.
+func observeCall(obs Observer, ev *CallEvent, log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			observerPanic(log, "rpc: observer panic", ev.Client, ev.Method, "", 0, r)
+		}
+	}()
+	obs(*ev)
+}
+
+// observerPanic logs a panic recovered from an observer (idKey and id
+// name the stream; idKey "": none).
+func observerPanic(log *slog.Logger, msg string, client bool, method uint32, idKey string, id uint32, r any) {
+	if log == nil {
+		log = slog.Default()
+	}
+	side := "server"
+	if client {
+		side = "client"
+	}
+	if idKey == "" {
+		log.Error(msg, "side", side, "method", method, "panic", fmt.Sprint(r))
+		return
+	}
+	log.Error(msg, "side", side, "method", method, idKey, id, "panic", fmt.Sprint(r))
 }
 
 // peer is the remote address of the connection.
@@ -112,6 +148,6 @@ func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) ([]
 	case *StatusError:
 		ev.Status = e.Code
 	}
-	obs(ev)
+	observeCall(obs, &ev, nil)
 	return out, err
 }

@@ -56,11 +56,7 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // end.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*Stream, error) {
 	if c.streams.chain != nil {
-		st, err := c.streams.chain(ctx, method, init)
-		if st == nil && err == nil {
-			err = ErrNoStreamFromInterceptor
-		}
-		return st, err
+		return c.openChained(ctx, method, init)
 	}
 	return c.openStream(ctx, method, init)
 }
@@ -75,6 +71,10 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, ErrGoAway
 	}
 	t := &c.streams
+	var oc *openCtx
+	if t.chain != nil {
+		oc, ctx = openOf(ctx)
+	}
 	t.mu.Lock()
 	if t.err != nil {
 		err := t.err
@@ -131,6 +131,9 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 				s.clientEnd(StatusCanceled, ctx.Err())
 			}
 		}))
+	}
+	if oc != nil {
+		oc.record(s) // canceled if an interceptor panics before OpenStream returns
 	}
 	return s, nil
 }

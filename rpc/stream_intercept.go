@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"sync"
 )
 
 // ErrNoStreamFromInterceptor is what OpenStream returns when a stream
@@ -34,7 +35,9 @@ type StreamInterceptor func(ctx context.Context, method uint32, init []byte, s *
 // first is outermost. Several WithStreamInterceptors options append. The
 // chain is built once per HandleStream call: a stream pays only the
 // interceptors' own cost, and a message nothing unless a tap is
-// installed.
+// installed. A panic in an interceptor (or in a tap it installed) ends
+// its stream with status 500 and is logged, like a handler's: the
+// connection and other streams go on.
 func WithStreamInterceptors(i ...StreamInterceptor) ServerOption {
 	i = append([]StreamInterceptor(nil), i...)
 	return serverOption(func(o *serverOptions) {
@@ -63,6 +66,92 @@ func chainStreamHandler(ics []StreamInterceptor, method uint32, h StreamHandler)
 // errors).
 type Streamer func(ctx context.Context, method uint32, init []byte) (*Stream, error)
 
+// openChained opens a stream through the client's stream interceptors.
+// A panic in one of them goes on to the caller, as a panic in the
+// caller's own code would (a Go program's choice, like gRPC-go's), but
+// first every stream the open opened during this OpenStream is canceled
+// (an error end with [StatusCanceled]): the caller never got it, so
+// nothing else would end it, and it would keep its place among the
+// connection's streams ([WithMaxStreams]) and its server handler.
+func (c *Client) openChained(ctx context.Context, method uint32, init []byte) (*Stream, error) {
+	oc := &openCtx{Context: ctx}
+	returned := false
+	defer func() { oc.finish(!returned) }()
+	st, err := c.streams.chain(oc, method, init)
+	returned = true
+	if st == nil && err == nil {
+		err = ErrNoStreamFromInterceptor
+	}
+	return st, err
+}
+
+// errOpenPanicked ends a stream opened by an OpenStream whose interceptor
+// panicked.
+var errOpenPanicked = errors.New("rpc: a stream interceptor panicked in OpenStream")
+
+// openCtx is the ctx an OpenStream with interceptors gives its chain: the
+// caller's ctx, which records the streams the open opens under it (the
+// open finds it with Value, also through a ctx an interceptor derived
+// from it). One allocation per OpenStream, and only with interceptors.
+type openCtx struct {
+	context.Context
+	mu     sync.Mutex // an interceptor may open from several goroutines
+	done   bool       // OpenStream returned: record no more
+	opened []*Stream
+}
+
+// openKey is the ctx Value key of an openCtx.
+type openKey struct{}
+
+// Value returns the openCtx itself for openKey, else the caller's ctx's
+// value.
+func (oc *openCtx) Value(key any) any {
+	if key == (openKey{}) {
+		return oc
+	}
+	return oc.Context.Value(key)
+}
+
+// openOf returns the openCtx ctx was derived from (nil: none) and the ctx
+// a stream opened under ctx keeps: the caller's own when the
+// interceptors passed the openCtx on unchanged.
+func openOf(ctx context.Context) (*openCtx, context.Context) {
+	if oc, ok := ctx.(*openCtx); ok {
+		return oc, oc.Context
+	}
+	oc, _ := ctx.Value(openKey{}).(*openCtx)
+	return oc, ctx
+}
+
+// record notes s, being opened under oc.
+func (oc *openCtx) record(s *Stream) {
+	oc.mu.Lock()
+	if !oc.done {
+		oc.opened = append(oc.opened, s)
+	}
+	oc.mu.Unlock()
+}
+
+// finish ends oc's OpenStream; with panicked, it cancels the streams
+// recorded (see openChained).
+func (oc *openCtx) finish(panicked bool) {
+	oc.mu.Lock()
+	ss := oc.opened
+	oc.opened, oc.done = nil, true
+	oc.mu.Unlock()
+	if !panicked {
+		return
+	}
+	for _, s := range ss {
+		t := s.set
+		if s.abort(errOpenPanicked, true, StatusCanceled, streamCancelText) {
+			t.remove(s)
+			s.stopCtx()
+			s.clientEnd(StatusCanceled, errOpenPanicked)
+		}
+	}
+}
+
 // StreamClientInterceptor runs around every [Client.OpenStream] of a
 // client that has it (see [WithStreamClientInterceptors]): it may change
 // ctx (to add metadata or a cap with [WithMetadata] and [WithCap]: the
@@ -75,11 +164,20 @@ type Streamer func(ctx context.Context, method uint32, init []byte) (*Stream, er
 // Interceptors given to the connections of an rpc/cluster client run once
 // per attempt; its own (cluster.WithStreamInterceptors) run once around
 // an open.
+//
+// A panic in a client stream interceptor is not recovered: the panic goes
+// on to the caller of OpenStream, as one in the caller's own code would
+// (gRPC-go does the same). A stream that open returned before the panic
+// is canceled first (an error end with [StatusCanceled] to the server),
+// since the caller never got it; the client, its connection and other
+// streams go on.
 type StreamClientInterceptor func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error)
 
 // WithStreamClientInterceptors installs interceptors around every stream
 // a [Client] opens, in order: the first is outermost. Several options
-// append. The chain is built once, when the client is created.
+// append. The chain is built once, when the client is created. A panic in
+// one goes on to the caller and leaves the client usable (see
+// [StreamClientInterceptor]).
 func WithStreamClientInterceptors(i ...StreamClientInterceptor) ClientOption {
 	i = append([]StreamClientInterceptor(nil), i...)
 	return clientOption(func(o *clientOptions) {
@@ -125,6 +223,13 @@ func ChainStreamer(ics []StreamClientInterceptor, inner Streamer) Streamer {
 // Send's function runs on the goroutine that sends, Recv's on the one
 // that receives, which may be two goroutines at once: a tap that counts
 // both ways uses atomics or a lock.
+//
+// A panic in a tap's function goes on as one in the code that called
+// Send or Recv: in a server handler it ends the stream like the
+// handler's own panic (status 500, logged); on a client it reaches the
+// caller. No lock of the stream is held then (Send had sent nothing of
+// msg; Recv had taken the message off the queue), so the stream stays
+// usable.
 type StreamTap struct {
 	Send func(msg []byte) error
 	Recv func(msg []byte) error

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"time"
@@ -54,9 +55,12 @@ type StreamEvent struct {
 // StreamObserver is called at the start and at the end of every stream
 // of a client or server that has it (see [WithStreamObserver]). It runs
 // on the goroutine that starts or ends the stream (a handler's goroutine,
-// a caller's, or a connection's read loop), so it must be quick, must not
-// block and must not panic. Observing allocates nothing per message: the
-// counts are kept on the stream.
+// a caller's, or a connection's read loop), so it must be quick and must
+// not block. A panic in it is recovered and logged (on a server by its
+// logger, [WithLogger]; on a client by slog.Default()): the stream, its
+// connection and other streams go on as if the observer had returned.
+// Observing allocates nothing per message: the counts are kept on the
+// stream.
 type StreamObserver func(StreamEvent)
 
 // WithStreamObserver installs f to see the start and the end of every
@@ -64,7 +68,9 @@ type StreamObserver func(StreamEvent)
 // with 404, 503 or 400 runs none and is counted only in
 // [Stats].Streams); on a client, every stream [Client.OpenStream] began
 // (one that failed before it got an id, such as [ErrTooManyStreams], is
-// not seen). Calls are seen by [WithObserver]. Default: none.
+// not seen). Calls are seen by [WithObserver]. A panic in f is recovered
+// and logged, and changes nothing else (see [StreamObserver]). Default:
+// none.
 func WithStreamObserver(f StreamObserver) Option {
 	return bothOption{
 		s: func(o *serverOptions) { o.streamObserver = f },
@@ -247,8 +253,21 @@ func (c *serverConn) serverStreamStart(st *Stream, init []byte) {
 	st.mu.Unlock()
 	if obs != nil {
 		ev.Peer = c.peer()
-		obs(ev)
+		observeStream(obs, &ev, c.s.opts.logger)
 	}
+}
+
+// observeStream runs obs on *ev. A panic in obs is recovered and logged
+// (log nil: slog.Default()): a stream observer runs on a handler's
+// goroutine, a caller's or a read loop, sometimes under the stream's
+// lock, none of which it may end or leave held.
+func observeStream(obs StreamObserver, ev *StreamEvent, log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			observerPanic(log, "rpc: stream observer panic", ev.Client, ev.Method, "stream", ev.ID, r)
+		}
+	}()
+	obs(*ev)
 }
 
 // serverStreamEnd counts a stream whose handler ended with status (0: a
@@ -276,7 +295,7 @@ func (c *serverConn) serverStreamEnd(st *Stream, status uint32) {
 	sc.ended[endedIndex(status)].Add(1)
 	if obs != nil {
 		ev.Peer = c.peer()
-		obs(ev)
+		observeStream(obs, &ev, c.s.opts.logger)
 	}
 }
 
@@ -292,7 +311,7 @@ func (c *Client) clientStreamStart(st *Stream) {
 			st.acct.started = true
 			ev := st.event(true, false, 0)
 			ev.Peer = c.peer
-			obs(ev)
+			observeStream(obs, &ev, nil)
 		}
 		st.mu.Unlock()
 	}
@@ -331,9 +350,9 @@ func (s *Stream) clientEnd(status uint32, err error) {
 	if obs != nil {
 		if startToo {
 			start.Peer = t.cl.peer
-			obs(start)
+			observeStream(obs, &start, nil)
 		}
 		ev.Peer = t.cl.peer
-		obs(ev)
+		observeStream(obs, &ev, nil)
 	}
 }

@@ -243,6 +243,16 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 	c.budget.call()
 	retried, unsent := false, 0
 	var avoid *replica
+	// held is the connection do runs on: when do panics (a panicking
+	// interceptor of the connection's), the panic goes on to the caller,
+	// and the call is taken off its in-flight count here, else the
+	// balancer would count it as load for ever.
+	var held *Conn
+	defer func() {
+		if held != nil {
+			held.inflight.Add(-1)
+		}
+	}()
 	for {
 		cn, err := c.pick(ctx, avoid)
 		if err != nil {
@@ -250,7 +260,9 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 			var none T
 			return none, err
 		}
+		held = cn
 		v, err := do(cn)
+		held = nil
 		cn.inflight.Add(-1)
 		if err == nil {
 			if answered {
@@ -309,13 +321,21 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 	c.calls.Add(1)
 	c.streams.Add(1)
 	unsent := 0
+	var held *Conn // see attempt
+	defer func() {
+		if held != nil {
+			held.inflight.Add(-1)
+		}
+	}()
 	for {
 		cn, err := c.pick(ctx, nil)
 		if err != nil {
 			c.failed.Add(1)
 			return nil, err
 		}
+		held = cn
 		st, err := cn.rc.OpenStream(ctx, method, init)
+		held = nil
 		cn.inflight.Add(-1)
 		if err == nil {
 			return st, nil
