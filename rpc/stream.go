@@ -199,7 +199,11 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // read, and only during Send. Send blocks while the peer's flow-control
 // window is used up (a zapcodec peer; towards a canonical peer it never
 // waits for the window) or the connection's write queue is full, and
-// returns ctx's error when the stream's ctx ends first. It returns
+// returns ctx's error when the stream's ctx ends first: then nothing of
+// msg was sent (nor counted by the observer and Stats). A message goes
+// on the wire whole or not at all: a write that breaks midway (the peer
+// took no byte for the write timeout, [WithWriteTimeout]) closes the
+// connection, and every stream and call on it fails. It returns
 // [ErrStreamClosed] after CloseSend (or, in a handler, on a stream whose
 // handler returned), io.EOF after the peer ended the stream cleanly (on a
 // client: the server's handler returned; Recv tells the rest), the

@@ -1,0 +1,318 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// The tests of this file: a stream's Send cut off by its ctx's deadline
+// while the peer reads slowly never puts a torn frame on the wire that
+// the connection then goes on after, and a message Send reported unsent
+// (and took off the counts) never reaches the peer.
+
+// tornMsg is the size of the messages of these tests: several of them
+// fill the socket buffers and the outbox's queue.
+const tornMsg = 64 << 10
+
+// tornCall is the payload of the calls of the client test: larger than
+// the socket's buffers take, so that a call whose deadline ends during
+// its write is cut off mid-frame and hands the rest over.
+var tornCall = bytes.Repeat([]byte("call"), 2<<20)
+
+// tornPayload returns message i: its index, then a pattern of it.
+func tornPayload(i int) []byte {
+	b := make([]byte, tornMsg)
+	binary.LittleEndian.PutUint32(b, uint32(i))
+	for k := 4; k < len(b); k++ {
+		b[k] = byte(i + k)
+	}
+	return b
+}
+
+// slowFrames reads frames from nc, slowly (4 KiB at a time, with pauses)
+// until slowFor has passed, then at full speed, and checks each frame as
+// it completes: the k-th stream message of a stream must be message k
+// (tornPayload), whole. It returns the messages read per stream once the
+// end frames of the streams ids have all been read, or fails the test on
+// a frame that is not whole (a torn frame followed by more bytes), on a
+// read error, or after 30 s.
+func slowFrames(t *testing.T, nc net.Conn, ids []uint32, slowFor time.Duration) (msgs map[uint32]int, ends map[uint32]wire.StreamEnd) {
+	t.Helper()
+	msgs, ends = make(map[uint32]int), make(map[uint32]wire.StreamEnd)
+	for _, id := range ids {
+		msgs[id] = 0
+	}
+	var buf []byte
+	chunk := make([]byte, 4<<10)
+	slowUntil := time.Now().Add(slowFor)
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	whole := 0
+	for {
+		if time.Now().Before(slowUntil) {
+			time.Sleep(2 * time.Millisecond)
+		} else if len(chunk) < 256<<10 {
+			chunk = make([]byte, 256<<10)
+		}
+		n, err := nc.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		for len(buf) >= 5 {
+			size := int(binary.LittleEndian.Uint32(buf))
+			if size < 1 || size > 1+wire.RequestOverhead+len(tornCall)+64 {
+				t.Fatalf("after %d whole frames: a frame of length %d (kind %d): the frame before it was torn", whole, size, buf[4])
+			}
+			if len(buf) < 4+size {
+				break
+			}
+			kind, p := buf[4], buf[5:4+size]
+			switch kind {
+			case wire.KindStreamMsg:
+				id, msg, perr := wire.ParseStreamMsg(p)
+				k, ok := msgs[id]
+				if perr != nil || !ok || !bytes.Equal(msg, tornPayload(k)) {
+					t.Fatalf("after %d whole frames: a message of %d bytes for stream %d (%v) is not its message %d, whole", whole, len(msg), id, perr, k)
+				}
+				if _, ended := ends[id]; ended {
+					t.Fatalf("a message for stream %d after its end", id)
+				}
+				msgs[id] = k + 1
+			case wire.KindStreamEnd:
+				e, perr := wire.ParseStreamEnd(p)
+				if perr != nil {
+					t.Fatalf("after %d whole frames: a malformed end frame: %v", whole, perr)
+				}
+				ends[e.ID] = e
+				if len(ends) == len(ids) {
+					return msgs, ends
+				}
+			case wire.KindRequest:
+				// A call sent beside the streams (the client test's).
+				if r, perr := wire.ParseRequest(p); perr != nil || !bytes.Equal(r.Payload, tornCall) {
+					t.Fatalf("after %d whole frames: a request of %d bytes (%v) that is not whole", whole, len(p), perr)
+				}
+			case wire.KindStreamWindow, wire.KindResponse:
+			default:
+				t.Fatalf("after %d whole frames: a frame of kind %d: the frame before it was torn", whole, kind)
+			}
+			whole++
+			buf = buf[4+size:]
+		}
+		if err != nil {
+			t.Fatalf("after %d whole frames: read: %v", whole, err)
+		}
+	}
+}
+
+// tornStreams is the number of streams each test sends on at once: while
+// one sender writes (the peer taking its bytes slowly), the others fill
+// the queue and wait for room, which the deadline cuts off.
+const tornStreams = 4
+
+// Server handlers send 64 KiB messages until Send fails or their ctx
+// ends, under the deadline their client's open carried; the client (a
+// raw peer that does no flow control, as a canonical one) reads slowly,
+// so sends wait for the socket and the queue and the deadline cuts them
+// off. Every message the peer reads is whole, and it reads exactly the
+// messages Send reported sent, as many as the stream observer counted.
+func TestStreamSendDeadlineSlowReaderServer(t *testing.T) {
+	var mu sync.Mutex
+	obsOut := make(map[uint32]int64)
+	s, addr, _ := testServer(t, WithStreamObserver(func(ev StreamEvent) {
+		if ev.End {
+			mu.Lock()
+			obsOut[ev.ID] = ev.MsgsOut
+			mu.Unlock()
+		}
+	}))
+	type result struct {
+		id   uint32
+		sent int
+		err  error
+	}
+	done := make(chan result, tornStreams)
+	s.HandleStream(sCount, func(ctx context.Context, init []byte, st *Stream) error {
+		sent := 0
+		var err error
+		for ctx.Err() == nil {
+			if err = st.Send(tornPayload(sent)); err != nil {
+				break
+			}
+			sent++
+		}
+		done <- result{st.ID(), sent, err}
+		return ctx.Err()
+	})
+	nc := rawDial(t, addr)
+	var ids []uint32
+	for i := range tornStreams {
+		// An open, with 300 ms left until its deadline.
+		id := uint32(2*i + 1)
+		ids = append(ids, id)
+		nc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCount, PromiseID: id, Timeout: 300_000}))
+	}
+	msgs, _ := slowFrames(t, nc, ids, 1500*time.Millisecond)
+	cut := 0
+	for range tornStreams {
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a handler did not end within 30 s")
+		}
+		if msgs[r.id] != r.sent {
+			t.Errorf("stream %d: the peer read %d messages, Send reported %d sent", r.id, msgs[r.id], r.sent)
+		}
+		if errors.Is(r.err, context.DeadlineExceeded) {
+			cut++
+		}
+		await := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			n, ok := obsOut[r.id]
+			mu.Unlock()
+			if ok {
+				if n != int64(r.sent) {
+					t.Errorf("stream %d: the observer counted %d messages out, Send reported %d sent", r.id, n, r.sent)
+				}
+				break
+			}
+			if time.Now().After(await) {
+				t.Fatalf("stream %d: no end event within 30 s", r.id)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Logf("stream %d: %d messages sent, then %v", r.id, r.sent, r.err)
+	}
+	if cut == 0 {
+		t.Errorf("no Send was cut off by the deadline: the test did not test it")
+	}
+}
+
+// The same on a client: streams' Sends under a deadline to a raw server
+// that reads slowly (their ends are the client's cancels at the
+// deadline).
+func TestStreamSendDeadlineSlowReaderClient(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	obsOut := make(map[uint32]int64)
+	c := dial(t, l.Addr().String(), WithStreamObserver(func(ev StreamEvent) {
+		if ev.End {
+			mu.Lock()
+			obsOut[ev.ID] = ev.MsgsOut
+			mu.Unlock()
+		}
+	}))
+	srv, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	// Our hello, with a window that never holds the client's Send back.
+	if _, err := srv.Write(frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<30))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	type result struct {
+		id   uint32
+		sent int
+		err  error
+	}
+	done := make(chan result, tornStreams)
+	var ids []uint32
+	for range tornStreams {
+		st, err := c.OpenStream(ctx, sCount, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, st.ID())
+		go func() {
+			sent := 0
+			for {
+				if err := st.Send(tornPayload(sent)); err != nil {
+					done <- result{st.ID(), sent, err}
+					return
+				}
+				sent++
+			}
+		}()
+	}
+	// Beside them, calls of 8 MiB whose deadlines end while their
+	// request is queued or being written (a caller that writes hands the
+	// rest of its write over when its deadline passes); they are never
+	// answered.
+	handed := handOffs.Load()
+	var calls sync.WaitGroup
+	for range 2 {
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			for ctx.Err() == nil {
+				cctx, ccancel := context.WithTimeout(ctx, 20*time.Millisecond)
+				c.Call(cctx, mEcho, tornCall, nil)
+				ccancel()
+			}
+		}()
+	}
+	// The raw server: the hello and the opens first, then the messages,
+	// slowly, up to the client's cancels (error ends).
+	msgs, ends := slowFrames(t, &rawSkip{Conn: srv, skip: 1 + tornStreams}, ids, 1500*time.Millisecond)
+	for range tornStreams {
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a Send did not fail within 30 s")
+		}
+		if !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Errorf("stream %d: Send failed with %v, want the deadline", r.id, r.err)
+		}
+		if msgs[r.id] != r.sent {
+			t.Errorf("stream %d: the peer read %d messages, Send reported %d sent", r.id, msgs[r.id], r.sent)
+		}
+		if e := ends[r.id]; e.Status != StatusCanceled {
+			t.Errorf("stream %d: end status %d, want %d", r.id, e.Status, StatusCanceled)
+		}
+		mu.Lock()
+		n := obsOut[r.id]
+		mu.Unlock()
+		if n != int64(r.sent) {
+			t.Errorf("stream %d: the observer counted %d messages out, Send reported %d sent", r.id, n, r.sent)
+		}
+		t.Logf("stream %d: %d messages sent, then %v", r.id, r.sent, r.err)
+	}
+	calls.Wait()
+	t.Logf("%d writes handed over", handOffs.Load()-handed)
+}
+
+// rawSkip is a connection whose first skip frames (the client's hello
+// and open) are read and dropped before its Reads return bytes.
+type rawSkip struct {
+	net.Conn
+	skip int
+}
+
+func (r *rawSkip) Read(p []byte) (int, error) {
+	for ; r.skip > 0; r.skip-- {
+		var h [5]byte
+		if _, err := io.ReadFull(r.Conn, h[:]); err != nil {
+			return 0, err
+		}
+		if _, err := io.CopyN(io.Discard, r.Conn, int64(binary.LittleEndian.Uint32(h[:])-1)); err != nil {
+			return 0, err
+		}
+	}
+	return r.Conn.Read(p)
+}
