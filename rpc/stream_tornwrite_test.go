@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -315,4 +316,83 @@ func (r *rawSkip) Read(p []byte) (int, error) {
 		}
 	}
 	return r.Conn.Read(p)
+}
+
+// A peer that stops reading: the client's write timeout cuts a write
+// midway, which may leave a torn frame on the wire; then the connection
+// is closed, so nothing follows it: the peer reads whole frames, at most
+// one torn frame, and the end of the connection. Every stream's Send and
+// a call on the connection fail with an error matching ErrClosed.
+func TestStreamWriteTimeoutClosesConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := dial(t, l.Addr().String(), WithWriteTimeout(100*time.Millisecond))
+	srv, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if _, err := srv.Write(frameBytes(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<30))); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, tornStreams)
+	for range tornStreams {
+		st, err := c.OpenStream(context.Background(), sCount, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for i := 0; ; i++ {
+				if err := st.Send(tornPayload(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range tornStreams {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrClosed) {
+				t.Errorf("Send failed with %v, want an error matching ErrClosed", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a Send still runs 30 s after the peer stopped reading")
+		}
+	}
+	if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("a call after the write timeout: %v, want an error matching ErrClosed", err)
+	}
+	// What the peer gets: whole frames, then at most one torn frame, then
+	// the end of the connection.
+	srv.SetReadDeadline(time.Now().Add(30 * time.Second))
+	wireBytes, err := io.ReadAll(srv)
+	if err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err) {
+		t.Fatalf("reading what the client wrote: %v", err)
+	}
+	frames := 0
+	for len(wireBytes) >= 5 {
+		size := int(binary.LittleEndian.Uint32(wireBytes))
+		if size < 1 || size > 1+4+tornMsg+64 {
+			t.Fatalf("after %d whole frames: a frame of length %d", frames, size)
+		}
+		if len(wireBytes) < 4+size {
+			break // the torn frame: the last bytes on the wire
+		}
+		if k := wireBytes[4]; k != wire.KindStreamWindow && k != wire.KindStreamOpen && k != wire.KindStreamMsg {
+			t.Fatalf("after %d whole frames: a frame of kind %d", frames, k)
+		}
+		frames++
+		wireBytes = wireBytes[4+size:]
+	}
+	t.Logf("%d whole frames, then %d bytes of a torn one", frames, len(wireBytes))
+}
+
+// isReset reports whether err is a connection reset (the client closed
+// with unread data).
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "reset by peer")
 }
