@@ -56,7 +56,11 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // end.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*Stream, error) {
 	if c.streams.chain != nil {
-		return c.openChained(ctx, method, init)
+		st, err := c.streams.chain(ctx, method, init)
+		if st == nil && err == nil {
+			err = ErrNoStreamFromInterceptor
+		}
+		return st, err
 	}
 	return c.openStream(ctx, method, init)
 }
@@ -71,10 +75,9 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, ErrGoAway
 	}
 	t := &c.streams
-	var oc *openCtx
-	if t.chain != nil {
-		oc, ctx = openOf(ctx)
-	}
+	// Under a chain of stream interceptors (ours, or a cluster's around
+	// this client), the open is recorded on it (see ChainStreamer).
+	oc, ctx := openOf(ctx)
 	t.mu.Lock()
 	if t.err != nil {
 		err := t.err

@@ -66,33 +66,16 @@ func chainStreamHandler(ics []StreamInterceptor, method uint32, h StreamHandler)
 // errors).
 type Streamer func(ctx context.Context, method uint32, init []byte) (*Stream, error)
 
-// openChained opens a stream through the client's stream interceptors.
-// A panic in one of them goes on to the caller, as a panic in the
-// caller's own code would (a Go program's choice, like gRPC-go's), but
-// first every stream the open opened during this OpenStream is canceled
-// (an error end with [StatusCanceled]): the caller never got it, so
-// nothing else would end it, and it would keep its place among the
-// connection's streams ([WithMaxStreams]) and its server handler.
-func (c *Client) openChained(ctx context.Context, method uint32, init []byte) (*Stream, error) {
-	oc := &openCtx{Context: ctx}
-	returned := false
-	defer func() { oc.finish(!returned) }()
-	st, err := c.streams.chain(oc, method, init)
-	returned = true
-	if st == nil && err == nil {
-		err = ErrNoStreamFromInterceptor
-	}
-	return st, err
-}
-
 // errOpenPanicked ends a stream opened by an OpenStream whose interceptor
 // panicked.
 var errOpenPanicked = errors.New("rpc: a stream interceptor panicked in OpenStream")
 
-// openCtx is the ctx an OpenStream with interceptors gives its chain: the
-// caller's ctx, which records the streams the open opens under it (the
-// open finds it with Value, also through a ctx an interceptor derived
-// from it). One allocation per OpenStream, and only with interceptors.
+// openCtx is the ctx a chain of stream interceptors (ChainStreamer) is
+// given: the caller's ctx, which records the streams the open on the
+// wire opens under it (it finds it with Value, also through a ctx an
+// interceptor derived from it), so that they are canceled when an
+// interceptor panics before the chain returns. One allocation per open,
+// and only with interceptors.
 type openCtx struct {
 	context.Context
 	mu     sync.Mutex // an interceptor may open from several goroutines
@@ -123,17 +106,20 @@ func openOf(ctx context.Context) (*openCtx, context.Context) {
 	return oc, ctx
 }
 
-// record notes s, being opened under oc.
+// record notes s, opened under oc, on oc and on the openCtxs of the
+// chains around it (a cluster's chain around a connection's).
 func (oc *openCtx) record(s *Stream) {
-	oc.mu.Lock()
-	if !oc.done {
-		oc.opened = append(oc.opened, s)
+	for ; oc != nil; oc, _ = oc.Context.Value(openKey{}).(*openCtx) {
+		oc.mu.Lock()
+		if !oc.done {
+			oc.opened = append(oc.opened, s)
+		}
+		oc.mu.Unlock()
 	}
-	oc.mu.Unlock()
 }
 
-// finish ends oc's OpenStream; with panicked, it cancels the streams
-// recorded (see openChained).
+// finish ends oc's open; with panicked, it cancels the streams recorded:
+// the caller never got them, so nothing else would end them.
 func (oc *openCtx) finish(panicked bool) {
 	oc.mu.Lock()
 	ss := oc.opened
@@ -193,7 +179,11 @@ func WithStreamClientInterceptors(i ...StreamClientInterceptor) ClientOption {
 // outermost, or nil when there are none. It is how a Client runs
 // [WithStreamClientInterceptors]; a StreamOpener built on Clients
 // (rpc/cluster) uses it to run its own interceptors once around each
-// open.
+// open. When an interceptor panics, the streams a [Client.OpenStream]
+// called under the chain's ctx opened (and did not yet return from the
+// chain) are canceled before the panic goes on (see
+// [StreamClientInterceptor]); the chain's ctx is the caller's, wrapped
+// to record them.
 func ChainStreamer(ics []StreamClientInterceptor, inner Streamer) Streamer {
 	if len(ics) == 0 {
 		return nil
@@ -205,7 +195,14 @@ func ChainStreamer(ics []StreamClientInterceptor, inner Streamer) Streamer {
 			return ic(ctx, method, init, next)
 		}
 	}
-	return h
+	return func(ctx context.Context, method uint32, init []byte) (*Stream, error) {
+		oc := &openCtx{Context: ctx}
+		returned := false
+		defer func() { oc.finish(!returned) }()
+		st, err := h(oc, method, init)
+		returned = true
+		return st, err
+	}
 }
 
 // StreamTap sees the messages of one stream (see [Stream.Tap]): Send
