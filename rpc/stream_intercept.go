@@ -78,9 +78,10 @@ var errOpenPanicked = errors.New("rpc: a stream interceptor panicked in OpenStre
 // and only with interceptors.
 type openCtx struct {
 	context.Context
-	mu     sync.Mutex // an interceptor may open from several goroutines
-	done   bool       // OpenStream returned: record no more
-	opened []*Stream
+	mu   sync.Mutex // an interceptor may open from several goroutines
+	done bool       // the chain returned: record no more
+	one  *Stream    // the first stream opened (the usual: one)
+	more []*Stream  // the others
 }
 
 // openKey is the ctx Value key of an openCtx.
@@ -111,8 +112,12 @@ func openOf(ctx context.Context) (*openCtx, context.Context) {
 func (oc *openCtx) record(s *Stream) {
 	for ; oc != nil; oc, _ = oc.Context.Value(openKey{}).(*openCtx) {
 		oc.mu.Lock()
-		if !oc.done {
-			oc.opened = append(oc.opened, s)
+		switch {
+		case oc.done:
+		case oc.one == nil:
+			oc.one = s
+		default:
+			oc.more = append(oc.more, s)
 		}
 		oc.mu.Unlock()
 	}
@@ -122,13 +127,13 @@ func (oc *openCtx) record(s *Stream) {
 // the caller never got them, so nothing else would end them.
 func (oc *openCtx) finish(panicked bool) {
 	oc.mu.Lock()
-	ss := oc.opened
-	oc.opened, oc.done = nil, true
+	one, more := oc.one, oc.more
+	oc.one, oc.more, oc.done = nil, nil, true
 	oc.mu.Unlock()
-	if !panicked {
+	if !panicked || one == nil {
 		return
 	}
-	for _, s := range ss {
+	for _, s := range append(more, one) {
 		t := s.set
 		if s.abort(errOpenPanicked, true, StatusCanceled, streamCancelText) {
 			t.remove(s)

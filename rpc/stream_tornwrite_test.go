@@ -126,13 +126,21 @@ const tornStreams = 4
 func TestStreamSendDeadlineSlowReaderServer(t *testing.T) {
 	var mu sync.Mutex
 	obsOut := make(map[uint32]int64)
-	s, addr, _ := testServer(t, WithStreamObserver(func(ev StreamEvent) {
+	s := NewServer(WithLogger(discardLogger()), WithStreamObserver(func(ev StreamEvent) {
 		if ev.End {
 			mu.Lock()
 			obsOut[ev.ID] = ev.MsgsOut
 			mu.Unlock()
 		}
 	}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(smallSendBuffers{l}) }()
+	defer func() { s.Close(); <-served }()
+	addr := l.Addr().String()
 	type result struct {
 		id   uint32
 		sent int
@@ -152,12 +160,16 @@ func TestStreamSendDeadlineSlowReaderServer(t *testing.T) {
 		return ctx.Err()
 	})
 	nc := rawDial(t, addr)
+	// Small socket buffers (the server's too, see smallSendBuffers): the
+	// handlers fill the connection's queue of 4 MiB well before their
+	// deadline, and wait for room.
+	nc.Conn.(*net.TCPConn).SetReadBuffer(16 << 10)
 	var ids []uint32
 	for i := range tornStreams {
-		// An open, with 300 ms left until its deadline.
+		// An open, with 600 ms left until its deadline.
 		id := uint32(2*i + 1)
 		ids = append(ids, id)
-		nc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCount, PromiseID: id, Timeout: 300_000}))
+		nc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCount, PromiseID: id, Timeout: 600_000}))
 	}
 	msgs, _ := slowFrames(t, nc, ids, 1500*time.Millisecond)
 	cut := 0
@@ -195,6 +207,18 @@ func TestStreamSendDeadlineSlowReaderServer(t *testing.T) {
 	if cut == 0 {
 		t.Errorf("no Send was cut off by the deadline: the test did not test it")
 	}
+}
+
+// smallSendBuffers is a listener whose connections have a small socket
+// send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(16 << 10)
+	}
+	return nc, err
 }
 
 // The same on a client: streams' Sends under a deadline to a raw server
