@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -146,8 +145,7 @@ type outbox struct {
 // and maximum frame length.
 func (o *outbox) setup(nc net.Conn, timeout time.Duration, maxFrame int) {
 	o.nc, o.timeout, o.max, o.begun = nc, timeout, maxFrame, -1
-	_, isTLS := nc.(*tls.Conn)
-	o.resumable = !isTLS
+	o.resumable = resumableConn(nc)
 	if o.max <= 0 {
 		o.max = frame.DefaultMaxFrameSize
 	}
