@@ -30,17 +30,6 @@ func callPanics(t *testing.T, want string, f func()) {
 	f()
 }
 
-// waitFor polls cond every millisecond, failing the test with what after
-// 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("after 30 s: %s", what)
-		}
-	}
-}
-
 // defaultLog sends slog.Default() (where a client logs an observer's
 // panic) to the returned buffer until the test ends.
 func defaultLog(t *testing.T) *syncBuf {
@@ -90,7 +79,7 @@ func TestObserverPanicRecovered(t *testing.T) {
 	if n := cliSeen.Load(); n != callers*calls {
 		t.Errorf("client observer ran %d times, want %d", n, callers*calls)
 	}
-	waitFor(t, "the server observer saw every call", func() bool { return srvSeen.Load() == callers*calls })
+	await(t, "the server observer saw every call", func() bool { return srvSeen.Load() == callers*calls })
 	if n := idleSlots(c); n != len(*c.table.Load()) {
 		t.Errorf("%d of %d slots idle after the calls", n, len(*c.table.Load()))
 	}
@@ -170,7 +159,7 @@ func TestStreamObserverPanicRecovered(t *testing.T) {
 			t.Fatalf("stream %d: no echo within 30 s (a lock left held?)", i)
 		}
 	}
-	waitFor(t, "every stream's start and end seen on both sides", func() bool {
+	await(t, "every stream's start and end seen on both sides", func() bool {
 		return cliSeen.Load() == 2*streams && srvSeen.Load() == 2*streams
 	})
 	// A stream left open as the client closes: its end is reported (and
