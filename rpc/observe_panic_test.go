@@ -275,3 +275,57 @@ func TestStreamClientInterceptorPanicCancelsStream(t *testing.T) {
 		t.Fatalf("end: %v", err)
 	}
 }
+
+// A client tap (installed by a stream interceptor) that panics on one
+// message: the panic reaches the caller of Send or Recv, and the stream
+// goes on (no lock of it held, nothing of the message sent).
+func TestClientTapPanicLeavesStreamUsable(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	tap := StreamTap{
+		Send: func(msg []byte) error {
+			if string(msg) == "send-boom" {
+				panic("tap send")
+			}
+			return nil
+		},
+		Recv: func(msg []byte) error {
+			if string(msg) == "recv-boom" {
+				panic("tap recv")
+			}
+			return nil
+		},
+	}
+	c := dial(t, addr, WithStreamClientInterceptors(func(ctx context.Context, m uint32, init []byte, open Streamer) (*Stream, error) {
+		st, err := open(ctx, m, init)
+		if err == nil {
+			st.Tap(tap)
+		}
+		return st, err
+	}))
+	st, err := c.OpenStream(context.Background(), sEcho, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := func(msg string) {
+		t.Helper()
+		if err := st.Send([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := st.Recv(nil); err != nil || string(out) != msg {
+			t.Fatalf("echo %q: %q %v", msg, out, err)
+		}
+	}
+	callPanics(t, "tap send", func() { st.Send([]byte("send-boom")) })
+	echo("after the send panic")
+	if err := st.Send([]byte("recv-boom")); err != nil {
+		t.Fatal(err)
+	}
+	callPanics(t, "tap recv", func() { st.Recv(nil) })
+	echo("after the recv panic")
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != io.EOF {
+		t.Fatalf("end: %v, want io.EOF", err)
+	}
+}
