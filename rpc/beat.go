@@ -124,9 +124,13 @@ func (s *beatSet) run() {
 		for _, e := range s.members {
 			least = min(least, time.Duration(e.every))
 			if now >= e.next {
-				// From now, not from the missed beat: a late beat does
-				// not run twice in a row.
-				e.next = now + e.every
+				// At the member's own cadence (the clock's wake-ups
+				// come late by some µs: counting from now would skip
+				// every other one), from now after a long stall (a
+				// late beat does not run twice in a row).
+				if e.next += e.every; e.next <= now {
+					e.next = now + e.every
+				}
 				due = append(due, e.b)
 			}
 		}

@@ -241,7 +241,12 @@ func (c *Client) beat(now int64) {
 		c.out.watchWrite(now)
 	}
 	if a := c.opts.answerTimeout; a > 0 && now >= c.nextCheck {
-		c.nextCheck = now + int64(max(a/4, 1))
+		// Every answerTimeout/4, at the first beat after (a write
+		// timeout shorter than the answer timeout beats more often).
+		every := int64(max(a/4, 1))
+		if c.nextCheck += every; c.nextCheck <= now {
+			c.nextCheck = now + every
+		}
 		c.check()
 	}
 }
@@ -585,6 +590,7 @@ func (c *Client) claim(pid uint32) *slot {
 func (c *Client) readLoop() {
 	defer close(c.readDone)
 	answered, published := uint64(0), uint64(0) // answers delivered to waiting calls
+	var r wire.Response
 	for {
 		if answered != published && !c.r.Ready() {
 			// Next is about to block: the batch's answers leave the
@@ -603,8 +609,7 @@ func (c *Client) readLoop() {
 		}
 		switch kind {
 		case wire.KindResponse:
-			r, err := wire.ParseResponse(p)
-			if err != nil {
+			if err := wire.ParseResponseTo(&r, p); err != nil {
 				var ee *wire.EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
 					if c.deliverErr(ee.PromiseID, err) {
