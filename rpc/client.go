@@ -353,13 +353,16 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	}
 	buf = wire.AppendRequest(buf, &r)
 	c.calls++ // under the outbox's mu, held since beginCtx
-	// Others are about to send when calls other than this one wait for
-	// their answers, or got them in the read batch being delivered (the
-	// read loop publishes its count once per batch): those callers are
-	// likely to send again at once.
-	others := int64(c.calls-c.answered.Load()) > 1
+	calls := c.calls
 	lead, err := c.out.end(buf)
 	if lead {
+		// Others are about to send when calls other than this one wait
+		// for their answers, or got them in the read batch being
+		// delivered (the read loop publishes its count once per batch):
+		// those callers are likely to send again at once. (Only the
+		// flusher reads the read loop's count: a load of a line the read
+		// loop writes, once per write rather than once per call.)
+		others := int64(calls-c.answered.Load()) > 1
 		if ferr := c.out.flushCtx(ctx, others); err == nil {
 			err = ferr
 		}
