@@ -22,9 +22,12 @@ import (
 // socket deadline. A blocked read of the kernel timer's descriptor waits
 // in the network poller, which the scheduler looks at anyway.
 //
-// The beat's period is the shortest asked for by a member (a quarter of
-// its timeouts), at least beatMin; each member is beaten when its own
-// period has passed. The goroutine ends when the last member leaves.
+// Members are grouped by period (connections made with the same options
+// share one), and each group is beaten at its own cadence: a beat visits
+// the groups that are due and their members only, so a member with a
+// short period does not make the beat visit every connection that often.
+// The clock's period is the shortest of the groups' (at least beatMin).
+// The goroutine ends when the last member leaves.
 
 // beatMin is the shortest period of the beat.
 const beatMin = time.Millisecond
@@ -40,20 +43,27 @@ type beater interface {
 
 // beatEntry is a member's place in the beat; see beatSet.join.
 type beatEntry struct {
-	b     beater
-	every int64 // ns
-	next  int64 // monoNow of the member's next beat
-	idx   int   // in beatSet.members; -1 once it left
+	b   beater
+	g   *beatGroup
+	idx int // in g.members; -1 once it left
+}
+
+// beatGroup holds the members of one period.
+type beatGroup struct {
+	every   int64 // ns
+	next    int64 // monoNow of the group's next beat
+	members []*beatEntry
 }
 
 // beatSet is the beat's membership; beats is the process's.
 type beatSet struct {
 	mu      sync.Mutex
-	members []*beatEntry
-	running bool          // the goroutine runs (or is starting)
-	every   time.Duration // the clock's period; 0 while it is stopped
-	clk     beatClock     // made on first use
-	due     []beater      // the loop's: members due at this beat
+	groups  map[int64]*beatGroup // by period
+	n       int                  // members
+	running bool                 // the goroutine runs (or is starting)
+	every   time.Duration        // the clock's period; 0 while it is stopped
+	clk     beatClock            // made on first use
+	due     []beater             // the loop's: members due at this beat
 }
 
 var beats beatSet
@@ -66,15 +76,23 @@ type beatClock interface {
 	wait()
 }
 
-// join makes b a member, beaten every d (at least beatMin) from now on,
-// and returns its entry for leave.
+// join makes b a member, beaten every d (at least beatMin), and returns
+// its entry for leave. Its first beat comes within d.
 func (s *beatSet) join(b beater, d time.Duration) *beatEntry {
 	d = max(d, beatMin)
-	e := &beatEntry{b: b, every: int64(d), next: monoNow() + int64(d)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e.idx = len(s.members)
-	s.members = append(s.members, e)
+	g := s.groups[int64(d)]
+	if g == nil {
+		if s.groups == nil {
+			s.groups = make(map[int64]*beatGroup)
+		}
+		g = &beatGroup{every: int64(d), next: monoNow() + int64(d)}
+		s.groups[int64(d)] = g
+	}
+	e := &beatEntry{b: b, g: g, idx: len(g.members)}
+	g.members = append(g.members, e)
+	s.n++
 	if s.clk == nil {
 		s.clk = newBeatClock()
 	}
@@ -89,54 +107,66 @@ func (s *beatSet) join(b beater, d time.Duration) *beatEntry {
 	return e
 }
 
-// leave ends e's membership (once; later calls do nothing).
+// leave ends e's membership (once; later calls do nothing). When the
+// last member leaves, the goroutine ends at once rather than at the next
+// beat.
 func (s *beatSet) leave(e *beatEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := e.idx
+	i, g := e.idx, e.g
 	if i < 0 {
 		return
 	}
-	last := len(s.members) - 1
-	s.members[i] = s.members[last]
-	s.members[i].idx = i
-	s.members[last] = nil
-	s.members = s.members[:last]
+	last := len(g.members) - 1
+	g.members[i] = g.members[last]
+	g.members[i].idx = i
+	g.members[last] = nil
+	g.members = g.members[:last]
 	e.idx = -1
+	if last == 0 {
+		delete(s.groups, g.every)
+	}
+	if s.n--; s.n == 0 && s.running {
+		s.every = beatMin
+		s.clk.set(beatMin) // run sees no member and ends
+	}
 }
 
 // run is the beat's goroutine: at each expiry of the clock it beats the
-// members that are due, and adjusts the period to the members left. It
-// ends, stopping the clock, when no member is left.
+// groups that are due, and sets the clock to the shortest period left.
+// It ends, stopping the clock, when no member is left.
 func (s *beatSet) run() {
 	for {
 		s.clk.wait()
 		now := monoNow()
 		s.mu.Lock()
-		if len(s.members) == 0 {
+		if s.n == 0 {
 			s.clk.set(0)
 			s.every, s.running = 0, false
 			s.mu.Unlock()
 			return
 		}
 		due := s.due[:0]
-		least := time.Duration(1<<63 - 1)
-		for _, e := range s.members {
-			least = min(least, time.Duration(e.every))
-			if now >= e.next {
-				// At the member's own cadence (the clock's wake-ups
-				// come late by some µs: counting from now would skip
-				// every other one), from now after a long stall (a
-				// late beat does not run twice in a row).
-				if e.next += e.every; e.next <= now {
-					e.next = now + e.every
-				}
+		least := int64(1<<63 - 1)
+		for _, g := range s.groups {
+			least = min(least, g.every)
+			if now < g.next {
+				continue
+			}
+			// At the group's own cadence (the clock's wake-ups come
+			// late by some µs: counting from now would skip every other
+			// one), from now after a long stall (a late beat does not
+			// run twice in a row).
+			if g.next += g.every; g.next <= now {
+				g.next = now + g.every
+			}
+			for _, e := range g.members {
 				due = append(due, e.b)
 			}
 		}
-		if least != s.every {
-			s.every = least
-			s.clk.set(least)
+		if d := time.Duration(least); d != s.every {
+			s.every = d
+			s.clk.set(d)
 		}
 		s.due = due
 		s.mu.Unlock()

@@ -289,3 +289,34 @@ func TestBeatStopsWithoutMembers(t *testing.T) {
 type beatFunc func(int64)
 
 func (f beatFunc) beat(now int64) { f(now) }
+
+// Members are beaten at their own periods: one that asked for an hour is
+// not beaten while one that asked for a millisecond is beaten again and
+// again, and its leaving does not stop the other's beats.
+func TestBeatPeriods(t *testing.T) {
+	var s beatSet
+	var fast, slow atomic.Int32
+	ef := s.join(beatFunc(func(int64) { fast.Add(1) }), beatMin)
+	es := s.join(beatFunc(func(int64) { slow.Add(1) }), time.Hour)
+	waitUntil(t, "the fast member was never beaten", func() bool { return fast.Load() >= 5 })
+	if n := slow.Load(); n != 0 {
+		t.Fatalf("the hourly member was beaten %d times", n)
+	}
+	// Two members of one period share a group; one leaving keeps the
+	// other's beats.
+	var fast2 atomic.Int32
+	ef2 := s.join(beatFunc(func(int64) { fast2.Add(1) }), beatMin)
+	s.leave(ef)
+	m := fast.Load()
+	waitUntil(t, "the member left in the group was not beaten", func() bool { return fast2.Load() >= 5 })
+	if fast.Load() > m+1 { // one beat may have been under way
+		t.Fatalf("a member that left was beaten %d times more", fast.Load()-m)
+	}
+	s.leave(ef2)
+	s.leave(es)
+	waitUntil(t, "the beat still runs without members", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.running && len(s.groups) == 0
+	})
+}
