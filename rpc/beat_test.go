@@ -127,13 +127,14 @@ func TestWriteTimeoutTLSWithoutDeadlines(t *testing.T) {
 // watchedPipe returns an outbox over one end of a net.Pipe, watched by
 // the beat as a client's is (but beaten by hand), with the given write
 // timeout, and the other end.
-func watchedPipe(t *testing.T, timeout time.Duration) (*outbox, net.Conn) {
+func watchedPipe(t *testing.T, timeout time.Duration) (*outbox, net.Conn, *deadlineCounter) {
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
+	dc := &deadlineCounter{Conn: a}
 	o := &outbox{}
-	o.setup(a, timeout, 1<<20)
+	o.setup(dc, timeout, 1<<20)
 	o.ww = &writeWatch{}
-	return o, b
+	return o, b, dc
 }
 
 // startWrite writes p on o as the writer role would, in a goroutine, and
@@ -154,7 +155,7 @@ func startWrite(t *testing.T, o *outbox, p []byte) <-chan error {
 // times: the test does not depend on the clock.)
 func TestWatchWriteInterruptsStuckWrite(t *testing.T) {
 	const timeout = time.Hour // never reached by a socket deadline here
-	o, _ := watchedPipe(t, timeout)
+	o, _, _ := watchedPipe(t, timeout)
 	errc := startWrite(t, o, []byte("never read"))
 	o.watchWrite(1000)
 	o.watchWrite(1000 + int64(timeout) - 1)
@@ -177,7 +178,7 @@ func TestWatchWriteInterruptsStuckWrite(t *testing.T) {
 // A write that took some bytes when the beat interrupts it goes on under
 // a socket deadline: a reader that goes on reading gets the whole write.
 func TestWatchWriteSparesProgress(t *testing.T) {
-	o, peer := watchedPipe(t, time.Hour)
+	o, peer, dc := watchedPipe(t, time.Hour)
 	p := bytes.Repeat([]byte{1}, 1000)
 	errc := startWrite(t, o, p)
 	got := make([]byte, 0, len(p))
@@ -189,7 +190,10 @@ func TestWatchWriteSparesProgress(t *testing.T) {
 	got = append(got, buf[:n]...)
 	o.watchWrite(0)
 	o.watchWrite(int64(time.Hour))
-	// The write goes on (a socket deadline an hour ahead): read the rest.
+	// The kick (a past deadline, set in a goroutine of its own) makes the
+	// write return; it goes on under a socket deadline an hour ahead.
+	waitUntil(t, "the interrupted write did not set a deadline", func() bool { return dc.set.Load() >= 2 })
+	// Read the rest.
 	rest, err := io.ReadAll(io.LimitReader(peer, int64(len(p)-len(got))))
 	if err != nil {
 		t.Fatal(err)
@@ -225,6 +229,7 @@ func TestWatchWriteSparesProgress(t *testing.T) {
 // at the watch.
 type kickAtEnd struct {
 	net.Conn
+	t    *testing.T
 	o    *outbox
 	kick bool
 }
@@ -235,6 +240,9 @@ func (k *kickAtEnd) Write(p []byte) (int, error) {
 		k.kick = false
 		k.o.watchWrite(0)
 		k.o.watchWrite(int64(k.o.timeout))
+		// The kick runs in a goroutine: wait until it landed (the
+		// writer, inside this Write, cannot clear it meanwhile).
+		waitUntil(k.t, "the kick never landed", func() bool { return k.o.ww.state.Load()&writeKicked != 0 })
 	}
 	return n, err
 }
@@ -246,7 +254,7 @@ func TestWatchWriteLateKick(t *testing.T) {
 	a, peer := net.Pipe()
 	defer a.Close()
 	defer peer.Close()
-	k := &kickAtEnd{Conn: a, kick: true}
+	k := &kickAtEnd{Conn: a, t: t, kick: true}
 	o := &outbox{}
 	o.setup(k, time.Hour, 1<<20)
 	o.ww = &writeWatch{}

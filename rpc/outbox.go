@@ -144,9 +144,11 @@ type writeWatch struct {
 	// it; kickMu orders the beat's deadline change before the writer's.
 	state  atomic.Uint64
 	kickMu sync.Mutex
-	// The beat's: the state it saw last and since when (monoNow).
-	seen   uint64
-	seenAt int64
+	// The beat's: the state it saw last and since when (monoNow), and the
+	// one it last interrupted.
+	seen    uint64
+	seenAt  int64
+	kicking uint64
 }
 
 // The flags of writeWatch.state.
@@ -706,14 +708,19 @@ func (o *outbox) watchWrite(now int64) {
 		ww.seen, ww.seenAt = w, now
 		return
 	}
-	if now-ww.seenAt < int64(o.timeout) {
+	if now-ww.seenAt < int64(o.timeout) || ww.kicking == w {
 		return
 	}
-	ww.kickMu.Lock()
-	if ww.state.CompareAndSwap(w, w|writeKicked) {
-		o.nc.SetWriteDeadline(kickDeadline)
-	}
-	ww.kickMu.Unlock()
+	// In a goroutine of its own: the beat must not wait (a net.Conn given
+	// to NewClient may take its time to set a deadline). Once per write.
+	ww.kicking = w
+	go func() {
+		ww.kickMu.Lock()
+		if ww.state.CompareAndSwap(w, w|writeKicked) {
+			o.nc.SetWriteDeadline(kickDeadline)
+		}
+		ww.kickMu.Unlock()
+	}()
 }
 
 // outboxFrames writes whole frames into the outbox while its mu is held
