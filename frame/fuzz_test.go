@@ -138,6 +138,10 @@ func FuzzReader(f *testing.F) {
 				}
 			}
 			if err == nil {
+				// Ready's inline case decides as the general one does.
+				if fast, slow := r.Ready(), r.ready(); fast != slow {
+					t.Fatalf("before frame %d: Ready %v, general %v", i, fast, slow)
+				}
 				kind, p, err = r.Next()
 			}
 			// Memory follows the bytes received, whatever the headers

@@ -140,6 +140,18 @@ func (fr *Reader) Held() int {
 // already buffered. A server that runs handlers in its read loop can use
 // !Ready() as the moment to flush: Next is about to block.
 func (fr *Reader) Ready() bool {
+	// The common case inline (a read loop asks after every frame): a
+	// canonical length within the limit, as Next decides it.
+	if avail := fr.w - fr.r; avail >= 4 && fr.err == nil && !fr.http {
+		if t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w])); t-1 < fr.max && t > 0 {
+			return avail >= t+4
+		}
+	}
+	return fr.ready()
+}
+
+// ready is Ready for every case.
+func (fr *Reader) ready() bool {
 	if fr.err != nil {
 		return true
 	}

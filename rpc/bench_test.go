@@ -128,9 +128,10 @@ func BenchmarkFloorMux(b *testing.B) {
 // its promise id and appends the body to the caller's buffer. What is
 // left to BenchmarkUnary alone: slots (a call's promise id is its
 // caller's index here), the handler table, jobs, the outbox's bounds,
-// and deadlines (the timers they keep pending cost every scheduling on
-// their P a clock read). Not a pass line (the floor is
-// BenchmarkFloorMux): it tells how much of the gap is the envelope.
+// and the server's deadlines (the timers they keep pending cost every
+// scheduling on their P a clock read; a healthy client keeps none, see
+// beat.go). Not a pass line (the floor is BenchmarkFloorMux): it
+// tells how much of the gap is the envelope.
 func BenchmarkFloorMuxEnv(b *testing.B) {
 	for _, size := range benchSizes {
 		for _, callers := range benchCallers {

@@ -71,8 +71,21 @@ type Client struct {
 	answered atomic.Uint64
 	_        cacheLinePad
 
-	out outbox // requests and go-away acks
-	_   cacheLinePad
+	// calls (under out.mu) counts the requests sent, less those that
+	// will never be answered (abandoned calls, requests refused before
+	// they were queued): callers add theirs while they hold out.mu anyway.
+	// Less answered (the answers the read loop delivered, published once
+	// per read batch) it is the number of calls in flight, counting the
+	// ones just answered in the batch being delivered, whose callers are
+	// likely to send again at once. A flusher that sees others yields
+	// first, so that they join its write (see outbox.flushCtx). A count
+	// kept on a word of its own by every call would cost two contended
+	// atomic operations per call; this costs a load per call and a store
+	// per read batch, and the read loop never waits for out.mu. Beside
+	// out, whose first line holds out.mu.
+	calls uint64
+	out   outbox // requests and go-away acks
+	_     cacheLinePad
 
 	streams streamSet // stream.go
 
@@ -84,11 +97,14 @@ type Client struct {
 	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
 	promises  atomic.Int32 // promises sent and not yet waited for or released (pending.go)
 
-	// The answer check (see WithAnswerTimeout): watch runs check every
-	// answerTimeout/4; lastRx and quiet belong to check.
-	watch  atomic.Pointer[time.Timer]
-	lastRx uint64
-	quiet  int
+	// The client's place in the beat (beat.go), which runs its periodic
+	// checks: the watch of its writes (outbox.watch) and the answer check
+	// (check, every answerTimeout/4). nil without either timeout. The
+	// rest belongs to the beat.
+	beatE     *beatEntry
+	nextCheck int64 // monoNow of the next answer check
+	lastRx    uint64
+	quiet     int
 }
 
 // cacheLinePad separates words that different goroutines write from
@@ -189,14 +205,50 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c.peer = nc.RemoteAddr()
 	c.chain = ChainInvoker(o.interceptors, c.unary)
 	c.streams.chain = ChainStreamer(o.streamInterceptors, c.openStream)
-	if o.answerTimeout > 0 {
-		// Stored before it can fire: check reschedules it.
-		t := time.AfterFunc(1<<62, c.check)
-		c.watch.Store(t)
-		t.Reset(max(o.answerTimeout/4, 1))
+	// The periodic checks run in the beat: no runtime timer stays pending
+	// for them (beat.go). The write timeout is watched from there too:
+	// healthy writes set no deadline on nc (outbox.watch).
+	if o.writeTimeout > 0 {
+		c.out.ww = &writeWatch{}
+	}
+	if every := c.beatEvery(); every > 0 {
+		c.nextCheck = monoNow() + int64(max(o.answerTimeout/4, 1))
+		c.beatE = beats.join(c, every)
 	}
 	go c.readLoop()
 	return c
+}
+
+// beatEvery returns how often the client's checks run: a quarter of the
+// shorter of its write and answer timeouts (0: neither is set).
+func (c *Client) beatEvery() time.Duration {
+	every := time.Duration(0)
+	for _, d := range [2]time.Duration{c.opts.writeTimeout, c.opts.answerTimeout} {
+		if d > 0 && (every == 0 || d/4 < every) {
+			every = max(d/4, 1)
+		}
+	}
+	return every
+}
+
+// beat runs the client's periodic checks (see beatEvery): the watch of
+// its writes at every beat, the answer check every answerTimeout/4.
+func (c *Client) beat(now int64) {
+	if c.broken.Load() {
+		return
+	}
+	if c.out.ww != nil {
+		c.out.watchWrite(now)
+	}
+	if a := c.opts.answerTimeout; a > 0 && now >= c.nextCheck {
+		// Every answerTimeout/4, at the first beat after (a write
+		// timeout shorter than the answer timeout beats more often).
+		every := int64(max(a/4, 1))
+		if c.nextCheck += every; c.nextCheck <= now {
+			c.nextCheck = now + every
+		}
+		c.check()
+	}
 }
 
 // Call sends a request for method (1-based ordinal) with payload req and
@@ -300,14 +352,17 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 		}
 	}
 	buf = wire.AppendRequest(buf, &r)
-	c.out.calls++ // under the outbox's mu, held since beginCtx
-	// Others are about to send when calls other than this one wait for
-	// their answers, or got them in the read batch being delivered (the
-	// read loop publishes its count once per batch): those callers are
-	// likely to send again at once.
-	others := int64(c.out.calls-c.answered.Load()) > 1
+	c.calls++ // under the outbox's mu, held since beginCtx
+	calls := c.calls
 	lead, err := c.out.end(buf)
 	if lead {
+		// Others are about to send when calls other than this one wait
+		// for their answers, or got them in the read batch being
+		// delivered (the read loop publishes its count once per batch):
+		// those callers are likely to send again at once. (Only the
+		// flusher reads the read loop's count: a load of a line the read
+		// loop writes, once per write rather than once per call.)
+		others := int64(calls-c.answered.Load()) > 1
 		if ferr := c.out.flushCtx(ctx, others); err == nil {
 			err = ferr
 		}
@@ -366,10 +421,10 @@ func (c *Client) abandon(s *slot) bool {
 }
 
 // uncount takes n calls that will never be answered (abandoned, or not
-// sent after all) off the outbox's count of calls sent (see outbox.calls).
+// sent after all) off the count of calls sent (see Client.calls).
 func (c *Client) uncount(n int) {
 	c.out.mu.Lock()
-	c.out.calls -= uint64(n)
+	c.calls -= uint64(n)
 	c.out.mu.Unlock()
 }
 
@@ -538,6 +593,7 @@ func (c *Client) claim(pid uint32) *slot {
 func (c *Client) readLoop() {
 	defer close(c.readDone)
 	answered, published := uint64(0), uint64(0) // answers delivered to waiting calls
+	var r wire.Response
 	for {
 		if answered != published && !c.r.Ready() {
 			// Next is about to block: the batch's answers leave the
@@ -556,8 +612,7 @@ func (c *Client) readLoop() {
 		}
 		switch kind {
 		case wire.KindResponse:
-			r, err := wire.ParseResponse(p)
-			if err != nil {
+			if err := wire.ParseResponseTo(&r, p); err != nil {
 				var ee *wire.EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
 					if c.deliverErr(ee.PromiseID, err) {
@@ -652,8 +707,8 @@ func (c *Client) fail(cause error) {
 	errp := &err // what the pending calls fail with
 	c.broken.Store(true)
 	c.nc.Close()
-	if t := c.watch.Load(); t != nil {
-		t.Stop()
+	if c.beatE != nil {
+		beats.leave(c.beatE)
 	}
 	for _, s := range c.slots {
 		v := s.st.Load()
@@ -675,26 +730,22 @@ func (c *Client) fail(cause error) {
 	c.streams.closeAll(err)
 }
 
-// check is the answer check, run by c.watch every answerTimeout/4: a
+// check is the answer check, run by the beat every answerTimeout/4: a
 // client that had calls outstanding at five checks in a row (four periods,
 // one answer timeout) and received no byte since the first of them closes
-// the connection.
+// the connection. What it has to write or close runs in a goroutine of
+// its own: the beat does not wait (see beater).
 func (c *Client) check() {
-	if c.broken.Load() {
-		return
-	}
 	rx := c.r.Received() // bytes received: a large answer arriving slowly is life
 	if rx != c.lastRx || !c.pending() {
 		c.lastRx, c.quiet = rx, 0
-	} else if c.quiet++; c.quiet > 4 {
-		c.fail(errNoAnswer)
-		return
+	} else if c.quiet++; c.quiet == 5 {
+		go c.fail(errNoAnswer)
 	} else if c.quiet == 2 {
 		// Half the timeout without a byte: ask a zapcodec server for a
 		// sign of life (a canonical one ignores the frame).
-		c.ping()
+		go c.ping()
 	}
-	c.watch.Load().Reset(max(c.opts.answerTimeout/4, 1))
 }
 
 // pending reports whether a call waits for its answer (a slot not idle,

@@ -122,24 +122,43 @@ type outbox struct {
 	err     error         // sticky: the stream broke
 	wake    chan struct{} // closed when room frees, the role is given up or the stream breaks
 
-	// calls (client only, under mu) counts the requests sent, less those
-	// that will never be answered (abandoned calls, requests refused
-	// before they were queued): callers add theirs while they hold mu
-	// anyway. Less Client.answered (the answers the read loop delivered,
-	// published once per read batch) it is the number of calls in flight,
-	// counting the ones just answered in the batch being delivered, whose
-	// callers are likely to send again at once. A flusher that sees
-	// others yields first, so that they join its write (see flushCtx). A
-	// count kept on a word of its own by every call would cost two
-	// contended atomic operations per call; this costs a load per call and
-	// a store per read batch, and the read loop never waits for mu.
-	calls uint64
+	// ww, when not nil, is the watch of this outbox's writes by the beat
+	// (a client's; see watchWrite): a write that no ctx bounds runs
+	// without a deadline on nc. Set before the first write.
+	ww *writeWatch
 
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc (wdlCtx above)
 	vecArr [2][]byte
 	vec    net.Buffers
 }
+
+// writeWatch is the state of the beat's watch of an outbox's writes (see
+// outbox.watchWrite). Its own allocation, so that a server's connection,
+// whose outbox is not watched, does not carry it.
+type writeWatch struct {
+	seq uint64 // watched writes begun; the writer role's
+	// state is seq<<2 | writeBusy while a watched write is under way (0
+	// when none), with writeKicked added by the beat that interrupted
+	// it; kickMu orders the beat's deadline change before the writer's.
+	state  atomic.Uint64
+	kickMu sync.Mutex
+	// The beat's: the state it saw last and since when (monoNow), and the
+	// one it last interrupted.
+	seen    uint64
+	seenAt  int64
+	kicking uint64
+}
+
+// The flags of writeWatch.state.
+const (
+	writeBusy   = 1
+	writeKicked = 2
+)
+
+// kickDeadline is the past write deadline the beat sets on nc to
+// interrupt a watched write.
+var kickDeadline = time.Unix(1, 0)
 
 // setup prepares the outbox of nc with the given write timeout (0: none)
 // and maximum frame length.
@@ -492,12 +511,21 @@ func (o *outbox) broke(err error) {
 // Deadlines: a write that takes no byte for the write timeout fails with
 // errWriteTimeout. With a ctx, the socket's write deadline is also set to
 // ctx's deadline (or, for a ctx without one, to cancelPoll ahead, to look
-// at it again), so a blocked write returns when ctx ends. Without a ctx
-// the deadline set for the timeout by an earlier write is kept; when it
-// expires during a later write, that write re-arms it and goes on, so a
-// fast stream of writes neither reads the clock nor resets a timer, and a
-// write that takes no byte is failed between one and two timeouts after
-// it began.
+// at it again), so a blocked write returns when ctx ends.
+//
+// Without a ctx, on a watched outbox (a client's), the write sets no
+// deadline at all (it takes one left by an earlier write off): the beat
+// interrupts it once it has seen it under way for the write timeout (see
+// watch). Interrupted, a write that took no byte fails with
+// errWriteTimeout, one that took some (or any write over TLS, which
+// cannot go on) goes on under a socket deadline as below. So a healthy
+// connection keeps no timer pending for its writes.
+//
+// Without a ctx on an outbox not watched (a server's), the deadline set
+// for the timeout by an earlier write is kept; when it expires during a
+// later write, that write re-arms it and goes on, so a fast stream of
+// writes neither reads the clock nor resets a timer, and a write that
+// takes no byte is failed between one and two timeouts after it began.
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	var ctxDL time.Time
 	var poll, cancelable bool
@@ -522,7 +550,16 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	// the expiry of an older one only starts the count.
 	var now, progress time.Time // progress: when the last byte was taken, as far as we know
 	fresh := false
-	if cancelable || !o.resumable || o.wdlCtx || o.wdl.IsZero() != (o.timeout <= 0) {
+	ww := o.ww
+	watched := ww != nil && o.timeout > 0 && !cancelable
+	switch {
+	case watched:
+		if !o.wdl.IsZero() {
+			// Left by a ctx's write or by an interrupted one.
+			o.nc.SetWriteDeadline(time.Time{})
+			o.wdl, o.wdlCtx = time.Time{}, false
+		}
+	case cancelable || !o.resumable || o.wdlCtx || o.wdl.IsZero() != (o.timeout <= 0):
 		now = time.Now()
 		progress = now
 		o.arm(now, progress, ctxDL, poll)
@@ -530,6 +567,12 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	}
 	written := 0
 	for {
+		var w uint64
+		if watched {
+			ww.seq++
+			w = ww.seq<<2 | writeBusy
+			ww.state.Store(w)
+		}
 		var n int
 		var err error
 		if q != nil {
@@ -546,6 +589,36 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			}
 		}
 		written += n
+		if watched && !ww.state.CompareAndSwap(w, 0) {
+			// The beat saw this write under way for the write timeout
+			// and set a past deadline on nc: wait until it is set, so
+			// that ours come after it.
+			ww.kickMu.Lock()
+			ww.state.Store(0)
+			ww.kickMu.Unlock()
+			o.wdl, o.wdlCtx = kickDeadline, false
+			watched = false // what follows runs under socket deadlines
+			switch {
+			case err == nil:
+				// Done just as the beat came.
+				o.nc.SetWriteDeadline(time.Time{})
+				o.wdl = time.Time{}
+			case !errors.Is(err, os.ErrDeadlineExceeded):
+			case n == 0 || !o.resumable:
+				// No byte taken since the write began, a write
+				// timeout ago or more (or TLS, which cannot go on).
+				o.vecArr, o.vec = [2][]byte{}, nil
+				return min(written, len(p)), errWriteTimeout
+			default:
+				// Bytes were taken: from now, the write timeout is
+				// counted by a deadline on nc.
+				now = time.Now()
+				progress = now
+				o.arm(now, progress, ctxDL, poll)
+				fresh = true
+				continue
+			}
+		}
 		if err == nil {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return written, nil
@@ -614,6 +687,38 @@ func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool) {
 	}
 	o.nc.SetWriteDeadline(want)
 	o.wdl, o.wdlCtx = want, exact
+}
+
+// watchWrite is the beat's look at a watched outbox (see write): a
+// write it has seen under way, the same one, for the write timeout is
+// interrupted with a past write deadline on nc; the writer then decides.
+// A write is first seen within a beat of its start, so one that takes no
+// byte fails between one timeout and one timeout and two beats after it
+// began (a client beats every quarter timeout or more often).
+func (o *outbox) watchWrite(now int64) {
+	ww := o.ww
+	w := ww.state.Load()
+	if w&writeBusy == 0 || w&writeKicked != 0 {
+		ww.seen = 0
+		return
+	}
+	if w != ww.seen {
+		ww.seen, ww.seenAt = w, now
+		return
+	}
+	if now-ww.seenAt < int64(o.timeout) || ww.kicking == w {
+		return
+	}
+	// In a goroutine of its own: the beat must not wait (a net.Conn given
+	// to NewClient may take its time to set a deadline). Once per write.
+	ww.kicking = w
+	go func() {
+		ww.kickMu.Lock()
+		if ww.state.CompareAndSwap(w, w|writeKicked) {
+			o.nc.SetWriteDeadline(kickDeadline)
+		}
+		ww.kickMu.Unlock()
+	}()
 }
 
 // outboxFrames writes whole frames into the outbox while its mu is held

@@ -355,6 +355,21 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		} else if _, serr := parseRequest(b); serr == nil || serr.Error() != err.Error() {
 			t.Fatalf("ParseRequest error %v, general %v", err, serr)
 		}
+		// ParseRequestTo sets every field, whatever *r held.
+		dreq := Request{Method: 1, PromiseID: 2, Target: 3, Cap: []byte("c"), Payload: []byte("p"), Timeout: 4, Metadata: []byte("m")}
+		dqerr := ParseRequestTo(&dreq, b)
+		if got, err := ParseRequest(b); (err == nil) != (dqerr == nil) || got.Method != dreq.Method || got.PromiseID != dreq.PromiseID ||
+			got.Target != dreq.Target || !sameSlice(got.Cap, dreq.Cap) || !sameSlice(got.Payload, dreq.Payload) ||
+			got.Timeout != dreq.Timeout || !sameSlice(got.Metadata, dreq.Metadata) {
+			t.Fatalf("ParseRequestTo over a used Request: %+v (%v), ParseRequest %+v (%v)", dreq, dqerr, got, err)
+		}
+		// ParseResponseTo sets every field, whatever *r held.
+		dirty := Response{Status: 1, PromiseID: 2, Body: []byte("old"), NotRun: true}
+		derr := ParseResponseTo(&dirty, b)
+		if got, err := ParseResponse(b); (err == nil) != (derr == nil) || got.Status != dirty.Status ||
+			got.PromiseID != dirty.PromiseID || got.NotRun != dirty.NotRun || !sameSlice(got.Body, dirty.Body) {
+			t.Fatalf("ParseResponseTo over a used Response: %+v (%v), ParseResponse %+v (%v)", dirty, derr, got, err)
+		}
 		if got, err := ParseResponse(b); err == nil {
 			slow, serr := parseResponse(b)
 			if serr != nil || got.Status != slow.Status || got.PromiseID != slow.PromiseID || got.NotRun != slow.NotRun ||
