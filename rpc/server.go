@@ -58,6 +58,10 @@ type Server struct {
 	work     chan *job
 	workers  atomic.Int64
 	idleWork atomic.Int64
+	// The reaper of idle workers parks while fewer than two are idle
+	// (reapWorkers); a worker going idle wakes it.
+	reapParked atomic.Bool
+	reapWake   chan struct{} // capacity 1
 
 	// The watchdog takes the read loop away from slow inline handlers
 	// (see serverConn.runInline). Read loops scan for it while calls
@@ -118,6 +122,7 @@ func NewServer(opts ...ServerOption) *Server {
 		opts:      buildServerOptions(opts),
 		work:      make(chan *job),
 		wdWake:    make(chan struct{}, 1),
+		reapWake:  make(chan struct{}, 1),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 		done:      make(chan struct{}),

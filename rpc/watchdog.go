@@ -63,7 +63,7 @@ func (s *Server) worker(j *job) {
 				j.c.run(j)
 			}
 		}
-		s.idleWork.Add(1)
+		s.idleWorker()
 		select {
 		case j = <-s.work:
 		case <-s.done:
@@ -112,12 +112,13 @@ const (
 // calls behind it would wait for it (and the calls read after the go-away
 // would not be refused).
 func (s *Server) watchdog() {
-	t := time.NewTimer(wdTick)
-	defer t.Stop()
+	t := newWDTimer()
+	defer t.close()
+	t.reset(wdTick)
 	idle := 0
 	every := wdTick
 	for {
-		<-t.C
+		t.wait()
 		s.mu.Lock()
 		conns, closing := len(s.conns), s.closing
 		s.mu.Unlock()
@@ -129,17 +130,17 @@ func (s *Server) watchdog() {
 			// Read loops scan as they go: stay out of their way.
 			every = min(2*every, wdSlow)
 			idle = 0
-			t.Reset(every)
+			t.reset(every)
 			continue
 		}
 		every = wdTick
 		if s.scan(now) {
 			idle = 0
-			t.Reset(every)
+			t.reset(every)
 			continue
 		}
 		if idle++; idle < wdIdleTicks || closing {
-			t.Reset(every)
+			t.reset(every)
 			continue
 		}
 		idle = 0
@@ -156,7 +157,7 @@ func (s *Server) watchdog() {
 			}
 			s.wdParked.Store(false)
 		}
-		t.Reset(every)
+		t.reset(every)
 	}
 }
 
@@ -281,11 +282,30 @@ func (s *Server) wakeWatchdog() {
 }
 
 // reapWorkers ends half of the idle workers every second, so that a burst
-// does not leave its goroutines behind forever.
+// does not leave its goroutines behind forever. It keeps no timer while
+// fewer than two workers are idle (half of one is none): it parks, and the
+// worker that makes two idle wakes it (see worker). A pending runtime
+// timer is not free: while one waits in a P's heap, every scheduling on
+// that P reads the clock (DESIGN.md), and a server answering calls inline
+// has no idle worker at all.
 func (s *Server) reapWorkers() {
-	t := time.NewTicker(time.Second)
+	t := time.NewTimer(time.Second)
+	t.Stop()
 	defer t.Stop()
 	for {
+		if s.idleWork.Load() < 2 {
+			s.reapParked.Store(true)
+			if s.idleWork.Load() < 2 { // else a worker that missed the flag
+				select {
+				case <-s.reapWake:
+				case <-s.done:
+					return
+				}
+			}
+			s.reapParked.Store(false)
+			continue // look again: the wake may be an old one
+		}
+		t.Reset(time.Second)
 		select {
 		case <-s.done:
 			return
@@ -297,6 +317,17 @@ func (s *Server) reapWorkers() {
 			default:
 				n = 0
 			}
+		}
+	}
+}
+
+// idleWorker counts a worker that begins waiting for a job, and wakes the
+// parked reaper when it makes two idle.
+func (s *Server) idleWorker() {
+	if s.idleWork.Add(1) >= 2 && s.reapParked.Load() {
+		select {
+		case s.reapWake <- struct{}{}:
+		default:
 		}
 	}
 }
