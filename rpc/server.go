@@ -43,6 +43,11 @@ type Handler func(ctx context.Context, req []byte, resp []byte) ([]byte, error)
 type Server struct {
 	opts serverOptions
 
+	// takeoverHook, when set (tests only, before Serve), runs in the
+	// watchdog's scan right after it takes a connection's read loop from
+	// a stuck handler and before a worker gets the role.
+	takeoverHook func(*serverConn)
+
 	hmu      sync.Mutex
 	handlers atomic.Pointer[[]Handler] // index: method ordinal; copied on write
 	mounts   []mount                   // under hmu (mount.go)

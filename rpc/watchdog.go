@@ -260,10 +260,20 @@ func (s *Server) scanLocked(now int64) (any bool) {
 			c.wdSeen = v
 			continue
 		}
+		// The stuck call's unit of inflight is added before the
+		// take-over: once the compare-and-swap succeeds the handler may
+		// return and end it (doneOne) at once, and a count that fell to
+		// zero meanwhile would let Shutdown or EOF close the connection
+		// before the answers it holds are written.
+		c.inflight.Add(1)
 		if c.inl.CompareAndSwap(v, readerTaken) {
 			// The stuck call now ends on its own (see runInline).
-			c.inflight.Add(1)
+			if s.takeoverHook != nil {
+				s.takeoverHook(c)
+			}
 			s.dispatch(&c.rjob)
+		} else {
+			c.doneOne()
 		}
 	}
 	s.wdList = list
