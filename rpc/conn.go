@@ -58,8 +58,12 @@ type serverConn struct {
 	// Calls whose ctx Done was armed for their deadline (deadline.go).
 	dmu       sync.Mutex
 	armedJobs []*job
-	armDead   bool        // the connection's context is done
-	stopArm   func() bool // the context.AfterFunc that runs fireArmed
+	armDead   bool // the connection's context is done
+	// rdPast belongs to the read deadlines below (under rdMu), here in
+	// what would be padding: the deadline on nc may have passed (it
+	// fired, or pokeRead set one in the past).
+	rdPast  bool
+	stopArm func() bool // the context.AfterFunc that runs fireArmed
 
 	// The read loop is a role, not a goroutine: it runs calls inline and
 	// the server's watchdog hands it to a worker when an inline handler
@@ -78,14 +82,26 @@ type serverConn struct {
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous scan
 
-	// Read deadlines (see readtimeout.go), role holder only.
-	armed      int64 // the read deadline set on nc (unix ns), 0 none
+	// Read deadlines (see readtimeout.go), role holder only but for
+	// those under rdMu, which the watchdog's scans use too. Times are
+	// monoNow values.
+	rdMu      sync.Mutex
+	armed     int64        // under rdMu: the read deadline set on nc, 0 none
+	rdLimit   atomic.Int64 // written under rdMu: when the read loop's wait must end, 0 never
+	readPokes atomic.Int64 // waits ended by pokeRead (tests)
+	// writePokes counts the writes pokeWrite ended (tests; writewatch.go).
+	writePokes atomic.Int64
+
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
 	waitStart  int64 // when the current wait between frames began, 0 none
 	idleSince  int64 // when the loop last waited after reading a request
 	idleAway   int64 // when the idle timeout sent a go-away, 0 not
 
-	rjob job // dispatched to a worker to take over the read loop
+	// rjob is dispatched to a worker to take over the read loop; made at
+	// the connection's first take-over (watchdog only, under s.wdMu): a
+	// job is a quarter of the connection's struct, and most connections
+	// never need it.
+	rjob *job
 }
 
 const readerTaken = ^uint64(0)
@@ -157,8 +173,8 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	}
 	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
-	c.rjob = job{c: c, reader: true}
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	c.out.wlisted = &c.wdListed // the scans bound its writes while listed (writewatch.go)
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.sc = c
 	c.streams.limit = max(c.streams.window, preHelloWindow)
@@ -205,7 +221,7 @@ func (c *serverConn) serve() {
 			return
 		}
 	}
-	c.idleSince = time.Now().UnixNano()
+	c.idleSince = monoNow()
 	if !c.readLoop() {
 		// The read loop moved to another goroutine while a handler ran
 		// here: this goroutine joins the workers.

@@ -136,6 +136,14 @@ type outbox struct {
 	// a store per read batch, and the read loop never waits for mu.
 	calls uint64
 
+	// Server connections only (nil on a client): the connection's
+	// serverConn.wdListed. While it is set, a write without a ctx sets no
+	// deadline for the write timeout: the watchdog's scans bound it
+	// (writeWatched, writewatch.go). wsince: when that write began or
+	// last made progress (monoNow), 0 when none is under way.
+	wlisted *atomic.Bool
+	wsince  atomic.Int64
+
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc (wdlCtx above)
 	vecArr [2][]byte
@@ -501,6 +509,19 @@ func (o *outbox) broke(err error) {
 // write that takes no byte is failed between one and two timeouts after
 // it began.
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
+	if o.wlisted != nil && ctx.Done() == nil && o.resumable && o.timeout > 0 {
+		// A server connection: see writeWatched. wsince is stored before
+		// wdListed is read; the scan that takes the connection off the
+		// list clears wdListed before it reads wsince: one of the two
+		// sees the other.
+		o.wsince.Store(monoNow())
+		if o.wlisted.Load() {
+			n, err := o.writeWatched(p, q)
+			o.wsince.Store(0)
+			return n, err
+		}
+		o.wsince.Store(0)
+	}
 	var ctxDL time.Time
 	var poll, cancelable bool
 	if ctx.Done() != nil && o.resumable {

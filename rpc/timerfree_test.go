@@ -1,10 +1,16 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"net"
+	"os"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // The reaper of idle workers keeps no timer while fewer than two workers
@@ -99,5 +105,177 @@ func TestWatchdogGoTimer(t *testing.T) {
 	defer cancel()
 	if out, err := c.Call(ctx, mEcho, []byte("behind"), nil); err != nil || string(out) != "behind" {
 		t.Fatalf("the call behind a stuck handler (not taken over in 30 s?): %q %v", out, err)
+	}
+}
+
+// serverConnOf returns the server's only connection, once it has one.
+func serverConnOf(t *testing.T, s *Server) *serverConn {
+	t.Helper()
+	var c *serverConn
+	await(t, "the server's connection", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for sc := range s.conns {
+			c = sc
+		}
+		return c != nil
+	})
+	return c
+}
+
+// While calls flow, a connection keeps no read or write deadline on its
+// socket (each is a runtime timer, and a pending one costs every
+// scheduling on its P a clock read): the watchdog's scans bound its waits
+// and writes. Once it is quiet and off the watchdog's list, its wait has
+// its read deadline again (the idle limit here).
+func TestBusyConnArmsNoDeadline(t *testing.T) {
+	s, addr, _ := testServer(t, WithIdleTimeout(time.Hour))
+	cl := dial(t, addr)
+	sc := serverConnOf(t, s)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := cl.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	noDeadlines := func() bool {
+		sc.rdMu.Lock()
+		defer sc.rdMu.Unlock()
+		return sc.wdListed.Load() && sc.rdLimit.Load() != 0 && sc.armed == 0 && !sc.rdPast
+	}
+	await(t, "a wait of the busy connection with no read deadline", noDeadlines)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The answers' writes set no write deadline either (writer role: read
+	// once the calls are over and the writes done).
+	if !sc.out.wdl.IsZero() {
+		t.Fatalf("the busy connection's writes set a write deadline: %v", sc.out.wdl)
+	}
+	await(t, "the quiet connection off the list with its idle deadline set", func() bool {
+		sc.rdMu.Lock()
+		defer sc.rdMu.Unlock()
+		return !sc.wdListed.Load() && sc.armed != 0 && sc.armed == sc.rdLimit.Load()
+	})
+}
+
+// A listed connection's wait that is due is ended by a scan (pokeRead):
+// a read deadline in the past; one not due is left alone, and the scan that
+// takes the connection off the list sets the read deadline its wait wants.
+func TestPokeReadAndUnlist(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := &serverConn{nc: a}
+	read := func() chan error {
+		errc := make(chan error, 1)
+		go func() {
+			var buf [1]byte
+			_, err := a.Read(buf[:])
+			errc <- err
+		}()
+		return errc
+	}
+	c.wdListed.Store(true)
+	now := monoNow()
+	c.deadline(now + int64(time.Hour))
+	if c.armed != 0 || c.rdLimit.Load() != now+int64(time.Hour) {
+		t.Fatalf("listed: armed %d, limit %d; want no deadline and the limit published", c.armed, c.rdLimit.Load())
+	}
+	errc := read()
+	c.pokeRead(now) // not due
+	c.deadline(now + 1)
+	c.pokeRead(now + 1) // due
+	select {
+	case err := <-errc:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("poked wait: %v, want a deadline error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the poked wait did not end in 30 s")
+	}
+	if c.readPokes.Load() != 1 {
+		t.Fatalf("%d pokes, want 1", c.readPokes.Load())
+	}
+	// The next wait clears the past deadline.
+	c.deadline(now + int64(time.Hour))
+	if c.rdPast || c.armed != 0 {
+		t.Fatal("the poked deadline was not cleared for the next wait")
+	}
+	errc = read()
+	b.Write([]byte{1})
+	if err := <-errc; err != nil {
+		t.Fatalf("a wait after the poke: %v", err)
+	}
+	// Off the list: the wait's own deadline.
+	c.wdListed.Store(false)
+	c.unlistRead()
+	if c.armed != now+int64(time.Hour) {
+		t.Fatalf("unlisted: armed %d, want %d", c.armed, now+int64(time.Hour))
+	}
+	c.deadline(now + 2) // due already
+	errc = read()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("unlisted wait: %v, want a deadline error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the unlisted wait's deadline did not fire in 30 s")
+	}
+}
+
+// A frame that begins and stalls after calls on the connection (listed,
+// so its wait has no read deadline until it leaves the list) is still
+// dropped by the read timeout.
+func TestStalledFrameAfterCalls(t *testing.T) {
+	s, addr, _ := testServer(t, WithReadTimeout(50*time.Millisecond))
+	rc := rawDial(t, addr)
+	for i := uint32(1); i <= 3; i++ {
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: []byte("x")}))
+		rc.recvResponse()
+	}
+	env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 9, Payload: []byte("stalled")})
+	if _, err := rc.Write(frameBytes(wire.KindRequest, env)[:7]); err != nil {
+		t.Fatal(err)
+	}
+	rc.expectClosed()
+	await(t, "the drop counted", func() bool { return s.Stats().Dropped == 1 })
+}
+
+// A peer that sends calls and never reads is dropped by the write timeout
+// although the server's writes set no write deadline: the watchdog's scans
+// end the write that takes no byte (pokeWrite).
+func TestWriteTimeoutByScans(t *testing.T) {
+	s, addr, _ := testServer(t, WithWriteTimeout(100*time.Millisecond))
+	rc := rawDial(t, addr)
+	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
+	sc := serverConnOf(t, s)
+	payload := bytes.Repeat([]byte{1}, 1000) // answers written from the read loop's buffer
+	go func() {
+		for i := uint32(1); ; i++ {
+			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
+				return
+			}
+		}
+	}()
+	await(t, "the non-reading peer dropped", func() bool { return s.Stats().Dropped == 1 })
+	if sc.writePokes.Load() == 0 {
+		t.Fatal("dropped, but no scan ended a write")
+	}
+	if !sc.out.wdl.IsZero() {
+		t.Fatalf("a write deadline was set: %v", sc.out.wdl)
 	}
 }

@@ -139,7 +139,10 @@ func (s *Server) watchdog() {
 			t.reset(every)
 			continue
 		}
-		if idle++; idle < wdIdleTicks || closing {
+		if idle++; idle < wdIdleTicks || closing || s.listed() {
+			// A listed connection's read limits are the scans' (see
+			// serverConn.deadline): it leaves the list after wdForget
+			// quiet scans, and the watchdog parks only after that.
 			t.reset(every)
 			continue
 		}
@@ -148,7 +151,10 @@ func (s *Server) watchdog() {
 			(*f)(s)
 		}
 		s.wdParked.Store(true)
-		if s.scan(monoNow()) { // a read loop that missed the flag
+		// A read loop that missed the flag: its handler runs, or it
+		// joined the list (watch, before it looks at the flag) and its
+		// read limits need the scans.
+		if s.scan(monoNow()) || s.listed() {
 			s.wdParked.Store(false)
 		} else {
 			select {
@@ -235,6 +241,10 @@ func (s *Server) scanLocked(now int64) (any bool) {
 	for i := 0; i < len(list); i++ {
 		c := list[i]
 		s.wdLooks++
+		if at := c.rdLimit.Load(); at != 0 && now >= at {
+			c.pokeRead(now) // its read loop's wait is due (readtimeout.go)
+		}
+		c.pokeWrite(now) // a write that took no byte for the write timeout (writewatch.go)
 		v := c.inl.Load()
 		if v == 0 || v == readerTaken {
 			if c.wdIdle++; c.wdIdle < wdForget {
@@ -247,6 +257,16 @@ func (s *Server) scanLocked(now int64) (any bool) {
 				i-- // look at it again as busy
 				continue
 			}
+			if c.out.wsince.Load() != 0 {
+				// A write is under way that sets no deadline (it read
+				// wdListed before it was cleared): the scans bound it
+				// until it ends, and then the connection leaves.
+				c.wdListed.Store(true)
+				c.wdIdle = wdForget - 1
+				continue
+			}
+			// Off the list: its read deadline is its own again.
+			c.unlistRead()
 			last := len(list) - 1
 			list[i] = list[last]
 			list[last] = nil
@@ -271,7 +291,10 @@ func (s *Server) scanLocked(now int64) (any bool) {
 			if s.takeoverHook != nil {
 				s.takeoverHook(c)
 			}
-			s.dispatch(&c.rjob)
+			if c.rjob == nil {
+				c.rjob = &job{c: c, reader: true}
+			}
+			s.dispatch(c.rjob)
 		} else {
 			c.doneOne()
 		}
@@ -279,6 +302,13 @@ func (s *Server) scanLocked(now int64) (any bool) {
 	s.wdList = list
 	s.wdBusy = any
 	return any
+}
+
+// listed reports whether any connection is on the watchdog's list.
+func (s *Server) listed() bool {
+	s.wdMu.Lock()
+	defer s.wdMu.Unlock()
+	return len(s.wdList) != 0
 }
 
 // wakeWatchdog unparks the watchdog.
