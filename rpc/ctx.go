@@ -15,12 +15,17 @@ import (
 type job struct {
 	c           *serverConn
 	h           Handler
-	method, pid uint32
-	target      uint32
+	method, pid uint32 // copied together from the parsed request (see target)
 	pslot       int    // promise table entry (pipelining only)
 	pseq        uint64 // its record number
 	req, resp   []byte // owned by the job, reused
 	reader      bool   // not a call: take over the connection's read loop
+	// target is not beside pid: the read loop copies the three from the
+	// wire.Request it just parsed, and adjacent fields are copied with
+	// one 8-byte load, which cannot take its bytes from two stores of
+	// the parse still in flight (a store-forwarding stall; the parse
+	// stores Method and PromiseID as one word, Target alone).
+	target uint32
 
 	// Wire extensions of the call (see deadline.go and
 	// metadata.go). dl is the call's own deadline (monoNow scale), 0 none;
