@@ -97,7 +97,15 @@ func (s *Server) worker(j *job) {
 // a 1 ms ticker added 4 to 5 µs of server CPU to every call of a
 // sequential ping-pong over 10,000 connections (a 10 ms one well under
 // 1 µs), which was most of the gap to a plain goroutine-per-connection
-// server (README, "Many sessions").
+// server (README, "Many sessions"). And the backstop timer itself is not
+// a runtime timer on Linux (see wdTimer): one pending in a P's heap makes
+// every scheduling on that P read the clock.
+//
+// The scans also bound the waits and writes of the listed connections,
+// which set no read or write deadline (see serverConn.deadline and
+// outbox.writeWatched): a connection stays on the list while such a write
+// is under way, the scan that takes one off sets its read deadline, and
+// the watchdog parks only once the list is empty.
 const (
 	wdTick      = time.Millisecond
 	wdSlow      = 16 * time.Millisecond
