@@ -147,11 +147,6 @@ func (fr *Reader) Ready() bool {
 	if avail < 4 {
 		return false
 	}
-	// Next's fast check of a canonical length within the limit (a read
-	// loop asks once per frame); total decides every other case.
-	if t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w])); t-1 < fr.max && t > 0 && !fr.http {
-		return avail >= t+4
-	}
 	t, err := fr.total(fr.buf[fr.r:fr.w])
 	return err != nil || avail >= t
 }

@@ -15,16 +15,17 @@ import (
 type job struct {
 	c           *serverConn
 	h           Handler
-	method, pid uint32 // copied together from the parsed request (see target)
+	pid, method uint32 // not in wire.Request's order (see target)
 	pslot       int    // promise table entry (pipelining only)
 	pseq        uint64 // its record number
 	req, resp   []byte // owned by the job, reused
 	reader      bool   // not a call: take over the connection's read loop
-	// target is not beside pid: the read loop copies the three from the
-	// wire.Request it just parsed, and adjacent fields are copied with
-	// one 8-byte load, which cannot take its bytes from two stores of
-	// the parse still in flight (a store-forwarding stall; the parse
-	// stores Method and PromiseID as one word, Target alone).
+	// The read loop copies method, promise id and target from the
+	// wire.Request it has just parsed, whose fields are stored one by
+	// one. Fields adjacent in the same order in both are copied with one
+	// wider load, which cannot take its bytes from two narrower stores
+	// still in flight (a store-forwarding stall per call): here no two of
+	// them are, so each is copied on its own.
 	target uint32
 
 	// Wire extensions of the call (see deadline.go and

@@ -105,6 +105,13 @@ type outbox struct {
 	nc      net.Conn
 	timeout time.Duration // a write without progress for this long breaks the stream; 0 none
 	max     int           // largest frame length (kind byte included)
+	// Server connections only (nil on a client): the connection's
+	// serverConn.wdListed. While it is set, a write without a ctx sets no
+	// deadline for the write timeout: the watchdog's scans bound it
+	// (writeWatched, writewatch.go). wsince: when that write began or
+	// last made progress (monoNow), 0 when none is under way.
+	wlisted *atomic.Bool
+	wsince  atomic.Int64
 	// resumable: a write that failed on a deadline can go on where it
 	// stopped (TCP, Unix). Not over TLS: crypto/tls fails every write after
 	// a timed-out one.
@@ -135,14 +142,6 @@ type outbox struct {
 	// contended atomic operations per call; this costs a load per call and
 	// a store per read batch, and the read loop never waits for mu.
 	calls uint64
-
-	// Server connections only (nil on a client): the connection's
-	// serverConn.wdListed. While it is set, a write without a ctx sets no
-	// deadline for the write timeout: the watchdog's scans bound it
-	// (writeWatched, writewatch.go). wsince: when that write began or
-	// last made progress (monoNow), 0 when none is under way.
-	wlisted *atomic.Bool
-	wsince  atomic.Int64
 
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc (wdlCtx above)

@@ -380,23 +380,12 @@ func ParseRequestTo(r *Request, b []byte) error {
 			default:
 				return parseRequestTo(r, b)
 			}
-			// Field by field, not *r = Request{...}: the literal is built
-			// on the stack by 16-byte stores and small ones over them,
-			// then copied with 16-byte loads, which cannot take their
-			// bytes from the small stores still in flight (a
-			// store-forwarding stall of some ten ns per call, the most
-			// expensive instruction of a server's call).
-			// Method and PromiseID (adjacent on the wire and in Request)
-			// are stored as one 8-byte word: a caller that copies both
-			// loads them as one, and a load that spans two smaller stores
-			// stalls the same way.
-			mp := binary.LittleEndian.Uint64(f[reqMethod:])
-			r.Method, r.PromiseID = uint32(mp), uint32(mp>>32)
-			r.Target = binary.LittleEndian.Uint32(f[reqTarget:])
-			r.Cap = nil
-			r.Payload = payload
-			r.Timeout = 0
-			r.Metadata = nil
+			*r = Request{
+				Method:    binary.LittleEndian.Uint32(f[reqMethod:]),
+				PromiseID: binary.LittleEndian.Uint32(f[reqPromise:]),
+				Target:    binary.LittleEndian.Uint32(f[reqTarget:]),
+				Payload:   payload,
+			}
 			return nil
 		}
 	}
