@@ -61,11 +61,22 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
-				"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+			c.handlerPanic(j, r)
 			status, body = StatusInternal, nil
 		}
 	}()
+	return c.invokeBody(j)
+}
+
+// handlerPanic logs the panic of j's handler (answered 500).
+func (c *serverConn) handlerPanic(j *job, r any) {
+	c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
+		"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+}
+
+// invokeBody is invoke without the recover: a panic goes to the caller's
+// (readGuarded for a call run inline).
+func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 	if j.target != 0 {
 		var ok bool
 		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0]); !ok {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -278,4 +279,96 @@ func TestWriteTimeoutByScans(t *testing.T) {
 	if !sc.out.wdl.IsZero() {
 		t.Fatalf("a write deadline was set: %v", sc.out.wdl)
 	}
+}
+
+// Handlers run inline that panic, among calls that do not, from many
+// callers at once (so that panics fall inside read batches, with answers
+// of earlier calls of the batch not yet written): each panicking call is
+// answered 500, every other call gets its answer, and the connection goes
+// on. The read loop recovers them with one deferred recover for its life
+// (readGuarded), not one per call.
+func TestInlinePanicsInBatches(t *testing.T) {
+	s, addr, logs := testServer(t)
+	s.Handle(mPanic, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		panic("boom")
+	})
+	c := dial(t, addr)
+	const callers, calls = 32, 50
+	errs := make(chan error, callers)
+	for g := 0; g < callers; g++ {
+		go func() {
+			for i := 0; i < calls; i++ {
+				if (g+i)%3 == 0 {
+					_, err := c.Call(context.Background(), mPanic, []byte("x"), nil)
+					var se *StatusError
+					if !errors.As(err, &se) || se.Code != StatusInternal {
+						errs <- fmt.Errorf("caller %d, call %d: panic answered %v, want 500", g, i, err)
+						return
+					}
+					continue
+				}
+				want := []byte{byte(g), byte(i)}
+				if out, err := c.Call(context.Background(), mEcho, want, nil); err != nil || !bytes.Equal(out, want) {
+					errs <- fmt.Errorf("caller %d, call %d: %x %v", g, i, out, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < callers; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Internal == 0 || st.Dropped != 0 {
+		t.Fatalf("stats %+v: want the panics answered 500 and no connection dropped", st)
+	}
+	if !contains(logs.String(), "handler panic") {
+		t.Fatal("the panics were not logged")
+	}
+}
+
+// A handler that panics after the watchdog took its read loop over is
+// answered 500 like a worker's call, and its goroutine (no longer the
+// read loop's) leaves the read loop; the calls behind it were answered
+// meanwhile and later ones are too.
+func TestInlinePanicAfterTakeover(t *testing.T) {
+	s, addr, _ := testServer(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	s.Handle(mPanic, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		started <- struct{}{}
+		<-release
+		panic("late boom")
+	})
+	c := dial(t, addr)
+	slow := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mPanic, []byte("x"), nil)
+		slow <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.Call(ctx, mEcho, []byte("behind"), nil); err != nil || string(out) != "behind" {
+		t.Fatalf("the call behind a stuck handler (not taken over in 30 s?): %q %v", out, err)
+	}
+	close(release)
+	var se *StatusError
+	if err := <-slow; !errors.As(err, &se) || se.Code != StatusInternal {
+		t.Fatalf("the handler that panicked after the take-over: %v, want 500", err)
+	}
+	for i := 0; i < 10; i++ {
+		if out, err := c.Call(ctx, mEcho, []byte{byte(i)}, nil); err != nil || len(out) != 1 || out[0] != byte(i) {
+			t.Fatalf("call %d after: %x %v", i, out, err)
+		}
+	}
+	if st := s.Stats(); st.Dropped != 0 {
+		t.Fatalf("stats %+v: a connection was dropped", st)
+	}
+	// The call taken over ended its unit of inflight (a worker's call
+	// does): the quiet connection counts none.
+	sc := serverConnOf(t, s)
+	await(t, "no call in flight on the quiet connection", func() bool { return sc.inflight.Load() == 0 })
 }

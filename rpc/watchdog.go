@@ -17,7 +17,7 @@ import (
 // had backed off), and then runs on as a worker call. The answer of an inline
 // call is appended to the outbox and written by the read loop once no
 // further request is buffered.
-func (c *serverConn) runInline(j *job) int {
+func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	c.seq++
 	seq := c.seq
 	c.inl.Store(seq)
@@ -27,7 +27,16 @@ func (c *serverConn) runInline(j *job) int {
 	if c.s.wdParked.Load() {
 		c.s.wakeWatchdog()
 	}
-	status, body := c.call(j)
+	var status uint32
+	var body []byte
+	if c.s.opts.observer == nil {
+		// No defer here: the read loop's recovers a panic (readGuarded).
+		g.j, g.seq = j, seq
+		status, body = c.invokeBody(j)
+		g.j = nil
+	} else {
+		status, body = c.call(j)
+	}
 	if !c.inl.CompareAndSwap(seq, 0) {
 		// Taken over: answer like a worker and leave reading to the
 		// goroutine that has the role now. The watchdog counted this
