@@ -195,8 +195,13 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	if c.ans == nil {
 		c.ans = outBufs.Get().(*outBuf)
+		c.ansB = c.ans.B
 	}
-	b := c.ans.B
+	// The bytes are appended to c.ansB, in the connection's struct, not
+	// to c.ans.B, a small pooled object whose cache line other objects
+	// share (other cores write them): c.ans.B is set once per batch, by
+	// moveAnswers.
+	b := c.ansB
 	start := len(b)
 	if n := frameHeader + wire.ResponseOverhead + len(body) - 4; n > c.out.max {
 		status, body = StatusInternal, nil
@@ -205,7 +210,7 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	b = wire.AppendResponseHeader(b, status, pid, len(body))
 	b = append(b, body...)
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
-	c.ans.B = b
+	c.ansB = b
 	c.local.answered(status)
 	c.local.bytesOut += uint64(frameHeader + wire.ResponseOverhead + len(body))
 	if len(b) >= ansMove {
@@ -235,7 +240,8 @@ func (c *serverConn) moveAnswers() error {
 	if a == nil {
 		return nil
 	}
-	c.ans = nil
+	a.B = c.ansB
+	c.ans, c.ansB = nil, nil
 	o := &c.out
 	o.room(noCtx) // mu held from here
 	if o.err != nil {

@@ -73,6 +73,7 @@ type serverConn struct {
 	inl    atomic.Uint64
 	seq    uint64  // role holder: last inline sequence number used
 	ans    *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
+	ansB   []byte  // role holder: ans's bytes while it is the read loop's (ans.B is stale)
 	owed   bool    // role holder: answers wait in out for its flush
 	spill  bool    // role holder: dispatch calls to workers until the next wait
 	batch  bool    // role holder: holds one unit of inflight for the calls it answers
