@@ -325,8 +325,7 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 			}
 			c.spill = false
 			c.releaseSpare()
-			c.armWait()
-			c.s.scanDue()
+			c.s.scanDue(c.armWait()) // one clock read for both
 		}
 		var kind byte
 		var p []byte

@@ -36,12 +36,13 @@ import (
 // before and costs no scan.
 
 // armWait sets the read deadline before the loop blocks in Next.
-func (c *serverConn) armWait() {
+// It returns the time it read (monoNow), 0 when it read none.
+func (c *serverConn) armWait() (now int64) {
 	o := &c.s.opts
 	if o.idleTimeout <= 0 && o.readTimeout <= 0 {
-		return
+		return 0
 	}
-	now := monoNow()
+	now = monoNow()
 	if c.active {
 		c.active = false
 		c.idleSince = now
@@ -52,11 +53,12 @@ func (c *serverConn) armWait() {
 		}
 		c.waitStart = 0
 		c.deadline(c.frameStart + c.frameAllowance(c.r.Buffered()))
-		return
+		return now
 	}
 	c.frameStart = 0
 	c.waitStart = now
 	c.deadline(c.betweenFrames(now))
+	return now
 }
 
 // frameAllowance is the time a frame of which n bytes arrived gets from its

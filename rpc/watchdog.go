@@ -190,8 +190,11 @@ var wdBeforePark atomic.Pointer[func(*Server)]
 // scanDue is a read loop's share of the watchdog's work, called when it is
 // about to block: it scans when the last scan is wdTick old and no other
 // scan is under way.
-func (s *Server) scanDue() {
-	now := monoNow()
+// now is the time the caller read (monoNow), 0 if it read none.
+func (s *Server) scanDue(now int64) {
+	if now == 0 {
+		now = monoNow()
+	}
 	if now-s.wdLast.Load() < int64(wdTick) || !s.wdMu.TryLock() {
 		return
 	}
