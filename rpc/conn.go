@@ -70,15 +70,21 @@ type serverConn struct {
 	// does not return promptly (see runInline). inl is the sequence number
 	// of the inline call running now, 0 when none, readerTaken after the
 	// watchdog took the role away from it.
-	inl    atomic.Uint64
-	seq    uint64  // role holder: last inline sequence number used
-	ans    *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
-	ansB   []byte  // role holder: ans's bytes while it is the read loop's (ans.B is stale)
-	owed   bool    // role holder: answers wait in out for its flush
-	spill  bool    // role holder: dispatch calls to workers until the next wait
-	batch  bool    // role holder: holds one unit of inflight for the calls it answers
-	active bool    // role holder: a request was read since the last wait (readtimeout.go)
-	wdIdle uint8   // watchdog only, under s.wdMu: scans in a row without an inline call
+	inl  atomic.Uint64
+	seq  uint64  // role holder: last inline sequence number used
+	ans  *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
+	ansB []byte  // role holder: ans's bytes while it is the read loop's (ans.B is stale)
+	// hs is the role holder's copy of the server's handler table, taken
+	// when the read loop starts and after each read from the socket (a
+	// frame sent after Handle returned is read after it): a call's
+	// lookup loads from a line the read loop owns instead of following
+	// three dependent loads through the Server.
+	hs     []Handler
+	owed   bool  // role holder: answers wait in out for its flush
+	spill  bool  // role holder: dispatch calls to workers until the next wait
+	batch  bool  // role holder: holds one unit of inflight for the calls it answers
+	active bool  // role holder: a request was read since the last wait (readtimeout.go)
+	wdIdle uint8 // watchdog only, under s.wdMu: scans in a row without an inline call
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous scan
@@ -309,6 +315,7 @@ func (c *serverConn) readGuarded(g *inlineGuard) (done, panicked bool) {
 
 // readFrames is the read loop proper (see readLoop).
 func (c *serverConn) readFrames(g *inlineGuard) bool {
+	c.hs = c.s.handlerTable()
 	for {
 		if c.closed.Load() {
 			// Known dead (a write failed, a timeout, Close): the frames
@@ -316,6 +323,7 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 			c.flushOwed()
 			return true
 		}
+		read := false // Next (or Wait) may read from the socket
 		if !c.r.Ready() {
 			// Next is about to block: the answers of the calls run
 			// inline so far leave now, in one write.
@@ -326,6 +334,7 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 			c.spill = false
 			c.releaseSpare()
 			c.s.scanDue(c.armWait()) // one clock read for both
+			read = true
 		}
 		var kind byte
 		var p []byte
@@ -342,6 +351,11 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 		}
 		if err == nil {
 			kind, p, err = c.r.Next()
+		}
+		if read && err == nil {
+			// The frames this Next (or the Wait before it) read may have
+			// been sent after a Handle returned: they see its handler.
+			c.hs = c.s.handlerTable()
 		}
 		if err != nil {
 			// A broken stream may fail Next at once: answers owed so far
@@ -444,7 +458,7 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		c.refuse(req.PromiseID)
 		return reqNext
 	}
-	h := s.handler(req.Method)
+	h := c.handler(req.Method)
 	if h == nil {
 		c.answerDirect(StatusNotFound, req.PromiseID, "no such method")
 		return reqNext

@@ -173,9 +173,13 @@ func (s *Server) Handle(method uint32, h Handler) {
 	s.handlers.Store(&hs)
 }
 
-func (s *Server) handler(method uint32) Handler {
-	hs := *s.handlers.Load()
-	if uint64(method) < uint64(len(hs)) {
+// handlerTable returns the current handler table (read-only).
+func (s *Server) handlerTable() []Handler { return *s.handlers.Load() }
+
+// handler looks method up in the read loop's copy of the handler table
+// (see serverConn.hs).
+func (c *serverConn) handler(method uint32) Handler {
+	if hs := c.hs; uint64(method) < uint64(len(hs)) {
 		return hs[method]
 	}
 	if method == HealthMethod {

@@ -372,3 +372,48 @@ func TestInlinePanicAfterTakeover(t *testing.T) {
 	sc := serverConnOf(t, s)
 	await(t, "no call in flight on the quiet connection", func() bool { return sc.inflight.Load() == 0 })
 }
+
+// A handler registered while a connection is open and busy is found by
+// every call sent after Handle returned (the read loop keeps a copy of the
+// handler table, taken again after each read from the socket), and one
+// removed is not found any more.
+func TestHandleWhileBusy(t *testing.T) {
+	s, addr, _ := testServer(t)
+	c := dial(t, addr)
+	stop := make(chan struct{})
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if _, err := c.Call(context.Background(), mEcho, []byte("busy"), nil); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+	}
+	for m := uint32(100); m < 150; m++ {
+		tag := byte(m)
+		s.Handle(m, func(ctx context.Context, req, resp []byte) ([]byte, error) { return append(resp, tag), nil })
+		if out, err := c.Call(context.Background(), m, nil, nil); err != nil || len(out) != 1 || out[0] != tag {
+			t.Fatalf("method %d, called right after Handle returned: %x %v", m, out, err)
+		}
+		s.Handle(m, nil)
+		var se *StatusError
+		if _, err := c.Call(context.Background(), m, nil, nil); !errors.As(err, &se) || se.Code != StatusNotFound {
+			t.Fatalf("method %d, called right after it was removed: %v, want 404", m, err)
+		}
+	}
+	close(stop)
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
