@@ -61,11 +61,22 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
-				"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+			c.handlerPanic(j, r)
 			status, body = StatusInternal, nil
 		}
 	}()
+	return c.invokeBody(j)
+}
+
+// handlerPanic logs the panic of j's handler (answered 500).
+func (c *serverConn) handlerPanic(j *job, r any) {
+	c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
+		"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+}
+
+// invokeBody is invoke without the recover: a panic goes to the caller's
+// (readGuarded for a call run inline).
+func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 	if j.target != 0 {
 		var ok bool
 		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0]); !ok {
@@ -184,8 +195,13 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	if c.ans == nil {
 		c.ans = outBufs.Get().(*outBuf)
+		c.ansB = c.ans.B
 	}
-	b := c.ans.B
+	// The bytes are appended to c.ansB, in the connection's struct, not
+	// to c.ans.B, a small pooled object whose cache line other objects
+	// share (other cores write them): c.ans.B is set once per batch, by
+	// moveAnswers.
+	b := c.ansB
 	start := len(b)
 	if n := frameHeader + wire.ResponseOverhead + len(body) - 4; n > c.out.max {
 		status, body = StatusInternal, nil
@@ -194,7 +210,7 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	b = wire.AppendResponseHeader(b, status, pid, len(body))
 	b = append(b, body...)
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
-	c.ans.B = b
+	c.ansB = b
 	c.local.answered(status)
 	c.local.bytesOut += uint64(frameHeader + wire.ResponseOverhead + len(body))
 	if len(b) >= ansMove {
@@ -224,7 +240,8 @@ func (c *serverConn) moveAnswers() error {
 	if a == nil {
 		return nil
 	}
-	c.ans = nil
+	a.B = c.ansB
+	c.ans, c.ansB = nil, nil
 	o := &c.out
 	o.room(noCtx) // mu held from here
 	if o.err != nil {

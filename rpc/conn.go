@@ -58,34 +58,57 @@ type serverConn struct {
 	// Calls whose ctx Done was armed for their deadline (deadline.go).
 	dmu       sync.Mutex
 	armedJobs []*job
-	armDead   bool        // the connection's context is done
-	stopArm   func() bool // the context.AfterFunc that runs fireArmed
+	armDead   bool // the connection's context is done
+	// rdPast belongs to the read deadlines below (under rdMu), here in
+	// what would be padding: the deadline on nc may have passed (it
+	// fired, or pokeRead set one in the past).
+	rdPast  bool
+	stopArm func() bool // the context.AfterFunc that runs fireArmed
 
 	// The read loop is a role, not a goroutine: it runs calls inline and
 	// the server's watchdog hands it to a worker when an inline handler
 	// does not return promptly (see runInline). inl is the sequence number
 	// of the inline call running now, 0 when none, readerTaken after the
 	// watchdog took the role away from it.
-	inl    atomic.Uint64
-	seq    uint64  // role holder: last inline sequence number used
-	ans    *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
-	owed   bool    // role holder: answers wait in out for its flush
-	spill  bool    // role holder: dispatch calls to workers until the next wait
-	batch  bool    // role holder: holds one unit of inflight for the calls it answers
-	active bool    // role holder: a request was read since the last wait (readtimeout.go)
-	wdIdle uint8   // watchdog only, under s.wdMu: scans in a row without an inline call
+	inl  atomic.Uint64
+	seq  uint64  // role holder: last inline sequence number used
+	ans  *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
+	ansB []byte  // role holder: ans's bytes while it is the read loop's (ans.B is stale)
+	// hs is the role holder's copy of the server's handler table, taken
+	// when the read loop starts and after each read from the socket (a
+	// frame sent after Handle returned is read after it): a call's
+	// lookup loads from a line the read loop owns instead of following
+	// three dependent loads through the Server.
+	hs     []Handler
+	owed   bool  // role holder: answers wait in out for its flush
+	spill  bool  // role holder: dispatch calls to workers until the next wait
+	batch  bool  // role holder: holds one unit of inflight for the calls it answers
+	active bool  // role holder: a request was read since the last wait (readtimeout.go)
+	wdIdle uint8 // watchdog only, under s.wdMu: scans in a row without an inline call
 	local  connStats
 	spare  *job   // role holder: a free job kept out of free
 	wdSeen uint64 // watchdog only: inl at its previous scan
 
-	// Read deadlines (see readtimeout.go), role holder only.
-	armed      int64 // the read deadline set on nc (unix ns), 0 none
+	// Read deadlines (see readtimeout.go), role holder only but for
+	// those under rdMu, which the watchdog's scans use too. Times are
+	// monoNow values.
+	rdMu      sync.Mutex
+	armed     int64        // under rdMu: the read deadline set on nc, 0 none
+	rdLimit   atomic.Int64 // written under rdMu: when the read loop's wait must end, 0 never
+	readPokes atomic.Int64 // waits ended by pokeRead (tests)
+	// writePokes counts the writes pokeWrite ended (tests; writewatch.go).
+	writePokes atomic.Int64
+
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
 	waitStart  int64 // when the current wait between frames began, 0 none
 	idleSince  int64 // when the loop last waited after reading a request
 	idleAway   int64 // when the idle timeout sent a go-away, 0 not
 
-	rjob job // dispatched to a worker to take over the read loop
+	// rjob is dispatched to a worker to take over the read loop; made at
+	// the connection's first take-over (watchdog only, under s.wdMu): a
+	// job is a quarter of the connection's struct, and most connections
+	// never need it.
+	rjob *job
 }
 
 const readerTaken = ^uint64(0)
@@ -157,8 +180,8 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	}
 	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
-	c.rjob = job{c: c, reader: true}
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	c.out.wlisted = &c.wdListed // the scans bound its writes while listed (writewatch.go)
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.sc = c
 	c.streams.limit = max(c.streams.window, preHelloWindow)
@@ -205,7 +228,7 @@ func (c *serverConn) serve() {
 			return
 		}
 	}
-	c.idleSince = time.Now().UnixNano()
+	c.idleSince = monoNow()
 	if !c.readLoop() {
 		// The read loop moved to another goroutine while a handler ran
 		// here: this goroutine joins the workers.
@@ -246,6 +269,53 @@ func (c *serverConn) serve() {
 // hand-over goes through c.inl (compare-and-swap) and the work channel,
 // which order those writes before the new holder's reads.
 func (c *serverConn) readLoop() bool {
+	var g inlineGuard
+	for {
+		done, panicked := c.readGuarded(&g)
+		if !panicked {
+			return done
+		}
+		// A handler running inline panicked (logged): answer 500 as
+		// runInline would have, and go on reading.
+		j, seq := g.j, g.seq
+		g.j = nil
+		if !c.inl.CompareAndSwap(seq, 0) {
+			c.finish(j, StatusInternal, nil, false) // taken over meanwhile
+			return false
+		}
+		c.finish(j, StatusInternal, nil, true)
+	}
+}
+
+// inlineGuard is what the read loop's goroutine runs inline now: the job
+// and its sequence number while a handler runs (j nil otherwise). It is
+// the goroutine's own (a local of readLoop), not the connection's: after
+// a take-over, the new read loop has its own.
+type inlineGuard struct {
+	j   *job
+	seq uint64
+}
+
+// readGuarded runs the read loop (readFrames) and recovers the panic of a
+// handler it runs inline (g.j set): one deferred recover for the read
+// loop's life instead of one per call (which cost some 10 ns a call). A
+// panic anywhere else in the read loop is not recovered.
+func (c *serverConn) readGuarded(g *inlineGuard) (done, panicked bool) {
+	defer func() {
+		if j := g.j; j != nil {
+			// recover returns nil during runtime.Goexit, which goes on.
+			if r := recover(); r != nil {
+				c.handlerPanic(j, r)
+				panicked = true
+			}
+		}
+	}()
+	return c.readFrames(g), false
+}
+
+// readFrames is the read loop proper (see readLoop).
+func (c *serverConn) readFrames(g *inlineGuard) bool {
+	c.hs = c.s.handlerTable()
 	for {
 		if c.closed.Load() {
 			// Known dead (a write failed, a timeout, Close): the frames
@@ -253,6 +323,7 @@ func (c *serverConn) readLoop() bool {
 			c.flushOwed()
 			return true
 		}
+		read := false // Next (or Wait) may read from the socket
 		if !c.r.Ready() {
 			// Next is about to block: the answers of the calls run
 			// inline so far leave now, in one write.
@@ -262,8 +333,8 @@ func (c *serverConn) readLoop() bool {
 			}
 			c.spill = false
 			c.releaseSpare()
-			c.armWait()
-			c.s.scanDue()
+			c.s.scanDue(c.armWait()) // one clock read for both
+			read = true
 		}
 		var kind byte
 		var p []byte
@@ -280,6 +351,11 @@ func (c *serverConn) readLoop() bool {
 		}
 		if err == nil {
 			kind, p, err = c.r.Next()
+		}
+		if read && err == nil {
+			// The frames this Next (or the Wait before it) read may have
+			// been sent after a Handle returned: they see its handler.
+			c.hs = c.s.handlerTable()
 		}
 		if err != nil {
 			// A broken stream may fail Next at once: answers owed so far
@@ -312,7 +388,7 @@ func (c *serverConn) readLoop() bool {
 		switch kind {
 		case wire.KindRequest:
 			c.active = true
-			switch c.request(p) {
+			switch c.request(p, g) {
 			case reqClosed:
 				c.flushOwed() // gives back the read loop's unit of inflight
 				return true
@@ -360,7 +436,7 @@ const (
 )
 
 // request handles one request frame.
-func (c *serverConn) request(p []byte) int {
+func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	s := c.s
 	c.local.calls++
 	c.hold()
@@ -382,7 +458,7 @@ func (c *serverConn) request(p []byte) int {
 		c.refuse(req.PromiseID)
 		return reqNext
 	}
-	h := s.handler(req.Method)
+	h := c.handler(req.Method)
 	if h == nil {
 		c.answerDirect(StatusNotFound, req.PromiseID, "no such method")
 		return reqNext
@@ -419,7 +495,7 @@ func (c *serverConn) request(p []byte) int {
 		s.dispatch(j)
 		return reqNext
 	}
-	return c.runInline(j)
+	return c.runInline(j, g)
 }
 
 // doneOne ends one unit of inflight; the last one closes a connection

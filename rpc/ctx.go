@@ -15,12 +15,18 @@ import (
 type job struct {
 	c           *serverConn
 	h           Handler
-	method, pid uint32
-	target      uint32
+	pid, method uint32 // not in wire.Request's order (see target)
 	pslot       int    // promise table entry (pipelining only)
 	pseq        uint64 // its record number
 	req, resp   []byte // owned by the job, reused
 	reader      bool   // not a call: take over the connection's read loop
+	// The read loop copies method, promise id and target from the
+	// wire.Request it has just parsed, whose fields are stored one by
+	// one. Fields adjacent in the same order in both are copied with one
+	// wider load, which cannot take its bytes from two narrower stores
+	// still in flight (a store-forwarding stall per call): here no two of
+	// them are, so each is copied on its own.
+	target uint32
 
 	// Wire extensions of the call (see deadline.go and
 	// metadata.go). dl is the call's own deadline (monoNow scale), 0 none;

@@ -104,6 +104,13 @@ type outbox struct {
 	nc      net.Conn
 	timeout time.Duration // a write without progress for this long breaks the stream; 0 none
 	max     int           // largest frame length (kind byte included)
+	// Server connections only (nil on a client): the connection's
+	// serverConn.wdListed. While it is set, a write without a ctx sets no
+	// deadline for the write timeout: the watchdog's scans bound it
+	// (writeWatched, writewatch.go). wsince: when that write began or
+	// last made progress (monoNow), 0 when none is under way.
+	wlisted *atomic.Bool
+	wsince  atomic.Int64
 	// resumable: a write that failed on a deadline can go on where it
 	// stopped (TCP, Unix). Not over TLS: crypto/tls fails every write after
 	// a timed-out one.
@@ -527,6 +534,19 @@ func (o *outbox) broke(err error) {
 // writes neither reads the clock nor resets a timer, and a write that
 // takes no byte is failed between one and two timeouts after it began.
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
+	if o.wlisted != nil && ctx.Done() == nil && o.resumable && o.timeout > 0 {
+		// A server connection: see writeWatched. wsince is stored before
+		// wdListed is read; the scan that takes the connection off the
+		// list clears wdListed before it reads wsince: one of the two
+		// sees the other.
+		o.wsince.Store(monoNow())
+		if o.wlisted.Load() {
+			n, err := o.writeWatched(p, q)
+			o.wsince.Store(0)
+			return n, err
+		}
+		o.wsince.Store(0)
+	}
 	var ctxDL time.Time
 	var poll, cancelable bool
 	if ctx.Done() != nil && o.resumable {

@@ -17,19 +17,32 @@ import (
 //     it or after the shutdown grace;
 //   - the grace after that idle go-away.
 //
-// Setting a deadline costs a timer update, so it is set lazily: only when
-// the deadline in force would fire later than the limit wants. A deadline
-// that fires early (the limit moved on since it was set) is simply set
-// again (deadlineFired), so the hot path, a wait between frames, sets no
-// deadline at all once one is armed.
+// Times are monoNow values. Setting a deadline costs a timer update, so
+// it is set lazily: only when the deadline in force would fire later than
+// the limit wants. A deadline that fires early (the limit moved on since
+// it was set) is simply set again (deadlineFired), so a wait between
+// frames sets no deadline at all once one is armed.
+//
+// While the connection is on the watchdog's list (it ran calls inline
+// lately, see Server.watch), no deadline is set at all: the read loop
+// publishes what its wait wants (rdLimit) and the watchdog's scans, which
+// come every millisecond or so while calls flow (at most wdSlow apart
+// while the connection is listed), end the wait by setting a deadline in
+// the past once that time has passed (pokeRead). A deadline on the socket
+// is a runtime timer, and while a timer is pending in a P's heap every
+// scheduling on that P reads the clock: a busy connection keeps none. The
+// scan that takes the connection off the list sets the deadline its wait
+// wants (unlistRead), so a connection that went quiet is bounded as
+// before and costs no scan.
 
 // armWait sets the read deadline before the loop blocks in Next.
-func (c *serverConn) armWait() {
+// It returns the time it read (monoNow), 0 when it read none.
+func (c *serverConn) armWait() (now int64) {
 	o := &c.s.opts
 	if o.idleTimeout <= 0 && o.readTimeout <= 0 {
-		return
+		return 0
 	}
-	now := time.Now().UnixNano()
+	now = monoNow()
 	if c.active {
 		c.active = false
 		c.idleSince = now
@@ -40,11 +53,12 @@ func (c *serverConn) armWait() {
 		}
 		c.waitStart = 0
 		c.deadline(c.frameStart + c.frameAllowance(c.r.Buffered()))
-		return
+		return now
 	}
 	c.frameStart = 0
 	c.waitStart = now
 	c.deadline(c.betweenFrames(now))
+	return now
 }
 
 // frameAllowance is the time a frame of which n bytes arrived gets from its
@@ -90,26 +104,79 @@ func (c *serverConn) betweenFrames(now int64) int64 {
 // noDeadline is the deadline of a wait no limit bounds.
 const noDeadline = int64(1<<63 - 1)
 
-// deadline makes the read deadline fire no later than at (unix ns).
+// deadline makes the coming wait end no later than at: by the watchdog's
+// scans while the connection is on their list, else by the read deadline.
 func (c *serverConn) deadline(at int64) {
-	if c.armed != 0 && c.armed <= at {
+	c.rdMu.Lock()
+	if at == noDeadline {
+		c.rdLimit.Store(0)
+	} else {
+		c.rdLimit.Store(at)
+	}
+	if c.wdListed.Load() {
+		// The scans watch the wait: no timer.
+		if c.armed != 0 || c.rdPast {
+			c.nc.SetReadDeadline(time.Time{})
+			c.armed, c.rdPast = 0, false
+		}
+	} else {
+		c.armLocked(at)
+	}
+	c.rdMu.Unlock()
+}
+
+// armLocked makes the read deadline fire no later than at. Called with
+// rdMu held.
+func (c *serverConn) armLocked(at int64) {
+	if c.armed != 0 && c.armed <= at && !c.rdPast {
 		return // fires earlier: deadlineFired sets it again then
 	}
-	c.armed = at
+	c.armed, c.rdPast = at, false
 	if at == noDeadline {
+		c.armed = 0
 		c.nc.SetReadDeadline(time.Time{})
 		return
 	}
-	c.nc.SetReadDeadline(time.Unix(0, at))
+	c.nc.SetReadDeadline(monoTime(at))
 }
+
+// pokeRead ends the read loop's wait when the time it wants has come (a
+// scan calls it for a listed connection): it sets a read deadline in the
+// past, and deadlineFired looks at the limits.
+func (c *serverConn) pokeRead(now int64) {
+	c.rdMu.Lock()
+	if at := c.rdLimit.Load(); at != 0 && now >= at && c.wdListed.Load() && !c.rdPast {
+		c.rdPast = true
+		c.readPokes.Add(1)
+		c.nc.SetReadDeadline(pastDeadline)
+	}
+	c.rdMu.Unlock()
+}
+
+// unlistRead sets the read deadline the read loop's wait wants, once the
+// watchdog has taken the connection off its list (c.wdListed cleared
+// first: a wait that begins after this sees it and sets its own).
+func (c *serverConn) unlistRead() {
+	c.rdMu.Lock()
+	if at := c.rdLimit.Load(); at != 0 {
+		c.armLocked(at)
+	}
+	c.rdMu.Unlock()
+}
+
+// pastDeadline is a deadline that has passed: a read or write under it
+// fails at once.
+var pastDeadline = time.Unix(1, 0)
 
 // deadlineFired handles a read deadline that expired while Next waited. It
 // reports whether the loop goes on reading; when not, the connection is
 // closed.
 func (c *serverConn) deadlineFired() bool {
 	o := &c.s.opts
-	now := time.Now().UnixNano()
-	c.armed = 0
+	now := monoNow()
+	c.rdMu.Lock()
+	c.rdPast = true // the deadline in force has passed: deadline sets or clears it
+	c.rdMu.Unlock()
 	c.s.readWakes.Add(1)
 	defer func() { c.waitStart = 0 }()
 	if n := c.r.Buffered(); n != 0 && o.readTimeout > 0 {

@@ -63,6 +63,10 @@ type Server struct {
 	work     chan *job
 	workers  atomic.Int64
 	idleWork atomic.Int64
+	// The reaper of idle workers parks while fewer than two are idle
+	// (reapWorkers); a worker going idle wakes it.
+	reapParked atomic.Bool
+	reapWake   chan struct{} // capacity 1
 
 	// The watchdog takes the read loop away from slow inline handlers
 	// (see serverConn.runInline). Read loops scan for it while calls
@@ -123,6 +127,7 @@ func NewServer(opts ...ServerOption) *Server {
 		opts:      buildServerOptions(opts),
 		work:      make(chan *job),
 		wdWake:    make(chan struct{}, 1),
+		reapWake:  make(chan struct{}, 1),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 		done:      make(chan struct{}),
@@ -168,9 +173,13 @@ func (s *Server) Handle(method uint32, h Handler) {
 	s.handlers.Store(&hs)
 }
 
-func (s *Server) handler(method uint32) Handler {
-	hs := *s.handlers.Load()
-	if uint64(method) < uint64(len(hs)) {
+// handlerTable returns the current handler table (read-only).
+func (s *Server) handlerTable() []Handler { return *s.handlers.Load() }
+
+// handler looks method up in the read loop's copy of the handler table
+// (see serverConn.hs).
+func (c *serverConn) handler(method uint32) Handler {
+	if hs := c.hs; uint64(method) < uint64(len(hs)) {
 		return hs[method]
 	}
 	if method == HealthMethod {

@@ -17,7 +17,7 @@ import (
 // had backed off), and then runs on as a worker call. The answer of an inline
 // call is appended to the outbox and written by the read loop once no
 // further request is buffered.
-func (c *serverConn) runInline(j *job) int {
+func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	c.seq++
 	seq := c.seq
 	c.inl.Store(seq)
@@ -27,7 +27,16 @@ func (c *serverConn) runInline(j *job) int {
 	if c.s.wdParked.Load() {
 		c.s.wakeWatchdog()
 	}
-	status, body := c.call(j)
+	var status uint32
+	var body []byte
+	if c.s.opts.observer == nil {
+		// No defer here: the read loop's recovers a panic (readGuarded).
+		g.j, g.seq = j, seq
+		status, body = c.invokeBody(j)
+		g.j = nil
+	} else {
+		status, body = c.call(j)
+	}
 	if !c.inl.CompareAndSwap(seq, 0) {
 		// Taken over: answer like a worker and leave reading to the
 		// goroutine that has the role now. The watchdog counted this
@@ -63,7 +72,7 @@ func (s *Server) worker(j *job) {
 				j.c.run(j)
 			}
 		}
-		s.idleWork.Add(1)
+		s.idleWorker()
 		select {
 		case j = <-s.work:
 		case <-s.done:
@@ -97,7 +106,15 @@ func (s *Server) worker(j *job) {
 // a 1 ms ticker added 4 to 5 µs of server CPU to every call of a
 // sequential ping-pong over 10,000 connections (a 10 ms one well under
 // 1 µs), which was most of the gap to a plain goroutine-per-connection
-// server (README, "Many sessions").
+// server (README, "Many sessions"). And the backstop timer itself is not
+// a runtime timer on Linux (see wdTimer): one pending in a P's heap makes
+// every scheduling on that P read the clock.
+//
+// The scans also bound the waits and writes of the listed connections,
+// which set no read or write deadline (see serverConn.deadline and
+// outbox.writeWatched): a connection stays on the list while such a write
+// is under way, the scan that takes one off sets its read deadline, and
+// the watchdog parks only once the list is empty.
 const (
 	wdTick      = time.Millisecond
 	wdSlow      = 16 * time.Millisecond
@@ -112,12 +129,13 @@ const (
 // calls behind it would wait for it (and the calls read after the go-away
 // would not be refused).
 func (s *Server) watchdog() {
-	t := time.NewTimer(wdTick)
-	defer t.Stop()
+	t := newWDTimer()
+	defer t.close()
+	t.reset(wdTick)
 	idle := 0
 	every := wdTick
 	for {
-		<-t.C
+		t.wait()
 		s.mu.Lock()
 		conns, closing := len(s.conns), s.closing
 		s.mu.Unlock()
@@ -129,17 +147,20 @@ func (s *Server) watchdog() {
 			// Read loops scan as they go: stay out of their way.
 			every = min(2*every, wdSlow)
 			idle = 0
-			t.Reset(every)
+			t.reset(every)
 			continue
 		}
 		every = wdTick
 		if s.scan(now) {
 			idle = 0
-			t.Reset(every)
+			t.reset(every)
 			continue
 		}
-		if idle++; idle < wdIdleTicks || closing {
-			t.Reset(every)
+		if idle++; idle < wdIdleTicks || closing || s.listed() {
+			// A listed connection's read limits are the scans' (see
+			// serverConn.deadline): it leaves the list after wdForget
+			// quiet scans, and the watchdog parks only after that.
+			t.reset(every)
 			continue
 		}
 		idle = 0
@@ -147,7 +168,10 @@ func (s *Server) watchdog() {
 			(*f)(s)
 		}
 		s.wdParked.Store(true)
-		if s.scan(monoNow()) { // a read loop that missed the flag
+		// A read loop that missed the flag: its handler runs, or it
+		// joined the list (watch, before it looks at the flag) and its
+		// read limits need the scans.
+		if s.scan(monoNow()) || s.listed() {
 			s.wdParked.Store(false)
 		} else {
 			select {
@@ -156,7 +180,7 @@ func (s *Server) watchdog() {
 			}
 			s.wdParked.Store(false)
 		}
-		t.Reset(every)
+		t.reset(every)
 	}
 }
 
@@ -166,8 +190,11 @@ var wdBeforePark atomic.Pointer[func(*Server)]
 // scanDue is a read loop's share of the watchdog's work, called when it is
 // about to block: it scans when the last scan is wdTick old and no other
 // scan is under way.
-func (s *Server) scanDue() {
-	now := monoNow()
+// now is the time the caller read (monoNow), 0 if it read none.
+func (s *Server) scanDue(now int64) {
+	if now == 0 {
+		now = monoNow()
+	}
 	if now-s.wdLast.Load() < int64(wdTick) || !s.wdMu.TryLock() {
 		return
 	}
@@ -234,6 +261,10 @@ func (s *Server) scanLocked(now int64) (any bool) {
 	for i := 0; i < len(list); i++ {
 		c := list[i]
 		s.wdLooks++
+		if at := c.rdLimit.Load(); at != 0 && now >= at {
+			c.pokeRead(now) // its read loop's wait is due (readtimeout.go)
+		}
+		c.pokeWrite(now) // a write that took no byte for the write timeout (writewatch.go)
 		v := c.inl.Load()
 		if v == 0 || v == readerTaken {
 			if c.wdIdle++; c.wdIdle < wdForget {
@@ -246,6 +277,16 @@ func (s *Server) scanLocked(now int64) (any bool) {
 				i-- // look at it again as busy
 				continue
 			}
+			if c.out.wsince.Load() != 0 {
+				// A write is under way that sets no deadline (it read
+				// wdListed before it was cleared): the scans bound it
+				// until it ends, and then the connection leaves.
+				c.wdListed.Store(true)
+				c.wdIdle = wdForget - 1
+				continue
+			}
+			// Off the list: its read deadline is its own again.
+			c.unlistRead()
 			last := len(list) - 1
 			list[i] = list[last]
 			list[last] = nil
@@ -270,7 +311,10 @@ func (s *Server) scanLocked(now int64) (any bool) {
 			if s.takeoverHook != nil {
 				s.takeoverHook(c)
 			}
-			s.dispatch(&c.rjob)
+			if c.rjob == nil {
+				c.rjob = &job{c: c, reader: true}
+			}
+			s.dispatch(c.rjob)
 		} else {
 			c.doneOne()
 		}
@@ -278,6 +322,13 @@ func (s *Server) scanLocked(now int64) (any bool) {
 	s.wdList = list
 	s.wdBusy = any
 	return any
+}
+
+// listed reports whether any connection is on the watchdog's list.
+func (s *Server) listed() bool {
+	s.wdMu.Lock()
+	defer s.wdMu.Unlock()
+	return len(s.wdList) != 0
 }
 
 // wakeWatchdog unparks the watchdog.
@@ -291,11 +342,30 @@ func (s *Server) wakeWatchdog() {
 }
 
 // reapWorkers ends half of the idle workers every second, so that a burst
-// does not leave its goroutines behind forever.
+// does not leave its goroutines behind forever. It keeps no timer while
+// fewer than two workers are idle (half of one is none): it parks, and the
+// worker that makes two idle wakes it (see worker). A pending runtime
+// timer is not free: while one waits in a P's heap, every scheduling on
+// that P reads the clock (DESIGN.md), and a server answering calls inline
+// has no idle worker at all.
 func (s *Server) reapWorkers() {
-	t := time.NewTicker(time.Second)
+	t := time.NewTimer(time.Second)
+	t.Stop()
 	defer t.Stop()
 	for {
+		if s.idleWork.Load() < 2 {
+			s.reapParked.Store(true)
+			if s.idleWork.Load() < 2 { // else a worker that missed the flag
+				select {
+				case <-s.reapWake:
+				case <-s.done:
+					return
+				}
+			}
+			s.reapParked.Store(false)
+			continue // look again: the wake may be an old one
+		}
+		t.Reset(time.Second)
 		select {
 		case <-s.done:
 			return
@@ -307,6 +377,17 @@ func (s *Server) reapWorkers() {
 			default:
 				n = 0
 			}
+		}
+	}
+}
+
+// idleWorker counts a worker that begins waiting for a job, and wakes the
+// parked reaper when it makes two idle.
+func (s *Server) idleWorker() {
+	if s.idleWork.Add(1) >= 2 && s.reapParked.Load() {
+		select {
+		case s.reapWake <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -1,0 +1,419 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// The reaper of idle workers keeps no timer while fewer than two workers
+// are idle (a pending timer costs every scheduling on its P a clock read):
+// it parks, a burst that leaves workers idle wakes it, it ends them down to
+// one and parks again, and the next burst wakes it again.
+func TestReaperParksAndWakes(t *testing.T) {
+	s, addr, _ := testServer(t, WithPipelining(0)) // every call on a worker
+	c := dial(t, addr)
+	await(t, "the reaper parked before any call", func() bool { return s.reapParked.Load() })
+	for round := 0; round < 2; round++ {
+		release := make(chan struct{})
+		started := make(chan struct{}, 2)
+		s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+			started <- struct{}{}
+			<-release
+			return append(resp, req...), nil
+		})
+		errs := make(chan error, 2)
+		for i := 0; i < 2; i++ {
+			go func() {
+				_, err := c.Call(context.Background(), mSlow, []byte("x"), nil)
+				errs <- err
+			}()
+		}
+		for i := 0; i < 2; i++ {
+			<-started // two workers busy at once
+		}
+		close(release)
+		for i := 0; i < 2; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		await(t, "the reaper woken by two idle workers", func() bool { return !s.reapParked.Load() })
+		await(t, "the reaper ending idle workers down to one, then parking", func() bool {
+			return s.idleWork.Load() <= 1 && s.reapParked.Load()
+		})
+	}
+}
+
+// The watchdog's timer fires, not before its delay, again after each
+// reset, both the OS one (Linux: a timerfd read through the poller, so
+// that no runtime timer is pending) and the time.Timer one.
+func TestWDTimerFires(t *testing.T) {
+	defer wdGoTimerOnly.Store(false)
+	for _, goOnly := range []bool{false, true} {
+		wdGoTimerOnly.Store(goOnly)
+		tm := newWDTimer()
+		_, isFD := tm.(*fdTimer)
+		if want := !goOnly && runtime.GOOS == "linux"; isFD != want {
+			t.Fatalf("go timer only %v: timerfd %v, want %v", goOnly, isFD, want)
+		}
+		for i := 0; i < 3; i++ {
+			const d = 2 * time.Millisecond
+			t0 := time.Now()
+			tm.reset(d)
+			fired := make(chan struct{})
+			go func() { tm.wait(); close(fired) }()
+			select {
+			case <-fired:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("go timer only %v: the timer did not fire in 30 s", goOnly)
+			}
+			if el := time.Since(t0); el < d {
+				t.Fatalf("go timer only %v: fired after %v, before its delay %v", goOnly, el, d)
+			}
+		}
+		tm.close()
+	}
+}
+
+// A handler stuck on the only connection is taken over by the watchdog's
+// own timer, the time.Timer one too (the OS one is tested by the other
+// watchdog tests on Linux).
+func TestWatchdogGoTimer(t *testing.T) {
+	wdGoTimerOnly.Store(true)
+	defer wdGoTimerOnly.Store(false)
+	s, addr, _ := testServer(t, WithReadTimeout(0), WithIdleTimeout(0))
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 1)
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		started <- struct{}{}
+		<-release
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr)
+	go c.Call(context.Background(), mSlow, []byte("stuck"), nil)
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.Call(ctx, mEcho, []byte("behind"), nil); err != nil || string(out) != "behind" {
+		t.Fatalf("the call behind a stuck handler (not taken over in 30 s?): %q %v", out, err)
+	}
+}
+
+// serverConnOf returns the server's only connection, once it has one.
+func serverConnOf(t *testing.T, s *Server) *serverConn {
+	t.Helper()
+	var c *serverConn
+	await(t, "the server's connection", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for sc := range s.conns {
+			c = sc
+		}
+		return c != nil
+	})
+	return c
+}
+
+// While calls flow, a connection keeps no read or write deadline on its
+// socket (each is a runtime timer, and a pending one costs every
+// scheduling on its P a clock read): the watchdog's scans bound its waits
+// and writes. Once it is quiet and off the watchdog's list, its wait has
+// its read deadline again (the idle limit here).
+func TestBusyConnArmsNoDeadline(t *testing.T) {
+	s, addr, _ := testServer(t, WithIdleTimeout(time.Hour))
+	cl := dial(t, addr)
+	sc := serverConnOf(t, s)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := cl.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	noDeadlines := func() bool {
+		sc.rdMu.Lock()
+		defer sc.rdMu.Unlock()
+		return sc.wdListed.Load() && sc.rdLimit.Load() != 0 && sc.armed == 0 && !sc.rdPast
+	}
+	await(t, "a wait of the busy connection with no read deadline", noDeadlines)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The answers' writes set no write deadline either (writer role: read
+	// once the calls are over and the writes done).
+	if !sc.out.wdl.IsZero() {
+		t.Fatalf("the busy connection's writes set a write deadline: %v", sc.out.wdl)
+	}
+	await(t, "the quiet connection off the list with its idle deadline set", func() bool {
+		sc.rdMu.Lock()
+		defer sc.rdMu.Unlock()
+		return !sc.wdListed.Load() && sc.armed != 0 && sc.armed == sc.rdLimit.Load()
+	})
+}
+
+// A listed connection's wait that is due is ended by a scan (pokeRead):
+// a read deadline in the past; one not due is left alone, and the scan that
+// takes the connection off the list sets the read deadline its wait wants.
+func TestPokeReadAndUnlist(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := &serverConn{nc: a}
+	read := func() chan error {
+		errc := make(chan error, 1)
+		go func() {
+			var buf [1]byte
+			_, err := a.Read(buf[:])
+			errc <- err
+		}()
+		return errc
+	}
+	c.wdListed.Store(true)
+	now := monoNow()
+	c.deadline(now + int64(time.Hour))
+	if c.armed != 0 || c.rdLimit.Load() != now+int64(time.Hour) {
+		t.Fatalf("listed: armed %d, limit %d; want no deadline and the limit published", c.armed, c.rdLimit.Load())
+	}
+	errc := read()
+	c.pokeRead(now) // not due
+	c.deadline(now + 1)
+	c.pokeRead(now + 1) // due
+	select {
+	case err := <-errc:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("poked wait: %v, want a deadline error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the poked wait did not end in 30 s")
+	}
+	if c.readPokes.Load() != 1 {
+		t.Fatalf("%d pokes, want 1", c.readPokes.Load())
+	}
+	// The next wait clears the past deadline.
+	c.deadline(now + int64(time.Hour))
+	if c.rdPast || c.armed != 0 {
+		t.Fatal("the poked deadline was not cleared for the next wait")
+	}
+	errc = read()
+	b.Write([]byte{1})
+	if err := <-errc; err != nil {
+		t.Fatalf("a wait after the poke: %v", err)
+	}
+	// Off the list: the wait's own deadline.
+	c.wdListed.Store(false)
+	c.unlistRead()
+	if c.armed != now+int64(time.Hour) {
+		t.Fatalf("unlisted: armed %d, want %d", c.armed, now+int64(time.Hour))
+	}
+	c.deadline(now + 2) // due already
+	errc = read()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("unlisted wait: %v, want a deadline error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the unlisted wait's deadline did not fire in 30 s")
+	}
+}
+
+// A frame that begins and stalls after calls on the connection (listed,
+// so its wait has no read deadline until it leaves the list) is still
+// dropped by the read timeout.
+func TestStalledFrameAfterCalls(t *testing.T) {
+	s, addr, _ := testServer(t, WithReadTimeout(50*time.Millisecond))
+	rc := rawDial(t, addr)
+	for i := uint32(1); i <= 3; i++ {
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: []byte("x")}))
+		rc.recvResponse()
+	}
+	env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 9, Payload: []byte("stalled")})
+	if _, err := rc.Write(frameBytes(wire.KindRequest, env)[:7]); err != nil {
+		t.Fatal(err)
+	}
+	rc.expectClosed()
+	await(t, "the drop counted", func() bool { return s.Stats().Dropped == 1 })
+}
+
+// A peer that sends calls and never reads is dropped by the write timeout
+// although the server's writes set no write deadline: the watchdog's scans
+// end the write that takes no byte (pokeWrite).
+func TestWriteTimeoutByScans(t *testing.T) {
+	s, addr, _ := testServer(t, WithWriteTimeout(100*time.Millisecond))
+	rc := rawDial(t, addr)
+	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
+	sc := serverConnOf(t, s)
+	payload := bytes.Repeat([]byte{1}, 1000) // answers written from the read loop's buffer
+	go func() {
+		for i := uint32(1); ; i++ {
+			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
+				return
+			}
+		}
+	}()
+	await(t, "the non-reading peer dropped", func() bool { return s.Stats().Dropped == 1 })
+	if sc.writePokes.Load() == 0 {
+		t.Fatal("dropped, but no scan ended a write")
+	}
+	if !sc.out.wdl.IsZero() {
+		t.Fatalf("a write deadline was set: %v", sc.out.wdl)
+	}
+}
+
+// Handlers run inline that panic, among calls that do not, from many
+// callers at once (so that panics fall inside read batches, with answers
+// of earlier calls of the batch not yet written): each panicking call is
+// answered 500, every other call gets its answer, and the connection goes
+// on. The read loop recovers them with one deferred recover for its life
+// (readGuarded), not one per call.
+func TestInlinePanicsInBatches(t *testing.T) {
+	s, addr, logs := testServer(t)
+	s.Handle(mPanic, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		panic("boom")
+	})
+	c := dial(t, addr)
+	const callers, calls = 32, 50
+	errs := make(chan error, callers)
+	for g := 0; g < callers; g++ {
+		go func() {
+			for i := 0; i < calls; i++ {
+				if (g+i)%3 == 0 {
+					_, err := c.Call(context.Background(), mPanic, []byte("x"), nil)
+					var se *StatusError
+					if !errors.As(err, &se) || se.Code != StatusInternal {
+						errs <- fmt.Errorf("caller %d, call %d: panic answered %v, want 500", g, i, err)
+						return
+					}
+					continue
+				}
+				want := []byte{byte(g), byte(i)}
+				if out, err := c.Call(context.Background(), mEcho, want, nil); err != nil || !bytes.Equal(out, want) {
+					errs <- fmt.Errorf("caller %d, call %d: %x %v", g, i, out, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < callers; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Internal == 0 || st.Dropped != 0 {
+		t.Fatalf("stats %+v: want the panics answered 500 and no connection dropped", st)
+	}
+	if !contains(logs.String(), "handler panic") {
+		t.Fatal("the panics were not logged")
+	}
+}
+
+// A handler that panics after the watchdog took its read loop over is
+// answered 500 like a worker's call, and its goroutine (no longer the
+// read loop's) leaves the read loop; the calls behind it were answered
+// meanwhile and later ones are too.
+func TestInlinePanicAfterTakeover(t *testing.T) {
+	s, addr, _ := testServer(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	s.Handle(mPanic, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		started <- struct{}{}
+		<-release
+		panic("late boom")
+	})
+	c := dial(t, addr)
+	slow := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mPanic, []byte("x"), nil)
+		slow <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.Call(ctx, mEcho, []byte("behind"), nil); err != nil || string(out) != "behind" {
+		t.Fatalf("the call behind a stuck handler (not taken over in 30 s?): %q %v", out, err)
+	}
+	close(release)
+	var se *StatusError
+	if err := <-slow; !errors.As(err, &se) || se.Code != StatusInternal {
+		t.Fatalf("the handler that panicked after the take-over: %v, want 500", err)
+	}
+	for i := 0; i < 10; i++ {
+		if out, err := c.Call(ctx, mEcho, []byte{byte(i)}, nil); err != nil || len(out) != 1 || out[0] != byte(i) {
+			t.Fatalf("call %d after: %x %v", i, out, err)
+		}
+	}
+	if st := s.Stats(); st.Dropped != 0 {
+		t.Fatalf("stats %+v: a connection was dropped", st)
+	}
+	// The call taken over ended its unit of inflight (a worker's call
+	// does): the quiet connection counts none.
+	sc := serverConnOf(t, s)
+	await(t, "no call in flight on the quiet connection", func() bool { return sc.inflight.Load() == 0 })
+}
+
+// A handler registered while a connection is open and busy is found by
+// every call sent after Handle returned (the read loop keeps a copy of the
+// handler table, taken again after each read from the socket), and one
+// removed is not found any more.
+func TestHandleWhileBusy(t *testing.T) {
+	s, addr, _ := testServer(t)
+	c := dial(t, addr)
+	stop := make(chan struct{})
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if _, err := c.Call(context.Background(), mEcho, []byte("busy"), nil); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+	}
+	for m := uint32(100); m < 150; m++ {
+		tag := byte(m)
+		s.Handle(m, func(ctx context.Context, req, resp []byte) ([]byte, error) { return append(resp, tag), nil })
+		if out, err := c.Call(context.Background(), m, nil, nil); err != nil || len(out) != 1 || out[0] != tag {
+			t.Fatalf("method %d, called right after Handle returned: %x %v", m, out, err)
+		}
+		s.Handle(m, nil)
+		var se *StatusError
+		if _, err := c.Call(context.Background(), m, nil, nil); !errors.As(err, &se) || se.Code != StatusNotFound {
+			t.Fatalf("method %d, called right after it was removed: %v, want 404", m, err)
+		}
+	}
+	close(stop)
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package rpc
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+)
+
+// writeWatched is outbox.write for a server connection on the watchdog's
+// list, without a ctx, on a transport whose writes resume after a
+// deadline (TCP, Unix): no write deadline is set. The write timeout is
+// enforced by the watchdog's scans, which set a write deadline in the past
+// (pokeWrite) once wsince is the write timeout old; the write then looks
+// at what happened: bytes taken are progress (wsince moves on and the
+// write goes on), none for the write timeout fails it with
+// errWriteTimeout, and a deadline that came too early (a scan that read
+// wsince of an earlier write) is cleared and the write goes on. A write
+// that takes no byte therefore fails between one write timeout and that
+// plus the scans' interval (at most wdSlow) after its last progress.
+//
+// Why: a deadline on the socket is a runtime timer, and while a timer is
+// pending in a P's heap, every scheduling on that P reads the clock
+// (DESIGN.md). A busy connection used to keep its write deadline pending
+// for good.
+func (o *outbox) writeWatched(p, q []byte) (int, error) {
+	if !o.wdl.IsZero() {
+		// Set by an earlier write while the connection was not listed.
+		o.nc.SetWriteDeadline(time.Time{})
+		o.wdl, o.wdlCtx = time.Time{}, false
+	}
+	if q != nil {
+		o.vecArr = [2][]byte{p, q}
+		o.vec = o.vecArr[:]
+	}
+	written := 0
+	for {
+		var n int
+		var err error
+		if q != nil {
+			var n64 int64
+			n64, err = o.vec.WriteTo(o.nc)
+			n = int(n64)
+			if err == nil && len(o.vec) != 0 {
+				err = io.ErrShortWrite
+			}
+		} else {
+			n, err = o.nc.Write(p[written:])
+			if err == nil && written+n < len(p) {
+				err = io.ErrShortWrite
+			}
+		}
+		written += n
+		if err == nil {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return written, nil
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), err
+		}
+		now := monoNow()
+		if n > 0 {
+			o.wsince.Store(now)
+		} else if now-o.wsince.Load() >= int64(o.timeout) {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), errWriteTimeout
+		}
+		o.nc.SetWriteDeadline(time.Time{})
+	}
+}
+
+// pokeWrite ends a write of c's outbox that has made no progress for the
+// write timeout (a scan calls it for a listed connection; see
+// writeWatched).
+func (c *serverConn) pokeWrite(now int64) {
+	if ws := c.out.wsince.Load(); ws != 0 && now-ws >= int64(c.out.timeout) {
+		c.writePokes.Add(1)
+		c.nc.SetWriteDeadline(pastDeadline)
+	}
+}
