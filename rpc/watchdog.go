@@ -261,8 +261,14 @@ func (s *Server) scanLocked(now int64) (any bool) {
 	for i := 0; i < len(list); i++ {
 		c := list[i]
 		s.wdLooks++
-		if at := c.rdLimit.Load(); at != 0 && now >= at {
-			c.pokeRead(now) // its read loop's wait is due (readtimeout.go)
+		if at := c.rdLimit.Load(); at != 0 && now >= at && c.rPoking.CompareAndSwap(false, true) {
+			// Its read loop's wait is due (readtimeout.go): ended by a
+			// goroutine of its own, as pokeWrite does, so that a
+			// net.Conn slow to set a deadline stops no scan.
+			go func() {
+				c.pokeRead(now)
+				c.rPoking.Store(false)
+			}()
 		}
 		c.pokeWrite(now) // a write that took no byte for the write timeout (writewatch.go)
 		v := c.inl.Load()
@@ -277,10 +283,12 @@ func (s *Server) scanLocked(now int64) (any bool) {
 				i-- // look at it again as busy
 				continue
 			}
-			if c.out.wsince.Load() != 0 {
+			if c.out.wsince.Load() != 0 || c.wPoking.Load() {
 				// A write is under way that sets no deadline (it read
 				// wdListed before it was cleared): the scans bound it
-				// until it ends, and then the connection leaves.
+				// until it ends, and then the connection leaves. (Or a
+				// past write deadline is being set for one: once off
+				// the list, the next write would not expect it.)
 				c.wdListed.Store(true)
 				c.wdIdle = wdForget - 1
 				continue

@@ -72,10 +72,19 @@ func (o *outbox) writeWatched(p, q []byte) (int, error) {
 
 // pokeWrite ends a write of c's outbox that has made no progress for the
 // write timeout (a scan calls it for a listed connection; see
-// writeWatched).
+// writeWatched). The deadline is set by a goroutine of its own, one at a
+// time per connection (wPoking): a scan holds the watchdog's lock, and a
+// net.Conn slow to set a deadline (a wrapper given to Serve by its
+// listener) must not stop the scans and every connection that begins to
+// run calls inline. The connection stays on the list until that deadline
+// is set (see scanLocked): it lands while the connection's writes are
+// watched ones, which take a deadline that came early for what it is.
 func (c *serverConn) pokeWrite(now int64) {
-	if ws := c.out.wsince.Load(); ws != 0 && now-ws >= int64(c.out.timeout) {
+	if ws := c.out.wsince.Load(); ws != 0 && now-ws >= int64(c.out.timeout) && c.wPoking.CompareAndSwap(false, true) {
 		c.writePokes.Add(1)
-		c.nc.SetWriteDeadline(pastDeadline)
+		go func() {
+			c.nc.SetWriteDeadline(pastDeadline)
+			c.wPoking.Store(false)
+		}()
 	}
 }

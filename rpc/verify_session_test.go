@@ -1,0 +1,287 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// The tests of this file attack what the session that brought the beat
+// (beat.go) and the timer-free server connection (watchdog scans,
+// writewatch.go, readtimeout.go) changed, as a hostile or slow peer, or a
+// careless program, would.
+
+// beatMembers returns the number of members of the process's beat.
+func beatMembers() int {
+	beats.mu.Lock()
+	defer beats.mu.Unlock()
+	return beats.n
+}
+
+// openFDs returns the number of open file descriptors of the process
+// (-1 where /proc is not there).
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// Many clients, each with its own mix of write and answer timeouts, made
+// and ended in every way a client ends (Close, the server closing the
+// connection, both at once): each leaves the beat, whatever its period,
+// and the process keeps no descriptor per client or per server (the
+// beat's timerfd is one for the process, a server's watchdog's is closed
+// with it).
+func TestVerifyBeatAndTimerfdNoLeak(t *testing.T) {
+	members := beatMembers()
+	fds := openFDs()
+	timeouts := []ClientOption{
+		WithWriteTimeout(time.Hour),
+		WithWriteTimeout(2 * time.Millisecond),
+		WithAnswerTimeout(3 * time.Millisecond),
+		WithAnswerTimeout(time.Hour),
+		WithWriteTimeout(0),
+	}
+	for round := 0; round < 5; round++ {
+		s := NewServer(WithLogger(discardLogger()))
+		s.Handle(mEcho, echo)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(l) }()
+		var clients []*Client
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := Dial(context.Background(), "tcp", l.Addr().String(), timeouts[i%len(timeouts)], WithAnswerTimeout(time.Duration(1+i)*time.Millisecond*7))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil && !errors.Is(err, ErrClosed) {
+					t.Error(err)
+				}
+				mu.Lock()
+				clients = append(clients, c)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		// Half are closed by the client, the rest by the server's end.
+		for i, c := range clients {
+			if i%2 == 0 {
+				c.Close()
+			}
+		}
+		s.Close()
+		if err := <-served; err != ErrServerClosed {
+			t.Fatalf("Serve: %v", err)
+		}
+		for _, c := range clients {
+			await(t, "a client whose server went away to see it", c.Closed)
+			c.Close()
+		}
+	}
+	await(t, "every client to leave the beat", func() bool { return beatMembers() == members })
+	if fds >= 0 {
+		// Sockets closed by the kernel a little later; a leak would be
+		// one descriptor per client (100) or per server (5).
+		await(t, "the descriptors of the servers and clients to be closed", func() bool { return openFDs() <= fds+2 })
+	}
+}
+
+// slowDeadlineConn is a net.Conn whose SetWriteDeadline takes its time (a
+// wrapper that logs, or takes a lock): the beat's interruption of a stuck
+// write must not hold up the checks of other clients.
+type slowDeadlineConn struct {
+	net.Conn
+	delay time.Duration
+}
+
+func (s *slowDeadlineConn) SetWriteDeadline(t time.Time) error {
+	time.Sleep(s.delay)
+	return s.Conn.SetWriteDeadline(t)
+}
+
+// A client over net.Pipe (deadlines, but no kernel buffer) whose peer
+// never reads: a call without a ctx deadline fails with the write
+// timeout (no byte of it taken), and the client is closed; meanwhile a
+// client over TCP beside it with a short answer timeout still gets its
+// answer check, although the pipe's deadline takes 200 ms to set.
+func TestVerifyPipeWriteTimeoutBesideOthers(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	pc := NewClient(&slowDeadlineConn{Conn: a, delay: 200 * time.Millisecond}, WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
+	defer pc.Close()
+
+	// The other client: a raw server that reads its calls and never
+	// answers; the answer check closes it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		buf := make([]byte, 4096)
+		for {
+			if _, err := nc.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	tc, err := Dial(context.Background(), "tcp", l.Addr().String(), WithAnswerTimeout(40*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+
+	perr := make(chan error, 1)
+	go func() {
+		_, err := pc.Call(context.Background(), mEcho, bytes.Repeat([]byte{1}, 1000), nil)
+		perr <- err
+	}()
+	terr := make(chan error, 1)
+	go func() {
+		_, err := tc.Call(context.Background(), mEcho, []byte("x"), nil)
+		terr <- err
+	}()
+	for _, w := range []struct {
+		what string
+		ch   chan error
+	}{{"the call over the pipe no one reads", perr}, {"the call no one answers", terr}} {
+		select {
+		case err := <-w.ch:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("%s: %v, want an error matching ErrClosed", w.what, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not fail in 30 s", w.what)
+		}
+	}
+	if !pc.Closed() || !tc.Closed() {
+		t.Fatal("a client that timed out is not closed")
+	}
+}
+
+// heldDeadlineConn is a server connection whose SetWriteDeadline takes
+// as long as the test wants (a wrapper that logs to a slow sink, say):
+// entered is closed at the first call, which returns once release is.
+type heldDeadlineConn struct {
+	net.Conn
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldDeadlineConn) SetWriteDeadline(t time.Time) error {
+	h.once.Do(func() { close(h.entered) })
+	<-h.release
+	return h.Conn.SetWriteDeadline(t)
+}
+
+// firstHeld is a listener whose first accepted connection is a
+// heldDeadlineConn.
+type firstHeld struct {
+	net.Listener
+	once sync.Once
+	held *heldDeadlineConn
+}
+
+func (f *firstHeld) Accept() (net.Conn, error) {
+	nc, err := f.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	f.once.Do(func() {
+		f.held.Conn = nc
+		nc = f.held
+	})
+	return nc, nil
+}
+
+// A peer that sends calls and never reads, on a connection whose write
+// deadline is slow to set: the server's writes to it stall, and the
+// write timeout has to set a deadline on it. That slowness is the
+// connection's own business: a call on another connection is answered
+// meanwhile. (The watchdog's scans end such a write by setting a past
+// deadline; done under the watchdog's lock, a slow setter would stop
+// every connection that begins to run calls inline.)
+func TestVerifySlowDeadlineConnDoesNotStallOthers(t *testing.T) {
+	s := NewServer(WithLogger(discardLogger()), WithWriteTimeout(50*time.Millisecond))
+	s.Handle(mEcho, echo)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldDeadlineConn{entered: make(chan struct{}), release: make(chan struct{})}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(held.release)
+		}
+	}
+	defer release()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(&firstHeld{Listener: l, held: held}) }()
+	defer func() {
+		release()
+		s.Close()
+		<-served
+	}()
+	rc := rawDial(t, l.Addr().String())
+	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
+	payload := bytes.Repeat([]byte{1}, 1000)
+	go func() {
+		for i := uint32(1); ; i++ {
+			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-held.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server never set a write deadline on the connection no one reads, in 30 s")
+	}
+	// Calls on a connection of its own, while that deadline is being set.
+	c := dial(t, l.Addr().String())
+	errc := make(chan error, 1)
+	go func() {
+		for i := 0; i < 20; i++ {
+			if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("calls on another connection not answered in 30 s while one connection's write deadline was being set")
+	}
+}
