@@ -648,6 +648,14 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			return min(written, len(p)), err
 		}
 		now = time.Now()
+		if o.wdl.After(now) {
+			// Not ours, which is still ahead: a past deadline set by
+			// someone else (a scan's pokeWrite that landed after the
+			// write it was meant for). Ours is set again below, not
+			// kept as if in force: else every Write would fail at once
+			// until ours looked due for a refresh.
+			o.wdl = time.Time{}
+		}
 		if n > 0 || !fresh {
 			progress = now
 		}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,5 +285,123 @@ func TestVerifySlowDeadlineConnDoesNotStallOthers(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("calls on another connection not answered in 30 s while one connection's write deadline was being set")
+	}
+}
+
+// A client is closed, again and again, while its writes to a server that
+// has stopped reading are stuck and the beat interrupts them (a write
+// timeout of a millisecond): every call returns an error, nothing hangs
+// or panics, and the client leaves the beat.
+func TestVerifyCloseDuringKick(t *testing.T) {
+	members := beatMembers()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			// Never read; closed with the listener's test.
+			t.Cleanup(func() { nc.Close() })
+		}
+	}()
+	big := bytes.Repeat([]byte{3}, 256<<10)
+	for round := 0; round < 20; round++ {
+		c, err := Dial(context.Background(), "tcp", l.Addr().String(), WithWriteTimeout(time.Duration(1+round%3)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					if _, err := c.Call(context.Background(), mEcho, big, nil); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round%4) * time.Millisecond)
+		c.Close()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: calls still blocked 30 s after Close", round)
+		}
+	}
+	await(t, "the closed clients to leave the beat", func() bool { return beatMembers() == members })
+}
+
+// A connection that ran calls (so it was on the watchdog's list, its
+// waits bounded by the scans rather than a read deadline) and then went
+// quiet is still asked to go away by the idle timeout, and closed when
+// its peer says nothing more.
+func TestVerifyIdleAfterBusy(t *testing.T) {
+	s, addr, _ := testServer(t, WithIdleTimeout(100*time.Millisecond))
+	c := dial(t, addr)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	await(t, "the idle go-away after the busy spell", c.Draining)
+	await(t, "the idle connection closed", func() bool { return s.Stats().Active == 0 })
+}
+
+// writeCounter counts the Write calls made on a connection.
+type writeCounter struct {
+	net.Conn
+	writes atomic.Int64
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes.Add(1)
+	return w.Conn.Write(p)
+}
+
+// A past write deadline that someone else set on the connection (a
+// scan's pokeWrite that lands after the write it was meant for ended, on
+// the next write, one with a ctx) is not taken for the writer's own,
+// still ahead: the write sets its deadline again and goes through. It
+// went on failing at once, the lazy arm keeping the deadline it believed
+// in, in a loop of failed writes until the write timeout failed it,
+// although the peer was reading.
+func TestVerifyForeignPastDeadlineNoSpin(t *testing.T) {
+	a, peer := net.Pipe()
+	defer a.Close()
+	defer peer.Close()
+	go io.Copy(io.Discard, peer)
+	wc := &writeCounter{Conn: a}
+	o := &outbox{}
+	o.setup(wc, time.Second, 1<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if _, err := o.write(ctx, []byte("first"), nil); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	a.SetWriteDeadline(pastDeadline) // a poke that came late
+	before := wc.writes.Load()
+	if _, err := o.write(ctx, []byte("second"), nil); err != nil {
+		t.Fatalf("write after a foreign past deadline: %v (%d Write calls), want it to go through", err, wc.writes.Load()-before)
+	}
+	if n := wc.writes.Load() - before; n > 2 {
+		t.Fatalf("%d Write calls for one write after a foreign past deadline, want at most 2", n)
 	}
 }
