@@ -405,3 +405,49 @@ func TestVerifyForeignPastDeadlineNoSpin(t *testing.T) {
 		t.Fatalf("%d Write calls for one write after a foreign past deadline, want at most 2", n)
 	}
 }
+
+// A peer that stops reading while a worker's answer to it is being
+// written (the connection stays on the watchdog's list while such a
+// write is under way, so its read loop's waits set no read deadline) and
+// then trickles a frame a byte at a time is still dropped by the read
+// timeout: the scans end the read loop's wait when the frame's time is
+// up. (The write timeout is an hour: it is not what drops it.)
+func TestVerifyTrickleWhileWriteStuck(t *testing.T) {
+	s, addr, logs := testServer(t, WithReadTimeout(200*time.Millisecond), WithWriteTimeout(time.Hour))
+	big := bytes.Repeat([]byte{5}, 256<<10)
+	var sc *serverConn
+	known := make(chan struct{})
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		// Run inline (the connection joins the watchdog's list), until
+		// the watchdog takes the read loop over; answered at once then,
+		// while the connection is still listed.
+		<-known
+		for sc.inl.Load() != readerTaken {
+			time.Sleep(100 * time.Microsecond)
+		}
+		return append(resp, big...), nil
+	})
+	rc := rawDial(t, addr)
+	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
+	for i := uint32(1); i <= 64; i++ { // 16 MiB of answers: more than the sockets' buffers take
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: i}))
+	}
+	sc = serverConnOf(t, s)
+	close(known)
+	await(t, "a write to the peer that does not read to be under way, the connection listed", func() bool {
+		return sc.out.wsince.Load() != 0 && sc.wdListed.Load()
+	})
+	env := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 99, Payload: bytes.Repeat([]byte{1}, 100)}))
+	go func() {
+		for _, b := range env[:len(env)-1] {
+			if _, err := rc.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	await(t, "the trickling peer dropped by the read timeout", func() bool { return contains(logs.String(), "read timeout") })
+	if sc.readPokes.Load() == 0 {
+		t.Fatal("dropped, but no scan ended a wait: the test did not reach a listed wait")
+	}
+}
