@@ -324,7 +324,8 @@ func (s *Server) scanLocked(now int64) (any bool) {
 			}
 			s.dispatch(c.rjob)
 		} else {
-			c.doneOne()
+			// Not under wdMu: it may close the connection.
+			go c.doneOne()
 		}
 	}
 	s.wdList = list
