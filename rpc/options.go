@@ -372,8 +372,9 @@ func WithDialer(d *net.Dialer) ClientOption {
 // holding their slots) may go without receiving any byte from the server
 // before it closes the connection as hung: its calls fail with ErrClosed,
 // [Client.Closed] turns true and rpc/cluster dials a new connection. The
-// check runs every d/4, so the close comes between d and 1.25 d after the
-// last byte. Default DefaultAnswerTimeout (60 s): longer than a unary call
+// check runs in the process-wide beat (beat.go) at least every d/4, so
+// the close comes between d and about 1.25 d after the last byte (plus
+// however late a busy machine wakes the beat). Default DefaultAnswerTimeout (60 s): longer than a unary call
 // should take (a handler that legitimately runs longer with nothing else
 // on the connection needs a larger value); d <= 0 turns the check off.
 //

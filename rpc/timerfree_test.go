@@ -61,7 +61,8 @@ func TestWDTimerFires(t *testing.T) {
 	for _, goOnly := range []bool{false, true} {
 		wdGoTimerOnly.Store(goOnly)
 		tm := newWDTimer()
-		_, isFD := tm.(*fdTimer)
+		_, isGo := tm.(*goTimer)
+		isFD := !isGo
 		if want := !goOnly && runtime.GOOS == "linux"; isFD != want {
 			t.Fatalf("go timer only %v: timerfd %v, want %v", goOnly, isFD, want)
 		}
