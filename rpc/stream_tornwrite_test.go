@@ -370,11 +370,18 @@ func TestStreamWriteTimeoutClosesConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := make(chan error, tornStreams)
-	for range tornStreams {
+	// Every stream is open before any sends: a Send that fills the
+	// socket would let the write timeout close the connection under a
+	// later open.
+	streams := make([]*Stream, tornStreams)
+	for i := range streams {
 		st, err := c.OpenStream(context.Background(), sCount, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		streams[i] = st
+	}
+	for _, st := range streams {
 		go func() {
 			for i := 0; ; i++ {
 				if err := st.Send(tornPayload(i)); err != nil {
