@@ -593,21 +593,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			w = ww.seq<<2 | writeBusy
 			ww.state.Store(w)
 		}
-		var n int
-		var err error
-		if q != nil {
-			var n64 int64
-			n64, err = o.vec.WriteTo(o.nc)
-			n = int(n64)
-			if err == nil && len(o.vec) != 0 {
-				err = io.ErrShortWrite
-			}
-		} else {
-			n, err = o.nc.Write(p[written:])
-			if err == nil && written+n < len(p) {
-				err = io.ErrShortWrite
-			}
-		}
+		n, err := o.writeOnce(p, q != nil, written)
 		written += n
 		if watched && !ww.state.CompareAndSwap(w, 0) {
 			// The beat saw this write under way for the write timeout
@@ -820,4 +806,22 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	err = o.drain(noCtx, nil, 0) // what was queued meanwhile; gives the role up
 	o.mu.Lock()
 	return err
+}
+
+// writeOnce makes one attempt at the rest of a write: o.vec (set up for
+// p and q) when vectored, else p from written on. A write that returns
+// early without an error counts as io.ErrShortWrite.
+func (o *outbox) writeOnce(p []byte, vectored bool, written int) (int, error) {
+	if vectored {
+		n, err := o.vec.WriteTo(o.nc)
+		if err == nil && len(o.vec) != 0 {
+			err = io.ErrShortWrite
+		}
+		return int(n), err
+	}
+	n, err := o.nc.Write(p[written:])
+	if err == nil && written+n < len(p) {
+		err = io.ErrShortWrite
+	}
+	return n, err
 }

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"errors"
-	"io"
 	"os"
 	"time"
 )
@@ -35,21 +34,7 @@ func (o *outbox) writeWatched(p, q []byte) (int, error) {
 	}
 	written := 0
 	for {
-		var n int
-		var err error
-		if q != nil {
-			var n64 int64
-			n64, err = o.vec.WriteTo(o.nc)
-			n = int(n64)
-			if err == nil && len(o.vec) != 0 {
-				err = io.ErrShortWrite
-			}
-		} else {
-			n, err = o.nc.Write(p[written:])
-			if err == nil && written+n < len(p) {
-				err = io.ErrShortWrite
-			}
-		}
+		n, err := o.writeOnce(p, q != nil, written)
 		written += n
 		if err == nil {
 			o.vecArr, o.vec = [2][]byte{}, nil
