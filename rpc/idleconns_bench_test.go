@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,15 +54,6 @@ func serveMemChild(addr string) {
 			fmt.Printf("CPU %d\n", cpuTime())
 		}
 	}
-}
-
-// cpuTime is the user plus system CPU time this process used, in ns.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // residentBytes is the resident set of this process (Linux), 0 elsewhere.
