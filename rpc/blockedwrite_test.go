@@ -46,6 +46,30 @@ func deafListener(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// callsWithDeadline starts callers goroutines that each make calls echo
+// calls of req on c, one at a time, each with a 200 ms deadline. Every
+// call's error goes to errs (buffered for all of them); done closes once
+// all have returned.
+func callsWithDeadline(c *Client, req []byte, callers, calls int) (errs chan error, done chan struct{}) {
+	errs = make(chan error, callers*calls)
+	done = make(chan struct{})
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range calls {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				_, err := c.Call(ctx, mEcho, req, nil)
+				cancel()
+				errs <- err
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	return errs, done
+}
+
 // waitOrFail waits for done, failing the test with msg after 30 s (a hang,
 // not a speed check).
 func waitOrFail(t *testing.T, done <-chan struct{}, msg string) {
@@ -72,22 +96,7 @@ func TestDeadlineWhilePeerNotReading(t *testing.T) {
 
 	req := bytes.Repeat([]byte{7}, 256<<10)
 	const callers, calls = 8, 10
-	errs := make(chan error, callers*calls)
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range calls {
-				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-				_, err := c.Call(ctx, mEcho, req, nil)
-				cancel()
-				errs <- err
-			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	errs, done := callsWithDeadline(c, req, callers, calls)
 
 	// Meanwhile, a call on another connection goes through.
 	if out, err := other.Call(context.Background(), mEcho, []byte("hi"), nil); err != nil || string(out) != "hi" {
@@ -251,24 +260,7 @@ func TestDeadlineWhilePeerNotReadingTLS(t *testing.T) {
 		}
 	}()
 	c := dial(t, l.Addr().String(), WithTLSConfig(&tls.Config{RootCAs: roots}))
-	req := bytes.Repeat([]byte{3}, 256<<10)
-	const callers, calls = 8, 3
-	errs := make(chan error, callers*calls)
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range calls {
-				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-				_, err := c.Call(ctx, mEcho, req, nil)
-				cancel()
-				errs <- err
-			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	errs, done := callsWithDeadline(c, bytes.Repeat([]byte{3}, 256<<10), 8, 3)
 	waitOrFail(t, done, "TLS callers to a peer that never reads did not all return within 30 s")
 	close(errs)
 	for err := range errs {

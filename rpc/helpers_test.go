@@ -38,6 +38,40 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
+// keepCalling starts goroutines that call mEcho on c with payload, one
+// call after another, until the returned stop is called; stop waits for
+// them and returns the first call's error, if any.
+func keepCalling(c *Client, goroutines int, payload []byte) (stop func() error) {
+	quit := make(chan struct{})
+	done := make(chan error, goroutines)
+	for range goroutines {
+		go func() {
+			for {
+				select {
+				case <-quit:
+					done <- nil
+					return
+				default:
+				}
+				if _, err := c.Call(context.Background(), mEcho, payload, nil); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+	}
+	return func() error {
+		close(quit)
+		var first error
+		for range goroutines {
+			if err := <-done; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+}
+
 func echo(_ context.Context, req, resp []byte) ([]byte, error) { return append(resp, req...), nil }
 
 // testServer starts a server with the echo handler on mEcho, listening on

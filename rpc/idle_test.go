@@ -177,23 +177,7 @@ func TestWatchdogScansFromReadLoops(t *testing.T) {
 		<-release
 		return append(resp, req...), nil
 	})
-	busy := dial(t, addr)
-	stop := make(chan struct{})
-	stopped := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				stopped <- nil
-				return
-			default:
-			}
-			if _, err := busy.Call(context.Background(), mEcho, []byte("busy"), nil); err != nil {
-				stopped <- err
-				return
-			}
-		}
-	}()
+	stopBusy := keepCalling(dial(t, addr), 1, []byte("busy"))
 	await(t, "a scan by a read loop", func() bool { return s.wdByLoop.Load() != 0 })
 
 	// Taken over while the other connection calls.
@@ -220,8 +204,7 @@ func TestWatchdogScansFromReadLoops(t *testing.T) {
 	slowBehind(dial(t, addr), 1)
 
 	// The other connection stops: the watchdog's timer takes over again.
-	close(stop)
-	if err := <-stopped; err != nil {
+	if err := stopBusy(); err != nil {
 		t.Fatal(err)
 	}
 	slowBehind(dial(t, addr), 2)

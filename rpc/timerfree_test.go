@@ -132,32 +132,15 @@ func serverConnOf(t *testing.T, s *Server) *serverConn {
 // its read deadline again (the idle limit here).
 func TestBusyConnArmsNoDeadline(t *testing.T) {
 	s, addr, _ := testServer(t, WithIdleTimeout(time.Hour))
-	cl := dial(t, addr)
+	stop := keepCalling(dial(t, addr), 1, []byte("x"))
 	sc := serverConnOf(t, s)
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			if _, err := cl.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
 	noDeadlines := func() bool {
 		sc.rdMu.Lock()
 		defer sc.rdMu.Unlock()
 		return sc.wdListed.Load() && sc.rdLimit.Load() != 0 && sc.armed == 0 && !sc.rdPast
 	}
 	await(t, "a wait of the busy connection with no read deadline", noDeadlines)
-	close(stop)
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	// The answers' writes set no write deadline either (writer role: read
@@ -381,24 +364,7 @@ func TestInlinePanicAfterTakeover(t *testing.T) {
 func TestHandleWhileBusy(t *testing.T) {
 	s, addr, _ := testServer(t)
 	c := dial(t, addr)
-	stop := make(chan struct{})
-	done := make(chan error, 4)
-	for g := 0; g < 4; g++ {
-		go func() {
-			for {
-				select {
-				case <-stop:
-					done <- nil
-					return
-				default:
-				}
-				if _, err := c.Call(context.Background(), mEcho, []byte("busy"), nil); err != nil {
-					done <- err
-					return
-				}
-			}
-		}()
-	}
+	stop := keepCalling(c, 4, []byte("busy"))
 	for m := uint32(100); m < 150; m++ {
 		tag := byte(m)
 		s.Handle(m, func(ctx context.Context, req, resp []byte) ([]byte, error) { return append(resp, tag), nil })
@@ -411,10 +377,7 @@ func TestHandleWhileBusy(t *testing.T) {
 			t.Fatalf("method %d, called right after it was removed: %v, want 404", m, err)
 		}
 	}
-	close(stop)
-	for g := 0; g < 4; g++ {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
