@@ -199,8 +199,8 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // read, and only during Send. Send blocks while the peer's flow-control
 // window is used up (a zapcodec peer; towards a canonical peer it never
 // waits for the window) or the connection's write queue is full, and
-// returns ctx's error when the stream's ctx ends first: then nothing of
-// msg was sent (nor counted by the observer and Stats). A message goes
+// returns ctx's error when the stream's ctx has ended or ends first: then
+// nothing of msg was sent (nor counted by the observer and Stats). A message goes
 // on the wire whole or not at all: a write that breaks midway (the peer
 // took no byte for the write timeout, [WithWriteTimeout]) closes the
 // connection, and every stream and call on it fails. It returns
@@ -228,6 +228,14 @@ func (s *Stream) Send(msg []byte) error {
 			s.mu.Unlock()
 			return err
 		}
+		if err := s.ctx.Err(); err != nil {
+			// Checked before the window too: a message sent after the
+			// ctx ended would go out although its caller gave up (a
+			// handler's ctx that ends wakes the wait below through the
+			// AfterFunc streamOpen put on it).
+			s.mu.Unlock()
+			return err
+		}
 		if t.mayOwe(s.out) {
 			break
 		}
@@ -235,12 +243,6 @@ func (s *Stream) Send(msg []byte) error {
 			// No grant can come any more.
 			s.mu.Unlock()
 			return errPeerClosed
-		}
-		if err := s.ctx.Err(); err != nil {
-			// A handler's ctx that ended (deadline, base context) wakes
-			// this wait through the AfterFunc streamOpen put on it.
-			s.mu.Unlock()
-			return err
 		}
 		s.cond.Wait()
 	}

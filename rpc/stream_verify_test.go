@@ -363,3 +363,40 @@ func sendUntilError(sendErr chan<- error) StreamHandler {
 		}
 	}
 }
+
+// A handler's Send after its ctx ended fails with ctx's error even when
+// the window and the write queue have room, and nothing of the message
+// reaches the peer (as gRPC's SendMsg on a stream whose ctx is done).
+func TestStreamHandlerSendAfterCtxEnded(t *testing.T) {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, addr, _ := streamServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
+	const sLate = 40
+	sendErr := make(chan error, 1)
+	s.HandleStream(sLate, func(ctx context.Context, init []byte, st *Stream) error {
+		if err := st.Send([]byte("before")); err != nil {
+			sendErr <- err
+			return err
+		}
+		<-ctx.Done()
+		err := st.Send([]byte("after"))
+		sendErr <- err
+		return nil
+	})
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sLate, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(nil); err != nil || string(m) != "before" {
+		t.Fatalf("first message: %q %v", m, err)
+	}
+	cancelBase()
+	if err := <-sendErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler's Send after its ctx ended: %v, want context.Canceled", err)
+	}
+	// The stream ends without the late message.
+	if m, err := st.Recv(nil); err == nil {
+		t.Fatalf("the client received %q, sent after the handler's ctx ended", m)
+	}
+}
