@@ -29,13 +29,25 @@ const tornMsg = 64 << 10
 // its write is cut off mid-frame and hands the rest over.
 var tornCall = bytes.Repeat([]byte("call"), 2<<20)
 
-// tornPayload returns message i: its index, then a pattern of it.
+// tornPattern holds byte(j) at each j, one period longer than a message.
+var tornPattern = func() []byte {
+	b := make([]byte, tornMsg+256)
+	for j := range b {
+		b[j] = byte(j)
+	}
+	return b
+}()
+
+// tornPayload returns message i: its index, then byte(i+k) at each k. It
+// is a copy, not a loop over the bytes, so that making a message stays
+// cheap under the race detector: the handlers must spend their time
+// waiting in Send, not making messages, for the deadline to cut a Send
+// off (it failed once in CI, every handler's deadline passing between
+// two Sends).
 func tornPayload(i int) []byte {
 	b := make([]byte, tornMsg)
+	copy(b, tornPattern[i%256:])
 	binary.LittleEndian.PutUint32(b, uint32(i))
-	for k := 4; k < len(b); k++ {
-		b[k] = byte(i + k)
-	}
 	return b
 }
 

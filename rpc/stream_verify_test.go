@@ -44,17 +44,26 @@ func TestStreamCancelWakesHandlerBlockedInSend(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("gave up after 30 s: the handler's Send still blocks after the client canceled the stream")
 	}
-	// The slot is free again (WithMaxStreams(1) on the server).
-	st2, err := c.OpenStream(context.Background(), sEcho, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st2.Send([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := st2.Recv(nil); err != nil || string(m) != "x" {
-		t.Fatalf("a stream after the canceled one: %q %v", m, err)
-	}
+	// The slot is free again (WithMaxStreams(1) on the server) once the
+	// handler has returned, which it does just after sendErr: until then
+	// an open is refused as one too many.
+	await(t, "a stream after the canceled one to be served", func() bool {
+		st2, err := c.OpenStream(context.Background(), sEcho, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st2.Send([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		m, err := st2.Recv(nil)
+		if se := (*StatusError)(nil); errors.As(err, &se) && se.Code == StatusUnavailable && se.Message == streamTooMany {
+			return false
+		}
+		if err != nil || string(m) != "x" {
+			t.Fatalf("a stream after the canceled one: %q %v", m, err)
+		}
+		return true
+	})
 }
 
 // A stream the server ends at once (a handler returning an error at once)
