@@ -23,7 +23,7 @@ func benchCallsCtx(b *testing.B, c Caller, ctx context.Context, method uint32, s
 	b.SetBytes(int64(2 * size))
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	clk := startClock()
 	for g := 0; g < callers; g++ {
 		wg.Add(1)
 		go func() {
@@ -45,9 +45,8 @@ func benchCallsCtx(b *testing.B, c Caller, ctx context.Context, method uint32, s
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
 	b.StopTimer()
-	report(b, elapsed, lat)
+	report(b, clk, lat)
 }
 
 // BenchmarkUnaryDeadline is BenchmarkUnary (64-byte echo) with a deadline
