@@ -237,8 +237,9 @@ func (c *Client) beat(now int64) {
 	if c.broken.Load() {
 		return
 	}
-	if c.out.ww != nil {
-		c.out.watchWrite(now)
+	if c.out.ww != nil && c.out.watchWrite(now) {
+		// fail closes nc, which may take its time: the beat goes on.
+		go c.fail(errDeadlineIgnored)
 	}
 	if a := c.opts.answerTimeout; a > 0 && now >= c.nextCheck {
 		// Every answerTimeout/4, at the first beat after (a write

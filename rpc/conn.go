@@ -99,8 +99,9 @@ type serverConn struct {
 	// writePokes counts the writes pokeWrite ended (tests; writewatch.go).
 	writePokes atomic.Int64
 	// A goroutine sets the past read (write) deadline of a scan's
-	// pokeRead (pokeWrite) now.
-	rPoking, wPoking atomic.Bool
+	// pokeRead (pokeWrite) now; wClosing: pokeWrite closed the connection,
+	// the write deadline having failed to end a write.
+	rPoking, wPoking, wClosing atomic.Bool
 
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
 	waitStart  int64 // when the current wait between frames began, 0 none

@@ -227,8 +227,11 @@ func checkFraming(opts []frame.Option) error {
 // restarting the timer, so a peer that stops reading is dropped between d
 // and about 3d after it stopped (90 s measured with the 30 s default, 6 s
 // with 2 s). Over TLS, where a timed-out write cannot go on, each write
-// must finish within d instead. Default DefaultWriteTimeout (30 s); d <= 0
-// means no limit.
+// must finish within d instead. The write is ended by a past write
+// deadline on the connection; a net.Conn whose SetWriteDeadline does not
+// end it (a wrapper that drops deadlines, or holds one lock over Write
+// and SetWriteDeadline) is closed d later, as the write's last resort.
+// Default DefaultWriteTimeout (30 s); d <= 0 means no limit.
 //
 // Writes never hold up the goroutines that only queue frames: at most 4
 // MiB waits per connection, beyond which senders wait for room (a Call

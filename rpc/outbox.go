@@ -709,23 +709,33 @@ func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool) {
 // A write is first seen within a beat of its start, so one that takes no
 // byte fails between one timeout and one timeout and two beats after it
 // began (a client beats every quarter timeout or more often).
-func (o *outbox) watchWrite(now int64) {
+//
+// It reports true, once per write, when the write it interrupted is
+// still under way a write timeout later: nc's SetWriteDeadline did
+// nothing, or has not returned (a wrapper that holds one lock over
+// Write and SetWriteDeadline); the caller closes the connection.
+func (o *outbox) watchWrite(now int64) (stuck bool) {
 	ww := o.ww
 	w := ww.state.Load()
-	if w&writeBusy == 0 || w&writeKicked != 0 {
+	if w&writeBusy == 0 {
 		ww.seen = 0
-		return
+		return false
 	}
 	if w != ww.seen {
 		ww.seen, ww.seenAt = w, now
-		return
+		return false
 	}
 	if now-ww.seenAt < int64(o.timeout) || ww.kicking == w {
-		return
+		return false
+	}
+	// Seen for the write timeout: the same write, interrupted or not
+	// (w and w|writeKicked differ, so seenAt restarted at the kick).
+	ww.kicking = w
+	if w&writeKicked != 0 {
+		return true
 	}
 	// In a goroutine of its own: the beat must not wait (a net.Conn given
 	// to NewClient may take its time to set a deadline). Once per write.
-	ww.kicking = w
 	go func() {
 		ww.kickMu.Lock()
 		if ww.state.CompareAndSwap(w, w|writeKicked) {
@@ -733,6 +743,7 @@ func (o *outbox) watchWrite(now int64) {
 		}
 		ww.kickMu.Unlock()
 	}()
+	return false
 }
 
 // outboxFrames writes whole frames into the outbox while its mu is held

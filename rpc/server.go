@@ -84,8 +84,11 @@ type Server struct {
 
 	readWakes atomic.Int64 // read deadlines that fired (tests)
 
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
+	mu sync.Mutex
+	// listeners holds the listeners Serve runs on, keyed by a pointer to
+	// each: a listener's dynamic type need not be comparable (a struct
+	// with a func field), and hashing it as an interface would panic.
+	listeners map[*net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	closing   bool // Shutdown or Close called
 	done      chan struct{}
@@ -128,7 +131,7 @@ func NewServer(opts ...ServerOption) *Server {
 		work:      make(chan *job),
 		wdWake:    make(chan struct{}, 1),
 		reapWake:  make(chan struct{}, 1),
-		listeners: make(map[net.Listener]struct{}),
+		listeners: make(map[*net.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 		done:      make(chan struct{}),
 	}
@@ -249,7 +252,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return ErrServerClosed
 	}
-	s.listeners[l] = struct{}{}
+	s.listeners[&l] = struct{}{}
 	if !s.janitor {
 		s.janitor = true
 		go s.reapWorkers()
@@ -258,7 +261,7 @@ func (s *Server) Serve(l net.Listener) error {
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.listeners, l)
+		delete(s.listeners, &l)
 		s.mu.Unlock()
 		l.Close()
 	}()

@@ -57,7 +57,7 @@ func (s *Server) beginClose() (conns []*serverConn, first bool) {
 		close(s.done)
 	}
 	for l := range s.listeners {
-		l.Close()
+		(*l).Close()
 	}
 	for c := range s.conns {
 		conns = append(conns, c)

@@ -283,12 +283,14 @@ func (s *Server) scanLocked(now int64) (any bool) {
 				i-- // look at it again as busy
 				continue
 			}
-			if c.out.wsince.Load() != 0 || c.wPoking.Load() {
+			if (c.out.wsince.Load() != 0 || c.wPoking.Load()) && !c.closed.Load() {
 				// A write is under way that sets no deadline (it read
 				// wdListed before it was cleared): the scans bound it
 				// until it ends, and then the connection leaves. (Or a
 				// past write deadline is being set for one: once off
-				// the list, the next write would not expect it.)
+				// the list, the next write would not expect it.) Not
+				// once the connection is closed: nothing is left for
+				// the scans to do (see pokeWrite).
 				c.wdListed.Store(true)
 				c.wdIdle = wdForget - 1
 				continue

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 )
@@ -64,8 +65,25 @@ func (o *outbox) writeWatched(p, q []byte) (int, error) {
 // run calls inline. The connection stays on the list until that deadline
 // is set (see scanLocked): it lands while the connection's writes are
 // watched ones, which take a deadline that came early for what it is.
+//
+// A write still stuck a write timeout after that (a net.Conn whose
+// SetWriteDeadline does nothing, or never returns) closes the connection,
+// which ends a write on the transports that honor Close; a closed
+// connection leaves the list whether its write ended or not (see
+// scanLocked): the scans can do no more for it.
 func (c *serverConn) pokeWrite(now int64) {
-	if ws := c.out.wsince.Load(); ws != 0 && now-ws >= int64(c.out.timeout) && c.wPoking.CompareAndSwap(false, true) {
+	ws := c.out.wsince.Load()
+	if ws == 0 || now-ws < int64(c.out.timeout) || c.closed.Load() {
+		return
+	}
+	if now-ws >= 2*int64(c.out.timeout) {
+		if c.wClosing.CompareAndSwap(false, true) {
+			// Not under the watchdog's lock: close takes the server's.
+			go c.close(errDeadlineIgnored)
+		}
+		return
+	}
+	if c.wPoking.CompareAndSwap(false, true) {
 		c.writePokes.Add(1)
 		go func() {
 			c.nc.SetWriteDeadline(pastDeadline)
@@ -73,3 +91,8 @@ func (c *serverConn) pokeWrite(now int64) {
 		}()
 	}
 }
+
+// errDeadlineIgnored: a write made no progress for twice the write
+// timeout, a past write deadline having been set on the connection after
+// the first.
+var errDeadlineIgnored = fmt.Errorf("%w (a past write deadline did not end the write)", errWriteTimeout)

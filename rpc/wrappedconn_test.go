@@ -1,0 +1,199 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// noWriteDeadlineConn is a net.Conn whose write deadlines do nothing (a
+// wrapper that drops them): a past deadline never ends its writes.
+type noWriteDeadlineConn struct{ net.Conn }
+
+func (c noWriteDeadlineConn) SetWriteDeadline(time.Time) error { return nil }
+func (c noWriteDeadlineConn) SetDeadline(t time.Time) error    { return c.Conn.SetReadDeadline(t) }
+
+// stuckWriteConn is a net.Conn whose writes never return, not even when
+// it is closed: they wait for release.
+type stuckWriteConn struct {
+	net.Conn
+	release <-chan struct{}
+}
+
+func (c stuckWriteConn) Write([]byte) (int, error) {
+	<-c.release
+	return 0, net.ErrClosed
+}
+
+// wrapListener is a listener whose accepted connections are wrapped.
+type wrapListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l wrapListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.wrap(nc), nil
+}
+
+// A peer sends calls and never reads their answers, over a connection on
+// which the watchdog's past write deadline cannot end the server's stuck
+// write: its SetWriteDeadline does nothing, or its Write ignores both
+// deadlines and Close. The server closes the connection a write timeout
+// after the deadline failed to act, and the watchdog stops scanning for
+// it (it used to stay on the watchdog's list, scanned every millisecond,
+// for as long as the write stayed stuck: forever).
+func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(nc net.Conn, release <-chan struct{}) net.Conn
+	}{
+		{"deadline-ignored", func(nc net.Conn, _ <-chan struct{}) net.Conn { return noWriteDeadlineConn{nc} }},
+		{"close-ignored", func(nc net.Conn, release <-chan struct{}) net.Conn { return stuckWriteConn{nc, release} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var once sync.Once
+			unstick := func() { once.Do(func() { close(release) }) }
+			defer unstick()
+			s := NewServer(WithLogger(discardLogger()), WithWriteTimeout(50*time.Millisecond))
+			s.Handle(mEcho, echo)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() {
+				served <- s.Serve(wrapListener{l, func(nc net.Conn) net.Conn { return tc.wrap(nc, release) }})
+			}()
+			defer func() {
+				unstick()
+				s.Close()
+				<-served
+			}()
+			rc := rawDial(t, l.Addr().String())
+			rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
+			payload := bytes.Repeat([]byte{1}, 1000)
+			go func() {
+				for i := uint32(1); ; i++ {
+					env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+					if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
+						return
+					}
+				}
+			}()
+			await(t, "the server to drop the connection its write is stuck on", func() bool {
+				return s.Stats().Dropped == 1
+			})
+			await(t, "the watchdog to park", func() bool { return s.wdParked.Load() })
+		})
+	}
+}
+
+// Serve takes a listener whose dynamic type is not comparable (a struct
+// value with a func field, as wrapListener is): it used to panic, keeping
+// its listeners in a map keyed by the interface value.
+func TestServeListenerOfUncomparableType(t *testing.T) {
+	s := NewServer(WithLogger(discardLogger()))
+	s.Handle(mEcho, echo)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(wrapListener{l, func(nc net.Conn) net.Conn { return nc }}) }()
+	c := dial(t, l.Addr().String())
+	if out, err := c.Call(context.Background(), mEcho, []byte("hi"), nil); err != nil || string(out) != "hi" {
+		t.Fatalf("call: %q, %v", out, err)
+	}
+	s.Close()
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve returned %v, want ErrServerClosed", err)
+	}
+}
+
+// A client whose connection ignores write deadlines, to a server that
+// never reads: the beat's past deadline does not end the stuck write, so
+// a write timeout later the beat closes the connection and the calls fail
+// with ErrClosed, saying why. (They used to wait for the answer timeout,
+// or for ever while the server kept sending.)
+func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
+	addr := deafListener(t)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(noWriteDeadlineConn{nc}, WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
+	defer c.Close()
+	req := bytes.Repeat([]byte{1}, 1<<20)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := c.Call(context.Background(), mEcho, req, nil)
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; {
+		var err error
+		await(t, "the calls to fail", func() bool {
+			select {
+			case err = <-errs:
+				return true
+			default:
+				return false
+			}
+		})
+		i++
+		if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "did not end the write") {
+			t.Errorf("call: %v, want ErrClosed for the write deadline that did not end the write", err)
+		}
+	}
+	if !c.Closed() {
+		t.Fatal("client not Closed")
+	}
+}
+
+// The beat gives up on a write it interrupted once the write is still
+// under way a write timeout after the kick: it reports so once. (Beats
+// by hand, with made-up times.)
+func TestWatchWriteReportsIgnoredKick(t *testing.T) {
+	const timeout = time.Hour
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	o := &outbox{}
+	o.setup(noWriteDeadlineConn{a}, timeout, 1<<20)
+	o.ww = &writeWatch{}
+	errc := startWrite(t, o, []byte("never read"))
+	for _, now := range []int64{1000, 1000 + int64(timeout)} {
+		if o.watchWrite(now) {
+			t.Fatalf("watchWrite(%d) gave up before the kick", now)
+		}
+	}
+	waitUntil(t, "the kick never landed", func() bool { return o.ww.state.Load()&writeKicked != 0 })
+	kicked := 2000 + int64(timeout)
+	for _, now := range []int64{kicked, kicked + int64(timeout) - 1} {
+		if o.watchWrite(now) {
+			t.Fatalf("watchWrite gave up %d ns after the kick was seen", now-kicked)
+		}
+	}
+	if !o.watchWrite(kicked + int64(timeout)) {
+		t.Fatal("watchWrite did not give up a write timeout after the kick")
+	}
+	if o.watchWrite(kicked + 2*int64(timeout)) {
+		t.Fatal("watchWrite gave up twice on one write")
+	}
+	b.Close() // the stuck write ends
+	if err := <-errc; err == nil {
+		t.Fatal("write to a closed pipe succeeded")
+	}
+}
