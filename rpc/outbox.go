@@ -534,7 +534,7 @@ func (o *outbox) broke(err error) {
 // writes neither reads the clock nor resets a timer, and a write that
 // takes no byte is failed between one and two timeouts after it began.
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
-	if o.wlisted != nil && ctx.Done() == nil && o.resumable && o.timeout > 0 {
+	if o.wlisted != nil && ctx.Done() == nil && o.timeout > 0 {
 		// A server connection: see writeWatched. wsince is stored before
 		// wdListed is read; the scan that takes the connection off the
 		// list clears wdListed before it reads wsince: one of the two

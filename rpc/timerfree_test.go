@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -262,6 +263,60 @@ func TestWriteTimeoutByScans(t *testing.T) {
 	}
 	if !sc.out.wdl.IsZero() {
 		t.Fatalf("a write deadline was set: %v", sc.out.wdl)
+	}
+}
+
+// Over TLS too, a busy connection's answers are written without a write
+// deadline (the scans bound the writes): crypto/tls cannot go on with a
+// write a deadline cut, but neither can it with one the write timeout
+// old, which is all the scans cut.
+func TestBusyTLSConnArmsNoWriteDeadline(t *testing.T) {
+	cert, roots := selfSigned(t)
+	s, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	c := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	stop := keepCalling(c, 2, []byte("x"))
+	sc := serverConnOf(t, s)
+	await(t, "the busy connection on the watchdog's list", sc.wdListed.Load)
+	calls := s.Stats().Calls
+	await(t, "100 more calls", func() bool { return s.Stats().Calls >= calls+100 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !sc.out.wdl.IsZero() {
+		t.Fatalf("the busy TLS connection's writes set a write deadline: %v", sc.out.wdl)
+	}
+}
+
+// A peer that completes the TLS handshake, sends calls and never reads
+// is dropped by the scans' write timeout, no write deadline having been
+// set by the writes themselves.
+func TestWriteTimeoutByScansTLS(t *testing.T) {
+	cert, roots := selfSigned(t)
+	s, addr, _ := testServer(t, WithWriteTimeout(100*time.Millisecond),
+		WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(4096)
+	tc := tls.Client(nc, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	sc := serverConnOf(t, s)
+	payload := bytes.Repeat([]byte{1}, 1000)
+	go func() {
+		for i := uint32(1); ; i++ {
+			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+			if _, err := tc.Write(frameBytes(wire.KindRequest, env)); err != nil {
+				return
+			}
+		}
+	}()
+	await(t, "the non-reading TLS peer dropped", func() bool { return s.Stats().Dropped == 1 })
+	if sc.writePokes.Load() == 0 {
+		t.Fatal("dropped, but no scan ended a write")
 	}
 }
 

@@ -8,8 +8,7 @@ import (
 )
 
 // writeWatched is outbox.write for a server connection on the watchdog's
-// list, without a ctx, on a transport whose writes resume after a
-// deadline (TCP, Unix): no write deadline is set. The write timeout is
+// list, without a ctx: no write deadline is set. The write timeout is
 // enforced by the watchdog's scans, which set a write deadline in the past
 // (pokeWrite) once wsince is the write timeout old; the write then looks
 // at what happened: bytes taken are progress (wsince moves on and the
@@ -18,6 +17,11 @@ import (
 // wsince of an earlier write) is cleared and the write goes on. A write
 // that takes no byte therefore fails between one write timeout and that
 // plus the scans' interval (at most wdSlow) after its last progress.
+// Over TLS, where a write cut by a deadline cannot go on (crypto/tls
+// fails every later one), the scans' deadline fails the write: each
+// write must end within the write timeout, as with a deadline on the
+// socket. (A scan's deadline that came too early, meant for the write
+// before, which had then run for the write timeout, fails the next one.)
 //
 // Why: a deadline on the socket is a runtime timer, and while a timer is
 // pending in a P's heap, every scheduling on that P reads the clock
@@ -44,6 +48,10 @@ func (o *outbox) writeWatched(p, q []byte) (int, error) {
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), err
+		}
+		if !o.resumable {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), errWriteTimeout
 		}
 		now := monoNow()
 		if n > 0 {
