@@ -32,6 +32,33 @@ func (c stuckWriteConn) Write([]byte) (int, error) {
 	return 0, net.ErrClosed
 }
 
+// lockedConn holds one lock over Write and the setting of write
+// deadlines (a wrapper that breaks net.Conn's promise that a deadline may
+// be set while a Write runs): a past deadline waits for the stuck write
+// it was meant to end. Close does not take the lock.
+type lockedConn struct {
+	net.Conn
+	mu *sync.Mutex
+}
+
+func (c lockedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c lockedConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c lockedConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
 // wrapListener is a listener whose accepted connections are wrapped.
 type wrapListener struct {
 	net.Listener
@@ -48,8 +75,8 @@ func (l wrapListener) Accept() (net.Conn, error) {
 
 // A peer sends calls and never reads their answers, over a connection on
 // which the watchdog's past write deadline cannot end the server's stuck
-// write: its SetWriteDeadline does nothing, or its Write ignores both
-// deadlines and Close. The server closes the connection a write timeout
+// write: its SetWriteDeadline does nothing, or waits for the Write, or
+// its Write ignores both deadlines and Close. The server closes the connection a write timeout
 // after the deadline failed to act, and the watchdog stops scanning for
 // it (it used to stay on the watchdog's list, scanned every millisecond,
 // for as long as the write stayed stuck: forever).
@@ -59,6 +86,7 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 		wrap func(nc net.Conn, release <-chan struct{}) net.Conn
 	}{
 		{"deadline-ignored", func(nc net.Conn, _ <-chan struct{}) net.Conn { return noWriteDeadlineConn{nc} }},
+		{"deadline-waits-for-write", func(nc net.Conn, _ <-chan struct{}) net.Conn { return lockedConn{nc, new(sync.Mutex)} }},
 		{"close-ignored", func(nc net.Conn, release <-chan struct{}) net.Conn { return stuckWriteConn{nc, release} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,44 +150,54 @@ func TestServeListenerOfUncomparableType(t *testing.T) {
 	}
 }
 
-// A client whose connection ignores write deadlines, to a server that
-// never reads: the beat's past deadline does not end the stuck write, so
-// a write timeout later the beat closes the connection and the calls fail
-// with ErrClosed, saying why. (They used to wait for the answer timeout,
-// or for ever while the server kept sending.)
+// A client whose connection ignores write deadlines, or sets them only
+// between writes, to a server that never reads: the beat's past deadline
+// does not end the stuck write, so a write timeout later the beat closes
+// the connection and the calls fail with ErrClosed, saying why. (They
+// used to wait for the answer timeout, or for ever while the server kept
+// sending.)
 func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
-	addr := deafListener(t)
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NewClient(noWriteDeadlineConn{nc}, WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
-	defer c.Close()
-	req := bytes.Repeat([]byte{1}, 1<<20)
-	errs := make(chan error, 8)
-	for range 8 {
-		go func() {
-			_, err := c.Call(context.Background(), mEcho, req, nil)
-			errs <- err
-		}()
-	}
-	for i := 0; i < 8; {
-		var err error
-		await(t, "the calls to fail", func() bool {
-			select {
-			case err = <-errs:
-				return true
-			default:
-				return false
+	for _, tc := range []struct {
+		name string
+		wrap func(net.Conn) net.Conn
+	}{
+		{"deadline-ignored", func(nc net.Conn) net.Conn { return noWriteDeadlineConn{nc} }},
+		{"deadline-waits-for-write", func(nc net.Conn) net.Conn { return lockedConn{nc, new(sync.Mutex)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := deafListener(t)
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := NewClient(tc.wrap(nc), WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
+			defer c.Close()
+			req := bytes.Repeat([]byte{1}, 1<<20)
+			errs := make(chan error, 8)
+			for range 8 {
+				go func() {
+					_, err := c.Call(context.Background(), mEcho, req, nil)
+					errs <- err
+				}()
+			}
+			for range 8 {
+				var err error
+				await(t, "the calls to fail", func() bool {
+					select {
+					case err = <-errs:
+						return true
+					default:
+						return false
+					}
+				})
+				if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "did not end the write") {
+					t.Errorf("call: %v, want ErrClosed for the write deadline that did not end the write", err)
+				}
+			}
+			if !c.Closed() {
+				t.Fatal("client not Closed")
 			}
 		})
-		i++
-		if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "did not end the write") {
-			t.Errorf("call: %v, want ErrClosed for the write deadline that did not end the write", err)
-		}
-	}
-	if !c.Closed() {
-		t.Fatal("client not Closed")
 	}
 }
 
