@@ -145,7 +145,7 @@ func startWrite(t *testing.T, o *outbox, p []byte) <-chan error {
 		_, err := o.write(noCtx, p, nil)
 		errc <- err
 	}()
-	waitUntil(t, "the write never began", func() bool { return o.ww.state.Load()&writeBusy != 0 })
+	await(t, "the write to begin", func() bool { return o.ww.state.Load()&writeBusy != 0 })
 	return errc
 }
 
@@ -192,7 +192,7 @@ func TestWatchWriteSparesProgress(t *testing.T) {
 	o.watchWrite(int64(time.Hour))
 	// The kick (a past deadline, set in a goroutine of its own) makes the
 	// write return; it goes on under a socket deadline an hour ahead.
-	waitUntil(t, "the interrupted write did not set a deadline", func() bool { return dc.set.Load() >= 2 })
+	await(t, "the interrupted write to set a deadline", func() bool { return dc.set.Load() >= 2 })
 	// Read the rest.
 	rest, err := io.ReadAll(io.LimitReader(peer, int64(len(p)-len(got))))
 	if err != nil {
@@ -242,7 +242,7 @@ func (k *kickAtEnd) Write(p []byte) (int, error) {
 		k.o.watchWrite(int64(k.o.timeout))
 		// The kick runs in a goroutine: wait until it landed (the
 		// writer, inside this Write, cannot clear it meanwhile).
-		waitUntil(k.t, "the kick never landed", func() bool { return k.o.ww.state.Load()&writeKicked != 0 })
+		await(k.t, "the kick to land", func() bool { return k.o.ww.state.Load()&writeKicked != 0 })
 	}
 	return n, err
 }
@@ -279,10 +279,10 @@ func TestBeatStopsWithoutMembers(t *testing.T) {
 	var s beatSet
 	var n atomic.Int32
 	e := s.join(beatFunc(func(int64) { n.Add(1) }), beatMin)
-	waitUntil(t, "the member was never beaten", func() bool { return n.Load() >= 3 })
+	await(t, "the member to be beaten", func() bool { return n.Load() >= 3 })
 	s.leave(e)
 	s.leave(e) // a second leave does nothing
-	waitUntil(t, "the beat still runs without members", func() bool {
+	await(t, "the beat to stop without members", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return !s.running && s.every == 0
@@ -290,7 +290,7 @@ func TestBeatStopsWithoutMembers(t *testing.T) {
 	// It starts again for a new member.
 	m := n.Load()
 	e = s.join(beatFunc(func(int64) { n.Add(1) }), beatMin)
-	waitUntil(t, "the beat did not start again", func() bool { return n.Load() > m })
+	await(t, "the beat to start again", func() bool { return n.Load() > m })
 	s.leave(e)
 }
 
@@ -306,7 +306,7 @@ func TestBeatPeriods(t *testing.T) {
 	var fast, slow atomic.Int32
 	ef := s.join(beatFunc(func(int64) { fast.Add(1) }), beatMin)
 	es := s.join(beatFunc(func(int64) { slow.Add(1) }), time.Hour)
-	waitUntil(t, "the fast member was never beaten", func() bool { return fast.Load() >= 5 })
+	await(t, "the fast member to be beaten", func() bool { return fast.Load() >= 5 })
 	if n := slow.Load(); n != 0 {
 		t.Fatalf("the hourly member was beaten %d times", n)
 	}
@@ -316,13 +316,13 @@ func TestBeatPeriods(t *testing.T) {
 	ef2 := s.join(beatFunc(func(int64) { fast2.Add(1) }), beatMin)
 	s.leave(ef)
 	m := fast.Load()
-	waitUntil(t, "the member left in the group was not beaten", func() bool { return fast2.Load() >= 5 })
+	await(t, "the member left in the group to be beaten", func() bool { return fast2.Load() >= 5 })
 	if fast.Load() > m+1 { // one beat may have been under way
 		t.Fatalf("a member that left was beaten %d times more", fast.Load()-m)
 	}
 	s.leave(ef2)
 	s.leave(es)
-	waitUntil(t, "the beat still runs without members", func() bool {
+	await(t, "the beat to stop without members", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return !s.running && len(s.groups) == 0

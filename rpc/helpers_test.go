@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -195,4 +196,17 @@ func idleSlots(c *Client) int {
 		n++
 	}
 	return n
+}
+
+// await polls cond until it holds; after 30 s it fails the test with what
+// it was waiting for (a bound against hanging, not a speed assert).
+func await(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after 30 s waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

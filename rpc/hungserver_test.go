@@ -46,18 +46,6 @@ func silentListener(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// waitUntil polls cond every 5 ms, failing the test with msg after 30 s.
-func waitUntil(t *testing.T, msg string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Against a server that never answers, calls abandoned by their 1 ms
 // contexts fill the table of pending calls. Before, the client then failed
 // every call with ErrTooManyPending forever while Closed stayed false, so
@@ -68,7 +56,7 @@ func TestAbandonedCallsCloseFullClient(t *testing.T) {
 	addr := silentListener(t)
 	c := dial(t, addr, WithMaxPending(64), WithAnswerTimeout(0))
 	var tooMany int
-	waitUntil(t, "client with a table full of abandoned calls never reported Closed", func() bool {
+	await(t, "the client with a table full of abandoned calls to report Closed", func() bool {
 		for range 16 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 			_, err := c.Call(ctx, mEcho, []byte("x"), nil)

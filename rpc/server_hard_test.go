@@ -13,19 +13,6 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// await polls cond until it holds; after 30 s it fails the test with what
-// it was waiting for (a bound against hanging, not a speed assert).
-func await(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after 30 s waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // Issue 11 item 6: 64 calls whose handlers block, Shutdown while most of
 // them are still queued on the connection. The calls that started are
 // answered OK when their handlers return; the ones the server reads after

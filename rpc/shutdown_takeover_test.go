@@ -9,18 +9,6 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// waitFor polls cond every millisecond; it fails the test after 30 s
-// (a hang, not a speed limit) with what it waited for.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Errorf("gave up waiting for %s", what)
-			return
-		}
-	}
-}
-
 // When the watchdog takes a connection's read loop from a stuck handler
 // during Shutdown, and that handler returns at once, the connection must
 // not count as drained before the new reader has written the answers the
@@ -41,10 +29,10 @@ func TestShutdownTakeoverKeepsHeldAnswers(t *testing.T) {
 		return append(resp, "slow"...), nil
 	})
 	s.takeoverHook = func(c *serverConn) {
-		waitFor(t, "the go-away", c.goAwaySent.Load)
+		await(t, "the go-away", c.goAwaySent.Load)
 		before := c.inflight.Load()
 		close(release)
-		waitFor(t, "the released handler to end", func() bool { return c.inflight.Load() != before })
+		await(t, "the released handler to end", func() bool { return c.inflight.Load() != before })
 		if c.drained(time.Now().Add(time.Hour)) {
 			t.Error("the connection counts as drained while its read loop moves to a worker with an answer still held")
 		}

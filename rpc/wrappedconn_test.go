@@ -217,7 +217,7 @@ func TestWatchWriteReportsIgnoredKick(t *testing.T) {
 			t.Fatalf("watchWrite(%d) gave up before the kick", now)
 		}
 	}
-	waitUntil(t, "the kick never landed", func() bool { return o.ww.state.Load()&writeKicked != 0 })
+	await(t, "the kick to land", func() bool { return o.ww.state.Load()&writeKicked != 0 })
 	kicked := 2000 + int64(timeout)
 	for _, now := range []int64{kicked, kicked + int64(timeout) - 1} {
 		if o.watchWrite(now) {
