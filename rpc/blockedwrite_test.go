@@ -188,13 +188,7 @@ func TestWriteTimeoutDropsNonReadingServer(t *testing.T) {
 	addr := deafListener(t)
 	c := dial(t, addr, WithWriteTimeout(300*time.Millisecond))
 	req := bytes.Repeat([]byte{1}, 1<<20)
-	errs := make(chan error, 8)
-	for range 8 {
-		go func() {
-			_, err := c.Call(context.Background(), mEcho, req, nil)
-			errs <- err
-		}()
-	}
+	errs := startCalls(c, req, 8)
 	for i := range 8 {
 		select {
 		case err := <-errs:

@@ -404,14 +404,7 @@ func TestWriteTimeoutDropsSlowReader(t *testing.T) {
 	rc := rawDial(t, addr)
 	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
 	payload := bytes.Repeat([]byte{1}, 64<<10)
-	go func() {
-		for i := uint32(1); ; i++ {
-			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
-			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
-				return
-			}
-		}
-	}()
+	sendCallsForever(rc, payload)
 	await(t, "s.Stats().Dropped == 1", func() bool { return s.Stats().Dropped == 1 })
 	await(t, "s.Stats().Active == 0", func() bool { return s.Stats().Active == 0 })
 }

@@ -80,14 +80,21 @@ func echo(_ context.Context, req, resp []byte) ([]byte, error) { return append(r
 // returned buffer.
 func testServer(t testing.TB, opts ...ServerOption) (*Server, string, *syncBuf) {
 	t.Helper()
-	logs := &syncBuf{}
-	opts = append([]ServerOption{WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}, opts...)
-	s := NewServer(opts...)
-	s.Handle(mEcho, echo)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, logs := testServerOn(t, l, opts...)
+	return s, l.Addr().String(), logs
+}
+
+// testServerOn is testServer serving l.
+func testServerOn(t testing.TB, l net.Listener, opts ...ServerOption) (*Server, *syncBuf) {
+	t.Helper()
+	logs := &syncBuf{}
+	opts = append([]ServerOption{WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}, opts...)
+	s := NewServer(opts...)
+	s.Handle(mEcho, echo)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(l) }()
 	t.Cleanup(func() {
@@ -96,7 +103,34 @@ func testServer(t testing.TB, opts ...ServerOption) (*Server, string, *syncBuf) 
 			t.Errorf("Serve returned %v", err)
 		}
 	})
-	return s, l.Addr().String(), logs
+	return s, logs
+}
+
+// startCalls starts n echo calls of req on c without a deadline, each
+// in a goroutine of its own; their errors arrive on the returned channel.
+func startCalls(c *Client, req []byte, n int) <-chan error {
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Call(context.Background(), mEcho, req, nil)
+			errs <- err
+		}()
+	}
+	return errs
+}
+
+// sendCallsForever writes echo calls of payload to w (a peer that never
+// reads its answers), promise ids 1, 2, 3..., from a goroutine of its
+// own, until a write fails.
+func sendCallsForever(w io.Writer, payload []byte) {
+	go func() {
+		for i := uint32(1); ; i++ {
+			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
+			if _, err := w.Write(frameBytes(wire.KindRequest, env)); err != nil {
+				return
+			}
+		}
+	}()
 }
 
 func dial(t testing.TB, addr string, opts ...ClientOption) *Client {

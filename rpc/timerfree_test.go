@@ -249,14 +249,7 @@ func TestWriteTimeoutByScans(t *testing.T) {
 	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
 	sc := serverConnOf(t, s)
 	payload := bytes.Repeat([]byte{1}, 1000) // answers written from the read loop's buffer
-	go func() {
-		for i := uint32(1); ; i++ {
-			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
-			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
-				return
-			}
-		}
-	}()
+	sendCallsForever(rc, payload)
 	await(t, "the non-reading peer dropped", func() bool { return s.Stats().Dropped == 1 })
 	if sc.writePokes.Load() == 0 {
 		t.Fatal("dropped, but no scan ended a write")
@@ -306,14 +299,7 @@ func TestWriteTimeoutByScansTLS(t *testing.T) {
 	}
 	sc := serverConnOf(t, s)
 	payload := bytes.Repeat([]byte{1}, 1000)
-	go func() {
-		for i := uint32(1); ; i++ {
-			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
-			if _, err := tc.Write(frameBytes(wire.KindRequest, env)); err != nil {
-				return
-			}
-		}
-	}()
+	sendCallsForever(tc, payload)
 	await(t, "the non-reading TLS peer dropped", func() bool { return s.Stats().Dropped == 1 })
 	if sc.writePokes.Load() == 0 {
 		t.Fatal("dropped, but no scan ended a write")

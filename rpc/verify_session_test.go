@@ -228,39 +228,16 @@ func (f *firstHeld) Accept() (net.Conn, error) {
 // deadline; done under the watchdog's lock, a slow setter would stop
 // every connection that begins to run calls inline.)
 func TestVerifySlowDeadlineConnDoesNotStallOthers(t *testing.T) {
-	s := NewServer(WithLogger(discardLogger()), WithWriteTimeout(50*time.Millisecond))
-	s.Handle(mEcho, echo)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	held := &heldDeadlineConn{entered: make(chan struct{}), release: make(chan struct{})}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(held.release)
-		}
-	}
-	defer release()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(&firstHeld{Listener: l, held: held}) }()
-	defer func() {
-		release()
-		s.Close()
-		<-served
-	}()
+	testServerOn(t, &firstHeld{Listener: l, held: held}, WithWriteTimeout(50*time.Millisecond))
+	t.Cleanup(func() { close(held.release) }) // before the server closes
 	rc := rawDial(t, l.Addr().String())
 	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
-	payload := bytes.Repeat([]byte{1}, 1000)
-	go func() {
-		for i := uint32(1); ; i++ {
-			env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
-			if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
-				return
-			}
-		}
-	}()
+	sendCallsForever(rc, bytes.Repeat([]byte{1}, 1000))
 	select {
 	case <-held.entered:
 	case <-time.After(30 * time.Second):

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // noWriteDeadlineConn is a net.Conn whose write deadlines do nothing (a
@@ -90,36 +88,17 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 		{"close-ignored", func(nc net.Conn, release <-chan struct{}) net.Conn { return stuckWriteConn{nc, release} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			release := make(chan struct{})
-			var once sync.Once
-			unstick := func() { once.Do(func() { close(release) }) }
-			defer unstick()
-			s := NewServer(WithLogger(discardLogger()), WithWriteTimeout(50*time.Millisecond))
-			s.Handle(mEcho, echo)
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
-			served := make(chan error, 1)
-			go func() {
-				served <- s.Serve(wrapListener{l, func(nc net.Conn) net.Conn { return tc.wrap(nc, release) }})
-			}()
-			defer func() {
-				unstick()
-				s.Close()
-				<-served
-			}()
+			release := make(chan struct{})
+			s, _ := testServerOn(t, wrapListener{l, func(nc net.Conn) net.Conn { return tc.wrap(nc, release) }},
+				WithWriteTimeout(50*time.Millisecond))
+			t.Cleanup(func() { close(release) }) // before the server closes
 			rc := rawDial(t, l.Addr().String())
 			rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
-			payload := bytes.Repeat([]byte{1}, 1000)
-			go func() {
-				for i := uint32(1); ; i++ {
-					env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: i, Payload: payload})
-					if _, err := rc.Write(frameBytes(wire.KindRequest, env)); err != nil {
-						return
-					}
-				}
-			}()
+			sendCallsForever(rc, bytes.Repeat([]byte{1}, 1000))
 			await(t, "the server to drop the connection its write is stuck on", func() bool {
 				return s.Stats().Dropped == 1
 			})
@@ -132,21 +111,14 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 // value with a func field, as wrapListener is): it used to panic, keeping
 // its listeners in a map keyed by the interface value.
 func TestServeListenerOfUncomparableType(t *testing.T) {
-	s := NewServer(WithLogger(discardLogger()))
-	s.Handle(mEcho, echo)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(wrapListener{l, func(nc net.Conn) net.Conn { return nc }}) }()
+	testServerOn(t, wrapListener{l, func(nc net.Conn) net.Conn { return nc }}) // Serve's error is checked at the end
 	c := dial(t, l.Addr().String())
 	if out, err := c.Call(context.Background(), mEcho, []byte("hi"), nil); err != nil || string(out) != "hi" {
 		t.Fatalf("call: %q, %v", out, err)
-	}
-	s.Close()
-	if err := <-served; !errors.Is(err, ErrServerClosed) {
-		t.Fatalf("Serve returned %v, want ErrServerClosed", err)
 	}
 }
 
@@ -173,13 +145,7 @@ func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 			c := NewClient(tc.wrap(nc), WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
 			defer c.Close()
 			req := bytes.Repeat([]byte{1}, 1<<20)
-			errs := make(chan error, 8)
-			for range 8 {
-				go func() {
-					_, err := c.Call(context.Background(), mEcho, req, nil)
-					errs <- err
-				}()
-			}
+			errs := startCalls(c, req, 8)
 			for range 8 {
 				var err error
 				await(t, "the calls to fail", func() bool {
