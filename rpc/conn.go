@@ -100,8 +100,10 @@ type serverConn struct {
 	writePokes atomic.Int64
 	// A goroutine sets the past read (write) deadline of a scan's
 	// pokeRead (pokeWrite) now; wClosing: pokeWrite closed the connection,
-	// the write deadline having failed to end a write.
+	// the write deadline having failed to end a write. wPokedAt: when the
+	// goroutine of the latest pokeWrite began to set its deadline (monoNow).
 	rPoking, wPoking, wClosing atomic.Bool
+	wPokedAt                   atomic.Int64
 
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
 	waitStart  int64 // when the current wait between frames began, 0 none

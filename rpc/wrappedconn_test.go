@@ -74,10 +74,11 @@ func (l wrapListener) Accept() (net.Conn, error) {
 // A peer sends calls and never reads their answers, over a connection on
 // which the watchdog's past write deadline cannot end the server's stuck
 // write: its SetWriteDeadline does nothing, or waits for the Write, or
-// its Write ignores both deadlines and Close. The server closes the connection a write timeout
-// after the deadline failed to act, and the watchdog stops scanning for
-// it (it used to stay on the watchdog's list, scanned every millisecond,
-// for as long as the write stayed stuck: forever).
+// its Write ignores both deadlines and Close. The server sets one past
+// deadline, closes the connection a write timeout after it failed to
+// act, and the watchdog stops scanning for it (it used to stay on the
+// watchdog's list, scanned every millisecond, for as long as the write
+// stayed stuck: forever).
 func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -98,11 +99,15 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 			t.Cleanup(func() { close(release) }) // before the server closes
 			rc := rawDial(t, l.Addr().String())
 			rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
+			sc := serverConnOf(t, s)
 			sendCallsForever(rc, bytes.Repeat([]byte{1}, 1000))
 			await(t, "the server to drop the connection its write is stuck on", func() bool {
 				return s.Stats().Dropped == 1
 			})
 			await(t, "the watchdog to park", func() bool { return s.wdParked.Load() })
+			if n := sc.writePokes.Load(); n != 1 {
+				t.Errorf("%d past deadlines set for the one stuck write, want 1", n)
+			}
 		})
 	}
 }

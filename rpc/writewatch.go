@@ -14,9 +14,10 @@ import (
 // at what happened: bytes taken are progress (wsince moves on and the
 // write goes on), none for the write timeout fails it with
 // errWriteTimeout, and a deadline that came too early (a scan that read
-// wsince of an earlier write) is cleared and the write goes on. A write
-// that takes no byte therefore fails between one write timeout and that
-// plus the scans' interval (at most wdSlow) after its last progress.
+// wsince of an earlier write) is cleared and the write goes on, its write
+// timeout counted from then. A write that takes no byte therefore fails
+// between one write timeout and that plus the scans' interval (at most
+// wdSlow) after its last progress (or after a deadline that came early).
 // Over TLS, where a write cut by a deadline cannot go on (crypto/tls
 // fails every later one), the scans' deadline fails the write: each
 // write must end within the write timeout, as with a deadline on the
@@ -54,12 +55,14 @@ func (o *outbox) writeWatched(p, q []byte) (int, error) {
 			return min(written, len(p)), errWriteTimeout
 		}
 		now := monoNow()
-		if n > 0 {
-			o.wsince.Store(now)
-		} else if now-o.wsince.Load() >= int64(o.timeout) {
+		if n == 0 && now-o.wsince.Load() >= int64(o.timeout) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), errWriteTimeout
 		}
+		// Bytes were taken, or the deadline came early (a scan's, meant
+		// for the write before): the write timeout counts from now, and
+		// a scan pokes again when it is due (see pokeWrite).
+		o.wsince.Store(now)
 		o.nc.SetWriteDeadline(time.Time{})
 	}
 }
@@ -74,18 +77,20 @@ func (o *outbox) writeWatched(p, q []byte) (int, error) {
 // is set (see scanLocked): it lands while the connection's writes are
 // watched ones, which take a deadline that came early for what it is.
 //
-// A write still stuck a write timeout after that (a net.Conn whose
-// SetWriteDeadline does nothing, or never returns) closes the connection,
-// which ends a write on the transports that honor Close; a closed
-// connection leaves the list whether its write ended or not (see
-// scanLocked): the scans can do no more for it.
+// One poke per stall: once its goroutine has begun to set the deadline
+// (wPokedAt, later than the stall's wsince), the scans wait. A write still
+// stuck a write timeout after that (a net.Conn whose SetWriteDeadline does
+// nothing, or waits for the Write) closes the connection, which ends a
+// write on the transports that honor Close; a closed connection leaves
+// the list whether its write ended or not (see scanLocked): the scans can
+// do no more for it.
 func (c *serverConn) pokeWrite(now int64) {
 	ws := c.out.wsince.Load()
 	if ws == 0 || now-ws < int64(c.out.timeout) || c.closed.Load() {
 		return
 	}
-	if now-ws >= 2*int64(c.out.timeout) {
-		if c.wClosing.CompareAndSwap(false, true) {
+	if at := c.wPokedAt.Load(); at > ws {
+		if now-at >= int64(c.out.timeout) && c.wClosing.CompareAndSwap(false, true) {
 			// Not under the watchdog's lock: close takes the server's.
 			go c.close(errDeadlineIgnored)
 		}
@@ -94,13 +99,13 @@ func (c *serverConn) pokeWrite(now int64) {
 	if c.wPoking.CompareAndSwap(false, true) {
 		c.writePokes.Add(1)
 		go func() {
+			c.wPokedAt.Store(monoNow())
 			c.nc.SetWriteDeadline(pastDeadline)
 			c.wPoking.Store(false)
 		}()
 	}
 }
 
-// errDeadlineIgnored: a write made no progress for twice the write
-// timeout, a past write deadline having been set on the connection after
-// the first.
+// errDeadlineIgnored: a write made no progress for a write timeout after
+// a past write deadline was set on the connection to end it.
 var errDeadlineIgnored = fmt.Errorf("%w (a past write deadline did not end the write)", errWriteTimeout)
