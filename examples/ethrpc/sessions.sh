@@ -32,7 +32,7 @@ DUR=${DUR:-8s}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(mktemp -d)
 spid= lpid=
-trap 'kill $spid $lpid 2>/dev/null; rm -rf "$bin"' EXIT
+trap 'kill $spid $lpid 2>/dev/null || true; rm -rf "$bin"' EXIT
 (cd "$here" && go build -o "$bin/zapcodec" ./cmd/zapcodec && go build -o "$bin/ethrpc" ./examples/ethrpc &&
   go build -o "$bin/pingpong" ./examples/ethrpc/pingpong)
 payload=5a41500001000000100000004a0000000000000000000000000000000000000000000001c0ea2101000000000100000000000000080000000e0000006574685f67657442616c616e6365
