@@ -293,8 +293,15 @@ func (o *outbox) endFlush(buf []byte) error {
 // flushIf flushes the queue when lead (the caller took the writer role)
 // and returns err, or the flush's error when err is nil.
 func (o *outbox) flushIf(lead bool, err error) error {
+	return o.flushIfCtx(noCtx, lead, err)
+}
+
+// flushIfCtx is flushIf bounded by ctx (see flushCtx): when ctx ends
+// while the write is blocked, the rest of it goes on in another goroutine
+// and the flush's error is ctx's.
+func (o *outbox) flushIfCtx(ctx context.Context, lead bool, err error) error {
 	if lead {
-		if ferr := o.flush(false); err == nil {
+		if ferr := o.flushCtx(ctx, false); err == nil {
 			err = ferr
 		}
 	}

@@ -46,6 +46,12 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // ctx's error, [ErrGoAway] after the server's go-away, [ErrTooManyStreams]
 // ([WithMaxStreams]), an error matching [ErrClosed].
 //
+// OpenStream returns by ctx's deadline whatever the server does, as
+// [Client.Call] does: an open that cannot be queued (the connection's
+// queue is full) is not sent; one whose write is blocked when ctx ends
+// still goes out, written by another goroutine, followed by the
+// StatusCanceled end, and OpenStream returns ctx's error.
+//
 // The server answers an open that no handler takes with an error end of
 // status 404, and one beyond its stream limit or after its go-away with
 // 503; a canonical server ends neither (Recv then waits until the
@@ -107,8 +113,14 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	}
 	t.mu.Unlock()
 	c.clientStreamStart(s)
-	err = c.out.flushIf(lead, err)
+	// The writes below are bounded by ctx, as a Call's are: a peer that
+	// does not read holds OpenStream up until ctx ends, not for the write
+	// timeout (flushCtx hands the rest of a blocked write over).
+	err = c.out.flushIfCtx(ctx, lead, err)
 	if err != nil {
+		if err == ctx.Err() {
+			return nil, t.unopened(s, err) // the hello still goes out
+		}
 		return nil, t.unopened(s, t.broken(err))
 	}
 	buf, err := c.out.beginCtx(ctx, wire.KindStreamOpen)
@@ -120,8 +132,13 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, t.unopened(s, ErrGoAway)
 	}
 	buf = appendCall(buf, ctx, method, s.id, 0, init)
-	err = c.out.endFlush(buf)
-	if err != nil {
+	lead, err = c.out.end(buf)
+	err = c.out.flushIfCtx(ctx, lead, err)
+	// ctx ended during the write: the open goes out with the rest of it,
+	// and the stream is canceled by the AfterFunc below (ctx is done: it
+	// runs at once), its end following its open.
+	handedOff := err != nil && err == ctx.Err()
+	if err != nil && !handedOff {
 		if errors.Is(err, frame.ErrFrameTooLarge) {
 			return nil, t.unopened(s, err)
 		}
@@ -134,6 +151,9 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 				s.clientEnd(StatusCanceled, ctx.Err())
 			}
 		}))
+	}
+	if handedOff {
+		return nil, err
 	}
 	if oc != nil {
 		oc.record(s) // canceled if an interceptor panics before OpenStream returns

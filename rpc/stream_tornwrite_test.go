@@ -274,13 +274,20 @@ func TestStreamSendDeadlineSlowReaderClient(t *testing.T) {
 		err  error
 	}
 	done := make(chan result, tornStreams)
+	// Every stream is opened before any Send: an open whose write finds
+	// the socket filled by earlier streams' Sends would wait for the
+	// peer, which reads only once all are open.
+	var streams []*Stream
 	var ids []uint32
 	for range tornStreams {
 		st, err := c.OpenStream(ctx, sCount, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		streams = append(streams, st)
 		ids = append(ids, st.ID())
+	}
+	for _, st := range streams {
 		go func() {
 			sent := 0
 			for {
@@ -309,9 +316,8 @@ func TestStreamSendDeadlineSlowReaderClient(t *testing.T) {
 			}
 		}()
 	}
-	// The raw server: the hello first, then the opens and the messages
-	// (the first messages of a stream may go out before the next stream's
-	// open), slowly, up to the client's cancels (error ends).
+	// The raw server: the hello first, then the opens and the messages,
+	// slowly, up to the client's cancels (error ends).
 	msgs, ends := slowFrames(t, &rawSkip{Conn: srv, skip: 1}, ids, 1500*time.Millisecond)
 	for range tornStreams {
 		var r result
@@ -445,4 +451,79 @@ func TestStreamWriteTimeoutClosesConnection(t *testing.T) {
 // with unread data).
 func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "reset by peer")
+}
+
+// OpenStream returns by its ctx's deadline when the peer does not read,
+// whether the client's flow-control hello or the open itself is the
+// blocked write (net.Pipe: a write waits for the peer's read); the
+// connection's write timeout (an hour here) is not what ends it, and the
+// connection stays open. An open whose write was under way still goes
+// out, followed by its StatusCanceled end. (OpenStream wrote without its
+// ctx: it waited for the write timeout, and a test that opened streams
+// while others' Sends filled the socket failed after 100 s.)
+func TestOpenStreamReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		readFirst int // frames the peer reads before it stops: 1 takes the hello
+	}{
+		{"hello-blocked", 0},
+		{"open-blocked", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			t.Cleanup(func() { a.Close(); b.Close() })
+			c := NewClient(a, WithWriteTimeout(time.Hour))
+			t.Cleanup(func() { c.Close() })
+			peer := &rawConn{t, b}
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				for range tc.readFirst {
+					peer.recv()
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			opened := make(chan error, 1)
+			go func() {
+				_, err := c.OpenStream(ctx, sCount, nil)
+				opened <- err
+			}()
+			var err error
+			await(t, "OpenStream to return", func() bool {
+				select {
+				case err = <-opened:
+					return true
+				default:
+					return false
+				}
+			})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("OpenStream: %v, want the deadline", err)
+			}
+			if c.Closed() {
+				t.Fatal("the connection closed: the write timeout ended the open, not its ctx")
+			}
+			<-read
+			if tc.readFirst == 0 {
+				return
+			}
+			// The open, then its canceled end.
+			kind, env, ok := peer.recv()
+			if !ok || kind != wire.KindStreamOpen {
+				t.Fatalf("after the hello: kind %d (ok %v), want the open", kind, ok)
+			}
+			r, perr := wire.ParseRequest(env)
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			kind, env, ok = peer.recv()
+			if !ok || kind != wire.KindStreamEnd {
+				t.Fatalf("after the open: kind %d (ok %v), want its end", kind, ok)
+			}
+			if e, perr := wire.ParseStreamEnd(env); perr != nil || e.ID != r.PromiseID || e.Status != StatusCanceled {
+				t.Fatalf("end %+v (%v), want stream %d canceled", e, perr, r.PromiseID)
+			}
+		})
+	}
 }
