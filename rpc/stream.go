@@ -200,7 +200,12 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // window is used up (a zapcodec peer; towards a canonical peer it never
 // waits for the window) or the connection's write queue is full, and
 // returns ctx's error when the stream's ctx has ended or ends first: then
-// nothing of msg was sent (nor counted by the observer and Stats). A message goes
+// nothing of msg was sent (nor counted by the observer and Stats). On a
+// client, Send returns by ctx's end whatever the server does: when ctx
+// ends while Send writes the connection's queue (its message in it),
+// another goroutine writes the rest and Send returns nil, its message
+// sent. (A handler's Send that writes the queue is bounded by the write
+// timeout.) A message goes
 // on the wire whole or not at all: a write that breaks midway (the peer
 // took no byte for the write timeout, [WithWriteTimeout]) closes the
 // connection, and every stream and call on it fails. It returns
@@ -541,7 +546,13 @@ func (s *Stream) credit(n uint32) {
 
 // writeFrame writes a stream frame [id][msg] of kind. With isMsg, a ctx
 // error (ctx ended while the queue was full: nothing sent) and a frame
-// too large are the caller's; any other error broke the connection.
+// too large are the caller's; any other error broke the connection. A
+// frame that was queued goes out. On a client, the caller's write of the
+// queue is bounded by ctx too, as a Call's is: when ctx ends during it,
+// another goroutine writes the rest (see flushCtx) and writeFrame returns
+// nil (the frame is sent). A handler's writes set no deadline (a ctx
+// would arm one per write; the server's scans bound them, see
+// writeWatched): they end by the write timeout.
 func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []byte, isMsg bool) error {
 	buf, err := t.out.beginCtx(ctx, kind)
 	if err != nil {
@@ -549,7 +560,14 @@ func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, id)
 	buf = append(buf, msg...)
-	err = t.out.endFlush(buf)
+	lead, err := t.out.end(buf)
+	if t.cl != nil {
+		if err = t.out.flushIfCtx(ctx, lead, err); err != nil && err == ctx.Err() {
+			err = nil // handed over: the frame goes out
+		}
+	} else {
+		err = t.out.flushIf(lead, err)
+	}
 	if err != nil {
 		if isMsg && errors.Is(err, frame.ErrFrameTooLarge) {
 			return err

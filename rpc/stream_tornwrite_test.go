@@ -527,3 +527,61 @@ func TestOpenStreamReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
 		})
 	}
 }
+
+// A client stream's Send whose write waits for a peer that stopped
+// reading (net.Pipe) returns by the stream's deadline, not the write
+// timeout (an hour here): its message was queued, so it returns nil and
+// the message goes out, written by another goroutine; the next Send
+// returns the deadline; the peer then reads the message and the
+// stream's canceled end. (Send wrote the queue without its ctx: it
+// waited for the write timeout.)
+func TestStreamSendReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := NewClient(a, WithWriteTimeout(time.Hour))
+	t.Cleanup(func() { c.Close() })
+	peer := &rawConn{t, b}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		peer.recv() // the hello
+		peer.recv() // the open
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	st, err := c.OpenStream(ctx, sCount, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-read
+	sent := make(chan error, 1)
+	go func() { sent <- st.Send([]byte("blocked")) }()
+	await(t, "Send to return", func() bool {
+		select {
+		case err = <-sent:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatalf("Send whose write was under way at the deadline: %v, want nil (sent)", err)
+	}
+	if err := st.Send([]byte("late")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Send after the deadline: %v, want the deadline", err)
+	}
+	if c.Closed() {
+		t.Fatal("the connection closed: the write timeout ended the Send, not its ctx")
+	}
+	kind, env, ok := peer.recv()
+	if !ok || kind != wire.KindStreamMsg || string(env[4:]) != "blocked" {
+		t.Fatalf("kind %d (ok %v) %q, want the message", kind, ok, env)
+	}
+	kind, env, ok = peer.recv()
+	if !ok || kind != wire.KindStreamEnd {
+		t.Fatalf("kind %d (ok %v), want the stream's end", kind, ok)
+	}
+	if e, err := wire.ParseStreamEnd(env); err != nil || e.ID != st.ID() || e.Status != StatusCanceled {
+		t.Fatalf("end %+v (%v), want stream %d canceled", e, err, st.ID())
+	}
+}
