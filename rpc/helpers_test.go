@@ -244,3 +244,30 @@ func await(t testing.TB, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// receive waits for a value from ch; after 30 s it fails the test with
+// what it was waiting for (see await).
+func receive[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	var v T
+	await(t, what, func() bool {
+		select {
+		case v = <-ch:
+			return true
+		default:
+			return false
+		}
+	})
+	return v
+}
+
+// pipeClient is a client over net.Pipe (a write waits for the peer's
+// read) with a write timeout of an hour, and its peer; both are closed
+// when the test ends.
+func pipeClient(t testing.TB) (*Client, *rawConn) {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := NewClient(a, WithWriteTimeout(time.Hour))
+	t.Cleanup(func() { c.Close() })
+	return c, &rawConn{t, b}
+}

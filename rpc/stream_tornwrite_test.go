@@ -470,11 +470,7 @@ func TestOpenStreamReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
 		{"open-blocked", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := net.Pipe()
-			t.Cleanup(func() { a.Close(); b.Close() })
-			c := NewClient(a, WithWriteTimeout(time.Hour))
-			t.Cleanup(func() { c.Close() })
-			peer := &rawConn{t, b}
+			c, peer := pipeClient(t)
 			read := make(chan struct{})
 			go func() {
 				defer close(read)
@@ -489,15 +485,7 @@ func TestOpenStreamReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
 				_, err := c.OpenStream(ctx, sCount, nil)
 				opened <- err
 			}()
-			var err error
-			await(t, "OpenStream to return", func() bool {
-				select {
-				case err = <-opened:
-					return true
-				default:
-					return false
-				}
-			})
+			err := receive(t, "OpenStream to return", opened)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("OpenStream: %v, want the deadline", err)
 			}
@@ -536,11 +524,7 @@ func TestOpenStreamReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
 // stream's canceled end. (Send wrote the queue without its ctx: it
 // waited for the write timeout.)
 func TestStreamSendReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
-	a, b := net.Pipe()
-	t.Cleanup(func() { a.Close(); b.Close() })
-	c := NewClient(a, WithWriteTimeout(time.Hour))
-	t.Cleanup(func() { c.Close() })
-	peer := &rawConn{t, b}
+	c, peer := pipeClient(t)
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
@@ -556,14 +540,7 @@ func TestStreamSendReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
 	<-read
 	sent := make(chan error, 1)
 	go func() { sent <- st.Send([]byte("blocked")) }()
-	await(t, "Send to return", func() bool {
-		select {
-		case err = <-sent:
-			return true
-		default:
-			return false
-		}
-	})
+	err = receive(t, "Send to return", sent)
 	if err != nil {
 		t.Fatalf("Send whose write was under way at the deadline: %v, want nil (sent)", err)
 	}

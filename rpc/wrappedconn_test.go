@@ -152,15 +152,7 @@ func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 			req := bytes.Repeat([]byte{1}, 1<<20)
 			errs := startCalls(c, req, 8)
 			for range 8 {
-				var err error
-				await(t, "the calls to fail", func() bool {
-					select {
-					case err = <-errs:
-						return true
-					default:
-						return false
-					}
-				})
+				err := receive(t, "the calls to fail", errs)
 				if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "did not end the write") {
 					t.Errorf("call: %v, want ErrClosed for the write deadline that did not end the write", err)
 				}
