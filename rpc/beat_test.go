@@ -108,7 +108,11 @@ func TestWriteTimeoutTLSWithoutDeadlines(t *testing.T) {
 		}
 	}()
 	deaf := dial(t, l.Addr().String(), WithTLSConfig(&tls.Config{RootCAs: roots}), WithWriteTimeout(200*time.Millisecond))
-	req := bytes.Repeat([]byte{3}, 4<<20)
+	// More than the socket buffers of both ends take: 4 MiB did not
+	// always stall (the client's send buffer grows to 4 MiB, tcp_wmem's
+	// maximum here, and the peer's receive buffer starts at 128 KiB), and
+	// the call then waited for an answer.
+	req := bytes.Repeat([]byte{3}, 12<<20)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := deaf.Call(context.Background(), mEcho, req, nil)
