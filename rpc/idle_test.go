@@ -156,9 +156,11 @@ func TestWatchdogSkipsIdleConns(t *testing.T) {
 	ticks(2 * wdForget)
 	looks, scans := ticks(50)
 	// The busy connection, at most, at each tick (when it is between
-	// calls, not even that).
-	if looks > scans {
-		t.Fatalf("the watchdog looked at %d connections in %d ticks with 1 busy and %d idle connections; want at most one a tick", looks, scans, idle)
+	// calls, not even that; twice when a call begins just as a scan takes
+	// it off the list: the scan looks at it again as busy). Idle ones
+	// listed would add a hundred a tick.
+	if looks > 2*scans {
+		t.Fatalf("the watchdog looked at %d connections in %d ticks with 1 busy and %d idle connections; want at most two a tick", looks, scans, idle)
 	}
 }
 
