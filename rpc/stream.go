@@ -560,13 +560,13 @@ func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, id)
 	buf = append(buf, msg...)
-	lead, err := t.out.end(buf)
+	flushCtx := noCtx // a handler's
 	if t.cl != nil {
-		if err = t.out.flushIfCtx(ctx, lead, err); err != nil && err == ctx.Err() {
-			err = nil // handed over: the frame goes out
-		}
-	} else {
-		err = t.out.flushIf(lead, err)
+		flushCtx = ctx
+	}
+	lead, err := t.out.end(buf)
+	if err = t.out.flushIfCtx(flushCtx, lead, err); err != nil && err == flushCtx.Err() {
+		err = nil // handed over: the frame goes out
 	}
 	if err != nil {
 		if isMsg && errors.Is(err, frame.ErrFrameTooLarge) {
