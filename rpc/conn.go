@@ -29,8 +29,7 @@ type serverConn struct {
 
 	streams streamSet // stream.go
 
-	done      chan struct{} // closed by close
-	closeOnce sync.Once
+	done chan struct{} // closed by close
 
 	// ctx is the handlers' context: derived from the listener's base
 	// context (WithBaseContext), canceled by close.
@@ -198,24 +197,32 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 }
 
 // close closes the connection once. A non-nil reason is logged and counted
-// as a dropped connection.
+// as a dropped connection. A second call returns at once.
+//
+// Everything that waits on the connection learns of the close before the
+// socket's Close is called: a Close may block (a TLS connection sends its
+// close-notify alert, with a 5 s deadline, to a peer that may not read; a
+// wrapper may hold one lock over Write and Close), and the handlers,
+// streams and appenders must not wait for it. The connection leaves the
+// server's count (and Shutdown's wait) once Close has returned.
 func (c *serverConn) close(reason error) {
-	c.closeOnce.Do(func() {
-		if reason != nil {
-			// Logged before the peer can see the close.
-			c.s.stats.dropped.Add(1)
-			c.s.opts.logger.Warn("rpc: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", reason.Error())
-		}
-		c.closed.Store(true)
-		close(c.done)
-		c.cancel()
-		c.nc.Close()
-		if c.promises != nil {
-			c.promises.close()
-		}
-		c.streams.closeAll(ErrClosed)
-		c.s.removeConn(c)
-	})
+	if c.closed.Swap(true) {
+		return
+	}
+	if reason != nil {
+		// Logged before the peer can see the close.
+		c.s.stats.dropped.Add(1)
+		c.s.opts.logger.Warn("rpc: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", reason.Error())
+	}
+	close(c.done)
+	c.cancel()
+	c.out.shut(ErrClosed)
+	if c.promises != nil {
+		c.promises.close()
+	}
+	c.streams.closeAll(ErrClosed)
+	c.nc.Close()
+	c.s.removeConn(c)
 }
 
 // serve runs the connection: the TLS handshake if any, then the read loop.

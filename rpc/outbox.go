@@ -517,6 +517,23 @@ func (o *outbox) broke(err error) {
 	}
 }
 
+// shut breaks the stream from outside the writer role (the connection is
+// being closed): the frames queued are dropped, the goroutines waiting for
+// room return, and every later frame fails with err (or the error that
+// broke the stream first). It does not close the connection: the caller
+// does, after it, and a write under way ends with that Close.
+func (o *outbox) shut(err error) {
+	o.mu.Lock()
+	if o.err == nil {
+		o.err = err
+	}
+	if o.cur != nil {
+		o.cur.B = o.cur.B[:0]
+	}
+	o.wakeAll()
+	o.mu.Unlock()
+}
+
 // write writes p, then q (when q is not nil, together in one writev), as
 // the holder of the writer role. It returns the bytes of p written and
 // nil, errHandOff when ctx ended first (only when q is nil: the caller

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // noWriteDeadlineConn is a net.Conn whose write deadlines do nothing (a
@@ -28,6 +30,18 @@ type stuckWriteConn struct {
 func (c stuckWriteConn) Write([]byte) (int, error) {
 	<-c.release
 	return 0, net.ErrClosed
+}
+
+// closeWaitsConn is stuckWriteConn whose Close also waits for release (a
+// wrapper holding one lock over Write and Close): closing it blocks for
+// as long as its write is stuck.
+type closeWaitsConn struct {
+	stuckWriteConn
+}
+
+func (c closeWaitsConn) Close() error {
+	<-c.release
+	return c.Conn.Close()
 }
 
 // lockedConn holds one lock over Write and the setting of write
@@ -87,6 +101,9 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 		{"deadline-ignored", func(nc net.Conn, _ <-chan struct{}) net.Conn { return noWriteDeadlineConn{nc} }},
 		{"deadline-waits-for-write", func(nc net.Conn, _ <-chan struct{}) net.Conn { return lockedConn{nc, new(sync.Mutex)} }},
 		{"close-ignored", func(nc net.Conn, release <-chan struct{}) net.Conn { return stuckWriteConn{nc, release} }},
+		{"close-waits-for-write", func(nc net.Conn, release <-chan struct{}) net.Conn {
+			return closeWaitsConn{stuckWriteConn{nc, release}}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -97,8 +114,18 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 			s, _ := testServerOn(t, wrapListener{l, func(nc net.Conn) net.Conn { return tc.wrap(nc, release) }},
 				WithWriteTimeout(50*time.Millisecond))
 			t.Cleanup(func() { close(release) }) // before the server closes
+			// A stream whose handler waits for a message that never comes.
+			const sWait = 50
+			recvErr := make(chan error, 1)
+			s.HandleStream(sWait, func(ctx context.Context, init []byte, st *Stream) error {
+				_, err := st.Recv(nil)
+				recvErr <- err
+				return err
+			})
 			rc := rawDial(t, l.Addr().String())
 			rc.Conn.(*net.TCPConn).SetReadBuffer(4096)
+			rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sWait, PromiseID: 1}))
+			await(t, "the stream's handler to start", func() bool { return s.Stats().Streams.Active == 1 })
 			sc := serverConnOf(t, s)
 			sendCallsForever(rc, bytes.Repeat([]byte{1}, 1000))
 			await(t, "the server to drop the connection its write is stuck on", func() bool {
@@ -107,6 +134,11 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 			await(t, "the watchdog to park", func() bool { return s.wdParked.Load() })
 			if n := sc.writePokes.Load(); n != 1 {
 				t.Errorf("%d past deadlines set for the one stuck write, want 1", n)
+			}
+			// The stream's handler learns of the close, even when the
+			// socket's Close waits for the stuck write.
+			if err := receive(t, "the stream's Recv to fail", recvErr); !errors.Is(err, ErrClosed) {
+				t.Errorf("Recv on the dropped connection: %v, want ErrClosed", err)
 			}
 		})
 	}
@@ -133,13 +165,24 @@ func TestServeListenerOfUncomparableType(t *testing.T) {
 // the connection and the calls fail with ErrClosed, saying why. (They
 // used to wait for the answer timeout, or for ever while the server kept
 // sending.)
+//
+// When the socket's Close itself waits for the stuck write, the calls
+// still fail, except the one whose goroutine is the one stuck in the
+// Write (it returns when the Write does), and a new call fails at once.
+// (The close used to come first, under the client's mutex: every call
+// waited for it.)
 func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		wrap func(net.Conn) net.Conn
+		wrap func(nc net.Conn, release <-chan struct{}) net.Conn
+		// inWrite: calls whose goroutine is stuck in the Write.
+		inWrite int
 	}{
-		{"deadline-ignored", func(nc net.Conn) net.Conn { return noWriteDeadlineConn{nc} }},
-		{"deadline-waits-for-write", func(nc net.Conn) net.Conn { return lockedConn{nc, new(sync.Mutex)} }},
+		{"deadline-ignored", func(nc net.Conn, _ <-chan struct{}) net.Conn { return noWriteDeadlineConn{nc} }, 0},
+		{"deadline-waits-for-write", func(nc net.Conn, _ <-chan struct{}) net.Conn { return lockedConn{nc, new(sync.Mutex)} }, 0},
+		{"close-waits-for-write", func(nc net.Conn, release <-chan struct{}) net.Conn {
+			return closeWaitsConn{stuckWriteConn{nc, release}}
+		}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := deafListener(t)
@@ -147,11 +190,15 @@ func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := NewClient(tc.wrap(nc), WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
-			defer c.Close()
+			release := make(chan struct{})
+			c := NewClient(tc.wrap(nc, release), WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
+			defer func() {
+				close(release)
+				c.Close()
+			}()
 			req := bytes.Repeat([]byte{1}, 1<<20)
 			errs := startCalls(c, req, 8)
-			for range 8 {
+			for range 8 - tc.inWrite {
 				err := receive(t, "the calls to fail", errs)
 				if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "did not end the write") {
 					t.Errorf("call: %v, want ErrClosed for the write deadline that did not end the write", err)
@@ -159,6 +206,12 @@ func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 			}
 			if !c.Closed() {
 				t.Fatal("client not Closed")
+			}
+			// A call made now fails at once, whatever the socket's Close
+			// is doing.
+			errs = startCalls(c, req, 1)
+			if err := receive(t, "a call on the closed client to fail", errs); !errors.Is(err, ErrClosed) {
+				t.Errorf("call on the closed client: %v, want ErrClosed", err)
 			}
 		})
 	}
