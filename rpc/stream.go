@@ -269,6 +269,13 @@ func (s *Stream) Send(msg []byte) error {
 // message sent before it reaches the peer first. A second CloseSend, or
 // one after the peer ended the stream, does nothing and returns nil. In a
 // handler it is optional: returning ends the stream.
+//
+// Like Send, it is bounded by the stream's ctx: when ctx ends while it
+// waits for room in the connection's write queue, the end is not queued
+// and it returns ctx's error (the stream then ends canceled); on a
+// client, when ctx ends while it writes the queue, another goroutine
+// writes the rest and it returns nil, its end sent. Either way no Send
+// follows it.
 func (s *Stream) CloseSend() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -280,7 +287,7 @@ func (s *Stream) CloseSend() error {
 	s.sdone, s.serr = true, ErrStreamClosed
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	return s.set.writeFrame(noCtx, wire.KindStreamEnd, s.id, nil, false)
+	return s.set.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
 }
 
 // Recv appends the next message to buf and returns the extended slice. At

@@ -516,49 +516,75 @@ func TestOpenStreamReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
 	}
 }
 
-// A client stream's Send whose write waits for a peer that stopped
-// reading (net.Pipe) returns by the stream's deadline, not the write
-// timeout (an hour here): its message was queued, so it returns nil and
-// the message goes out, written by another goroutine; the next Send
-// returns the deadline; the peer then reads the message and the
-// stream's canceled end. (Send wrote the queue without its ctx: it
-// waited for the write timeout.)
+// A client stream's Send, or CloseSend, whose write waits for a peer
+// that stopped reading (net.Pipe) returns by the stream's deadline, not
+// the write timeout (an hour here): its frame was queued, so it returns
+// nil and the frame goes out, written by another goroutine; the next Send
+// returns the deadline (after CloseSend: ErrStreamClosed); the peer then
+// reads the frame, and after Send the stream's canceled end (after
+// CloseSend the client's direction has ended already: no second end).
+// (Both wrote the queue without the stream's ctx: they waited for the
+// write timeout.)
 func TestStreamSendReturnsByDeadlineWhilePeerNotReading(t *testing.T) {
-	c, peer := pipeClient(t)
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		peer.recv() // the hello
-		peer.recv() // the open
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	st, err := c.OpenStream(ctx, sCount, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-read
-	sent := make(chan error, 1)
-	go func() { sent <- st.Send([]byte("blocked")) }()
-	err = receive(t, "Send to return", sent)
-	if err != nil {
-		t.Fatalf("Send whose write was under way at the deadline: %v, want nil (sent)", err)
-	}
-	if err := st.Send([]byte("late")); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Send after the deadline: %v, want the deadline", err)
-	}
-	if c.Closed() {
-		t.Fatal("the connection closed: the write timeout ended the Send, not its ctx")
-	}
-	kind, env, ok := peer.recv()
-	if !ok || kind != wire.KindStreamMsg || string(env[4:]) != "blocked" {
-		t.Fatalf("kind %d (ok %v) %q, want the message", kind, ok, env)
-	}
-	kind, env, ok = peer.recv()
-	if !ok || kind != wire.KindStreamEnd {
-		t.Fatalf("kind %d (ok %v), want the stream's end", kind, ok)
-	}
-	if e, err := wire.ParseStreamEnd(env); err != nil || e.ID != st.ID() || e.Status != StatusCanceled {
-		t.Fatalf("end %+v (%v), want stream %d canceled", e, err, st.ID())
+	for _, tc := range []struct {
+		name string
+		op   func(*Stream) error
+		// checkFrame checks the frame op wrote, as the peer reads it.
+		checkFrame func(kind byte, env []byte) bool
+		nextSend   error // what a Send after the deadline returns
+		canceled   bool  // a canceled end follows
+	}{
+		{"Send", func(st *Stream) error { return st.Send([]byte("blocked")) },
+			func(kind byte, env []byte) bool { return kind == wire.KindStreamMsg && string(env[4:]) == "blocked" },
+			context.DeadlineExceeded, true},
+		{"CloseSend", (*Stream).CloseSend,
+			func(kind byte, env []byte) bool {
+				e, err := wire.ParseStreamEnd(env)
+				return kind == wire.KindStreamEnd && err == nil && e.Status == 0
+			},
+			ErrStreamClosed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, peer := pipeClient(t)
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				peer.recv() // the hello
+				peer.recv() // the open
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			st, err := c.OpenStream(ctx, sCount, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-read
+			done := make(chan error, 1)
+			go func() { done <- tc.op(st) }()
+			err = receive(t, tc.name+" to return", done)
+			if err != nil {
+				t.Fatalf("%s whose write was under way at the deadline: %v, want nil (sent)", tc.name, err)
+			}
+			if err := st.Send([]byte("late")); !errors.Is(err, tc.nextSend) {
+				t.Fatalf("Send after the deadline: %v, want %v", err, tc.nextSend)
+			}
+			if c.Closed() {
+				t.Fatalf("the connection closed: the write timeout ended the %s, not its ctx", tc.name)
+			}
+			kind, env, ok := peer.recv()
+			if !ok || !tc.checkFrame(kind, env) {
+				t.Fatalf("kind %d (ok %v) %q, want the frame %s wrote", kind, ok, env, tc.name)
+			}
+			if !tc.canceled {
+				return
+			}
+			kind, env, ok = peer.recv()
+			if !ok || kind != wire.KindStreamEnd {
+				t.Fatalf("kind %d (ok %v), want the stream's end", kind, ok)
+			}
+			if e, err := wire.ParseStreamEnd(env); err != nil || e.ID != st.ID() || e.Status != StatusCanceled {
+				t.Fatalf("end %+v (%v), want stream %d canceled", e, err, st.ID())
+			}
+		})
 	}
 }
