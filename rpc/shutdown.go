@@ -102,8 +102,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			if c.goAwaySent.Load() {
 				c.shutdownStreams(now, s.opts.shutdownGrace)
 			}
-			if c.drained(now) {
-				c.close(nil)
+			if !c.closed.Load() && c.drained(now) {
+				// Closed in parallel: a socket's Close may block (see
+				// serverConn.close), and the others must not wait.
+				go c.close(nil)
 			}
 		}
 		select {
@@ -117,11 +119,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close closes the listeners and every connection at once; pending calls
 // on them fail at their clients with ErrClosed. Handlers still running get
-// a done ctx; their answers are dropped.
+// a done ctx; their answers are dropped. It returns once every
+// connection's Close has returned; the connections are closed in
+// parallel, since one Close may block (a TLS connection sends its
+// close-notify alert, with a 5 s deadline, to a peer that may not read).
 func (s *Server) Close() error {
 	conns, _ := s.beginClose()
 	for _, c := range conns {
-		c.close(nil)
+		go c.close(nil)
 	}
 	s.connWG.Wait()
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,5 +250,69 @@ func TestWatchWriteReportsIgnoredKick(t *testing.T) {
 	b.Close() // the stuck write ends
 	if err := <-errc; err == nil {
 		t.Fatal("write to a closed pipe succeeded")
+	}
+}
+
+// slowCloseConn is a net.Conn whose Close waits for release (as a TLS
+// connection's does, up to 5 s, while its close-notify alert waits for a
+// peer that does not read); closing counts the Closes begun.
+type slowCloseConn struct {
+	net.Conn
+	closing *atomic.Int32
+	release <-chan struct{}
+}
+
+func (c slowCloseConn) Close() error {
+	c.closing.Add(1)
+	<-c.release
+	return c.Conn.Close()
+}
+
+// Close and Shutdown close a server's connections in parallel: with two
+// connections whose Close blocks, both Closes begin before either
+// returns. (They were closed one after the other: a server with many
+// peers that stopped reading took 5 s per TLS connection to close.) The
+// peers are raw connections that do not acknowledge the go-away, so that
+// Shutdown closes them itself, after the grace.
+func TestServerClosesConnsInParallel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(*Server) error
+	}{
+		{"Close", (*Server).Close},
+		{"Shutdown", func(s *Server) error { return s.Shutdown(context.Background()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var closing atomic.Int32
+			release := make(chan struct{})
+			released := sync.OnceFunc(func() { close(release) })
+			s, _ := testServerOn(t, wrapListener{l, func(nc net.Conn) net.Conn {
+				return slowCloseConn{nc, &closing, release}
+			}}, WithShutdownGrace(time.Millisecond))
+			t.Cleanup(released) // before the server closes
+			for range 2 {
+				rawDial(t, l.Addr().String())
+			}
+			await(t, "the two connections", func() bool { return s.Stats().Active == 2 })
+			stopped := make(chan error, 1)
+			go func() { stopped <- tc.stop(s) }()
+			await(t, "both connections' Close to begin", func() bool { return closing.Load() == 2 })
+			select {
+			case err := <-stopped:
+				t.Fatalf("%s returned (%v) before the connections' Close did", tc.name, err)
+			default:
+			}
+			released()
+			if err := receive(t, tc.name+" to return", stopped); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if n := s.Stats().Active; n != 0 {
+				t.Fatalf("%d connections still counted after %s", n, tc.name)
+			}
+		})
 	}
 }
