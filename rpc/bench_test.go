@@ -158,6 +158,34 @@ func BenchmarkFloorMuxEnv(b *testing.B) {
 	}
 }
 
+// BenchmarkUnaryFloorServer is BenchmarkUnary's client (rpc's) against
+// BenchmarkFloorMuxEnv's hand-written envelope server: its distance to
+// BenchmarkFloorMuxEnv is the cost of rpc's client alone.
+func BenchmarkUnaryFloorServer(b *testing.B) {
+	for _, size := range benchSizes {
+		for _, callers := range benchCallers {
+			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
+				c := dial(b, rawEnvServer(b))
+				benchCalls(b, c, size, callers)
+			})
+		}
+	}
+}
+
+// BenchmarkFloorClientUnary is BenchmarkFloorMuxEnv's hand-written client
+// against BenchmarkUnary's server (rpc's): its distance to
+// BenchmarkFloorMuxEnv is the cost of rpc's server alone.
+func BenchmarkFloorClientUnary(b *testing.B) {
+	for _, size := range benchSizes {
+		for _, callers := range benchCallers {
+			b.Run(fmt.Sprintf("size=%d/callers=%d", size, callers), func(b *testing.B) {
+				_, addr, _ := testServer(b)
+				benchMuxOn(b, addr, size+wire.RequestOverhead, callers, true)
+			})
+		}
+	}
+}
+
 // rawEnvServer is rawEchoServer for envelopes: each request envelope is
 // checked by hand and answered with its payload in a response envelope.
 func rawEnvServer(b *testing.B) string {
@@ -307,6 +335,12 @@ func benchMux(b *testing.B, size, callers int, env bool) {
 	} else {
 		addr = rawEchoServer(b)
 	}
+	benchMuxOn(b, addr, size, callers, env)
+}
+
+// benchMuxOn runs the hand-written client of benchMux against the server
+// at addr (with env, one that answers request envelopes).
+func benchMuxOn(b *testing.B, addr string, size, callers int, env bool) {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
