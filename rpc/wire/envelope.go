@@ -116,6 +116,15 @@ type Response struct {
 // Metadata to 44 (bytes slot at offset 36, its tail after the payload).
 // dst may be nil; r's slices are only read.
 func AppendRequest(dst []byte, r *Request) []byte {
+	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 {
+		return appendPlainRequest(dst, r.Method, r.PromiseID, r.Target, r.Payload)
+	}
+	return appendAnyRequest(dst, r)
+}
+
+// appendAnyRequest is AppendRequest for any request: cap, timeout and
+// metadata included.
+func appendAnyRequest(dst []byte, r *Request) []byte {
 	fixed := RequestFixedSize
 	switch {
 	case len(r.Metadata) > 0:
@@ -145,6 +154,24 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	n += copy(b[n:], r.Cap)
 	n += copy(b[n:], r.Payload)
 	copy(b[n:], r.Metadata)
+	return dst
+}
+
+// appendPlainRequest is AppendRequest for a request without cap,
+// timeout or metadata (the canonical layout, and nearly every call's):
+// the same bytes, stored in a few wide writes.
+func appendPlainRequest(dst []byte, method, promiseID, target uint32, payload []byte) []byte {
+	size := RequestOverhead + len(payload)
+	start := len(dst)
+	dst = grow(dst, size)
+	b := dst[start:]
+	_ = b[RequestOverhead-1]
+	putHeader(b, uint32(size))
+	binary.LittleEndian.PutUint64(b[headerSize+reqMethod:], uint64(method)|uint64(promiseID)<<32)
+	binary.LittleEndian.PutUint32(b[headerSize+reqTarget:], target)
+	binary.LittleEndian.PutUint64(b[headerSize+reqCap:], 0)
+	putSlot(b[headerSize+reqPayload:], headerSize+reqPayload, RequestOverhead, len(payload))
+	copy(b[RequestOverhead:], payload)
 	return dst
 }
 

@@ -437,3 +437,23 @@ func TestCanonicalFastPathTaken(t *testing.T) {
 		t.Error("flagged answer: fast path taken")
 	}
 }
+
+// appendPlainRequest, the layout of nearly every call written in a few
+// wide stores, writes the bytes of the general path.
+func TestAppendPlainRequestMatchesGeneral(t *testing.T) {
+	for _, r := range []Request{
+		{},
+		{Method: 3, PromiseID: 7},
+		{Method: 3, PromiseID: 7, Payload: []byte("payload")},
+		{Method: 0xFFFFFFFF, PromiseID: 0xFFFFFFFF, Target: 0xFFFFFFFF, Payload: make([]byte, 4096)},
+		{Method: 1, PromiseID: 1 << 31, Target: 5},
+	} {
+		for _, prefix := range [][]byte{nil, []byte("prefix!")} {
+			want := appendAnyRequest(append([]byte(nil), prefix...), &r)
+			got := appendPlainRequest(append([]byte(nil), prefix...), r.Method, r.PromiseID, r.Target, r.Payload)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("request %+v after %q:\n got %x\nwant %x", r, prefix, got, want)
+			}
+		}
+	}
+}
