@@ -727,15 +727,16 @@ func (c *Client) fail(cause error) {
 		}
 	}
 	c.mu.Unlock()
-	// The socket is closed last, outside the lock: a Close may block (a
-	// TLS connection sends its close-notify alert, with a 5 s deadline,
-	// when no write is under way; a wrapper may hold one lock over Write
-	// and Close), and neither the pending calls, nor the calls that find
-	// the client closed, nor the goroutines waiting for room in the
-	// outbox wait for it.
 	c.out.shut(err)
 	c.streams.closeAll(err)
-	c.nc.Close()
+	// The socket is closed last, in a goroutine of its own: a Close may
+	// block (a TLS connection sends its close-notify alert, with a 5 s
+	// deadline, when no write is under way; a wrapper may hold one lock
+	// over Write and Close), and neither the pending calls, nor the
+	// calls that find the client closed, nor the goroutines waiting for
+	// room in the outbox, nor the caller whose write failed wait for it.
+	// (Close waits for it: the read loop ends with it.)
+	go c.nc.Close()
 }
 
 // check is the answer check, run by the beat every answerTimeout/4: a

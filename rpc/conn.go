@@ -199,12 +199,14 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 // close closes the connection once. A non-nil reason is logged and counted
 // as a dropped connection. A second call returns at once.
 //
-// Everything that waits on the connection learns of the close before the
-// socket's Close is called: a Close may block (a TLS connection sends its
-// close-notify alert, with a 5 s deadline, to a peer that may not read; a
-// wrapper may hold one lock over Write and Close), and the handlers,
-// streams and appenders must not wait for it. The connection leaves the
-// server's count (and Shutdown's wait) once Close has returned.
+// Everything that waits on the connection learns of the close at once,
+// and the socket's Close runs in a goroutine of its own: a Close may
+// block (a TLS connection sends its close-notify alert, with a 5 s
+// deadline, to a peer that may not read; a wrapper may hold one lock over
+// Write and Close), and the handlers, streams and appenders, the caller
+// of close among them, must not wait for it. The connection leaves the
+// server's count (and Shutdown's and Close's wait) once Close has
+// returned.
 func (c *serverConn) close(reason error) {
 	if c.closed.Swap(true) {
 		return
@@ -221,8 +223,10 @@ func (c *serverConn) close(reason error) {
 		c.promises.close()
 	}
 	c.streams.closeAll(ErrClosed)
-	c.nc.Close()
-	c.s.removeConn(c)
+	go func() {
+		c.nc.Close()
+		c.s.removeConn(c)
+	}()
 }
 
 // serve runs the connection: the TLS handshake if any, then the read loop.

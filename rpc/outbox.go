@@ -506,11 +506,14 @@ func (o *outbox) failure() error {
 
 // broke records the stream's first error and closes the connection, so
 // that its read loop ends and every waiter learns of it. Called with mu
-// held.
+// held: the Close runs in a goroutine of its own, since it may block (a
+// TLS connection whose write failed still sends its close-notify alert,
+// with a 5 s deadline, to the peer that stopped reading), and neither the
+// outbox's lock nor the writer that met the error may wait for it.
 func (o *outbox) broke(err error) {
 	if o.err == nil {
 		o.err = err
-		o.nc.Close()
+		go o.nc.Close()
 	}
 	if o.cur != nil {
 		o.cur.B = o.cur.B[:0] // these frames can never leave

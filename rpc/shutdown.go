@@ -102,10 +102,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			if c.goAwaySent.Load() {
 				c.shutdownStreams(now, s.opts.shutdownGrace)
 			}
-			if !c.closed.Load() && c.drained(now) {
-				// Closed in parallel: a socket's Close may block (see
-				// serverConn.close), and the others must not wait.
-				go c.close(nil)
+			if c.drained(now) {
+				c.close(nil) // the socket's Close runs on its own (see close)
 			}
 		}
 		select {
@@ -126,7 +124,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	conns, _ := s.beginClose()
 	for _, c := range conns {
-		go c.close(nil)
+		c.close(nil)
 	}
 	s.connWG.Wait()
 	return nil

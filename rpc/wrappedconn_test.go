@@ -316,3 +316,61 @@ func TestServerClosesConnsInParallel(t *testing.T) {
 		})
 	}
 }
+
+// failWriteConn is slowCloseConn whose writes fail at once (a transport
+// that broke): the Close that follows the failed write waits for release.
+type failWriteConn struct{ slowCloseConn }
+
+var errTransportBroke = errors.New("transport broke")
+
+func (c failWriteConn) Write([]byte) (int, error) { return 0, errTransportBroke }
+
+// A write fails on a connection whose Close then blocks (as a TLS
+// connection's does, up to 5 s, sending its close-notify alert to a peer
+// that stopped reading): the server drops the connection, and the
+// client's call fails, without waiting for the Close. (The writer closed
+// the connection under the write queue's lock: the server's read loop,
+// or the calling goroutine, waited for the Close, and a TLS peer that
+// stopped reading was dropped 5 s after its write timeout.)
+func TestWriteFailureDoesNotWaitForClose(t *testing.T) {
+	t.Run("server", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var closing atomic.Int32
+		release := make(chan struct{})
+		s, _ := testServerOn(t, wrapListener{l, func(nc net.Conn) net.Conn {
+			return failWriteConn{slowCloseConn{nc, &closing, release}}
+		}})
+		t.Cleanup(func() { close(release) }) // before the server closes
+		rc := rawDial(t, l.Addr().String())
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: []byte("hi")}))
+		await(t, "the server to drop the connection its write failed on", func() bool {
+			return s.Stats().Dropped == 1
+		})
+		if closing.Load() == 0 {
+			t.Fatal("dropped, but the connection's Close did not begin")
+		}
+	})
+	t.Run("client", func(t *testing.T) {
+		nc, err := net.Dial("tcp", deafListener(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var closing atomic.Int32
+		release := make(chan struct{})
+		c := NewClient(failWriteConn{slowCloseConn{nc, &closing, release}})
+		defer func() {
+			close(release)
+			c.Close()
+		}()
+		errs := startCalls(c, []byte("hi"), 1)
+		if err := receive(t, "the call to fail", errs); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), errTransportBroke.Error()) {
+			t.Fatalf("call over a broken transport: %v, want ErrClosed for the failed write", err)
+		}
+		if !c.Closed() {
+			t.Fatal("client not Closed")
+		}
+	})
+}
