@@ -149,9 +149,9 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 	if err := checkFraming(o.frame); err != nil {
 		return nil, err
 	}
-	d := o.dialer
-	if d == nil {
-		d = &net.Dialer{}
+	var d Dialer = &net.Dialer{}
+	if o.dialer != nil {
+		d = o.dialer
 	}
 	nc, err := d.DialContext(ctx, network, addr)
 	if err != nil {

@@ -106,7 +106,7 @@ type clientOptions struct {
 	frame         []frame.Option // WithFrameOptions
 	writeTimeout  time.Duration
 	answerTimeout time.Duration
-	dialer        *net.Dialer
+	dialer        Dialer
 	maxPending    int
 	interceptors  []ClientInterceptor // intercept.go
 	observer      Observer            // observe.go
@@ -364,9 +364,19 @@ func WithLogger(l *slog.Logger) ServerOption {
 	return serverOption(func(o *serverOptions) { o.logger = l })
 }
 
-// WithDialer sets the dialer of [Dial]. Default: a zero
-// net.Dialer.
-func WithDialer(d *net.Dialer) ClientOption {
+// Dialer makes the connections of [Dial]: a *net.Dialer, or any
+// transport that returns a net.Conn (a proxy, a wrapper that counts
+// bytes). With [WithTLSConfig], TLS runs over the connection it returns.
+type Dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// WithDialer sets the dialer of [Dial]. Default: a zero net.Dialer.
+// rpc/cluster takes it through its WithClientOptions.
+func WithDialer(d Dialer) ClientOption {
+	if nd, ok := d.(*net.Dialer); ok && nd == nil {
+		d = nil // a nil *net.Dialer: the default, as before
+	}
 	return clientOption(func(o *clientOptions) { o.dialer = d })
 }
 

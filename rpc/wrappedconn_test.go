@@ -374,3 +374,49 @@ func TestWriteFailureDoesNotWaitForClose(t *testing.T) {
 		}
 	})
 }
+
+// wrapDialer is a Dialer whose connections are wrapped.
+type wrapDialer struct {
+	net.Dialer
+	wrap func(net.Conn) net.Conn
+}
+
+func (d *wrapDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	nc, err := d.Dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return d.wrap(nc), nil
+}
+
+// WithDialer takes any Dialer: Dial's calls go over the connection it
+// returns (here one that counts the bytes written); a nil *net.Dialer is
+// the default one.
+func TestDialWithDialer(t *testing.T) {
+	_, addr, _ := testServer(t)
+	var written atomic.Int64
+	d := &wrapDialer{wrap: func(nc net.Conn) net.Conn { return countingConn{nc, &written} }}
+	c := dial(t, addr, WithDialer(d))
+	if out, err := c.Call(context.Background(), mEcho, []byte("hi"), nil); err != nil || string(out) != "hi" {
+		t.Fatalf("call: %q, %v", out, err)
+	}
+	if written.Load() == 0 {
+		t.Fatal("the call did not go through the dialer's connection")
+	}
+	c2 := dial(t, addr, WithDialer((*net.Dialer)(nil)))
+	if _, err := c2.Call(context.Background(), mEcho, []byte("hi"), nil); err != nil {
+		t.Fatalf("call with a nil *net.Dialer: %v", err)
+	}
+}
+
+// countingConn counts the bytes written to it.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
