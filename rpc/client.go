@@ -149,9 +149,9 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 	if err := checkFraming(o.frame); err != nil {
 		return nil, err
 	}
-	var d Dialer = &net.Dialer{}
-	if o.dialer != nil {
-		d = o.dialer
+	d := o.dialer
+	if d == nil {
+		d = &net.Dialer{}
 	}
 	nc, err := d.DialContext(ctx, network, addr)
 	if err != nil {
