@@ -511,12 +511,8 @@ func (o *outbox) failure() error {
 // with a 5 s deadline, to the peer that stopped reading), and neither the
 // outbox's lock nor the writer that met the error may wait for it.
 func (o *outbox) broke(err error) {
-	if o.err == nil {
-		o.err = err
+	if o.halt(err) {
 		go o.nc.Close()
-	}
-	if o.cur != nil {
-		o.cur.B = o.cur.B[:0] // these frames can never leave
 	}
 }
 
@@ -527,14 +523,23 @@ func (o *outbox) broke(err error) {
 // does, after it, and a write under way ends with that Close.
 func (o *outbox) shut(err error) {
 	o.mu.Lock()
-	if o.err == nil {
+	o.halt(err)
+	o.wakeAll()
+	o.mu.Unlock()
+}
+
+// halt records err as the stream's error unless it has one (first
+// reports that it had none) and drops the frames queued, which can never
+// leave. Called with mu held.
+func (o *outbox) halt(err error) (first bool) {
+	first = o.err == nil
+	if first {
 		o.err = err
 	}
 	if o.cur != nil {
 		o.cur.B = o.cur.B[:0]
 	}
-	o.wakeAll()
-	o.mu.Unlock()
+	return first
 }
 
 // write writes p, then q (when q is not nil, together in one writev), as

@@ -33,18 +33,6 @@ func (c stuckWriteConn) Write([]byte) (int, error) {
 	return 0, net.ErrClosed
 }
 
-// closeWaitsConn is stuckWriteConn whose Close also waits for release (a
-// wrapper holding one lock over Write and Close): closing it blocks for
-// as long as its write is stuck.
-type closeWaitsConn struct {
-	stuckWriteConn
-}
-
-func (c closeWaitsConn) Close() error {
-	<-c.release
-	return c.Conn.Close()
-}
-
 // lockedConn holds one lock over Write and the setting of write
 // deadlines (a wrapper that breaks net.Conn's promise that a deadline may
 // be set while a Write runs): a past deadline waits for the stuck write
@@ -103,7 +91,7 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 		{"deadline-waits-for-write", func(nc net.Conn, _ <-chan struct{}) net.Conn { return lockedConn{nc, new(sync.Mutex)} }},
 		{"close-ignored", func(nc net.Conn, release <-chan struct{}) net.Conn { return stuckWriteConn{nc, release} }},
 		{"close-waits-for-write", func(nc net.Conn, release <-chan struct{}) net.Conn {
-			return closeWaitsConn{stuckWriteConn{nc, release}}
+			return closeWaitsConn(nc, release)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,7 +170,7 @@ func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 		{"deadline-ignored", func(nc net.Conn, _ <-chan struct{}) net.Conn { return noWriteDeadlineConn{nc} }, 0},
 		{"deadline-waits-for-write", func(nc net.Conn, _ <-chan struct{}) net.Conn { return lockedConn{nc, new(sync.Mutex)} }, 0},
 		{"close-waits-for-write", func(nc net.Conn, release <-chan struct{}) net.Conn {
-			return closeWaitsConn{stuckWriteConn{nc, release}}
+			return closeWaitsConn(nc, release)
 		}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,6 +303,21 @@ func TestServerClosesConnsInParallel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closeWaitsConn returns a connection whose writes never return and whose
+// Close also waits for release (a wrapper holding one lock over Write and
+// Close): closing it blocks for as long as its write is stuck.
+func closeWaitsConn(nc net.Conn, release <-chan struct{}) net.Conn {
+	return stuckSlowCloseConn{slowCloseConn{nc, new(atomic.Int32), release}}
+}
+
+// stuckSlowCloseConn is slowCloseConn whose writes wait for release.
+type stuckSlowCloseConn struct{ slowCloseConn }
+
+func (c stuckSlowCloseConn) Write([]byte) (int, error) {
+	<-c.release
+	return 0, net.ErrClosed
 }
 
 // failWriteConn is slowCloseConn whose writes fail at once (a transport
