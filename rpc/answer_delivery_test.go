@@ -1,0 +1,109 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// An answer reaches its caller appended to the caller's buffer (in place
+// when it fits, after what the buffer held), with its status and not-run
+// flag, whatever the buffer's capacity and the status. Each case answers
+// one call by hand; sequential calls after it check that no slot of the
+// table is lost.
+func TestAnswerDelivery(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		respCap  int // -1: a nil resp
+		prefix   string
+		status   uint32
+		notRun   bool
+		body     string
+		wantCode uint32 // 0: no error
+		inPlace  bool   // the answer fits resp: it must be appended in its array
+	}{
+		{name: "fits", respCap: 16, body: "pong", status: StatusOK, inPlace: true},
+		{name: "after a prefix", respCap: 16, prefix: "ab", body: "pong", status: StatusOK, inPlace: true},
+		{name: "empty body, nil resp", respCap: -1, status: StatusOK},
+		{name: "error status", respCap: 16, body: "nope", status: StatusNotFound, wantCode: StatusNotFound, inPlace: true},
+		{name: "not run", respCap: 16, body: "later", status: StatusUnavailable, notRun: true, wantCode: StatusUnavailable, inPlace: true},
+		{name: "nil resp", respCap: -1, body: "pong", status: StatusOK},
+		{name: "body does not fit", respCap: 2, body: "pong", status: StatusOK},
+		{name: "status outside the known codes", respCap: 16, body: "odd", status: 70000, wantCode: 70000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, peer := pipeClient(t)
+			var resp []byte
+			if tc.respCap >= 0 {
+				resp = append(make([]byte, 0, tc.respCap), tc.prefix...)
+			}
+			type result struct {
+				out []byte
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				out, err := c.Call(context.Background(), mEcho, []byte("ping"), resp)
+				done <- result{out, err}
+			}()
+			req := peerRequest(t, peer)
+			peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{
+				PromiseID: req.PromiseID, Status: tc.status, NotRun: tc.notRun, Body: []byte(tc.body)}))
+			r := receive(t, "the call's result", done)
+
+			if want := tc.prefix + tc.body; tc.wantCode == 0 && string(r.out) != want {
+				t.Errorf("answer %q, want %q", r.out, want)
+			}
+			if tc.inPlace && &r.out[:1][0] != &resp[:1][0] {
+				t.Error("the answer was not appended in place, in the caller's buffer")
+			}
+			var se *StatusError
+			switch {
+			case tc.wantCode == 0 && r.err != nil:
+				t.Errorf("error %v, want none", r.err)
+			case tc.wantCode != 0 && (!errors.As(r.err, &se) || se.Code != tc.wantCode || se.Message != tc.body):
+				t.Errorf("error %v, want a StatusError %d %q", r.err, tc.wantCode, tc.body)
+			case tc.notRun && !errors.Is(r.err, ErrGoAway):
+				t.Errorf("error %v does not match ErrGoAway, though the answer was marked not run", r.err)
+			}
+
+			// Sequential calls after it: one slot serves them all.
+			for i := range 20 {
+				go func() {
+					out, err := c.Call(context.Background(), mEcho, []byte("ping"), nil)
+					done <- result{out, err}
+				}()
+				req = peerRequest(t, peer)
+				peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: req.PromiseID, Status: StatusOK, Body: []byte("again")}))
+				if r := receive(t, "a later call's result", done); r.err != nil || string(r.out) != "again" {
+					t.Fatalf("call %d after: %q, %v", i, r.out, r.err)
+				}
+			}
+			if n := len(*c.table.Load()); n != 1 {
+				t.Errorf("%d slots for one call at a time, want 1", n)
+			}
+			if n := c.Pending(); n != 0 {
+				t.Errorf("Pending() = %d with no call in progress", n)
+			}
+			if c.pending() {
+				t.Error("the answer check sees a call waiting with none in progress")
+			}
+		})
+	}
+}
+
+// peerRequest reads the next request the client wrote to peer.
+func peerRequest(t *testing.T, peer *rawConn) wire.Request {
+	t.Helper()
+	kind, env, ok := peer.recv()
+	if !ok || kind != wire.KindRequest {
+		t.Fatalf("got frame kind %d ok %v, want a request", kind, ok)
+	}
+	req, err := wire.ParseRequest(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
