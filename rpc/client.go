@@ -453,12 +453,14 @@ func callRequest(r *wire.Request, ctx context.Context, method, target uint32, pa
 	}
 }
 
+// acquire takes a slot for a call whose answer is to be appended to resp.
+// On a closed connection it fails with notSent's error.
 func (c *Client) acquire(resp []byte) (*slot, error) {
 	s := c.pop()
 	if s == nil {
 		c.mu.Lock()
 		if c.closed {
-			err := c.err
+			err := c.notSent(c.err)
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -492,11 +494,24 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 		s.resp, s.err = nil, nil
 		c.release(s)
 		c.mu.Lock()
-		err := c.err
+		err := c.notSent(c.err)
 		c.mu.Unlock()
 		return nil, err
 	}
 	return s, nil
+}
+
+// notSent is the error of a call (or stream) refused, before anything of
+// it was written, because the connection closed with err: ErrGoAway when
+// the server told us to go away before it closed (the call did not run
+// and may go to another server; a caller that looked for the go-away
+// just before it came, and met the close just after, must not get a
+// plain ErrClosed, which rpc/cluster does not send elsewhere), else err.
+func (c *Client) notSent(err error) error {
+	if c.goAway.Load() {
+		return ErrGoAway
+	}
+	return err
 }
 
 // pop takes an idle slot off the free stack; nil when it is empty.

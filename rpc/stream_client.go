@@ -88,7 +88,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	if t.err != nil {
 		err := t.err
 		t.mu.Unlock()
-		return nil, err
+		return nil, c.notSent(err)
 	}
 	if len(t.m) >= t.max {
 		t.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // mJitter echoes after a random pause of up to 300 µs.
@@ -182,5 +184,56 @@ func callUntilEnd(t *testing.T, c *Client, callers, warm int, end func(), expect
 	}
 	if n := c.Pending(); n != 0 {
 		t.Fatalf("%d calls pending after the end", n)
+	}
+}
+
+// A connection the server told to go away and then closed refuses a call
+// with ErrGoAway, not with a plain ErrClosed: the call was not sent, and
+// rpc/cluster sends it elsewhere only on ErrGoAway. send looks for the
+// go-away first, but a caller can do so just before the go-away comes and
+// meet the close just after: then acquire (the slot table) refuses it, as
+// openStream's stream set does a stream (both through notSent). Without
+// the go-away, the refusal says why the connection closed.
+func TestClosedAfterGoAwayRefusesWithGoAway(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		goAway    bool
+		callFirst bool // a call before, whose slot is then free: acquire's second refusal
+		want      func(error) bool
+	}{
+		{"go-away, then close", true, false, func(err error) bool { return err == ErrGoAway }},
+		{"go-away, then close, a free slot", true, true, func(err error) bool { return err == ErrGoAway }},
+		{"close alone", false, false, func(err error) bool { return errors.Is(err, ErrClosed) && !IsRetryable(err) }},
+		{"close alone, a free slot", false, true, func(err error) bool { return errors.Is(err, ErrClosed) && !IsRetryable(err) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, peer := pipeClient(t)
+			if tc.callFirst {
+				done := make(chan error, 1)
+				go func() {
+					_, err := c.Call(context.Background(), mEcho, nil, nil)
+					done <- err
+				}()
+				req := peerRequest(t, peer)
+				peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: req.PromiseID, Status: StatusOK}))
+				if err := receive(t, "the first call's result", done); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.goAway {
+				peer.send(wire.KindGoAway, nil)
+				if kind, _, ok := peer.recv(); !ok || kind != wire.KindGoAway {
+					t.Fatalf("got frame kind %d ok %v, want the client's go-away acknowledgement", kind, ok)
+				}
+			}
+			peer.Close()
+			await(t, "the client to see the close", c.Closed)
+			if _, err := c.acquire(nil); !tc.want(err) {
+				t.Errorf("a call's slot refused with %v", err)
+			}
+			if tc.callFirst && idleSlots(c) != 1 {
+				t.Errorf("%d idle slots after the refusal, want the one slot back", idleSlots(c))
+			}
+		})
 	}
 }
