@@ -48,7 +48,7 @@ func TestAnswerDelivery(t *testing.T) {
 				out, err := c.Call(context.Background(), mEcho, []byte("ping"), resp)
 				done <- result{out, err}
 			}()
-			req := peerRequest(t, peer)
+			req := peer.recvRequest()
 			peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{
 				PromiseID: req.PromiseID, Status: tc.status, NotRun: tc.notRun, Body: []byte(tc.body)}))
 			r := receive(t, "the call's result", done)
@@ -75,7 +75,7 @@ func TestAnswerDelivery(t *testing.T) {
 					out, err := c.Call(context.Background(), mEcho, []byte("ping"), nil)
 					done <- result{out, err}
 				}()
-				req = peerRequest(t, peer)
+				req = peer.recvRequest()
 				peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: req.PromiseID, Status: StatusOK, Body: []byte("again")}))
 				if r := receive(t, "a later call's result", done); r.err != nil || string(r.out) != "again" {
 					t.Fatalf("call %d after: %q, %v", i, r.out, r.err)
@@ -92,18 +92,4 @@ func TestAnswerDelivery(t *testing.T) {
 			}
 		})
 	}
-}
-
-// peerRequest reads the next request the client wrote to peer.
-func peerRequest(t *testing.T, peer *rawConn) wire.Request {
-	t.Helper()
-	kind, env, ok := peer.recv()
-	if !ok || kind != wire.KindRequest {
-		t.Fatalf("got frame kind %d ok %v, want a request", kind, ok)
-	}
-	req, err := wire.ParseRequest(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req
 }

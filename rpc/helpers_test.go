@@ -201,6 +201,20 @@ func (r *rawConn) recvResponse() wire.Response {
 	return resp
 }
 
+// recvRequest reads one frame, which must be a request, and parses it.
+func (r *rawConn) recvRequest() wire.Request {
+	r.t.Helper()
+	kind, env, ok := r.recv()
+	if !ok || kind != wire.KindRequest {
+		r.t.Fatalf("got frame kind %d (ok %v), want a request", kind, ok)
+	}
+	req, err := wire.ParseRequest(env)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return req
+}
+
 // expectClosed reads until EOF; it fails the test on a frame.
 func (r *rawConn) expectClosed() {
 	r.t.Helper()

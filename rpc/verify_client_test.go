@@ -214,7 +214,7 @@ func TestClosedAfterGoAwayRefusesWithGoAway(t *testing.T) {
 					_, err := c.Call(context.Background(), mEcho, nil, nil)
 					done <- err
 				}()
-				req := peerRequest(t, peer)
+				req := peer.recvRequest()
 				peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: req.PromiseID, Status: StatusOK}))
 				if err := receive(t, "the first call's result", done); err != nil {
 					t.Fatal(err)
