@@ -121,7 +121,8 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		if err == ctx.Err() {
 			return nil, t.unopened(s, err) // the hello still goes out
 		}
-		return nil, t.unopened(s, t.broken(err))
+		// The open was not sent: after a go-away, ErrGoAway.
+		return nil, t.unopened(s, c.notSent(t.broken(err)))
 	}
 	buf, err := c.out.beginCtx(ctx, wire.KindStreamOpen)
 	if err != nil {
