@@ -16,6 +16,14 @@ type timerfd struct {
 	f   *os.File
 	rc  syscall.RawConn
 	buf [8]byte // the expiry count a read returns
+	// set's system call: settime, made once, reads spec and writes errno.
+	// (A closure made per set would be allocated: what it captures
+	// escapes through RawConn.Control. The watchdog re-arms its timer
+	// every tick.) set is not called concurrently on one timerfd: the
+	// beat sets its clock under its mutex, a watchdog from its goroutine.
+	settime func(fd uintptr)
+	spec    itimerspec
+	errno   syscall.Errno
 }
 
 // itimerspec is the kernel's struct itimerspec.
@@ -40,6 +48,9 @@ func newTimerfd(name string) *timerfd {
 		return nil
 	}
 	t := &timerfd{f: f, rc: rc}
+	t.settime = func(fd uintptr) {
+		_, _, t.errno = syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+	}
 	if !t.set(0, 0) || f.SetReadDeadline(time.Time{}) != nil {
 		// SetReadDeadline fails on a file the poller does not watch: a
 		// read would block the thread.
@@ -52,16 +63,14 @@ func newTimerfd(name string) *timerfd {
 // set arms the timer to expire first after first, then every interval
 // (0: once); first <= 0 disarms it.
 func (t *timerfd) set(first, interval time.Duration) bool {
-	var spec itimerspec
+	t.spec = itimerspec{}
 	if first > 0 {
-		spec.value = syscall.NsecToTimespec(int64(first))
-		spec.interval = syscall.NsecToTimespec(int64(interval))
+		t.spec.value = syscall.NsecToTimespec(int64(first))
+		t.spec.interval = syscall.NsecToTimespec(int64(interval))
 	}
-	var errno syscall.Errno
-	err := t.rc.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	})
-	return err == nil && errno == 0
+	t.errno = 0
+	err := t.rc.Control(t.settime)
+	return err == nil && t.errno == 0
 }
 
 // read waits for the next expiry; false when the read failed.
