@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -39,46 +38,28 @@ func TestAnswerDelivery(t *testing.T) {
 			if tc.respCap >= 0 {
 				resp = append(make([]byte, 0, tc.respCap), tc.prefix...)
 			}
-			type result struct {
-				out []byte
-				err error
+			out, err := callAnswered(t, c, peer, resp, wire.Response{Status: tc.status, NotRun: tc.notRun, Body: []byte(tc.body)})
+			if want := tc.prefix + tc.body; tc.wantCode == 0 && string(out) != want {
+				t.Errorf("answer %q, want %q", out, want)
 			}
-			done := make(chan result, 1)
-			go func() {
-				out, err := c.Call(context.Background(), mEcho, []byte("ping"), resp)
-				done <- result{out, err}
-			}()
-			req := peer.recvRequest()
-			peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{
-				PromiseID: req.PromiseID, Status: tc.status, NotRun: tc.notRun, Body: []byte(tc.body)}))
-			r := receive(t, "the call's result", done)
-
-			if want := tc.prefix + tc.body; tc.wantCode == 0 && string(r.out) != want {
-				t.Errorf("answer %q, want %q", r.out, want)
-			}
-			if tc.inPlace && &r.out[:1][0] != &resp[:1][0] {
+			if tc.inPlace && &out[:1][0] != &resp[:1][0] {
 				t.Error("the answer was not appended in place, in the caller's buffer")
 			}
 			var se *StatusError
 			switch {
-			case tc.wantCode == 0 && r.err != nil:
-				t.Errorf("error %v, want none", r.err)
-			case tc.wantCode != 0 && (!errors.As(r.err, &se) || se.Code != tc.wantCode || se.Message != tc.body):
-				t.Errorf("error %v, want a StatusError %d %q", r.err, tc.wantCode, tc.body)
-			case tc.notRun && !errors.Is(r.err, ErrGoAway):
-				t.Errorf("error %v does not match ErrGoAway, though the answer was marked not run", r.err)
+			case tc.wantCode == 0 && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tc.wantCode != 0 && (!errors.As(err, &se) || se.Code != tc.wantCode || se.Message != tc.body):
+				t.Errorf("error %v, want a StatusError %d %q", err, tc.wantCode, tc.body)
+			case tc.notRun && !errors.Is(err, ErrGoAway):
+				t.Errorf("error %v does not match ErrGoAway, though the answer was marked not run", err)
 			}
 
 			// Sequential calls after it: one slot serves them all.
 			for i := range 20 {
-				go func() {
-					out, err := c.Call(context.Background(), mEcho, []byte("ping"), nil)
-					done <- result{out, err}
-				}()
-				req = peer.recvRequest()
-				peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: req.PromiseID, Status: StatusOK, Body: []byte("again")}))
-				if r := receive(t, "a later call's result", done); r.err != nil || string(r.out) != "again" {
-					t.Fatalf("call %d after: %q, %v", i, r.out, r.err)
+				out, err := callAnswered(t, c, peer, nil, wire.Response{Status: StatusOK, Body: []byte("again")})
+				if err != nil || string(out) != "again" {
+					t.Fatalf("call %d after: %q, %v", i, out, err)
 				}
 			}
 			if n := len(*c.table.Load()); n != 1 {

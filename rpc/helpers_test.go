@@ -215,6 +215,26 @@ func (r *rawConn) recvRequest() wire.Request {
 	return req
 }
 
+// callAnswered makes a call on c with resp, reads its request at peer
+// (the other end of c's connection) and answers it with a: a's promise id
+// is set to the request's. It returns what the call returned.
+func callAnswered(t testing.TB, c *Client, peer *rawConn, resp []byte, a wire.Response) ([]byte, error) {
+	t.Helper()
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := c.Call(context.Background(), mEcho, []byte("ping"), resp)
+		done <- result{out, err}
+	}()
+	a.PromiseID = peer.recvRequest().PromiseID
+	peer.send(wire.KindResponse, wire.AppendResponse(nil, &a))
+	r := receive(t, "the call's result", done)
+	return r.out, r.err
+}
+
 // expectClosed reads until EOF; it fails the test on a frame.
 func (r *rawConn) expectClosed() {
 	r.t.Helper()

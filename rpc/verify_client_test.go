@@ -209,14 +209,7 @@ func TestClosedAfterGoAwayRefusesWithGoAway(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, peer := pipeClient(t)
 			if tc.callFirst {
-				done := make(chan error, 1)
-				go func() {
-					_, err := c.Call(context.Background(), mEcho, nil, nil)
-					done <- err
-				}()
-				req := peer.recvRequest()
-				peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: req.PromiseID, Status: StatusOK}))
-				if err := receive(t, "the first call's result", done); err != nil {
+				if _, err := callAnswered(t, c, peer, nil, wire.Response{Status: StatusOK}); err != nil {
 					t.Fatal(err)
 				}
 			}
