@@ -19,7 +19,7 @@ type timerfd struct {
 	// set's system call: settime, made once, reads spec and writes errno.
 	// (A closure made per set would be allocated: what it captures
 	// escapes through RawConn.Control. The watchdog re-arms its timer
-	// every tick.) set is not called concurrently on one timerfd: the
+	// every tick, up to every 1 ms.) set is not called concurrently on one timerfd: the
 	// beat sets its clock under its mutex, a watchdog from its goroutine.
 	settime func(fd uintptr)
 	spec    itimerspec
