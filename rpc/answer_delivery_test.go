@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -72,5 +73,63 @@ func TestAnswerDelivery(t *testing.T) {
 				t.Error("the answer check sees a call waiting with none in progress")
 			}
 		})
+	}
+}
+
+// busySlots, which tells a flusher whether other calls are under way,
+// counts the slots off the free stack: calls waiting for their answers,
+// abandoned calls until their late answers, and nothing once every call
+// has returned.
+func TestBusySlots(t *testing.T) {
+	c, peer := pipeClient(t)
+	if n := c.busySlots(); n != 0 {
+		t.Fatalf("busySlots %d on a new client, want 0", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	abandoned := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, mEcho, []byte("late"), nil)
+		abandoned <- err
+	}()
+	late := peer.recvRequest()
+	errs := startCalls(c, []byte("ping"), 2)
+	reqs := []wire.Request{peer.recvRequest(), peer.recvRequest()}
+	if n := c.busySlots(); n != 3 {
+		t.Fatalf("busySlots %d with three calls waiting, want 3", n)
+	}
+	cancel()
+	if err := receive(t, "the canceled call", abandoned); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled call: %v", err)
+	}
+	if n := c.busySlots(); n != 3 {
+		t.Fatalf("busySlots %d after abandoning one of three, want 3 (its slot waits for the late answer)", n)
+	}
+	for _, r := range reqs {
+		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
+		if err := receive(t, "an answered call", errs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(t, "the answered calls' slots back on the stack", func() bool { return c.busySlots() == 1 })
+	peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: late.PromiseID}))
+	await(t, "the abandoned call's slot freed by its late answer", func() bool { return c.busySlots() == 0 })
+	if n, all := idleSlots(t, c), len(*c.table.Load()); n != all {
+		t.Fatalf("%d of %d slots idle after every call returned", n, all)
+	}
+	// Calls that take idle slots off the stack.
+	errs = startCalls(c, []byte("again"), 2)
+	reqs = []wire.Request{peer.recvRequest(), peer.recvRequest()}
+	if n := c.busySlots(); n != 2 {
+		t.Fatalf("busySlots %d with two calls on reused slots, want 2", n)
+	}
+	for _, r := range reqs {
+		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
+		if err := receive(t, "an answered call", errs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(t, "every slot back on the stack", func() bool { return c.busySlots() == 0 })
+	if n := idleSlots(t, c); n != 3 {
+		t.Fatalf("%d of 3 slots idle at the end", n)
 	}
 }

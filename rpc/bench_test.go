@@ -189,28 +189,31 @@ func BenchmarkFloorClientUnary(b *testing.B) {
 // rawEnvServer is rawEchoServer for envelopes: each request envelope is
 // checked by hand and answered with its payload in a response envelope.
 func rawEnvServer(b *testing.B) string {
-	return rawServer(b, func() func(*bufio.Writer, []byte, []byte) bool {
-		var out []byte // the connection's: one answer's header
-		return func(bw *bufio.Writer, hdr, body []byte) bool {
-			n := len(body)
-			if n < wire.RequestOverhead ||
-				binary.LittleEndian.Uint64(body) != envHeader0 ||
-				binary.LittleEndian.Uint64(body[8:]) != 16|uint64(n)<<32 ||
-				binary.LittleEndian.Uint64(body[16+12:]) != 0 ||
-				binary.LittleEndian.Uint64(body[16+20:]) != 8|uint64(n-wire.RequestOverhead)<<32 ||
-				binary.LittleEndian.Uint32(body[16:]) != mEcho {
-				return false
-			}
-			pid := binary.LittleEndian.Uint32(body[16+4:])
-			payload := body[wire.RequestOverhead:]
-			out = binary.LittleEndian.AppendUint32(out[:0], uint32(1+wire.ResponseOverhead+len(payload)))
-			out = append(out, wire.KindResponse)
-			out = wire.AppendResponseHeader(out, 200, pid, len(payload))
-			bw.Write(out)
-			bw.Write(payload)
-			return true
+	return rawServer(b, envAnswer)
+}
+
+// envAnswer returns rawEnvServer's answer function for one connection.
+func envAnswer() func(*bufio.Writer, []byte, []byte) bool {
+	var out []byte // the connection's: one answer's header
+	return func(bw *bufio.Writer, hdr, body []byte) bool {
+		n := len(body)
+		if n < wire.RequestOverhead ||
+			binary.LittleEndian.Uint64(body) != envHeader0 ||
+			binary.LittleEndian.Uint64(body[8:]) != 16|uint64(n)<<32 ||
+			binary.LittleEndian.Uint64(body[16+12:]) != 0 ||
+			binary.LittleEndian.Uint64(body[16+20:]) != 8|uint64(n-wire.RequestOverhead)<<32 ||
+			binary.LittleEndian.Uint32(body[16:]) != mEcho {
+			return false
 		}
-	})
+		pid := binary.LittleEndian.Uint32(body[16+4:])
+		payload := body[wire.RequestOverhead:]
+		out = binary.LittleEndian.AppendUint32(out[:0], uint32(1+wire.ResponseOverhead+len(payload)))
+		out = append(out, wire.KindResponse)
+		out = wire.AppendResponseHeader(out, 200, pid, len(payload))
+		bw.Write(out)
+		bw.Write(payload)
+		return true
+	}
 }
 
 // muxConn is BenchmarkFloorMux's hand-written client (and, with env,
@@ -345,6 +348,11 @@ func benchMuxOn(b *testing.B, addr string, size, callers int, env bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchMuxConn(b, nc, size, callers, env)
+}
+
+// benchMuxConn runs the hand-written client of benchMux on nc.
+func benchMuxConn(b *testing.B, nc net.Conn, size, callers int, env bool) {
 	m := &muxConn{nc: nc, cur: make([]byte, 0, 64<<10), out: make([]byte, 0, 64<<10), env: env}
 	for i := 0; i < callers; i++ {
 		m.wake = append(m.wake, make(chan struct{}, 1))
@@ -423,38 +431,43 @@ func rawServer(b *testing.B, newAnswer func() func(bw *bufio.Writer, hdr, body [
 			if err != nil {
 				return
 			}
-			go func() {
-				defer nc.Close()
-				answer := newAnswer()
-				br := bufio.NewReaderSize(nc, 64<<10)
-				bw := bufio.NewWriterSize(nc, 64<<10)
-				var hdr [5]byte
-				body := make([]byte, 0, 64<<10)
-				for {
-					if _, err := io.ReadFull(br, hdr[:]); err != nil {
-						return
-					}
-					n := int(binary.LittleEndian.Uint32(hdr[:])) - 1
-					if n < 0 || n > cap(body) {
-						return
-					}
-					body = body[:n]
-					if _, err := io.ReadFull(br, body); err != nil {
-						return
-					}
-					if !answer(bw, hdr[:], body) {
-						return
-					}
-					if br.Buffered() == 0 {
-						if bw.Flush() != nil {
-							return
-						}
-					}
-				}
-			}()
+			go rawServe(nc, newAnswer())
 		}
 	}()
 	return l.Addr().String()
+}
+
+// rawServe is rawServer's loop for one connection: it reads frames, lets
+// answer write the reply of each into a buffered writer, flushes that
+// when its read buffer is empty, and closes nc when a read or write fails
+// or answer reports false.
+func rawServe(nc net.Conn, answer func(bw *bufio.Writer, hdr, body []byte) bool) {
+	defer nc.Close()
+	br := bufio.NewReaderSize(nc, 64<<10)
+	bw := bufio.NewWriterSize(nc, 64<<10)
+	var hdr [5]byte
+	body := make([]byte, 0, 64<<10)
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return
+		}
+		n := int(binary.LittleEndian.Uint32(hdr[:])) - 1
+		if n < 0 || n > cap(body) {
+			return
+		}
+		body = body[:n]
+		if _, err := io.ReadFull(br, body); err != nil {
+			return
+		}
+		if !answer(bw, hdr[:], body) {
+			return
+		}
+		if br.Buffered() == 0 {
+			if bw.Flush() != nil {
+				return
+			}
+		}
+	}
 }
 
 func benchFloor(b *testing.B, size, callers int) {

@@ -55,37 +55,18 @@ type Client struct {
 	readDone chan struct{}
 
 	_ cacheLinePad
-	// Idle slots form a lock-free stack: free is tag<<32 | (index+1) of
-	// the top slot (0: empty), each idle slot's state word links to the
-	// one below (see slotStateMask);
-	// the tag changes on every push and pop, so a stale compare-and-swap
-	// fails. Every call writes it twice: it has a cache line of its own.
+	// Idle slots form a lock-free stack: free is
+	// tag<<32 | count<<16 | (index+1) of the top slot (0: none), where
+	// count is the number of slots on the stack; each idle slot's state
+	// word links to the one below (see slotStateMask). The tag changes on
+	// every push and pop, so a stale compare-and-swap fails. Every call
+	// writes it twice: it has a cache line of its own. The count tells a
+	// flusher whether other calls are under way (busySlots).
 	free atomic.Uint64
 	_    cacheLinePad
 
-	// answered counts the answers the read loop delivered to waiting
-	// calls since the client started. The read loop alone writes it, once
-	// per read batch (when it is about to wait for more); a sender
-	// compares it with the calls it counts under the outbox's mutex (see
-	// send). Its own line: callers read it, the read loop writes it.
-	answered atomic.Uint64
-	_        cacheLinePad
-
-	// calls (under out.mu) counts the requests sent, less those that
-	// will never be answered (abandoned calls, requests refused before
-	// they were queued): callers add theirs while they hold out.mu anyway.
-	// Less answered (the answers the read loop delivered, published once
-	// per read batch) it is the number of calls in flight, counting the
-	// ones just answered in the batch being delivered, whose callers are
-	// likely to send again at once. A flusher that sees others yields
-	// first, so that they join its write (see outbox.flushCtx). A count
-	// kept on a word of its own by every call would cost two contended
-	// atomic operations per call; this costs a load per call and a store
-	// per read batch, and the read loop never waits for out.mu. Beside
-	// out, whose first line holds out.mu.
-	calls uint64
-	out   outbox // requests and go-away acks
-	_     cacheLinePad
+	out outbox // requests and go-away acks
+	_   cacheLinePad
 
 	streams streamSet // stream.go
 
@@ -353,24 +334,18 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 		}
 	}
 	buf = wire.AppendRequest(buf, &r)
-	c.calls++ // under the outbox's mu, held since beginCtx
-	calls := c.calls
 	lead, err := c.out.end(buf)
 	if lead {
-		// Others are about to send when calls other than this one wait
-		// for their answers, or got them in the read batch being
-		// delivered (the read loop publishes its count once per batch):
-		// those callers are likely to send again at once. (Only the
-		// flusher reads the read loop's count: a load of a line the read
-		// loop writes, once per write rather than once per call.)
-		others := int64(calls-c.answered.Load()) > 1
-		if ferr := c.out.flushCtx(ctx, others); err == nil {
+		// Others are about to send when other calls hold slots: they
+		// wait for their answers, or have them and are about to return
+		// to callers that are likely to call again at once. The flusher
+		// then yields first, so that they join its write.
+		if ferr := c.out.flushCtx(ctx, c.busySlots() > 1); err == nil {
 			err = ferr
 		}
 	}
 	if err != nil && err != ctx.Err() {
 		if errors.Is(err, frame.ErrFrameTooLarge) {
-			c.uncount(1)
 			c.unsend(s)
 			return nil, err
 		}
@@ -415,18 +390,9 @@ func (c *Client) wait(ctx context.Context, s *slot, resp []byte) ([]byte, error)
 func (c *Client) abandon(s *slot) bool {
 	if w := uint64(s.pid) << 32; s.st.CompareAndSwap(w|slotWaiting, w|slotAbandoned) {
 		c.abandoned.Add(1)
-		c.uncount(1)
 		return true
 	}
 	return false
-}
-
-// uncount takes n calls that will never be answered (abandoned, or not
-// sent after all) off the count of calls sent (see Client.calls).
-func (c *Client) uncount(n int) {
-	c.out.mu.Lock()
-	c.calls -= uint64(n)
-	c.out.mu.Unlock()
 }
 
 // appendCall appends the request envelope of a call: the canonical
@@ -518,13 +484,13 @@ func (c *Client) notSent(err error) error {
 func (c *Client) pop() *slot {
 	for {
 		h := c.free.Load()
-		i := uint32(h)
+		i := h & 0xFFFF
 		if i == 0 {
 			return nil
 		}
 		s := (*c.table.Load())[i-1]
 		next := s.st.Load() >> 16 & 0xFFFF // the slot below, if s is still on top
-		if c.free.CompareAndSwap(h, (h>>32+1)<<32|next) {
+		if c.free.CompareAndSwap(h, (h>>32+1)<<32|(h-1<<16)&0xFFFF0000|next) {
 			return s
 		}
 	}
@@ -538,10 +504,23 @@ func (c *Client) push(s *slot) {
 	for {
 		h := c.free.Load()
 		s.st.Store(idle | (h&0xFFFF)<<16)
-		if c.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(s.pid&0xFFFF)) {
+		if c.free.CompareAndSwap(h, (h>>32+1)<<32|(h+1<<16)&0xFFFF0000|uint64(s.pid&0xFFFF)) {
 			return
 		}
 	}
+}
+
+// busySlots returns the number of slots off the free stack: calls
+// between acquire and release, and abandoned calls waiting for their
+// late answers. One load of the free stack's head (and of the table,
+// which rarely changes); a caller that pops or pushes at the same time
+// may or may not be counted.
+func (c *Client) busySlots() int {
+	t := c.table.Load()
+	if t == nil {
+		return 0
+	}
+	return len(*t) - int(c.free.Load()>>16&0xFFFF)
 }
 
 // release makes s idle and puts it on the free stack.
@@ -608,16 +587,8 @@ func (c *Client) claim(pid uint32) *slot {
 
 func (c *Client) readLoop() {
 	defer close(c.readDone)
-	answered, published := uint64(0), uint64(0) // answers delivered to waiting calls
 	var r wire.Response
 	for {
-		if answered != published && !c.r.Ready() {
-			// Next is about to block: the batch's answers leave the
-			// senders' count of calls in flight in one step, with one
-			// store and no lock (see send).
-			c.answered.Store(answered)
-			published = answered
-		}
 		kind, p, err := c.r.Next()
 		if err != nil {
 			if werr := c.out.failure(); werr != nil {
@@ -631,17 +602,13 @@ func (c *Client) readLoop() {
 			if err := wire.ParseResponseTo(&r, p); err != nil {
 				var ee *wire.EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
-					if c.deliverErr(ee.PromiseID, err) {
-						answered++
-					}
+					c.deliverErr(ee.PromiseID, err)
 					continue
 				}
 				c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
 				return
 			}
-			if c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body) {
-				answered++
-			}
+			c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body)
 		case wire.KindGoAway:
 			w := c.out.lock()
 			first := !c.goAway.Swap(true)

@@ -91,7 +91,7 @@ func TestCancelAndDeadline(t *testing.T) {
 	c.mu.Lock()
 	nslots := len(c.slots)
 	c.mu.Unlock()
-	nfree := idleSlots(c)
+	nfree := idleSlots(t, c)
 	if nslots != nfree {
 		t.Fatalf("%d slots, %d free: abandoned slots leaked", nslots, nfree)
 	}

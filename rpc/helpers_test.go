@@ -256,14 +256,32 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// idleSlots counts the slots on c's free stack; call it while no call is
-// in progress on c.
-func idleSlots(c *Client) int {
-	n := 0
-	for i := uint32(c.free.Load()); i != 0; i = uint32((*c.table.Load())[i-1].st.Load() >> 16 & 0xFFFF) {
-		n++
+// idleSlots counts the slots on c's free stack. It fails the test when
+// the count the stack's head keeps (see Client.free) is not the number of
+// slots on it. Calls may be running: the stack is walked again until no
+// push or pop changed its head during a walk.
+func idleSlots(t testing.TB, c *Client) int {
+	t.Helper()
+	for {
+		h := c.free.Load()
+		var table []*slot
+		if tp := c.table.Load(); tp != nil {
+			table = *tp
+		}
+		n := 0
+		// At most one step per slot: a walk that met pushes and pops may
+		// follow links of different moments.
+		for i := h & 0xFFFF; i != 0 && n <= len(table); i = table[i-1].st.Load() >> 16 & 0xFFFF {
+			n++
+		}
+		if c.free.Load() != h || n > len(table) {
+			continue
+		}
+		if kept := int(h >> 16 & 0xFFFF); kept != n {
+			t.Fatalf("the free stack's head counts %d slots, %d are on it", kept, n)
+		}
+		return n
 	}
-	return n
 }
 
 // await polls cond until it holds; after 30 s it fails the test with what

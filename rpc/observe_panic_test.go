@@ -80,7 +80,7 @@ func TestObserverPanicRecovered(t *testing.T) {
 		t.Errorf("client observer ran %d times, want %d", n, callers*calls)
 	}
 	await(t, "the server observer saw every call", func() bool { return srvSeen.Load() == callers*calls })
-	if n := idleSlots(c); n != len(*c.table.Load()) {
+	if n := idleSlots(t, c); n != len(*c.table.Load()) {
 		t.Errorf("%d of %d slots idle after the calls", n, len(*c.table.Load()))
 	}
 	if l := logs.String(); !strings.Contains(l, "observer panic") || !strings.Contains(l, "server observer") {
@@ -208,7 +208,7 @@ func TestClientInterceptorPanicLeavesClientUsable(t *testing.T) {
 			t.Fatalf("call after the panics: %q %v", out, err)
 		}
 	}
-	if n := idleSlots(c); n != slots() {
+	if n := idleSlots(t, c); n != slots() {
 		t.Fatalf("%d of %d slots idle after the panics", n, slots())
 	}
 }

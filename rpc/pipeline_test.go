@@ -97,7 +97,7 @@ func TestPipelineOneRoundTrip(t *testing.T) {
 	if fetches.Load() != 1 {
 		t.Fatalf("fetch ran %d times", fetches.Load())
 	}
-	if n := idleSlots(c); n != len(c.slots) || c.active() != 0 {
+	if n := idleSlots(t, c); n != len(c.slots) || c.active() != 0 {
 		t.Fatalf("%d idle slots of %d, %d active", n, len(c.slots), c.active())
 	}
 }
@@ -145,12 +145,12 @@ func waitIdle(t *testing.T, c *Client) {
 		c.mu.Lock()
 		n := len(c.slots)
 		c.mu.Unlock()
-		if idleSlots(c) == n && c.active() == 0 && c.abandoned.Load() == 0 {
+		if idleSlots(t, c) == n && c.active() == 0 && c.abandoned.Load() == 0 {
 			return
 		}
 		if time.Since(start) > 30*time.Second {
 			t.Fatalf("slots not freed after 30 s: %d idle of %d, %d active, %d abandoned",
-				idleSlots(c), n, c.active(), c.abandoned.Load())
+				idleSlots(t, c), n, c.active(), c.abandoned.Load())
 		}
 	}
 }

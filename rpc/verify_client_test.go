@@ -97,7 +97,7 @@ func TestCancelStormNoMisroute(t *testing.T) {
 	c.mu.Lock()
 	n := len(c.slots)
 	c.mu.Unlock()
-	if free := idleSlots(c); free != n {
+	if free := idleSlots(t, c); free != n {
 		t.Fatalf("%d of %d slots free", free, n)
 	}
 	// And the connection still works.
@@ -224,8 +224,8 @@ func TestClosedAfterGoAwayRefusesWithGoAway(t *testing.T) {
 			if _, err := c.acquire(nil); !tc.want(err) {
 				t.Errorf("a call's slot refused with %v", err)
 			}
-			if tc.callFirst && idleSlots(c) != 1 {
-				t.Errorf("%d idle slots after the refusal, want the one slot back", idleSlots(c))
+			if tc.callFirst && idleSlots(t, c) != 1 {
+				t.Errorf("%d idle slots after the refusal, want the one slot back", idleSlots(t, c))
 			}
 		})
 	}

@@ -1,0 +1,250 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// replayConn is a net.Conn that plays a client which keeps a batch of
+// requests in flight: its reads return one batch of request frames at a
+// time, over and over, until it has served n requests, then io.EOF. What
+// is written to it is counted and dropped. It measures a server's own work
+// per request, without a socket.
+type replayConn struct {
+	batch    []byte // whole frames, the same request each
+	frameLen int
+	left     int // bytes still to serve
+	off      int // in batch
+	written  atomic.Int64
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// newReplayConn serves n copies of the request frame f, perBatch frames
+// per read.
+func newReplayConn(f []byte, perBatch, n int) *replayConn {
+	return &replayConn{
+		batch:    bytes.Repeat(f, perBatch),
+		frameLen: len(f),
+		left:     n * len(f),
+		closed:   make(chan struct{}),
+	}
+}
+
+func (r *replayConn) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	if r.off == len(r.batch) {
+		r.off = 0
+	}
+	n := copy(p, r.batch[r.off:min(len(r.batch), r.off+r.left)])
+	r.off += n
+	r.left -= n
+	return n, nil
+}
+
+func (r *replayConn) Write(p []byte) (int, error) {
+	r.written.Add(int64(len(p)))
+	return len(p), nil
+}
+
+func (r *replayConn) Close() error {
+	r.once.Do(func() { close(r.closed) })
+	return nil
+}
+
+func (r *replayConn) LocalAddr() net.Addr                { return &net.TCPAddr{} }
+func (r *replayConn) RemoteAddr() net.Addr               { return &net.TCPAddr{} }
+func (r *replayConn) SetDeadline(t time.Time) error      { return nil }
+func (r *replayConn) SetReadDeadline(t time.Time) error  { return nil }
+func (r *replayConn) SetWriteDeadline(t time.Time) error { return nil }
+
+// oneConnListener accepts c once, then waits for Close.
+type oneConnListener struct {
+	c    chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newOneConnListener(c net.Conn) *oneConnListener {
+	l := &oneConnListener{c: make(chan net.Conn, 1), done: make(chan struct{})}
+	l.c <- c
+	return l
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.c:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *oneConnListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// serverBenchBatch is the requests a read returns in the in-memory server
+// benchmarks: about the batches a server reads from 256 callers on one
+// loopback connection (117–141 answers per write, rpc/README.md).
+const serverBenchBatch = 128
+
+// echoRequestFrame is the frame of an echo call of a size-byte payload.
+func echoRequestFrame(size int) []byte {
+	env := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 7, Payload: make([]byte, size)})
+	return frameBytes(wire.KindRequest, env)
+}
+
+// echoAnswerLen is the length of the answer frame to echoRequestFrame.
+func echoAnswerLen(size int) int64 { return int64(5 + wire.ResponseOverhead + size) }
+
+// BenchmarkServerInMemory is the server's own work per request: 64-byte
+// echo calls read in batches of serverBenchBatch from an in-memory
+// connection, run inline by the read loop and answered, one write per
+// batch. No socket, no client: what is left is parsing, dispatch, the
+// handler, the answer and the bookkeeping around them.
+func BenchmarkServerInMemory(b *testing.B) {
+	const size = 64
+	rc := newReplayConn(echoRequestFrame(size), serverBenchBatch, b.N)
+	s := NewServer()
+	s.Handle(mEcho, echo)
+	b.ReportAllocs()
+	b.ResetTimer()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(newOneConnListener(rc)) }()
+	<-rc.closed // the server closes it once every request read was answered
+	b.StopTimer()
+	s.Close()
+	<-served
+	if got, want := rc.written.Load(), int64(b.N)*echoAnswerLen(size); got != want {
+		b.Fatalf("answered %d bytes, want %d", got, want)
+	}
+}
+
+// BenchmarkServerInMemoryFloor is the floor of BenchmarkServerInMemory:
+// the same requests from the same in-memory connection, read, checked and
+// answered by hand in the same bytes (the envelope floor's server, see
+// BenchmarkFloorMuxEnv), flushed when the read buffer is empty.
+func BenchmarkServerInMemoryFloor(b *testing.B) {
+	const size = 64
+	rc := newReplayConn(echoRequestFrame(size), serverBenchBatch, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	rawServe(rc, envAnswer())
+	b.StopTimer()
+	if got, want := rc.written.Load(), int64(b.N)*echoAnswerLen(size); got != want {
+		b.Fatalf("answered %d bytes, want %d", got, want)
+	}
+}
+
+// echoPeer is a net.Conn whose peer is an envelope echo server that
+// answers at once, in memory: each request frame written to it is
+// answered (checked and built as envAnswer does) into a buffer that reads
+// return. It measures a client's own work per call, without a socket.
+type echoPeer struct {
+	mu                    sync.Mutex
+	ready                 sync.Cond // pending has bytes, or the conn closed
+	pending               []byte
+	off                   int
+	closed                bool
+	writes, frames, reads int
+}
+
+func newEchoPeer() *echoPeer {
+	p := &echoPeer{pending: make([]byte, 0, 64<<10)}
+	p.ready.L = &p.mu
+	return p
+}
+
+func (p *echoPeer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, net.ErrClosed
+	}
+	for rest := b; len(rest) >= 5; {
+		n := int(binary.LittleEndian.Uint32(rest)) - 1
+		kind, body := rest[4], rest[5:5+n]
+		rest = rest[5+n:]
+		if kind != wire.KindRequest || n < wire.RequestOverhead {
+			continue // pings and the like: a floor peer does not answer them
+		}
+		p.frames++
+		pid := binary.LittleEndian.Uint32(body[16+4:])
+		payload := body[wire.RequestOverhead:]
+		p.pending = binary.LittleEndian.AppendUint32(p.pending, uint32(1+wire.ResponseOverhead+len(payload)))
+		p.pending = append(p.pending, wire.KindResponse)
+		p.pending = wire.AppendResponseHeader(p.pending, StatusOK, pid, len(payload))
+		p.pending = append(p.pending, payload...)
+	}
+	p.writes++
+	p.ready.Signal()
+	return len(b), nil
+}
+
+func (p *echoPeer) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.off == len(p.pending) && !p.closed {
+		p.ready.Wait()
+	}
+	if p.closed {
+		return 0, net.ErrClosed
+	}
+	p.reads++
+	n := copy(b, p.pending[p.off:])
+	p.off += n
+	if p.off == len(p.pending) {
+		p.pending, p.off = p.pending[:0], 0
+	}
+	return n, nil
+}
+
+func (p *echoPeer) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.ready.Broadcast()
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *echoPeer) LocalAddr() net.Addr                { return &net.TCPAddr{} }
+func (p *echoPeer) RemoteAddr() net.Addr               { return &net.TCPAddr{} }
+func (p *echoPeer) SetDeadline(t time.Time) error      { return nil }
+func (p *echoPeer) SetReadDeadline(t time.Time) error  { return nil }
+func (p *echoPeer) SetWriteDeadline(t time.Time) error { return nil }
+
+// BenchmarkClientInMemory is the client's own work per call: 64-byte echo
+// calls from 256 callers on one Client whose peer answers at once in
+// memory (echoPeer). No socket, no server.
+func BenchmarkClientInMemory(b *testing.B) {
+	p := newEchoPeer()
+	c := NewClient(p)
+	defer c.Close()
+	benchCalls(b, c, 64, 256)
+	b.ReportMetric(float64(p.frames)/float64(p.writes), "calls/write")
+	b.ReportMetric(float64(p.frames)/float64(p.reads), "calls/read")
+}
+
+// BenchmarkClientInMemoryFloor is the floor of BenchmarkClientInMemory:
+// the hand-written client of BenchmarkFloorMuxEnv (a channel per caller,
+// the promise id is the caller's index) on the same in-memory peer.
+func BenchmarkClientInMemoryFloor(b *testing.B) {
+	p := newEchoPeer()
+	benchMuxConn(b, p, 64+wire.RequestOverhead, 256, true)
+	b.ReportMetric(float64(p.frames)/float64(p.writes), "calls/write")
+	b.ReportMetric(float64(p.frames)/float64(p.reads), "calls/read")
+}
