@@ -82,6 +82,17 @@ func TestAnswerDelivery(t *testing.T) {
 // has returned.
 func TestBusySlots(t *testing.T) {
 	c, peer := pipeClient(t)
+	// answer answers reqs, calls started by startCalls, and waits for
+	// their results.
+	answer := func(reqs []wire.Request, errs <-chan error) {
+		t.Helper()
+		for _, r := range reqs {
+			peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
+			if err := receive(t, "an answered call", errs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if n := c.busySlots(); n != 0 {
 		t.Fatalf("busySlots %d on a new client, want 0", n)
 	}
@@ -104,12 +115,7 @@ func TestBusySlots(t *testing.T) {
 	if n := c.busySlots(); n != 3 {
 		t.Fatalf("busySlots %d after abandoning one of three, want 3 (its slot waits for the late answer)", n)
 	}
-	for _, r := range reqs {
-		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
-		if err := receive(t, "an answered call", errs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	answer(reqs, errs)
 	await(t, "the answered calls' slots back on the stack", func() bool { return c.busySlots() == 1 })
 	peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: late.PromiseID}))
 	await(t, "the abandoned call's slot freed by its late answer", func() bool { return c.busySlots() == 0 })
@@ -122,12 +128,7 @@ func TestBusySlots(t *testing.T) {
 	if n := c.busySlots(); n != 2 {
 		t.Fatalf("busySlots %d with two calls on reused slots, want 2", n)
 	}
-	for _, r := range reqs {
-		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
-		if err := receive(t, "an answered call", errs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	answer(reqs, errs)
 	await(t, "every slot back on the stack", func() bool { return c.busySlots() == 0 })
 	if n := idleSlots(t, c); n != 3 {
 		t.Fatalf("%d of 3 slots idle at the end", n)

@@ -13,12 +13,24 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
+// memConnStubs gives the in-memory connections below the rest of
+// net.Conn: loopback addresses, and deadlines that are ignored (nothing
+// they do blocks for long).
+type memConnStubs struct{}
+
+func (memConnStubs) LocalAddr() net.Addr                { return &net.TCPAddr{} }
+func (memConnStubs) RemoteAddr() net.Addr               { return &net.TCPAddr{} }
+func (memConnStubs) SetDeadline(t time.Time) error      { return nil }
+func (memConnStubs) SetReadDeadline(t time.Time) error  { return nil }
+func (memConnStubs) SetWriteDeadline(t time.Time) error { return nil }
+
 // replayConn is a net.Conn that plays a client which keeps a batch of
 // requests in flight: its reads return one batch of request frames at a
 // time, over and over, until it has served n requests, then io.EOF. What
 // is written to it is counted and dropped. It measures a server's own work
 // per request, without a socket.
 type replayConn struct {
+	memConnStubs
 	batch    []byte // whole frames, the same request each
 	frameLen int
 	left     int // bytes still to serve
@@ -61,12 +73,6 @@ func (r *replayConn) Close() error {
 	r.once.Do(func() { close(r.closed) })
 	return nil
 }
-
-func (r *replayConn) LocalAddr() net.Addr                { return &net.TCPAddr{} }
-func (r *replayConn) RemoteAddr() net.Addr               { return &net.TCPAddr{} }
-func (r *replayConn) SetDeadline(t time.Time) error      { return nil }
-func (r *replayConn) SetReadDeadline(t time.Time) error  { return nil }
-func (r *replayConn) SetWriteDeadline(t time.Time) error { return nil }
 
 // oneConnListener accepts c once, then waits for Close.
 type oneConnListener struct {
@@ -155,6 +161,7 @@ func BenchmarkServerInMemoryFloor(b *testing.B) {
 // answered (checked and built as envAnswer does) into a buffer that reads
 // return. It measures a client's own work per call, without a socket.
 type echoPeer struct {
+	memConnStubs
 	mu                    sync.Mutex
 	ready                 sync.Cond // pending has bytes, or the conn closed
 	pending               []byte
@@ -220,12 +227,6 @@ func (p *echoPeer) Close() error {
 	p.mu.Unlock()
 	return nil
 }
-
-func (p *echoPeer) LocalAddr() net.Addr                { return &net.TCPAddr{} }
-func (p *echoPeer) RemoteAddr() net.Addr               { return &net.TCPAddr{} }
-func (p *echoPeer) SetDeadline(t time.Time) error      { return nil }
-func (p *echoPeer) SetReadDeadline(t time.Time) error  { return nil }
-func (p *echoPeer) SetWriteDeadline(t time.Time) error { return nil }
 
 // BenchmarkClientInMemory is the client's own work per call: 64-byte echo
 // calls from 256 callers on one Client whose peer answers at once in
