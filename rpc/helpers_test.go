@@ -268,13 +268,14 @@ func idleSlots(t testing.TB, c *Client) int {
 		if tp := c.table.Load(); tp != nil {
 			table = *tp
 		}
-		n := 0
-		// At most one step per slot: a walk that met pushes and pops may
-		// follow links of different moments.
-		for i := h & 0xFFFF; i != 0 && n <= len(table); i = table[i-1].st.Load() >> 16 & 0xFFFF {
+		n, i := 0, h&0xFFFF
+		// At most one step per slot, and only to slots of the table
+		// loaded: a walk that met pushes and pops may follow links of
+		// different moments, to slots added since.
+		for ; i != 0 && i <= uint64(len(table)) && n <= len(table); i = table[i-1].st.Load() >> 16 & 0xFFFF {
 			n++
 		}
-		if c.free.Load() != h || n > len(table) {
+		if c.free.Load() != h || i != 0 {
 			continue
 		}
 		if kept := int(h >> 16 & 0xFFFF); kept != n {
