@@ -336,10 +336,11 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	buf = wire.AppendRequest(buf, &r)
 	lead, err := c.out.end(buf)
 	if lead {
-		// Others are about to send when other calls hold slots: they
-		// wait for their answers, or have them and are about to return
-		// to callers that are likely to call again at once. The flusher
-		// then yields first, so that they join its write.
+		// Other calls that hold slots are likely to send soon: those
+		// that have their answers are about to return to callers that
+		// tend to call again at once, and the others may get theirs
+		// meanwhile. The flusher then yields first, so that they join
+		// its write.
 		if ferr := c.out.flushCtx(ctx, c.busySlots() > 1); err == nil {
 			err = ferr
 		}
