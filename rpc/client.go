@@ -542,28 +542,23 @@ func (c *Client) unsend(s *slot) {
 // promise id, so one compare-and-swap both matches the answer to the
 // slot's current use and claims it (the channel orders the writes that
 // follow before the caller's reads).
-// It reports whether the answer reached a waiting call.
-func (c *Client) deliver(pid, status uint32, notRun bool, body []byte) bool {
+func (c *Client) deliver(pid, status uint32, notRun bool, body []byte) {
 	s := c.claim(pid)
 	if s == nil {
-		return false
+		return
 	}
 	s.resp = append(s.resp, body...)
 	s.status, s.notRun = status, notRun
 	s.ch <- struct{}{}
-	return true
 }
 
 // deliverErr fails the call waiting for pid with err (an answer that did
 // not parse); see deliver.
-func (c *Client) deliverErr(pid uint32, err error) bool {
-	s := c.claim(pid)
-	if s == nil {
-		return false
+func (c *Client) deliverErr(pid uint32, err error) {
+	if s := c.claim(pid); s != nil {
+		s.err = &err
+		s.ch <- struct{}{}
 	}
-	s.err = &err
-	s.ch <- struct{}{}
-	return true
 }
 
 // claim returns the slot of the call waiting for pid, now delivered to;
@@ -740,36 +735,14 @@ func (c *Client) check() {
 	}
 }
 
-// pending reports whether a call waits for its answer (a slot not idle,
-// abandoned ones included). The answer check asks it every quarter of the
-// answer timeout; it looks at every slot, so that calls count nothing on
-// a shared word.
-func (c *Client) pending() bool {
-	t := c.table.Load()
-	if t == nil {
-		return false
-	}
-	for _, s := range *t {
-		if s.st.Load()&slotStateMask != slotIdle {
-			return true
-		}
-	}
-	return false
-}
+// pending reports whether a call waits for its answer (a slot off the
+// free stack, abandoned ones included). The answer check asks it every
+// quarter of the answer timeout.
+func (c *Client) pending() bool { return c.busySlots() > 0 }
 
-// active returns the number of calls between acquire and release (slots
-// neither idle nor abandoned); see Pending.
-func (c *Client) active() int {
-	n := 0
-	if t := c.table.Load(); t != nil {
-		for _, s := range *t {
-			if st := s.st.Load() & slotStateMask; st != slotIdle && st != slotAbandoned {
-				n++
-			}
-		}
-	}
-	return n
-}
+// active returns the number of calls between acquire and release: the
+// slots off the free stack less the abandoned ones; see Pending.
+func (c *Client) active() int { return max(c.busySlots()-int(c.abandoned.Load()), 0) }
 
 // ping sends a wire.KindPing frame; a failed write closes the connection.
 func (c *Client) ping() {

@@ -5,8 +5,8 @@ package rpc
 // promises ([Client.Send]) not yet waited for or released. Calls
 // abandoned by their ctx are not counted. A load balancer reads it to
 // learn whether a connection can be closed without failing a call. It
-// looks at every slot of the table (calls count themselves on no shared
-// word; see DESIGN.md): poll it, do not call it per call.
+// is two atomic loads and the table's length (the free-slot stack keeps
+// its count): it may be read per call.
 func (c *Client) Pending() int { return c.active() }
 
 // Streams returns how many streams are open on the client's connection
