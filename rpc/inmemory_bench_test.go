@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"io"
@@ -124,16 +125,11 @@ func echoAnswerLen(size int) int64 { return int64(5 + wire.ResponseOverhead + si
 func BenchmarkServerInMemory(b *testing.B) {
 	const size = 64
 	rc := newReplayConn(echoRequestFrame(size), serverBenchBatch, b.N)
-	s := NewServer()
-	s.Handle(mEcho, echo)
 	b.ReportAllocs()
 	b.ResetTimer()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(newOneConnListener(rc)) }()
+	testServerOn(b, newOneConnListener(rc))
 	<-rc.closed // the server closes it once every request read was answered
 	b.StopTimer()
-	s.Close()
-	<-served
 	if got, want := rc.written.Load(), int64(b.N)*echoAnswerLen(size); got != want {
 		b.Fatalf("answered %d bytes, want %d", got, want)
 	}
@@ -156,14 +152,17 @@ func BenchmarkServerInMemoryFloor(b *testing.B) {
 }
 
 // echoPeer is a net.Conn whose peer is an envelope echo server that
-// answers at once, in memory: each request frame written to it is
-// answered (checked and built as envAnswer does) into a buffer that reads
-// return. It measures a client's own work per call, without a socket.
+// answers at once, in memory: each request frame written to it is checked
+// and answered by envAnswer (the envelope floor's server) into a buffer
+// that reads return. An envelope envAnswer refuses closes it. It measures
+// a client's own work per call, without a socket.
 type echoPeer struct {
 	memConnStubs
 	mu                    sync.Mutex
 	ready                 sync.Cond // pending has bytes, or the conn closed
 	in                    []byte    // written bytes short of a whole frame
+	answer                func(*bufio.Writer, []byte, []byte) bool
+	bw                    *bufio.Writer // into pending
 	pending               []byte
 	off                   int
 	closed                bool
@@ -171,9 +170,18 @@ type echoPeer struct {
 }
 
 func newEchoPeer() *echoPeer {
-	p := &echoPeer{pending: make([]byte, 0, 64<<10)}
+	p := &echoPeer{pending: make([]byte, 0, 64<<10), answer: envAnswer()}
 	p.ready.L = &p.mu
+	p.bw = bufio.NewWriterSize(pendingWriter{p}, 64<<10)
 	return p
+}
+
+// pendingWriter appends to its peer's pending bytes (mu held).
+type pendingWriter struct{ p *echoPeer }
+
+func (w pendingWriter) Write(b []byte) (int, error) {
+	w.p.pending = append(w.p.pending, b...)
+	return len(b), nil
 }
 
 func (p *echoPeer) Write(b []byte) (int, error) {
@@ -190,19 +198,18 @@ func (p *echoPeer) Write(b []byte) (int, error) {
 		if n < 0 || len(rest) < 5+n {
 			break // the rest of the frame comes with a later write
 		}
-		kind, body := rest[4], rest[5:5+n]
+		hdr, body := rest[:5], rest[5:5+n]
 		rest = rest[5+n:]
-		if kind != wire.KindRequest || n < wire.RequestOverhead {
+		if hdr[4] != wire.KindRequest {
 			continue // pings and the like: a floor peer does not answer them
 		}
 		p.frames++
-		pid := binary.LittleEndian.Uint32(body[16+4:])
-		payload := body[wire.RequestOverhead:]
-		p.pending = binary.LittleEndian.AppendUint32(p.pending, uint32(1+wire.ResponseOverhead+len(payload)))
-		p.pending = append(p.pending, wire.KindResponse)
-		p.pending = wire.AppendResponseHeader(p.pending, StatusOK, pid, len(payload))
-		p.pending = append(p.pending, payload...)
+		if !p.answer(p.bw, hdr, body) {
+			p.closed = true
+			break
+		}
 	}
+	p.bw.Flush()
 	p.in = append(p.in[:0], rest...)
 	p.ready.Signal()
 	return len(b), nil
