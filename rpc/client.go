@@ -284,7 +284,19 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	if err != nil {
 		return resp, err
 	}
-	return c.wait(ctx, s, resp)
+	if ctx.Done() != nil {
+		return c.wait(ctx, s, resp)
+	}
+	// wait without a ctx to watch, by hand: its frame would cost another
+	// mispredicted return.
+	<-s.ch
+	if s.err == nil && s.status == StatusOK {
+		out := s.resp
+		s.resp = nil
+		c.release(s)
+		return out, nil
+	}
+	return c.answer(s, resp)
 }
 
 // call is one call on the wire, without interceptors or observer.
@@ -316,6 +328,14 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	callRequest(&r, ctx, method, target, req)
 	r.PromiseID = s.pid
 
+	// Queued at once when there is room (the common case); else the
+	// general way below, which waits for room or reports the error.
+	if lead, ok := c.out.queueRequest(&r, &c.goAway); ok {
+		if lead {
+			c.flushRequests(ctx)
+		}
+		return s, nil
+	}
 	buf, err := c.out.beginCtx(ctx, wire.KindRequest)
 	if err != nil {
 		// ctx ended while the queue was full: nothing was sent.
@@ -335,26 +355,33 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 	}
 	buf = wire.AppendRequest(buf, &r)
 	lead, err := c.out.end(buf)
-	if lead {
-		// Other calls that hold slots are likely to send soon: those
-		// that have their answers are about to return to callers that
-		// tend to call again at once, and the others may get theirs
-		// meanwhile. The flusher then yields first, so that they join
-		// its write.
-		if ferr := c.out.flushCtx(ctx, c.busySlots() > 1); err == nil {
-			err = ferr
-		}
-	}
 	if err != nil && err != ctx.Err() {
 		if errors.Is(err, frame.ErrFrameTooLarge) {
 			c.unsend(s)
 			return nil, err
 		}
 		c.fail(err) // fails s with the other pending calls
+		return s, nil
 	}
-	// ctx may have ended during our write (flushCtx handed the rest of it
-	// to another goroutine): wait abandons the call.
+	if lead {
+		c.flushRequests(ctx)
+	}
 	return s, nil
+}
+
+// flushRequests is the flush of a caller whose request made it the
+// flusher. A write error fails the connection, and with it the calls
+// that wait (the caller's among them). ctx may end during the write
+// (flushCtx hands the rest of it to another goroutine): the caller's wait
+// then abandons the call.
+func (c *Client) flushRequests(ctx context.Context) {
+	// Other calls that hold slots are likely to send soon: those that
+	// have their answers are about to return to callers that tend to call
+	// again at once, and the others may get theirs meanwhile. The flusher
+	// then yields first, so that they join its write.
+	if err := c.out.flushCtx(ctx, c.busySlots() > 1); err != nil && err != ctx.Err() {
+		c.fail(err)
+	}
 }
 
 // wait waits for the answer of the call in slot s (sent by send with
@@ -372,6 +399,12 @@ func (c *Client) wait(ctx context.Context, s *slot, resp []byte) ([]byte, error)
 			<-s.ch // the answer is being delivered: take it
 		}
 	}
+	return c.answer(s, resp)
+}
+
+// answer returns the answer delivered to s, a call made with resp, and
+// frees the slot.
+func (c *Client) answer(s *slot, resp []byte) ([]byte, error) {
 	out, status, notRun, errp := s.resp, s.status, s.notRun, s.err
 	s.resp, s.err = nil, nil
 	c.release(s)

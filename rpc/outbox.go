@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 const (
@@ -328,6 +329,34 @@ func (o *outbox) end(buf []byte) (lead bool, err error) {
 	lead = o.claim()
 	o.mu.Unlock()
 	return lead, err
+}
+
+// queueRequest queues the frame of request r in one step, when that
+// needs no wait: ok false (nothing queued, mu free) when the queue is
+// full, the stream broken, stop set, or the frame too large; the caller
+// then takes the general way (beginCtx, end). lead is end's.
+func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool) {
+	o.mu.Lock()
+	if o.err != nil || stop.Load() || o.queued() >= outboxLimit {
+		o.mu.Unlock()
+		return false, false
+	}
+	if o.cur == nil {
+		o.cur = o.take()
+	}
+	b := o.cur.B
+	start := len(b)
+	b = wire.AppendRequest(append(b, 0, 0, 0, 0, wire.KindRequest), r)
+	n := len(b) - start - frameHeader + 1
+	if n > o.max {
+		o.mu.Unlock()
+		return false, false
+	}
+	binary.LittleEndian.PutUint32(b[start:], uint32(n))
+	o.cur.B = b
+	lead = o.claim()
+	o.mu.Unlock()
+	return lead, true
 }
 
 // abandon drops the frame begin started and unlocks.
