@@ -334,8 +334,13 @@ func (o *outbox) end(buf []byte) (lead bool, err error) {
 // queueRequest queues the frame of request r in one step, when that
 // needs no wait: ok false (nothing queued, mu free) when the queue is
 // full, the stream broken, stop set, or the frame too large; the caller
-// then takes the general way (beginCtx, end). lead is end's.
+// then takes the general way (beginCtx, end), which waits or reports
+// the error. lead is end's.
 func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool) {
+	n := 1 + wire.RequestLen(r) // the frame's length: kind byte and envelope
+	if n > o.max {
+		return false, false
+	}
 	o.mu.Lock()
 	if o.err != nil || stop.Load() || o.queued() >= outboxLimit {
 		o.mu.Unlock()
@@ -344,16 +349,8 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 	if o.cur == nil {
 		o.cur = o.take()
 	}
-	b := o.cur.B
-	start := len(b)
-	b = wire.AppendRequest(append(b, 0, 0, 0, 0, wire.KindRequest), r)
-	n := len(b) - start - frameHeader + 1
-	if n > o.max {
-		o.mu.Unlock()
-		return false, false
-	}
-	binary.LittleEndian.PutUint32(b[start:], uint32(n))
-	o.cur.B = b
+	b := binary.LittleEndian.AppendUint32(o.cur.B, uint32(n))
+	o.cur.B = wire.AppendRequest(append(b, wire.KindRequest), r)
 	lead = o.claim()
 	o.mu.Unlock()
 	return lead, true

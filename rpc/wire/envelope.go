@@ -122,16 +122,28 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	return appendAnyRequest(dst, r)
 }
 
+// RequestLen returns the length of r's envelope: the number of bytes
+// AppendRequest appends for r.
+func RequestLen(r *Request) int {
+	return headerSize + requestFixedSize(r) + len(r.Cap) + len(r.Payload) + len(r.Metadata)
+}
+
+// requestFixedSize is the size of r's fixed section: 28 bytes, 36 with a
+// timeout, 44 with metadata.
+func requestFixedSize(r *Request) int {
+	switch {
+	case len(r.Metadata) > 0:
+		return reqExtFixedSize
+	case r.Timeout != 0:
+		return reqExtDeadlineSize
+	}
+	return RequestFixedSize
+}
+
 // appendAnyRequest is AppendRequest for any request: cap, timeout and
 // metadata included.
 func appendAnyRequest(dst []byte, r *Request) []byte {
-	fixed := RequestFixedSize
-	switch {
-	case len(r.Metadata) > 0:
-		fixed = reqExtFixedSize
-	case r.Timeout != 0:
-		fixed = reqExtDeadlineSize
-	}
+	fixed := requestFixedSize(r)
 	size := headerSize + fixed + len(r.Cap) + len(r.Payload) + len(r.Metadata)
 	start := len(dst)
 	dst = grow(dst, size)

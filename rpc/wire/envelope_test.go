@@ -179,6 +179,24 @@ func TestEnvelopeRoundTripRandom(t *testing.T) {
 		req := Request{Method: rng.Uint32(), PromiseID: rng.Uint32(), Target: rng.Uint32(), Cap: rnd(40), Payload: rnd(300)}
 		b := AppendRequest(rnd(13), &req)
 		pre := len(b) - (RequestOverhead + len(req.Cap) + len(req.Payload))
+		// RequestLen, for the extensions too: the fixed section is 28
+		// bytes, 36 with a timeout, 44 with metadata (AppendRequest's
+		// doc comment; TestRequestExtensionDetection parses them).
+		md := append(rnd(50), 1)
+		for _, tc := range []struct {
+			r     Request
+			fixed int
+		}{
+			{req, 28},
+			{Request{Timeout: rng.Uint64() | 1, Payload: req.Payload}, 36},
+			{Request{Metadata: md, Cap: req.Cap}, 44},
+			{Request{Metadata: md, Timeout: 1}, 44},
+		} {
+			want := headerSize + tc.fixed + len(tc.r.Cap) + len(tc.r.Payload) + len(tc.r.Metadata)
+			if n, appended := RequestLen(&tc.r), len(AppendRequest(nil, &tc.r)); n != want || appended != want {
+				t.Fatalf("request %d: RequestLen %d, AppendRequest appended %d, want %d (timeout %d, %d bytes of metadata)", i, n, appended, want, tc.r.Timeout, len(tc.r.Metadata))
+			}
+		}
 		got, err := ParseRequest(b[pre:])
 		if err != nil || got.Method != req.Method || got.PromiseID != req.PromiseID || got.Target != req.Target ||
 			!bytes.Equal(got.Cap, req.Cap) || !bytes.Equal(got.Payload, req.Payload) {
