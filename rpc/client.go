@@ -280,12 +280,13 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	// c.call by hand: the caller parks in wait, and every frame between
 	// it and the caller's own costs a mispredicted return once it runs
 	// again.
-	s, err := c.send(ctx, method, 0, req, resp)
+	done := ctx.Done()
+	s, err := c.send(ctx, done, method, 0, req, resp)
 	if err != nil {
 		return resp, err
 	}
-	if ctx.Done() != nil {
-		return c.wait(ctx, s, resp)
+	if done != nil {
+		return c.wait(ctx, done, s, resp)
 	}
 	// wait without a ctx to watch, by hand: a frame between the caller's
 	// and the channel receive costs another mispredicted return after
@@ -296,21 +297,30 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 
 // call is one call on the wire, without interceptors or observer.
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
-	s, err := c.send(ctx, method, 0, req, resp)
+	done := ctx.Done()
+	s, err := c.send(ctx, done, method, 0, req, resp)
 	if err != nil {
 		return resp, err
 	}
-	return c.wait(ctx, s, resp)
+	return c.wait(ctx, done, s, resp)
 }
 
 // send takes a slot for a call (resp is the buffer its answer will be
 // appended to) and queues its request; target is the promise it
-// pipelines on, 0 none. On error nothing was sent and the slot is free.
-// A write failure after the request was queued fails the slot with the
-// connection (wait returns it).
-func (c *Client) send(ctx context.Context, method, target uint32, req, resp []byte) (*slot, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// pipelines on, 0 none. done is ctx.Done(), which the caller looks up
+// once for send and wait: each lookup walks ctx's chain of parents. On
+// error nothing was sent and the slot is free. A write failure after the
+// request was queued fails the slot with the connection (wait returns
+// it).
+func (c *Client) send(ctx context.Context, done <-chan struct{}, method, target uint32, req, resp []byte) (*slot, error) {
+	if done != nil {
+		// ctx.Err without another walk of ctx's parents: Err is not nil
+		// once Done is closed.
+		select {
+		case <-done:
+			return nil, ctx.Err()
+		default:
+		}
 	}
 	if c.goAway.Load() {
 		return nil, ErrGoAway
@@ -320,7 +330,7 @@ func (c *Client) send(ctx context.Context, method, target uint32, req, resp []by
 		return nil, err
 	}
 	var r wire.Request
-	callRequest(&r, ctx, method, target, req)
+	callRequest(&r, ctx, done, method, target, req)
 	r.PromiseID = s.pid
 
 	// Queued at once when there is room (the common case); else the
@@ -380,9 +390,10 @@ func (c *Client) flushRequests(ctx context.Context) {
 }
 
 // wait waits for the answer of the call in slot s (sent by send with
-// resp), or abandons the call when ctx ends first, and frees the slot.
-func (c *Client) wait(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
-	if done := ctx.Done(); done == nil {
+// resp), or abandons the call when ctx ends first (done is ctx.Done()),
+// and frees the slot.
+func (c *Client) wait(ctx context.Context, done <-chan struct{}, s *slot, resp []byte) ([]byte, error) {
+	if done == nil {
 		<-s.ch
 	} else {
 		select {
@@ -429,19 +440,23 @@ func (c *Client) abandon(s *slot) bool {
 // of ctx (WithCap, WithMetadata) when it has them.
 func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, payload []byte) []byte {
 	var r wire.Request
-	callRequest(&r, ctx, method, target, payload)
+	callRequest(&r, ctx, ctx.Done(), method, target, payload)
 	r.PromiseID = pid
 	return wire.AppendRequest(dst, &r)
 }
 
 // callRequest sets *r to the request envelope of a call without its
-// promise id: payload, and what ctx adds (see appendCall). send builds it
-// before it takes the outbox's mutex, which every caller of the
-// connection waits for.
-func callRequest(r *wire.Request, ctx context.Context, method, target uint32, payload []byte) {
+// promise id: payload, and what ctx adds (see appendCall); done is
+// ctx.Done(). send builds it before it takes the outbox's mutex, which
+// every caller of the connection waits for.
+func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, method, target uint32, payload []byte) {
 	r.Method, r.Target, r.Payload = method, target, payload
-	if dl, ok := ctx.Deadline(); ok {
-		r.Timeout = timeoutMicros(dl)
+	// A ctx that can never be canceled (Done nil) has no deadline: its
+	// chain of parents is not walked for one.
+	if done != nil {
+		if dl, ok := ctx.Deadline(); ok {
+			r.Timeout = timeoutMicros(dl)
+		}
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md

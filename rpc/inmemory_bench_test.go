@@ -3,6 +3,7 @@ package rpc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -266,5 +267,27 @@ func BenchmarkClientInMemory(b *testing.B) {
 func BenchmarkClientInMemoryFloor(b *testing.B) {
 	p := newEchoPeer()
 	benchMuxConn(b, p, 64+wire.RequestOverhead, 256, true)
+	p.perCall(b)
+}
+
+// BenchmarkClientInMemoryCtx is BenchmarkClientInMemory with the kind of
+// ctx a handler of net/http or gRPC passes on to its calls: cancelable,
+// with values on top of the cancel (here a cancel, two values, a cancel
+// and three values, none of them this package's). Its distance to
+// BenchmarkClientInMemory is what the call's looks at its ctx cost.
+func BenchmarkClientInMemoryCtx(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type key int
+	ctx = context.WithValue(context.WithValue(ctx, key(1), 1), key(2), 2)
+	ctx, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	for i := range 3 {
+		ctx = context.WithValue(ctx, key(3+i), i)
+	}
+	p := newEchoPeer()
+	c := NewClient(p)
+	defer c.Close()
+	benchCallsCtx(b, c, ctx, mEcho, 64, 256)
 	p.perCall(b)
 }

@@ -72,7 +72,7 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (Pro
 }
 
 func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, resp []byte) (Promise, error) {
-	s, err := c.send(ctx, method, target, req, resp)
+	s, err := c.send(ctx, ctx.Done(), method, target, req, resp)
 	if err != nil {
 		return Promise{}, err
 	}
@@ -114,7 +114,7 @@ func (p Promise) Wait(ctx context.Context) ([]byte, error) {
 	if !p.owned() {
 		return p.resp, errNoPromise
 	}
-	out, err := p.c.wait(ctx, p.s, p.resp)
+	out, err := p.c.wait(ctx, ctx.Done(), p.s, p.resp)
 	p.c.promises.Add(-1) // counted until the answer is taken
 	return out, err
 }
@@ -152,11 +152,12 @@ func (p Promise) Call(ctx context.Context, method uint32, resp []byte) ([]byte, 
 	if p.c == nil {
 		return resp, errNoPromise
 	}
-	s, err := p.c.send(ctx, method, p.pid, nil, resp)
+	done := ctx.Done()
+	s, err := p.c.send(ctx, done, method, p.pid, nil, resp)
 	if err != nil {
 		return resp, err
 	}
-	return p.c.wait(ctx, s, resp)
+	return p.c.wait(ctx, done, s, resp)
 }
 
 // Send is [Promise.Call] without the wait: it returns the pipelined call's

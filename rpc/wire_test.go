@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,6 +161,53 @@ func TestMetadataAPI(t *testing.T) {
 	}()
 	//lint:ignore SA5012 the odd count is what this test checks
 	WithMetadata(context.Background(), "lonely")
+}
+
+// wireFirstEnv names, in TestWireInUseFirst's child process, the case it
+// runs.
+const wireFirstEnv = "ZAPCODEC_WIRE_FIRST"
+
+// The first WithCap or WithMetadata of a process turns wireFrom's lookup
+// on (wireInUse): the first ctx made by either carries its token or
+// metadata into the request. Each case runs in a child process of its
+// own, where no other test has made such a ctx before.
+func TestWireInUseFirst(t *testing.T) {
+	cases := map[string]struct {
+		ctx  func() context.Context
+		want wire.Request
+	}{
+		"cap": {
+			ctx:  func() context.Context { return WithCap(context.Background(), []byte("tok")) },
+			want: wire.Request{Cap: []byte("tok")},
+		},
+		"metadata": {
+			ctx: func() context.Context { return WithMetadata(context.Background(), "k", "v") },
+			// encodeMD would make a ctx with WithMetadata: by hand.
+			want: wire.Request{Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}},
+		},
+	}
+	if name := os.Getenv(wireFirstEnv); name != "" {
+		if wireInUse.Load() {
+			t.Fatal("wireInUse set before any WithCap or WithMetadata")
+		}
+		tc := cases[name]
+		ctx := tc.ctx()
+		var r wire.Request
+		callRequest(&r, ctx, ctx.Done(), mEcho, 0, nil)
+		if !bytes.Equal(r.Cap, tc.want.Cap) || !bytes.Equal(r.Metadata, tc.want.Metadata) {
+			t.Fatalf("request carries cap %q, metadata %x; want %q, %x", r.Cap, r.Metadata, tc.want.Cap, tc.want.Metadata)
+		}
+		return
+	}
+	for name := range cases {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestWireInUseFirst$", "-test.count=1")
+			cmd.Env = append(os.Environ(), wireFirstEnv+"="+name)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+		})
+	}
 }
 
 // Cap, metadata and deadline reach the handler over TCP.
