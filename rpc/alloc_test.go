@@ -38,7 +38,8 @@ func TestAllocsUnaryCall(t *testing.T) {
 }
 
 // The same with a cancelable context carrying a deadline (the caller's
-// context is allocated by the caller, outside the measured call).
+// context is allocated by the caller, outside the measured call), which
+// every call shares.
 func TestAllocsUnaryCallWithDeadline(t *testing.T) {
 	_, addr, _ := testServer(t)
 	c := dial(t, addr)
@@ -53,6 +54,11 @@ func TestAllocsUnaryCallWithDeadline(t *testing.T) {
 	}
 	for i := 0; i < 100; i++ {
 		call()
+	}
+	// The calls share ctx: they wait under the client's watch of it
+	// (ctxwatch.go), made during the warm-up.
+	if w := c.watch.Load(); w == nil || w.done != ctx.Done() {
+		t.Fatal("no watch of the ctx the calls share")
 	}
 	if n := testing.AllocsPerRun(2000, call); n != 0 {
 		t.Errorf("unary call with deadline ctx: %v allocs, want 0", n)
@@ -135,12 +141,50 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 	}
 }
 
+// A call whose ctx no other call shares (a request's) waits in a select
+// and allocates nothing either. The ctxs are made before the count, and
+// so are their Done channels (a cancelCtx makes its channel at the first
+// Done: the ctx's allocation, whoever asks first).
+func TestAllocsUnaryCallOwnCtx(t *testing.T) {
+	_, addr, _ := testServer(t)
+	c := dial(t, addr)
+	const runs = 2000
+	ctxs := make([]context.Context, 0, runs+200)
+	for range cap(ctxs) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ctx.Done()
+		ctxs = append(ctxs, ctx)
+	}
+	req := []byte("0123456789abcdef")
+	resp := make([]byte, 0, 64)
+	next := 0
+	call := func() {
+		if _, err := c.Call(ctxs[next], mEcho, req, resp[:0]); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	for range 100 {
+		call()
+	}
+	if n := testing.AllocsPerRun(runs, call); n != 0 {
+		t.Errorf("unary call with a ctx of its own: %v allocs, want 0", n)
+	}
+	if c.watch.Load() != nil {
+		t.Error("a watch of a ctx that made one call")
+	}
+}
+
 // TestSlotIsOneCacheLine: a slot is handed between a caller and the read
-// loop once per call; at 64 bytes it has a cache line of its own (see
-// slot).
+// loop once per call; what they hand each other is its first 64 bytes, a
+// cache line of its own in a 128-byte slot (see slot).
 func TestSlotIsOneCacheLine(t *testing.T) {
-	if n := unsafe.Sizeof(slot{}); n != 64 {
-		t.Fatalf("slot is %d bytes, want 64", n)
+	if n := unsafe.Sizeof(slot{}); n != 128 {
+		t.Fatalf("slot is %d bytes, want 128", n)
+	}
+	if off := unsafe.Offsetof(slot{}.doneID); off != 64 {
+		t.Fatalf("slot.doneID at %d, want 64 (the second line)", off)
 	}
 }
 

@@ -75,6 +75,14 @@ type Client struct {
 	closed bool // under mu; err says why
 	err    error
 
+	// watch is the client's watch of a ctx that many of its calls share
+	// (ctxwatch.go); nil none. Replaced under mu. cand and candHits count
+	// the calls in a row whose slot's previous call had the same Done
+	// (cand), the evidence for a watch of it.
+	watch    atomic.Pointer[ctxWatch]
+	cand     atomic.Uintptr
+	candHits atomic.Int32
+
 	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
 	promises  atomic.Int32 // promises sent and not yet waited for or released (pending.go)
 
@@ -104,12 +112,20 @@ const (
 	// answer; the caller takes it from ch. Final until release.
 	slotDelivered
 	slotAbandoned
+	// slotCanceled: the client's watch of the call's ctx (ctxwatch.go)
+	// canceled the call and woke its caller, which has not yet left.
+	// slotLate: the call's answer came while it was canceled (and was
+	// dropped); its caller frees the slot.
+	slotCanceled
+	slotLate
 )
 
-// slot is one pending call. 64 bytes, so that a slot is one cache line of
-// its own (the allocator's 64-byte class is 64-byte aligned): the caller
-// and the read loop hand it to each other once per call, and neighbours
-// used by other callers do not share its line.
+// slot is one pending call. Its first 64 bytes are what the caller and
+// the read loop hand each other once per call, a cache line of their own
+// (the allocator's 128-byte class is 128-byte aligned), so that
+// neighbours used by other callers do not share it. The second line is
+// written only by calls whose ctx can end, and read by the client's watch
+// of a ctx when that ctx ends (ctxwatch.go).
 type slot struct {
 	st     atomic.Uint64 // pid<<32 | next<<16 | state: a state change names its use
 	ch     chan struct{} // capacity 1: one signal per delivered answer
@@ -119,6 +135,15 @@ type slot struct {
 	pid    uint32 // of the current use: gen<<16 | index+1; written by acquire
 	gen    uint16 // generation of the next use
 	notRun bool   // the server refused the call without running it
+	// sameDone (the caller's, from acquire): the slot's previous call
+	// with a ctx that can end had the same Done channel as this one.
+	sameDone bool
+
+	// The Done channel (chanID) of the latest call with a ctx that can
+	// end, and that call's pid; written before the call is waiting.
+	doneID  atomic.Uintptr
+	donePid atomic.Uint32
+	_       [52]byte
 }
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
@@ -286,6 +311,11 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		return resp, err
 	}
 	if done != nil {
+		if s.sameDone || c.watch.Load() != nil {
+			if w := c.watchFor(ctx, done, s.sameDone); w != nil {
+				return c.waitWatched(ctx, w, s, resp)
+			}
+		}
 		return c.wait(ctx, done, s, resp)
 	}
 	// wait without a ctx to watch, by hand: a frame between the caller's
@@ -325,7 +355,7 @@ func (c *Client) send(ctx context.Context, done <-chan struct{}, method, target 
 	if c.goAway.Load() {
 		return nil, ErrGoAway
 	}
-	s, err := c.acquire(resp)
+	s, err := c.acquire(resp, done)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +435,40 @@ func (c *Client) wait(ctx context.Context, done <-chan struct{}, s *slot, resp [
 			<-s.ch // the answer is being delivered: take it
 		}
 	}
+	return c.taken(ctx, s, resp)
+}
+
+// taken ends the wait of a caller that took the signal of s.ch: the
+// answer, or, when the client's watch of the call's ctx canceled the call
+// (ctxwatch.go; a call that shares its Done with the watched ctx may be
+// canceled so even when it waited in a select), ctx's error.
+func (c *Client) taken(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
+	if c.settle(s) {
+		return resp, ctx.Err()
+	}
 	return c.answer(s, resp)
+}
+
+// settle is for a caller that took the signal of s.ch: when a watch
+// canceled the call (ctxwatch.go), it leaves the slot to the late answer
+// (abandoned), or frees it when the answer came already, and reports
+// true; false when the call was answered (or failed).
+func (c *Client) settle(s *slot) bool {
+	pid := uint64(s.pid) << 32
+	switch s.st.Load() {
+	case pid | slotCanceled:
+		if s.st.CompareAndSwap(pid|slotCanceled, pid|slotAbandoned) {
+			c.abandoned.Add(1)
+			return true
+		}
+		// The answer came meanwhile: slotLate.
+	case pid | slotLate:
+	default:
+		return false
+	}
+	s.resp, s.err = nil, nil
+	c.release(s)
+	return true
 }
 
 // answer returns the answer delivered to s, a call made with resp, and
@@ -463,9 +526,10 @@ func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, met
 	}
 }
 
-// acquire takes a slot for a call whose answer is to be appended to resp.
-// On a closed connection it fails with notSent's error.
-func (c *Client) acquire(resp []byte) (*slot, error) {
+// acquire takes a slot for a call whose answer is to be appended to resp
+// and whose ctx's Done is done. On a closed connection it fails with
+// notSent's error.
+func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 	s := c.pop()
 	if s == nil {
 		c.mu.Lock()
@@ -493,6 +557,14 @@ func (c *Client) acquire(resp []byte) (*slot, error) {
 	s.pid = uint32(s.gen)<<16 | s.pid&0xFFFF
 	s.gen++
 	s.resp = resp
+	if done != nil {
+		// Before the call is waiting: a watch that sees it waiting
+		// reads its Done (see ctxEnded).
+		id := chanID(done)
+		s.sameDone = s.doneID.Load() == id
+		s.doneID.Store(id)
+		s.donePid.Store(s.pid)
+	}
 	w := uint64(s.pid) << 32
 	s.st.Store(w | slotWaiting)
 	if c.broken.Load() {
@@ -617,11 +689,29 @@ func (c *Client) claim(pid uint32) *slot {
 	if s.st.CompareAndSwap(w|slotWaiting, w|slotDelivered) {
 		return s
 	}
-	if s.st.CompareAndSwap(w|slotAbandoned, w|slotIdle) {
-		c.abandoned.Add(-1)
-		c.push(s)
+	for {
+		switch v := s.st.Load(); v {
+		case w | slotWaiting:
+			if s.st.CompareAndSwap(v, w|slotDelivered) {
+				return s
+			}
+		case w | slotAbandoned:
+			if s.st.CompareAndSwap(v, w|slotIdle) {
+				c.abandoned.Add(-1)
+				c.push(s)
+				return nil
+			}
+		case w | slotCanceled:
+			// Canceled by a watch, its caller not yet gone: the caller
+			// frees the slot (settle). A caller that goes meanwhile
+			// leaves it abandoned: the next turn frees it.
+			if s.st.CompareAndSwap(v, w|slotLate) {
+				return nil
+			}
+		default:
+			return nil // not pid's call, or delivered
+		}
 	}
-	return nil
 }
 
 func (c *Client) readLoop() {
@@ -728,6 +818,7 @@ func (c *Client) fail(cause error) {
 	c.closed, c.err = true, err
 	errp := &err // what the pending calls fail with
 	c.broken.Store(true)
+	c.stopWatch()
 	if c.beatE != nil {
 		beats.leave(c.beatE)
 	}

@@ -1,0 +1,228 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// callsWith makes n calls on c with ctx, one after the other, each
+// answered by peer with "ok".
+func callsWith(t *testing.T, c *Client, peer *rawConn, ctx context.Context, n int) {
+	t.Helper()
+	for i := range n {
+		res := make(chan error, 1)
+		go func() {
+			out, err := c.Call(ctx, mEcho, []byte("ping"), nil)
+			if err == nil && string(out) != "ok" {
+				err = fmt.Errorf("answer %q", out)
+			}
+			res <- err
+		}()
+		r := peer.recvRequest()
+		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID, Body: []byte("ok")}))
+		if err := receive(t, "a call's result", res); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+}
+
+// A ctx that calls share gets the client's watch after watchAfter calls;
+// calls waiting under it (and a promise waiting in a select on the same
+// ctx) all end with the ctx's error when it is canceled, and their late
+// answers free their slots.
+func TestCtxWatchCancelsSharedCalls(t *testing.T) {
+	c, peer := pipeClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	callsWith(t, c, peer, ctx, watchAfter)
+	if c.watch.Load() != nil {
+		t.Fatalf("a watch after %d calls, want one only after %d", watchAfter, watchAfter+1)
+	}
+	callsWith(t, c, peer, ctx, 1)
+	w := c.watch.Load()
+	if w == nil || w.done != ctx.Done() {
+		t.Fatalf("no watch of the shared ctx after %d calls", watchAfter+1)
+	}
+
+	const n = 8
+	errs := make(chan error, n+1)
+	for range n {
+		go func() {
+			_, err := c.Call(ctx, mEcho, []byte("late"), nil)
+			errs <- err
+		}()
+	}
+	late := make([]wire.Request, 0, n+1)
+	for range n {
+		late = append(late, peer.recvRequest())
+	}
+	go func() {
+		// Not on the test's goroutine: Send may write the request, and
+		// net.Pipe's writes wait for the peer's reads.
+		p, err := c.Send(ctx, mEcho, []byte("promise"), nil)
+		if err == nil {
+			_, err = p.Wait(ctx) // in a select on the slot's channel and ctx.Done
+		}
+		errs <- err
+	}()
+	late = append(late, peer.recvRequest())
+	await(t, "the calls registered with the watch", func() bool { return w.refs.Load() == n })
+
+	cancel()
+	for range n + 1 {
+		if err := receive(t, "a canceled call", errs); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a call canceled by its ctx returned %v", err)
+		}
+	}
+	if !w.fired.Load() {
+		t.Fatal("the watch did not see its ctx end")
+	}
+	if got := c.busySlots(); got != n+1 {
+		t.Fatalf("busySlots %d, want %d: the canceled calls' slots wait for their late answers", got, n+1)
+	}
+	for _, r := range late {
+		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
+	}
+	await(t, "the late answers free the slots", func() bool { return c.busySlots() == 0 })
+	if n, all := idleSlots(t, c), len(*c.table.Load()); n != all {
+		t.Fatalf("%d of %d slots idle", n, all)
+	}
+	if a := c.abandoned.Load(); a != 0 {
+		t.Fatalf("%d slots counted abandoned after their late answers", a)
+	}
+
+	// A new shared ctx replaces the watch of the ended one.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	callsWith(t, c, peer, ctx2, watchAfter+1)
+	if w2 := c.watch.Load(); w2 == nil || w2.done != ctx2.Done() {
+		t.Fatal("the watch of an ended ctx was not replaced")
+	}
+	c.Close()
+	if c.watch.Load() != nil {
+		t.Fatal("Close left the watch")
+	}
+}
+
+// Calls that each have a ctx of their own, a few one after the other (a
+// request's), never make a watch: it would allocate per ctx.
+func TestCtxWatchNotForOwnCtx(t *testing.T) {
+	c, peer := pipeClient(t)
+	for range 40 {
+		ctx, cancel := context.WithCancel(context.Background())
+		callsWith(t, c, peer, ctx, 3)
+		cancel()
+	}
+	if c.watch.Load() != nil {
+		t.Fatal("a watch of a ctx that made 3 calls")
+	}
+}
+
+// A call canceled by the watch and its late answer meet in either order:
+// the slot ends idle once both are done, and counts as abandoned only
+// while the answer is awaited.
+func TestCtxWatchCanceledThenAnswered(t *testing.T) {
+	for _, answerFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("answer first %v", answerFirst), func(t *testing.T) {
+			c, _ := pipeClient(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			s, err := c.acquire(nil, ctx.Done())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			// What ctxEnded does to a call it finds waiting.
+			pid := uint64(s.pid) << 32
+			if !s.st.CompareAndSwap(pid|slotWaiting, pid|slotCanceled) {
+				t.Fatal("slot not waiting")
+			}
+			s.ch <- struct{}{}
+			<-s.ch // the caller wakes
+			if answerFirst {
+				if c.claim(s.pid) != nil {
+					t.Fatal("a canceled call was delivered its answer")
+				}
+				if st := s.st.Load() & slotStateMask; st != slotLate {
+					t.Fatalf("state %d after the late answer, want slotLate", st)
+				}
+			}
+			if _, err := c.taken(ctx, s, nil); !errors.Is(err, context.Canceled) {
+				t.Fatalf("taken: %v, want the ctx's error", err)
+			}
+			if !answerFirst {
+				if a := c.abandoned.Load(); a != 1 {
+					t.Fatalf("abandoned %d while the answer is awaited, want 1", a)
+				}
+				c.claim(s.pid)
+			}
+			if a := c.abandoned.Load(); a != 0 {
+				t.Fatalf("abandoned %d after the answer, want 0", a)
+			}
+			if n, all := idleSlots(t, c), len(*c.table.Load()); n != all || c.busySlots() != 0 {
+				t.Fatalf("%d of %d slots idle, busySlots %d", n, all, c.busySlots())
+			}
+		})
+	}
+}
+
+// Many callers share a ctx that is canceled while calls flow, round after
+// round (each round's ctx replaces the last one's watch): every call gets
+// its echo or the ctx's error, and no slot is lost.
+func TestCtxWatchStress(t *testing.T) {
+	_, addr, _ := testServer(t)
+	c := dial(t, addr)
+	const callers, rounds = 32, 20
+	watched := 0 // rounds whose calls ran under a watch of their ctx
+	for round := range rounds {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		for g := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := []byte(fmt.Sprintf("r%d-g%d", round, g))
+				for i := 0; ; i++ {
+					if g == 0 && i == 50+round*10 {
+						if w := c.watch.Load(); w != nil && w.done == ctx.Done() {
+							watched++
+						}
+						cancel()
+					}
+					out, err := c.Call(ctx, mEcho, req, nil)
+					if err != nil {
+						if !errors.Is(err, context.Canceled) {
+							errs <- err
+						}
+						return
+					}
+					if string(out) != string(req) {
+						errs <- fmt.Errorf("answer %q to %q", out, req)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	if watched < rounds/2 {
+		t.Fatalf("calls ran under a watch of their ctx in %d of %d rounds", watched, rounds)
+	}
+	await(t, "every slot back", func() bool { return c.busySlots() == 0 })
+	if n, all := idleSlots(t, c), len(*c.table.Load()); n != all {
+		t.Fatalf("%d of %d slots idle", n, all)
+	}
+	if a := c.abandoned.Load(); a != 0 {
+		t.Fatalf("abandoned %d with every answer in", a)
+	}
+}
