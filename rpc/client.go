@@ -309,7 +309,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	// it and the caller's own costs a mispredicted return once it runs
 	// again.
 	done := ctx.Done()
-	s, err := c.send(ctx, done, method, 0, req, resp)
+	s, err := c.send(ctx, done, done, method, 0, req, resp)
 	if err != nil {
 		return resp, err
 	}
@@ -331,7 +331,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // call is one call on the wire, without interceptors or observer.
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	done := ctx.Done()
-	s, err := c.send(ctx, done, method, 0, req, resp)
+	s, err := c.send(ctx, done, done, method, 0, req, resp)
 	if err != nil {
 		return resp, err
 	}
@@ -341,11 +341,13 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // send takes a slot for a call (resp is the buffer its answer will be
 // appended to) and queues its request; target is the promise it
 // pipelines on, 0 none. done is ctx.Done(), which the caller looks up
-// once for send and wait: each lookup walks ctx's chain of parents. On
-// error nothing was sent and the slot is free. A write failure after the
-// request was queued fails the slot with the connection (wait returns
-// it).
-func (c *Client) send(ctx context.Context, done <-chan struct{}, method, target uint32, req, resp []byte) (*slot, error) {
+// once for send and wait: each lookup walks ctx's chain of parents.
+// watchDone is done when the call will be waited for under ctx (a watch
+// of ctx may then cancel it, see acquire), nil when not (a promise's
+// wait has a ctx of its own). On error nothing was sent and the slot is
+// free. A write failure after the request was queued fails the slot
+// with the connection (wait returns it).
+func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, method, target uint32, req, resp []byte) (*slot, error) {
 	if done != nil {
 		// ctx.Err without another walk of ctx's parents: Err is not nil
 		// once Done is closed.
@@ -358,7 +360,7 @@ func (c *Client) send(ctx context.Context, done <-chan struct{}, method, target 
 	if c.goAway.Load() {
 		return nil, ErrGoAway
 	}
-	s, err := c.acquire(resp, done)
+	s, err := c.acquire(resp, watchDone)
 	if err != nil {
 		return nil, err
 	}
@@ -530,8 +532,9 @@ func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, met
 }
 
 // acquire takes a slot for a call whose answer is to be appended to resp
-// and whose ctx's Done is done. On a closed connection it fails with
-// notSent's error.
+// and which ends when done (a ctx's Done) is closed: the client's watch
+// of a ctx with that Done may cancel it (ctxwatch.go); nil: it may not.
+// On a closed connection it fails with notSent's error.
 func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 	s := c.pop()
 	if s == nil {

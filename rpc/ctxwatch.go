@@ -8,21 +8,24 @@ import (
 
 // A caller waiting for its answer must wake as well when its ctx ends.
 // A select on the slot's channel and ctx.Done() does that, at a price: in
-// memory, 64 B calls from 256 callers cost 1.35× the CPU of calls whose
-// ctx cannot end (with one P; 1.5× with two), most of it in the select,
-// which locks both channels, queues the caller on both and, once woken,
-// takes it off the one that did not fire (rpc/README.md, "Calls with a ctx
-// that can end"). When the callers share their ctx (a fan-out of one
-// request's calls, an errgroup, a load generator), every one of them
-// queues on the same Done channel.
+// memory, 64 B calls from 256 callers that share a request-like ctx cost
+// 1.35× the CPU of calls whose ctx cannot end (with one P; 1.5× with
+// two), most of it in the select, which locks both channels, queues the
+// caller on both and, once woken, takes it off the one that did not fire
+// (rpc/README.md, "Calls with a ctx that can end"). When the callers
+// share their ctx (a fan-out of one request's calls, an errgroup, a load
+// generator), every one of them queues on the same Done channel.
 //
 // So the client watches such a shared ctx once, with context.AfterFunc,
 // and calls under it wait on their slot's channel alone: when the ctx
-// ends, the watch cancels the calls it watches (ctxEnded). A client has
-// at most one watch. It is made for a ctx whose Done channel a slot's
-// previous call had too (a ctx that one call uses alone, a request's,
-// never gets one: a watch allocates), and replaced only once no call
-// waits under it. Other calls wait in a select, as before.
+// ends, the watch cancels the calls waiting with its Done (ctxEnded),
+// those in a select too. A client has at most one watch. It is made for
+// a ctx whose Done channel watchAfter calls in a row found in their
+// slots' previous calls (a ctx that a request makes a call or a few with
+// never gets one: a watch allocates), and replaced only once no call is
+// registered with it. Other calls wait in a select, as before. A
+// promise's call is never canceled by a watch: its wait has a ctx of its
+// own.
 
 // ctxWatch is a client's watch of one ctx's end.
 type ctxWatch struct {

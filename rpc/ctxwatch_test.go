@@ -109,6 +109,35 @@ func TestCtxWatchCancelsSharedCalls(t *testing.T) {
 	}
 }
 
+// A promise sent under a watched ctx is waited for with the wait's ctx:
+// the end of the sending ctx does not cancel it.
+func TestCtxWatchSparesPromise(t *testing.T) {
+	c, peer := pipeClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	callsWith(t, c, peer, ctx, watchAfter+1)
+	if c.watch.Load() == nil {
+		t.Fatal("no watch of the shared ctx")
+	}
+	sent := make(chan Promise, 1)
+	go func() {
+		p, err := c.Send(ctx, mEcho, []byte("promise"), nil)
+		if err != nil {
+			t.Error(err)
+		}
+		sent <- p
+	}()
+	r := peer.recvRequest()
+	p := receive(t, "the promise", sent)
+	cancel()
+	await(t, "the watch to see its ctx end", func() bool { w := c.watch.Load(); return w == nil || w.fired.Load() })
+	peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID, Body: []byte("kept")}))
+	out, err := p.Wait(context.Background())
+	if err != nil || string(out) != "kept" {
+		t.Fatalf("Wait: %q, %v; want the answer", out, err)
+	}
+}
+
 // Calls that each have a ctx of their own, a few one after the other (a
 // request's), never make a watch: it would allocate per ctx.
 func TestCtxWatchNotForOwnCtx(t *testing.T) {

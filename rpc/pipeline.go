@@ -72,7 +72,9 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (Pro
 }
 
 func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, resp []byte) (Promise, error) {
-	s, err := c.send(ctx, ctx.Done(), method, target, req, resp)
+	// Not watchDone: the promise's wait has a ctx of its own, which
+	// the end of ctx must not cancel.
+	s, err := c.send(ctx, ctx.Done(), nil, method, target, req, resp)
 	if err != nil {
 		return Promise{}, err
 	}
@@ -156,7 +158,7 @@ func (p Promise) Call(ctx context.Context, method uint32, resp []byte) ([]byte, 
 		return resp, errNoPromise
 	}
 	done := ctx.Done()
-	s, err := p.c.send(ctx, done, method, p.pid, nil, resp)
+	s, err := p.c.send(ctx, done, done, method, p.pid, nil, resp)
 	if err != nil {
 		return resp, err
 	}
