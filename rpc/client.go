@@ -570,6 +570,11 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 		s.sameDone = s.doneID.Load() == id
 		s.doneID.Store(id)
 		s.donePid.Store(s.pid)
+	} else if s.donePid.Load() != 0 {
+		// No watch may cancel this call, not even after 65,536 uses of
+		// the slot, when its pid comes round to an old call's (0 is no
+		// pid).
+		s.donePid.Store(0)
 	}
 	w := uint64(s.pid) << 32
 	s.st.Store(w | slotWaiting)

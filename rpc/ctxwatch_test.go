@@ -255,3 +255,31 @@ func TestCtxWatchStress(t *testing.T) {
 		t.Fatalf("abandoned %d with every answer in", a)
 	}
 }
+
+// A slot's call that no watch may cancel (its ctx cannot end, or it is a
+// promise's) clears the pid of the slot's last watchable call, so that
+// the pid coming round again after 65,536 uses cannot match it.
+func TestCtxWatchForgetsDone(t *testing.T) {
+	c, _ := pipeClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := c.acquire(nil, ctx.Done())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.donePid.Load() != s.pid || s.doneID.Load() != chanID(ctx.Done()) {
+		t.Fatal("a watchable call did not record its Done and pid")
+	}
+	c.unsend(s)
+	s2, err := c.acquire(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2 != s {
+		t.Fatal("the slot was not reused")
+	}
+	if s.donePid.Load() != 0 {
+		t.Fatal("a call no watch may cancel left the last watchable call's pid in its slot")
+	}
+	c.unsend(s2)
+}
