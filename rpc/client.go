@@ -295,7 +295,9 @@ func (c *Client) beat(now int64) {
 // Once warm, a call allocates nothing, with or without those. A ctx
 // that can end and that many calls share (64 in a row, see ctxwatch.go)
 // is watched once for all of them, with context.AfterFunc (two
-// allocations, once per such ctx), instead of by each call.
+// allocations, once per such ctx), instead of by each call; the client
+// keeps that ctx until it ends, the client closes, or another shared ctx
+// replaces it.
 // Interceptors ([WithClientInterceptors]) run around the call, the
 // observer ([WithObserver]) sees it.
 func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {

@@ -25,7 +25,8 @@ import (
 // never gets one: a watch allocates), and replaced only once no call is
 // registered with it. Other calls wait in a select, as before. A
 // promise's call is never canceled by a watch: its wait has a ctx of its
-// own.
+// own. The watch keeps its ctx (and what the ctx holds) until the ctx
+// ends, the client closes, or another shared ctx replaces it.
 
 // ctxWatch is a client's watch of one ctx's end.
 type ctxWatch struct {
