@@ -109,6 +109,47 @@ func TestCtxWatchCancelsSharedCalls(t *testing.T) {
 	}
 }
 
+// A watch under which calls wait is not replaced, however many calls
+// another shared ctx makes meanwhile: those calls still end when their
+// ctx does. Once none waits, the other ctx gets the watch.
+func TestCtxWatchKeptWhileCallsWait(t *testing.T) {
+	c, peer := pipeClient(t)
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	callsWith(t, c, peer, ctxA, watchAfter+1)
+	wA := c.watch.Load()
+	if wA == nil || wA.done != ctxA.Done() {
+		t.Fatal("no watch of ctxA")
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := c.Call(ctxA, mEcho, []byte("held"), nil)
+			errs <- err
+		}()
+	}
+	peer.recvRequest()
+	peer.recvRequest()
+	await(t, "two calls registered with ctxA's watch", func() bool { return wA.refs.Load() == 2 })
+
+	ctxB, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	callsWith(t, c, peer, ctxB, 3*watchAfter)
+	if c.watch.Load() != wA {
+		t.Fatal("ctxA's watch was replaced while calls waited under it")
+	}
+	cancelA()
+	for range 2 {
+		if err := receive(t, "a call under ctxA's watch", errs); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a call under the kept watch returned %v, want context.Canceled", err)
+		}
+	}
+	callsWith(t, c, peer, ctxB, watchAfter+1)
+	if w := c.watch.Load(); w == nil || w.done != ctxB.Done() {
+		t.Fatal("ctxB got no watch once no call waited under ctxA's")
+	}
+}
+
 // A promise sent under a watched ctx is waited for with the wait's ctx:
 // the end of the sending ctx does not cancel it.
 func TestCtxWatchSparesPromise(t *testing.T) {
