@@ -31,6 +31,21 @@ func callsWith(t *testing.T, c *Client, peer *rawConn, ctx context.Context, n in
 	}
 }
 
+// sharedCtx makes a cancelable ctx and watchAfter+1 calls with it on c,
+// after which c must watch it; it returns the ctx, its cancel and the
+// watch.
+func sharedCtx(t *testing.T, c *Client, peer *rawConn) (context.Context, context.CancelFunc, *ctxWatch) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	callsWith(t, c, peer, ctx, watchAfter+1)
+	w := c.watch.Load()
+	if w == nil || w.done != ctx.Done() {
+		t.Fatalf("no watch of a ctx that %d calls in a row shared", watchAfter+1)
+	}
+	return ctx, cancel, w
+}
+
 // A ctx that calls share gets the client's watch after watchAfter calls;
 // calls waiting under it (and a promise waiting in a select on the same
 // ctx) all end with the ctx's error when it is canceled, and their late
@@ -97,12 +112,7 @@ func TestCtxWatchCancelsSharedCalls(t *testing.T) {
 	}
 
 	// A new shared ctx replaces the watch of the ended one.
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
-	callsWith(t, c, peer, ctx2, watchAfter+1)
-	if w2 := c.watch.Load(); w2 == nil || w2.done != ctx2.Done() {
-		t.Fatal("the watch of an ended ctx was not replaced")
-	}
+	sharedCtx(t, c, peer)
 	c.Close()
 	if c.watch.Load() != nil {
 		t.Fatal("Close left the watch")
@@ -114,13 +124,7 @@ func TestCtxWatchCancelsSharedCalls(t *testing.T) {
 // ctx does. Once none waits, the other ctx gets the watch.
 func TestCtxWatchKeptWhileCallsWait(t *testing.T) {
 	c, peer := pipeClient(t)
-	ctxA, cancelA := context.WithCancel(context.Background())
-	defer cancelA()
-	callsWith(t, c, peer, ctxA, watchAfter+1)
-	wA := c.watch.Load()
-	if wA == nil || wA.done != ctxA.Done() {
-		t.Fatal("no watch of ctxA")
-	}
+	ctxA, cancelA, wA := sharedCtx(t, c, peer)
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -154,12 +158,7 @@ func TestCtxWatchKeptWhileCallsWait(t *testing.T) {
 // the end of the sending ctx does not cancel it.
 func TestCtxWatchSparesPromise(t *testing.T) {
 	c, peer := pipeClient(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	callsWith(t, c, peer, ctx, watchAfter+1)
-	if c.watch.Load() == nil {
-		t.Fatal("no watch of the shared ctx")
-	}
+	ctx, cancel, _ := sharedCtx(t, c, peer)
 	sent := make(chan Promise, 1)
 	go func() {
 		p, err := c.Send(ctx, mEcho, []byte("promise"), nil)
