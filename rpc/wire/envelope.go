@@ -124,8 +124,11 @@ func AppendRequest(dst []byte, r *Request) []byte {
 
 // RequestLen returns the length of r's envelope: the number of bytes
 // AppendRequest appends for r.
-func RequestLen(r *Request) int {
-	return headerSize + requestFixedSize(r) + len(r.Cap) + len(r.Payload) + len(r.Metadata)
+func RequestLen(r *Request) int { return requestLen(r, requestFixedSize(r)) }
+
+// requestLen is RequestLen for r's fixed-section size fixed.
+func requestLen(r *Request, fixed int) int {
+	return headerSize + fixed + len(r.Cap) + len(r.Payload) + len(r.Metadata)
 }
 
 // requestFixedSize is the size of r's fixed section: 28 bytes, 36 with a
@@ -144,7 +147,7 @@ func requestFixedSize(r *Request) int {
 // metadata included.
 func appendAnyRequest(dst []byte, r *Request) []byte {
 	fixed := requestFixedSize(r)
-	size := headerSize + fixed + len(r.Cap) + len(r.Payload) + len(r.Metadata)
+	size := requestLen(r, fixed)
 	start := len(dst)
 	dst = grow(dst, size)
 	b := dst[start:]
