@@ -316,10 +316,8 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		return resp, err
 	}
 	if done != nil {
-		if s.sameDone || c.watch.Load() != nil {
-			if w := c.watchFor(ctx, done, s.sameDone); w != nil {
-				return c.waitWatched(ctx, w, s, resp)
-			}
+		if w := c.watchFor(ctx, done, s.sameDone); w != nil {
+			return c.waitWatched(ctx, w, s, resp)
 		}
 		return c.wait(ctx, done, s, resp)
 	}

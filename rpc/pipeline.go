@@ -139,9 +139,6 @@ func (c *Client) drop(s *slot) {
 		return
 	}
 	<-s.ch
-	if c.settle(s) {
-		return // canceled by a watch of its ctx meanwhile
-	}
 	s.resp, s.err = nil, nil
 	c.release(s)
 }
