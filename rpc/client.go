@@ -124,8 +124,9 @@ const (
 // the read loop hand each other once per call, a cache line of their own
 // (the allocator's 128-byte class is 128-byte aligned), so that
 // neighbours used by other callers do not share it. The second line is
-// written only by calls whose ctx can end, and read by the client's watch
-// of a ctx when that ctx ends (ctxwatch.go).
+// written by calls whose ctx can end (and cleared by the next call that
+// no watch may cancel), and read by the client's watch of a ctx when
+// that ctx ends (ctxwatch.go).
 type slot struct {
 	st     atomic.Uint64 // pid<<32 | next<<16 | state: a state change names its use
 	ch     chan struct{} // capacity 1: one signal per delivered answer
@@ -294,7 +295,7 @@ func (c *Client) beat(now int64) {
 //
 // Once warm, a call allocates nothing, with or without those. A ctx
 // that can end and that many calls share (64 in a row, see ctxwatch.go)
-// is watched once for all of them, with context.AfterFunc (two
+// is watched once for all of them, with context.AfterFunc (four
 // allocations, once per such ctx), instead of by each call; the client
 // keeps that ctx until it ends, the client closes, or another shared ctx
 // replaces it.
@@ -580,7 +581,8 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 	s.st.Store(w | slotWaiting)
 	if c.broken.Load() {
 		// fail may have passed this slot before it was waiting: give it
-		// back, or take the failure fail delivered meanwhile.
+		// back, or take the signal fail (or a watch's cancel) sent
+		// meanwhile.
 		if !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
 			<-s.ch
 		}
@@ -656,7 +658,7 @@ func (c *Client) release(s *slot) { c.push(s) }
 // unsend gives back the slot of a call that was not written.
 func (c *Client) unsend(s *slot) {
 	if w := uint64(s.pid) << 32; !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
-		<-s.ch // failed by fail() meanwhile
+		<-s.ch // failed by fail(), or canceled by a watch, meanwhile
 	}
 	s.resp, s.err = nil, nil
 	c.release(s)
@@ -834,20 +836,7 @@ func (c *Client) fail(cause error) {
 		beats.leave(c.beatE)
 	}
 	for _, s := range c.slots {
-		v := s.st.Load()
-		w := v &^ 0xFFFFFFFF
-		switch v & slotStateMask {
-		case slotWaiting:
-			if s.st.CompareAndSwap(v, w|slotDelivered) {
-				s.err = errp
-				s.ch <- struct{}{}
-			}
-		case slotAbandoned:
-			if s.st.CompareAndSwap(v, w|slotIdle) {
-				c.abandoned.Add(-1)
-				c.push(s)
-			}
-		}
+		c.failSlot(s, errp)
 	}
 	c.mu.Unlock()
 	c.out.shut(err)
@@ -860,6 +849,39 @@ func (c *Client) fail(cause error) {
 	// room in the outbox, nor the caller whose write failed wait for it.
 	// (Close waits for it: the read loop ends with it.)
 	go c.nc.Close()
+}
+
+// failSlot ends the use of s for a client that closed: a waiting call
+// fails with *errp; an abandoned one's slot, whose late answer will not
+// come, is freed; a call canceled by a watch, whose caller has not yet
+// woken, is left to its caller to free (slotLate, see settle). It
+// retries on the state it finds: the caller (abandon, settle) or the
+// watch may move the slot meanwhile. Called by fail, with c.mu held.
+func (c *Client) failSlot(s *slot, errp *error) {
+	for {
+		v := s.st.Load()
+		w := v &^ 0xFFFFFFFF
+		switch v & slotStateMask {
+		case slotWaiting:
+			if s.st.CompareAndSwap(v, w|slotDelivered) {
+				s.err = errp
+				s.ch <- struct{}{}
+				return
+			}
+		case slotAbandoned:
+			if s.st.CompareAndSwap(v, w|slotIdle) {
+				c.abandoned.Add(-1)
+				c.push(s)
+				return
+			}
+		case slotCanceled:
+			if s.st.CompareAndSwap(v, w|slotLate) {
+				return
+			}
+		default:
+			return // idle, delivered, or late: nothing is owed
+		}
+	}
 }
 
 // check is the answer check, run by the beat every answerTimeout/4: a

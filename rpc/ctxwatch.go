@@ -27,6 +27,15 @@ import (
 // promise's call is never canceled by a watch: its wait has a ctx of its
 // own. The watch keeps its ctx (and what the ctx holds) until the ctx
 // ends, the client closes, or another shared ctx replaces it.
+//
+// The watch knows its calls by their Done channel. It relies on what
+// context.Context promises: the ctx's AfterFunc runs when that channel
+// closes, and a channel with a live registration is not handed to
+// another ctx. A server handler's ctx (a job, reused call after call)
+// keeps its channel for the job's next call only when no registration
+// outlives the call (endDeadline), so a handler that calls with its ctx
+// request after request, which looks like a shared ctx here, has each
+// request's calls ended by that request's deadline.
 
 // ctxWatch is a client's watch of one ctx's end.
 type ctxWatch struct {
@@ -105,6 +114,11 @@ func (c *Client) watchWorthy(id uintptr) bool {
 		c.candHits.Store(1)
 		return false
 	}
+	if c.candHits.Load() >= watchAfter {
+		// Saturated (a busy watch holds the place): no count that
+		// wraps round to negative after 2³¹ calls.
+		return true
+	}
 	return c.candHits.Add(1) >= watchAfter
 }
 
@@ -128,7 +142,7 @@ func (c *Client) newWatch(ctx context.Context, done <-chan struct{}, old *ctxWat
 
 // ctxEnded runs when the ctx w watches has ended: it cancels the calls
 // waiting under w (slotCanceled: the caller takes it from there, see
-// waitWatched) and retires w once no call is registered.
+// waitWatched) and drops w.
 func (c *Client) ctxEnded(w *ctxWatch) {
 	w.fired.Store(true)
 	if t := c.table.Load(); t != nil {
@@ -149,8 +163,13 @@ func (c *Client) ctxEnded(w *ctxWatch) {
 			}
 		}
 	}
+	// Dropped even while calls are registered: each was canceled above
+	// or sees fired, and the ctx's AfterFunc has run (nothing to stop).
+	// Kept, the watch would hold the ended ctx until another shared ctx
+	// replaced it.
 	c.mu.Lock()
-	if c.watch.Load() == w && w.retire() {
+	if c.watch.Load() == w {
+		w.retire()
 		c.watch.Store(nil)
 	}
 	c.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -322,4 +323,128 @@ func TestCtxWatchForgetsDone(t *testing.T) {
 		t.Fatal("a call no watch may cancel left the last watchable call's pid in its slot")
 	}
 	c.unsend(s2)
+}
+
+// A handler's ctx is its job, whose Done channel the job's next call may
+// reuse. A handler that makes one downstream call per request with its
+// ctx gives the client the same Done request after request, and the
+// client watches it; the watch's registration ends with the request it
+// was made in. A later request on the same job whose downstream call
+// goes unanswered must still end that call when its deadline passes.
+func TestCtxWatchHandlerCtx(t *testing.T) {
+	down, peer := pipeClient(t)
+	const mProxy = 9
+	results := make(chan error, 1)
+	s, addr, _ := testServer(t)
+	s.Handle(mProxy, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		_, err := down.Call(ctx, mEcho, []byte("via"), nil)
+		results <- err
+		return resp, err
+	})
+	c := dial(t, addr)
+	// A request larger than keptJobBuffer: the connection keeps its job
+	// between requests (releaseSpare), as it does under load.
+	req := make([]byte, 2*keptJobBuffer)
+	call := func(timeout time.Duration) chan error {
+		errs := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			_, err := c.Call(ctx, mProxy, req, nil)
+			errs <- err
+		}()
+		return errs
+	}
+	// The first request may run on another job (a new connection's
+	// first): go on until the client watches, within a bound.
+	for i := 0; down.watch.Load() == nil; i++ {
+		if i == 4*watchAfter {
+			t.Fatalf("precondition: no watch after %d requests", i)
+		}
+		errs := call(time.Hour)
+		r := peer.recvRequest()
+		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
+		if err := receive(t, "the downstream call", results); err != nil {
+			t.Fatalf("request %d: downstream call: %v", i, err)
+		}
+		if err := receive(t, "the proxied call", errs); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	call(50 * time.Millisecond)
+	peer.recvRequest() // and never answered
+	if err := receive(t, "the unanswered downstream call to end with its ctx", results); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("downstream call: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// A watched call canceled by its ctx's end, whose caller has not yet
+// woken when the client closes, frees its slot: no late answer will come
+// to a closed connection.
+func TestCtxWatchCanceledThenClosed(t *testing.T) {
+	c, peer := pipeClient(t)
+	ctx, cancel, w := sharedCtx(t, c, peer)
+	// A call registered with the watch (what Call does between send and
+	// waitWatched; the state machine needs no request written).
+	s, err := c.acquire(nil, ctx.Done())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.enter() {
+		t.Fatal("not registered")
+	}
+	cancel()
+	await(t, "the watch to cancel the call", func() bool { return s.st.Load()&slotStateMask == slotCanceled })
+	c.Close()
+	if _, err := c.waitWatched(ctx, w, s, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("waitWatched: %v, want context.Canceled", err)
+	}
+	if a, b := c.abandoned.Load(), c.busySlots(); a != 0 || b != 0 {
+		t.Fatalf("abandoned %d, busySlots %d after Close and the caller's return; want 0, 0", a, b)
+	}
+}
+
+// The watch of a ctx that ended is dropped, even when calls were still
+// registered with it as it ran: it would keep the ended ctx (and what
+// the ctx holds) until another shared ctx replaced it.
+func TestCtxWatchDroppedWhenEnded(t *testing.T) {
+	c, peer := pipeClient(t)
+	ctx, cancel, w := sharedCtx(t, c, peer)
+	s, err := c.acquire(nil, ctx.Done())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.enter() {
+		t.Fatal("not registered")
+	}
+	// The watch's callback runs here, while the call is registered, not
+	// in context.AfterFunc's goroutine.
+	c.mu.Lock()
+	w.stop()
+	c.mu.Unlock()
+	cancel()
+	c.ctxEnded(w)
+	if _, err := c.waitWatched(ctx, w, s, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("waitWatched: %v, want context.Canceled", err)
+	}
+	if c.watch.Load() == w {
+		t.Fatal("the client still holds the watch of a ctx that ended")
+	}
+}
+
+// A watch costs four allocations: the watch, its callback, and
+// context.AfterFunc's two (its registration and the stop function). The
+// docs quote the number.
+func TestCtxWatchAllocs(t *testing.T) {
+	c, _ := pipeClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := testing.AllocsPerRun(50, func() {
+		if c.newWatch(ctx, ctx.Done(), c.watch.Load()) == nil {
+			t.Fatal("no watch")
+		}
+	})
+	if n != 4 {
+		t.Fatalf("a watch allocates %v objects, want 4", n)
+	}
 }

@@ -222,7 +222,13 @@ func (j *job) endDeadline() {
 			j.darm = 0
 		}
 		c.dmu.Unlock()
-		if j.fired {
+		if j.fired || len(j.afs) > 0 {
+			// Closed, or an AfterFunc registered on it outlives the call
+			// (dropped below: a ctx the handler derived and did not
+			// cancel, a client's watch of the call's ctx, ctxwatch.go):
+			// the next call gets a channel of its own. Reused, the
+			// channel would tell whoever registered that the next call's
+			// ctx is theirs, and its end would not reach them.
 			j.dch = nil
 		}
 		j.armed, j.fired, j.dconn = false, false, nil
