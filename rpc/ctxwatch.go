@@ -34,8 +34,8 @@ import (
 // another ctx. A server handler's ctx (a job, reused call after call)
 // keeps its channel for the job's next call only when no registration
 // outlives the call (endDeadline), so a handler that calls with its ctx
-// request after request, which looks like a shared ctx here, has each
-// request's calls ended by that request's deadline.
+// request after request would look like a shared ctx here: a handler's
+// ctx is never watched, and each request's calls end with its deadline.
 
 // ctxWatch is a client's watch of one ctx's end.
 type ctxWatch struct {
@@ -89,6 +89,12 @@ const watchAfter = 64
 // an idle one or one whose ctx ended. nil: the call is not watched and
 // waits in a select.
 func (c *Client) watchFor(ctx context.Context, done <-chan struct{}, sameDone bool) *ctxWatch {
+	if _, ok := ctx.(*job); ok {
+		// A handler's ctx is one call's, however often its job's Done
+		// channel comes round (see endDeadline): it is never shared,
+		// and a watch of it would last one request.
+		return nil
+	}
 	id := chanID(done)
 	w := c.watch.Load()
 	if w == nil || w.id != id {

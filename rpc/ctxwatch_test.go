@@ -326,17 +326,20 @@ func TestCtxWatchForgetsDone(t *testing.T) {
 }
 
 // A handler's ctx is its job, whose Done channel the job's next call may
-// reuse. A handler that makes one downstream call per request with its
-// ctx gives the client the same Done request after request, and the
-// client watches it; the watch's registration ends with the request it
-// was made in. A later request on the same job whose downstream call
-// goes unanswered must still end that call when its deadline passes.
+// reuse: a handler that makes one downstream call per request with its
+// ctx gives the client the same Done request after request. That ctx is
+// not shared, and is never watched; and a request whose downstream call
+// goes unanswered ends that call when its deadline passes. (Before, the
+// client watched it, the watch's registration ended with its request,
+// and the later request's call waited past its deadline.)
 func TestCtxWatchHandlerCtx(t *testing.T) {
-	down, peer := pipeClient(t)
 	const mProxy = 9
+	down, peer := pipeClient(t)
 	results := make(chan error, 1)
+	done := make(chan (<-chan struct{}), 1)
 	s, addr, _ := testServer(t)
 	s.Handle(mProxy, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		done <- ctx.Done()
 		_, err := down.Call(ctx, mEcho, []byte("via"), nil)
 		results <- err
 		return resp, err
@@ -355,13 +358,15 @@ func TestCtxWatchHandlerCtx(t *testing.T) {
 		}()
 		return errs
 	}
-	// The first request may run on another job (a new connection's
-	// first): go on until the client watches, within a bound.
-	for i := 0; down.watch.Load() == nil; i++ {
-		if i == 4*watchAfter {
-			t.Fatalf("precondition: no watch after %d requests", i)
-		}
+	var last <-chan struct{}
+	same := 0 // requests in a row whose ctx had the last one's Done
+	for i := range 3 * watchAfter {
 		errs := call(time.Hour)
+		d := receive(t, "the handler's ctx", done)
+		if d == last {
+			same++
+		}
+		last = d
 		r := peer.recvRequest()
 		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
 		if err := receive(t, "the downstream call", results); err != nil {
@@ -371,7 +376,14 @@ func TestCtxWatchHandlerCtx(t *testing.T) {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
+	if same < 2*watchAfter {
+		t.Fatalf("precondition: only %d of %d requests had the Done of the one before", same, 3*watchAfter)
+	}
+	if down.watch.Load() != nil {
+		t.Fatal("the client watches a handler's ctx")
+	}
 	call(50 * time.Millisecond)
+	receive(t, "the handler's ctx", done)
 	peer.recvRequest() // and never answered
 	if err := receive(t, "the unanswered downstream call to end with its ctx", results); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("downstream call: %v, want context.DeadlineExceeded", err)

@@ -698,6 +698,45 @@ func TestDeadlinePropagates(t *testing.T) {
 	}
 }
 
+// A job's Done channel is not reused by its next call while an
+// AfterFunc registered on it outlives the call (a ctx the handler
+// derived and did not cancel): whoever registered would take the next
+// call's end for its own.
+func TestDeadlineDoneNotReusedUnderAfterFunc(t *testing.T) {
+	const mAfter = 9
+	dones := make(chan (<-chan struct{}), 1)
+	s, addr, _ := testServer(t)
+	s.Handle(mAfter, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		dones <- ctx.Done()
+		if len(req) > 0 && req[0] == 1 {
+			context.AfterFunc(ctx, func() {}) // never stopped
+		}
+		return resp, nil
+	})
+	c := dial(t, addr)
+	req := make([]byte, 2*keptJobBuffer) // the connection keeps its job (releaseSpare)
+	doneOf := func(register bool) <-chan struct{} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		req[0] = 0
+		if register {
+			req[0] = 1
+		}
+		if _, err := c.Call(ctx, mAfter, req, nil); err != nil {
+			t.Fatal(err)
+		}
+		return <-dones
+	}
+	doneOf(false) // a new connection's first request may take another job
+	a, b := doneOf(false), doneOf(true)
+	if a != b {
+		t.Fatalf("precondition: the job's next call did not reuse its Done channel")
+	}
+	if doneOf(false) == b {
+		t.Fatal("a Done channel with a live AfterFunc registration was reused by the next call")
+	}
+}
+
 // Many concurrent calls with short deadlines whose handlers arm Done,
 // derive contexts from it, and race the deadline; then the connections
 // close under calls still armed. Run with -race: the arming, firing and
