@@ -790,10 +790,12 @@ func (c *Client) readLoop() {
 				return
 			}
 		case wire.KindStreamMsg:
+			c.streams.canonicalEvidence()
 			// A full stream buffer (a server that ignores our window: a
 			// canonical one) holds the read loop until Recv makes room.
 			c.streams.onMsg(p, true)
 		case wire.KindStreamEnd:
+			c.streams.canonicalEvidence()
 			c.streams.onClientEnd(p)
 		case wire.KindStreamWindow:
 			c.streams.onWindow(p)

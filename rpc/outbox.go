@@ -127,6 +127,7 @@ type outbox struct {
 	spare   *outBuf       // an empty buffer for the next queue, or nil
 	begun   int           // offset in cur.B of the header begin wrote; -1 when none
 	bigWait int           // goroutines waiting for the writer role (WriteFrameParts)
+	taken   uint64        // times the writer took the queue to write it
 	err     error         // sticky: the stream broke
 	wake    chan struct{} // closed when room frees, the role is given up or the stream breaks
 
@@ -475,6 +476,7 @@ func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
 			// frames only.
 			w, off = o.cur, 0
 			o.cur, o.spare = o.spare, nil
+			o.taken++
 			o.mu.Unlock()
 		}
 		n, err := o.write(ctx, w.B[off:], nil)
@@ -521,6 +523,14 @@ func (o *outbox) release() {
 		outBufs.Put(o.spare)
 		o.spare = nil
 	}
+}
+
+// takenSince reports whether the writer took the queue since taken was
+// mark: the frames queued when it was have left it.
+func (o *outbox) takenSince(mark uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.taken != mark
 }
 
 // failure returns the error that broke the stream, or nil.
@@ -857,6 +867,7 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 		w = o.take()
 	}
 	o.cur = nil
+	o.taken++
 	w.B = binary.LittleEndian.AppendUint32(w.B, uint32(n))
 	w.B = append(w.B, kind)
 	w.B = append(w.B, head...)

@@ -148,10 +148,12 @@ type streamSet struct {
 	// The peer does flow control: it sent its hello, with its window.
 	peerFC     atomic.Bool
 	peerWindow atomic.Int64
-	// client: no hello came within helloWait of ours, so the server is
-	// taken for a canonical one and sends are no longer held to
-	// preHelloWindow.
+	// client: no hello came within helloWait of ours, or a frame of a
+	// stream came before it, so the server is taken for a canonical one
+	// and sends are no longer held to preHelloWindow.
 	noHello atomic.Bool
+	// helloChecks counts the looks of awaitHello's timer (for tests).
+	helloChecks atomic.Int32
 
 	n        atomic.Int32  // len(m), for Streams and the balancers that read it per call
 	chain    Streamer      // client: the stream interceptors around openStream; nil: none
@@ -295,8 +297,10 @@ func (s *Stream) CloseSend() error {
 // end the peer's *[StatusError] (see [StreamHandler]); messages that
 // arrived before an end, or before the connection closed, are all
 // returned first. It blocks until a message or the end arrives; a
-// client's Recv returns ctx's error once OpenStream's ctx ends. Once
-// warm, Recv allocates nothing (buf with room for the message).
+// client's Recv returns ctx's error once OpenStream's ctx ends, a
+// handler's returns its ctx's error once that ends (the call's deadline,
+// the server's base context) and no message is queued. Once warm, Recv
+// allocates nothing (buf with room for the message).
 func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	s.mu.Lock()
 	for s.qh == len(s.q) {
@@ -305,6 +309,15 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 			s.q = putQueue(s.q)
 			s.mu.Unlock()
 			return buf, err
+		}
+		if s.set.cl == nil {
+			// A handler's ctx ended (its deadline, the server's base
+			// context; a cancel by the client ends the stream itself):
+			// its AfterFunc wakes this wait.
+			if err := s.ctx.Err(); err != nil {
+				s.mu.Unlock()
+				return buf, err
+			}
 		}
 		s.cond.Wait()
 	}
@@ -315,6 +328,11 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	s.qh = at + n
 	if s.qh == len(s.q) {
 		s.q, s.qh = s.q[:0], 0
+		if int64(cap(s.q)) > 2*s.set.limit {
+			// A large message grew it: an idle stream holds no more than
+			// its window's worth.
+			s.q = putQueue(s.q)
+		}
 	}
 	cost := int64(n) + wire.StreamMsgOverhead
 	t := s.set
@@ -332,7 +350,7 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	}
 	s.mu.Unlock()
 	if grant > 0 {
-		t.grant(s.id, grant)
+		t.grant(s.ctx, s.id, grant)
 	}
 	if s.taps != nil {
 		if err := s.tapRecv(buf[n0:]); err != nil {
@@ -414,12 +432,23 @@ func putQueue(q []byte) []byte {
 // zapcodec server, which reads at most its window per stream before it
 // stops reading the connection, from a canonical one, which never says.
 // So it sends at most preHelloWindow per stream (which every zapcodec
-// server takes: limit), and waits for the hello, or for helloWait after
-// its own hello, after which it takes the server for a canonical one and
-// sends without a window. The hello comes a round trip after the client's.
-const (
-	preHelloWindow = 16 << 10
-	helloWait      = time.Second
+// server takes: limit) until it knows. A zapcodec server answers our
+// hello as it reads it, before any frame of the streams we open after it:
+// a frame of a stream that comes first tells the server is canonical
+// (canonicalEvidence). A canonical server that sends nothing on a stream
+// before it has read all of it says nothing: the client takes it for a
+// canonical one once no hello came helloWait after ours left the queue
+// (which a backed-up queue may hold a while; awaitHello). The hello
+// comes a round trip after ours leaves.
+const preHelloWindow = 16 << 10
+
+var (
+	// helloWait: a variable for tests.
+	helloWait = time.Second
+	// maxHelloWaits bounds how many helloWaits awaitHello waits for our
+	// hello to leave the queue (a connection whose writes stall that
+	// long fails its write timeout).
+	maxHelloWaits = 60
 )
 
 // mayOwe reports whether a sender with out bytes outstanding on a stream
@@ -437,15 +466,45 @@ func (t *streamSet) mayOwe(out int64) bool {
 	}
 }
 
-// awaitHello is started by a client when it sends its hello: if no hello
-// has come helloWait later, the server is a canonical one.
-func (t *streamSet) awaitHello() {
-	time.AfterFunc(helloWait, func() {
-		if !t.peerFC.Load() {
-			t.noHello.Store(true)
-			t.wakeSenders()
+// awaitHello is started by a client when it queues its hello; mark is
+// the outbox's takes (outbox.taken) then: ours leaves with the next take.
+// When no hello has come helloWait later, the server is a canonical one;
+// unless ours was still queued then (a backed-up queue): the wait then
+// goes on until helloWait after a look that finds it gone.
+func (t *streamSet) awaitHello(mark uint64) {
+	tries, left := 0, false
+	var look func()
+	look = func() {
+		t.helloChecks.Add(1)
+		if t.peerFC.Load() || t.noHello.Load() {
+			return
 		}
-	})
+		tries++
+		if !left && tries < maxHelloWaits {
+			if left = t.out.takenSince(mark); !left || tries > 1 {
+				time.AfterFunc(helloWait, look)
+				return
+			}
+		}
+		t.canonicalPeer()
+	}
+	time.AfterFunc(helloWait, look)
+}
+
+// canonicalEvidence notes a frame of a stream from a server whose hello
+// has not come: a zapcodec server's comes first, so the server is a
+// canonical one. Called by a client's read loop.
+func (t *streamSet) canonicalEvidence() {
+	if !t.peerFC.Load() && !t.noHello.Load() {
+		t.canonicalPeer()
+	}
+}
+
+// canonicalPeer takes the server for a canonical one: sends held to
+// preHelloWindow go on, without a window.
+func (t *streamSet) canonicalPeer() {
+	t.noHello.Store(true)
+	t.wakeSenders()
 }
 
 // stallBegin marks the read loop as waiting for room and wakes every
@@ -484,12 +543,22 @@ func (s *Stream) ended(err error, closeSend bool, sendErr error) {
 
 // abort ends both directions locally with err (Send and Recv return it;
 // with drop, Recv returns it at once instead of after the queued
-// messages), cancels the handler's ctx and, when status is not 0 and this
-// side had not ended its direction, sends an error end with status and
-// text. It reports whether it ended anything.
+// messages), cancels the handler's ctx and, when status is not 0, sends
+// an error end with status and text: on a server when its direction was
+// open, on a client when either was (a server's handler whose client
+// half-closed still learns of the cancel). It reports whether it ended
+// anything.
 func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 	s.mu.Lock()
 	changed := !s.rdone || !s.sdone
+	// Whether the peer may still be at work on the stream: a client's
+	// cancel reaches the server while either direction is open (after
+	// CloseSend the server's handler may still be sending, or reading
+	// what came before the end); a server ends only its own direction.
+	open := !s.sdone
+	if s.set.cl != nil {
+		open = changed
+	}
 	if !s.rdone {
 		s.rdone, s.rerr = true, err
 	}
@@ -497,7 +566,7 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 		s.q, s.qh, s.qBytes = putQueue(s.q), 0, 0
 		s.rerr = err
 	}
-	send := status != 0 && !s.sdone
+	send := status != 0 && open
 	if send && s.acct.status == 0 {
 		s.acct.status = status
 	}
@@ -603,12 +672,17 @@ func (t *streamSet) writeEnd(id, status uint32, text string) {
 
 // grant sends the peer a window update of n bytes for stream id. A
 // control frame: not held back by the queue bound (grants follow bytes
-// received).
-func (t *streamSet) grant(id uint32, n int64) {
+// received). On a client, the write of the queue that the grant may
+// make the caller do is bounded by the stream's ctx, as Send's is: when
+// ctx ends during it, another goroutine writes the rest.
+func (t *streamSet) grant(ctx context.Context, id uint32, n int64) {
 	var b [8]byte
 	err := t.out.lock().WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], id, uint32(min(n, 1<<31))))
-	err = t.out.flushIf(t.out.unlock(), err)
-	if err != nil {
+	if t.cl == nil {
+		ctx = noCtx // a handler's writes are bounded by the write timeout
+	}
+	err = t.out.flushIfCtx(ctx, t.out.unlock(), err)
+	if err != nil && err != ctx.Err() { // ctx's error: handed over, the grant goes out
 		t.broken(err)
 	}
 }
@@ -716,6 +790,9 @@ func (t *streamSet) onWindow(p []byte) (firstHello bool) {
 			t.wakeSenders() // sends held to preHelloWindow go on
 		}
 		return first
+	}
+	if t.cl != nil {
+		t.canonicalEvidence()
 	}
 	if s := t.lookup(id); s != nil {
 		s.credit(n)

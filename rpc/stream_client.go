@@ -107,9 +107,11 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	if !t.helloSent {
 		// Queued before any open: the server reads it first.
 		t.helloSent = true
-		err = t.hello(c.out.lock())
+		w := c.out.lock()
+		err = t.hello(w)
+		mark := c.out.taken
 		lead = c.out.unlock()
-		t.awaitHello()
+		t.awaitHello(mark)
 	}
 	t.mu.Unlock()
 	c.clientStreamStart(s)

@@ -1,0 +1,269 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// A client that half-closed its direction (CloseSend) and then cancels
+// OpenStream's ctx still tells the server: the handler's ctx ends.
+func TestStreamCancelAfterCloseSendReachesHandler(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	const sWait = 41
+	result := make(chan error, 1)
+	s.HandleStream(sWait, func(ctx context.Context, init []byte, st *Stream) error {
+		if _, err := st.Recv(nil); err != io.EOF {
+			result <- err
+			return nil
+		}
+		if err := st.Send([]byte("ready")); err != nil {
+			result <- err
+			return nil
+		}
+		<-ctx.Done()
+		result <- ctx.Err()
+		return nil
+	})
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := c.OpenStream(ctx, sWait, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(nil); err != nil || string(m) != "ready" {
+		t.Fatalf("Recv: %q, %v", m, err)
+	}
+	cancel()
+	if err := receive(t, "the handler's ctx to end", result); !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler: %v, want its ctx canceled", err)
+	}
+}
+
+// The handler of such a stream, blocked in Send on a full window (the
+// client has forgotten the stream and grants nothing), ends, and frees
+// the connection's stream for the next open.
+func TestStreamCancelAfterCloseSendFreesServerStream(t *testing.T) {
+	s, addr, _ := streamServer(t, WithMaxStreams(1))
+	const sPush = 42
+	sendErr := make(chan error, 1)
+	s.HandleStream(sPush, func(ctx context.Context, init []byte, st *Stream) error {
+		if _, err := st.Recv(nil); err != io.EOF {
+			return err
+		}
+		return sendUntilError(sendErr)(ctx, init, st)
+	})
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := c.OpenStream(ctx, sPush, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := receive(t, "the handler's Send to fail", sendErr); err == nil {
+		t.Fatal("Send: nil error")
+	}
+	await(t, "the server's stream to end", func() bool { return s.Stats().Streams.Active == 0 })
+	st2, err := c.OpenStream(context.Background(), sEcho, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st2.Send([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st2.Recv(nil); err != nil || string(m) != "x" {
+		t.Fatalf("the next stream: %q, %v", m, err)
+	}
+}
+
+// A client's Recv that sends a grant, and so writes the connection's
+// queue, towards a server that stopped reading, returns once OpenStream's
+// ctx ends (the rest of the write goes on in another goroutine), as
+// Send's write does; not a write timeout later.
+func TestStreamClientGrantWriteBoundedByCtx(t *testing.T) {
+	cli, srv := net.Pipe()
+	c := NewClient(cli, WithWriteTimeout(time.Hour))
+	t.Cleanup(func() { c.Close(); srv.Close() })
+	peer := &rawConn{t, srv}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	read := make(chan struct{})
+	go func() { // the client's hello and open
+		defer close(read)
+		for range 2 {
+			if _, _, ok := peer.recv(); !ok {
+				return
+			}
+		}
+	}()
+	st, err := c.OpenStream(ctx, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-read
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<20))
+	const n = 40 // 40 × 1,004 bytes: more than half the client's window, so a grant
+	for range n {
+		peer.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, st.ID(), make([]byte, 1000)))
+	}
+	// The peer reads nothing from now on.
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			if _, err := st.Recv(nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	await(t, "Recv to write its grant", func() bool {
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.flushing
+	})
+	cancel()
+	receive(t, "Recv to return after its ctx ended", done)
+}
+
+// A stream's receive queue does not keep the room a large message took
+// once the message is read: an idle stream holds at most about its
+// window.
+func TestStreamQueueShrinksAfterLargeMessage(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	const sBig = 43
+	s.HandleStream(sBig, func(ctx context.Context, init []byte, st *Stream) error {
+		if err := st.Send(make([]byte, 4<<20)); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	})
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := c.OpenStream(ctx, sBig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(nil); err != nil || len(m) != 4<<20 {
+		t.Fatalf("Recv: %d bytes, %v", len(m), err)
+	}
+	st.mu.Lock()
+	held, buffered := cap(st.q), st.qBytes
+	st.mu.Unlock()
+	if lim := 2 * c.streams.limit; int64(held) > lim {
+		t.Fatalf("an open stream with %d bytes buffered holds a %d-byte queue (twice the window: %d)", buffered, held, lim)
+	}
+}
+
+// A handler waiting in Recv returns once its ctx ends (here the server's
+// base context), though the client sends nothing and keeps the stream.
+func TestStreamHandlerRecvEndsWithCtx(t *testing.T) {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, addr, _ := streamServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
+	const sRecv = 44
+	started, result := make(chan struct{}), make(chan error, 1)
+	s.HandleStream(sRecv, func(ctx context.Context, init []byte, st *Stream) error {
+		close(started)
+		_, err := st.Recv(nil)
+		result <- err
+		return nil
+	})
+	c := dial(t, addr)
+	if _, err := c.OpenStream(context.Background(), sRecv, nil); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, "the handler to start", started)
+	cancelBase()
+	if err := receive(t, "the handler's Recv", result); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Recv: %v, want context.Canceled", err)
+	}
+}
+
+// A frame of a stream that comes before the server's hello tells the
+// client the server is a canonical one (a zapcodec server's hello comes
+// first): sends are no longer held to preHelloWindow, without waiting for
+// helloWait.
+func TestStreamCanonicalByEvidence(t *testing.T) {
+	old := helloWait
+	helloWait = time.Hour
+	defer func() { helloWait = old }()
+	c, peer := pipeClient(t)
+	read := make(chan struct{})
+	go func() { // the client's hello and open
+		defer close(read)
+		for range 2 {
+			peer.recv()
+		}
+	}()
+	st, err := c.OpenStream(context.Background(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-read
+	if c.streams.noHello.Load() {
+		t.Fatal("canonical before any evidence")
+	}
+	peer.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, st.ID(), []byte("first")))
+	if m, err := st.Recv(nil); err != nil || string(m) != "first" {
+		t.Fatalf("Recv: %q, %v", m, err)
+	}
+	if !c.streams.noHello.Load() {
+		t.Fatal("a stream's frame before any hello did not make the server canonical")
+	}
+}
+
+// The hello wait counts from when the client's hello left its queue: a
+// hello held behind a blocked write does not make the server canonical.
+func TestStreamHelloWaitAfterHelloLeaves(t *testing.T) {
+	old := helloWait
+	helloWait = time.Millisecond
+	defer func() { helloWait = old }()
+	c, peer := pipeClient(t)
+	// A call whose write blocks: the peer reads nothing yet.
+	go c.Call(context.Background(), mEcho, make([]byte, 1000), nil)
+	await(t, "the call's write to block", func() bool {
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.flushing
+	})
+	opened := make(chan error, 1)
+	go func() {
+		_, err := c.OpenStream(context.Background(), 1, nil)
+		opened <- err
+	}()
+	await(t, "five looks of the hello wait", func() bool { return c.streams.helloChecks.Load() >= 5 })
+	if c.streams.noHello.Load() {
+		t.Fatal("the server was taken for canonical while our hello was still queued")
+	}
+	peer.recvRequest() // the call's write ends; the hello and the open follow
+	go func() {
+		for {
+			if _, _, ok := peer.recv(); !ok {
+				return
+			}
+		}
+	}()
+	await(t, "the server taken for canonical once the hello left", func() bool { return c.streams.noHello.Load() })
+	if err := receive(t, "OpenStream", opened); err != nil {
+		t.Fatal(err)
+	}
+}
