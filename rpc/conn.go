@@ -10,7 +10,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
 
@@ -50,7 +49,7 @@ type serverConn struct {
 	goAwaySent atomic.Bool
 	acked      atomic.Bool  // peer answered our go-away: no more calls follow
 	eof        atomic.Bool  // the peer sent its last frame
-	quietSince atomic.Int64 // unix ns: go-away sent, or in-flight fell to 0 after it
+	quietSince atomic.Int64 // monoNow: go-away sent, or in-flight fell to 0 after a call that ran
 
 	promises *promiseTable // nil unless WithPipelining
 
@@ -78,15 +77,19 @@ type serverConn struct {
 	// frame sent after Handle returned is read after it): a call's
 	// lookup loads from a line the read loop owns instead of following
 	// three dependent loads through the Server.
-	hs     []Handler
-	owed   bool  // role holder: answers wait in out for its flush
-	spill  bool  // role holder: dispatch calls to workers until the next wait
-	batch  bool  // role holder: holds one unit of inflight for the calls it answers
-	active bool  // role holder: a request was read since the last wait (readtimeout.go)
-	wdIdle uint8 // watchdog only, under s.wdMu: scans in a row without an inline call
-	local  connStats
-	spare  *job   // role holder: a free job kept out of free
-	wdSeen uint64 // watchdog only: inl at its previous scan
+	hs    []Handler
+	owed  bool // role holder: answers wait in out for its flush
+	spill bool // role holder: dispatch calls to workers until the next wait
+	batch bool // role holder: holds one unit of inflight for the calls it answers
+	// batchRan (role holder): a call of the batch was taken on, not
+	// refused after the go-away; only such a batch's end restarts the
+	// go-away's quiet time (see doneOne).
+	batchRan bool
+	active   bool  // role holder: a request was read since the last wait (readtimeout.go)
+	wdIdle   uint8 // watchdog only, under s.wdMu: scans in a row without an inline call
+	local    connStats
+	spare    *job   // role holder: a free job kept out of free
+	wdSeen   uint64 // watchdog only: inl at its previous scan
 
 	// Read deadlines (see readtimeout.go), role holder only but for
 	// those under rdMu, which the watchdog's scans use too. Times are
@@ -161,7 +164,9 @@ func (c *serverConn) flushOwed() error {
 	}
 	if c.batch {
 		c.batch = false
-		c.doneOne()
+		ran := c.batchRan
+		c.batchRan = false
+		c.endUnit(ran)
 	}
 	return err
 }
@@ -475,6 +480,7 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		c.refuse(req.PromiseID)
 		return reqNext
 	}
+	c.batchRan = true
 	h := c.handler(req.Method)
 	if h == nil {
 		c.answerDirect(StatusNotFound, req.PromiseID, "no such method")
@@ -518,12 +524,18 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 // doneOne ends one unit of inflight; the last one closes a connection
 // whose peer sent its last frame, or starts the quiet time of one told to
 // go away.
-func (c *serverConn) doneOne() {
+func (c *serverConn) doneOne() { c.endUnit(true) }
+
+// endUnit is doneOne for a unit that ran a call (ran) or only refused
+// calls read after the go-away: those do not restart the quiet time, so
+// that a peer that ignores the go-away (a canonical one) and keeps
+// sending does not keep its connection open for ever.
+func (c *serverConn) endUnit(ran bool) {
 	if c.inflight.Add(-1) == 0 {
 		if c.eof.Load() {
 			c.close(nil)
-		} else if c.goAwaySent.Load() {
-			c.quietSince.Store(time.Now().UnixNano())
+		} else if ran && c.goAwaySent.Load() {
+			c.quietSince.Store(monoNow())
 		}
 	}
 }

@@ -13,7 +13,13 @@ import (
 // deadline and cancellation are those of its connection's context (see
 // serverConn.ctx), plus the call's own identity for [CallInfo].
 type job struct {
-	c           *serverConn
+	c *serverConn
+	// cc is c for the ctx methods (Deadline, Done, Err, Value), which a
+	// goroutine the handler started may call after the call ended (the one
+	// context.WithCancel starts for a parent it cannot watch otherwise,
+	// such as a context.WithValue of this ctx): atomic, and retiredConn
+	// while the job waits in the server-wide pool, whose ctx is done.
+	cc          atomic.Pointer[serverConn]
 	h           Handler
 	pid, method uint32 // not in wire.Request's order (see target)
 	pslot       int    // promise table entry (pipelining only)
@@ -53,11 +59,12 @@ type job struct {
 // (the base context's, see [WithBaseContext]; none by default).
 func (j *job) Deadline() (time.Time, bool) {
 	dl := j.dl.Load()
+	c := j.conn()
 	if dl == 0 {
-		return j.c.ctx.Deadline()
+		return c.ctx.Deadline()
 	}
 	t := monoTime(dl)
-	if cd, ok := j.c.ctx.Deadline(); ok && cd.Before(t) {
+	if cd, ok := c.ctx.Deadline(); ok && cd.Before(t) {
 		return cd, true
 	}
 	return t, true
@@ -70,7 +77,7 @@ func (j *job) Deadline() (time.Time, bool) {
 // with a deadline, the call's first Done arms a timer (see deadline.go).
 func (j *job) Done() <-chan struct{} {
 	if j.dl.Load() == 0 {
-		return j.c.ctx.Done()
+		return j.conn().ctx.Done()
 	}
 	return j.armDone()
 }
@@ -79,7 +86,7 @@ func (j *job) Done() <-chan struct{} {
 // context's error), or context.DeadlineExceeded once the call's deadline
 // passed.
 func (j *job) Err() error {
-	if err := j.c.ctx.Err(); err != nil {
+	if err := j.conn().ctx.Err(); err != nil {
 		return err
 	}
 	if dl := j.dl.Load(); dl != 0 && monoNow() >= dl {
@@ -94,8 +101,25 @@ func (j *job) Value(key any) any {
 	if _, ok := key.(callInfoKey); ok {
 		return j
 	}
-	return j.c.ctx.Value(key)
+	return j.conn().ctx.Value(key)
 }
+
+// conn is the job's connection for the ctx methods (see cc).
+func (j *job) conn() *serverConn {
+	if c := j.cc.Load(); c != nil {
+		return c
+	}
+	return retiredConn
+}
+
+// retiredConn stands for the connection of a job that has none (it waits
+// in the pool): its ctx is done, so a goroutine that looks at a call's
+// ctx after the call ended finds it done.
+var retiredConn = func() *serverConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return &serverConn{ctx: ctx}
+}()
 
 var _ context.Context = (*job)(nil)
 

@@ -35,7 +35,10 @@ import (
 // keeps its channel for the job's next call only when no registration
 // outlives the call (endDeadline), so a handler that calls with its ctx
 // request after request would look like a shared ctx here: a handler's
-// ctx is never watched, and each request's calls end with its deadline.
+// own ctx is never watched, and each request's calls end with its
+// deadline. (A ctx derived from it, such as WithMetadata's, may be: the
+// context package then watches the job's channel itself, which closes
+// when the call that has it ends by its deadline.)
 
 // ctxWatch is a client's watch of one ctx's end.
 type ctxWatch struct {

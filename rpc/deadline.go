@@ -77,7 +77,13 @@ func (j *job) armDone() <-chan struct{} {
 	if j.armed {
 		return j.dch
 	}
-	c := j.c
+	if j.dl.Load() == 0 {
+		// A late Done (see job.cc) that read the deadline of a call now
+		// over: that call's ctx is done. Nothing is armed, so the job's
+		// next call finds its channel as it should.
+		return closedDone
+	}
+	c := j.conn()
 	j.armed, j.dconn = true, c
 	if j.dch == nil {
 		j.dch = make(chan struct{})
@@ -116,6 +122,13 @@ func (j *job) armDone() <-chan struct{} {
 	return j.dch
 }
 
+// closedDone is a closed channel: the Done of a call that is over.
+var closedDone = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
 // fire closes the armed channel once and returns the AfterFunc callbacks
 // to run (after j.dmu is released: run them with runAfter); j.dmu held.
 func (j *job) fire() []afterFunc {
@@ -153,7 +166,7 @@ type afterFunc struct {
 // unregisters it and reports whether it had not started.
 func (j *job) AfterFunc(f func()) (stop func() bool) {
 	if j.dl.Load() == 0 {
-		return context.AfterFunc(j.c.ctx, f)
+		return context.AfterFunc(j.conn().ctx, f)
 	}
 	j.Done() // arms
 	j.dmu.Lock()

@@ -12,6 +12,7 @@ func FuzzHealthRequest(f *testing.F) {
 	s := NewServer()
 	s.Mount("pkg.A", 1)
 	j := &job{c: &serverConn{s: s, ctx: context.Background()}}
+	j.cc.Store(j.c)
 	for _, svc := range []string{"", "pkg.A", "pkg.B"} {
 		r := HealthCheckRequest{Service: svc}
 		f.Add(r.AppendZAP(nil))

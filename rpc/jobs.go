@@ -30,11 +30,13 @@ const keptJobBuffer = 4 << 10
 
 // newJob returns a job bound to c, from the pool when one is there.
 func (c *serverConn) newJob() *job {
-	if j, _ := jobPool.Get().(*job); j != nil {
-		j.c = c
-		return j
+	j, _ := jobPool.Get().(*job)
+	if j == nil {
+		j = &job{resp: make([]byte, 0, 512)}
 	}
-	return &job{c: c, resp: make([]byte, 0, 512)}
+	j.c = c
+	j.cc.Store(c)
+	return j
 }
 
 // putFree gives a job back to its connection (worker side).
@@ -146,6 +148,7 @@ func (c *serverConn) releaseSpare() {
 func (c *serverConn) putJob(j *job) {
 	c.nJobs--
 	j.c, j.h = nil, nil
+	j.cc.Store(retiredConn)
 	if cap(j.req) > keptJobBuffer {
 		j.req = nil
 	}

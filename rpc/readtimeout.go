@@ -158,7 +158,9 @@ func (c *serverConn) pokeRead(now int64) {
 // first: a wait that begins after this sees it and sets its own).
 func (c *serverConn) unlistRead() {
 	c.rdMu.Lock()
-	if at := c.rdLimit.Load(); at != 0 {
+	// Listed again meanwhile (it runs in a goroutine of its own, see
+	// scanLocked): the scans watch the wait.
+	if at := c.rdLimit.Load(); at != 0 && !c.wdListed.Load() {
 		c.armLocked(at)
 	}
 	c.rdMu.Unlock()

@@ -12,7 +12,7 @@ func (c *serverConn) goAway() {
 	if c.goAwaySent.Load() {
 		return
 	}
-	c.quietSince.Store(time.Now().UnixNano()) // before the flag: drained reads both
+	c.quietSince.Store(monoNow()) // before the flag: drained reads both
 	if !c.goAwaySent.CompareAndSwap(false, true) {
 		return
 	}
@@ -23,17 +23,18 @@ func (c *serverConn) goAway() {
 	}
 }
 
-// drained reports whether a connection told to go away can be closed: no
-// call is running and the peer acknowledged, or stayed quiet for the grace
-// period.
-func (c *serverConn) drained(now time.Time) bool {
+// drained reports whether a connection told to go away can be closed at
+// now (monoNow): no call is running and the peer acknowledged, or ran no
+// call for the grace period (calls refused after the go-away do not
+// count).
+func (c *serverConn) drained(now int64) bool {
 	if !c.goAwaySent.Load() || c.inflight.Load() != 0 {
 		return false
 	}
 	if c.acked.Load() {
 		return c.outIdle()
 	}
-	return now.UnixNano()-c.quietSince.Load() >= int64(c.s.opts.shutdownGrace) && c.outIdle()
+	return now-c.quietSince.Load() >= int64(c.s.opts.shutdownGrace) && c.outIdle()
 }
 
 // outIdle reports whether every frame appended to the outbox has been
@@ -102,7 +103,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			if c.goAwaySent.Load() {
 				c.shutdownStreams(now, s.opts.shutdownGrace)
 			}
-			if c.drained(now) {
+			if c.drained(monoNow()) {
 				c.close(nil) // the socket's Close runs on its own (see close)
 			}
 		}

@@ -33,7 +33,7 @@ func TestShutdownTakeoverKeepsHeldAnswers(t *testing.T) {
 		before := c.inflight.Load()
 		close(release)
 		await(t, "the released handler to end", func() bool { return c.inflight.Load() != before })
-		if c.drained(time.Now().Add(time.Hour)) {
+		if c.drained(monoNow() + int64(time.Hour)) {
 			t.Error("the connection counts as drained while its read loop moves to a worker with an answer still held")
 		}
 	}

@@ -295,8 +295,22 @@ func (s *Server) scanLocked(now int64) (any bool) {
 				c.wdIdle = wdForget - 1
 				continue
 			}
-			// Off the list: its read deadline is its own again.
-			c.unlistRead()
+			if !c.rPoking.CompareAndSwap(false, true) {
+				// A read deadline is being set for it (pokeRead's
+				// goroutine, or the last unlisting's): it stays on the
+				// list until that is done.
+				c.wdListed.Store(true)
+				c.wdIdle = wdForget - 1
+				continue
+			}
+			// Off the list: its read deadline is its own again, set by a
+			// goroutine of its own, as pokeRead's, so that a net.Conn
+			// slow to set a deadline stops no scan (and no other
+			// connection's inline call, which waits for wdMu to list).
+			go func() {
+				c.unlistRead()
+				c.rPoking.Store(false)
+			}()
 			last := len(list) - 1
 			list[i] = list[last]
 			list[last] = nil
