@@ -390,14 +390,11 @@ func TestCtxWatchHandlerCtx(t *testing.T) {
 	}
 }
 
-// A watched call canceled by its ctx's end, whose caller has not yet
-// woken when the client closes, frees its slot: no late answer will come
-// to a closed connection.
-func TestCtxWatchCanceledThenClosed(t *testing.T) {
-	c, peer := pipeClient(t)
-	ctx, cancel, w := sharedCtx(t, c, peer)
-	// A call registered with the watch (what Call does between send and
-	// waitWatched; the state machine needs no request written).
+// registeredCall takes a slot for a call with ctx and registers it with
+// w, as Call does between send and waitWatched (the state machine needs
+// no request written).
+func registeredCall(t *testing.T, c *Client, ctx context.Context, w *ctxWatch) *slot {
+	t.Helper()
 	s, err := c.acquire(nil, ctx.Done())
 	if err != nil {
 		t.Fatal(err)
@@ -405,6 +402,16 @@ func TestCtxWatchCanceledThenClosed(t *testing.T) {
 	if !w.enter() {
 		t.Fatal("not registered")
 	}
+	return s
+}
+
+// A watched call canceled by its ctx's end, whose caller has not yet
+// woken when the client closes, frees its slot: no late answer will come
+// to a closed connection.
+func TestCtxWatchCanceledThenClosed(t *testing.T) {
+	c, peer := pipeClient(t)
+	ctx, cancel, w := sharedCtx(t, c, peer)
+	s := registeredCall(t, c, ctx, w)
 	cancel()
 	await(t, "the watch to cancel the call", func() bool { return s.st.Load()&slotStateMask == slotCanceled })
 	c.Close()
@@ -422,13 +429,7 @@ func TestCtxWatchCanceledThenClosed(t *testing.T) {
 func TestCtxWatchDroppedWhenEnded(t *testing.T) {
 	c, peer := pipeClient(t)
 	ctx, cancel, w := sharedCtx(t, c, peer)
-	s, err := c.acquire(nil, ctx.Done())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !w.enter() {
-		t.Fatal("not registered")
-	}
+	s := registeredCall(t, c, ctx, w)
 	// The watch's callback runs here, while the call is registered, not
 	// in context.AfterFunc's goroutine.
 	c.mu.Lock()

@@ -109,25 +109,6 @@ func (c *slowReadDeadlineConn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
-// firstConnSlow hands the first connection it accepts to slow.
-type firstConnSlow struct {
-	net.Listener
-	once sync.Once
-	slow *slowReadDeadlineConn
-}
-
-func (f *firstConnSlow) Accept() (net.Conn, error) {
-	nc, err := f.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	f.once.Do(func() {
-		f.slow.Conn = nc
-		nc = f.slow
-	})
-	return nc, nil
-}
-
 // A connection whose SetReadDeadline blocks does not stop the watchdog's
 // scans, nor another connection's calls: the scan that takes it off the
 // watchdog's list sets its read deadline from a goroutine of its own.
@@ -137,7 +118,7 @@ func TestSlowReadDeadlineConnDoesNotStallOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := &slowReadDeadlineConn{entered: make(chan struct{}), release: make(chan struct{})}
-	s, _ := testServerOn(t, &firstConnSlow{Listener: l, slow: slow})
+	s, _ := testServerOn(t, &wrapFirst{Listener: l, wrap: func(nc net.Conn) net.Conn { slow.Conn = nc; return slow }})
 	t.Cleanup(func() { close(slow.release) }) // before the server's Close
 	const mEngage = 9
 	s.Handle(mEngage, func(ctx context.Context, req, resp []byte) ([]byte, error) {

@@ -200,23 +200,20 @@ func (h *heldDeadlineConn) SetWriteDeadline(t time.Time) error {
 	return h.Conn.SetWriteDeadline(t)
 }
 
-// firstHeld is a listener whose first accepted connection is a
-// heldDeadlineConn.
-type firstHeld struct {
+// wrapFirst is a listener that hands the first connection it accepts to
+// wrap, and returns what wrap makes of it.
+type wrapFirst struct {
 	net.Listener
 	once sync.Once
-	held *heldDeadlineConn
+	wrap func(net.Conn) net.Conn
 }
 
-func (f *firstHeld) Accept() (net.Conn, error) {
+func (f *wrapFirst) Accept() (net.Conn, error) {
 	nc, err := f.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	f.once.Do(func() {
-		f.held.Conn = nc
-		nc = f.held
-	})
+	f.once.Do(func() { nc = f.wrap(nc) })
 	return nc, nil
 }
 
@@ -233,7 +230,7 @@ func TestVerifySlowDeadlineConnDoesNotStallOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := &heldDeadlineConn{entered: make(chan struct{}), release: make(chan struct{})}
-	testServerOn(t, &firstHeld{Listener: l, held: held}, WithWriteTimeout(50*time.Millisecond))
+	testServerOn(t, &wrapFirst{Listener: l, wrap: func(nc net.Conn) net.Conn { held.Conn = nc; return held }}, WithWriteTimeout(50*time.Millisecond))
 	t.Cleanup(func() { close(held.release) }) // before the server closes
 	rc := rawDial(t, l.Addr().String())
 	rc.Conn.(*net.TCPConn).SetReadBuffer(4096)

@@ -11,6 +11,24 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
+// halfCloseThenCancel opens a stream of method on c, half-closes it,
+// receives one message and cancels the stream's ctx.
+func halfCloseThenCancel(t *testing.T, c *Client, method uint32) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := c.OpenStream(ctx, method, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A client that half-closed its direction (CloseSend) and then cancels
 // OpenStream's ctx still tells the server: the handler's ctx ends.
 func TestStreamCancelAfterCloseSendReachesHandler(t *testing.T) {
@@ -30,20 +48,7 @@ func TestStreamCancelAfterCloseSendReachesHandler(t *testing.T) {
 		result <- ctx.Err()
 		return nil
 	})
-	c := dial(t, addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, err := c.OpenStream(ctx, sWait, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := st.Recv(nil); err != nil || string(m) != "ready" {
-		t.Fatalf("Recv: %q, %v", m, err)
-	}
-	cancel()
+	halfCloseThenCancel(t, dial(t, addr), sWait)
 	if err := receive(t, "the handler's ctx to end", result); !errors.Is(err, context.Canceled) {
 		t.Fatalf("handler: %v, want its ctx canceled", err)
 	}
@@ -63,19 +68,7 @@ func TestStreamCancelAfterCloseSendFreesServerStream(t *testing.T) {
 		return sendUntilError(sendErr)(ctx, init, st)
 	})
 	c := dial(t, addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, err := c.OpenStream(ctx, sPush, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Recv(nil); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
+	halfCloseThenCancel(t, c, sPush)
 	if err := receive(t, "the handler's Send to fail", sendErr); err == nil {
 		t.Fatal("Send: nil error")
 	}
