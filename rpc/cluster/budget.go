@@ -1,21 +1,26 @@
 package cluster
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
 
 // budget is the retry budget, a token bucket counted in thousandths of a
 // retry: every call deposits ratio of a retry, every second adds
-// perSecond retries (reckoned lazily, when a retry asks), a retry takes a
-// whole one, and the bucket holds at most max(10 s of perSecond, 10)
-// retries, so a long calm spell cannot save up a burst that multiplies the
-// load of an outage. It starts holding one second's worth.
+// perSecond retries (reckoned lazily, when a retry asks, at most once a
+// millisecond), a retry takes a whole one, and the bucket holds at most
+// max(10 s of perSecond, 10) retries, so a long calm spell cannot save up
+// a burst that multiplies the load of an outage. It starts holding one
+// second's worth.
 type budget struct {
-	tokens  atomic.Int64 // milli-retries
-	last    atomic.Int64 // nanoseconds since origin when perSecond was last added
-	deposit int64        // per call
-	rate    int64        // milli-retries a second
+	tokens atomic.Int64 // milli-retries
+	// last is the time, in nanoseconds since origin, up to which perSecond
+	// has been added: a refill moves it by the time it turned into whole
+	// milli-retries, so that the rest counts towards the next one.
+	last    atomic.Int64
+	deposit int64 // per call
+	rate    int64 // milli-retries a second
 	cap     int64
 	origin  time.Time
 }
@@ -27,6 +32,7 @@ func (b *budget) init(ratio, perSecond float64) {
 	b.rate = int64(perSecond * milli)
 	b.cap = max(10*b.rate, 10*milli)
 	b.origin = time.Now()
+	b.last.Store(0)
 	b.tokens.Store(min(b.rate, b.cap))
 }
 
@@ -42,14 +48,8 @@ func (b *budget) retry() bool {
 	if b.rate > 0 {
 		now := int64(time.Since(b.origin))
 		last := b.last.Load()
-		if el := now - last; el >= int64(time.Millisecond) && b.last.CompareAndSwap(last, now) {
-			add := el / int64(time.Millisecond) * b.rate / 1000
-			for {
-				t := b.tokens.Load()
-				if t >= b.cap || b.tokens.CompareAndSwap(t, min(t+add, b.cap)) {
-					break
-				}
-			}
+		if el := now - last; el >= int64(time.Millisecond) {
+			b.refill(last, el)
 		}
 	}
 	for {
@@ -59,6 +59,31 @@ func (b *budget) retry() bool {
 		}
 		if b.tokens.CompareAndSwap(t, t-milli) {
 			return true
+		}
+	}
+}
+
+// refill adds what el nanoseconds after last are worth, and moves last on
+// by the time that made whole milli-retries (unless another refill moved
+// it first). el*rate is reckoned in 128 bits: neither a long calm spell
+// nor a large rate overflows it.
+func (b *budget) refill(last, el int64) {
+	hi, lo := bits.Mul64(uint64(el), uint64(b.rate))
+	add, used := b.cap, el // worth more than the bucket holds: fill it
+	if hi < uint64(time.Second) {
+		q, rem := bits.Div64(hi, lo, uint64(time.Second))
+		if q < uint64(b.cap) {
+			// rem/rate nanoseconds (less than a milli-retry's worth) are left over.
+			add, used = int64(q), el-int64(rem/uint64(b.rate))
+		}
+	}
+	if add == 0 || !b.last.CompareAndSwap(last, last+used) {
+		return
+	}
+	for {
+		t := b.tokens.Load()
+		if t >= b.cap || b.tokens.CompareAndSwap(t, min(t+add, b.cap)) {
+			return
 		}
 	}
 }

@@ -177,3 +177,50 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("after 1000 calls at ratio 1, %d retries, want the cap of 10 (11 with the refill of the elapsed time)", n)
 	}
 }
+
+// The per-second refill keeps what a refill could not turn into whole
+// thousandths of a retry for the next one: with refusals 1.9 ms apart,
+// 10 retries a second allow 19 in 1.9 s (the refill used to count whole
+// milliseconds and drop the rest, about 10), and half a retry a second
+// still adds up (it used to add nothing). A calm spell of a year, at a
+// large rate (the nanoseconds times the rate are far past int64), fills
+// the bucket to its cap, no more.
+func TestBudgetRefill(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		perSecond float64
+		step      time.Duration // between two refused calls
+		steps     int
+		want      int // retries allowed, ±2 % and 1 (the test's own time passes too)
+	}{
+		{"10/s, 1.9 ms apart", 10, 1900 * time.Microsecond, 1000, 19},
+		{"0.5/s, 1.9 ms apart", 0.5, 1900 * time.Microsecond, 10000, 9},
+		{"1000/s, 1.5 ms apart", 1000, 1500 * time.Microsecond, 1000, 1500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b budget
+			b.init(0, tc.perSecond) // no per-call share
+			for b.retry() {
+			} // spend the second's worth it starts with
+			got := 0
+			for range tc.steps {
+				b.origin = b.origin.Add(-tc.step) // step passes
+				for b.retry() {
+					got++
+				}
+			}
+			if tol := tc.want/50 + 1; got < tc.want-tol || got > tc.want+tol {
+				t.Fatalf("%d retries allowed in %v at %v a second, want %d", got, time.Duration(tc.steps)*tc.step, tc.perSecond, tc.want)
+			}
+		})
+	}
+	var b budget
+	b.init(0, 1e6)
+	b.origin = b.origin.Add(-365 * 24 * time.Hour)
+	if !b.retry() {
+		t.Fatal("no retry after a year")
+	}
+	if got := b.tokens.Load(); got != b.cap-milli {
+		t.Fatalf("after a year and a retry the bucket holds %d, want its cap %d less one retry", got, b.cap)
+	}
+}

@@ -77,6 +77,7 @@ type Conn struct {
 	gone     atomic.Bool   // retired: no new calls; set under the client's mu
 	born     time.Time     // when it was dialed
 	closedUs atomic.Bool   // closed by this client (not by the server)
+	broke    atomic.Bool   // a call found it broken: its replica was charged one failure
 }
 
 // close closes the connection, as this client's decision.
@@ -180,22 +181,31 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	case <-ctx.Done():
 	}
 	c.wg.Add(1)
-	if w, ok := res.(Watcher); ok {
+	switch w := res.(type) {
+	case WeightedWatcher:
 		go func() {
 			defer c.wg.Done()
-			w.Watch(c.ctx, func(addrs []string) {
-				c.resolves.Add(1)
-				if len(addrs) == 0 {
-					c.resolveErrs.Add(1)
-					return
-				}
-				c.setEndpoints(unweighted(addrs))
-			})
+			w.WatchWeighted(c.ctx, c.update)
 		}()
-	} else {
+	case Watcher:
+		go func() {
+			defer c.wg.Done()
+			w.Watch(c.ctx, func(addrs []string) { c.update(unweighted(addrs)) })
+		}()
+	default:
 		go c.resolveLoop()
 	}
 	return c, nil
+}
+
+// update takes a set a watcher pushed.
+func (c *Client) update(eps []Endpoint) {
+	c.resolves.Add(1)
+	if len(eps) == 0 {
+		c.resolveErrs.Add(1)
+		return
+	}
+	c.setEndpoints(eps)
 }
 
 // Call sends a call to one replica (see [rpc.Client.Call] for the buffers
@@ -206,7 +216,8 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 // away: [rpc.IsRetryable]) is sent once more, to another replica when one
 // is ready, if ctx is not done and the retry budget allows
 // ([WithRetryBudget]); a call that a connection refused before writing it
-// (its go-away came between the pick and the write) is not a retry and
+// (its go-away came between the pick and the write, or its table of
+// pending calls was full: [rpc.ErrTooManyPending]) is not a retry and
 // goes to another connection at once. A call that may have run (any
 // answer a handler gave, a broken connection, a ctx error) is never sent
 // again. With no admitted replica the call fails
@@ -234,15 +245,17 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 
 // attempt makes one call (or send) through the connections the balancer
 // picks. A call the connection refused before writing it (its go-away
-// came first) goes to another connection without counting as a retry; a
-// call refused unrun is sent once more elsewhere, within the budget and
-// ctx; any other failure is the caller's. With answered, a success shows
-// the replica works (a Send's success shows only that it was written).
+// came first, or it had as many calls pending as it may) goes to another
+// connection without counting as a retry; a call refused unrun is sent
+// once more elsewhere, within the budget and ctx; any other failure is
+// the caller's. With answered, a success shows the replica works (a
+// Send's success shows only that it was written).
 func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn) (T, error)) (T, error) {
 	c.calls.Add(1)
 	c.budget.call()
 	retried, unsent := false, 0
 	var avoid *replica
+	var until time.Time // the end of the call's wait for a replica (WithWaitForReady)
 	// held is the connection do runs on: when do panics (a panicking
 	// interceptor of the connection's), the panic goes on to the caller,
 	// and the call is taken off its in-flight count here, else the
@@ -254,7 +267,7 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		}
 	}()
 	for {
-		cn, err := c.pick(ctx, avoid)
+		cn, err := c.pick(ctx, avoid, &until)
 		if err != nil {
 			c.failed.Add(1)
 			var none T
@@ -271,9 +284,16 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 			return v, nil
 		}
 		c.account(cn, err)
-		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
-			unsent++ // the connection went away before the call was written: not a retry
-			continue
+		if unsent < 4 && ctx.Err() == nil {
+			if err == rpc.ErrGoAway {
+				unsent++ // the connection went away before the call was written: not a retry
+				continue
+			}
+			if errors.Is(err, rpc.ErrTooManyPending) {
+				unsent++ // the connection is full: not written, not a retry
+				avoid = cn.r
+				continue
+			}
 		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
@@ -298,7 +318,8 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 
 // OpenStream opens a stream (see [rpc.Client.OpenStream]) on a connection
 // the balancer picks; the stream stays on it. An open the connection
-// refused before writing it (its go-away came first) goes to another
+// refused before writing it (its go-away came first, or it had as many
+// streams open as it may: [rpc.ErrTooManyStreams]) goes to another
 // connection; once the open is written it is never sent again (the
 // server may have started its handler): a refusal comes as an error end
 // that Recv returns. An open stream counts as load on its connection for
@@ -321,6 +342,8 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 	c.calls.Add(1)
 	c.streams.Add(1)
 	unsent := 0
+	var avoid *replica
+	var until time.Time
 	var held *Conn // see attempt
 	defer func() {
 		if held != nil {
@@ -328,7 +351,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 		}
 	}()
 	for {
-		cn, err := c.pick(ctx, nil)
+		cn, err := c.pick(ctx, avoid, &until)
 		if err != nil {
 			c.failed.Add(1)
 			return nil, err
@@ -341,9 +364,16 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 			return st, nil
 		}
 		c.account(cn, err)
-		if err == rpc.ErrGoAway && unsent < 4 && ctx.Err() == nil {
-			unsent++
-			continue
+		if unsent < 4 && ctx.Err() == nil {
+			if err == rpc.ErrGoAway {
+				unsent++
+				continue
+			}
+			if errors.Is(err, rpc.ErrTooManyStreams) {
+				unsent++
+				avoid = cn.r
+				continue
+			}
 		}
 		c.failed.Add(1)
 		return nil, err
@@ -367,13 +397,14 @@ func (c *Client) mayRetry(ctx context.Context, err error, retried *bool) bool {
 
 // pick returns a connection for a call, with the call counted in its
 // in-flight calls (the caller takes it off). A retry avoids the replica
-// that refused the call when another one is ready.
-func (c *Client) pick(ctx context.Context, avoid *replica) (*Conn, error) {
+// that refused the call when another one is ready. until is the end of
+// the call's wait for a replica (see waitReady), kept across its picks.
+func (c *Client) pick(ctx context.Context, avoid *replica, until *time.Time) (*Conn, error) {
 	for tries := 0; ; tries++ {
 		set := c.ready.Load()
 		conns := set.conns
 		if len(conns) == 0 || tries > 64 {
-			if err := c.waitReady(ctx); err != nil {
+			if err := c.waitReady(ctx, until); err != nil {
 				return nil, err
 			}
 			tries = 0
@@ -425,7 +456,10 @@ func elsewhere(conns []*Conn, i int, avoid *replica) int {
 }
 
 // waitReady waits for an admitted replica, within ctx and WithWaitForReady.
-func (c *Client) waitReady(ctx context.Context) error {
+// A call waits WithWaitForReady once in all, however often a replica is
+// admitted and gone again before its pick: its first wait sets *until, the
+// end of its waits.
+func (c *Client) waitReady(ctx context.Context, until *time.Time) error {
 	c.mu.Lock()
 	closed, ch := c.closed, c.readyCh
 	c.mu.Unlock()
@@ -441,7 +475,14 @@ func (c *Client) waitReady(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	t := time.NewTimer(c.o.waitReady)
+	if until.IsZero() {
+		*until = time.Now().Add(c.o.waitReady)
+	}
+	d := time.Until(*until)
+	if d <= 0 {
+		return c.noReplica()
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ch:
@@ -473,9 +514,20 @@ func (c *Client) account(cn *Conn, err error) {
 	case rpc.IsRetryable(err):
 		// Going away: no new calls on it; the replica dials a new one.
 		c.drop(cn)
+	case errors.Is(err, rpc.ErrTooManyPending) || errors.Is(err, rpc.ErrTooManyStreams):
+		// Not sent: says nothing of the replica. A connection that gave
+		// up its abandoned calls and closed is replaced.
+		if cn.rc.Closed() {
+			c.drop(cn)
+		}
 	case errors.Is(err, rpc.ErrClosed) || cn.rc.Closed():
-		if !c.isClosed() {
-			r.failed()
+		// A connection we closed (retired past its drain timeout, or
+		// Close) says nothing of the replica; one that broke counts as
+		// one failed call, however many calls it had in flight.
+		if !cn.closedUs.Load() && !c.isClosed() {
+			if cn.broke.CompareAndSwap(false, true) {
+				r.failed()
+			}
 			c.drop(cn)
 		}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -788,7 +840,9 @@ type ReplicaStats struct {
 	// Conns is the number of connections getting calls, InFlight the calls
 	// on them now.
 	Conns, InFlight int
-	// Ejections counts ejections in a row (0 once it is healthy again).
+	// Ejections counts ejections in a row, on which its back-off
+	// depends: 0 once it answers a call, or passes a health check
+	// after a full health interval admitted (see [WithEjection]).
 	Ejections int
 	// Weight is the replica's weight (see [Endpoint]).
 	Weight float64

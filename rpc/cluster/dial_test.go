@@ -99,3 +99,42 @@ func TestDialEmptyPush(t *testing.T) {
 	push.Set(r.addr)
 	await(t, "the pushed replica admitted", func() bool { return readyCount(c) == 1 })
 }
+
+// WithWaitForReady(d) bounds a call's waits in all: a replica admitted
+// and gone again before the call could take it (the ready set wakes the
+// call with no connection it can use, here again and again, far sooner
+// than d) does not start d afresh. Each wait used to, so the call waited
+// for as long as the flapping lasted.
+func TestWaitForReadyOnceInAll(t *testing.T) {
+	c, err := Dial(context.Background(), "svc", WithResolver(NewPush()), WithWaitForReady(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mEcho, nil, nil)
+		done <- err
+	}()
+	// Wake the waiting call every 10 ms, as an admission that found its
+	// connection gone does, until it returns (30 s at most: a guard).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNoReplica) {
+				t.Fatalf("%v, want ErrNoReplica", err)
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call still waits for a replica after 30 s of a ready set woken every 10 ms, with a wait of 100 ms")
+		}
+		c.mu.Lock()
+		close(c.readyCh)
+		c.readyCh = make(chan struct{})
+		c.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -28,9 +28,9 @@
 // give it a share of the calls in proportion),
 // "static:///...". A polled resolver is asked again every [WithRefresh]
 // and soon after a connection fails; a [Watcher] (a service registry, or
-// [Push]) pushes its changes instead. Only the standard library's
-// net.Resolver is used; a DNS server can be named in the target
-// ("dns://10.0.0.2:53/name:port").
+// [Push]) pushes its changes instead, a [WeightedWatcher] with weights.
+// Only the standard library's net.Resolver is used; a DNS server can be
+// named in the target ("dns://10.0.0.2:53/name:port").
 //
 // Balancing: [P2C] (default) draws two connections and gives the call to
 // the one with the lower load (calls in flight, open streams and
@@ -42,14 +42,17 @@
 // ([rpc.CheckHealth] on [rpc.HealthMethod]) before it gets calls, then
 // checked every [WithHealthCheck] interval. A replica whose connection
 // breaks and cannot be redialed, that fails [WithEjection] calls in a row
-// (status 500 and above from its handlers, broken connections), or that
-// fails or times out a health check, is ejected: it gets no call for a
-// back-off (doubling with each ejection in a row), then is dialed and
-// probed again, and admitted only when serving. A replica that sends
-// go-away ([rpc.Server.Shutdown]) gets no new call from the moment the
-// client reads it; its calls in flight finish on the old connection while
-// a new one is dialed (a restarted server is admitted again once it
-// answers its health check).
+// (status 500 and above from its handlers; a broken connection counts
+// once, however many calls were on it), or that fails or times out a
+// health check, is ejected: it gets no call for a back-off (doubling with
+// each ejection in a row: the row ends when it answers a call, or passes
+// a health check after a full interval admitted), then is dialed and
+// probed again, and admitted only when serving. A connection that breaks
+// while its replica is up is redialed, the replica not ejected. A replica
+// that sends go-away ([rpc.Server.Shutdown]) gets no new call from the
+// moment the client reads it; its calls in flight finish on the old
+// connection while a new one is dialed (a restarted server is admitted
+// again once it answers its health check).
 //
 // Retries: only a call the server certainly did not run ([rpc.IsRetryable]:
 // refused with the not-run flag because it was going away) is sent again,

@@ -266,3 +266,36 @@ func tryReplica(t testing.TB, hostport string) (*replicaSrv, error) {
 	l.Close()
 	return startReplica(t, hostport), nil
 }
+
+// rawConnDialer records the sockets it dials, so that a test can break
+// one (a reset by a middlebox, a NAT mapping dropped) while its server is
+// up.
+type rawConnDialer struct {
+	net.Dialer
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (d *rawConnDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	nc, err := d.Dialer.DialContext(ctx, network, addr)
+	if err == nil {
+		d.mu.Lock()
+		d.conns = append(d.conns, nc)
+		d.mu.Unlock()
+	}
+	return nc, err
+}
+
+// last returns the socket it dialed last.
+func (d *rawConnDialer) last() net.Conn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.conns[len(d.conns)-1]
+}
+
+// replicaOf returns the client's replica of addr (nil when it has none).
+func replicaOf(c *Client, addr string) *replica {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.replicas[addr]
+}

@@ -23,11 +23,15 @@ const (
 	// that takes longer is taken for down.
 	DefaultHealthTimeout = 2 * time.Second
 	// DefaultEjectAfter is how many calls in a row must fail on a replica
-	// (a broken connection, or an answer of status 500 or above that the
-	// handler gave) before it is ejected.
+	// (a broken connection, which counts once however many calls were on
+	// it, or an answer of status 500 or above that the handler gave)
+	// before it is ejected.
 	DefaultEjectAfter = 5
 	// DefaultEjectBase is the first ejection's back-off; each further
 	// ejection in a row doubles it, up to DefaultEjectMax (±20 % jitter).
+	// The row ends when the replica answers a call, or passes a health
+	// check after a full health interval admitted: passing the probe that
+	// admits it again does not end it.
 	DefaultEjectBase = 500 * time.Millisecond
 	// DefaultEjectMax caps the back-off of an ejected replica.
 	DefaultEjectMax = 30 * time.Second
@@ -106,7 +110,8 @@ func buildOptions(opts []Option) options {
 }
 
 // WithNetwork sets the network of the replicas' addresses: "tcp"
-// (default), "tcp4", "tcp6" or "unix" (with a static list of paths).
+// (default), "tcp4", "tcp6" or "unix" (with a static list of paths,
+// "static:///tmp/a.sock,/tmp/b.sock" or [Static]).
 func WithNetwork(network string) Option {
 	return optionFunc(func(o *options) {
 		if network != "" {
@@ -210,7 +215,12 @@ func WithHealthCheck(interval, timeout time.Duration) Option {
 
 // WithHealthService sets the service whose health is checked (default "",
 // the server as a whole; a generated interface's …ServiceName constant
-// checks that interface).
+// checks that interface). A named service the server answers 404 for (it
+// does not know it) fails the check. The server as a whole answered 404
+// passes it: a server without the health service (another
+// implementation) answers so, and so does a zapcodec server whose own
+// status was set to rpc.HealthUnknown (the two differ only in the text of
+// the answer); to keep a replica out, set rpc.HealthNotServing.
 func WithHealthService(name string) Option {
 	return optionFunc(func(o *options) { o.healthService = name })
 }
@@ -218,7 +228,9 @@ func WithHealthService(name string) Option {
 // WithEjection sets how many failed calls in a row eject a replica
 // (default [DefaultEjectAfter]; negative: failed calls never eject), and
 // the back-off of the first ejection and its cap (defaults
-// [DefaultEjectBase], [DefaultEjectMax]); zero keeps a default.
+// [DefaultEjectBase], [DefaultEjectMax]); zero keeps a default. The
+// back-off doubles with each ejection in a row (see DefaultEjectBase), and
+// any base and cap work: it never overflows.
 func WithEjection(after int, base, maxBackoff time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if after != 0 {
@@ -260,7 +272,9 @@ func WithRetryBudget(ratio, perSecond float64) Option {
 
 // WithWaitForReady makes a call that finds no admitted replica wait up to
 // d (and no longer than its ctx) for one, instead of failing at once with
-// [ErrNoReplica]. Default 0: fail at once.
+// [ErrNoReplica]. d bounds the call's waits in all: a replica admitted and
+// gone again before the call could take it does not start d afresh.
+// Default 0: fail at once.
 func WithWaitForReady(d time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if d >= 0 {

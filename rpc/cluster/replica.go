@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -40,13 +41,17 @@ type replica struct {
 	removed  atomic.Bool  // no longer in the resolver's set
 	fails    atomic.Int32 // calls in a row that failed
 	ejectReq atomic.Bool  // fails reached the threshold
+	// rejoined: admitted again after an ejection, and no call answered
+	// since; the first answered call ends the row of ejections (ok).
+	rejoined atomic.Bool
 
 	// Under c.mu.
 	weight    float64 // from the resolver (Endpoint.Weight), > 0
 	conns     []*Conn // WithConnsPerReplica entries; nil: none
 	state     repState
-	tried     bool // admitted or ejected at least once (for Dial)
-	ejections int  // in a row
+	tried     bool      // admitted or ejected at least once (for Dial)
+	ejections int       // in a row: the back-off doubles with each
+	readyAt   time.Time // when it was last admitted
 	lastErr   error
 }
 
@@ -64,11 +69,30 @@ func (r *replica) poke() {
 	}
 }
 
-// ok notes a call the replica answered.
+// ok notes a call the replica answered. The first one since the replica
+// was admitted again ends its row of ejections.
 func (r *replica) ok() {
 	if r.fails.Load() != 0 {
 		r.fails.Store(0)
 	}
+	if r.rejoined.Load() {
+		r.endRow(false)
+	}
+}
+
+// endRow ends the admitted replica's row of ejections, so that its next
+// ejection backs off from the first step again: it answered a call, or
+// (steady) it passed a health check after a full health interval
+// admitted. Passing the check it gets at once when it is admitted again
+// says no more than the probe that admitted it; the row goes on.
+func (r *replica) endRow(steady bool) {
+	c := r.c
+	c.mu.Lock()
+	if r.state == stateReady && (!steady || time.Since(r.readyAt) >= c.o.healthInterval) {
+		r.ejections = 0
+		r.rejoined.Store(false)
+	}
+	c.mu.Unlock()
 }
 
 // failed notes a call that failed because of the replica.
@@ -88,13 +112,23 @@ func (r *replica) run() {
 	defer r.exit()
 	health := time.NewTicker(c.o.healthInterval)
 	defer health.Stop()
+	// wait waits out the back-off, then starts the health interval
+	// afresh: a tick that came during the back-off would otherwise check
+	// the replica the moment it is admitted again.
+	wait := func() bool {
+		if !r.backoff() {
+			return false
+		}
+		health.Reset(c.o.healthInterval)
+		return true
+	}
 	for {
 		if r.removed.Load() || c.ctx.Err() != nil {
 			return
 		}
 		if r.ejectReq.Swap(false) {
 			if r.ejectFailing() {
-				if !r.backoff() {
+				if !wait() {
 					return
 				}
 				continue
@@ -106,7 +140,7 @@ func (r *replica) run() {
 				return
 			}
 			r.eject(err)
-			if !r.backoff() {
+			if !wait() {
 				return
 			}
 			continue
@@ -118,14 +152,12 @@ func (r *replica) run() {
 		case <-health.C:
 			if err := r.check(); err != nil {
 				r.eject(err)
-				if !r.backoff() {
+				if !wait() {
 					return
 				}
 				continue
 			}
-			c.mu.Lock()
-			r.ejections = 0
-			c.mu.Unlock()
+			r.endRow(true)
 		}
 	}
 }
@@ -177,6 +209,12 @@ func (r *replica) connect() error {
 	defer c.mu.Unlock()
 	if r.state != stateReady && !c.closed && !r.removed.Load() {
 		r.state, r.tried = stateReady, true
+		r.readyAt = time.Now()
+		r.rejoined.Store(r.ejections > 0)
+		// Calls that failed before it was admitted (late answers on the
+		// connections of its last ejection) do not count against it.
+		r.fails.Store(0)
+		r.ejectReq.Store(false)
 		c.publishLocked()
 		c.checkFirstLocked()
 	}
@@ -190,7 +228,10 @@ func (r *replica) dial() (*rpc.Client, error) {
 }
 
 // probe asks rc for the replica's health: nil when it is serving (or
-// cannot say: a server without the health service answers 404).
+// cannot say: a server without the health service answers 404; so does a
+// zapcodec server whose own status is rpc.HealthUnknown, and the two
+// differ only in the answer's text, which is no API: see
+// WithHealthService).
 func (r *replica) probe(rc *rpc.Client) error {
 	ctx, cancel := context.WithTimeout(r.c.ctx, r.c.o.healthTimeout)
 	defer cancel()
@@ -213,22 +254,32 @@ func (r *replica) probe(rc *rpc.Client) error {
 
 // check is the periodic health check of an admitted replica, on its
 // least loaded connection. A replica going away has that connection
-// retired (connect replaces it) rather than the replica ejected.
+// retired (connect replaces it) rather than the replica ejected; so has
+// a connection that broke (while idle, or during the check): connect
+// redials it, and only a failed dial ejects the replica.
 func (r *replica) check() error {
 	c := r.c
 	var cn *Conn
+	var broken []*Conn
 	c.mu.Lock()
 	for _, x := range r.conns {
-		if x != nil && !x.gone.Load() && (cn == nil || x.load() < cn.load()) {
+		switch {
+		case x == nil || x.gone.Load():
+		case x.rc.Closed():
+			broken = append(broken, x)
+		case cn == nil || x.load() < cn.load():
 			cn = x
 		}
 	}
 	c.mu.Unlock()
+	for _, x := range broken {
+		c.drop(x)
+	}
 	if cn == nil {
 		return nil
 	}
 	err := r.probe(cn.rc)
-	if errors.Is(err, errDraining) {
+	if errors.Is(err, errDraining) || errors.Is(err, rpc.ErrClosed) && cn.rc.Closed() && !cn.closedUs.Load() {
 		c.drop(cn)
 		return nil
 	}
@@ -273,7 +324,10 @@ func (r *replica) ejectLocked(err error) {
 	c.publishLocked()
 	c.checkFirstLocked()
 	c.mu.Unlock()
+	// Whatever its reason, this ejection answers the failed calls too:
+	// their request must not eject the replica again once it is back.
 	r.fails.Store(0)
+	r.ejectReq.Store(false)
 	c.askResolve()
 }
 
@@ -284,12 +338,7 @@ func (r *replica) backoff() bool {
 	c.mu.Lock()
 	n := r.ejections
 	c.mu.Unlock()
-	d := c.o.ejectMax
-	if n >= 1 && n <= 30 {
-		d = min(c.o.ejectBase<<(n-1), c.o.ejectMax)
-	}
-	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-	t := time.NewTimer(d)
+	t := time.NewTimer(jitter(backoffFor(n, c.o.ejectBase, c.o.ejectMax)))
 	defer t.Stop()
 	for {
 		select {
@@ -303,6 +352,29 @@ func (r *replica) backoff() bool {
 			}
 		}
 	}
+}
+
+// backoffFor returns the back-off of the n-th ejection in a row: base,
+// doubling with each ejection after the first, at most most. It doubles
+// step by step, so that no base overflows.
+func backoffFor(n int, base, most time.Duration) time.Duration {
+	d := min(base, most)
+	for i := 1; i < n && d < most; i++ {
+		if d > most/2 {
+			return most
+		}
+		d *= 2
+	}
+	return d
+}
+
+// jitter returns d give or take up to 20 %, at most the longest Duration.
+func jitter(d time.Duration) time.Duration {
+	f := float64(d) * (0.8 + 0.4*rand.Float64())
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(f)
 }
 
 // exit retires the replica's connections and forgets it.

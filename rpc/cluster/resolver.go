@@ -57,9 +57,22 @@ type WeightedResolver interface {
 // (a change between Resolve and Watch would be lost otherwise); the rules
 // of an update's set are those of Resolve's result. update may be called
 // from any goroutine but not concurrently.
+//
+// The addresses of an update weigh 1 each: a Watcher that is also a
+// [WeightedResolver] has its weights at Dial only, and loses them at its
+// first update. A watcher with weights is a [WeightedWatcher].
 type Watcher interface {
 	Resolver
 	Watch(ctx context.Context, update func(addrs []string))
+}
+
+// WeightedWatcher pushes changes as a [Watcher] does, with weights (see
+// [Endpoint]): a client whose resolver is one calls ResolveWeighted once,
+// at Dial, then runs WatchWeighted (never Watch, if it has one too) under
+// a Watcher's rules.
+type WeightedWatcher interface {
+	WeightedResolver
+	WatchWeighted(ctx context.Context, update func(eps []Endpoint))
 }
 
 // Static returns a resolver that always gives addrs (in that order; a
@@ -294,10 +307,15 @@ var ErrTarget = errors.New("cluster: bad target")
 //	dns+srv:///_zap._tcp.eth.svc    SRV records and their targets' addresses ([SRV])
 //	dns+srv://server:53/name        the same, asking that DNS server
 //	static:///a:7700,b:7700         this list ([Static]); also without "static:///"
+//	static:///tmp/a.sock,/tmp/b.sock  socket paths ([WithNetwork] "unix")
 //	host:port                       one address, dialed as given
 //
-// An authority (server:53) sends the queries there over UDP, and TCP when
-// an answer is truncated, with Go's own resolver.
+// An authority (server:53, or [::1]:53; port 53 when it has none) sends
+// the queries there over UDP, and TCP when an answer is truncated, with
+// Go's own resolver. In a static list, the slash that ends "static://"
+// is the leading slash of the first address when that address has
+// another slash (a path): "static:///tmp/a.sock" is "/tmp/a.sock",
+// "static:///a.sock" the relative "a.sock".
 func ParseTarget(target string) (Resolver, error) {
 	scheme, rest, ok := strings.Cut(target, "://")
 	if !ok {
@@ -312,10 +330,7 @@ func ParseTarget(target string) (Resolver, error) {
 	}
 	var r *net.Resolver
 	if authority != "" {
-		if _, _, err := net.SplitHostPort(authority); err != nil {
-			authority = net.JoinHostPort(authority, "53")
-		}
-		server := authority
+		server := dnsServer(authority)
 		r = &net.Resolver{
 			PreferGo: true,
 			Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -344,9 +359,25 @@ func ParseTarget(target string) (Resolver, error) {
 		if authority != "" {
 			return nil, fmt.Errorf("%w: %q: static:/// takes no authority", ErrTarget, target)
 		}
+		if first, _, _ := strings.Cut(path, ","); strings.Contains(first, "/") && !strings.HasPrefix(first, "/") {
+			path = "/" + path // an absolute path: static:///tmp/a.sock
+		}
 		return staticList(path)
 	}
 	return nil, fmt.Errorf("%w: %q: unknown scheme %q (dns, dns+srv, static)", ErrTarget, target, scheme)
+}
+
+// dnsServer returns the address of the DNS server a target's authority
+// names: port 53 unless it gives one; an IPv6 address in brackets or not.
+func dnsServer(authority string) string {
+	if _, _, err := net.SplitHostPort(authority); err == nil {
+		return authority
+	}
+	host := authority
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	return net.JoinHostPort(host, "53")
 }
 
 func staticList(list string) (Resolver, error) {

@@ -453,3 +453,66 @@ func TestOpenStream(t *testing.T) {
 		return rs[0].server().Stats().Active == 0
 	})
 }
+
+// A call, or a stream's open, that a connection refused before writing it
+// because it had as many calls pending, or streams open, as it may
+// (rpc.ErrTooManyPending, rpc.ErrTooManyStreams: certainly not run) goes
+// to another replica, neither as a retry nor as a failure of the full
+// one's. It used to be returned to the caller although the other replica
+// was idle.
+func TestFullConnGoesElsewhere(t *testing.T) {
+	const mOpen = 33 // stream: counted, held open until the client cancels it
+	for _, tc := range []struct {
+		name   string
+		places int // calls pending, or streams open, a connection may have
+		opt    rpc.ClientOption
+		// hold takes a place of a connection; try must find another.
+		hold, try func(ctx context.Context, c *Client) error
+	}{
+		// 2: a connection whose table of 1 is full gives itself up
+		// (half of it is abandoned calls: 0 >= 1/2), see rpc.Client.
+		{"call", 2, rpc.WithMaxPending(2),
+			func(ctx context.Context, c *Client) error { _, err := c.Call(ctx, mBlock, nil, nil); return err },
+			func(ctx context.Context, c *Client) error { _, err := c.Call(ctx, mEcho, nil, nil); return err }},
+		{"stream", 1, rpc.WithMaxStreams(1),
+			func(ctx context.Context, c *Client) error { _, err := c.OpenStream(ctx, mOpen, nil); return err },
+			func(ctx context.Context, c *Client) error { _, err := c.OpenStream(ctx, mOpen, nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+			var held [2]atomic.Int32 // calls and streams running on a, on b
+			for i, r := range []*replicaSrv{a, b} {
+				blockCalls(t, r, &held[i])
+				r.server().HandleStream(mOpen, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+					held[i].Add(1)
+					<-ctx.Done()
+					return nil
+				})
+			}
+			c := dialT(t, "static:///"+a.addr+","+b.addr, WithBalancer(firstAddr{a.addr}), WithHealthCheck(time.Hour, 0),
+				WithClientOptions(tc.opt))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for range tc.places {
+				if tc.name == "call" {
+					go tc.hold(ctx, c) // blocks
+				} else if err := tc.hold(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			await(t, "a's places taken", func() bool { return held[0].Load() == int32(tc.places) })
+			if err := tc.try(ctx, c); err != nil {
+				t.Fatalf("%v, with a's connection full and b idle", err)
+			}
+			if tc.name == "stream" {
+				await(t, "the stream on b", func() bool { return held[1].Load() == 1 })
+			} else if n := b.calls.Load(); n != 1 {
+				t.Fatalf("b ran %d calls, want 1", n)
+			}
+			rep := replicaOf(c, a.addr)
+			if st := c.Stats(); st.Retries != 0 || st.Failed != 0 || rep.fails.Load() != 0 {
+				t.Fatalf("a full connection counted as a retry or a failure: %+v, a's failures %d", st, rep.fails.Load())
+			}
+		})
+	}
+}

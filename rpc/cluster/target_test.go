@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"testing"
 )
@@ -17,6 +18,12 @@ func TestParseTarget(t *testing.T) {
 		{"static:///a:1,b:2", static{"a:1", "b:2"}},
 		{"a:1, b:2,", static{"a:1", "b:2"}},
 		{"127.0.0.1:7700", static{"127.0.0.1:7700"}},
+		// Socket paths (WithNetwork("unix")): the slash that ends
+		// "static://" begins an absolute path.
+		{"static:///tmp/a.sock,/tmp/b.sock", static{"/tmp/a.sock", "/tmp/b.sock"}},
+		{"static:////tmp/a.sock", static{"/tmp/a.sock"}},
+		{"static:///a.sock,b.sock", static{"a.sock", "b.sock"}},
+		{"/tmp/a.sock,/tmp/b.sock", static{"/tmp/a.sock", "/tmp/b.sock"}},
 	} {
 		r, err := ParseTarget(tc.target)
 		if err != nil {
@@ -47,8 +54,44 @@ func TestParseTarget(t *testing.T) {
 	}
 }
 
+// A target's authority names the DNS server, on port 53 unless it gives
+// one; an IPv6 address in brackets used to become "[[::1]]:53".
+func TestDNSServerAuthority(t *testing.T) {
+	for _, tc := range []struct{ authority, want string }{
+		{"127.0.0.1", "127.0.0.1:53"},
+		{"127.0.0.1:5353", "127.0.0.1:5353"},
+		{"[::1]", "[::1]:53"},
+		{"[::1]:5353", "[::1]:5353"},
+		{"::1", "[::1]:53"},
+		{"dns.example", "dns.example:53"},
+	} {
+		if got := dnsServer(tc.authority); got != tc.want {
+			t.Errorf("dnsServer(%q) = %q, want %q", tc.authority, got, tc.want)
+		}
+	}
+	// Through ParseTarget, to the address its resolver dials (a UDP
+	// socket connects without a packet sent).
+	if nc, err := net.ListenPacket("udp6", "[::1]:0"); err != nil {
+		t.Logf("no IPv6 loopback (%v): the dial not checked", err)
+	} else {
+		nc.Close()
+		r, err := ParseTarget("dns://[::1]/eth.svc:7700")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := r.(*DNS).Resolver.Dial(context.Background(), "udp", "ignored:53")
+		if err != nil {
+			t.Fatalf("the resolver of dns://[::1]/...: %v", err)
+		}
+		defer conn.Close()
+		if got := conn.RemoteAddr().String(); got != "[::1]:53" {
+			t.Fatalf("the resolver of dns://[::1]/... asks %s", got)
+		}
+	}
+}
+
 func FuzzParseTarget(f *testing.F) {
-	for _, s := range []string{"dns:///eth.svc:7700", "dns://1.2.3.4:53/h:1", "dns+srv:///_a._tcp.b", "static:///a:1,b:2", "a:1", "", "://", "dns:///[::1]:80"} {
+	for _, s := range []string{"dns:///eth.svc:7700", "dns://1.2.3.4:53/h:1", "dns+srv:///_a._tcp.b", "static:///a:1,b:2", "a:1", "", "://", "dns:///[::1]:80", "static:///tmp/a.sock,/tmp/b.sock", "dns://[::1]/h:1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, target string) {

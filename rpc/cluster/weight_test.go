@@ -132,3 +132,79 @@ func TestDuplicateAddressCountsOnce(t *testing.T) {
 		t.Fatalf("the duplicate made the weights unequal: %v", cum)
 	}
 }
+
+// weightedPush is a registry's glue that pushes weights (WatchWeighted),
+// and addresses alone to a client that reads no weights (Watch).
+type weightedPush struct {
+	weighted
+	sets    chan []Endpoint // the sets after the first
+	updated chan struct{}   // an update returned
+}
+
+func (w *weightedPush) Watch(ctx context.Context, update func([]string)) {
+	w.WatchWeighted(ctx, func(eps []Endpoint) {
+		addrs := make([]string, len(eps))
+		for i, ep := range eps {
+			addrs[i] = ep.Addr
+		}
+		update(addrs)
+	})
+}
+
+func (w *weightedPush) WatchWeighted(ctx context.Context, update func([]Endpoint)) {
+	update(w.weighted)
+	w.updated <- struct{}{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case eps := <-w.sets:
+			update(eps)
+			w.updated <- struct{}{}
+		}
+	}
+}
+
+// A WeightedWatcher's updates keep their weights. A Watcher that is also
+// a WeightedResolver had its weights at Dial only: its first update (at
+// the start of Watch) made them all 1.
+func TestWeightedWatcher(t *testing.T) {
+	a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+	w := &weightedPush{weighted: weighted{{a.addr, 3}, {b.addr, 1}}, sets: make(chan []Endpoint), updated: make(chan struct{}, 2)}
+	c := dialT(t, "svc", WithResolver(w))
+	weights := func() (wa, wb float64) {
+		for _, rs := range c.Stats().Replicas {
+			switch rs.Addr {
+			case a.addr:
+				wa = rs.Weight
+			case b.addr:
+				wb = rs.Weight
+			}
+		}
+		return wa, wb
+	}
+	// Bounded at 30 s: a guard against a hang.
+	updated := func() {
+		select {
+		case <-w.updated:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no update after 30 s")
+		}
+	}
+	updated() // the watch's first one
+	if wa, wb := weights(); wa != 3 || wb != 1 {
+		t.Fatalf("weights %v and %v after the watch's first update, want 3 and 1", wa, wb)
+	}
+	select {
+	case w.sets <- []Endpoint{{a.addr, 1}, {b.addr, 4}}:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch took no set after 30 s")
+	}
+	updated()
+	if wa, wb := weights(); wa != 1 || wb != 4 {
+		t.Fatalf("weights %v and %v after an update, want 1 and 4", wa, wb)
+	}
+	if cum := c.ready.Load().cum; cum == nil {
+		t.Fatal("unequal weights, but no running sums")
+	}
+}
