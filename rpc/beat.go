@@ -18,7 +18,7 @@ import (
 // write deadline and its answer check); with the beat it keeps none while
 // it is healthy: a write that has not finished by the time a beat sees it
 // for the write timeout is interrupted by a deadline set then (see
-// outbox.watch), and only a write that is really stuck runs under a
+// outbox.watchWrite), and only a write that is really stuck runs under a
 // socket deadline. A blocked read of the kernel timer's descriptor waits
 // in the network poller, which the scheduler looks at anyway.
 //

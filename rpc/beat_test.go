@@ -19,6 +19,10 @@ type deadlineCounter struct {
 	set atomic.Int32
 }
 
+// NetConn: the pipe, a socket as far as resumableConn is concerned (a
+// write the beat cut can go on).
+func (d *deadlineCounter) NetConn() net.Conn { return d.Conn }
+
 func (d *deadlineCounter) SetWriteDeadline(t time.Time) error {
 	d.set.Add(1)
 	return d.Conn.SetWriteDeadline(t)

@@ -87,9 +87,9 @@ type Client struct {
 	promises  atomic.Int32 // promises sent and not yet waited for or released (pending.go)
 
 	// The client's place in the beat (beat.go), which runs its periodic
-	// checks: the watch of its writes (outbox.watch) and the answer check
-	// (check, every answerTimeout/4). nil without either timeout. The
-	// rest belongs to the beat.
+	// checks: the watch of its writes (outbox.watchWrite) and the answer
+	// check (check, every answerTimeout/4). nil without either timeout.
+	// The rest belongs to the beat.
 	beatE     *beatEntry
 	nextCheck int64 // monoNow of the next answer check
 	lastRx    uint64
@@ -187,9 +187,19 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 }
 
 // NewClient runs a client over an established connection (net.Pipe, a
-// custom dialer's result...). The client owns nc and closes it. With
-// options [Dial] refuses (the HTTP framing) the client is closed at once
-// and its calls fail with an error matching [ErrClosed] that says why.
+// custom dialer's result...). The client owns nc and closes it, and sets
+// its write deadlines (nothing else may). With options [Dial] refuses
+// (the HTTP framing) the client is closed at once and its calls fail with
+// an error matching [ErrClosed] that says why.
+//
+// A call whose ctx ends while its write is blocked cuts the write short
+// with a deadline (another goroutine writes the rest) only on a
+// connection where a write can go on after that: a *net.TCPConn,
+// *net.UnixConn or net.Pipe end, or a wrapper that unwraps to one with a
+// NetConn method (and is not TLS: it has no ConnectionState). Over any
+// other, TLS among them, a caller with a ctx that can end leaves the
+// write to a goroutine of its own and waits for the answer (or its ctx);
+// the write timeout bounds the write.
 func NewClient(nc net.Conn, opts ...ClientOption) *Client {
 	o := buildClientOptions(opts)
 	c := newClient(nc, o)
@@ -207,6 +217,11 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	}
 	c.r = frame.NewReader(nc, o.frame...)
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
+	// Only the outbox sets nc's write deadline; a write that breaks the
+	// stream fails the client at once, whichever goroutine ran it (fail
+	// takes the outbox's lock, which broke holds: in a goroutine).
+	c.out.soleDL = true
+	c.out.onBreak = func(err error) { go c.fail(err) }
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.cl = c
 	c.peer = nc.RemoteAddr()
@@ -214,7 +229,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	c.streams.chain = ChainStreamer(o.streamInterceptors, c.openStream)
 	// The periodic checks run in the beat: no runtime timer stays pending
 	// for them (beat.go). The write timeout is watched from there too:
-	// healthy writes set no deadline on nc (outbox.watch).
+	// healthy writes set no deadline on nc (outbox.watchWrite).
 	if o.writeTimeout > 0 {
 		c.out.ww = &writeWatch{}
 	}
@@ -547,7 +562,7 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 		}
 		if len(c.slots) >= c.opts.maxPending {
 			c.mu.Unlock()
-			if int(c.abandoned.Load()) >= c.opts.maxPending/2 {
+			if a := int(c.abandoned.Load()); a > 0 && a >= c.opts.maxPending/2 {
 				// Half the table waits for answers that do not come
 				// while others do: give the connection up (Closed turns
 				// true, rpc/cluster redials).
@@ -711,6 +726,7 @@ func (c *Client) claim(pid uint32) *slot {
 		case w | slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
 				c.abandoned.Add(-1)
+				s.resp = nil // the caller's buffer: not kept alive by an idle slot
 				c.push(s)
 				return nil
 			}
@@ -873,6 +889,7 @@ func (c *Client) failSlot(s *slot, errp *error) {
 		case slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
 				c.abandoned.Add(-1)
+				s.resp = nil // see claim
 				c.push(s)
 				return
 			}
@@ -904,10 +921,30 @@ func (c *Client) check() {
 	}
 }
 
-// pending reports whether a call waits for its answer (a slot off the
-// free stack, abandoned ones included). The answer check asks it every
-// quarter of the answer timeout.
-func (c *Client) pending() bool { return c.busySlots() > 0 }
+// pending reports whether a call waits for its answer, abandoned ones
+// included (WithAnswerTimeout). The answer check asks it every quarter of
+// the answer timeout, when no byte came since the last: a slot off the
+// free stack is not enough, since a promise's call that has its answer
+// holds its slot until Wait or Release (a caller may take its time), so
+// the slots are looked at then.
+func (c *Client) pending() bool {
+	if c.busySlots() == 0 {
+		return false
+	}
+	t := c.table.Load()
+	if t == nil {
+		return false
+	}
+	for _, s := range *t {
+		switch s.st.Load() & slotStateMask {
+		case slotWaiting, slotAbandoned, slotCanceled:
+			// slotCanceled: the ctx ended, the answer is still owed
+			// (the slot turns abandoned as its caller leaves).
+			return true
+		}
+	}
+	return false
+}
 
 // active returns the number of calls between acquire and release: the
 // slots off the free stack less the abandoned ones; see Pending.

@@ -227,15 +227,19 @@ func checkFraming(opts []frame.Option) error {
 // restarting the timer, so a peer that stops reading is dropped between d
 // and about 3d after it stopped (90 s measured with the 30 s default, 6 s
 // with 2 s). Over TLS, where a timed-out write cannot go on, each write
-// must finish within d instead. The write is ended by a past write
+// must finish within d instead, and so over any connection not known to
+// allow that (a wrapper that does not unwrap to a TCP or Unix socket with
+// NetConn; see [NewClient]). The write is ended by a past write
 // deadline on the connection; a net.Conn whose SetWriteDeadline does not
 // end it (a wrapper that drops deadlines, or holds one lock over Write
 // and SetWriteDeadline) is closed d later, as the write's last resort.
 // Default DefaultWriteTimeout (30 s); d <= 0 means no limit.
 //
-// Writes never hold up the goroutines that only queue frames: at most 4
-// MiB waits per connection, beyond which senders wait for room (a Call
-// until its ctx ends, then it returns ctx's error with nothing sent).
+// Writes never hold up the goroutines that only queue frames: up to 4 MiB
+// waits per connection (a frame is queued while less than that waits, so
+// 4 MiB plus one frame at most), beyond which senders wait for room (a
+// Call until its ctx ends, then it returns ctx's error with nothing
+// sent).
 func WithWriteTimeout(d time.Duration) Option {
 	if d < 0 {
 		d = 0

@@ -60,8 +60,8 @@ func (b *outBuf) Buffered() int {
 	return len(b.B)
 }
 
-// errHandOff: the writer's ctx ended during its write; another goroutine
-// took the rest of the write over.
+// errHandOff: the writer's ctx ended (or its deadline passed) during its
+// write; another goroutine took the rest of the write over.
 var errHandOff = errors.New("rpc: write handed off")
 
 // noCtx is the ctx of the outbox's writes that no caller's ctx bounds
@@ -113,9 +113,13 @@ type outbox struct {
 	wlisted *atomic.Bool
 	wsince  atomic.Int64
 	// resumable: a write that failed on a deadline can go on where it
-	// stopped (TCP, Unix). Not over TLS: crypto/tls fails every write after
-	// a timed-out one.
+	// stopped (TCP, Unix; see resumableConn). Not over TLS: crypto/tls
+	// fails every write after a timed-out one.
 	resumable bool
+	// soleDL: nothing but the outbox sets nc's write deadline (a
+	// client's): a write that fails on a deadline that is not the
+	// outbox's is failing for good (see write).
+	soleDL bool
 	// Beside resumable, in what would be padding (the outbox is part of
 	// every connection's struct): under mu.
 	claimed  bool // a goroutine was told to flush and has not started
@@ -135,6 +139,11 @@ type outbox struct {
 	// (a client's; see watchWrite): a write that no ctx bounds runs
 	// without a deadline on nc. Set before the first write.
 	ww *writeWatch
+	// onBreak, when not nil, is told the error that broke the stream, by
+	// the writer that met it (see broke), in place of broke's Close of
+	// nc: a client's fails the client, which closes nc. Called with mu
+	// held: it must not block, nor take mu. Set before the first write.
+	onBreak func(error)
 
 	// Writer-role state.
 	wdl    time.Time // the write deadline set on nc (wdlCtx above)
@@ -247,7 +256,7 @@ func (o *outbox) room(ctx context.Context) error {
 				continue
 			}
 			if err := o.drain(ctx, nil, 0); err == errHandOff {
-				return ctx.Err()
+				return handedOver(ctx)
 			}
 			continue
 		}
@@ -320,6 +329,7 @@ func (o *outbox) end(buf []byte) (lead bool, err error) {
 	case o.err != nil:
 		o.cur.B = buf[:start]
 		err = o.err
+		o.release() // start took a buffer: a broken stream keeps none (see halt)
 	case n > o.max:
 		o.cur.B = buf[:start]
 		err = fmt.Errorf("%w (len:%d max:%d)", frame.ErrFrameTooLarge, n, o.max)
@@ -361,6 +371,9 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 func (o *outbox) abandon(buf []byte) {
 	o.cur.B = buf[:o.begun]
 	o.begun = -1
+	if o.err != nil {
+		o.release() // see end
+	}
 	o.mu.Unlock()
 }
 
@@ -394,8 +407,12 @@ func (o *outbox) claim() bool {
 // while a yield brought new frames (up to maxFlushYields times), so that
 // goroutines already runnable append their frames to the same write. Then
 // it writes the queue until it is empty, unless another goroutine is
-// writing (that one writes these frames too). On a write error it returns
-// the error; the connection is closed.
+// writing (that one writes these frames too). It returns the error of its
+// own write, or the stream's when it broke before; a write that fails
+// breaks the stream (see broke), whichever goroutine runs it: one that
+// runs in another goroutine (another caller's, a handed-over one, see
+// flushCtx) is not reported here, but to onBreak (a client's fails the
+// client).
 func (o *outbox) flush(others bool) error {
 	return o.flushCtx(noCtx, others)
 }
@@ -403,7 +420,10 @@ func (o *outbox) flush(others bool) error {
 // flushCtx is flush for a caller with a ctx: when ctx ends while the write
 // is blocked, the rest of the write goes on in a new goroutine and
 // flushCtx returns ctx's error (the frames are not lost; the stream stays
-// whole).
+// whole); the same when ctx's deadline passes first (see handedOver). On
+// a connection whose writes cannot be cut (not resumable), a caller with
+// a ctx that can end does not write at all: a new goroutine writes the
+// queue, and flushCtx returns nil.
 func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	if others {
 		// Yield until a yield brings no new frame (at most a few times).
@@ -439,17 +459,29 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	}
 	err := o.drain(ctx, nil, 0)
 	if err == errHandOff {
-		return ctx.Err()
+		return handedOver(ctx)
 	}
 	return err
+}
+
+// handedOver returns the error of a caller whose write was handed over
+// (errHandOff): ctx's. The write is handed over at ctx's deadline, which
+// may pass before ctx reports its end (ctx's own timer runs a few µs
+// later, or a goroutine of a derived ctx closes its Done): the caller,
+// no longer the writer, then waits for Done, so that its callers see
+// ctx's error (and take the write for handed over), as they would at once
+// in a select on Done.
+func handedOver(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // drain is the writer role's loop, entered with the role held and mu
 // free: it writes w.B[off:] first when w is not nil, then the queue, batch
 // after batch, until the queue is empty (or a WriteFrameParts waits for the
 // role: it takes the role and the queue over); then it gives the role up.
-// It returns errHandOff when ctx ended and a new goroutine carries on, or
-// the stream's error.
+// It returns errHandOff when ctx ended (or its deadline passed) and a new
+// goroutine carries on, or the stream's error.
 func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
 	if w == nil {
 		o.mu.Lock()
@@ -459,6 +491,7 @@ func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
 			if o.err != nil {
 				err := o.err
 				o.flushing = false
+				o.release() // the buffer just written kept as spare
 				o.wakeAll()
 				o.mu.Unlock()
 				return err
@@ -509,8 +542,9 @@ func (o *outbox) recycle(w *outBuf) {
 	outBufs.Put(w)
 }
 
-// release gives the outbox's buffers back to the pool: nothing is queued and
-// nobody writes. Called with mu held.
+// release gives the outbox's buffers (the queue's and the spare) back to
+// the pool: nothing is queued, or the stream broke (the buffer a writer
+// has in hand is not among them). Called with mu held.
 func (o *outbox) release() {
 	if o.cur != nil {
 		o.cur.B = o.cur.B[:0]
@@ -546,8 +580,19 @@ func (o *outbox) failure() error {
 // TLS connection whose write failed still sends its close-notify alert,
 // with a 5 s deadline, to the peer that stopped reading), and neither the
 // outbox's lock nor the writer that met the error may wait for it.
+//
+// With onBreak (a client's), broke tells it instead, and it closes the
+// connection: the writer may be a goroutine no caller waits for (a
+// handed-over write, or any write with a ctx on a connection that is not
+// resumable, see flushCtx), and the client must fail its calls and
+// report Closed now, not once its read loop has seen the Close end (over
+// TLS, after that close-notify alert).
 func (o *outbox) broke(err error) {
 	if o.halt(err) {
+		if o.onBreak != nil {
+			o.onBreak(err)
+			return
+		}
 		go o.nc.Close()
 	}
 }
@@ -566,22 +611,23 @@ func (o *outbox) shut(err error) {
 
 // halt records err as the stream's error unless it has one (first
 // reports that it had none) and drops the frames queued, which can never
-// leave. Called with mu held.
+// leave, with the queue buffers: a broken stream keeps none (a writer
+// under way gives the one it writes back when it is done, see drain).
+// Called with mu held, no frame begun.
 func (o *outbox) halt(err error) (first bool) {
 	first = o.err == nil
 	if first {
 		o.err = err
 	}
-	if o.cur != nil {
-		o.cur.B = o.cur.B[:0]
-	}
+	o.release()
 	return first
 }
 
 // write writes p, then q (when q is not nil, together in one writev), as
 // the holder of the writer role. It returns the bytes of p written and
-// nil, errHandOff when ctx ended first (only when q is nil: the caller
-// hands p's rest over), or the error that broke the stream.
+// nil, errHandOff when ctx ended (or its deadline passed) first (only
+// when q is nil: the caller hands p's rest over), or the error that broke
+// the stream.
 //
 // Deadlines: a write that takes no byte for the write timeout fails with
 // errWriteTimeout. With a ctx, the socket's write deadline is also set to
@@ -591,10 +637,15 @@ func (o *outbox) halt(err error) (first bool) {
 // Without a ctx, on a watched outbox (a client's), the write sets no
 // deadline at all (it takes one left by an earlier write off): the beat
 // interrupts it once it has seen it under way for the write timeout (see
-// watch). Interrupted, a write that took no byte fails with
-// errWriteTimeout, one that took some (or any write over TLS, which
-// cannot go on) goes on under a socket deadline as below. So a healthy
-// connection keeps no timer pending for its writes.
+// watchWrite). Interrupted, a write that took no byte (or any write over
+// TLS, which cannot go on) fails with errWriteTimeout, one that took some
+// goes on under a socket deadline as below. So a healthy connection keeps
+// no timer pending for its writes.
+//
+// On a client (soleDL), a write that fails on a deadline while none of
+// the outbox's is due, taking nothing, fails with that error: nothing
+// else sets one, so the connection fails every write so (crypto/tls after
+// a torn record, inside a wrapper that resumableConn took for a socket).
 //
 // Without a ctx on an outbox not watched (a server's), the deadline set
 // for the timeout by an earlier write is kept; when it expires during a
@@ -702,18 +753,36 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			return min(written, len(p)), err
 		}
 		now = time.Now()
-		if o.wdl.After(now) {
-			// Not ours, which is still ahead: a past deadline set by
-			// someone else (a scan's pokeWrite that landed after the
-			// write it was meant for). Ours is set again below, not
-			// kept as if in force: else every Write would fail at once
-			// until ours looked due for a refresh.
+		if o.wdl.IsZero() || o.wdl.After(now) {
+			// Not ours: none is set, or ours is still ahead.
+			if o.soleDL && n == 0 {
+				// A client's: nothing else sets a deadline on nc (the
+				// beat's past one lands before the writer's next one,
+				// see watchWrite). A connection that fails a write on a
+				// deadline nobody set, taking nothing, fails every
+				// write so: crypto/tls inside a wrapper resumableConn
+				// was told to see through, after a write a deadline
+				// cut. Tried again, it would fail at once, again and
+				// again, until the write timeout.
+				o.vecArr, o.vec = [2][]byte{}, nil
+				return min(written, len(p)), err
+			}
+			// A past deadline set by someone else (a scan's pokeWrite
+			// that landed after the write it was meant for). Ours is
+			// set again below, not kept as if in force: else every
+			// Write would fail at once until ours looked due for a
+			// refresh.
 			o.wdl = time.Time{}
 		}
 		if n > 0 || !fresh {
 			progress = now
 		}
-		if cancelable && ctx.Err() != nil {
+		if cancelable && (ctx.Err() != nil || !ctxDL.IsZero() && !now.Before(ctxDL)) {
+			// ctx ended, or its deadline, set on nc, passed before ctx
+			// reported its end (its own timer runs a little later, or
+			// a ctx's Done may be closed by a goroutine of its own):
+			// kept, the past deadline would fail every Write at once
+			// until ctx's Err turned; set again, it is the same.
 			return written, errHandOff
 		}
 		if o.timeout > 0 && fresh && (now.Sub(progress) >= o.timeout || !o.resumable) {

@@ -79,7 +79,7 @@ func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, re
 		return Promise{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		c.drop(s)
+		c.drop(s, s.pid)
 		return Promise{}, err
 	}
 	c.promises.Add(1)
@@ -130,12 +130,24 @@ func (p Promise) Release() {
 		return
 	}
 	p.c.promises.Add(-1)
-	p.c.drop(p.s)
+	p.c.drop(p.s, p.pid)
 }
 
-// drop abandons the call in s, or frees s when its answer already came.
-func (c *Client) drop(s *slot) {
-	if c.abandon(s) {
+// drop abandons the call pid in s, or frees s when its answer already
+// came. It does nothing when s no longer serves pid: a promise released
+// twice, or after its Wait returned (misuse, which must neither wait
+// forever for a signal already taken nor give up another call's). A
+// promise's call is never canceled by a watch: its slot is waiting or
+// delivered.
+func (c *Client) drop(s *slot, pid uint32) {
+	w := uint64(pid) << 32
+	if s.st.CompareAndSwap(w|slotWaiting, w|slotAbandoned) {
+		c.abandoned.Add(1)
+		return
+	}
+	// Delivered: claimed here, so that a second drop finds it taken.
+	// Its signal is sent, or about to be.
+	if !s.st.CompareAndSwap(w|slotDelivered, w|slotIdle) {
 		return
 	}
 	<-s.ch

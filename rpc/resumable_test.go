@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -34,20 +35,39 @@ func TestResumableConn(t *testing.T) {
 	p1, p2 := net.Pipe()
 	defer p1.Close()
 	defer p2.Close()
+	ul, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	unix, err := net.Dial("unix", ul.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close()
 	tc := tls.Client(tcp, &tls.Config{})
+	type plainWrapper struct{ net.Conn } // a metrics wrapper's, say
 	for _, tt := range []struct {
 		name string
 		nc   net.Conn
 		want bool
 	}{
 		{"tcp", tcp, true},
+		{"unix", unix, true},
 		{"pipe", p1, true},
 		{"tcp unwrapped by NetConn", netConnWrapper{tcp}, true},
+		{"pipe unwrapped twice", netConnWrapper{netConnWrapper{p1}}, true},
 		{"tls", tc, false},
 		{"tls embedded", tlsWrapper{tc}, false},
 		{"tls unwrapped by NetConn", netConnWrapper{tc}, false},
 		{"tls embedded, unwrapped twice", netConnWrapper{netConnWrapper{tlsWrapper{tc}}}, false},
-		{"NetConn returning nil", netConnWrapper{nil}, true},
+		// Not known to be resumable: whatever a wrapper that does not
+		// unwrap holds (a *tls.Conn, for one) is hidden.
+		{"tls in a plain wrapper", plainWrapper{tc}, false},
+		{"tcp in a plain wrapper", plainWrapper{tcp}, false},
+		{"pipe in a plain wrapper", plainWrapper{p1}, false},
+		{"NetConn returning nil", netConnWrapper{nil}, false},
+		{"nil", nil, false},
 	} {
 		if got := resumableConn(tt.nc); got != tt.want {
 			t.Errorf("%s: resumable %v, want %v", tt.name, got, tt.want)

@@ -24,3 +24,10 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	c.out.Add(uint64(n))
 	return n, err
 }
+
+// NetConn returns the connection c counts the bytes of: rpc takes a
+// connection that unwraps to a socket for one whose writes a deadline
+// may cut and resume (see rpc.NewClient), and writes on it from the
+// caller's goroutine; writes to a wrapper it cannot see through go to a
+// goroutine of their own, whose count may come after the answers.
+func (c *countingConn) NetConn() net.Conn { return c.Conn }
