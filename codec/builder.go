@@ -62,10 +62,13 @@ const (
 	misListSize            // StartList of a negative element size n
 )
 
-// tail is a text or bytes value waiting for its object to finish.
+// tail is a text or bytes value waiting for its object to finish. Its
+// positions are counted from the start of the message, not of buf, so
+// they fit in 32 bits wherever the message starts (Finish reports a
+// message of 2 GiB or more as misuse).
 type tail struct {
-	owner int32 // absolute position of the owning object in buf
-	// slot is the absolute position of the slot in buf, or its complement
+	owner int32 // position of the owning object in the message
+	// slot is the position of the slot in the message, or its complement
 	// (^slot, negative) when the slot was set to an empty value after this
 	// one: the value is still written, and the slot gets length 0.
 	slot int32
@@ -226,15 +229,17 @@ func (b *Builder) WriteBytes(p []byte) Ref {
 // Finish writes the header (magic, version, flags, root offset, size) and
 // returns the buffer given to Reset with the message appended; the message
 // is result[len(dst):]. The result aliases that buffer. Values of objects
-// that were not finished are not written, and a Builder that was never
-// Reset (or was Released) returns nil; both are reported by [Builder.Err].
+// that were not finished are not written, a message of 2 GiB or more (the
+// Builder's positions have 31 bits) may be wrong, and a Builder that was
+// never Reset (or was Released) returns nil; all three are reported by
+// [Builder.Err].
 func (b *Builder) Finish() []byte {
 	if len(b.buf)-b.base < HeaderSize {
 		b.fail("Finish without Reset")
 		return b.buf
 	}
 	size := len(b.buf) - b.base
-	if b.ntails > 0 || uint64(size) > math.MaxUint32 {
+	if b.ntails > 0 || size > math.MaxInt32 {
 		b.finishMisuse(size)
 	}
 	h := b.buf[b.base : b.base+HeaderSize]
@@ -248,8 +253,12 @@ func (b *Builder) finishMisuse(size int) {
 	if b.ntails > 0 {
 		b.fail("%d text/bytes values of unfinished objects", b.ntails)
 	}
-	if uint64(size) > math.MaxUint32 {
-		b.fail("message of %d bytes", size)
+	if size > math.MaxInt32 {
+		// The size field has 32 bits, but the Builder's positions (Ref,
+		// ListRef, the recorded values) and the signed offsets of
+		// object and list slots have 31: beyond 2 GiB the message may
+		// already be wrong.
+		b.fail("message of %d bytes (the Builder writes at most 2 GiB - 1)", size)
 	}
 }
 
@@ -379,7 +388,7 @@ func (o ObjectBuilder) SetText(off int, s string) {
 		return
 	}
 	o.b.pending |= pendingBit(slot)
-	o.b.addTail(tail{owner: int32(o.at), slot: int32(slot), data: s})
+	o.b.addTail(tail{owner: int32(o.at - o.b.base), slot: int32(slot - o.b.base), data: s})
 }
 
 // pendingBit is the bit of Builder.pending for the slot at absolute
@@ -392,11 +401,12 @@ func pendingBit(slot int) uint64 { return 1 << (uint(slot) / 8 % 64) }
 func (b *Builder) setEmpty(slot int) {
 	binary.LittleEndian.PutUint64(b.buf[slot:], 0)
 	if b.pending&pendingBit(slot) != 0 {
-		b.markEmpty(int32(slot))
+		b.markEmpty(int32(slot - b.base))
 	}
 }
 
-// markEmpty flags the pending values of the slot at slot (docs/wire.md §3).
+// markEmpty flags the pending values of the slot at position slot of the
+// message (docs/wire.md §3).
 func (b *Builder) markEmpty(slot int32) {
 	for i := range b.ntails {
 		if t := b.tailAt(i); t.slot == slot {
@@ -449,7 +459,7 @@ func (o ObjectBuilder) Finish() Ref {
 // at, in set order, keeps the others (objects still open) in order, and
 // returns the object's Ref.
 func (b *Builder) finishObject(at int) Ref {
-	owner := int32(at)
+	owner := int32(at - b.base)
 	switch {
 	case b.ntails == 0:
 	case b.ntails <= inlineTails:
@@ -466,7 +476,7 @@ func (b *Builder) finishObject(at int) Ref {
 				kept++
 				continue
 			}
-			buf = appendTailValue(buf, t)
+			buf = appendTailValue(buf, b.base, t)
 		}
 		b.buf = buf
 		b.ntails = kept
@@ -498,16 +508,17 @@ func (b *Builder) finishSpilled(owner int32) {
 // writeTail appends one pending value and patches its slot: offset and
 // length, or offset only (length 0) when the slot was set to an empty value
 // after this one (docs/wire.md §3).
-func (b *Builder) writeTail(t tail) { b.buf = appendTailValue(b.buf, &t) }
+func (b *Builder) writeTail(t tail) { b.buf = appendTailValue(b.buf, b.base, &t) }
 
-// appendTailValue is writeTail on buf.
-func appendTailValue(buf []byte, t *tail) []byte {
+// appendTailValue is writeTail on buf, for the message starting at base.
+func appendTailValue(buf []byte, base int, t *tail) []byte {
 	pos := len(buf)
 	buf = append(buf, t.data...)
 	slot, n := int(t.slot), uint64(len(t.data))
 	if slot < 0 {
 		slot, n = ^slot, 0
 	}
+	slot += base
 	binary.LittleEndian.PutUint64(buf[slot:slot+TextSlotSize], uint64(uint32(pos-slot))|n<<32)
 	return buf
 }

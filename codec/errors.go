@@ -57,5 +57,5 @@ func parseError(err error, off int) error { return &ParseError{Offset: off, Err:
 
 // ErrBuilder is wrapped by the error [Builder.Err] reports when a builder
 // was misused (a field written outside its object, a list element of the
-// wrong width, a message larger than 4 GiB).
+// wrong width, a message of 2 GiB or more).
 var ErrBuilder = errors.New("codec: builder misuse")

@@ -36,13 +36,13 @@ func refParse(stream []byte, max int, http bool) ([]refFrame, error) {
 		if len(stream) < 4 {
 			return out, io.ErrUnexpectedEOF
 		}
-		var n int
+		var n uint32
 		if http {
-			n = int(binary.BigEndian.Uint32(stream))
+			n = binary.BigEndian.Uint32(stream)
 		} else {
-			n = int(binary.LittleEndian.Uint32(stream))
+			n = binary.LittleEndian.Uint32(stream)
 		}
-		if n > max {
+		if uint64(n) > uint64(max) {
 			return out, ErrFrameTooLarge
 		}
 		if len(stream) < hl {
@@ -52,7 +52,7 @@ func refParse(stream []byte, max int, http bool) ([]refFrame, error) {
 		if !http {
 			kind = stream[4]
 		}
-		body := n
+		body := int(n)
 		if !http {
 			body--
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 )
@@ -116,6 +117,47 @@ func TestReaderTooLargeReadsNoBody(t *testing.T) {
 		}
 		if r.big != nil {
 			t.Fatalf("http=%v: a body buffer was taken for a refused frame", http)
+		}
+	}
+}
+
+// A length prefix of 2^31 or more is negative as an int where an int has
+// 32 bits (GOARCH=386, arm): it must still be refused as too large, on the
+// header alone, and never taken for a short frame (Next used to slice
+// buf[5:3] for 0xFFFFFFFF there and panic). With the largest maximum the
+// options take (2^32-1, or 2^27-1 on 32 bits), a length within it is
+// awaited (the stream then ends: ErrUnexpectedEOF) and one above it is
+// refused. The bad header comes after a good frame, in the same read, so
+// Ready sees it buffered: it must report the error as ready, as Next
+// decides it.
+func TestReaderLengthPrefixAboveInt32(t *testing.T) {
+	t.Parallel()
+	for _, n := range []uint32{0x80000000, 0x80000003, 0xFFFFFFFC, 0xFFFFFFFF} {
+		for _, http := range []bool{false, true} {
+			for _, max := range []int{0, math.MaxInt} {
+				t.Run(fmt.Sprintf("len %#x http %v max %d", n, http, max), func(t *testing.T) {
+					opts := []Option{WithMaxFrameSize(max)}
+					stream := cat(le(1), []byte{7}, le(n), []byte{1, 2, 3, 4})
+					if http {
+						opts = append(opts, WithHTTPFraming())
+						stream = cat(be(0), be(n), []byte{1, 2, 3, 4})
+					}
+					want := ErrFrameTooLarge
+					if max != 0 && uint64(n) <= maxSize {
+						want = io.ErrUnexpectedEOF
+					}
+					r := NewReader(bytes.NewReader(stream), opts...)
+					if _, _, err := r.Next(); err != nil {
+						t.Fatalf("first frame: %v", err)
+					}
+					if fast, slow := r.Ready(), r.ready(); fast != slow || fast != (want == ErrFrameTooLarge) {
+						t.Fatalf("Ready %v (general %v) with %d bytes buffered, want %v", fast, slow, r.Buffered(), want == ErrFrameTooLarge)
+					}
+					if kind, p, err := r.Next(); !errors.Is(err, want) || kind != 0 || p != nil {
+						t.Fatalf("Next = %d %x %v, want %v", kind, p, err, want)
+					}
+				})
+			}
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/zapcodec/zapcodec/pool"
 )
 
 // waitTimeout bounds every wait of these tests: a hang becomes a failure
@@ -412,5 +414,76 @@ func TestSocketReaderWaitsWithoutBuffer(t *testing.T) {
 	}
 	if r.Held() != 0 {
 		t.Fatalf("holds %d B after the end of the stream", r.Held())
+	}
+}
+
+// pausingReader hands out its chunks, each in as many Reads as it takes,
+// and fails with os.ErrDeadlineExceeded when it has none left: a socket
+// with a read deadline whose peer pauses between bursts.
+type pausingReader struct{ chunks [][]byte }
+
+func (c *pausingReader) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, os.ErrDeadlineExceeded
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	if len(c.chunks[0]) == 0 {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+// TestHeldAfterBusyPeriod pins what the package doc promises a frame in
+// progress may hold: a drained Reader that receives the first 512 bytes of
+// a 605-byte frame (filling its inline buffer) takes the first pooled
+// buffer, 4 KiB; after a busy period that grew its read-ahead, it goes
+// straight back to the read-ahead size it reached (the doc's second
+// exception), which the read-ahead limit bounds.
+func TestHeldAfterBusyPeriod(t *testing.T) {
+	t.Parallel()
+	var busy []byte // 1000 frames of 100 bytes, sent at once
+	for range 1000 {
+		busy = append(busy, cat(le(100), []byte{1}, make([]byte, 99))...)
+	}
+	part := cat(le(601), []byte{1}, make([]byte, 507)) // 512 of 605 bytes
+	tests := []struct {
+		name string
+		busy bool
+		opts []Option
+		want int
+	}{
+		{"fresh", false, nil, minChunk},
+		{"after busy period", true, nil, DefaultBufferSize},
+		{"after busy period, 16 KiB read-ahead", true, []Option{WithBufferSize(16 << 10)}, 16 << 10},
+		{"fresh, 16 KiB read-ahead", false, []Option{WithBufferSize(16 << 10)}, minChunk},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &pausingReader{}
+			r := NewReader(src, tt.opts...)
+			r.bodies = new(pool.SizedPool) // capacities exactly as asked
+			if tt.busy {
+				src.chunks = [][]byte{busy}
+				for i := 0; ; i++ {
+					if _, _, err := r.Next(); err != nil {
+						if !errors.Is(err, os.ErrDeadlineExceeded) || i != 1000 {
+							t.Fatalf("after %d frames: %v", i, err)
+						}
+						break
+					}
+				}
+				if r.Buffered() != 0 || r.raCap != r.rsize {
+					t.Fatalf("busy period left %d bytes buffered, read-ahead %d of %d", r.Buffered(), r.raCap, r.rsize)
+				}
+			}
+			src.chunks = [][]byte{part}
+			if _, _, err := r.Next(); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("Next = %v, want the deadline", err)
+			}
+			if h := r.Held(); h != tt.want || h > max(heldBound(len(part)), r.rsize) {
+				t.Fatalf("holds %d bytes after 512 bytes of a frame, want %d", h, tt.want)
+			}
+		})
 	}
 }

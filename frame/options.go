@@ -26,6 +26,13 @@ const (
 
 	// minBufferSize is the smallest buffer size accepted.
 	minBufferSize = 16
+
+	// maxSize caps the maximum frame size and the buffer size: 2^32-1,
+	// the largest length a u32 prefix can carry, where an int has 64
+	// bits; where it has 32, 2^27-1 (128 MiB), so that the Reader's sums
+	// and products of lengths (a header plus a length, a buffer grown
+	// growFactor times and doubled) stay below math.MaxInt.
+	maxSize = min(math.MaxUint32, math.MaxInt>>4)
 )
 
 // Option configures a Reader or a Writer (see [NewReader], [NewWriter]).
@@ -66,14 +73,15 @@ func buildOptions(opts []Option) options {
 // (kind byte included in the default format). Reader.Next fails with
 // ErrFrameTooLarge on a larger header before reading the body; the Writer
 // refuses to write a larger frame. n <= 0 means DefaultMaxFrameSize (16 MiB);
-// n is capped at 2^32-1, the largest length a u32 prefix can carry.
+// n is capped at 2^32-1, the largest length a u32 prefix can carry (at
+// 2^27-1, 128 MiB, where an int has 32 bits).
 func WithMaxFrameSize(n int) Option {
 	return optionFunc(func(o *options) {
 		switch {
 		case n <= 0:
 			n = DefaultMaxFrameSize
-		case uint64(n) > math.MaxUint32:
-			n = math.MaxUint32
+		case n > maxSize:
+			n = maxSize
 		}
 		o.maxFrameSize = n
 	})
@@ -83,8 +91,9 @@ func WithMaxFrameSize(n int) Option {
 // reads a busy stream of frames into; frames larger than a quarter of it
 // are read exactly into a buffer of their own) and the size at which the Writer's coalescing
 // buffer is written out by itself. Default DefaultBufferSize (64 KiB);
-// n <= 0 means the default, and values below 16 are raised to 16. It sets
-// no buffer up front: buffers are pooled and taken as bytes flow.
+// n <= 0 means the default, values below 16 are raised to 16, and values
+// are capped as WithMaxFrameSize caps them. It sets no buffer up front:
+// buffers are pooled and taken as bytes flow.
 func WithBufferSize(n int) Option {
 	return optionFunc(func(o *options) {
 		switch {
@@ -92,6 +101,8 @@ func WithBufferSize(n int) Option {
 			n = DefaultBufferSize
 		case n < minBufferSize:
 			n = minBufferSize
+		case n > maxSize:
+			n = maxSize
 		}
 		o.bufferSize = n
 	})

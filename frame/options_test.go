@@ -20,7 +20,7 @@ func TestReaderMaxFrameSize(t *testing.T) {
 		{"given", []Option{WithMaxFrameSize(100)}, 100},
 		{"zero", []Option{WithMaxFrameSize(0)}, DefaultMaxFrameSize},
 		{"negative", []Option{WithMaxFrameSize(-1)}, DefaultMaxFrameSize},
-		{"capped", []Option{WithMaxFrameSize(math.MaxUint32 + 10)}, math.MaxUint32},
+		{"capped", []Option{WithMaxFrameSize(math.MaxInt)}, maxSize},
 		{"last wins", []Option{WithMaxFrameSize(100), nil, WithMaxFrameSize(200)}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +43,22 @@ func TestOptionReused(t *testing.T) {
 		r := NewReader(bytes.NewReader([]byte{9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}), max)
 		if _, _, err := r.Next(); !errors.Is(err, ErrFrameTooLarge) {
 			t.Fatalf("reader %d: %v, want ErrFrameTooLarge", i, err)
+		}
+	}
+}
+
+// WithBufferSize is capped as WithMaxFrameSize is (maxSize), so that the
+// Reader's arithmetic on buffer lengths cannot overflow an int.
+func TestBufferSizeCapped(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{
+		{0, DefaultBufferSize},
+		{1, minBufferSize},
+		{1 << 20, 1 << 20},
+		{maxSize, maxSize},
+		{math.MaxInt, maxSize},
+	} {
+		if r, w := NewReader(nil, WithBufferSize(tc.n)), NewWriter(nil, WithBufferSize(tc.n)); r.rsize != tc.want || w.size != tc.want {
+			t.Errorf("WithBufferSize(%d): read-ahead %d, writer %d, want %d", tc.n, r.rsize, w.size, tc.want)
 		}
 	}
 }

@@ -141,7 +141,9 @@ func (fr *Reader) Held() int {
 // !Ready() as the moment to flush: Next is about to block.
 func (fr *Reader) Ready() bool {
 	// The common case inline (a read loop asks after every frame): a
-	// canonical length within the limit, as Next decides it.
+	// canonical length within the limit, as Next decides it. (t > 0 also
+	// leaves to ready a length of 2^31 or more where an int has 32 bits:
+	// it is negative there.)
 	if avail := fr.w - fr.r; avail >= 4 && fr.err == nil && !fr.http {
 		if t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w])); t-1 < fr.max && t > 0 {
 			return avail >= t+4
@@ -198,19 +200,22 @@ func (fr *Reader) Wait() error {
 // on a length of 0 (canonical framing) or one above the maximum, decided
 // on the 4 length bytes alone.
 func (fr *Reader) total(h []byte) (int, error) {
-	var n int
+	var n uint32
 	if fr.http {
-		n = int(binary.BigEndian.Uint32(h))
+		n = binary.BigEndian.Uint32(h)
 	} else {
-		n = int(binary.LittleEndian.Uint32(h))
+		n = binary.LittleEndian.Uint32(h)
 		if n == 0 {
 			return 0, ErrEmptyFrame
 		}
 	}
-	if n > fr.max {
+	// Compared as unsigned: where an int has 32 bits, a length of 2^31 or
+	// more is negative as an int. The maximum is at most maxSize, so 4+n
+	// fits in an int.
+	if uint64(n) > uint64(fr.max) {
 		return 0, fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fr.max)
 	}
-	return 4 + n, nil
+	return 4 + int(n), nil
 }
 
 // Next reads the next frame and returns its kind byte and payload (the
@@ -244,7 +249,8 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 		need := 4
 		if avail >= 4 {
 			// The common case without a call: a canonical length within
-			// the limit. total decides every other case.
+			// the limit (t > 0: where an int has 32 bits, a length of 2^31
+			// or more is negative). total decides every other case.
 			t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w]))
 			if t-1 < fr.max && t > 0 && !fr.http {
 				t += 4

@@ -34,8 +34,8 @@ type SizedPool struct {
 // zeros): overwrite them. A new backing array gets the power of two at or
 // above n (at least 64) as capacity, lowered to capLimit when capLimit >= n
 // (a caller with a hard memory bound, such as a maximum frame size, passes
-// it; 0 means no limit). The caller owns the buffer until it passes it to
-// Put.
+// it; 0 means no limit), or n when that power of two exceeds math.MaxInt.
+// The caller owns the buffer until it passes it to Put.
 func (p *SizedPool) Get(n, capLimit int) *Buffer {
 	if n < 0 {
 		n = 0
@@ -46,14 +46,25 @@ func (p *SizedPool) Get(n, capLimit int) *Buffer {
 		b = new(Buffer)
 	}
 	if cap(b.B) < n {
-		c := 1 << k
-		if capLimit >= n && c > capLimit {
-			c = capLimit
-		}
-		b.B = make([]byte, n, c)
+		b.B = make([]byte, n, newCap(n, k, capLimit))
 	}
 	b.B = b.B[:n]
 	return b
+}
+
+// newCap returns the capacity of a new backing array for Get(n, capLimit),
+// n being in class k: 1<<k, lowered to capLimit when capLimit >= n, or n
+// itself when 1<<k does not fit in an int (n above 2^30 where an int has 32
+// bits).
+func newCap(n, k, capLimit int) int {
+	c := n
+	if k < bits.UintSize-1 {
+		c = 1 << k
+	}
+	if capLimit >= n && c > capLimit {
+		c = capLimit
+	}
+	return c
 }
 
 // Put returns b to the class of its capacity; b is gone after the call:

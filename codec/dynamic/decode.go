@@ -68,9 +68,10 @@ func AppendJSON(dst []byte, s *schema.Struct, msg []byte) ([]byte, error) {
 
 // decoder holds the state of one AppendJSON call.
 type decoder struct {
-	// budget is charged one unit per value plus one per byte of text or
-	// bytes data; a message whose values do not share storage costs at
-	// most its size, so running out means shared or cyclic references.
+	// budget is charged one unit per value plus one per byte of text,
+	// bytes or bytes_fixed data; a message whose values do not share
+	// storage costs at most about twice its size, so running out means
+	// shared or cyclic references.
 	budget int
 	path   []decPathElem
 }
@@ -199,6 +200,12 @@ func (d *decoder) field(dst, m []byte, base, at int, t *schema.Type, depth int) 
 		}
 		return decAppendString(dst, string(v)), nil
 	case schema.KindBytesFixed:
+		// One unit per byte, as bytes data (the field's own unit was
+		// charged above): it prints 2N hex digits, once per path to its
+		// object when the object is shared.
+		if err := d.charge(base+at, t.N-1); err != nil {
+			return dst, err
+		}
 		return decAppendHex(dst, m[at:at+t.N]), nil
 	case schema.KindStruct:
 		rel := int32(binary.LittleEndian.Uint32(m[at:]))

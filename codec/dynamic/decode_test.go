@@ -55,6 +55,12 @@ struct All {
 struct Node {
     Next Node @0
 }
+
+struct Tree {
+    Left  Tree @0
+    Right Tree @4
+    Data  bytes_fixed[256] @8
+}
 `
 
 func decParseSchema(t testing.TB) *schema.File {
@@ -461,6 +467,70 @@ func TestAppendJSONSharedBudget(t *testing.T) {
 	}
 	if len(out) > 8*len(msg) {
 		t.Fatalf("output %d bytes for a %d-byte message", len(out), len(msg))
+	}
+}
+
+// decTree builds a message of k Tree records of the given fixed size
+// (Left @0, Right @4, then bytes_fixed data), each pointing Left at the
+// one built before it and, when shared, Right too: k objects, 2^k paths
+// from the root.
+func decTree(t testing.TB, k, size int, shared bool) []byte {
+	t.Helper()
+	var b codec.Builder
+	b.Reset(nil)
+	var next codec.Ref
+	for range k {
+		o := b.StartObject(size)
+		o.SetObject(0, next)
+		if shared {
+			o.SetObject(4, next)
+		}
+		next = o.Finish()
+	}
+	b.SetRoot(next)
+	msg := b.Finish()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// TestAppendJSONSharedBytesFixed: a bytes_fixed field prints two hex
+// digits per byte, so it is charged per byte, as bytes are. A tree whose
+// records (with 1 KiB of bytes_fixed each) all point twice at the next
+// one must fail instead of printing them once per path (it printed 14 MB
+// from 13 KB); the same records in a chain, and a record of many
+// one-byte bytes_fixed fields, decode.
+func TestAppendJSONSharedBytesFixed(t *testing.T) {
+	const tree = "struct Tree\n    Left  Tree\n    Right Tree\n    Data  bytes_fixed[1024]\n"
+	var narrow strings.Builder
+	narrow.WriteString("struct Tree\n")
+	for i := range 500 {
+		narrow.WriteString("    F" + strconv.Itoa(i) + " bytes_fixed[1]\n")
+	}
+	tests := []struct {
+		name, schema string
+		msg          []byte
+		shared       bool // AppendJSON must fail
+	}{
+		{"shared", tree, decTree(t, 13, 1032, true), true},
+		{"chain", tree, decTree(t, 13, 1032, false), false},
+		{"one-byte fields", narrow.String(), decTree(t, 1, 500, false), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := schema.Parse("t.zap", []byte(tt.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := AppendJSON(nil, f.Struct("Tree"), tt.msg)
+			if tt.shared != (err != nil) || err != nil && !strings.Contains(err.Error(), "shared or cyclic") {
+				t.Fatalf("err = %v (output %d bytes)", err, len(out))
+			}
+			if tt.shared && len(out) > 8*len(tt.msg) {
+				t.Fatalf("output %d bytes for a %d-byte message", len(out), len(tt.msg))
+			}
+		})
 	}
 }
 

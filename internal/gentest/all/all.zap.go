@@ -256,10 +256,11 @@ func (m *Point) zapDecodeMessage(b []byte, depth int, budget *int) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -456,8 +457,10 @@ func (m *Kitchen) zapSize(n int) int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
 // codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
 // a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
-// codec.ErrShared for objects shared or cyclic so that decoding would
-// grow out of proportion to len(b). On error m holds a partial result.
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
 func (m *Kitchen) DecodeZAP(b []byte) error {
 	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
 	if !ok {
@@ -467,7 +470,7 @@ func (m *Kitchen) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 2*len(b) + 64
+	budget := 6*len(b) + 64
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Kitchen")
 	}
@@ -487,10 +490,11 @@ func (m *Kitchen) zapDecodeMessage(b []byte, depth int, budget *int) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -524,11 +528,11 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	*budget -= len(p1)
 	{
 		l0 := o.List(64)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Bytes")
-		}
 		if !l0.VarFits(1) {
 			return codec.InField(codec.ErrOutOfBounds, "Bytes")
+		}
+		if *budget -= 1 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Bytes")
 		}
 		xs0 := m.Bytes[:0]
 		if cap(xs0) < l0.Len() {
@@ -551,11 +555,11 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(72)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Words")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "Words")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Words")
 		}
 		xs0 := m.Words[:0]
 		if cap(xs0) < l0.Len() {
@@ -578,11 +582,11 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(80)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Longs")
-		}
 		if !l0.VarFits(8) {
 			return codec.InField(codec.ErrOutOfBounds, "Longs")
+		}
+		if *budget -= 8 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Longs")
 		}
 		xs0 := m.Longs[:0]
 		if cap(xs0) < l0.Len() {
@@ -605,18 +609,22 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(88)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Points")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Points")
 		}
 		xs0 := m.Points[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Points")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]Point, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, Point{})
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
 				m.Points = xs0
 				return codec.InField(codec.InElement(err, k0), "Points")
@@ -630,6 +638,9 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	if c := o.Object(96); c.IsNull() {
 		m.Origin = nil
 	} else {
+		if *budget -= int(unsafe.Sizeof(Point{})); *budget < 0 {
+			return codec.InField(codec.ErrShared, "Origin")
+		}
 		if m.Origin == nil {
 			m.Origin = new(Point)
 		}
@@ -640,6 +651,9 @@ func (m *Kitchen) zapDecode(o codec.Object, depth int, budget *int) error {
 	if c := o.Object(100); c.IsNull() {
 		m.Self = nil
 	} else {
+		if *budget -= int(unsafe.Sizeof(Kitchen{})); *budget < 0 {
+			return codec.InField(codec.ErrShared, "Self")
+		}
 		if m.Self == nil {
 			m.Self = new(Kitchen)
 		}
@@ -964,10 +978,11 @@ func (m *Pair) zapDecodeMessage(b []byte, depth int, budget *int) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Pair) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -1128,8 +1143,10 @@ func (m *Sparse) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
 // codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
 // a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
-// codec.ErrShared for objects shared or cyclic so that decoding would
-// grow out of proportion to len(b). On error m holds a partial result.
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
 func (m *Sparse) DecodeZAP(b []byte) error {
 	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
 	if !ok {
@@ -1139,7 +1156,7 @@ func (m *Sparse) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 2*len(b) + 64
+	budget := 6*len(b) + 64
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Sparse")
 	}
@@ -1147,10 +1164,11 @@ func (m *Sparse) DecodeZAP(b []byte) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -1171,18 +1189,22 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(17)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Named")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Named")
 		}
 		xs0 := m.Named[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Named")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]string, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, "")
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			if p := it0.Bytes(); string(p) != xs0[k0] {
 				xs0[k0] = string(p)
 				*budget -= len(p)
@@ -1195,18 +1217,22 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(25)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Raw")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Raw")
 		}
 		xs0 := m.Raw[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Raw")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][]byte, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			xs0[k0] = append(xs0[k0][:0], it0.Bytes()...)
 			*budget -= len(xs0[k0])
 		}
@@ -1217,11 +1243,11 @@ func (m *Sparse) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(33)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Floats")
-		}
 		if !l0.VarFits(8) {
 			return codec.InField(codec.ErrOutOfBounds, "Floats")
+		}
+		if *budget -= 8 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Floats")
 		}
 		xs0 := m.Floats[:0]
 		if cap(xs0) < l0.Len() {
@@ -1479,10 +1505,11 @@ func (m *Empty) zapDecodeMessage(b []byte, depth int, budget *int) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Empty) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -1806,8 +1833,10 @@ func (m *Deep) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
 // codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
 // a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
-// codec.ErrShared for objects shared or cyclic so that decoding would
-// grow out of proportion to len(b). On error m holds a partial result.
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
 func (m *Deep) DecodeZAP(b []byte) error {
 	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
 	if !ok {
@@ -1817,7 +1846,7 @@ func (m *Deep) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 2*len(b) + 64
+	budget := 6*len(b) + 64
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Deep")
 	}
@@ -1825,10 +1854,11 @@ func (m *Deep) DecodeZAP(b []byte) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -1838,11 +1868,11 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(0)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Bools")
-		}
 		if !l0.VarFits(1) {
 			return codec.InField(codec.ErrOutOfBounds, "Bools")
+		}
+		if *budget -= 1 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Bools")
 		}
 		xs0 := m.Bools[:0]
 		if cap(xs0) < l0.Len() {
@@ -1865,11 +1895,11 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(8)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Tiny")
-		}
 		if !l0.VarFits(1) {
 			return codec.InField(codec.ErrOutOfBounds, "Tiny")
+		}
+		if *budget -= 1 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Tiny")
 		}
 		xs0 := m.Tiny[:0]
 		if cap(xs0) < l0.Len() {
@@ -1892,11 +1922,11 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(16)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Shorts")
-		}
 		if !l0.VarFits(2) {
 			return codec.InField(codec.ErrOutOfBounds, "Shorts")
+		}
+		if *budget -= 2 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Shorts")
 		}
 		xs0 := m.Shorts[:0]
 		if cap(xs0) < l0.Len() {
@@ -1919,11 +1949,11 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(24)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Reals")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "Reals")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Reals")
 		}
 		xs0 := m.Reals[:0]
 		if cap(xs0) < l0.Len() {
@@ -1946,11 +1976,11 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(32)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Quads")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "Quads")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Quads")
 		}
 		xs0 := m.Quads[:0]
 		if cap(xs0) < l0.Len() {
@@ -1973,11 +2003,11 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(40)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Keys")
-		}
 		if !l0.VarFits(16) {
 			return codec.InField(codec.ErrOutOfBounds, "Keys")
+		}
+		if *budget -= 16 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Keys")
 		}
 		xs0 := m.Keys[:0]
 		if cap(xs0) < l0.Len() {
@@ -2000,18 +2030,22 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(48)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Blobs")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Blobs")
 		}
 		xs0 := m.Blobs[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Blobs")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][]byte, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			xs0[k0] = append(xs0[k0][:0], it0.Bytes()...)
 			*budget -= len(xs0[k0])
 		}
@@ -2022,26 +2056,32 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(56)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Grid")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Grid")
 		}
 		xs0 := m.Grid[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Grid")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][]uint16, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			l1, ok := codec.VarListOf(it0.Bytes())
 			if !ok {
 				m.Grid = xs0
 				return codec.InField(codec.InElement(codec.ErrNestedList, k0), "Grid")
 			}
-			*budget -= l1.Len()
 			if !l1.VarFits(2) {
 				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Grid")
+			}
+			if *budget -= 2 * l1.Len(); *budget < 0 { // the elements' Go size
+				return codec.InField(codec.InElement(codec.ErrShared, k0), "Grid")
 			}
 			xs1 := xs0[k0][:0]
 			if cap(xs1) < l1.Len() {
@@ -2069,26 +2109,32 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(64)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Runs")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Runs")
 		}
 		xs0 := m.Runs[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Runs")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][]uint64, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			l1, ok := codec.VarListOf(it0.Bytes())
 			if !ok {
 				m.Runs = xs0
 				return codec.InField(codec.InElement(codec.ErrNestedList, k0), "Runs")
 			}
-			*budget -= l1.Len()
 			if !l1.VarFits(8) {
 				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Runs")
+			}
+			if *budget -= 8 * l1.Len(); *budget < 0 { // the elements' Go size
+				return codec.InField(codec.InElement(codec.ErrShared, k0), "Runs")
 			}
 			xs1 := xs0[k0][:0]
 			if cap(xs1) < l1.Len() {
@@ -2116,33 +2162,43 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(72)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Paths")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Paths")
 		}
 		xs0 := m.Paths[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Paths")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][]Point, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			l1, ok := codec.VarListOf(it0.Bytes())
 			if !ok {
 				m.Paths = xs0
 				return codec.InField(codec.InElement(codec.ErrNestedList, k0), "Paths")
 			}
-			*budget -= l1.Len()
+			if !l1.VarFits(0) {
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Paths")
+			}
 			xs1 := xs0[k0][:0]
+			n1 := l1.Len()
+			if n1 > *budget/int(unsafe.Sizeof(xs1[0])) {
+				return codec.InField(codec.InElement(codec.ErrShared, k0), "Paths")
+			}
+			*budget -= n1 * int(unsafe.Sizeof(xs1[0]))
+			if cap(xs1) < n1 { // one allocation; the old elements' memory is kept for reuse
+				xs1 = append(make([]Point, 0, n1), xs1[:cap(xs1)]...)[:0]
+			}
 			it1 := l1.Iter()
 			for it1.Next() {
 				k1 := len(xs1)
-				if k1 < cap(xs1) {
-					xs1 = xs1[:k1+1]
-				} else {
-					xs1 = append(xs1, Point{})
-				}
+				xs1 = xs1[:k1+1] // k1 < n1: Next stops after n1 elements
 				if err := xs1[k1].zapDecodeMessage(it1.Bytes(), depth+1, budget); err != nil {
 					xs0[k0] = xs1
 					return codec.InField(codec.InElement(codec.InElement(err, k1), k0), "Paths")
@@ -2160,48 +2216,64 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(80)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Words")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Words")
 		}
 		xs0 := m.Words[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Words")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][][]string, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			l1, ok := codec.VarListOf(it0.Bytes())
 			if !ok {
 				m.Words = xs0
 				return codec.InField(codec.InElement(codec.ErrNestedList, k0), "Words")
 			}
-			*budget -= l1.Len()
+			if !l1.VarFits(0) {
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Words")
+			}
 			xs1 := xs0[k0][:0]
+			n1 := l1.Len()
+			if n1 > *budget/int(unsafe.Sizeof(xs1[0])) {
+				return codec.InField(codec.InElement(codec.ErrShared, k0), "Words")
+			}
+			*budget -= n1 * int(unsafe.Sizeof(xs1[0]))
+			if cap(xs1) < n1 { // one allocation; the old elements' memory is kept for reuse
+				xs1 = append(make([][]string, 0, n1), xs1[:cap(xs1)]...)[:0]
+			}
 			it1 := l1.Iter()
 			for it1.Next() {
 				k1 := len(xs1)
-				if k1 < cap(xs1) {
-					xs1 = xs1[:k1+1]
-				} else {
-					xs1 = append(xs1, nil)
-				}
+				xs1 = xs1[:k1+1] // k1 < n1: Next stops after n1 elements
 				l2, ok := codec.VarListOf(it1.Bytes())
 				if !ok {
 					xs0[k0] = xs1
 					return codec.InField(codec.InElement(codec.InElement(codec.ErrNestedList, k1), k0), "Words")
 				}
-				*budget -= l2.Len()
+				if !l2.VarFits(0) {
+					return codec.InField(codec.InElement(codec.InElement(codec.ErrOutOfBounds, k1), k0), "Words")
+				}
 				xs2 := xs1[k1][:0]
+				n2 := l2.Len()
+				if n2 > *budget/int(unsafe.Sizeof(xs2[0])) {
+					return codec.InField(codec.InElement(codec.InElement(codec.ErrShared, k1), k0), "Words")
+				}
+				*budget -= n2 * int(unsafe.Sizeof(xs2[0]))
+				if cap(xs2) < n2 { // one allocation; the old elements' memory is kept for reuse
+					xs2 = append(make([]string, 0, n2), xs2[:cap(xs2)]...)[:0]
+				}
 				it2 := l2.Iter()
 				for it2.Next() {
 					k2 := len(xs2)
-					if k2 < cap(xs2) {
-						xs2 = xs2[:k2+1]
-					} else {
-						xs2 = append(xs2, "")
-					}
+					xs2 = xs2[:k2+1] // k2 < n2: Next stops after n2 elements
 					if p := it2.Bytes(); string(p) != xs2[k2] {
 						xs2[k2] = string(p)
 						*budget -= len(p)
@@ -2224,18 +2296,22 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(88)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Pairs")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Pairs")
 		}
 		xs0 := m.Pairs[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Pairs")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]Pair, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, Pair{})
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
 				m.Pairs = xs0
 				return codec.InField(codec.InElement(err, k0), "Pairs")
@@ -2248,33 +2324,43 @@ func (m *Deep) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(96)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Trees")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Trees")
 		}
 		xs0 := m.Trees[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Trees")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][]Kitchen, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			l1, ok := codec.VarListOf(it0.Bytes())
 			if !ok {
 				m.Trees = xs0
 				return codec.InField(codec.InElement(codec.ErrNestedList, k0), "Trees")
 			}
-			*budget -= l1.Len()
+			if !l1.VarFits(0) {
+				return codec.InField(codec.InElement(codec.ErrOutOfBounds, k0), "Trees")
+			}
 			xs1 := xs0[k0][:0]
+			n1 := l1.Len()
+			if n1 > *budget/int(unsafe.Sizeof(xs1[0])) {
+				return codec.InField(codec.InElement(codec.ErrShared, k0), "Trees")
+			}
+			*budget -= n1 * int(unsafe.Sizeof(xs1[0]))
+			if cap(xs1) < n1 { // one allocation; the old elements' memory is kept for reuse
+				xs1 = append(make([]Kitchen, 0, n1), xs1[:cap(xs1)]...)[:0]
+			}
 			it1 := l1.Iter()
 			for it1.Next() {
 				k1 := len(xs1)
-				if k1 < cap(xs1) {
-					xs1 = xs1[:k1+1]
-				} else {
-					xs1 = append(xs1, Kitchen{})
-				}
+				xs1 = xs1[:k1+1] // k1 < n1: Next stops after n1 elements
 				if err := xs1[k1].zapDecodeMessage(it1.Bytes(), depth+1, budget); err != nil {
 					xs0[k0] = xs1
 					return codec.InField(codec.InElement(codec.InElement(err, k1), k0), "Trees")
@@ -3235,8 +3321,10 @@ func (m *Empties) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
 // codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
 // a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
-// codec.ErrShared for objects shared or cyclic so that decoding would
-// grow out of proportion to len(b). On error m holds a partial result.
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
 func (m *Empties) DecodeZAP(b []byte) error {
 	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
 	if !ok {
@@ -3246,7 +3334,7 @@ func (m *Empties) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 2*len(b) + 64
+	budget := 6*len(b) + 64
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Empties")
 	}
@@ -3254,10 +3342,11 @@ func (m *Empties) DecodeZAP(b []byte) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Empties) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -3274,18 +3363,18 @@ func (m *Empties) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(0)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Es")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Es")
 		}
 		xs0 := m.Es[:0]
+		n0 := l0.Len()
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]Empty, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, Empty{})
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
 				m.Es = xs0
 				return codec.InField(codec.InElement(err, k0), "Es")
@@ -3381,6 +3470,542 @@ func (it *EmptiesEsIter) Value() EmptyView { return EmptyView{it.it.Object()} }
 
 // N returns field N (u8, bytes [8, 9)).
 func (v EmptiesView) N() uint8 { return v.o.Uint8(8) }
+
+// Node is the record of schema struct Node (1032-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+//
+// Records whose Go form is far larger than the least message that names
+// them: a tree of 1 KiB nodes, which a hostile message shares along many
+// paths, and a list of 4 KiB blocks, which it can list as bare headers
+// (internal/gentest/all/hostile_test.go).
+type Node struct {
+	Left  *Node      // Node @0
+	Right *Node      // Node @4
+	Data  [1024]byte // bytes_fixed[1024] @8
+}
+
+var _ encoding.BinaryAppender = (*Node)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *Node) AppendZAP(dst []byte) []byte {
+	dst = slices.Grow(dst, m.SizeZAP())
+	return m.zapAppend(dst)
+}
+
+// zapAppend appends m as one message without growing dst first.
+func (m *Node) zapAppend(dst []byte) []byte {
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
+}
+
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Node) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 1032)
+	if m.Left != nil {
+		var at int
+		dst, at = m.Left.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+0, at)
+	}
+	if m.Right != nil {
+		var at int
+		dst, at = m.Right.zapObject(dst, base)
+		codec.PutObjectSlot(dst, o+4, at)
+	}
+	copy(dst[o+8:], m.Data[:])
+	return dst, o
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Node) SizeZAP() int { return m.zapSize(codec.HeaderSize) }
+
+// zapSize returns the message length after writing m's object at n.
+func (m *Node) zapSize(n int) int {
+	n = (n+codec.Alignment-1)&^(codec.Alignment-1) + 1032
+	if m.Left != nil {
+		n = m.Left.zapSize(n)
+	}
+	if m.Right != nil {
+		n = m.Right.zapSize(n)
+	}
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors are a *codec.FieldError whose Path says where the input broke
+// ("Node.Left", say) and which errors.Is matches with its cause:
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
+func (m *Node) DecodeZAP(b []byte) error {
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Node")
+		}
+		o = msg.Root()
+	}
+	budget := 6*len(b) + 64
+	if err := m.zapDecode(o, 0, &budget); err != nil {
+		return codec.InField(err, "Node")
+	}
+	return nil
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
+func (m *Node) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return codec.ErrTooDeep
+	}
+	if *budget--; *budget < 0 {
+		return codec.ErrShared
+	}
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	if f := o.Fixed(1032); len(f) == 1032 {
+		m.Data = [1024]byte(f[8:1032])
+	} else { // the object runs past the end of the message
+		m.Data = [1024]byte{}
+		copy(m.Data[:], o.BytesFixed(8, 1024))
+	}
+	if c := o.Object(0); c.IsNull() {
+		m.Left = nil
+	} else {
+		if *budget -= int(unsafe.Sizeof(Node{})); *budget < 0 {
+			return codec.InField(codec.ErrShared, "Left")
+		}
+		if m.Left == nil {
+			m.Left = new(Node)
+		}
+		if err := m.Left.zapDecode(c, depth+1, budget); err != nil {
+			return codec.InField(err, "Left")
+		}
+	}
+	if c := o.Object(4); c.IsNull() {
+		m.Right = nil
+	} else {
+		if *budget -= int(unsafe.Sizeof(Node{})); *budget < 0 {
+			return codec.InField(codec.ErrShared, "Right")
+		}
+		if m.Right == nil {
+			m.Right = new(Node)
+		}
+		if err := m.Right.zapDecode(c, depth+1, budget); err != nil {
+			return codec.InField(err, "Right")
+		}
+	}
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Node) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Node) MarshalBinary() ([]byte, error) { return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil }
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Node) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// NodeView is a read-only view of a Node message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type NodeView struct{ o codec.Object }
+
+// ReadNode checks the message header at the start of b and returns a
+// view of its root Node. It does not copy b and does not allocate.
+// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadNode(b []byte) (NodeView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return NodeView{o}, nil
+	}
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return NodeView{}, err
+	}
+	return NodeView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v NodeView) IsNull() bool { return v.o.IsNull() }
+
+// Left returns a view of nested field Left (slot bytes [0, 4)); it is null when the slot is.
+func (v NodeView) Left() NodeView { return NodeView{v.o.Object(0)} }
+
+// Right returns a view of nested field Right (slot bytes [4, 8)); it is null when the slot is.
+func (v NodeView) Right() NodeView { return NodeView{v.o.Object(4)} }
+
+// Data returns a copy of field Data (bytes_fixed[1024], bytes [8, 1032)).
+func (v NodeView) Data() (a [1024]byte) {
+	copy(a[:], v.o.BytesFixed(8, 1024))
+	return a
+}
+
+// DataBytes returns field Data in place, nil when outside the message. The result aliases the message.
+func (v NodeView) DataBytes() []byte { return v.o.BytesFixed(8, 1024) }
+
+// Block is the record of schema struct Block (4096-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+type Block struct {
+	Data [4096]byte // bytes_fixed[4096] @0
+}
+
+var _ encoding.BinaryAppender = (*Block)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *Block) AppendZAP(dst []byte) []byte {
+	dst, o := codec.AppendFlat(dst, 4096, 0)
+	copy(dst[o+0:], m.Data[:])
+	return dst
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Block) SizeZAP() int {
+	n := codec.HeaderSize + 4096 // the root object follows the header, which is 8-aligned
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors: a *codec.FieldError with Path "Block" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message.
+func (m *Block) DecodeZAP(b []byte) error {
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(4096); len(f) == 4096 {
+		m.Data = [4096]byte(f[0:4096])
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Block")
+		}
+		o = msg.Root()
+		m.Data = [4096]byte{}
+		copy(m.Data[:], o.BytesFixed(0, 4096))
+	}
+	return nil
+}
+
+// zapDecodeMessage fills m from the message b, a list element.
+func (m *Block) zapDecodeMessage(b []byte, depth int, budget *int) error {
+	if o, ok := codec.RootOf(b); ok {
+		return m.zapDecode(o, depth, budget)
+	}
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return err
+	}
+	return m.zapDecode(msg.Root(), depth, budget)
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
+func (m *Block) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return codec.ErrTooDeep
+	}
+	if *budget--; *budget < 0 {
+		return codec.ErrShared
+	}
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	if f := o.Fixed(4096); len(f) == 4096 {
+		m.Data = [4096]byte(f[0:4096])
+	} else { // the object runs past the end of the message
+		m.Data = [4096]byte{}
+		copy(m.Data[:], o.BytesFixed(0, 4096))
+	}
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Block) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Block) MarshalBinary() ([]byte, error) {
+	return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil
+}
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Block) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// BlockView is a read-only view of a Block message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type BlockView struct{ o codec.Object }
+
+// ReadBlock checks the message header at the start of b and returns a
+// view of its root Block. It does not copy b and does not allocate.
+// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadBlock(b []byte) (BlockView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return BlockView{o}, nil
+	}
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return BlockView{}, err
+	}
+	return BlockView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v BlockView) IsNull() bool { return v.o.IsNull() }
+
+// Data returns a copy of field Data (bytes_fixed[4096], bytes [0, 4096)).
+func (v BlockView) Data() (a [4096]byte) {
+	copy(a[:], v.o.BytesFixed(0, 4096))
+	return a
+}
+
+// DataBytes returns field Data in place, nil when outside the message. The result aliases the message.
+func (v BlockView) DataBytes() []byte { return v.o.BytesFixed(0, 4096) }
+
+// Blocks is the record of schema struct Blocks (8-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+type Blocks struct {
+	Items []Block // list<Block> @0
+}
+
+var _ encoding.BinaryAppender = (*Blocks)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+func (m *Blocks) AppendZAP(dst []byte) []byte {
+	dst = slices.Grow(dst, m.SizeZAP())
+	return m.zapAppend(dst)
+}
+
+// zapAppend appends m as one message without growing dst first.
+func (m *Blocks) zapAppend(dst []byte) []byte {
+	base := len(dst)
+	dst = codec.AppendHeader(dst)
+	dst, root := m.zapObject(dst, base)
+	codec.PutHeader(dst, base, root)
+	return dst
+}
+
+// zapObject appends m's object (and what it nests) to dst, in the message
+// that starts at base, and returns dst and the object's position.
+func (m *Blocks) zapObject(dst []byte, base int) ([]byte, int) {
+	dst, o := codec.AppendObject(dst, base, 8)
+	{
+		var start int
+		dst, start = codec.AppendListStart(dst, base) // pads to 8 even when empty, as the canonical writer does
+		for i0 := range m.Items {
+			var at0 int
+			dst, at0 = codec.StartElement(dst)
+			{
+				m := &m.Items[i0]
+				var o int
+				dst, o = codec.AppendFlat(dst, 4096, 0)
+				copy(dst[o+0:], m.Data[:])
+			}
+			codec.FinishElement(dst, at0)
+		}
+		codec.PutListSlot(dst, o+0, start, len(m.Items))
+	}
+	return dst, o
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Blocks) SizeZAP() int {
+	n := codec.HeaderSize + 8                              // the root object follows the header, which is 8-aligned
+	n = (n + codec.Alignment - 1) &^ (codec.Alignment - 1) // a list starts 8-aligned, even an empty one
+	for i0 := range m.Items {
+		n += codec.ElementHeaderSize + m.Items[i0].SizeZAP()
+	}
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors are a *codec.FieldError whose Path says where the input broke
+// ("Blocks.Items[2]", say) and which errors.Is matches with its cause:
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
+// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
+// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
+func (m *Blocks) DecodeZAP(b []byte) error {
+	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
+	if !ok {
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Blocks")
+		}
+		o = msg.Root()
+	}
+	budget := 6*len(b) + 64
+	if err := m.zapDecode(o, 0, &budget); err != nil {
+		return codec.InField(err, "Blocks")
+	}
+	return nil
+}
+
+// zapDecode fills m from object o, nested depth levels deep. budget is
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
+func (m *Blocks) zapDecode(o codec.Object, depth int, budget *int) error {
+	if depth > 100 {
+		return codec.ErrTooDeep
+	}
+	if *budget--; *budget < 0 {
+		return codec.ErrShared
+	}
+	{
+		l0 := o.List(0)
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Items")
+		}
+		xs0 := m.Items[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Items")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]Block, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
+		it0 := l0.Iter()
+		for it0.Next() {
+			k0 := len(xs0)
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
+			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
+				m.Items = xs0
+				return codec.InField(codec.InElement(err, k0), "Items")
+			}
+		}
+		m.Items = xs0
+		if len(xs0) != l0.Len() {
+			return codec.InField(codec.ErrOutOfBounds, "Items")
+		}
+	}
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Blocks) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Blocks) MarshalBinary() ([]byte, error) {
+	return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil
+}
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Blocks) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// BlocksView is a read-only view of a Blocks message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type BlocksView struct{ o codec.Object }
+
+// ReadBlocks checks the message header at the start of b and returns a
+// view of its root Blocks. It does not copy b and does not allocate.
+// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+func ReadBlocks(b []byte) (BlocksView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return BlocksView{o}, nil
+	}
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return BlocksView{}, err
+	}
+	return BlocksView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v BlocksView) IsNull() bool { return v.o.IsNull() }
+
+// Items returns a view of list field Items (list<Block>, slot bytes [0, 8)).
+func (v BlocksView) Items() BlocksItemsList { return BlocksItemsList{v.o.List(0)} }
+
+// BlocksItemsList is a view of list field Blocks.Items (a list of Block). It aliases the message and is
+// valid only while its bytes are unchanged; the zero value is empty.
+type BlocksItemsList struct{ l codec.List }
+
+// Len returns the element count.
+func (l BlocksItemsList) Len() int { return l.l.Len() }
+
+// IsNull reports whether the list is null: empty, or outside the message.
+func (l BlocksItemsList) IsNull() bool { return l.l.IsNull() }
+
+// Iter returns an iterator over the elements, front to back.
+func (l BlocksItemsList) Iter() BlocksItemsIter { return BlocksItemsIter{l.l.Iter()} }
+
+// BlocksItemsIter walks list field Blocks.Items front to back without allocating:
+//
+//	it := l.Iter()
+//	for it.Next() {
+//		use(it.Value())
+//	}
+//
+// (Declared in the for statement instead, the iterator is copied at every
+// step, since Go 1.22 makes a new loop variable per iteration.) It stops at
+// the first element that does not fit in the message.
+type BlocksItemsIter struct{ it codec.ListIter }
+
+// Next advances to the next element and reports whether there is one.
+func (it *BlocksItemsIter) Next() bool { return it.it.Next() }
+
+// Index returns the position of the current element.
+func (it *BlocksItemsIter) Index() int { return it.it.Index() }
+
+// At returns element i (a null view when out of range). Finding it walks
+// the i elements before it: use Iter to visit them all.
+func (l BlocksItemsList) At(i int) BlockView { return BlockView{l.l.ObjectAt(i)} }
+
+// Value returns the current element.
+func (it *BlocksItemsIter) Value() BlockView { return BlockView{it.it.Object()} }
 
 // RPC method ordinals of interface Service (1-based, declaration order).
 const (

@@ -1,10 +1,14 @@
 package all
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"runtime"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/internal/gentest/check"
 )
 
 // A hostile message whose Kitchen points at itself (Self) must not make
@@ -40,4 +44,114 @@ func TestDecodeSelfCycleBounded(t *testing.T) {
 		t.Fatalf("DecodeZAP of a %d-byte cyclic message allocated %d bytes (%v)", len(msg), got, err)
 	}
 	t.Log(err)
+}
+
+// sharedNodes builds a message of k Node records (1 KiB of data each),
+// each pointing both Left and Right at the one built before it: k
+// objects, 2^k paths from the root.
+func sharedNodes(t *testing.T, k int) []byte {
+	t.Helper()
+	var b codec.Builder
+	b.Reset(nil)
+	var next codec.Ref
+	for i := range k {
+		o := b.StartObject(1032)
+		o.SetObject(0, next)
+		o.SetObject(4, next)
+		o.SetBytesFixed(8, bytes.Repeat([]byte{byte(i)}, 1024))
+		next = o.Finish()
+	}
+	b.SetRoot(next)
+	msg := b.Finish()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// bareBlocks builds a Blocks message listing n elements that are bare
+// 16-byte headers whose root is at their end: 20 bytes of list each,
+// every one a 4 KiB Block of zeros.
+func bareBlocks(t *testing.T, n int) []byte {
+	t.Helper()
+	elem := make([]byte, codec.HeaderSize)
+	copy(elem, codec.Magic)
+	binary.LittleEndian.PutUint16(elem[4:], codec.Version1)
+	binary.LittleEndian.PutUint32(elem[8:], codec.HeaderSize)  // root
+	binary.LittleEndian.PutUint32(elem[12:], codec.HeaderSize) // size
+	var b codec.Builder
+	b.Reset(nil)
+	o := b.StartObject(8)
+	l := b.StartList(0)
+	for range n {
+		l.AddMessage(elem)
+	}
+	o.SetList(0, l.Finish())
+	b.SetRoot(o.Finish())
+	msg := b.Finish()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// TestDecodeAllocationBounded: DecodeZAP charges what it allocates (the Go
+// size of each nested record and list element, text and bytes) to a
+// budget of 6 bytes per message byte. Messages that would make records
+// far larger than themselves fail with ErrShared, having allocated at most
+// about the budget: 1 KiB nodes shared along 2^13 paths (a 13 KB message
+// decoded into 9.4 MB, without error) and 4 KiB blocks listed as bare
+// headers (20 KB into 12.6 MB). Honest messages whose records are the
+// largest a message can make decode: the same nodes in a chain, blocks,
+// and the empty bytes values and nested lists that reach the 6 bytes per
+// byte (a 24-byte slice per 4-byte element).
+func TestDecodeAllocationBounded(t *testing.T) {
+	var chain *Node
+	for i := range 13 {
+		n := &Node{Left: chain}
+		n.Data[i] = byte(i + 1)
+		chain = n
+	}
+	blocks := &Blocks{Items: make([]Block, 50)}
+	for i := range blocks.Items {
+		blocks.Items[i].Data[i] = 1
+	}
+	tests := []struct {
+		name      string
+		msg       []byte       // nil: want.AppendZAP
+		got, want check.Record // got: fresh; want nil: DecodeZAP must fail with ErrShared
+	}{
+		{"nodes shared along 2^13 paths", sharedNodes(t, 13), new(Node), nil},
+		{"4 KiB blocks listed as bare headers", bareBlocks(t, 1000), new(Blocks), nil},
+		{"nodes in a chain", nil, new(Node), chain},
+		{"blocks", nil, new(Blocks), blocks},
+		{"empty bytes values", nil, new(Sparse), &Sparse{Raw: make([][]byte, 100000)}},
+		{"empty nested lists", nil, new(Deep), &Deep{Grid: make([][]uint16, 100000)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := tt.msg
+			if msg == nil {
+				msg = tt.want.AppendZAP(nil)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := tt.got.DecodeZAP(msg)
+			runtime.ReadMemStats(&after)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d-byte message: %d bytes allocated (%v)", len(msg), alloc, err)
+			if tt.want == nil {
+				if !errors.Is(err, codec.ErrShared) {
+					t.Fatalf("DecodeZAP = %v, want ErrShared", err)
+				}
+			} else if err != nil {
+				t.Fatalf("DecodeZAP = %v", err)
+			} else if d := check.Equal(tt.want, tt.got); d != "" {
+				t.Fatalf("decoded: %s", d)
+			}
+			if alloc > 8*uint64(len(msg)) {
+				t.Fatalf("DecodeZAP of a %d-byte message allocated %d bytes", len(msg), alloc)
+			}
+		})
+	}
 }

@@ -39,6 +39,18 @@ var types = map[string]check.Type{
 		New:  func() check.Record { return new(Empty) },
 		Read: func(b []byte) (any, error) { return ReadEmpty(b) },
 	},
+	"Node": {
+		New:  func() check.Record { return new(Node) },
+		Read: func(b []byte) (any, error) { return ReadNode(b) },
+	},
+	"Block": {
+		New:  func() check.Record { return new(Block) },
+		Read: func(b []byte) (any, error) { return ReadBlock(b) },
+	},
+	"Blocks": {
+		New:  func() check.Record { return new(Blocks) },
+		Read: func(b []byte) (any, error) { return ReadBlocks(b) },
+	},
 }
 
 func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 3, 2000, types) }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/zapcodec/zapcodec/codec"
 )
@@ -82,10 +83,11 @@ func (m *Item) zapDecodeMessage(b []byte, depth int, budget *int) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -254,8 +256,10 @@ func (m *Everything) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
 // codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
 // a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
-// codec.ErrShared for objects shared or cyclic so that decoding would
-// grow out of proportion to len(b). On error m holds a partial result.
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
 func (m *Everything) DecodeZAP(b []byte) error {
 	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
 	if !ok {
@@ -265,7 +269,7 @@ func (m *Everything) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 2*len(b) + 64
+	budget := 6*len(b) + 64
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Everything")
 	}
@@ -273,10 +277,11 @@ func (m *Everything) DecodeZAP(b []byte) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -327,18 +332,22 @@ func (m *Everything) zapDecode(o codec.Object, depth int, budget *int) error {
 	*budget -= len(p1)
 	{
 		l0 := o.List(96)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Items")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 		xs0 := m.Items[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Items")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]Item, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, Item{})
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
 				m.Items = xs0
 				return codec.InField(codec.InElement(err, k0), "Items")

@@ -83,10 +83,11 @@ func (m *Item) zapDecodeMessage(b []byte, depth int, budget *int) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Item) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -380,8 +381,10 @@ func (m *Lists) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
 // codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
 // a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
-// codec.ErrShared for objects shared or cyclic so that decoding would
-// grow out of proportion to len(b). On error m holds a partial result.
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
 func (m *Lists) DecodeZAP(b []byte) error {
 	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
 	if !ok {
@@ -391,7 +394,7 @@ func (m *Lists) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 2*len(b) + 64
+	budget := 6*len(b) + 64
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Lists")
 	}
@@ -399,10 +402,11 @@ func (m *Lists) DecodeZAP(b []byte) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -426,11 +430,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(12)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "U8s")
-		}
 		if !l0.VarFits(1) {
 			return codec.InField(codec.ErrOutOfBounds, "U8s")
+		}
+		if *budget -= 1 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "U8s")
 		}
 		xs0 := m.U8s[:0]
 		if cap(xs0) < l0.Len() {
@@ -453,11 +457,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(20)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "U16s")
-		}
 		if !l0.VarFits(2) {
 			return codec.InField(codec.ErrOutOfBounds, "U16s")
+		}
+		if *budget -= 2 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "U16s")
 		}
 		xs0 := m.U16s[:0]
 		if cap(xs0) < l0.Len() {
@@ -480,11 +484,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(28)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "U32s")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "U32s")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "U32s")
 		}
 		xs0 := m.U32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -507,11 +511,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(36)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "U64s")
-		}
 		if !l0.VarFits(8) {
 			return codec.InField(codec.ErrOutOfBounds, "U64s")
+		}
+		if *budget -= 8 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "U64s")
 		}
 		xs0 := m.U64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -534,11 +538,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(44)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "I16s")
-		}
 		if !l0.VarFits(2) {
 			return codec.InField(codec.ErrOutOfBounds, "I16s")
+		}
+		if *budget -= 2 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "I16s")
 		}
 		xs0 := m.I16s[:0]
 		if cap(xs0) < l0.Len() {
@@ -561,11 +565,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(52)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "I32s")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "I32s")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "I32s")
 		}
 		xs0 := m.I32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -588,11 +592,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(60)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "I64s")
-		}
 		if !l0.VarFits(8) {
 			return codec.InField(codec.ErrOutOfBounds, "I64s")
+		}
+		if *budget -= 8 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "I64s")
 		}
 		xs0 := m.I64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -615,11 +619,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(68)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "F32s")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "F32s")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "F32s")
 		}
 		xs0 := m.F32s[:0]
 		if cap(xs0) < l0.Len() {
@@ -642,11 +646,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(76)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "F64s")
-		}
 		if !l0.VarFits(8) {
 			return codec.InField(codec.ErrOutOfBounds, "F64s")
+		}
+		if *budget -= 8 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "F64s")
 		}
 		xs0 := m.F64s[:0]
 		if cap(xs0) < l0.Len() {
@@ -669,11 +673,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(84)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Bools")
-		}
 		if !l0.VarFits(1) {
 			return codec.InField(codec.ErrOutOfBounds, "Bools")
+		}
+		if *budget -= 1 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Bools")
 		}
 		xs0 := m.Bools[:0]
 		if cap(xs0) < l0.Len() {
@@ -696,18 +700,22 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(92)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Texts")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Texts")
 		}
 		xs0 := m.Texts[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Texts")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]string, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, "")
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			if p := it0.Bytes(); string(p) != xs0[k0] {
 				xs0[k0] = string(p)
 				*budget -= len(p)
@@ -720,18 +728,22 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(100)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Blobs")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Blobs")
 		}
 		xs0 := m.Blobs[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Blobs")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([][]byte, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, nil)
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			xs0[k0] = append(xs0[k0][:0], it0.Bytes()...)
 			*budget -= len(xs0[k0])
 		}
@@ -742,11 +754,11 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(108)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Quads")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "Quads")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Quads")
 		}
 		xs0 := m.Quads[:0]
 		if cap(xs0) < l0.Len() {
@@ -769,18 +781,22 @@ func (m *Lists) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(116)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Items")
+		if !l0.VarFits(0) {
+			return codec.InField(codec.ErrOutOfBounds, "Items")
 		}
 		xs0 := m.Items[:0]
+		n0 := l0.Len()
+		if n0 > *budget/int(unsafe.Sizeof(xs0[0])) {
+			return codec.InField(codec.ErrShared, "Items")
+		}
+		*budget -= n0 * int(unsafe.Sizeof(xs0[0]))
+		if cap(xs0) < n0 { // one allocation; the old elements' memory is kept for reuse
+			xs0 = append(make([]Item, 0, n0), xs0[:cap(xs0)]...)[:0]
+		}
 		it0 := l0.Iter()
 		for it0.Next() {
 			k0 := len(xs0)
-			if k0 < cap(xs0) {
-				xs0 = xs0[:k0+1]
-			} else {
-				xs0 = append(xs0, Item{})
-			}
+			xs0 = xs0[:k0+1] // k0 < n0: Next stops after n0 elements
 			if err := xs0[k0].zapDecodeMessage(it0.Bytes(), depth+1, budget); err != nil {
 				m.Items = xs0
 				return codec.InField(codec.InElement(err, k0), "Items")

@@ -7,6 +7,7 @@ import (
 	"encoding"
 	"encoding/binary"
 	"slices"
+	"unsafe"
 
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/rpc"
@@ -78,10 +79,11 @@ func (m *Point) DecodeZAP(b []byte) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Point) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -216,8 +218,10 @@ func (m *Shape) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,
 // codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for
 // a list, codec.ErrTooDeep for nesting deeper than 100 levels, or
-// codec.ErrShared for objects shared or cyclic so that decoding would
-// grow out of proportion to len(b). On error m holds a partial result.
+// codec.ErrShared when the records, lists and values decoding allocates
+// would take more than 6 bytes per byte of b (objects shared or cyclic,
+// or list elements whose records the message does not hold). On error
+// m holds a partial result.
 func (m *Shape) DecodeZAP(b []byte) error {
 	o, ok := codec.RootOf(b) // inlined: no call for a well-formed header
 	if !ok {
@@ -227,7 +231,7 @@ func (m *Shape) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 2*len(b) + 64
+	budget := 6*len(b) + 64
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Shape")
 	}
@@ -235,10 +239,11 @@ func (m *Shape) DecodeZAP(b []byte) error {
 }
 
 // zapDecode fills m from object o, nested depth levels deep. budget is
-// charged one unit per object, per list element and per byte of text or
-// bytes copied: a message whose objects are not shared costs less than
-// its size, so running out means shared or cyclic objects. Errors carry
-// the path below m (codec.InField).
+// charged, in bytes, what decoding allocates (the Go size of each
+// nested record and list element, each byte of text or bytes copied)
+// and one more per object: a message whose objects are not shared
+// costs at most 6 times its size, so running out means shared or
+// cyclic objects. Errors carry the path below m (codec.InField).
 func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 	if depth > 100 {
 		return codec.ErrTooDeep
@@ -263,6 +268,9 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 	if c := o.Object(2); c.IsNull() {
 		m.Origin = nil
 	} else {
+		if *budget -= int(unsafe.Sizeof(Point{})); *budget < 0 {
+			return codec.InField(codec.ErrShared, "Origin")
+		}
 		if m.Origin == nil {
 			m.Origin = new(Point)
 		}
@@ -272,11 +280,11 @@ func (m *Shape) zapDecode(o codec.Object, depth int, budget *int) error {
 	}
 	{
 		l0 := o.List(6)
-		if *budget -= l0.Len(); *budget < 0 {
-			return codec.InField(codec.ErrShared, "Tags")
-		}
 		if !l0.VarFits(4) {
 			return codec.InField(codec.ErrOutOfBounds, "Tags")
+		}
+		if *budget -= 4 * l0.Len(); *budget < 0 { // the elements' Go size
+			return codec.InField(codec.ErrShared, "Tags")
 		}
 		xs0 := m.Tags[:0]
 		if cap(xs0) < l0.Len() {

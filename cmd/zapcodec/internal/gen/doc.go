@@ -54,6 +54,17 @@
 // the field that broke ("Block.txs[3].to") and matching their cause with
 // errors.Is (codec.ErrMagic, codec.ErrOutOfBounds, ...).
 //
+// What DecodeZAP allocates is charged, before it is allocated, to a budget
+// of 6 bytes per byte of the message (plus 64): the Go size of each nested
+// record and list element and each byte of text or bytes. A message whose
+// objects are not shared stays within it (a list of empty bytes values,
+// the costliest, takes a 24-byte slice per 4-byte element); one that
+// shares or cycles its objects, or lists records it does not hold (bare
+// headers for a record with a large fixed section), fails with
+// codec.ErrShared instead of growing its records out of proportion. A
+// list's elements are allocated in one piece, once the list's bytes are
+// known to be able to hold them.
+//
 // # Layout
 //
 // AppendZAP builds the message the way the canonical generated constructors

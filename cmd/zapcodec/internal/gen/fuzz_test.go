@@ -2,6 +2,9 @@ package gen
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,8 +13,9 @@ import (
 )
 
 // FuzzGenerate: every schema the parser accepts generates Go that parses
-// and formats (a *FormatError is a generator bug), or is refused with a
-// positioned *schema.Error (a Go name collision).
+// and formats (a *FormatError is a generator bug) and declares no name
+// twice, or is refused with a positioned *schema.Error (a Go name
+// collision).
 func FuzzGenerate(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/*.zap")
 	for _, pattern := range []string{"*.zap", "more/*.zap"} {
@@ -31,7 +35,12 @@ func FuzzGenerate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, err = Generate(file, Options{Package: "p"})
+		files, err := Generate(file, Options{Package: "p"})
+		for _, gf := range files {
+			if name := redeclared(t, gf.Data); name != "" {
+				t.Fatalf("generated Go declares %s twice (a collision checkNames missed):\n%s", name, src)
+			}
+		}
 		var fe *FormatError
 		if errors.As(err, &fe) {
 			t.Fatalf("generated Go does not parse: %v\n%s", fe, fe.Src)
@@ -41,4 +50,53 @@ func FuzzGenerate(f *testing.F) {
 			t.Fatalf("unexpected error %T: %v", err, err)
 		}
 	})
+}
+
+// redeclared returns the first name the Go source src declares twice at
+// top level (a type, function, constant or variable) or as a method of one
+// type ("T.M"), or "" when there is none.
+func redeclared(t *testing.T, src []byte) string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "gen.go", src, 0)
+	if err != nil {
+		t.Fatalf("generated Go does not parse: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, d := range f.Decls {
+		var names []string
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			n := d.Name.Name
+			if d.Recv != nil {
+				typ := d.Recv.List[0].Type
+				if star, ok := typ.(*ast.StarExpr); ok {
+					typ = star.X
+				}
+				if id, ok := typ.(*ast.Ident); ok {
+					n = id.Name + "." + n
+				}
+			}
+			names = append(names, n)
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch spec := spec.(type) {
+				case *ast.TypeSpec:
+					names = append(names, spec.Name.Name)
+				case *ast.ValueSpec:
+					for _, id := range spec.Names {
+						if id.Name != "_" {
+							names = append(names, id.Name)
+						}
+					}
+				}
+			}
+		}
+		for _, n := range names {
+			if seen[n] {
+				return n
+			}
+			seen[n] = true
+		}
+	}
+	return ""
 }

@@ -212,14 +212,17 @@ func checkNames(f *schema.File) error {
 		what string
 		pos  schema.Pos
 	}
-	top := map[string]owner{}
-	claim := func(name, what string, pos schema.Pos) error {
-		if prev, ok := top[name]; ok {
+	// claimIn claims a Go name in one name space: the package's top-level
+	// names, or the methods of one client type.
+	claimIn := func(space map[string]owner, name, what string, pos schema.Pos) error {
+		if prev, ok := space[name]; ok {
 			return &schema.Error{Pos: pos, Msg: fmt.Sprintf("Go name %s of %s collides with %s at %s", name, what, prev.what, prev.pos)}
 		}
-		top[name] = owner{what, pos}
+		space[name] = owner{what, pos}
 		return nil
 	}
+	top := map[string]owner{}
+	claim := func(name, what string, pos schema.Pos) error { return claimIn(top, name, what, pos) }
 	for _, s := range f.Structs {
 		t := GoName(s.Name)
 		if err := claim(t, "struct "+s.Name, s.Pos); err != nil {
@@ -287,11 +290,16 @@ func checkNames(f *schema.File) error {
 			{i + "Client", "the client of " + it.Name},
 			{"Register" + i + "Server", "the server registration of " + it.Name},
 			{"New" + i + "Client", "the client constructor of " + it.Name},
+			{i + "ServiceName", "the service name of " + it.Name},
 		} {
 			if err := claim(n.name, n.what, it.Pos); err != nil {
 				return err
 			}
 		}
+		// The client's methods: one per method, and the pipelined ones
+		// pipelineStubs writes (Send<M>, <M>On).
+		results := pipelineResults(it)
+		client := map[string]owner{}
 		methods := map[string]*schema.Method{}
 		for _, m := range it.Methods {
 			n := GoName(m.Name)
@@ -299,6 +307,18 @@ func checkNames(f *schema.File) error {
 				return &schema.Error{Pos: m.Pos, Msg: fmt.Sprintf("method %s: Go name %s collides with method %s at %s", m.Name, n, prev.Name, prev.Pos)}
 			}
 			methods[n] = m
+			cm := []struct{ name, what string }{{n, "method " + it.Name + "." + m.Name}}
+			if sendStub(m) {
+				cm = append(cm, struct{ name, what string }{"Send" + n, "the pipelined send of method " + it.Name + "." + m.Name})
+			}
+			if onStub(m, results) {
+				cm = append(cm, struct{ name, what string }{n + "On", "the pipelined call of method " + it.Name + "." + m.Name})
+			}
+			for _, c := range cm {
+				if err := claimIn(client, i+"Client."+c.name, c.what, m.Pos); err != nil {
+					return err
+				}
+			}
 			if err := claim(i+n+"Ordinal", "the ordinal of method "+it.Name+"."+m.Name, m.Pos); err != nil {
 				return err
 			}

@@ -164,6 +164,11 @@ func TestErrors(t *testing.T) {
 		{"method vs method", "package p\nstruct A {}\ninterface S {\n    get(req: A)\n    Get()\n}\n", "", "t.zap:5:5: method Get: Go name Get collides with method get at t.zap:4:5"},
 		{"server type", "package p\nstruct SServer {}\ninterface S { ping() }\n", "", "t.zap:3:11: Go name SServer of the server interface of S collides with struct SServer at t.zap:2:8"},
 		{"ordinal", "package p\nstruct SPingOrdinal {}\ninterface S { ping() }\n", "", "t.zap:3:15: Go name SPingOrdinal of the ordinal of method S.ping collides with struct SPingOrdinal at t.zap:2:8"},
+		{"service name", "package p\nstruct R { A u32 }\nstruct SvcServiceName { A u32 }\ninterface Svc { get() returns (r: R) }\n", "", "t.zap:4:11: Go name SvcServiceName of the service name of Svc collides with struct SvcServiceName at t.zap:3:8"},
+		{"send stub", "package p\nstruct R { A u32 }\ninterface Svc { get() returns (r: R); sendGet() }\n", "", "t.zap:3:39: Go name SvcClient.SendGet of method Svc.sendGet collides with the pipelined send of method Svc.get at t.zap:3:17"},
+		{"send stub after", "package p\nstruct R { A u32 }\ninterface Svc { sendGet(); get() returns (r: R) }\n", "", "t.zap:3:28: Go name SvcClient.SendGet of the pipelined send of method Svc.get collides with method Svc.sendGet at t.zap:3:17"},
+		{"on stub", "package p\nstruct R { A u32 }\ninterface Svc { get() returns (r: R); put(r: R); putOn(p: R) }\n", "", "t.zap:3:50: Go name SvcClient.PutOn of method Svc.putOn collides with the pipelined call of method Svc.put at t.zap:3:39"},
+		{"send vs on stub", "package p\nstruct R { A u32 }\ninterface Svc { on() returns (r: R); send(r: R) }\n", "", "t.zap:3:38: Go name SvcClient.SendOn of the pipelined call of method Svc.send collides with the pipelined send of method Svc.on at t.zap:3:17"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -161,6 +161,13 @@ func (g *generator) sizeList(xs string, e *schema.Type, depth int) {
 // of the list's slice type) from the codec.List variable l, whose elements
 // have type e. wrap turns an error expression into one that carries the
 // path of the list (codec.InField, codec.InElement).
+//
+// Before it takes an element it checks that the list's bytes could hold
+// them all (List.VarFits: a count they cannot back fails at once) and
+// charges the budget with the Go size of them all, then allocates them in
+// one piece: what a list takes is charged before it is allocated, never
+// more (the elements' own text, bytes, records and lists are charged as
+// they are decoded).
 func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap func(string) string) {
 	xs := fmt.Sprintf("xs%d", depth)
 	it := fmt.Sprintf("it%d", depth)
@@ -170,6 +177,9 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 		goT := goType(e)
 		g.p("if !%s.VarFits(%d) {", l, w)
 		g.p("return %s", wrap("codec.ErrOutOfBounds"))
+		g.p("}")
+		g.p("if *budget -= %d * %s.Len(); *budget < 0 { // the elements' Go size", w, l)
+		g.p("return %s", wrap("codec.ErrShared"))
 		g.p("}")
 		g.p("%s := %s[:0]", xs, target)
 		g.p("if cap(%s) < %s.Len() {", xs, l)
@@ -200,22 +210,31 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 		g.p("}")
 		return
 	}
+	n := fmt.Sprintf("n%d", depth)
+	g.p("if !%s.VarFits(0) {", l)
+	g.p("return %s", wrap("codec.ErrOutOfBounds"))
+	g.p("}")
 	g.p("%s := %s[:0]", xs, target)
+	g.p("%s := %s.Len()", n, l)
+	if e.Kind != schema.KindStruct || len(e.Struct.Fields) > 0 { // a record without fields takes no memory
+		g.use("unsafe")
+		size := fmt.Sprintf("int(unsafe.Sizeof(%s[0]))", xs)
+		g.p("if %s > *budget/%s {", n, size)
+		g.p("return %s", wrap("codec.ErrShared"))
+		g.p("}")
+		g.p("*budget -= %s * %s", n, size)
+	}
+	elemT := goType(e)
+	if e.Kind == schema.KindStruct {
+		elemT = GoName(e.Struct.Name)
+	}
+	g.p("if cap(%s) < %s { // one allocation; the old elements' memory is kept for reuse", xs, n)
+	g.p("%s = append(make([]%s, 0, %s), %s[:cap(%s)]...)[:0]", xs, elemT, n, xs, xs)
+	g.p("}")
 	g.p("%s := %s.Iter()", it, l)
 	g.p("for %s.Next() {", it)
 	g.p("%s := len(%s)", k, xs)
-	g.p("if %s < cap(%s) {", k, xs)
-	g.p("%s = %s[:%s+1]", xs, xs, k)
-	g.p("} else {")
-	zero := `""`
-	switch e.Kind {
-	case schema.KindStruct:
-		zero = GoName(e.Struct.Name) + "{}"
-	case schema.KindBytes, schema.KindList:
-		zero = "nil"
-	}
-	g.p("%s = append(%s, %s)", xs, xs, zero)
-	g.p("}")
+	g.p("%s = %s[:%s+1] // %s < %s: Next stops after %s elements", xs, xs, k, k, n, n)
 	x := fmt.Sprintf("%s[%s]", xs, k)
 	switch e.Kind {
 	case schema.KindStruct:
@@ -238,7 +257,6 @@ func (g *generator) decodeList(target, l string, e *schema.Type, depth int, wrap
 		g.p("%s = %s", target, xs)
 		g.p("return %s", at("codec.ErrNestedList"))
 		g.p("}")
-		g.p("*budget -= %s.Len()", inner)
 		g.decodeList(x, inner, e.Elem, depth+1, func(err string) string { return at(err) })
 	}
 	g.p("}")

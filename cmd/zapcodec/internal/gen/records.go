@@ -148,8 +148,10 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion for a header,")
 		g.p("// codec.ErrOutOfBounds, codec.ErrElementSize or codec.ErrNestedList for")
 		g.p("// a list, codec.ErrTooDeep for nesting deeper than 100 levels, or")
-		g.p("// codec.ErrShared for objects shared or cyclic so that decoding would")
-		g.p("// grow out of proportion to len(b). On error m holds a partial result.")
+		g.p("// codec.ErrShared when the records, lists and values decoding allocates")
+		g.p("// would take more than %d bytes per byte of b (objects shared or cyclic,", budgetFactor)
+		g.p("// or list elements whose records the message does not hold). On error")
+		g.p("// m holds a partial result.")
 	}
 	g.p("func (m *%s) DecodeZAP(b []byte) error {", t)
 	switch {
@@ -168,7 +170,7 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("}")
 		g.p("o = msg.Root()")
 		g.p("}")
-		g.p("budget := 2*len(b) + 64")
+		g.p("budget := %d*len(b) + 64", budgetFactor)
 		g.p("if err := m.zapDecode(o, 0, &budget); err != nil {")
 		g.p("return codec.InField(err, %q)", s.Name)
 		g.p("}")
@@ -190,10 +192,11 @@ func (g *generator) record(s *schema.Struct) {
 	}
 	if !flat || nested || elem {
 		g.p("// zapDecode fills m from object o, nested depth levels deep. budget is")
-		g.p("// charged one unit per object, per list element and per byte of text or")
-		g.p("// bytes copied: a message whose objects are not shared costs less than")
-		g.p("// its size, so running out means shared or cyclic objects. Errors carry")
-		g.p("// the path below m (codec.InField).")
+		g.p("// charged, in bytes, what decoding allocates (the Go size of each")
+		g.p("// nested record and list element, each byte of text or bytes copied)")
+		g.p("// and one more per object: a message whose objects are not shared")
+		g.p("// costs at most %d times its size, so running out means shared or", budgetFactor)
+		g.p("// cyclic objects. Errors carry the path below m (codec.InField).")
 		g.p("func (m *%s) zapDecode(o codec.Object, depth int, budget *int) error {", t)
 		g.p("if depth > 100 {")
 		g.p("return codec.ErrTooDeep")
@@ -216,6 +219,15 @@ func (g *generator) record(s *schema.Struct) {
 
 	g.view(s)
 }
+
+// budgetFactor is how many bytes a generated DecodeZAP may allocate per
+// byte of its message before it fails with codec.ErrShared. A message
+// whose objects are not shared costs at most that much: a list element
+// takes at least 4 bytes (its size word) and its Go value at most 24 (a
+// []byte or a nested list's slice), a record at most 4 times its fixed
+// section (8-byte pointers for 4-byte object slots, 24-byte slices for
+// 8-byte list slots, padding), and text and bytes cost their length.
+const budgetFactor = 6
 
 // examplePath returns a path a DecodeZAP error of s could carry, for its
 // doc: "Order.Items[2]" for a list field, "Order.Ship" for a nested record.
@@ -389,6 +401,12 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 			g.p("if c := o.Object(%d); c.IsNull() {", off)
 			g.p("m.%s = nil", n)
 			g.p("} else {")
+			if len(f.Type.Struct.Fields) > 0 { // a record without fields takes no memory
+				g.use("unsafe")
+				g.p("if *budget -= int(unsafe.Sizeof(%s{})); *budget < 0 {", GoName(f.Type.Struct.Name))
+				g.p("return codec.InField(codec.ErrShared, %q)", f.Name)
+				g.p("}")
+			}
 			g.p("if m.%s == nil {", n)
 			g.p("m.%s = new(%s)", n, GoName(f.Type.Struct.Name))
 			g.p("}")
@@ -400,9 +418,6 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 			wrap := func(err string) string { return fmt.Sprintf("codec.InField(%s, %q)", err, f.Name) }
 			g.p("{")
 			g.p("l0 := o.List(%d)", off)
-			g.p("if *budget -= l0.Len(); *budget < 0 {")
-			g.p("return %s", wrap("codec.ErrShared"))
-			g.p("}")
 			g.decodeList("m."+n, "l0", f.Type.Elem, 0, wrap)
 			g.p("}")
 		}

@@ -191,14 +191,9 @@ func params(it *schema.Interface, m *schema.Method, server bool) string {
 // request, in the same round trip.
 func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 	i := GoName(it.Name)
-	results := map[*schema.Struct]bool{}
+	results := pipelineResults(it)
 	for _, m := range it.Methods {
-		if m.Resp != nil && !m.RespStream {
-			results[m.Resp] = true
-		}
-	}
-	for _, m := range it.Methods {
-		if m.Resp == nil || streaming(m) {
+		if !sendStub(m) {
 			continue
 		}
 		mn := GoName(m.Name)
@@ -228,7 +223,7 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("}\n")
 	}
 	for _, m := range it.Methods {
-		if m.Req == nil || !results[m.Req] || streaming(m) {
+		if !onStub(m, results) {
 			continue
 		}
 		mn := GoName(m.Name)
@@ -252,4 +247,26 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("return err")
 		g.p("}\n")
 	}
+}
+
+// pipelineResults returns the result types of the methods of it that
+// answer once: a method whose request is one of them gets an <M>On stub.
+func pipelineResults(it *schema.Interface) map[*schema.Struct]bool {
+	results := map[*schema.Struct]bool{}
+	for _, m := range it.Methods {
+		if m.Resp != nil && !m.RespStream {
+			results[m.Resp] = true
+		}
+	}
+	return results
+}
+
+// sendStub reports whether method m gets a Send<M> stub: it has a result
+// and does not stream.
+func sendStub(m *schema.Method) bool { return m.Resp != nil && !streaming(m) }
+
+// onStub reports whether method m gets an <M>On stub: its request is one of
+// results (pipelineResults) and it does not stream.
+func onStub(m *schema.Method, results map[*schema.Struct]bool) bool {
+	return m.Req != nil && results[m.Req] && !streaming(m)
 }

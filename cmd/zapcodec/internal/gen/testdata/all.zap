@@ -89,3 +89,18 @@ struct Empties
 
 # An interface without methods, whitespace form.
 interface Nothing
+
+# Records whose Go form is far larger than the least message that names
+# them: a tree of 1 KiB nodes, which a hostile message shares along many
+# paths, and a list of 4 KiB blocks, which it can list as bare headers
+# (internal/gentest/all/hostile_test.go).
+struct Node
+    Left  Node
+    Right Node
+    Data  bytes_fixed[1024]
+
+struct Block
+    Data bytes_fixed[4096]
+
+struct Blocks
+    Items list<Block>
