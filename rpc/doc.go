@@ -78,7 +78,8 @@
 // with calls outstanding that receives nothing for [DefaultAnswerTimeout]
 // (60 s, [WithAnswerTimeout]) closes the connection, as does one whose
 // table of pending calls fills up with abandoned calls, so that
-// rpc/cluster dials a fresh one. At most 4 MiB wait to be written per connection. A
+// rpc/cluster dials a fresh one. A connection's write queue takes frames
+// while less than 4 MiB wait to be written. A
 // [StatusError]'s Message keeps at most [MaxErrorMessage] bytes of the
 // answer body; Call returns the whole body appended to resp. Only a call
 // the server certainly did not run ([IsRetryable]) is sent again by

@@ -238,7 +238,13 @@ func statusIndex(status uint32) int {
 // after a pause of 5 ms doubling to 1 s, as net/http does. Serve returns
 // [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
 // closed when Serve returns. TCP, Unix and TLS listeners all work; with
-// [WithTLSConfig] every accepted connection is wrapped in TLS. With the
+// [WithTLSConfig] every accepted connection is wrapped in TLS. A
+// listener that wraps its connections (netutil.LimitListener, a metrics
+// wrapper) should give them a NetConn method that returns the socket,
+// as crypto/tls does: a write to a connection the server cannot see
+// through is taken for one a deadline cannot cut and resume (it might
+// hide TLS), so each write must end within the write timeout, not only
+// make progress ([WithWriteTimeout]). With the
 // HTTP framing among the server's frame options it returns
 // [ErrHTTPFraming] at once (l closed).
 func (s *Server) Serve(l net.Listener) error {
