@@ -21,7 +21,9 @@ import (
 // that ctx has not reported yet; and what its answer check and its
 // broken outbox keep.
 
-// wpCountConn counts the Write calls made on the connection it wraps.
+// wpCountConn counts the Write calls made on the connection it wraps;
+// unlike writeCounter it does not unwrap (no NetConn): it hides what it
+// wraps, as a plain wrapper does.
 type wpCountConn struct {
 	net.Conn
 	writes atomic.Int64
