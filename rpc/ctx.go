@@ -90,6 +90,10 @@ func (j *job) Err() error {
 		return err
 	}
 	if dl := j.dl.Load(); dl != 0 && monoNow() >= dl {
+		// Done is closed first: Err is not nil only once it is, as the
+		// context package promises (its timer may not have fired yet,
+		// or Done was never asked for).
+		j.passed()
 		return context.DeadlineExceeded
 	}
 	return nil

@@ -122,6 +122,21 @@ func (j *job) armDone() <-chan struct{} {
 	return j.dch
 }
 
+// passed closes the call's Done once its deadline has passed (Err found
+// it so): armed, it fires now, not when its timer runs; not armed yet,
+// armDone fires it at once.
+func (j *job) passed() {
+	j.dmu.Lock()
+	if !j.armed {
+		j.dmu.Unlock()
+		j.armDone()
+		return
+	}
+	run := j.fire() // nil when fired already
+	j.dmu.Unlock()
+	j.runAfter(run)
+}
+
 // closedDone is a closed channel: the Done of a call that is over.
 var closedDone = func() chan struct{} {
 	ch := make(chan struct{})

@@ -191,3 +191,23 @@ func TestShutdownRefusalsDoNotRestartGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Err reports the deadline only once Done is closed, as the context
+// package promises: here the call's timer is an hour out when Err finds
+// the deadline passed.
+func TestHandlerCtxErrClosesDone(t *testing.T) {
+	c := &serverConn{s: NewServer(), ctx: context.Background()}
+	j := c.newJob()
+	j.dl.Store(monoNow() + int64(time.Hour))
+	done := j.Done() // arms the call's timer
+	j.dl.Store(monoNow() - 1)
+	if err := j.Err(); err != context.DeadlineExceeded {
+		t.Fatalf("Err: %v", err)
+	}
+	select {
+	case <-done:
+	default:
+		t.Fatal("Err reports the deadline while Done is open")
+	}
+	j.endDeadline()
+}

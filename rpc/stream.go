@@ -313,8 +313,10 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 		if s.set.cl == nil {
 			// A handler's ctx ended (its deadline, the server's base
 			// context; a cancel by the client ends the stream itself):
-			// its AfterFunc wakes this wait.
-			if err := s.ctx.Err(); err != nil {
+			// its AfterFunc wakes this wait. Not when the connection
+			// closed (close marks it before it cancels the ctx): the
+			// stream's end, ErrClosed, follows at once.
+			if err := s.ctx.Err(); err != nil && !s.set.sc.closed.Load() {
 				s.mu.Unlock()
 				return buf, err
 			}
@@ -630,6 +632,11 @@ func (s *Stream) credit(n uint32) {
 // would arm one per write; the server's scans bound them, see
 // writeWatched): they end by the write timeout.
 func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []byte, isMsg bool) error {
+	if n := 1 + 4 + len(msg); n > t.out.max {
+		// Refused before it is copied into the queue (end would refuse
+		// it after, leaving the queue's buffer grown to its size).
+		return fmt.Errorf("%w (len:%d max:%d)", frame.ErrFrameTooLarge, n, t.out.max)
+	}
 	buf, err := t.out.beginCtx(ctx, kind)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -258,5 +259,64 @@ func TestStreamHelloWaitAfterHelloLeaves(t *testing.T) {
 	await(t, "the server taken for canonical once the hello left", func() bool { return c.streams.noHello.Load() })
 	if err := receive(t, "OpenStream", opened); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An open with stream id 0 (the hello's id, which no opener numbers a
+// stream with) starts no handler; the connection goes on.
+func TestStreamOpenIDZeroDropped(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<16)) // a zapcodec client's hello
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 0}))
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 7, Payload: []byte("after")}))
+	for {
+		kind, env, ok := rc.recv()
+		if !ok {
+			t.Fatal("connection closed")
+		}
+		if kind != wire.KindResponse {
+			continue // the server's hello
+		}
+		r, err := wire.ParseResponse(env)
+		if err != nil || r.PromiseID != 7 || string(r.Body) != "after" {
+			t.Fatalf("answer %+v, %v", r, err)
+		}
+		break
+	}
+	if n := s.Stats().Streams.Opened; n != 0 {
+		t.Fatalf("%d streams opened", n)
+	}
+}
+
+// A message above the largest frame is refused before it is copied into
+// the connection's write queue.
+func TestStreamSendTooLargeNotQueued(t *testing.T) {
+	_, addr, _ := streamServer(t)
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sEcho, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, c.out.max)
+	if err := st.Send(msg); !errors.Is(err, frame.ErrFrameTooLarge) {
+		t.Fatalf("Send: %v, want frame.ErrFrameTooLarge", err)
+	}
+	c.out.mu.Lock()
+	held := 0
+	for _, b := range []*outBuf{c.out.cur, c.out.spare} {
+		if b != nil {
+			held = max(held, cap(b.B))
+		}
+	}
+	c.out.mu.Unlock()
+	if held >= len(msg) {
+		t.Fatalf("the write queue holds a %d-byte buffer after refusing a %d-byte message", held, len(msg))
+	}
+	if err := st.Send([]byte("small")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(nil); err != nil || string(m) != "small" {
+		t.Fatalf("Recv: %q, %v", m, err)
 	}
 }

@@ -166,6 +166,12 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		// learns why at once.
 		return c.streamRefuse(id, StatusNotFound, streamNoHandler, false)
 	}
+	if id == 0 {
+		// Id 0 is the hello's (kind 9): a stream of that id could never
+		// be granted credit. No opener numbers a stream 0 (the canonical
+		// one counts from 1): dropped, like an open nobody takes.
+		return true
+	}
 	t := &c.streams
 	t.mu.Lock()
 	if t.err != nil {
