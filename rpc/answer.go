@@ -27,7 +27,11 @@ func (c *serverConn) run(j *job) {
 // read loop role and flushes later (see readLoop).
 func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	if c.promises != nil {
-		c.promises.complete(j.pslot, j.pseq, status == StatusOK, body)
+		// An answer above the largest frame goes out as an empty 500
+		// (writeAnswer, inlineAnswer): the calls pipelined on it see it
+		// failed, as its caller does.
+		ok := status == StatusOK && frameHeader+wire.ResponseOverhead+len(body)-4 <= c.out.max
+		c.promises.complete(j.pslot, j.pseq, ok, body)
 	}
 	if j.refused {
 		j.refused = false

@@ -466,6 +466,7 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	if err := wire.ParseRequestTo(&req, p); err != nil {
 		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
+			c.promiseFailed(ee.PromiseID)
 			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)
 			return reqNext
 		}
@@ -477,12 +478,14 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		// Read after our go-away: refused at once, not run, so the
 		// client may send it elsewhere (its peer may not have seen the
 		// go-away yet when it sent it).
+		c.promiseFailed(req.PromiseID)
 		c.refuse(req.PromiseID)
 		return reqNext
 	}
 	c.batchRan = true
 	h := c.handler(req.Method)
 	if h == nil {
+		c.promiseFailed(req.PromiseID)
 		c.answerDirect(StatusNotFound, req.PromiseID, "no such method")
 		return reqNext
 	}
@@ -491,6 +494,7 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		return reqNext
 	}
 	if len(req.Metadata) > 0 && !c.checkMetadata(&req) {
+		c.promiseFailed(req.PromiseID)
 		return reqNext
 	}
 	var arrived int64 // the deadline counts from here, before any wait for a job
@@ -519,6 +523,14 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		return reqNext
 	}
 	return c.runInline(j, g)
+}
+
+// promiseFailed records, with pipelining on, a call the read loop
+// answered without running it (see promiseTable.recordFailed).
+func (c *serverConn) promiseFailed(pid uint32) {
+	if c.promises != nil {
+		c.promises.recordFailed(pid)
+	}
 }
 
 // doneOne ends one unit of inflight; the last one closes a connection

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -241,4 +243,59 @@ func TestPipelineCancelNoLeak(t *testing.T) {
 	}
 	zero.Release()
 	waitIdle(t, c)
+}
+
+// A call answered without running (an unknown method, malformed
+// metadata) fails its promise id: a call pipelined on that id is answered
+// 400, not run on an older call's answer that had the same id.
+func TestPipelineOnCallNotRun(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second wire.Request
+		status uint32
+	}{
+		{"unknown method", wire.Request{Method: 999, PromiseID: 7}, StatusNotFound},
+		{"malformed metadata", wire.Request{Method: mEcho, PromiseID: 7, Metadata: []byte{9, 0, 0, 0}}, StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, addr, _ := testServer(t, WithPipelining(0))
+			r := rawDial(t, addr)
+			r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 7, Payload: []byte("first call's")}))
+			if a := r.recvResponse(); a.Status != StatusOK {
+				t.Fatalf("first call: %d", a.Status)
+			}
+			r.send(wire.KindRequest, wire.AppendRequest(nil, &tc.second))
+			if a := r.recvResponse(); a.Status != tc.status {
+				t.Fatalf("second call: %d, want %d", a.Status, tc.status)
+			}
+			r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 8, Target: 7}))
+			if a := r.recvResponse(); a.Status != StatusBadRequest {
+				t.Fatalf("pipelined on it: status %d, body %q; want 400", a.Status, a.Body)
+			}
+		})
+	}
+}
+
+// An answer above the largest frame goes out as an empty 500, and a call
+// pipelined on it is answered 400, as on any failed call (it used to run
+// on the body nobody received).
+func TestPipelineOnAnswerTooLarge(t *testing.T) {
+	const max = 4096
+	s, addr, _ := testServer(t, WithPipelining(0), WithFrameOptions(frame.WithMaxFrameSize(max)))
+	const mBig, mLen = 20, 21
+	s.Handle(mBig, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return append(resp, make([]byte, 2*max)...), nil
+	})
+	s.Handle(mLen, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return append(resp, strconv.Itoa(len(req))...), nil
+	})
+	r := rawDial(t, addr)
+	r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mBig, PromiseID: 1}))
+	if a := r.recvResponse(); a.Status != StatusInternal {
+		t.Fatalf("answer above the largest frame: %d, want 500", a.Status)
+	}
+	r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mLen, PromiseID: 2, Target: 1}))
+	if a := r.recvResponse(); a.Status != StatusBadRequest {
+		t.Fatalf("pipelined on it: status %d, body %q; want 400", a.Status, a.Body)
+	}
 }

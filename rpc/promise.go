@@ -53,6 +53,15 @@ func (t *promiseTable) record(pid uint32) (slot int, seq uint64) {
 	return slot, seq
 }
 
+// recordFailed records a call answered without running (a 404, a
+// refusal, a malformed request that named its promise id) as failed: a
+// call pipelined on its promise id is answered 400, not run on an older
+// call's answer with the same id.
+func (t *promiseTable) recordFailed(pid uint32) {
+	slot, seq := t.record(pid)
+	t.complete(slot, seq, false, nil)
+}
+
 // complete stores the outcome of the call recorded at slot/seq (unless the
 // entry was reused since) and wakes the calls waiting for it.
 func (t *promiseTable) complete(slot int, seq uint64, ok bool, body []byte) {
