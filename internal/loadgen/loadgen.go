@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -154,8 +155,12 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Method == 0 {
 		return nil, errors.New("loadgen: method ordinal 0 (ordinals start at 1)")
 	}
-	if cfg.Rate < 0 {
-		return nil, fmt.Errorf("loadgen: negative rate %v", cfg.Rate)
+	if cfg.Rate < 0 || math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0) {
+		return nil, fmt.Errorf("loadgen: rate %v: want a finite number of calls a second, 0 or more", cfg.Rate)
+	}
+	if cfg.Rate > 0 && cfg.Rate < 1e-9 {
+		// Its interval, in ns, would not fit a time.Duration.
+		return nil, fmt.Errorf("loadgen: rate %v: below one call in 30 years", cfg.Rate)
 	}
 	if cfg.Direct && (cfg.Concurrency != 1 || len(cfg.ClientOptions) > 0) {
 		return nil, errors.New("loadgen: Direct needs Concurrency 1 and no ClientOptions")

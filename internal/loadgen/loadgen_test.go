@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -196,7 +197,10 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Config{Addr: "127.0.0.1:1", Method: 0}, "ordinal 0"},
-		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: -1}, "negative rate"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: -1}, "finite number"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: math.NaN()}, "finite number"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: math.Inf(1)}, "finite number"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: 1e-12}, "30 years"},
 		{Config{Addr: "127.0.0.1:1", Method: 1, Concurrency: 1 << 20}, "concurrency"},
 		{Config{Network: "unix", Addr: "/nonexistent/sock", Method: 1}, "connection 0"},
 	} {
