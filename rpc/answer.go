@@ -83,7 +83,7 @@ func (c *serverConn) handlerPanic(j *job, r any) {
 func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 	if j.target != 0 {
 		var ok bool
-		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0]); !ok {
+		if j.req, ok = c.promises.wait(j.target, j.pseq, j.req[:0], j); !ok && !j.expired() {
 			return StatusBadRequest, append(j.resp[:0], "promise target failed or unknown"...)
 		}
 	}

@@ -299,3 +299,25 @@ func TestPipelineOnAnswerTooLarge(t *testing.T) {
 		t.Fatalf("pipelined on it: status %d, body %q; want 400", a.Status, a.Body)
 	}
 }
+
+// A call pipelined on a call still running ends at its own deadline (504,
+// not run): it does not hold its job until the target returns.
+func TestPipelineWaitEndsAtDeadline(t *testing.T) {
+	s, addr, _ := testServer(t, WithPipelining(0))
+	release := make(chan struct{})
+	defer close(release)
+	const mHeld = 20
+	s.Handle(mHeld, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return append(resp, req...), nil
+	})
+	r := rawDial(t, addr)
+	r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mHeld, PromiseID: 1, Payload: []byte("held")}))
+	r.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Target: 1, Timeout: 50_000}))
+	answers := make(chan wire.Response, 1)
+	go func() { answers <- r.recvResponse() }()
+	a := receive(t, "the pipelined call's answer", answers)
+	if a.PromiseID != 2 || a.Status != StatusDeadlineExceeded {
+		t.Fatalf("first answer: promise %d, status %d; want promise 2 answered 504", a.PromiseID, a.Status)
+	}
+}

@@ -1,6 +1,9 @@
 package rpc
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // promiseTable remembers the last calls of one connection for promise
 // pipelining (docs/wire.md §6): a ring of entries, each a promise_id, its state
@@ -85,9 +88,18 @@ func (t *promiseTable) complete(slot int, seq uint64, ok bool, body []byte) {
 
 // wait finds the newest call with promise_id target recorded before the
 // waiting call (seq self), waits while it runs, and appends its OK body to
-// dst. ok is false when the target failed, is unknown or was evicted, or
-// the connection closed.
-func (t *promiseTable) wait(target uint32, self uint64, dst []byte) ([]byte, bool) {
+// dst. ok is false when the target failed, is unknown or was evicted, the
+// connection closed, or the deadline of the waiting call, j, passed (a
+// caller that gave up does not hold its job while the target runs on).
+func (t *promiseTable) wait(target uint32, self uint64, dst []byte, j *job) ([]byte, bool) {
+	if j.dl.Load() != 0 {
+		stop := context.AfterFunc(j, func() {
+			t.mu.Lock()
+			t.cond.Broadcast()
+			t.mu.Unlock()
+		})
+		defer stop()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	slot, seq := -1, uint64(0)
@@ -109,6 +121,9 @@ func (t *promiseTable) wait(target uint32, self uint64, dst []byte) ([]byte, boo
 		case promiseOK:
 			return append(dst, e.body...), true
 		case promiseFailed:
+			return dst, false
+		}
+		if j.expired() {
 			return dst, false
 		}
 		t.cond.Wait()
