@@ -643,15 +643,8 @@ func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, id)
 	buf = append(buf, msg...)
-	flushCtx := noCtx // a handler's
-	if t.cl != nil {
-		flushCtx = ctx
-	}
 	lead, err := t.out.end(buf)
-	if err = t.out.flushIfCtx(flushCtx, lead, err); err != nil && err == flushCtx.Err() {
-		err = nil // handed over: the frame goes out
-	}
-	if err != nil {
+	if err = t.flush(ctx, lead, err); err != nil {
 		if isMsg && errors.Is(err, frame.ErrFrameTooLarge) {
 			return err
 		}
@@ -685,13 +678,23 @@ func (t *streamSet) writeEnd(id, status uint32, text string) {
 func (t *streamSet) grant(ctx context.Context, id uint32, n int64) {
 	var b [8]byte
 	err := t.out.lock().WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], id, uint32(min(n, 1<<31))))
-	if t.cl == nil {
-		ctx = noCtx // a handler's writes are bounded by the write timeout
-	}
-	err = t.out.flushIfCtx(ctx, t.out.unlock(), err)
-	if err != nil && err != ctx.Err() { // ctx's error: handed over, the grant goes out
+	if err = t.flush(ctx, t.out.unlock(), err); err != nil {
 		t.broken(err)
 	}
+}
+
+// flush is the write of a stream's frame that made its caller the
+// flusher (lead), with err the frame's: on a client bounded by the
+// stream's ctx (when it ends, another goroutine writes the rest and the
+// frame counts as sent: nil), on a server by the write timeout alone.
+func (t *streamSet) flush(ctx context.Context, lead bool, err error) error {
+	if t.cl == nil {
+		ctx = noCtx
+	}
+	if err = t.out.flushIfCtx(ctx, lead, err); err != nil && err == ctx.Err() {
+		return nil // handed over: the frame goes out
+	}
+	return err
 }
 
 // broken handles a write error: the connection is closed. It returns the
