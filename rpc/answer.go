@@ -30,8 +30,7 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		// An answer above the largest frame goes out as an empty 500
 		// (writeAnswer, inlineAnswer): the calls pipelined on it see it
 		// failed, as its caller does.
-		ok := status == StatusOK && frameHeader+wire.ResponseOverhead+len(body)-4 <= c.out.max
-		c.promises.complete(j.pslot, j.pseq, ok, body)
+		c.promises.complete(j.pslot, j.pseq, status == StatusOK && c.answerFits(len(body)), body)
 	}
 	if j.refused {
 		j.refused = false
@@ -207,7 +206,7 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	// moveAnswers.
 	b := c.ansB
 	start := len(b)
-	if n := frameHeader + wire.ResponseOverhead + len(body) - 4; n > c.out.max {
+	if !c.answerFits(len(body)) {
 		status, body = StatusInternal, nil
 	}
 	b = append(b, 0, 0, 0, 0, wire.KindResponse)
@@ -229,6 +228,12 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 			c.close(fmt.Errorf("write: %w", err))
 		}
 	}
+}
+
+// answerFits reports whether an answer with an n-byte body fits in a
+// frame: a larger one goes out as an empty 500.
+func (c *serverConn) answerFits(n int) bool {
+	return frameHeader+wire.ResponseOverhead+n-4 <= c.out.max
 }
 
 // ansMove: once the read loop's answers take this many bytes, it moves
