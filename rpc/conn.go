@@ -100,6 +100,8 @@ type serverConn struct {
 	readPokes atomic.Int64 // waits ended by pokeRead (tests)
 	// writePokes counts the writes pokeWrite ended (tests; writewatch.go).
 	writePokes atomic.Int64
+	// wdUnlists counts the times the watchdog took c off its list (tests).
+	wdUnlists atomic.Int64
 	// A goroutine sets the past read (write) deadline of a scan's
 	// pokeRead (pokeWrite) now; wClosing: pokeWrite closed the connection,
 	// the write deadline having failed to end a write. wPokedAt: when the

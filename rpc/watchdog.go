@@ -311,6 +311,7 @@ func (s *Server) scanLocked(now int64) (any bool) {
 				c.unlistRead()
 				c.rPoking.Store(false)
 			}()
+			c.wdUnlists.Add(1)
 			last := len(list) - 1
 			list[i] = list[last]
 			list[last] = nil
