@@ -19,7 +19,17 @@ func (c *serverConn) run(j *job) {
 		c.finish(j, StatusUnavailable, nil, false)
 		return
 	}
+	ended := false
+	defer func() {
+		if !ended {
+			// The handler called runtime.Goexit (a panic is recovered
+			// by invoke): the worker ends, the call is answered 500.
+			c.handlerExited(j)
+			c.finish(j, StatusInternal, nil, false)
+		}
+	}()
 	status, body := c.call(j)
+	ended = true
 	c.finish(j, status, body, false)
 }
 
@@ -75,6 +85,14 @@ func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 func (c *serverConn) handlerPanic(j *job, r any) {
 	c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
 		"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+}
+
+// handlerExited logs that j's handler called runtime.Goexit (t.FailNow
+// in a test's handler, say): the call is answered 500, and the goroutine
+// that ran it ends.
+func (c *serverConn) handlerExited(j *job) {
+	c.s.opts.logger.Error("rpc: handler called runtime.Goexit", "method", j.method, "promise", j.pid,
+		"remote", c.nc.RemoteAddr().String())
 }
 
 // invokeBody is invoke without the recover: a panic goes to the caller's

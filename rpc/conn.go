@@ -253,6 +253,12 @@ func (c *serverConn) serve() {
 		}
 	}
 	c.idleSince = monoNow()
+	c.serveReads()
+}
+
+// serveReads runs the read loop on this goroutine (serve's, or a new one
+// after a handler run inline called runtime.Goexit).
+func (c *serverConn) serveReads() {
 	if !c.readLoop() {
 		// The read loop moved to another goroutine while a handler ran
 		// here: this goroutine joins the workers.
@@ -324,15 +330,30 @@ type inlineGuard struct {
 // handler it runs inline (g.j set): one deferred recover for the read
 // loop's life instead of one per call (which cost some 10 ns a call). A
 // panic anywhere else in the read loop is not recovered.
+//
+// A handler that calls runtime.Goexit ends this goroutine, which nothing
+// can stop: its call is answered 500 and a new goroutine takes the read
+// loop over, as after a panic.
 func (c *serverConn) readGuarded(g *inlineGuard) (done, panicked bool) {
 	defer func() {
-		if j := g.j; j != nil {
-			// recover returns nil during runtime.Goexit, which goes on.
-			if r := recover(); r != nil {
-				c.handlerPanic(j, r)
-				panicked = true
-			}
+		j := g.j
+		if j == nil {
+			return
 		}
+		if r := recover(); r != nil {
+			c.handlerPanic(j, r)
+			panicked = true
+			return
+		}
+		// recover returned nil with a handler running: runtime.Goexit.
+		g.j = nil
+		c.handlerExited(j)
+		if !c.inl.CompareAndSwap(g.seq, 0) {
+			c.finish(j, StatusInternal, nil, false) // taken over meanwhile
+			return
+		}
+		c.finish(j, StatusInternal, nil, true)
+		go c.serveReads()
 	}()
 	return c.readFrames(g), false
 }

@@ -21,7 +21,9 @@ import (
 // with its message as body. Any other error answers 500 with the error's
 // text as body (or "internal error" under [WithHideErrors]) and is logged
 // with the method and the peer's address. A panic answers 500 and is
-// logged the same way; the connection goes on.
+// logged the same way; the connection goes on. So does a call to
+// runtime.Goexit (t.FailNow in a test's handler): it ends the goroutine
+// the handler ran on, and another takes its place.
 //
 // A handler may block: calls run in the connection's read loop, and one
 // still running after a millisecond or two is left there while a worker

@@ -91,6 +91,7 @@ const (
 	streamGoingAway  = "going away"
 	streamShutdown   = "server shutting down"
 	streamPanicText  = "stream handler panic"
+	streamExitText   = "stream handler exited (runtime.Goexit)"
 	streamCancelText = "canceled"
 )
 

@@ -240,7 +240,24 @@ func (c *serverConn) streamRefuse(id, status uint32, text string, all bool) bool
 // its result (unless CloseSend, an abort or the connection ended it).
 func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 	c.serverStreamStart(st, init)
+	ended := false
+	defer func() {
+		if !ended {
+			// The handler called runtime.Goexit (a panic is recovered by
+			// invokeStream): the stream ends as after a panic.
+			c.s.opts.logger.Error("rpc: stream handler called runtime.Goexit", "method", st.method, "stream", st.id,
+				"remote", c.nc.RemoteAddr().String())
+			c.endStream(st, StatusInternal, streamExitText)
+		}
+	}()
 	status, text := c.invokeStream(st, h, init)
+	ended = true
+	c.endStream(st, status, text)
+}
+
+// endStream ends st once its handler has returned with status and text
+// (status 0: a clean end).
+func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 	st.wmu.Lock()
 	st.mu.Lock()
 	send := !st.sdone

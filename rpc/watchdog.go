@@ -29,14 +29,15 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	}
 	var status uint32
 	var body []byte
+	// No defer here: the read loop's recovers a panic and sees a
+	// runtime.Goexit (readGuarded).
+	g.j, g.seq = j, seq
 	if c.s.opts.observer == nil {
-		// No defer here: the read loop's recovers a panic (readGuarded).
-		g.j, g.seq = j, seq
 		status, body = c.invokeBody(j)
-		g.j = nil
 	} else {
 		status, body = c.call(j)
 	}
+	g.j = nil
 	if !c.inl.CompareAndSwap(seq, 0) {
 		// Taken over: answer like a worker and leave reading to the
 		// goroutine that has the role now. The watchdog counted this
