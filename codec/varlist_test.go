@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -111,7 +112,7 @@ func TestVarScalarRead(t *testing.T) {
 			t.Errorf("element %d read at a wrong width is not zero", i)
 		}
 	}
-	for _, i := range []int{-1, 10, 1 << 40} {
+	for _, i := range []int{-1, 10, math.MaxInt} {
 		if l.VarUint32(i) != 0 || l.VarFixed(i, 4) != nil {
 			t.Errorf("VarUint32(%d) is not zero", i)
 		}

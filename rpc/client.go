@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/zapcodec/zapcodec/frame"
 
@@ -128,6 +129,18 @@ const (
 // no watch may cancel), and read by the client's watch of a ctx when
 // that ctx ends (ctxwatch.go).
 type slot struct {
+	slotLine
+	_ [64 - unsafe.Sizeof(slotLine{})]byte
+
+	// The Done channel (chanID) of the latest call with a ctx that can
+	// end, and that call's pid; written before the call is waiting.
+	doneID  atomic.Uintptr
+	donePid atomic.Uint32
+	_       [64 - unsafe.Sizeof(atomic.Uintptr{}) - unsafe.Sizeof(atomic.Uint32{})]byte
+}
+
+// slotLine is the first cache line of a slot (see slot).
+type slotLine struct {
 	st     atomic.Uint64 // pid<<32 | next<<16 | state: a state change names its use
 	ch     chan struct{} // capacity 1: one signal per delivered answer
 	resp   []byte        // the caller's buffer while waiting
@@ -139,12 +152,6 @@ type slot struct {
 	// sameDone (the caller's, from acquire): the slot's previous call
 	// with a ctx that can end had the same Done channel as this one.
 	sameDone bool
-
-	// The Done channel (chanID) of the latest call with a ctx that can
-	// end, and that call's pid; written before the call is waiting.
-	doneID  atomic.Uintptr
-	donePid atomic.Uint32
-	_       [52]byte
 }
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
@@ -570,7 +577,8 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 			}
 			return nil, ErrTooManyPending
 		}
-		s = &slot{pid: uint32(len(c.slots)) + 1, ch: make(chan struct{}, 1)}
+		s = new(slot)
+		s.pid, s.ch = uint32(len(c.slots))+1, make(chan struct{}, 1)
 		c.slots = append(c.slots, s)
 		table := c.slots
 		c.table.Store(&table)
