@@ -40,8 +40,13 @@ func TestEchoAndStatus(t *testing.T) {
 		t.Fatal("Code/IsRetryable")
 	}
 	_, err = c.Call(ctx, 77, nil, nil)
-	if !errors.As(err, &se) || se.Code != StatusNotFound || se.Message != "no such method" {
+	if !errors.As(err, &se) || se.Code != StatusNotFound || se.Message != "no such method" || !IsNoSuchMethod(err) {
 		t.Fatalf("unknown method: %v", err)
+	}
+	for _, other := range []error{nil, Errorf(StatusNotFound, "no such account"), Errorf(StatusInternal, NoSuchMethod)} {
+		if IsNoSuchMethod(other) {
+			t.Fatalf("IsNoSuchMethod(%v) is true", other)
+		}
 	}
 	_, err = c.Call(ctx, 0, nil, nil)
 	if !errors.As(err, &se) || se.Code != StatusNotFound {

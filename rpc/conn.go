@@ -509,7 +509,7 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	h := c.handler(req.Method)
 	if h == nil {
 		c.promiseFailed(req.PromiseID)
-		c.answerDirect(StatusNotFound, req.PromiseID, "no such method")
+		c.answerDirect(StatusNotFound, req.PromiseID, NoSuchMethod)
 		return reqNext
 	}
 	if req.Target != 0 && c.promises == nil {

@@ -151,6 +151,20 @@ func IsRetryable(err error) bool {
 	return errors.Is(err, ErrGoAway)
 }
 
+// NoSuchMethod is the body of the 404 a server answers a call to a method
+// it has no handler for: zapcodec's and the canonical runtime's servers
+// send this text.
+const NoSuchMethod = "no such method"
+
+// IsNoSuchMethod reports whether a failed call was answered 404
+// [NoSuchMethod]: the server has no handler for the method (one deployed
+// without it, say). A handler's own 404 (Errorf(StatusNotFound, ...),
+// "no such account") is not, unless its message is that text.
+func IsNoSuchMethod(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == StatusNotFound && se.Message == NoSuchMethod
+}
+
 // Status codes used by the canonical runtime.
 const (
 	StatusOK           = 200

@@ -273,6 +273,10 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 			var none T
 			return none, err
 		}
+		// live: a call (answered) handed to the connection with its
+		// ctx not done; a deadline that then ends it passed while the
+		// replica had it.
+		live := answered && ctx.Err() == nil
 		held = cn
 		v, err := do(cn)
 		held = nil
@@ -283,7 +287,7 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 			}
 			return v, nil
 		}
-		c.account(cn, err)
+		c.account(cn, err, live)
 		if unsent < 4 && ctx.Err() == nil {
 			if err == rpc.ErrGoAway {
 				unsent++ // the connection went away before the call was written: not a retry
@@ -363,7 +367,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 		if err == nil {
 			return st, nil
 		}
-		c.account(cn, err)
+		c.account(cn, err, false)
 		if unsent < 4 && ctx.Err() == nil {
 			if err == rpc.ErrGoAway {
 				unsent++
@@ -507,8 +511,10 @@ func (c *Client) noReplica() error {
 }
 
 // account looks at a failed call's error for what it says about the
-// connection and the replica.
-func (c *Client) account(cn *Conn, err error) {
+// connection and the replica. live is for a call (not a send, nor a
+// stream's open) sent with its ctx not done: a deadline that ends it
+// passed while the replica had it, and counts against the replica.
+func (c *Client) account(cn *Conn, err error, live bool) {
 	r := cn.r
 	switch {
 	case rpc.IsRetryable(err):
@@ -530,15 +536,33 @@ func (c *Client) account(cn *Conn, err error) {
 			}
 			c.drop(cn)
 		}
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		// The caller's ctx, or a 504 for a deadline that passed before
-		// the call could run: says nothing about the replica.
-	default:
-		var se *rpc.StatusError
-		if errors.As(err, &se) && se.Code >= 500 {
+	case errors.Is(err, context.DeadlineExceeded):
+		// The call's deadline passed: the client gave up waiting, or the
+		// server answered 504 unrun because the deadline passed before it
+		// could run the call. When the call was sent with time left, the
+		// replica held it past its deadline: a replica that takes calls
+		// and answers none (a wedged handler, its health check fine)
+		// fails, as gRPC's outlier detection counts DEADLINE_EXCEEDED. A
+		// deadline that had passed before the call was sent (the call
+		// never left) says nothing about the replica.
+		if live {
 			r.failed()
-		} else if errors.As(err, &se) {
-			r.ok() // it answered: a 4xx is the call's fault
+		}
+	case errors.Is(err, context.Canceled):
+		// The caller gave up: says nothing about the replica.
+	default:
+		// The replica's fault, not the call's: 500 and above (a
+		// handler's failure), or 404 "no such method" (rpc.IsNoSuchMethod:
+		// a replica deployed without the method the others serve). A
+		// handler's own 4xx (400, 401, 403, a 404 "no such account") is
+		// about the call: the replica answered.
+		var se *rpc.StatusError
+		if errors.As(err, &se) {
+			if se.Code >= 500 || rpc.IsNoSuchMethod(err) {
+				r.failed()
+			} else {
+				r.ok()
+			}
 		}
 	}
 }

@@ -41,18 +41,31 @@
 // Health: every replica is dialed and asked for its health
 // ([rpc.CheckHealth] on [rpc.HealthMethod]) before it gets calls, then
 // checked every [WithHealthCheck] interval. A replica whose connection
-// breaks and cannot be redialed, that fails [WithEjection] calls in a row
-// (status 500 and above from its handlers; a broken connection counts
-// once, however many calls were on it), or that fails or times out a
-// health check, is ejected: it gets no call for a back-off (doubling with
-// each ejection in a row: the row ends when it answers a call, or passes
-// a health check after a full interval admitted), then is dialed and
-// probed again, and admitted only when serving. A connection that breaks
-// while its replica is up is redialed, the replica not ejected. A replica
-// that sends go-away ([rpc.Server.Shutdown]) gets no new call from the
-// moment the client reads it; its calls in flight finish on the old
-// connection while a new one is dialed (a restarted server is admitted
-// again once it answers its health check).
+// breaks and cannot be redialed, that fails [WithEjection] calls in a row,
+// or that fails or times out a health check, is ejected: it gets no call
+// for a back-off (doubling with each ejection in a row: the row ends when
+// it answers a call, or passes a health check after a full interval
+// admitted), then is dialed and probed again, and admitted only when
+// serving. A call fails when its answer is 500 and above (a handler's
+// failure) or 404 "no such method" ([rpc.IsNoSuchMethod]: a replica
+// deployed without it; a handler's own 404 does not count), when
+// its deadline passes while the replica has it (a wedged handler, whose
+// health check may pass), or when its connection breaks (once, however
+// many calls were on it); other 4xx answers, a canceled ctx and a
+// deadline that had passed before the call was sent are the caller's.
+// Failed calls may keep at most half of the replicas ejected at once
+// ([WithMaxEjected]; at least one), so that a failure they all share (a
+// database down) does not take the service out: a replica the cap holds
+// back stays in rotation, its calls failing with its own errors rather
+// than [ErrNoReplica], and is ejected once it fails as many calls in a row
+// again and the share allows. A replica that cannot be dialed or fails a
+// health check is ejected whatever the share, and counts toward it. A
+// connection that breaks while its replica is up is redialed, the
+// replica not ejected. A replica that sends go-away
+// ([rpc.Server.Shutdown]) gets no new call from the moment the client
+// reads it; its calls in flight finish on the old connection while a new
+// one is dialed (a restarted server is admitted again once it answers its
+// health check).
 //
 // Retries: only a call the server certainly did not run ([rpc.IsRetryable]:
 // refused with the not-run flag because it was going away) is sent again,
@@ -69,7 +82,8 @@
 //
 // Costs: a warm call allocates nothing; beside the call on its
 // connection it costs a few atomic operations (in-flight counts and the
-// loads of two connections, the call counter, the budget) and two random
-// numbers (with weights, two or three, and a binary search over the
-// running sums of the weights).
+// loads of two connections, the call counter, the budget, the ctx's
+// error before the call is sent) and two random numbers (with weights,
+// two or three, and a binary search over the running sums of the
+// weights).
 package cluster

@@ -23,9 +23,17 @@ const (
 	// that takes longer is taken for down.
 	DefaultHealthTimeout = 2 * time.Second
 	// DefaultEjectAfter is how many calls in a row must fail on a replica
-	// (a broken connection, which counts once however many calls were on
-	// it, or an answer of status 500 or above that the handler gave)
-	// before it is ejected.
+	// before it is ejected (within the share [WithMaxEjected] allows). A
+	// call fails when its connection breaks (once, however many calls were
+	// on it), when it is answered with status 500 or above (a handler's
+	// failure) or 404 "no such method" ([rpc.IsNoSuchMethod]: a replica
+	// deployed without it; a handler's own 404 is not), or when its ctx's deadline passes while the replica has
+	// it (a wedged handler; a server's 504 refusal of a call whose deadline
+	// passed before it ran is the same). Other 4xx answers, a canceled
+	// ctx and a deadline that had passed before the call was sent are no
+	// failures; a call answered 200 or another 4xx ends the row. Answers
+	// and deadlines count for calls ([Client.Call]) only; a send or a
+	// stream's open counts when its connection breaks.
 	DefaultEjectAfter = 5
 	// DefaultEjectBase is the first ejection's back-off; each further
 	// ejection in a row doubles it, up to DefaultEjectMax (±20 % jitter).
@@ -36,9 +44,11 @@ const (
 	// DefaultEjectMax caps the back-off of an ejected replica.
 	DefaultEjectMax = 30 * time.Second
 	// DefaultMaxEjectedFraction is the largest share of the replicas that
-	// may be ejected for failed calls (not for broken connections or
-	// failed health checks): a bug that makes every replica fail some
-	// method must not take the whole service out.
+	// failed calls may keep ejected at once (see [WithMaxEjected]): a
+	// failure every replica shares (their database is down, a bug in some
+	// method) must not take the whole service out while the replicas are
+	// up. gRPC's outlier detection (max_ejection_percent) and Envoy's have
+	// the same cap.
 	DefaultMaxEjectedFraction = 0.5
 	// DefaultRetryRatio and DefaultMinRetries set the retry budget:
 	// retries may add at most 10 % to the calls, plus 10 retries a second
@@ -226,11 +236,17 @@ func WithHealthService(name string) Option {
 }
 
 // WithEjection sets how many failed calls in a row eject a replica
-// (default [DefaultEjectAfter]; negative: failed calls never eject), and
-// the back-off of the first ejection and its cap (defaults
-// [DefaultEjectBase], [DefaultEjectMax]); zero keeps a default. The
-// back-off doubles with each ejection in a row (see DefaultEjectBase), and
-// any base and cap work: it never overflows.
+// (default [DefaultEjectAfter], which says what counts as failed;
+// negative: failed calls never eject), and the back-off of the first
+// ejection and its cap (defaults [DefaultEjectBase], [DefaultEjectMax]);
+// zero keeps a default. Ejections for failed calls are capped by
+// [WithMaxEjected]. The back-off doubles with each ejection in a row (see
+// DefaultEjectBase), and any base and cap work: it never overflows.
+//
+// A deadline that passes while a replica has the call counts: callers
+// whose deadlines are shorter than the time the service takes to answer
+// make its replicas fail, and get them ejected as far as WithMaxEjected
+// allows.
 func WithEjection(after int, base, maxBackoff time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if after != 0 {
@@ -245,8 +261,23 @@ func WithEjection(after int, base, maxBackoff time.Duration) Option {
 	})
 }
 
-// WithMaxEjected sets the largest share of replicas that failed calls may
-// eject (default [DefaultMaxEjectedFraction]; 1 lets them eject all).
+// WithMaxEjected sets the largest share of the replicas that failed calls
+// ([WithEjection]) may keep ejected at once: of n replicas (those the
+// resolver gave, admitted or not), at most fraction × n rounded down, but
+// always at least one, may be out when a replica is ejected for failed
+// calls. fraction is from 0 to 1 (default [DefaultMaxEjectedFraction];
+// 0: one replica at most; 1: all of them); any other value (negative,
+// above 1, NaN) keeps the default. To keep failed calls from ejecting any
+// replica, give WithEjection a negative count.
+//
+// A replica that cannot serve (its connection cannot be dialed, or it
+// fails or times out a health check) is ejected whatever the share, and
+// counts toward it: with as many replicas out so as the share allows,
+// failed calls eject no other. A replica the cap holds back stays in rotation and gets calls
+// (those that fail, fail with the replica's own error, not
+// [ErrNoReplica]); its count of failed calls in a row starts again, and it
+// is ejected when it reaches WithEjection's count once more and the share
+// then allows.
 func WithMaxEjected(fraction float64) Option {
 	return optionFunc(func(o *options) {
 		if fraction >= 0 && fraction <= 1 {

@@ -294,7 +294,8 @@ func (r *replica) eject(err error) {
 }
 
 // ejectFailing ejects the replica for failed calls, when that leaves
-// enough replicas in (WithMaxEjected); false when it may not.
+// enough replicas in (WithMaxEjected); false when it may not: the replica
+// then stays in, and its count of failed calls starts again (run).
 func (r *replica) ejectFailing() bool {
 	c := r.c
 	c.mu.Lock()
@@ -394,8 +395,10 @@ func (r *replica) exit() {
 	c.checkFirstLocked()
 }
 
-// mayEjectLocked reports whether failed calls may eject r without taking
-// more than the allowed share of the replicas out.
+// mayEjectLocked reports whether failed calls may eject r: at most
+// maxEjectedOf(n) of the n replicas (removed ones aside) may be out at
+// once, r included, whatever took the others out (a failed dial or health
+// check counts; those ejections are not capped themselves).
 func (c *Client) mayEjectLocked(r *replica) bool {
 	total, out := 0, 0
 	for _, x := range c.replicas {
@@ -407,5 +410,13 @@ func (c *Client) mayEjectLocked(r *replica) bool {
 			out++
 		}
 	}
-	return float64(out+1) <= c.o.maxEjected*float64(total)
+	return out+1 <= maxEjectedOf(total, c.o.maxEjected)
+}
+
+// maxEjectedOf returns how many of n replicas failed calls may keep out at
+// once with the share WithMaxEjected gives: share × n rounded down, at
+// least 1. A product a hair under a whole number in floating point (0.29
+// × 100 = 28.999…) counts as that number.
+func maxEjectedOf(n int, share float64) int {
+	return max(1, int(math.Floor(share*float64(n)+1e-9)))
 }
