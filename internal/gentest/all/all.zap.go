@@ -470,7 +470,10 @@ func (m *Kitchen) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 6*len(b) + 64
+	budget := math.MaxInt // 6 bytes per byte of b, and 64; saturated (32-bit)
+	if len(b) < (math.MaxInt-64)/6 {
+		budget = 6*len(b) + 64
+	}
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Kitchen")
 	}
@@ -1156,7 +1159,10 @@ func (m *Sparse) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 6*len(b) + 64
+	budget := math.MaxInt // 6 bytes per byte of b, and 64; saturated (32-bit)
+	if len(b) < (math.MaxInt-64)/6 {
+		budget = 6*len(b) + 64
+	}
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Sparse")
 	}
@@ -1846,7 +1852,10 @@ func (m *Deep) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 6*len(b) + 64
+	budget := math.MaxInt // 6 bytes per byte of b, and 64; saturated (32-bit)
+	if len(b) < (math.MaxInt-64)/6 {
+		budget = 6*len(b) + 64
+	}
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Deep")
 	}
@@ -3334,7 +3343,10 @@ func (m *Empties) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 6*len(b) + 64
+	budget := math.MaxInt // 6 bytes per byte of b, and 64; saturated (32-bit)
+	if len(b) < (math.MaxInt-64)/6 {
+		budget = 6*len(b) + 64
+	}
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Empties")
 	}
@@ -3557,7 +3569,10 @@ func (m *Node) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 6*len(b) + 64
+	budget := math.MaxInt // 6 bytes per byte of b, and 64; saturated (32-bit)
+	if len(b) < (math.MaxInt-64)/6 {
+		budget = 6*len(b) + 64
+	}
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Node")
 	}
@@ -3876,7 +3891,10 @@ func (m *Blocks) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 6*len(b) + 64
+	budget := math.MaxInt // 6 bytes per byte of b, and 64; saturated (32-bit)
+	if len(b) < (math.MaxInt-64)/6 {
+		budget = 6*len(b) + 64
+	}
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Blocks")
 	}

@@ -5,6 +5,7 @@ package order
 import (
 	"encoding"
 	"encoding/binary"
+	"math"
 	"slices"
 	"unsafe"
 
@@ -412,7 +413,10 @@ func (m *Order) DecodeZAP(b []byte) error {
 		}
 		o = msg.Root()
 	}
-	budget := 6*len(b) + 64
+	budget := math.MaxInt // 6 bytes per byte of b, and 64; saturated (32-bit)
+	if len(b) < (math.MaxInt-64)/6 {
+		budget = 6*len(b) + 64
+	}
 	if err := m.zapDecode(o, 0, &budget); err != nil {
 		return codec.InField(err, "Order")
 	}
