@@ -90,6 +90,13 @@ type serverConn struct {
 	local    connStats
 	spare    *job   // role holder: a free job kept out of free
 	wdSeen   uint64 // watchdog only: inl at its previous scan
+	// ran is seq as of the read loop's latest wait (published by the role
+	// holder only when it moved, ranPub): a scan that finds it moved knows
+	// inline calls ran since the scan before, though it saw none running,
+	// and keeps the connection listed (wdRan: the scan's last look).
+	ran    atomic.Uint64
+	ranPub uint64 // role holder
+	wdRan  uint64 // watchdog only, under s.wdMu
 
 	// Read deadlines (see readtimeout.go), role holder only but for
 	// those under rdMu, which the watchdog's scans use too. Times are
@@ -370,6 +377,12 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 		}
 		read := false // Next (or Wait) may read from the socket
 		if !c.r.Ready() {
+			if c.seq != c.ranPub {
+				// Before the answers leave: a peer that has them sees
+				// it (TestBusyConnStaysListed).
+				c.ranPub = c.seq
+				c.ran.Store(c.seq)
+			}
 			// Next is about to block: the answers of the calls run
 			// inline so far leave now, in one write.
 			if err := c.flushOwed(); err != nil {

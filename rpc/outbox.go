@@ -112,6 +112,9 @@ type outbox struct {
 	// last made progress (monoNow), 0 when none is under way.
 	wlisted *atomic.Bool
 	wsince  atomic.Int64
+	// offList counts the writes of a server connection that began off the
+	// watchdog's list, under a write deadline of their own (tests).
+	offList atomic.Int64
 	// resumable: a write that failed on a deadline can go on where it
 	// stopped (TCP, Unix; see resumableConn). Not over TLS: crypto/tls
 	// fails every write after a timed-out one.
@@ -665,6 +668,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			return n, err
 		}
 		o.wsince.Store(0)
+		o.offList.Add(1)
 	}
 	var ctxDL time.Time
 	var poll, cancelable bool
