@@ -324,3 +324,21 @@ func pipeClient(t testing.TB) (*Client, *rawConn) {
 	t.Cleanup(func() { c.Close() })
 	return c, &rawConn{t, b}
 }
+
+// untilReached runs attempt, each time with a setup of its own, until one
+// reaches the path its test checks (attempt returns true, having failed
+// the test itself if that path went wrong), at most five times. A loaded
+// machine may take another path, rightly (a busy connection off the
+// watchdog's list for a moment, say): missed says which, logged for each
+// attempt that took it. The test fails when none reached its path.
+func untilReached(t *testing.T, missed string, attempt func(*testing.T) bool) {
+	t.Helper()
+	const attempts = 5
+	for i := 1; i <= attempts; i++ {
+		if attempt(t) {
+			return
+		}
+		t.Logf("attempt %d: %s", i, missed)
+	}
+	t.Fatalf("in %d attempts, none reached the path the test checks; each time %s", attempts, missed)
+}

@@ -137,14 +137,7 @@ func serverConnOf(t *testing.T, s *Server) *serverConn {
 // begins then sets a deadline, rightly: an attempt whose last write began
 // off the list proves nothing about the writes, and another is made.
 func TestBusyConnArmsNoDeadline(t *testing.T) {
-	const attempts = 5
-	for i := 1; i <= attempts; i++ {
-		if busyConnArmsNoDeadline(t) {
-			return
-		}
-		t.Logf("attempt %d: a write began off the watchdog's list after the connection was seen on it", i)
-	}
-	t.Fatalf("in %d attempts, the busy connection's last write never began on the watchdog's list", attempts)
+	untilReached(t, "a write began off the watchdog's list after the connection was seen on it", busyConnArmsNoDeadline)
 }
 
 // busyConnArmsNoDeadline is one attempt of TestBusyConnArmsNoDeadline;
@@ -280,14 +273,7 @@ func TestStalledFrameAfterCalls(t *testing.T) {
 // machine), its own write deadline ends it, rightly, and no scan does:
 // another attempt is made.
 func TestWriteTimeoutByScans(t *testing.T) {
-	const attempts = 5
-	for i := 1; i <= attempts; i++ {
-		if writeTimeoutByScans(t) {
-			return
-		}
-		t.Logf("attempt %d: the stuck write began off the watchdog's list (its own deadline ended it)", i)
-	}
-	t.Fatalf("in %d attempts, the stuck write never began on the watchdog's list", attempts)
+	untilReached(t, "the stuck write began off the watchdog's list (its own deadline ended it)", writeTimeoutByScans)
 }
 
 // writeTimeoutByScans is one attempt of TestWriteTimeoutByScans; false
@@ -318,14 +304,7 @@ func writeTimeoutByScans(t *testing.T) bool {
 // old, which is all the scans cut. (An attempt whose last write began off
 // the watchdog's list proves nothing: see TestBusyConnArmsNoDeadline.)
 func TestBusyTLSConnArmsNoWriteDeadline(t *testing.T) {
-	const attempts = 5
-	for i := 1; i <= attempts; i++ {
-		if busyTLSConnArmsNoWriteDeadline(t) {
-			return
-		}
-		t.Logf("attempt %d: a write began off the watchdog's list after the connection was seen on it", i)
-	}
-	t.Fatalf("in %d attempts, the busy TLS connection's last write never began on the watchdog's list", attempts)
+	untilReached(t, "a write began off the watchdog's list after the connection was seen on it", busyTLSConnArmsNoWriteDeadline)
 }
 
 // busyTLSConnArmsNoWriteDeadline is one attempt of
@@ -361,14 +340,7 @@ func busyTLSConnArmsNoWriteDeadline(t *testing.T) bool {
 // set by the writes themselves. (Unless the stuck write began off the
 // watchdog's list: see TestWriteTimeoutByScans.)
 func TestWriteTimeoutByScansTLS(t *testing.T) {
-	const attempts = 5
-	for i := 1; i <= attempts; i++ {
-		if writeTimeoutByScansTLS(t) {
-			return
-		}
-		t.Logf("attempt %d: the stuck write began off the watchdog's list (its own deadline ended it)", i)
-	}
-	t.Fatalf("in %d attempts, the stuck write never began on the watchdog's list", attempts)
+	untilReached(t, "the stuck write began off the watchdog's list (its own deadline ended it)", writeTimeoutByScansTLS)
 }
 
 // writeTimeoutByScansTLS is one attempt of TestWriteTimeoutByScansTLS;

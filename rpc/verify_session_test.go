@@ -420,14 +420,7 @@ func TestVerifyForeignPastDeadlineNoSpin(t *testing.T) {
 // instead, with the connection off the list. Such an attempt did not
 // reach the case under test; a new connection tries again.
 func TestVerifyTrickleWhileWriteStuck(t *testing.T) {
-	const attempts = 5
-	for i := 1; i <= attempts; i++ {
-		if trickleWhileWriteStuck(t) {
-			return
-		}
-		t.Logf("attempt %d: the connection was off the watchdog's list during the stuck write", i)
-	}
-	t.Fatalf("in %d attempts, the connection never stayed on the watchdog's list through the stuck write", attempts)
+	untilReached(t, "the connection was off the watchdog's list during the stuck write", trickleWhileWriteStuck)
 }
 
 // trickleWhileWriteStuck is one attempt of TestVerifyTrickleWhileWriteStuck;

@@ -101,14 +101,7 @@ func TestWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const attempts = 5
-			for i := 1; i <= attempts; i++ {
-				if writeStuckPastDeadline(t, tc.wrap) {
-					return
-				}
-				t.Logf("attempt %d: the stuck write was not the one watched write the scans gave up on", i)
-			}
-			t.Fatalf("in %d attempts, the stuck write never began on the watchdog's list (or another write stalled first)", attempts)
+			untilReached(t, "the stuck write was not the one watched write the scans gave up on (it began off the watchdog's list, or another write stalled first)", func(t *testing.T) bool { return writeStuckPastDeadline(t, tc.wrap) })
 		})
 	}
 }
