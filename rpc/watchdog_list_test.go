@@ -28,6 +28,10 @@ func TestBusyConnStaysListed(t *testing.T) {
 	sc := serverConnOf(t, s)
 	at := monoNow() + int64(time.Hour)
 	scan := func() {
+		// Once the answer's write has returned: a scan an hour ahead
+		// would take a write under way for stuck (pokeWrite), which
+		// keeps a connection listed on its own.
+		await(t, "the answer's write over", func() bool { return sc.out.wsince.Load() == 0 })
 		at += int64(2 * wdTick)
 		s.wdMu.Lock()
 		s.scanLocked(at)
