@@ -27,9 +27,10 @@ const (
 	// call fails when its connection breaks (once, however many calls were
 	// on it), when it is answered with status 500 or above (a handler's
 	// failure) or 404 "no such method" ([rpc.IsNoSuchMethod]: a replica
-	// deployed without it; a handler's own 404 is not), or when its ctx's deadline passes while the replica has
-	// it (a wedged handler; a server's 504 refusal of a call whose deadline
-	// passed before it ran is the same). Other 4xx answers, a canceled
+	// deployed without it; a handler's own 404 is not), or when its ctx's
+	// deadline passes while the replica has it (a wedged handler; a
+	// server's 504 refusal of a call whose deadline passed before it ran
+	// is the same). Other 4xx answers, a canceled
 	// ctx and a deadline that had passed before the call was sent are no
 	// failures; a call answered 200 or another 4xx ends the row. Answers
 	// and deadlines count for calls ([Client.Call]) only; a send or a
@@ -272,10 +273,10 @@ func WithEjection(after int, base, maxBackoff time.Duration) Option {
 //
 // A replica that cannot serve (its connection cannot be dialed, or it
 // fails or times out a health check) is ejected whatever the share, and
-// counts toward it: with as many replicas out so as the share allows,
-// failed calls eject no other. A replica the cap holds back stays in rotation and gets calls
-// (those that fail, fail with the replica's own error, not
-// [ErrNoReplica]); its count of failed calls in a row starts again, and it
+// counts toward it: with as many replicas out as the share allows,
+// failed calls eject no other. A replica the cap holds back stays in
+// rotation and gets calls (those that fail, fail with the replica's own
+// error, not [ErrNoReplica]); its count of failed calls in a row starts again, and it
 // is ejected when it reaches WithEjection's count once more and the share
 // then allows.
 func WithMaxEjected(fraction float64) Option {
