@@ -181,7 +181,12 @@ func TestServerGoneEndsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	go func() { time.Sleep(50 * time.Millisecond); s.Close() }()
+	go func() {
+		for s.Stats().OK < 10 { // calls in flight when it closes
+			time.Sleep(time.Millisecond)
+		}
+		s.Close()
+	}()
 	rep, err := r.Run(context.Background())
 	if !errors.Is(err, ErrNoConns) {
 		t.Fatalf("run against a closed server: err %v, want ErrNoConns", err)
@@ -260,12 +265,18 @@ func TestErrorClassesBounded(t *testing.T) {
 func TestClusterTargetGoneBacksOff(t *testing.T) {
 	s, addr := startServer(t)
 	const workers = 2
-	r, err := New(context.Background(), Config{Target: "static:///" + addr, Conns: 1, Concurrency: workers, Duration: 600 * time.Millisecond, Method: mEcho})
+	r, err := New(context.Background(), Config{Target: "static:///" + addr, Conns: 1, Concurrency: workers, Duration: 2 * time.Second, Method: mEcho})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	go func() { time.Sleep(100 * time.Millisecond); s.Close() }()
+	go func() {
+		// Once calls were answered: the rest of the run finds no replica.
+		for s.Stats().OK < 10 {
+			time.Sleep(time.Millisecond)
+		}
+		s.Close()
+	}()
 	rep, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
