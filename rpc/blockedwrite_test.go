@@ -398,16 +398,17 @@ func TestHandOffKeepsStreamWhole(t *testing.T) {
 
 // The write deadline armed by an earlier write expires while the
 // connection is idle; the next writes re-arm it and go through (no
-// spurious drop on either side).
+// spurious drop on either side). (300 ms, not less: a reader starved of
+// CPU that long on a loaded machine would end a megabyte's write.)
 func TestWriteTimeoutAfterIdle(t *testing.T) {
-	s, addr, logs := testServer(t, WithWriteTimeout(30*time.Millisecond))
-	c := dial(t, addr, WithWriteTimeout(30*time.Millisecond))
+	s, addr, logs := testServer(t, WithWriteTimeout(300*time.Millisecond))
+	c := dial(t, addr, WithWriteTimeout(300*time.Millisecond))
 	big := bytes.Repeat([]byte{5}, 1<<20)
 	for i := range 3 {
 		if out, err := c.Call(context.Background(), mEcho, big, nil); err != nil || !bytes.Equal(out, big) {
 			t.Fatalf("round %d: %d bytes, %v", i, len(out), err)
 		}
-		time.Sleep(100 * time.Millisecond) // the deadlines pass meanwhile
+		time.Sleep(400 * time.Millisecond) // the deadlines pass meanwhile
 	}
 	if c.Closed() || s.Stats().Dropped != 0 {
 		t.Fatalf("connection dropped; log: %s", logs)

@@ -201,12 +201,14 @@ func pongListener(t *testing.T, pings *atomic.Int32) string {
 }
 
 // A server that answers pings is not taken for hung while a call waits
-// longer than the answer timeout; a ctx still ends the call.
+// longer than the answer timeout; a ctx still ends the call. (An answer
+// timeout of 500 ms gives the pong a few hundred ms even on a loaded
+// machine.)
 func TestPingKeepsSlowServer(t *testing.T) {
 	var pings atomic.Int32
 	addr := pongListener(t, &pings)
-	c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	c := dial(t, addr, WithAnswerTimeout(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	if _, err := c.Call(ctx, mEcho, []byte("x"), nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("call: %v, want the deadline", err)
