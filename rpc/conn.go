@@ -312,16 +312,26 @@ func (c *serverConn) readLoop() bool {
 		if !panicked {
 			return done
 		}
-		// A handler running inline panicked (logged): answer 500 as
-		// runInline would have, and go on reading.
-		j, seq := g.j, g.seq
-		g.j = nil
-		if !c.inl.CompareAndSwap(seq, 0) {
-			c.finish(j, StatusInternal, nil, false) // taken over meanwhile
+		// A handler running inline panicked (logged): go on reading.
+		if !c.failInline(&g) {
 			return false
 		}
-		c.finish(j, StatusInternal, nil, true)
 	}
+}
+
+// failInline answers 500 the call g runs inline, whose handler panicked
+// or exited, as runInline would have answered it, and reports whether
+// this goroutine still holds the read loop role (false: taken over
+// meanwhile, the call answered like a worker's).
+func (c *serverConn) failInline(g *inlineGuard) bool {
+	j := g.j
+	g.j = nil
+	if !c.inl.CompareAndSwap(g.seq, 0) {
+		c.finish(j, StatusInternal, nil, false)
+		return false
+	}
+	c.finish(j, StatusInternal, nil, true)
+	return true
 }
 
 // inlineGuard is what the read loop's goroutine runs inline now: the job
@@ -353,14 +363,10 @@ func (c *serverConn) readGuarded(g *inlineGuard) (done, panicked bool) {
 			return
 		}
 		// recover returned nil with a handler running: runtime.Goexit.
-		g.j = nil
 		c.handlerExited(j)
-		if !c.inl.CompareAndSwap(g.seq, 0) {
-			c.finish(j, StatusInternal, nil, false) // taken over meanwhile
-			return
+		if c.failInline(g) {
+			go c.serveReads()
 		}
-		c.finish(j, StatusInternal, nil, true)
-		go c.serveReads()
 	}()
 	return c.readFrames(g), false
 }
