@@ -63,11 +63,7 @@ func TestDirectServerShutdown(t *testing.T) {
 	}
 	defer r.Close()
 	go func() {
-		// Once calls were answered (not after a sleep: a slow machine
-		// may not have made one by then).
-		for s.Stats().OK < 10 {
-			time.Sleep(time.Millisecond)
-		}
+		afterAnswers(s)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		s.Shutdown(ctx)

@@ -24,6 +24,15 @@ const (
 	mLie    = 3 // answers a wrong body
 )
 
+// afterAnswers returns once s has answered 10 calls: a test that makes
+// its server go away during a run does it then, not after a sleep (a
+// slow machine may have made no call by then).
+func afterAnswers(s *rpc.Server) {
+	for s.Stats().OK < 10 {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func startServer(t *testing.T) (*rpc.Server, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -182,9 +191,7 @@ func TestServerGoneEndsRun(t *testing.T) {
 	}
 	defer r.Close()
 	go func() {
-		for s.Stats().OK < 10 { // calls in flight when it closes
-			time.Sleep(time.Millisecond)
-		}
+		afterAnswers(s) // calls in flight when it closes
 		s.Close()
 	}()
 	rep, err := r.Run(context.Background())
@@ -271,10 +278,7 @@ func TestClusterTargetGoneBacksOff(t *testing.T) {
 	}
 	defer r.Close()
 	go func() {
-		// Once calls were answered: the rest of the run finds no replica.
-		for s.Stats().OK < 10 {
-			time.Sleep(time.Millisecond)
-		}
+		afterAnswers(s) // the rest of the run finds no replica
 		s.Close()
 	}()
 	rep, err := r.Run(context.Background())
