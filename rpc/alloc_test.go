@@ -5,6 +5,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -194,5 +195,39 @@ func TestSlotIsOneCacheLine(t *testing.T) {
 func TestServerConnSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(serverConn{}); n > 1024 {
 		t.Fatalf("serverConn is %d bytes: past the 1,024-byte size class", n)
+	}
+}
+
+// Over TLS, a call whose ctx can end allocates no more than one whose ctx
+// cannot: its flush is handed to the connection's writer goroutine
+// (outbox.handToWriter), which is started once, not per write. What both
+// allocate is crypto/tls's: it allocates a reader for each read of the
+// socket, one per call on each end here (one caller, one call at a time).
+func TestAllocsTLSCallWithDeadline(t *testing.T) {
+	cert, roots := selfSigned(t)
+	_, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	c := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	dl, cancel := context.WithTimeout(context.Background(), 1<<40)
+	defer cancel()
+	req := []byte("0123456789abcdef")
+	resp := make([]byte, 0, 64)
+	allocs := func(ctx context.Context) float64 {
+		call := func() {
+			if _, err := c.Call(ctx, mEcho, req, resp[:0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 100; i++ {
+			call()
+		}
+		return testing.AllocsPerRun(2000, call)
+	}
+	bg, withDL := allocs(context.Background()), allocs(dl)
+	t.Logf("allocs per call over TLS: %v with Background, %v with a deadline", bg, withDL)
+	if bg > 2 {
+		t.Errorf("TLS call with Background: %v allocs, want at most crypto/tls's 2", bg)
+	}
+	if withDL != bg {
+		t.Errorf("TLS call with a deadline: %v allocs, want %v as with Background", withDL, bg)
 	}
 }

@@ -405,13 +405,17 @@ func benchMuxConn(b *testing.B, nc net.Conn, size, callers int, env bool) {
 }
 
 func rawEchoServer(b *testing.B) string {
-	return rawServer(b, func() func(*bufio.Writer, []byte, []byte) bool {
-		return func(bw *bufio.Writer, hdr, body []byte) bool {
-			bw.Write(hdr)
-			bw.Write(body)
-			return true
-		}
-	})
+	return rawServer(b, echoFrames)
+}
+
+// echoFrames is rawEchoServer's answer function: each frame comes back as it
+// came.
+func echoFrames() func(*bufio.Writer, []byte, []byte) bool {
+	return func(bw *bufio.Writer, hdr, body []byte) bool {
+		bw.Write(hdr)
+		bw.Write(body)
+		return true
+	}
 }
 
 // rawServer serves the floors' loopback connections by hand: it reads
@@ -425,16 +429,20 @@ func rawServer(b *testing.B, newAnswer func() func(bw *bufio.Writer, hdr, body [
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go rawServe(nc, newAnswer())
-		}
-	}()
+	go rawAccept(l, newAnswer)
 	return l.Addr().String()
+}
+
+// rawAccept serves each connection l accepts with rawServe, until l is
+// closed.
+func rawAccept(l net.Listener, newAnswer func() func(bw *bufio.Writer, hdr, body []byte) bool) {
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go rawServe(nc, newAnswer())
+	}
 }
 
 // rawServe is rawServer's loop for one connection: it reads frames, lets

@@ -205,8 +205,9 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 // *net.UnixConn or net.Pipe end, or a wrapper that unwraps to one with a
 // NetConn method (and is not TLS: it has no ConnectionState). Over any
 // other, TLS among them, a caller with a ctx that can end leaves the
-// write to a goroutine of its own and waits for the answer (or its ctx);
-// the write timeout bounds the write.
+// write to the connection's writer goroutine (started at the first such
+// write, it lives as long as the connection) and waits for the answer
+// (or its ctx); the write timeout bounds the write.
 func NewClient(nc net.Conn, opts ...ClientOption) *Client {
 	o := buildClientOptions(opts)
 	c := newClient(nc, o)

@@ -72,6 +72,10 @@ var noCtx = context.Background()
 // handOffs counts the writes handed over (for tests).
 var handOffs atomic.Int64
 
+// writers counts the outboxes' writer goroutines running (for tests; see
+// handToWriter).
+var writers atomic.Int64
+
 // errWriteTimeout breaks a connection whose peer took no byte for the
 // write timeout.
 var errWriteTimeout = errors.New("rpc: write timeout: the peer does not read")
@@ -137,6 +141,10 @@ type outbox struct {
 	taken   uint64        // times the writer took the queue to write it
 	err     error         // sticky: the stream broke
 	wake    chan struct{} // closed when room frees, the role is given up or the stream breaks
+	// The writer goroutine's, nil until the first handToWriter: kick
+	// hands it the writer role, halted is closed when the stream breaks.
+	kick   chan struct{}
+	halted chan struct{}
 
 	// ww, when not nil, is the watch of this outbox's writes by the beat
 	// (a client's; see watchWrite): a write that no ctx bounds runs
@@ -255,7 +263,7 @@ func (o *outbox) room(ctx context.Context) error {
 			o.flushing, o.claimed = true, false
 			o.mu.Unlock()
 			if ctx.Done() != nil && !o.resumable {
-				go o.drain(noCtx, nil, 0) // see flushCtx
+				o.handToWriter() // see flushCtx
 				continue
 			}
 			if err := o.drain(ctx, nil, 0); err == errHandOff {
@@ -425,8 +433,8 @@ func (o *outbox) flush(others bool) error {
 // flushCtx returns ctx's error (the frames are not lost; the stream stays
 // whole); the same when ctx's deadline passes first (see handedOver). On
 // a connection whose writes cannot be cut (not resumable), a caller with
-// a ctx that can end does not write at all: a new goroutine writes the
-// queue, and flushCtx returns nil.
+// a ctx that can end does not write at all: the outbox's writer
+// goroutine writes the queue (handToWriter), and flushCtx returns nil.
 func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	if others {
 		// Yield until a yield brings no new frame (at most a few times).
@@ -456,8 +464,8 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	o.mu.Unlock()
 	if ctx.Done() != nil && !o.resumable {
 		// A blocked write could not be cut at ctx's end and resumed: let
-		// a goroutine of its own write, and return now.
-		go o.drain(noCtx, nil, 0)
+		// the connection's writer goroutine write, and return now.
+		o.handToWriter()
 		return nil
 	}
 	err := o.drain(ctx, nil, 0)
@@ -465,6 +473,45 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 		return handedOver(ctx)
 	}
 	return err
+}
+
+// handToWriter gives the writer role, which the caller holds, to the
+// outbox's writer goroutine, which writes the queue out (drain, without
+// a ctx: the write timeout bounds it). It is how a caller whose ctx may
+// end flushes a connection whose writes cannot be cut at that end and
+// resumed (TLS, see flushCtx): the caller returns at once. The goroutine
+// is started at the first hand-over and ends when the stream breaks, so
+// a hand-over costs a wake-up and no allocation. Called without mu.
+func (o *outbox) handToWriter() {
+	o.mu.Lock()
+	if o.kick == nil {
+		o.kick, o.halted = make(chan struct{}, 1), make(chan struct{})
+		go o.writer(o.kick, o.halted)
+	}
+	kick := o.kick
+	o.mu.Unlock()
+	// Never blocks: the role is one goroutine's at a time, and the
+	// writer takes the kick before it drains, so no other is pending.
+	kick <- struct{}{}
+}
+
+// writer is the loop of the outbox's writer goroutine (see
+// handToWriter): each kick hands it the writer role. It returns when the
+// stream breaks (halted is closed): a kick it leaves then holds a role
+// that nobody needs, since a broken stream writes nothing more.
+func (o *outbox) writer(kick, halted <-chan struct{}) {
+	writers.Add(1)
+	defer writers.Add(-1)
+	for {
+		select {
+		case <-kick:
+			if o.drain(noCtx, nil, 0) != nil {
+				return
+			}
+		case <-halted:
+			return
+		}
+	}
 }
 
 // handedOver returns the error of a caller whose write was handed over
@@ -621,6 +668,9 @@ func (o *outbox) halt(err error) (first bool) {
 	first = o.err == nil
 	if first {
 		o.err = err
+		if o.halted != nil {
+			close(o.halted) // the writer goroutine ends
+		}
 	}
 	o.release()
 	return first

@@ -41,7 +41,7 @@ func TestUnixSocket(t *testing.T) {
 	}
 }
 
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
