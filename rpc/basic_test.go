@@ -10,8 +10,11 @@ import (
 func TestEchoAndStatus(t *testing.T) {
 	s, addr, _ := testServer(t)
 	s.Handle(mFail, func(_ context.Context, req, resp []byte) ([]byte, error) {
-		if string(req) == "plain" {
+		switch string(req) {
+		case "plain":
 			return resp, errors.New("secret internal detail")
+		case "zero":
+			return resp, Errorf(0, "no status")
 		}
 		return resp, Errorf(StatusForbidden, "no access to %s", req)
 	})
@@ -39,6 +42,10 @@ func TestEchoAndStatus(t *testing.T) {
 	if Code(err) != StatusInternal || IsRetryable(err) {
 		t.Fatal("Code/IsRetryable")
 	}
+	// Code 0 is no status: answered as a plain error.
+	if _, err := c.Call(ctx, mFail, []byte("zero"), nil); !errors.As(err, &se) || se.Code != StatusInternal || se.Message != "rpc: status 0: no status" {
+		t.Fatalf("error with code 0: %v", err)
+	}
 	_, err = c.Call(ctx, 77, nil, nil)
 	if !errors.As(err, &se) || se.Code != StatusNotFound || se.Message != "no such method" || !IsNoSuchMethod(err) {
 		t.Fatalf("unknown method: %v", err)
@@ -60,10 +67,10 @@ func TestEchoAndStatus(t *testing.T) {
 	// the counters rather than read them the moment the answers arrived.
 	await(t, "the status counters", func() bool {
 		st := s.Stats()
-		return st.OK >= 7 && st.NotFound >= 2 && st.Internal >= 1 && st.OtherStatus >= 1
+		return st.OK >= 7 && st.NotFound >= 2 && st.Internal >= 2 && st.OtherStatus >= 1
 	})
 	st := s.Stats()
-	if st.Calls < 11 || st.OK < 7 || st.NotFound != 2 || st.Internal != 1 || st.OtherStatus != 1 || st.Active != 1 {
+	if st.Calls < 12 || st.OK < 7 || st.NotFound != 2 || st.Internal != 2 || st.OtherStatus != 1 || st.Active != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }

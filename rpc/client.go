@@ -136,7 +136,10 @@ type slot struct {
 	// end, and that call's pid; written before the call is waiting.
 	doneID  atomic.Uintptr
 	donePid atomic.Uint32
-	_       [64 - unsafe.Sizeof(atomic.Uintptr{}) - unsafe.Sizeof(atomic.Uint32{})]byte
+	// spent is the pid of the promise whose Wait or Release began (see
+	// Promise.spend); promises only.
+	spent atomic.Uint32
+	_     [64 - unsafe.Sizeof(atomic.Uintptr{}) - 2*unsafe.Sizeof(atomic.Uint32{})]byte
 }
 
 // slotLine is the first cache line of a slot (see slot).

@@ -32,8 +32,10 @@ import (
 // Promise is a call sent with [Client.Send] (or a Sender such as
 // rpc/cluster's Client) whose answer
 // has not been taken yet. It is a small value: copy it freely, but call
-// Wait or Release once in all. The zero Promise is invalid (its methods
-// return an error).
+// Wait or Release once in all: of several calls, on any copies and from
+// any goroutines, at once or not, the first is served and the others are
+// refused (Wait returns an error, Release does nothing). The zero
+// Promise is invalid (its methods return an error).
 type Promise struct {
 	c    *Client
 	s    *slot
@@ -83,6 +85,7 @@ func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, re
 		return Promise{}, err
 	}
 	c.promises.Add(1)
+	s.spent.Store(0) // a pid 65,536 uses old may be this one's
 	return Promise{c: c, s: s, pid: s.pid, resp: resp}, nil
 }
 
@@ -108,12 +111,21 @@ func (p Promise) owned() bool {
 	return st == slotWaiting || st == slotDelivered
 }
 
+// spend claims p for its one Wait or Release: false when one began
+// already, on this copy of p or another, in this goroutine or another
+// (two goroutines waiting for one signal would leave one of them waiting
+// on the slot's next call, or for ever).
+func (p Promise) spend() bool {
+	v := p.s.spent.Load()
+	return v != p.pid && p.s.spent.CompareAndSwap(v, p.pid)
+}
+
 // Wait waits for the call's answer and returns the resp given to Send
 // with the answer body appended, with the errors of [Client.Call]. When
 // ctx ends first the call is abandoned (its late answer is dropped) and
 // Wait returns ctx's error. Either way the promise is spent.
 func (p Promise) Wait(ctx context.Context) ([]byte, error) {
-	if !p.owned() {
+	if !p.owned() || !p.spend() {
 		return p.resp, errNoPromise
 	}
 	out, err := p.c.wait(ctx, ctx.Done(), p.s, p.resp)
@@ -126,7 +138,7 @@ func (p Promise) Wait(ctx context.Context) ([]byte, error) {
 // the promise are not affected: the server still runs them on the
 // answer. The promise is spent.
 func (p Promise) Release() {
-	if !p.owned() {
+	if !p.owned() || !p.spend() {
 		return
 	}
 	p.c.promises.Add(-1)

@@ -321,3 +321,58 @@ func TestPipelineWaitEndsAtDeadline(t *testing.T) {
 		t.Fatalf("first answer: promise %d, status %d; want promise 2 answered 504", a.PromiseID, a.Status)
 	}
 }
+
+// A promise waited for from several goroutines at once is waited for by
+// one of them: the others get errNoPromise at once, and none is left
+// waiting on the slot, where it would take the signal of the slot's next
+// call. A Release beside a Wait that began does nothing; a Wait after a
+// Release is refused.
+func TestPromiseSpentOnce(t *testing.T) {
+	release := make(chan struct{})
+	cl, _ := pipelineServer(t, func() error { <-release; return nil })
+	c := dial(t, cl.Addr().String())
+	p, err := c.Send(context.Background(), mLookup, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		out []byte
+		err error
+	}
+	const waiters = 8
+	results := make(chan result, waiters)
+	for range waiters {
+		go func(p Promise) { // a copy each, as a caller would pass it on
+			out, err := p.Wait(context.Background())
+			results <- result{out, err}
+		}(p)
+	}
+	for range waiters - 1 {
+		if r := receive(t, "a refused Wait", results); r.err != errNoPromise {
+			t.Fatalf("a concurrent Wait: %q, %v; want errNoPromise", r.out, r.err)
+		}
+	}
+	p.Release() // the Wait that won holds the promise: nothing happens
+	close(release)
+	if r := receive(t, "the Wait that won", results); r.err != nil || string(r.out) != "id:x" {
+		t.Fatalf("the Wait that won: %q, %v", r.out, r.err)
+	}
+	// The slot serves new calls; nothing waits on it to take their
+	// answers.
+	for i := range 100 {
+		want := "fetched(" + strconv.Itoa(i) + ")"
+		if out, err := c.Call(context.Background(), mFetch, []byte(strconv.Itoa(i)), nil); err != nil || string(out) != want {
+			t.Fatalf("call %d after the promise: %q, %v", i, out, err)
+		}
+	}
+
+	q, err := c.Send(context.Background(), mFetch, []byte("q"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Release()
+	if _, err := q.Wait(context.Background()); err != errNoPromise {
+		t.Fatalf("Wait after Release: %v", err)
+	}
+	waitIdle(t, c)
+}
