@@ -546,11 +546,12 @@ func (s *Stream) ended(err error, closeSend bool, sendErr error) {
 
 // abort ends both directions locally with err (Send and Recv return it;
 // with drop, Recv returns it at once instead of after the queued
-// messages), cancels the handler's ctx and, when status is not 0, sends
-// an error end with status and text: on a server when its direction was
-// open, on a client when either was (a server's handler whose client
-// half-closed still learns of the cancel). It reports whether it ended
-// anything.
+// messages, unless the stream had ended: one the server ended keeps its
+// end and messages for Recv when a cancel comes after it), cancels the
+// handler's ctx and, when status is not 0, sends an error end with
+// status and text: on a server when its direction was open, on a client
+// when either was (a server's handler whose client half-closed still
+// learns of the cancel). It reports whether it ended anything.
 func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 	s.mu.Lock()
 	changed := !s.rdone || !s.sdone
@@ -565,7 +566,7 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 	if !s.rdone {
 		s.rdone, s.rerr = true, err
 	}
-	if drop {
+	if drop && changed {
 		s.q, s.qh, s.qBytes = putQueue(s.q), 0, 0
 		s.rerr = err
 	}

@@ -148,20 +148,28 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, t.unopened(s, t.broken(err))
 	}
 	if ctx.Done() != nil {
-		s.setStop(context.AfterFunc(ctx, func() {
-			if s.abort(ctx.Err(), true, StatusCanceled, streamCancelText) {
-				t.remove(s)
-				s.clientEnd(StatusCanceled, ctx.Err())
-			}
-		}))
+		s.setStop(context.AfterFunc(ctx, func() { s.clientCancel(ctx.Err()) }))
 	}
 	if handedOff {
 		return nil, err
 	}
 	if oc != nil {
-		oc.record(s) // canceled if an interceptor panics before OpenStream returns
+		oc.record(s) // canceled unless the chain returns it to its caller
 	}
 	return s, nil
+}
+
+// clientCancel cancels a client's stream with err, which its Send and
+// Recv return: an error end with StatusCanceled tells the server (its
+// handler's ctx is canceled), and the stream leaves the set and reports
+// its end. A stream that already ended (the server's end, an earlier
+// cancel) is left as it is.
+func (s *Stream) clientCancel(err error) {
+	if s.abort(err, true, StatusCanceled, streamCancelText) {
+		s.set.remove(s)
+		s.stopCtx()
+		s.clientEnd(StatusCanceled, err)
+	}
 }
 
 // unopened takes a stream whose open was not sent out of the set and

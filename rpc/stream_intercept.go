@@ -66,16 +66,30 @@ func chainStreamHandler(ics []StreamInterceptor, method uint32, h StreamHandler)
 // errors).
 type Streamer func(ctx context.Context, method uint32, init []byte) (*Stream, error)
 
-// errOpenPanicked ends a stream opened by an OpenStream whose interceptor
-// panicked.
-var errOpenPanicked = errors.New("rpc: a stream interceptor panicked in OpenStream")
+// The errors of a stream opened under a chain of client stream
+// interceptors that its caller never got (see [openCtx.finish]): its Send
+// and Recv return them, if an interceptor kept it; the server sees an
+// error end with StatusCanceled, as for a canceled ctx.
+var (
+	// errOpenPanicked: an interceptor panicked (or called
+	// runtime.Goexit) before the chain returned.
+	errOpenPanicked = errors.New("rpc: a stream interceptor panicked in OpenStream")
+	// errOpenOrphaned: the chain returned another stream, or an error,
+	// or nothing.
+	errOpenOrphaned = errors.New("rpc: stream opened by a stream interceptor but not returned to the caller of OpenStream")
+)
 
 // openCtx is the ctx a chain of stream interceptors (ChainStreamer) is
 // given: the caller's ctx, which records the streams the open on the
 // wire opens under it (it finds it with Value, also through a ctx an
-// interceptor derived from it), so that they are canceled when an
-// interceptor panics before the chain returns. One allocation per open,
+// interceptor derived from it), so that those the chain does not return
+// to its caller are canceled when it returns or panics: the caller never
+// got them, and nothing else would end them. One allocation per open,
 // and only with interceptors.
+//
+// A stream opened under it after the chain returned (an interceptor's
+// goroutine still opening, or a ctx derived from a returned stream's
+// [Stream.Context]) is not recorded: it belongs to whoever opened it.
 type openCtx struct {
 	context.Context
 	mu   sync.Mutex // an interceptor may open from several goroutines
@@ -108,7 +122,9 @@ func openOf(ctx context.Context) (*openCtx, context.Context) {
 }
 
 // record notes s, opened under oc, on oc and on the openCtxs of the
-// chains around it (a cluster's chain around a connection's).
+// chains around it (a cluster's chain around a connection's): each chain
+// cancels it unless it returns it, so a stream an inner chain returned
+// and an outer interceptor dropped is canceled by the outer chain.
 func (oc *openCtx) record(s *Stream) {
 	for ; oc != nil; oc, _ = oc.Context.Value(openKey{}).(*openCtx) {
 		oc.mu.Lock()
@@ -123,22 +139,23 @@ func (oc *openCtx) record(s *Stream) {
 	}
 }
 
-// finish ends oc's open; with panicked, it cancels the streams recorded:
-// the caller never got them, so nothing else would end them.
-func (oc *openCtx) finish(panicked bool) {
+// finish ends oc's open and cancels every stream recorded on it but kept,
+// the one the chain returned to its caller (nil: none, as after a panic
+// or with an error), with why. The usual open, one stream recorded and
+// returned, cancels nothing. A stream also recorded by a chain inside
+// this one was already canceled by it unless that chain returned it: the
+// second cancel finds it ended, as it finds one the server ended.
+func (oc *openCtx) finish(kept *Stream, why error) {
 	oc.mu.Lock()
 	one, more := oc.one, oc.more
 	oc.one, oc.more, oc.done = nil, nil, true
 	oc.mu.Unlock()
-	if !panicked || one == nil {
-		return
+	if one != nil && one != kept {
+		one.clientCancel(why)
 	}
-	for _, s := range append(more, one) {
-		t := s.set
-		if s.abort(errOpenPanicked, true, StatusCanceled, streamCancelText) {
-			t.remove(s)
-			s.stopCtx()
-			s.clientEnd(StatusCanceled, errOpenPanicked)
+	for _, s := range more {
+		if s != kept {
+			s.clientCancel(why)
 		}
 	}
 }
@@ -156,12 +173,25 @@ func (oc *openCtx) finish(panicked bool) {
 // per attempt; its own (cluster.WithStreamInterceptors) run once around
 // an open.
 //
+// Every stream opened under the ctx the interceptor was given (by open,
+// or by any OpenStream under a ctx derived from it) before the chain
+// returns belongs to the open: the one the chain returns with a nil error
+// goes to the caller, and the others are canceled when the chain returns
+// (an error end with [StatusCanceled] to the server; their Send and Recv
+// fail), since the caller never got them and nothing else would end
+// them. So an interceptor may open, look at the stream and refuse it by
+// returning an error, or open again and return the second stream,
+// without leaking the first. A stream an interceptor means to keep for
+// itself is opened under a ctx not derived from the one it was given; an
+// interceptor that opens from other goroutines waits for those opens
+// before it returns (one that ends after the chain returned is not the
+// chain's, and is left to its goroutine).
+//
 // A panic in a client stream interceptor is not recovered: the panic goes
 // on to the caller of OpenStream, as one in the caller's own code would
-// (gRPC-go does the same). A stream that open returned before the panic
-// is canceled first (an error end with [StatusCanceled] to the server),
-// since the caller never got it; the client, its connection and other
-// streams go on.
+// (gRPC-go does the same). The streams opened under the chain's ctx
+// before the panic are canceled first, since the caller never got them;
+// the client, its connection and other streams go on.
 type StreamClientInterceptor func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error)
 
 // WithStreamClientInterceptors installs interceptors around every stream
@@ -184,11 +214,13 @@ func WithStreamClientInterceptors(i ...StreamClientInterceptor) ClientOption {
 // outermost, or nil when there are none. It is how a Client runs
 // [WithStreamClientInterceptors]; a StreamOpener built on Clients
 // (rpc/cluster) uses it to run its own interceptors once around each
-// open. When an interceptor panics, the streams a [Client.OpenStream]
-// called under the chain's ctx opened (and did not yet return from the
-// chain) are canceled before the panic goes on (see
-// [StreamClientInterceptor]); the chain's ctx is the caller's, wrapped
-// to record them.
+// open. The streams a [Client.OpenStream] called under the chain's ctx
+// opened, other than the one the chain returns with a nil error, are
+// canceled when the chain returns, or before an interceptor's panic goes
+// on (see [StreamClientInterceptor]); the chain's ctx is the caller's,
+// wrapped to record them. Chains nest (rpc/cluster's around those of its
+// connections): a stream is canceled by the innermost chain that does not
+// return it, once.
 func ChainStreamer(ics []StreamClientInterceptor, inner Streamer) Streamer {
 	if len(ics) == 0 {
 		return nil
@@ -203,9 +235,18 @@ func ChainStreamer(ics []StreamClientInterceptor, inner Streamer) Streamer {
 	return func(ctx context.Context, method uint32, init []byte) (*Stream, error) {
 		oc := &openCtx{Context: ctx}
 		returned := false
-		defer func() { oc.finish(!returned) }()
+		defer func() {
+			if !returned { // a panic or runtime.Goexit: the caller gets nothing
+				oc.finish(nil, errOpenPanicked)
+			}
+		}()
 		st, err := h(oc, method, init)
 		returned = true
+		kept := st
+		if err != nil {
+			kept = nil // the caller does not use a stream that came with an error
+		}
+		oc.finish(kept, errOpenOrphaned)
 		return st, err
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -222,5 +223,180 @@ func TestStreamInterceptorNoStream(t *testing.T) {
 	}))
 	if st, err := c.OpenStream(context.Background(), sEcho, nil); st != nil || err != ErrNoStreamFromInterceptor {
 		t.Fatalf("%v %v", st, err)
+	}
+}
+
+// sTagged is the stream method of the orphan tests: it echoes every
+// message, and at its end reports its init (the stream's tag) and how the
+// stream ended.
+const sTagged = 51
+
+// taggedEnd is how a stream of sTagged ended on the server: the error of
+// the Recv that ended it, and the handler's ctx's error then.
+type taggedEnd struct {
+	tag       string
+	recv, ctx error
+}
+
+// handleTagged registers sTagged on s, reporting every stream's end on
+// the channel it returns. A stream whose init is "done" ends at once.
+func handleTagged(s *Server) <-chan taggedEnd {
+	ended := make(chan taggedEnd, 16)
+	s.HandleStream(sTagged, func(ctx context.Context, init []byte, st *Stream) error {
+		tag := string(init)
+		for tag != "done" {
+			m, err := st.Recv(nil)
+			if err != nil {
+				if err != io.EOF {
+					<-ctx.Done() // the client's cancel ends it right after Recv
+				}
+				ended <- taggedEnd{tag, err, ctx.Err()}
+				return nil
+			}
+			if err := st.Send(m); err != nil {
+				return err
+			}
+		}
+		ended <- taggedEnd{tag, io.EOF, nil}
+		return nil
+	})
+	return ended
+}
+
+// orphanRow is one way a client stream interceptor opens streams: ic
+// opens through tagged, which notes the streams other than "kept" as
+// orphans, and returns what the test's OpenStream gets.
+type orphanRow struct {
+	name string
+	ic   func(ctx context.Context, tagged func(ctx context.Context, tag string) *Stream) (*Stream, error)
+	err  error // OpenStream's
+	kept bool  // OpenStream returns a working stream
+}
+
+// A client stream interceptor that opens a stream and does not return
+// it (it refuses the open after looking, opens again, returns nothing,
+// returns a stream from elsewhere, or opens on another goroutine) leaves
+// no stream open: the chain cancels it, the client forgets it and the
+// server handler's ctx ends, while the stream the chain returns works.
+// A stream that had ended already is left as it was.
+func TestStreamClientInterceptorOrphansCanceled(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	ended := handleTagged(s)
+	elsewhere := dial(t, addr)
+	errRefused := errors.New("refused after a look")
+	rows := []orphanRow{
+		{name: "open and return it", kept: true, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			return tagged(ctx, "kept"), nil
+		}},
+		{name: "open then refuse", err: errRefused, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			tagged(ctx, "orphan")
+			return nil, errRefused
+		}},
+		{name: "open under a derived ctx then refuse", err: errRefused, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			tagged(WithMetadata(ctx, "k", "v"), "orphan")
+			return nil, errRefused
+		}},
+		{name: "return the stream with an error", err: errRefused, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			return tagged(ctx, "orphan"), errRefused
+		}},
+		{name: "open twice, return the second", kept: true, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			tagged(ctx, "orphan")
+			return tagged(ctx, "kept"), nil
+		}},
+		{name: "open then return nothing", err: ErrNoStreamFromInterceptor, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			tagged(ctx, "orphan")
+			return nil, nil
+		}},
+		{name: "return a stream opened elsewhere", kept: true, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			tagged(ctx, "orphan")
+			return elsewhere.OpenStream(context.Background(), sTagged, []byte("kept"))
+		}},
+		{name: "open on two goroutines, return one", kept: true, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			done := make(chan struct{})
+			go func() { tagged(ctx, "orphan"); close(done) }()
+			st := tagged(ctx, "kept")
+			<-done
+			return st, nil
+		}},
+		{name: "open one the server ends, then return another", kept: true, ic: func(ctx context.Context, tagged func(context.Context, string) *Stream) (*Stream, error) {
+			if _, err := tagged(ctx, "done").Recv(nil); err != io.EOF {
+				return nil, err
+			}
+			return tagged(ctx, "kept"), nil
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var orphans []*Stream
+			c := dial(t, addr, WithStreamClientInterceptors(func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error) {
+				return row.ic(ctx, func(ctx context.Context, tag string) *Stream {
+					st, err := open(ctx, sTagged, []byte(tag))
+					if err != nil {
+						t.Errorf("open %s: %v", tag, err)
+						return nil
+					}
+					if tag != "kept" {
+						mu.Lock()
+						orphans = append(orphans, st)
+						mu.Unlock()
+					}
+					return st
+				})
+			}))
+			st, err := c.OpenStream(context.Background(), sTagged, nil)
+			if !errors.Is(err, row.err) {
+				t.Fatalf("OpenStream: %v, want %v", err, row.err)
+			}
+			want := 0 // streams open on c: the returned one, if it is c's
+			if row.kept && st.set == &c.streams {
+				want = 1
+			}
+			if n := c.Streams(); n != want {
+				t.Fatalf("%d streams open on the client after OpenStream, want %d", n, want)
+			}
+			checkOrphansEnded(t, orphans, ended)
+			if row.kept {
+				checkKeptWorks(t, st, ended)
+			}
+		})
+	}
+}
+
+// checkOrphansEnded checks that every stream an interceptor opened and
+// did not return ended on both sides: canceled by the chain, or as the
+// server ended it ("done").
+func checkOrphansEnded(t *testing.T, orphans []*Stream, ended <-chan taggedEnd) {
+	t.Helper()
+	for _, o := range orphans {
+		want := errOpenOrphaned
+		e := receive(t, "the server's end of the orphan", ended)
+		if e.tag == "done" {
+			want = io.EOF
+		} else if e.tag != "orphan" || Code(e.recv) != StatusCanceled || e.ctx != context.Canceled {
+			t.Fatalf("the server handler of %q ended with Recv's %v and ctx's %v, want a cancel", e.tag, e.recv, e.ctx)
+		}
+		if _, err := o.Recv(nil); !errors.Is(err, want) {
+			t.Fatalf("the client's Recv of the orphan: %v, want %v", err, want)
+		}
+	}
+}
+
+// checkKeptWorks checks that st, the stream OpenStream returned, echoes
+// and ends cleanly on both sides.
+func checkKeptWorks(t *testing.T, st *Stream, ended <-chan taggedEnd) {
+	t.Helper()
+	if err := st.Send([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(nil); err != nil || string(m) != "ping" {
+		t.Fatalf("echo on the returned stream: %q %v", m, err)
+	}
+	st.CloseSend()
+	if _, err := st.Recv(nil); err != io.EOF {
+		t.Fatalf("the returned stream's end: %v", err)
+	}
+	if e := receive(t, "the server's end of the returned stream", ended); e.tag != "kept" || e.recv != io.EOF {
+		t.Fatalf("the server handler of %q ended with %v, want the returned stream's clean end", e.tag, e.recv)
 	}
 }

@@ -140,6 +140,22 @@ func await(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// receive waits for a value from ch; after 30 s it fails the test with
+// what it was waiting for (see await).
+func receive[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	var v T
+	await(t, what, func() bool {
+		select {
+		case v = <-ch:
+			return true
+		default:
+			return false
+		}
+	})
+	return v
+}
+
 func dialT(t testing.TB, target string, opts ...Option) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -159,8 +159,12 @@ func WithInterceptors(i ...rpc.ClientInterceptor) Option {
 // an open sent again to another connection (the first went away before
 // it was written) is not intercepted twice. Stream interceptors given to
 // the connections (WithClientOptions with
-// rpc.WithStreamClientInterceptors) run once per attempt. The chain is
-// built once, at Dial.
+// rpc.WithStreamClientInterceptors) run once per attempt. A stream
+// either chain opened and did not return (the cluster's dropped the one
+// the connection's returned, or the connection's refused an attempt after
+// opening) is canceled once, when the chain that dropped it returns (see
+// rpc.StreamClientInterceptor); the one returned through both goes to
+// the caller. The chain is built once, at Dial.
 func WithStreamInterceptors(i ...rpc.StreamClientInterceptor) Option {
 	i = append([]rpc.StreamClientInterceptor(nil), i...)
 	return optionFunc(func(o *options) {
