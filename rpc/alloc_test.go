@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A warm unary call allocates nothing: client and server run in this
@@ -135,6 +138,45 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 			if a := testing.AllocsPerRun(2000, call); a != 0 {
 				t.Errorf("%s, %T: %v allocs per call, want 0", tc.name, cl, a)
 			}
+		}
+	}
+	if n.Load() == 0 {
+		t.Error("observer never ran")
+	}
+}
+
+// A call the server answers without a handler (here 404 and a target
+// without pipelining) allocates nothing on the server, with an observer
+// too: its event is passed by value like a handler's call's. The peer is
+// raw, with its frames made before the count.
+func TestAllocsUnrunCallObserved(t *testing.T) {
+	var n atomic.Int64
+	obs := func(ev CallEvent) { n.Add(int64(ev.BytesOut)) }
+	for _, tc := range []struct {
+		name string
+		req  wire.Request
+		body string
+	}{
+		{"404", wire.Request{Method: 77, PromiseID: 1, Payload: []byte("abc")}, NoSuchMethod},
+		{"target without pipelining", wire.Request{Method: mEcho, PromiseID: 2, Target: 1}, pipeliningOff},
+	} {
+		_, addr, _ := testServer(t, WithObserver(obs))
+		rc := rawDial(t, addr)
+		req := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &tc.req))
+		answer := make([]byte, frameHeader+wire.ResponseOverhead+len(tc.body))
+		call := func() {
+			if _, err := rc.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(rc, answer); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 100 {
+			call()
+		}
+		if a := testing.AllocsPerRun(2000, call); a != 0 {
+			t.Errorf("%s: %v allocs per call, want 0", tc.name, a)
 		}
 	}
 	if n.Load() == 0 {

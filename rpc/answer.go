@@ -16,6 +16,9 @@ func (c *serverConn) run(j *job) {
 	if c.closed.Load() {
 		// The connection died while the call waited for its worker: no
 		// answer can reach the peer, so the handler does not start.
+		if obs := c.s.opts.observer; obs != nil {
+			c.observeUnrun(obs, j.method, StatusUnavailable, len(j.req), 0)
+		}
 		c.finish(j, StatusUnavailable, nil, false)
 		return
 	}
@@ -89,10 +92,14 @@ func (c *serverConn) handlerPanic(j *job, r any) {
 
 // handlerExited logs that j's handler called runtime.Goexit (t.FailNow
 // in a test's handler, say): the call is answered 500, and the goroutine
-// that ran it ends.
+// that ran it ends. The observer, if any, sees that 500: the handler
+// never returned to call, which would have reported it.
 func (c *serverConn) handlerExited(j *job) {
 	c.s.opts.logger.Error("rpc: handler called runtime.Goexit", "method", j.method, "promise", j.pid,
 		"remote", c.nc.RemoteAddr().String())
+	if obs := c.s.opts.observer; obs != nil {
+		c.observeAnswer(obs, c.serverEvent(j.method, StatusInternal, j.obsStart, monoNow(), j.obsIn, 0))
+	}
 }
 
 // invokeBody is invoke without the recover: a panic goes to the caller's
@@ -162,17 +169,22 @@ func (c *serverConn) handlerError(what string, method uint32, idKey string, id u
 	return msg
 }
 
-// answerDirect answers from the read loop (no handler ran) and ends the
-// request's in-flight count.
-func (c *serverConn) answerDirect(status, pid uint32, msg string) {
-	c.writeAnswerString(status, pid, msg, false, true)
+// answerDirect answers r from the read loop with status and msg, without
+// running its handler (notRun: with the not-run flag, docs/wire.md §8
+// extension), and reports it to the observer: the server's observer sees
+// every call it answers, not only those that ran a handler.
+func (c *serverConn) answerDirect(r *wire.Request, status uint32, msg string, notRun bool) {
+	if obs := c.s.opts.observer; obs != nil {
+		c.observeUnrun(obs, r.Method, status, len(r.Payload), len(msg))
+	}
+	c.writeAnswerString(status, r.PromiseID, msg, notRun, true)
 }
 
 // refuse answers, from the read loop, a call read after the go-away: 503
 // with the not-run flag (docs/wire.md §8 extension), so the client knows it may
 // send the call again. A canonical client reads a plain 503 "going away".
-func (c *serverConn) refuse(pid uint32) {
-	c.writeAnswerString(StatusUnavailable, pid, goAwayRefusal, true, true)
+func (c *serverConn) refuse(r *wire.Request) {
+	c.answerDirect(r, StatusUnavailable, goAwayRefusal, true)
 }
 
 func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool) {

@@ -492,6 +492,10 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 	}
 }
 
+// pipeliningOff is the body of the 400 answer to a call with a promise
+// target on a server without WithPipelining.
+const pipeliningOff = "promise pipelining is not enabled"
+
 // Results of request.
 const (
 	reqNext   = iota // go on reading
@@ -508,8 +512,11 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	if err := wire.ParseRequestTo(&req, p); err != nil {
 		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
+			// req holds what the parse read: this promise id, the
+			// method and payload when it got that far.
+			req.PromiseID = ee.PromiseID
 			c.promiseFailed(ee.PromiseID)
-			c.answerDirect(StatusBadRequest, ee.PromiseID, ee.Reason)
+			c.answerDirect(&req, StatusBadRequest, ee.Reason, false)
 			return reqNext
 		}
 		c.publish()
@@ -521,18 +528,18 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		// client may send it elsewhere (its peer may not have seen the
 		// go-away yet when it sent it).
 		c.promiseFailed(req.PromiseID)
-		c.refuse(req.PromiseID)
+		c.refuse(&req)
 		return reqNext
 	}
 	c.batchRan = true
 	h := c.handler(req.Method)
 	if h == nil {
 		c.promiseFailed(req.PromiseID)
-		c.answerDirect(StatusNotFound, req.PromiseID, NoSuchMethod)
+		c.answerDirect(&req, StatusNotFound, NoSuchMethod, false)
 		return reqNext
 	}
 	if req.Target != 0 && c.promises == nil {
-		c.answerDirect(StatusBadRequest, req.PromiseID, "promise pipelining is not enabled")
+		c.answerDirect(&req, StatusBadRequest, pipeliningOff, false)
 		return reqNext
 	}
 	if len(req.Metadata) > 0 && !c.checkMetadata(&req) {

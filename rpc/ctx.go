@@ -34,6 +34,12 @@ type job struct {
 	// them are, so each is copied on its own.
 	target uint32
 
+	// obsStart (monoNow) and obsIn (request payload bytes) are kept by
+	// call, with an observer, for the event of a handler that calls
+	// runtime.Goexit and so never returns to call (handlerExited).
+	obsStart int64
+	obsIn    int
+
 	// Wire extensions of the call (see deadline.go and
 	// metadata.go). dl is the call's own deadline (monoNow scale), 0 none;
 	// it is atomic because a goroutine a handler started (the one

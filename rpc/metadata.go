@@ -232,6 +232,10 @@ func WithMaxMetadata(n int) ServerOption {
 // metadataTooLarge is the body of the 431 answer.
 const metadataTooLarge = "metadata too large"
 
+// malformedMetadata is the body of the 400 answer to metadata that does
+// not decode into key/value pairs.
+const malformedMetadata = "malformed metadata"
+
 // checkMetadata checks a request's metadata against the server's limit
 // and its encoding; when it fails, it answers the call (from the read
 // loop) and reports false.
@@ -241,11 +245,11 @@ func (c *serverConn) checkMetadata(r *wire.Request) bool {
 		lim = DefaultMaxMetadata
 	}
 	if len(r.Metadata) > lim {
-		c.writeAnswerString(StatusMetadataTooLarge, r.PromiseID, metadataTooLarge, true, true)
+		c.answerDirect(r, StatusMetadataTooLarge, metadataTooLarge, true)
 		return false
 	}
 	if !validMetadata(r.Metadata) {
-		c.answerDirect(StatusBadRequest, r.PromiseID, "malformed metadata")
+		c.answerDirect(r, StatusBadRequest, malformedMetadata, false)
 		return false
 	}
 	return true

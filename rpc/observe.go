@@ -15,49 +15,75 @@ type CallEvent struct {
 	// wire: a retry by rpc/cluster is a second event), false for a
 	// server's.
 	Client bool
-	// Method is the wire method ordinal (the mount offset included).
+	// Method is the wire method ordinal (the mount offset included). On a
+	// server, a request whose envelope did not parse gives the ordinal
+	// it carried, or 0 when its fixed section was cut short.
 	Method uint32
-	// Status is the answer's status (200 OK, 404...). On a client it is 0
-	// when no answer came: Err then says why (ctx ended, connection
-	// closed, go-away before the call was sent...).
+	// Status is the answer's status (200 OK, 404...). On a server it is
+	// the status the answer goes out with: an answer above the largest
+	// frame is sent as an empty 500, and its event says 500 whatever the
+	// handler returned. On a client it is 0 when no answer came: Err then
+	// says why (ctx ended, connection closed, go-away before the call was
+	// sent...).
 	Status uint32
 	// Err is, on a client, the error Call returned (nil on 200); nil on a
 	// server (the handler's error became Status).
 	Err error
 	// Start is when the call began: on a server, when its handler was
-	// about to run; on a client, when the call was handed to the
-	// connection.
+	// about to run, or, for a call answered at once without a handler
+	// (see [WithObserver]), when the server answered it: as it read the
+	// request, or as the worker it waited for found its connection
+	// closed; on a client, when the call was handed to the connection.
 	Start time.Time
-	// Duration is how long the call took: the handler (interceptors
-	// included) on a server; from Start until the answer was delivered
-	// (or the call failed) on a client.
+	// Duration is how long the call took: on a server, the handler
+	// (interceptors included; for a call pipelined on another, its wait
+	// for that one too), 0 for a call answered at once without a handler;
+	// on a client, from Start until the answer was delivered (or the call
+	// failed).
 	Duration time.Duration
 	// BytesIn and BytesOut count payload bytes received and sent for the
-	// call: on a server the request payload in and the answer body out,
-	// on a client the request payload out and the answer body in. The
-	// envelope and frame headers (wire.RequestOverhead, wire.ResponseOverhead and 5
-	// bytes a frame) are not included.
+	// call: on a server the request payload in (0 when its envelope did
+	// not parse as far as the payload) and the answer body out as sent
+	// (the text of a refusal or an error, 0 for the empty 500 that
+	// replaces an answer too large), on a client the request payload out
+	// and the answer body in. The envelope and frame headers
+	// (wire.RequestOverhead, wire.ResponseOverhead and 5 bytes a frame)
+	// are not included.
 	BytesIn, BytesOut int
 	// Peer is the remote address of the call's connection.
 	Peer net.Addr
 }
 
-// Observer is called once per call, after the call finished (on a server:
-// after its handler returned, before its answer is written). It runs on
-// the call's goroutine, so it must be quick and must not block. A panic
-// in it is recovered and logged (on a server by its logger, [WithLogger];
-// on a client by slog.Default()): the call is answered, or returns to its
-// caller, as if the observer had returned, and other calls are not
-// affected. CallEvent is passed by value: observing allocates nothing and
-// costs two monotonic clock reads per call and side.
+// Observer is called once per call, after the call finished: on a server,
+// once per call it answers, after its handler returned or, for a call it
+// answers at once without a handler, as it decides the answer; in both
+// cases before the answer is written. It runs on the goroutine that
+// answers the call (on a server, the handler's, or the read loop's or a
+// worker's for a call answered at once), so it must be quick and must not
+// block. A panic in it is recovered and logged (on a server by its logger,
+// [WithLogger]; on a client by slog.Default()): the call is answered, or
+// returns to its caller, as if the observer had returned, and other calls
+// are not affected. CallEvent is passed by value: observing allocates
+// nothing and costs two monotonic clock reads per call and side (one for a
+// call a server answers at once).
 type Observer func(CallEvent)
 
-// WithObserver installs f to see every call: on a server, every call that
-// ran a handler (an unknown method, a malformed envelope or a call refused
-// after go-away runs none and is counted only in [Server.Stats]); on a
-// client or pool, every call on the wire. Streams are seen by
-// [WithStreamObserver]. A panic in f is recovered and logged, and changes
-// nothing else (see [Observer]). Default: none.
+// WithObserver installs f to see every call: on a server, every call it
+// answers, whether or not a handler ran. A call it answers at once,
+// without a handler, gets an event with Duration 0: an unknown method
+// (404), a request read after the go-away (503, not run), an envelope that
+// does not parse but names its promise (400), a target set without
+// [WithPipelining] (400), metadata over [WithMaxMetadata] (431) or
+// malformed (400), a call whose connection closed while it waited for a
+// worker (503, which reaches no one). A call whose handler did not run to
+// its end is seen too, with the time it took: one whose deadline passed
+// before it could run (504, not run), one whose pipelining target failed
+// (400), one whose handler called runtime.Goexit (500). A request the
+// server cannot answer (its envelope names no promise: the connection is
+// closed) is not seen; [Server.Stats] counts it. On a client or pool, f
+// sees every call on the wire. Streams are seen by [WithStreamObserver]. A
+// panic in f is recovered and logged, and changes nothing else (see
+// [Observer]). Default: none.
 func WithObserver(f Observer) Option {
 	return bothOption{
 		s: func(o *serverOptions) { o.observer = f },
@@ -73,26 +99,76 @@ func (c *serverConn) call(j *job) (status uint32, body []byte) {
 	}
 	start := monoNow()
 	bytesIn := len(j.req)
+	// A handler that calls runtime.Goexit never returns here: its event
+	// is reported with these by handlerExited.
+	j.obsStart, j.obsIn = start, bytesIn
 	status, body = c.invoke(j)
 	end := monoNow()
+	sent, bytesOut := c.sentAs(j, status, len(body))
 	// A panic in the observer is recovered and logged: the call is
 	// answered with the handler's result. (The defer is here rather than
-	// in a helper around obs: a call level less, half the cost.)
+	// in a helper around obs such as observeAnswer, which the rarer
+	// answers use: a call level less, half the cost.)
 	defer func() {
 		if r := recover(); r != nil {
 			observerPanic(c.s.opts.logger, "rpc: observer panic", false, j.method, "", 0, r)
 		}
 	}()
-	obs(CallEvent{
-		Method:   j.method,
+	obs(c.serverEvent(j.method, sent, start, end, bytesIn, bytesOut))
+	return status, body
+}
+
+// sentAs is the status and body length that finish puts on the wire for
+// a call that returned status and an n-byte body, for its event to say
+// what the peer got: a call refused at its deadline carries
+// deadlineRefusal, an answer above the largest frame goes out as an
+// empty 500 (writeAnswer, inlineAnswer).
+func (c *serverConn) sentAs(j *job, status uint32, n int) (uint32, int) {
+	switch {
+	case j.refused:
+		return status, len(deadlineRefusal)
+	case !c.answerFits(n):
+		return StatusInternal, 0
+	}
+	return status, n
+}
+
+// serverEvent is the event of a call a server answered: start and end are
+// monoNow values, bytesIn the request's payload length, bytesOut the
+// answer body's.
+func (c *serverConn) serverEvent(method, status uint32, start, end int64, bytesIn, bytesOut int) CallEvent {
+	return CallEvent{
+		Method:   method,
 		Status:   status,
 		Start:    monoTime(start),
 		Duration: time.Duration(end - start),
 		BytesIn:  bytesIn,
-		BytesOut: len(body),
+		BytesOut: bytesOut,
 		Peer:     c.peer(),
-	})
-	return status, body
+	}
+}
+
+// observeUnrun reports to obs a call answered without running its
+// handler, with status and a bytesOut-byte body: read after the go-away,
+// an unknown method, a bad envelope or metadata, a connection closed
+// before a worker could start it. Its Start is now and its Duration 0.
+// Its callers check obs for nil first: without an observer those paths
+// cost a nil check.
+func (c *serverConn) observeUnrun(obs Observer, method, status uint32, bytesIn, bytesOut int) {
+	now := monoNow()
+	c.observeAnswer(obs, c.serverEvent(method, status, now, now, bytesIn, bytesOut))
+}
+
+// observeAnswer hands ev to obs for a call answered outside call (see
+// observeUnrun and handlerExited). As in call, a panic in obs is recovered
+// and logged, and the answer goes out all the same.
+func (c *serverConn) observeAnswer(obs Observer, ev CallEvent) {
+	defer func() {
+		if r := recover(); r != nil {
+			observerPanic(c.s.opts.logger, "rpc: observer panic", false, ev.Method, "", 0, r)
+		}
+	}()
+	obs(ev)
 }
 
 // observerPanic logs a panic recovered from an observer (idKey and id

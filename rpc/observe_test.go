@@ -62,7 +62,7 @@ func TestObserver(t *testing.T) {
 		t.Fatalf("canceled call: %v", err)
 	}
 	close(block)
-	await(t, "3 server events", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.evs) == 3 })
+	await(t, "4 server events", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.evs) == 4 })
 
 	ce := cli.take()
 	if len(ce) != 4 {
@@ -88,12 +88,12 @@ func TestObserver(t *testing.T) {
 		t.Errorf("canceled call's event: %v", ce[3].Err)
 	}
 	se := srv.take()
-	// The 404 ran no handler: the server's observer saw the three others.
+	// The 404 ran no handler, and is seen all the same (Duration 0).
 	wantS := []struct {
 		method, status uint32
 		in, out        int
-	}{{mEcho, 200, 100, 100}, {mFail, 409, 3, 9}, {mSlow, 200, 0, 0}}
-	if len(se) != 3 {
+	}{{mEcho, 200, 100, 100}, {mFail, 409, 3, 9}, {77, 404, 0, len(NoSuchMethod)}, {mSlow, 200, 0, 0}}
+	if len(se) != 4 {
 		t.Fatalf("server saw %d events: %+v", len(se), se)
 	}
 	for i, w := range wantS {
