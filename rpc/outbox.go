@@ -141,10 +141,6 @@ type outbox struct {
 	taken   uint64        // times the writer took the queue to write it
 	err     error         // sticky: the stream broke
 	wake    chan struct{} // closed when room frees, the role is given up or the stream breaks
-	// The writer goroutine's, nil until the first handToWriter: kick
-	// hands it the writer role, halted is closed when the stream breaks.
-	kick   chan struct{}
-	halted chan struct{}
 
 	// ww, when not nil, is the watch of this outbox's writes by the beat
 	// (a client's; see watchWrite): a write that no ctx bounds runs
@@ -160,6 +156,16 @@ type outbox struct {
 	wdl    time.Time // the write deadline set on nc (wdlCtx above)
 	vecArr [2][]byte
 	vec    net.Buffers
+
+	// The writer goroutine's (see handToWriter), nil until the first
+	// hand-over; under mu.
+	wr *outWriter
+}
+
+// outWriter is how an outbox reaches its writer goroutine: kick hands it
+// the writer role, halted is closed when the stream breaks.
+type outWriter struct {
+	kick, halted chan struct{}
 }
 
 // writeWatch is the state of the beat's watch of an outbox's writes (see
@@ -484,11 +490,11 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 // a hand-over costs a wake-up and no allocation. Called without mu.
 func (o *outbox) handToWriter() {
 	o.mu.Lock()
-	if o.kick == nil {
-		o.kick, o.halted = make(chan struct{}, 1), make(chan struct{})
-		go o.writer(o.kick, o.halted)
+	if o.wr == nil {
+		o.wr = &outWriter{make(chan struct{}, 1), make(chan struct{})}
+		go o.writer(o.wr.kick, o.wr.halted)
 	}
-	kick := o.kick
+	kick := o.wr.kick
 	o.mu.Unlock()
 	// Never blocks: the role is one goroutine's at a time, and the
 	// writer takes the kick before it drains, so no other is pending.
@@ -668,8 +674,8 @@ func (o *outbox) halt(err error) (first bool) {
 	first = o.err == nil
 	if first {
 		o.err = err
-		if o.halted != nil {
-			close(o.halted) // the writer goroutine ends
+		if o.wr != nil {
+			close(o.wr.halted) // the writer goroutine ends
 		}
 	}
 	o.release()
