@@ -133,11 +133,15 @@ type outbox struct {
 	flushing bool // a goroutine holds the writer role
 	wdlCtx   bool // writer role: wdl came from a caller's ctx, not the write timeout
 
-	mu      sync.Mutex
-	cur     *outBuf       // the queue: whole frames, then possibly a begun one; nil when empty
-	spare   *outBuf       // an empty buffer for the next queue, or nil
-	begun   int           // offset in cur.B of the header begin wrote; -1 when none
-	bigWait int           // goroutines waiting for the writer role (WriteFrameParts)
+	mu    sync.Mutex
+	cur   *outBuf // the queue: whole frames, then possibly a begun one; nil when empty
+	spare *outBuf // an empty buffer for the next queue, or nil
+	// begun is the offset in cur.B of the header begin wrote, -1 when
+	// none: the bytes queued before it, under outboxLimit. It and bigWait
+	// are 32-bit so that the outbox holds the writer's pointer (wr) in
+	// the size it had without it.
+	begun   int32
+	bigWait int32         // goroutines waiting for the writer role (WriteFrameParts)
 	taken   uint64        // times the writer took the queue to write it
 	err     error         // sticky: the stream broke
 	wake    chan struct{} // closed when room frees, the role is given up or the stream breaks
@@ -211,7 +215,7 @@ func (o *outbox) queued() int {
 		return 0
 	}
 	if o.begun >= 0 {
-		return o.begun
+		return int(o.begun)
 	}
 	return len(o.cur.B)
 }
@@ -296,7 +300,7 @@ func (o *outbox) start(kind byte) []byte {
 	if o.cur == nil {
 		o.cur = o.take()
 	}
-	o.begun = len(o.cur.B)
+	o.begun = int32(len(o.cur.B))
 	o.cur.B = append(o.cur.B, 0, 0, 0, 0, kind)
 	return o.cur.B
 }
@@ -340,7 +344,7 @@ func (o *outbox) flushIfCtx(ctx context.Context, lead bool, err error) error {
 // caller must now call flush. err is the frame's error (ErrFrameTooLarge:
 // nothing was added) or the stream's.
 func (o *outbox) end(buf []byte) (lead bool, err error) {
-	start := o.begun
+	start := int(o.begun)
 	o.begun = -1
 	switch n := len(buf) - start - frameHeader + 1; {
 	case o.err != nil:
