@@ -145,6 +145,60 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 	}
 }
 
+// With an observer, a promise's calls allocate nothing either: the
+// promise carries what its event at Wait needs. Send then Wait, and a
+// pipelined pair (Send, Promise.Call, Wait), each seen once a call.
+func TestAllocsPromiseObserved(t *testing.T) {
+	var n atomic.Int64
+	cl, _ := pipelineServer(t, func() error { return nil })
+	c := dial(t, cl.Addr().String(), WithObserver(func(ev CallEvent) { n.Add(1) }))
+	ctx := context.Background()
+	req := []byte("k")
+	a, b := make([]byte, 0, 64), make([]byte, 0, 64)
+	for _, tc := range []struct {
+		name  string
+		calls int64
+		run   func()
+	}{{
+		name: "Send, Wait", calls: 1,
+		run: func() {
+			p, err := c.Send(ctx, mLookup, req, a[:0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := p.Wait(ctx); err != nil || string(out) != "id:k" {
+				t.Fatalf("%q %v", out, err)
+			}
+		},
+	}, {
+		name: "Send, Promise.Call, Wait", calls: 2,
+		run: func() {
+			p, err := c.Send(ctx, mLookup, req, a[:0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := p.Call(ctx, mFetch, b[:0]); err != nil || string(out) != "fetched(id:k)" {
+				t.Fatalf("%q %v", out, err)
+			}
+			if out, err := p.Wait(ctx); err != nil || string(out) != "id:k" {
+				t.Fatalf("%q %v", out, err)
+			}
+		},
+	}} {
+		for range 100 {
+			tc.run()
+		}
+		n.Store(0)
+		const runs = 2000
+		if allocs := testing.AllocsPerRun(runs, tc.run); allocs != 0 {
+			t.Errorf("%s, observed: %v allocs, want 0", tc.name, allocs)
+		}
+		if got := n.Load(); got != (runs+1)*tc.calls { // AllocsPerRun runs once more to warm up
+			t.Errorf("%s: %d events, want %d", tc.name, got, (runs+1)*tc.calls)
+		}
+	}
+}
+
 // A call the server answers without a handler (here 404 and a target
 // without pipelining) allocates nothing on the server, with an observer
 // too: its event is passed by value like a handler's call's. The peer is

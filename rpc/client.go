@@ -331,8 +331,8 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	if c.chain != nil {
 		return c.chain(ctx, method, req, resp)
 	}
-	if c.opts.observer != nil {
-		return c.unary(ctx, method, req, resp)
+	if obs := c.opts.observer; obs != nil {
+		return c.observedCall(obs, ctx, method, 0, req, resp)
 	}
 	// c.call by hand: the caller parks in wait, and every frame between
 	// it and the caller's own costs a mispredicted return once it runs
@@ -355,10 +355,11 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	return c.answer(s, resp)
 }
 
-// call is one call on the wire, without interceptors or observer.
-func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+// call is one call on the wire, pipelined on target (0: none), without
+// interceptors or observer.
+func (c *Client) call(ctx context.Context, method, target uint32, req, resp []byte) ([]byte, error) {
 	done := ctx.Done()
-	s, err := c.send(ctx, done, done, method, 0, req, resp)
+	s, err := c.send(ctx, done, done, method, target, req, resp)
 	if err != nil {
 		return resp, err
 	}

@@ -56,8 +56,9 @@ func chainHandler(ics []Interceptor, method uint32, h Handler) Handler {
 // call on the wire (see [Client.Call] for the buffers and errors).
 type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte, error)
 
-// ClientInterceptor runs around every call of a [Client] that has
-// it (see [WithClientInterceptors]): it may change ctx (to add metadata,
+// ClientInterceptor runs around every [Client.Call] of a [Client] that
+// has it (see [WithClientInterceptors]; not around its promise calls,
+// below): it may change ctx (to add metadata,
 // say), inspect or replace req, call invoke to run the rest of the chain
 // and the call itself, and replace the result or error. It must return
 // resp extended (as [Caller].Call does) or a slice of its own; req and
@@ -69,6 +70,17 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // and its retry. The observer ([WithObserver]) sees each attempt on the
 // wire.
 //
+// Interceptors run around [Client.Call] only (and so around the Call of
+// a generated client, and of rpc/cluster): not around a call sent without
+// waiting, [Client.Send] (a generated client's Send<Method>), nor one
+// pipelined on a promise, [Promise.Call] and [Promise.Send], whose
+// shape the synchronous Invoker cannot carry. Such a call's request
+// carries the deadline, cap and metadata of the ctx given to it
+// ([WithCap], [WithMetadata]) and nothing else: what an interceptor adds
+// to every call (an auth token in the metadata, say) the caller of Send,
+// Promise.Call or Promise.Send must add to that ctx itself. The observer
+// ([WithObserver]) does see these calls.
+//
 // A panic in a client interceptor is not recovered: it runs on the
 // caller's goroutine, and the panic goes on to the caller of Call, as one
 // in the caller's own code would (gRPC-go does the same). It leaves
@@ -77,12 +89,14 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // calls go on.
 type ClientInterceptor func(ctx context.Context, method uint32, req, resp []byte, invoke Invoker) ([]byte, error)
 
-// WithClientInterceptors installs interceptors around every call of a
-// [Client], in order: the first is outermost. Several options append.
+// WithClientInterceptors installs interceptors around every [Client.Call]
+// of a [Client], in order: the first is outermost. Several options append.
 // The chain is built once, when the client is created: a
 // trivial interceptor (return invoke(ctx, method, req, resp)) allocates
 // nothing per call. A panic in one goes on to the caller and leaves the
-// client usable (see [ClientInterceptor]).
+// client usable (see [ClientInterceptor]). They do not run around
+// [Client.Send], [Promise.Call] or [Promise.Send], whose requests carry
+// only what their ctx has (see [ClientInterceptor]).
 func WithClientInterceptors(i ...ClientInterceptor) ClientOption {
 	i = append([]ClientInterceptor(nil), i...)
 	return clientOption(func(o *clientOptions) {

@@ -26,29 +26,34 @@ type CallEvent struct {
 	// says why (ctx ended, connection closed, go-away before the call was
 	// sent...).
 	Status uint32
-	// Err is, on a client, the error Call returned (nil on 200); nil on a
-	// server (the handler's error became Status).
+	// Err is, on a client, the error Call returned (nil on 200), or for a
+	// promise ([Client.Send]) the error its Wait returned, or
+	// [ErrPromiseReleased] when it was released; nil on a server (the
+	// handler's error became Status).
 	Err error
 	// Start is when the call began: on a server, when its handler was
 	// about to run, or, for a call answered at once without a handler
 	// (see [WithObserver]), when the server answered it: as it read the
 	// request, or as the worker it waited for found its connection
-	// closed; on a client, when the call was handed to the connection.
+	// closed; on a client, when the call was handed to the connection
+	// (for a promise, at Send).
 	Start time.Time
 	// Duration is how long the call took: on a server, the handler
 	// (interceptors included; for a call pipelined on another, its wait
 	// for that one too), 0 for a call answered at once without a handler;
 	// on a client, from Start until the answer was delivered (or the call
-	// failed).
+	// failed); for a promise, until its Wait returned or its Release.
 	Duration time.Duration
 	// BytesIn and BytesOut count payload bytes received and sent for the
 	// call: on a server the request payload in (0 when its envelope did
 	// not parse as far as the payload) and the answer body out as sent
 	// (the text of a refusal or an error, 0 for the empty 500 that
 	// replaces an answer too large), on a client the request payload out
-	// and the answer body in. The envelope and frame headers
-	// (wire.RequestOverhead, wire.ResponseOverhead and 5 bytes a frame)
-	// are not included.
+	// and the answer body in (0 out for a call pipelined on a promise:
+	// its input is the promise's answer, which stays on the server; 0 in
+	// for a released promise, whose answer is not taken). The envelope
+	// and frame headers (wire.RequestOverhead, wire.ResponseOverhead and
+	// 5 bytes a frame) are not included.
 	BytesIn, BytesOut int
 	// Peer is the remote address of the call's connection.
 	Peer net.Addr
@@ -57,15 +62,17 @@ type CallEvent struct {
 // Observer is called once per call, after the call finished: on a server,
 // once per call it answers, after its handler returned or, for a call it
 // answers at once without a handler, as it decides the answer; in both
-// cases before the answer is written. It runs on the goroutine that
-// answers the call (on a server, the handler's, or the read loop's or a
-// worker's for a call answered at once), so it must be quick and must not
-// block. A panic in it is recovered and logged (on a server by its logger,
-// [WithLogger]; on a client by slog.Default()): the call is answered, or
-// returns to its caller, as if the observer had returned, and other calls
-// are not affected. CallEvent is passed by value: observing allocates
-// nothing and costs two monotonic clock reads per call and side (one for a
-// call a server answers at once).
+// cases before the answer is written. On a client, as the call returns to
+// its caller: for a promise, as its Wait returns or at its Release,
+// answered or not (see [WithObserver]). It runs on the goroutine that answers the call (on a
+// server, the handler's, or the read loop's or a worker's for a call
+// answered at once; on a client, the caller's), so it must be quick and
+// must not block. A panic in it is recovered and logged (on a server by
+// its logger, [WithLogger]; on a client by slog.Default()): the call is
+// answered, or returns to its caller, as if the observer had returned,
+// and other calls are not affected. CallEvent is passed by value:
+// observing allocates nothing and costs two monotonic clock reads per
+// call and side (one for a call a server answers at once).
 type Observer func(CallEvent)
 
 // WithObserver installs f to see every call: on a server, every call it
@@ -81,9 +88,14 @@ type Observer func(CallEvent)
 // (400), one whose handler called runtime.Goexit (500). A request the
 // server cannot answer (its envelope names no promise: the connection is
 // closed) is not seen; [Server.Stats] counts it. On a client or pool, f
-// sees every call on the wire. Streams are seen by [WithStreamObserver]. A
-// panic in f is recovered and logged, and changes nothing else (see
-// [Observer]). Default: none.
+// sees every call on the wire once, and every call that failed before it
+// could be sent: a call of [Client.Call] or [Promise.Call] when it
+// returns; one sent with [Client.Send] or [Promise.Send] when its
+// [Promise.Wait] returns (with Wait's result; Start is still the Send's),
+// or at its [Promise.Release] (Status 0, Err [ErrPromiseReleased]), or
+// when Send fails; a Wait or Release of a spent promise adds nothing.
+// Streams are seen by [WithStreamObserver]. A panic in f is recovered and
+// logged, and changes nothing else (see [Observer]). Default: none.
 func WithObserver(f Observer) Option {
 	return bothOption{
 		s: func(o *serverOptions) { o.observer = f },
@@ -193,13 +205,37 @@ func (c *serverConn) peer() net.Addr { return c.nc.RemoteAddr() }
 
 // unary is a call on the wire, reported to the observer if there is one:
 // the innermost Invoker of the client's chain.
-func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) (out []byte, err error) {
-	obs := c.opts.observer
-	if obs == nil {
-		return c.call(ctx, method, req, resp)
+func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	if obs := c.opts.observer; obs != nil {
+		return c.observedCall(obs, ctx, method, 0, req, resp)
 	}
+	return c.call(ctx, method, 0, req, resp)
+}
+
+// observedCall is call (Client.Call's, or Promise.Call's on target)
+// reported to obs. Its results are named: a panic in obs, recovered,
+// returns them.
+func (c *Client) observedCall(obs Observer, ctx context.Context, method, target uint32, req, resp []byte) (out []byte, err error) {
 	start := monoNow()
-	out, err = c.call(ctx, method, req, resp)
+	out, err = c.call(ctx, method, target, req, resp)
+	ev := c.clientEvent(method, start, len(req), resp, out, err)
+	// A panic in the observer is recovered and logged: the call returns
+	// its result. (The defer is here rather than in observeCall, which
+	// the promises use: a call level less, as in serverConn.call.)
+	defer func() {
+		if r := recover(); r != nil {
+			observerPanic(nil, "rpc: observer panic", true, method, "", 0, r)
+		}
+	}()
+	obs(ev)
+	return out, err
+}
+
+// clientEvent is the event of a client's call to method, begun at start
+// (a monoNow value) with a bytesOut-byte payload and the caller's resp,
+// that ends now returning out and err: Status is 200 on success, a
+// *StatusError's code, else 0 (no answer: Err says why).
+func (c *Client) clientEvent(method uint32, start int64, bytesOut int, resp, out []byte, err error) CallEvent {
 	end := monoNow()
 	ev := CallEvent{
 		Client:   true,
@@ -207,7 +243,7 @@ func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) (ou
 		Err:      err,
 		Start:    monoTime(start),
 		Duration: time.Duration(end - start),
-		BytesOut: len(req),
+		BytesOut: bytesOut,
 		Peer:     c.peer,
 	}
 	if len(out) >= len(resp) {
@@ -219,13 +255,17 @@ func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) (ou
 	case *StatusError:
 		ev.Status = e.Code
 	}
-	// A panic in the observer is recovered and logged: the call returns
-	// its result (see serverConn.call).
+	return ev
+}
+
+// observeCall hands ev to a client's obs for a call that did not go
+// through observedCall (a promise's); a panic in obs is recovered and
+// logged, and the caller gets its result all the same.
+func observeCall(obs Observer, ev CallEvent) {
 	defer func() {
 		if r := recover(); r != nil {
-			observerPanic(nil, "rpc: observer panic", true, method, "", 0, r)
+			observerPanic(nil, "rpc: observer panic", true, ev.Method, "", 0, r)
 		}
 	}()
 	obs(ev)
-	return out, err
 }

@@ -37,10 +37,16 @@ import (
 // refused (Wait returns an error, Release does nothing). The zero
 // Promise is invalid (its methods return an error).
 type Promise struct {
-	c    *Client
-	s    *slot
-	pid  uint32
-	resp []byte
+	c   *Client
+	s   *slot
+	pid uint32
+	// method, start (monoNow at Send) and sent (the request payload's
+	// length) are for the observer's event at Wait or Release; set only
+	// on a client with an observer.
+	method uint32
+	resp   []byte
+	start  int64
+	sent   uint32
 }
 
 // Sender sends calls without waiting for their answers (promise
@@ -61,6 +67,12 @@ var ErrNoSender = errors.New("rpc: the Caller does not implement rpc.Sender (pro
 // or Release on a promise already waited for or released.
 var errNoPromise = errors.New("rpc: invalid promise (zero, or already waited for or released)")
 
+// ErrPromiseReleased is the Err of a client's [CallEvent] for a promise
+// given up with [Promise.Release]: the call was sent and its answer, if
+// one came, was dropped unread, by the caller's choice rather than
+// because the call failed (its Status is 0). No method returns it.
+var ErrPromiseReleased = errors.New("rpc: promise released without taking its answer")
+
 // Send sends a call like [Client.Call] but does not wait for its answer:
 // it returns once the request is queued (written, or being written). The
 // answer will be appended to resp, which belongs to the promise until
@@ -69,24 +81,52 @@ var errNoPromise = errors.New("rpc: invalid promise (zero, or already waited for
 // has its own ctx (see [Promise.Wait]). When ctx ends during the write
 // the call is abandoned and Send returns ctx's error (the request may
 // still reach the server).
+//
+// The client's interceptors ([WithClientInterceptors]) do not run for a
+// call sent with Send, nor for one pipelined on its promise
+// ([Promise.Call], [Promise.Send]): the request carries the cap and
+// metadata of the ctx given here ([WithCap], [WithMetadata]) and nothing
+// else, so what an interceptor adds to its calls (an auth token, say)
+// must be added to this ctx by the caller. The observer ([WithObserver])
+// sees the call once: when Wait returns (Start at Send, Duration until
+// the answer, or ctx's error), at Release (Status 0, Err
+// [ErrPromiseReleased]), or here when Send fails.
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (Promise, error) {
 	return c.sendPromise(ctx, method, 0, req, resp)
 }
 
+// sendPromise is Send of a call pipelined on target (0: none). With an
+// observer the promise records what its event at Wait or Release needs,
+// and a send that fails is reported at once, as unary reports a call
+// that fails before it is sent; without one, that costs a nil check (on
+// a local: made twice, rather than a call level more).
 func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, resp []byte) (Promise, error) {
+	obs := c.opts.observer
+	var start int64
+	if obs != nil {
+		start = monoNow()
+	}
 	// Not watchDone: the promise's wait has a ctx of its own, which
 	// the end of ctx must not cancel.
 	s, err := c.send(ctx, ctx.Done(), nil, method, target, req, resp)
-	if err != nil {
-		return Promise{}, err
+	if err == nil {
+		if err = ctx.Err(); err != nil {
+			c.drop(s, s.pid)
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		c.drop(s, s.pid)
+	if err != nil {
+		if obs != nil {
+			observeCall(obs, c.clientEvent(method, start, len(req), resp, resp, err))
+		}
 		return Promise{}, err
 	}
 	c.promises.Add(1)
 	s.spent.Store(0) // a pid 65,536 uses old may be this one's
-	return Promise{c: c, s: s, pid: s.pid, resp: resp}, nil
+	p := Promise{c: c, s: s, pid: s.pid, resp: resp}
+	if obs != nil {
+		p.method, p.start, p.sent = method, start, uint32(len(req))
+	}
+	return p, nil
 }
 
 // ID returns the promise id of the call: what a pipelined call carries as
@@ -130,19 +170,32 @@ func (p Promise) Wait(ctx context.Context) ([]byte, error) {
 	}
 	out, err := p.c.wait(ctx, ctx.Done(), p.s, p.resp)
 	p.c.promises.Add(-1) // counted until the answer is taken
+	if obs := p.c.opts.observer; obs != nil {
+		p.observe(obs, out, err)
+	}
 	return out, err
+}
+
+// observe reports to obs the end of p's call, which returned out and err
+// (see Client.Send).
+func (p Promise) observe(obs Observer, out []byte, err error) {
+	observeCall(obs, p.c.clientEvent(p.method, p.start, int(p.sent), p.resp, out, err))
 }
 
 // Release gives up the call's answer without waiting for it: the slot is
 // freed when the answer comes (or at once if it came). Calls pipelined on
 // the promise are not affected: the server still runs them on the
-// answer. The promise is spent.
+// answer. The promise is spent. The observer sees the call end here, with
+// Err [ErrPromiseReleased].
 func (p Promise) Release() {
 	if !p.owned() || !p.spend() {
 		return
 	}
 	p.c.promises.Add(-1)
 	p.c.drop(p.s, p.pid)
+	if obs := p.c.opts.observer; obs != nil {
+		p.observe(obs, p.resp, ErrPromiseReleased)
+	}
 }
 
 // drop abandons the call pid in s, or frees s when its answer already
@@ -174,10 +227,20 @@ func (c *Client) drop(s *slot, pid uint32) {
 // and this one take one round trip together. A 400 answer means the
 // server does not pipeline ([WithPipelining]), or p's call failed or is
 // too old for it to remember. p is not spent.
+//
+// As for [Client.Send], the client's interceptors do not run: the
+// request carries the cap and metadata of ctx. The observer sees the
+// call as one made with [Client.Call], with BytesOut 0 (its input is
+// p's answer, which stays on the server).
 func (p Promise) Call(ctx context.Context, method uint32, resp []byte) ([]byte, error) {
 	if p.c == nil {
 		return resp, errNoPromise
 	}
+	if obs := p.c.opts.observer; obs != nil {
+		return p.c.observedCall(obs, ctx, method, p.pid, nil, resp)
+	}
+	// c.call by hand, as in Client.Call: the caller parks in wait, and a
+	// frame between the two costs a mispredicted return after it wakes.
 	done := ctx.Done()
 	s, err := p.c.send(ctx, done, done, method, p.pid, nil, resp)
 	if err != nil {
@@ -188,7 +251,8 @@ func (p Promise) Call(ctx context.Context, method uint32, resp []byte) ([]byte, 
 
 // Send is [Promise.Call] without the wait: it returns the pipelined call's
 // own promise, on which further calls may be pipelined (a chain of calls,
-// each on the previous answer, in one round trip). p is not spent.
+// each on the previous answer, in one round trip). p is not spent. The
+// returned promise is observed as one of [Client.Send], with BytesOut 0.
 func (p Promise) Send(ctx context.Context, method uint32, resp []byte) (Promise, error) {
 	if p.c == nil {
 		return Promise{}, errNoPromise

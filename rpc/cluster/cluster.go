@@ -313,7 +313,11 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 // balancer chose. A send refused because the connection was going away is
 // tried once more elsewhere, under the same rules as Call. The balancer
 // counts the promise as load on its connection until its Wait returns or
-// it is released.
+// it is released. Neither the client's interceptors ([WithInterceptors])
+// nor the connections' run around it (see [rpc.ClientInterceptor]); an
+// observer given to the connections ([WithClientOptions]) sees each
+// attempt once, as for Call: a send refused before it was written, and
+// the promise when its Wait returns or at its Release.
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
 	return attempt(c, ctx, false, func(cn *Conn) (rpc.Promise, error) {
 		return cn.rc.Send(ctx, method, req, resp)
