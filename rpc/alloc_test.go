@@ -238,6 +238,58 @@ func TestAllocsUnrunCallObserved(t *testing.T) {
 	}
 }
 
+// An open the server refuses without a handler allocates nothing on the
+// server with a stream observer either: its start and end events are
+// passed by value. Here one refused for its metadata, and one for an
+// unknown method from a peer that sent its hello (a zapcodec one, which
+// is sent the 404). The peer is raw, with its frames made before the
+// count.
+func TestAllocsRefusedStreamObserved(t *testing.T) {
+	var n atomic.Int64
+	obs := func(ev StreamEvent) { n.Add(int64(ev.Status)) }
+	md := metadataPair("k", "0123456789abcdef0123456789abcdef")
+	for _, tc := range []struct {
+		name  string
+		hello bool
+		req   wire.Request
+		text  string
+	}{
+		{"metadata too large", false, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc"), Metadata: md}, metadataTooLarge},
+		{"unknown method", true, wire.Request{Method: 99, PromiseID: 1, Payload: []byte("abc")}, streamNoHandler},
+	} {
+		_, addr, _ := streamServer(t, WithStreamObserver(obs), WithMaxMetadata(16))
+		rc := rawDial(t, addr)
+		if tc.hello {
+			rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
+			if kind, _, ok := rc.recv(); !ok || kind != wire.KindStreamWindow {
+				t.Fatalf("frame kind %d ok %v, want the server's hello", kind, ok)
+			}
+		}
+		open := frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &tc.req))
+		end := make([]byte, frameHeader+len(wire.AppendStreamEndError(nil, 1, 400, tc.text)))
+		refusal := func() {
+			if _, err := rc.Write(open); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(rc, end); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 100 {
+			refusal()
+		}
+		if a := testing.AllocsPerRun(2000, refusal); a != 0 {
+			t.Errorf("%s: %v allocs per refused open, want 0", tc.name, a)
+		}
+		if end[4] != wire.KindStreamEnd {
+			t.Fatalf("frame kind %d, want a stream end", end[4])
+		}
+	}
+	if n.Load() == 0 {
+		t.Error("observer never ran")
+	}
+}
+
 // A call whose ctx no other call shares (a request's) waits in a select
 // and allocates nothing either. The ctxs are made before the count, and
 // so are their Done channels (a cancelCtx makes its channel at the first

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // StreamEvent describes a stream's start or its end, for a
@@ -15,9 +17,11 @@ type StreamEvent struct {
 	// server's.
 	Client bool
 	// End is false for the event at the stream's start (on a server just
-	// before its handler runs, interceptors included; on a client when the
+	// before its handler runs, interceptors included, or, for an open it
+	// refuses without a handler, as it refuses it; on a client when the
 	// open is about to be queued), true for the one at its end. Every
-	// start is followed by exactly one end.
+	// start is followed by exactly one end; a refused open's follows at
+	// once, on the same goroutine.
 	End bool
 	// Method is the wire method ordinal (the mount offset included); ID
 	// is the stream id.
@@ -26,10 +30,14 @@ type StreamEvent struct {
 	// handler returned nil, the handler's status otherwise (500 for a
 	// plain error or a panic), [StatusCanceled] when the client canceled
 	// the stream (any error end from the client counts so, whatever its
-	// status), 503 when Shutdown's grace ended it. On a client: 200 for
-	// the server's clean end, the status of its error end, StatusCanceled
-	// when the ctx of OpenStream ended first, 0 when no end came (Err says
-	// why: the connection closed, the open could not be sent).
+	// status), 503 when Shutdown's grace ended it; for an open refused
+	// without a handler, the refusal's: 404 no such stream method, 503
+	// read after the go-away or one stream too many ([WithMaxStreams]),
+	// 431 metadata over [WithMaxMetadata], 400 malformed metadata or
+	// envelope. On a client: 200 for the server's clean end, the status
+	// of its error end, StatusCanceled when the ctx of OpenStream ended
+	// first, 0 when no end came (Err says why: the connection closed, the
+	// open could not be sent).
 	Status uint32
 	// Err is, on a client's end event, the error the stream ended with
 	// (nil for a clean end); nil on a server.
@@ -38,14 +46,16 @@ type StreamEvent struct {
 	// on a client when OpenStream was called and the stream got its id).
 	Start time.Time
 	// Duration (end only) is the time from Start to the end: on a server
-	// until the handler returned and the end was queued; on a client until
-	// the server's end was read, the stream was canceled or its connection
-	// failed.
+	// until the handler returned and the end was queued (0 for a refused
+	// open); on a client until the server's end was read, the stream was
+	// canceled or its connection failed.
 	Duration time.Duration
 	// MsgsIn and MsgsOut (end only) count the stream's messages received
 	// from the peer and sent to it. BytesIn and BytesOut count their
 	// payload bytes, and the open's initial message (a client sends it, a
-	// server receives it). Frame and envelope headers are not counted.
+	// server receives it: a refused open's too, as far as its envelope
+	// parsed). Frame and envelope headers are not counted; neither is the
+	// text of an error end.
 	MsgsIn, MsgsOut   int64
 	BytesIn, BytesOut int64
 	// Peer is the remote address of the stream's connection.
@@ -64,13 +74,19 @@ type StreamEvent struct {
 type StreamObserver func(StreamEvent)
 
 // WithStreamObserver installs f to see the start and the end of every
-// stream: on a server, every stream whose handler ran (an open refused
-// with 404, 503 or 400 runs none and is counted only in
-// [Stats].Streams); on a client, every stream [Client.OpenStream] began
-// (one that failed before it got an id, such as [ErrTooManyStreams], is
-// not seen). Calls are seen by [WithObserver]. A panic in f is recovered
-// and logged, and changes nothing else (see [StreamObserver]). Default:
-// none.
+// stream: on a server, every stream whose handler ran, and every open it
+// refused without running one (what [StreamStats].Refused counts): a
+// start and at once an end with the refusal's status and Duration 0,
+// reported before the refusal is written (see [StreamEvent].Status for
+// the statuses; a 404 to a canonical peer, which is sent no end, is seen
+// too). An open the server drops without a word, counted nowhere (stream
+// id 0, the id of a stream still running, one read as the connection
+// closes), is not seen, nor is one whose envelope names no stream id
+// (the connection is closed). On a client, f sees every stream
+// [Client.OpenStream] began (one that failed before it got an id, such
+// as [ErrTooManyStreams], is not seen). Calls are seen by
+// [WithObserver]. A panic in f is recovered and logged, and changes
+// nothing else (see [StreamObserver]). Default: none.
 func WithStreamObserver(f StreamObserver) Option {
 	return bothOption{
 		s: func(o *serverOptions) { o.streamObserver = f },
@@ -255,6 +271,19 @@ func (c *serverConn) serverStreamStart(st *Stream, init []byte) {
 		ev.Peer = c.peer()
 		observeStream(obs, &ev, c.s.opts.logger)
 	}
+}
+
+// observeRefusedStream reports to obs the open r that the server refused
+// with status without running a handler: a start and, at once, the end
+// (Duration 0, no message either way, BytesIn the open's initial
+// message as far as it was read), as for a stream whose handler ended at
+// once. Its caller checks obs for nil first: without an observer a
+// refusal costs a nil check.
+func (c *serverConn) observeRefusedStream(obs StreamObserver, r *wire.Request, status uint32) {
+	ev := StreamEvent{Method: r.Method, ID: r.PromiseID, Start: monoTime(monoNow()), Peer: c.peer()}
+	observeStream(obs, &ev, c.s.opts.logger)
+	ev.End, ev.Status, ev.BytesIn = true, status, int64(len(r.Payload))
+	observeStream(obs, &ev, c.s.opts.logger)
 }
 
 // observeStream runs obs on *ev. A panic in obs is recovered and logged

@@ -18,7 +18,8 @@ import (
 // ordinal above [MaxMethod] panics. The server's stream interceptors
 // ([WithStreamInterceptors]) are wrapped around h here, once; the stream
 // observer ([WithStreamObserver]) and [Server.Stats] see every stream
-// whose handler runs. The unary interceptors ([WithInterceptors]) do not
+// whose handler runs, and every open refused without one (an unknown
+// method among them). The unary interceptors ([WithInterceptors]) do not
 // run around stream handlers.
 func (s *Server) HandleStream(method uint32, h StreamHandler) {
 	if method == 0 {
@@ -139,7 +140,10 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	if err != nil {
 		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
-			return c.streamRefuse(ee.PromiseID, StatusBadRequest, ee.Reason, true)
+			// req holds what the parse read: the method and initial
+			// message when it got that far.
+			req.PromiseID = ee.PromiseID
+			return c.streamRefuse(&req, StatusBadRequest, ee.Reason, true)
 		}
 		c.close(err)
 		return false
@@ -151,20 +155,20 @@ func (c *serverConn) streamOpen(p []byte) bool {
 			lim = DefaultMaxMetadata
 		}
 		if len(req.Metadata) > lim {
-			return c.streamRefuse(id, StatusMetadataTooLarge, metadataTooLarge, true)
+			return c.streamRefuse(&req, StatusMetadataTooLarge, metadataTooLarge, true)
 		}
 		if !validMetadata(req.Metadata) {
-			return c.streamRefuse(id, StatusBadRequest, "malformed metadata", true)
+			return c.streamRefuse(&req, StatusBadRequest, malformedMetadata, true)
 		}
 	}
 	if c.goAwaySent.Load() {
-		return c.streamRefuse(id, StatusUnavailable, streamGoingAway, true)
+		return c.streamRefuse(&req, StatusUnavailable, streamGoingAway, true)
 	}
 	h := c.s.streamHandler(req.Method)
 	if h == nil {
 		// The canonical server ignores such an open; a zapcodec client
 		// learns why at once.
-		return c.streamRefuse(id, StatusNotFound, streamNoHandler, false)
+		return c.streamRefuse(&req, StatusNotFound, streamNoHandler, false)
 	}
 	if id == 0 {
 		// Id 0 is the hello's (kind 9): a stream of that id could never
@@ -186,7 +190,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	}
 	if len(t.m) >= t.max {
 		t.mu.Unlock()
-		return c.streamRefuse(id, StatusUnavailable, streamTooMany, true)
+		return c.streamRefuse(&req, StatusUnavailable, streamTooMany, true)
 	}
 	if t.m == nil {
 		t.m = make(map[uint32]*Stream)
@@ -225,15 +229,19 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	return true
 }
 
-// streamRefuse answers an open from the read loop with an error end
+// streamRefuse answers the open r from the read loop with an error end
 // (with all false, only to a peer that does flow control: a zapcodec
-// one). It reports false when the connection broke.
-func (c *serverConn) streamRefuse(id, status uint32, text string, all bool) bool {
+// one), after the stream observer saw it (to a peer that gets no end
+// too). It reports false when the connection broke.
+func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all bool) bool {
 	c.s.streamStats.refused.Add(1)
+	if obs := c.s.opts.streamObserver; obs != nil {
+		c.observeRefusedStream(obs, r, status)
+	}
 	if !all && !c.streams.peerFC.Load() {
 		return true
 	}
-	return c.endOwed(wire.AppendStreamEndError(c.out.begin(wire.KindStreamEnd), id, status, text))
+	return c.endOwed(wire.AppendStreamEndError(c.out.begin(wire.KindStreamEnd), r.PromiseID, status, text))
 }
 
 // runStream runs a stream's handler and ends the server's direction with
