@@ -890,6 +890,8 @@ func (c *EthClient) GetBalance(ctx context.Context, req *GetBalanceRequest, resp
 // request is a GetBalanceResponse, take the answer with p.Wait (then GetBalanceResponse.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+// The Caller's client interceptors do not run for it (see
+// rpc.Client.Send): the call carries ctx's cap and metadata only.
 func (c *EthClient) SendGetBalance(ctx context.Context, req *GetBalanceRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -1061,6 +1063,8 @@ func (x *EthLogsStreamLogsClientStream) Recv() (LogsView, error) {
 // request is a Logs, take the answer with p.Wait (then Logs.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+// The Caller's client interceptors do not run for it (see
+// rpc.Client.Send): the call carries ctx's cap and metadata only.
 func (c *EthLogsClient) SendGetLogs(ctx context.Context, req *LogFilter) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

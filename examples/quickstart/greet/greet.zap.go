@@ -284,6 +284,8 @@ func (c *GreeterClient) Hello(ctx context.Context, req *HelloRequest, resp *Hell
 // request is a HelloReply, take the answer with p.Wait (then HelloReply.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+// The Caller's client interceptors do not run for it (see
+// rpc.Client.Send): the call carries ctx's cap and metadata only.
 func (c *GreeterClient) SendHello(ctx context.Context, req *HelloRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

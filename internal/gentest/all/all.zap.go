@@ -4230,6 +4230,8 @@ func (c *ServiceClient) Bump(ctx context.Context, req *Scalars, resp *Scalars) e
 // request is a Kitchen, take the answer with p.Wait (then Kitchen.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+// The Caller's client interceptors do not run for it (see
+// rpc.Client.Send): the call carries ctx's cap and metadata only.
 func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -4247,6 +4249,8 @@ func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, er
 // request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+// The Caller's client interceptors do not run for it (see
+// rpc.Client.Send): the call carries ctx's cap and metadata only.
 func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -4264,6 +4268,8 @@ func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 // request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+// The Caller's client interceptors do not run for it (see
+// rpc.Client.Send): the call carries ctx's cap and metadata only.
 func (c *ServiceClient) SendBump(ctx context.Context, req *Scalars) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -524,6 +524,8 @@ func (c *GeometryClient) Ping(ctx context.Context) error {
 // request is a Point, take the answer with p.Wait (then Point.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
+// The Caller's client interceptors do not run for it (see
+// rpc.Client.Send): the call carries ctx's cap and metadata only.
 func (c *GeometryClient) SendArea(ctx context.Context, req *Shape) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -202,6 +202,8 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("// request is %s %s, take the answer with p.Wait (then %s.DecodeZAP)", article(GoName(m.Resp.Name)), GoName(m.Resp.Name), GoName(m.Resp.Name))
 		g.p("// or drop it with p.Release (one of the two, once). c's Caller must be")
 		g.p("// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.")
+		g.p("// The Caller's client interceptors do not run for it (see")
+		g.p("// rpc.Client.Send): the call carries ctx's cap and metadata only.")
 		ps := "ctx context.Context"
 		if m.Req != nil {
 			ps += fmt.Sprintf(", req *%s", GoName(m.Req.Name))
