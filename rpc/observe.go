@@ -49,11 +49,12 @@ type CallEvent struct {
 	// not parse as far as the payload) and the answer body out as sent
 	// (the text of a refusal or an error, 0 for the empty 500 that
 	// replaces an answer too large), on a client the request payload out
-	// and the answer body in (0 out for a call pipelined on a promise:
-	// its input is the promise's answer, which stays on the server; 0 in
-	// for a released promise, whose answer is not taken). The envelope
-	// and frame headers (wire.RequestOverhead, wire.ResponseOverhead and
-	// 5 bytes a frame) are not included.
+	// (0 for a call that failed before its request was queued: nothing
+	// went out) and the answer body in (0 out for a call pipelined on a
+	// promise: its input is the promise's answer, which stays on the
+	// server; 0 in for a released promise, whose answer is not taken).
+	// The envelope and frame headers (wire.RequestOverhead,
+	// wire.ResponseOverhead and 5 bytes a frame) are not included.
 	BytesIn, BytesOut int
 	// Peer is the remote address of the call's connection.
 	Peer net.Addr
@@ -217,8 +218,17 @@ func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) ([]
 // returns them.
 func (c *Client) observedCall(obs Observer, ctx context.Context, method, target uint32, req, resp []byte) (out []byte, err error) {
 	start := monoNow()
-	out, err = c.call(ctx, method, target, req, resp)
-	ev := c.clientEvent(method, start, len(req), resp, out, err)
+	// c.call, with what was sent: nothing when send failed.
+	done := ctx.Done()
+	sent := 0
+	s, err := c.send(ctx, done, done, method, target, req, resp)
+	if err != nil {
+		out = resp
+	} else {
+		sent = len(req)
+		out, err = c.wait(ctx, done, s, resp)
+	}
+	ev := c.clientEvent(method, start, sent, resp, out, err)
 	// A panic in the observer is recovered and logged: the call returns
 	// its result. (The defer is here rather than in observeCall, which
 	// the promises use: a call level less, as in serverConn.call.)

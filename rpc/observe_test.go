@@ -62,16 +62,20 @@ func TestObserver(t *testing.T) {
 		t.Fatalf("canceled call: %v", err)
 	}
 	close(block)
+	// A call whose ctx ended before it was sent sends nothing.
+	if _, err := c.Call(cctx, mEcho, []byte("never"), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("call under an ended ctx: %v", err)
+	}
 	await(t, "4 server events", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.evs) == 4 })
 
 	ce := cli.take()
-	if len(ce) != 4 {
-		t.Fatalf("client saw %d events, want 4: %+v", len(ce), ce)
+	if len(ce) != 5 {
+		t.Fatalf("client saw %d events, want 5: %+v", len(ce), ce)
 	}
 	want := []struct {
 		method, status uint32
 		out, in        int
-	}{{mEcho, 200, 100, 100}, {mFail, 409, 3, 9}, {77, 404, 0, len("no such method")}, {mSlow, 0, 0, 0}}
+	}{{mEcho, 200, 100, 100}, {mFail, 409, 3, 9}, {77, 404, 0, len("no such method")}, {mSlow, 0, 0, 0}, {mEcho, 0, 0, 0}}
 	for i, w := range want {
 		e := ce[i]
 		if !e.Client || e.Method != w.method || e.Status != w.status || e.BytesOut != w.out || e.BytesIn != w.in {

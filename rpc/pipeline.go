@@ -109,14 +109,16 @@ func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, re
 	// Not watchDone: the promise's wait has a ctx of its own, which
 	// the end of ctx must not cancel.
 	s, err := c.send(ctx, ctx.Done(), nil, method, target, req, resp)
+	sent := 0 // nothing when send failed
 	if err == nil {
+		sent = len(req)
 		if err = ctx.Err(); err != nil {
 			c.drop(s, s.pid)
 		}
 	}
 	if err != nil {
 		if obs != nil {
-			observeCall(obs, c.clientEvent(method, start, len(req), resp, resp, err))
+			observeCall(obs, c.clientEvent(method, start, sent, resp, resp, err))
 		}
 		return Promise{}, err
 	}
