@@ -98,7 +98,7 @@ func (c *serverConn) handlerExited(j *job) {
 	c.s.opts.logger.Error("rpc: handler called runtime.Goexit", "method", j.method, "promise", j.pid,
 		"remote", c.nc.RemoteAddr().String())
 	if obs := c.s.opts.observer; obs != nil {
-		c.observeAnswer(obs, c.serverEvent(j.method, StatusInternal, j.obsStart, monoNow(), j.obsIn, 0))
+		observeCall(obs, c.serverEvent(j.method, StatusInternal, j.obsStart, monoNow(), j.obsIn, 0), c.s.opts.logger)
 	}
 }
 

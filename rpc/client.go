@@ -355,11 +355,10 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	return c.answer(s, resp)
 }
 
-// call is one call on the wire, pipelined on target (0: none), without
-// interceptors or observer.
-func (c *Client) call(ctx context.Context, method, target uint32, req, resp []byte) ([]byte, error) {
+// call is one call on the wire, without interceptors or observer.
+func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	done := ctx.Done()
-	s, err := c.send(ctx, done, done, method, target, req, resp)
+	s, err := c.send(ctx, done, done, method, 0, req, resp)
 	if err != nil {
 		return resp, err
 	}

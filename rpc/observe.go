@@ -120,8 +120,8 @@ func (c *serverConn) call(j *job) (status uint32, body []byte) {
 	sent, bytesOut := c.sentAs(j, status, len(body))
 	// A panic in the observer is recovered and logged: the call is
 	// answered with the handler's result. (The defer is here rather than
-	// in a helper around obs such as observeAnswer, which the rarer
-	// answers use: a call level less, half the cost.)
+	// in observeCall, which the rarer answers use: a call level less,
+	// half the cost.)
 	defer func() {
 		if r := recover(); r != nil {
 			observerPanic(c.s.opts.logger, "rpc: observer panic", false, j.method, "", 0, r)
@@ -169,19 +169,7 @@ func (c *serverConn) serverEvent(method, status uint32, start, end int64, bytesI
 // cost a nil check.
 func (c *serverConn) observeUnrun(obs Observer, method, status uint32, bytesIn, bytesOut int) {
 	now := monoNow()
-	c.observeAnswer(obs, c.serverEvent(method, status, now, now, bytesIn, bytesOut))
-}
-
-// observeAnswer hands ev to obs for a call answered outside call (see
-// observeUnrun and handlerExited). As in call, a panic in obs is recovered
-// and logged, and the answer goes out all the same.
-func (c *serverConn) observeAnswer(obs Observer, ev CallEvent) {
-	defer func() {
-		if r := recover(); r != nil {
-			observerPanic(c.s.opts.logger, "rpc: observer panic", false, ev.Method, "", 0, r)
-		}
-	}()
-	obs(ev)
+	observeCall(obs, c.serverEvent(method, status, now, now, bytesIn, bytesOut), c.s.opts.logger)
 }
 
 // observerPanic logs a panic recovered from an observer (idKey and id
@@ -210,15 +198,15 @@ func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) ([]
 	if obs := c.opts.observer; obs != nil {
 		return c.observedCall(obs, ctx, method, 0, req, resp)
 	}
-	return c.call(ctx, method, 0, req, resp)
+	return c.call(ctx, method, req, resp)
 }
 
-// observedCall is call (Client.Call's, or Promise.Call's on target)
-// reported to obs. Its results are named: a panic in obs, recovered,
-// returns them.
+// observedCall is one call on the wire (Client.Call's, or Promise.Call's
+// on target: 0 none) reported to obs, with the payload counted as sent
+// only when send queued it. Its results are named: a panic in obs,
+// recovered, returns them.
 func (c *Client) observedCall(obs Observer, ctx context.Context, method, target uint32, req, resp []byte) (out []byte, err error) {
 	start := monoNow()
-	// c.call, with what was sent: nothing when send failed.
 	done := ctx.Done()
 	sent := 0
 	s, err := c.send(ctx, done, done, method, target, req, resp)
@@ -268,13 +256,16 @@ func (c *Client) clientEvent(method uint32, start int64, bytesOut int, resp, out
 	return ev
 }
 
-// observeCall hands ev to a client's obs for a call that did not go
-// through observedCall (a promise's); a panic in obs is recovered and
-// logged, and the caller gets its result all the same.
-func observeCall(obs Observer, ev CallEvent) {
+// observeCall hands ev to obs for a call that did not go through
+// serverConn.call or Client.observedCall, which have the defer inline: a
+// server's call answered without its handler's return (observeUnrun,
+// handlerExited), a client's promise. A panic in obs is recovered and
+// logged (log nil: slog.Default()), and the call is answered, or returns
+// to its caller, all the same.
+func observeCall(obs Observer, ev CallEvent, log *slog.Logger) {
 	defer func() {
 		if r := recover(); r != nil {
-			observerPanic(nil, "rpc: observer panic", true, ev.Method, "", 0, r)
+			observerPanic(log, "rpc: observer panic", ev.Client, ev.Method, "", 0, r)
 		}
 	}()
 	obs(ev)

@@ -118,7 +118,7 @@ func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, re
 	}
 	if err != nil {
 		if obs != nil {
-			observeCall(obs, c.clientEvent(method, start, sent, resp, resp, err))
+			observeCall(obs, c.clientEvent(method, start, sent, resp, resp, err), nil)
 		}
 		return Promise{}, err
 	}
@@ -181,7 +181,7 @@ func (p Promise) Wait(ctx context.Context) ([]byte, error) {
 // observe reports to obs the end of p's call, which returned out and err
 // (see Client.Send).
 func (p Promise) observe(obs Observer, out []byte, err error) {
-	observeCall(obs, p.c.clientEvent(p.method, p.start, int(p.sent), p.resp, out, err))
+	observeCall(obs, p.c.clientEvent(p.method, p.start, int(p.sent), p.resp, out, err), nil)
 }
 
 // Release gives up the call's answer without waiting for it: the slot is
