@@ -5,7 +5,6 @@ package rpc
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"sync/atomic"
@@ -352,9 +351,9 @@ func TestServerConnSizeClass(t *testing.T) {
 // allocate is crypto/tls's: it allocates a reader for each read of the
 // socket, one per call on each end here (one caller, one call at a time).
 func TestAllocsTLSCallWithDeadline(t *testing.T) {
-	cert, roots := selfSigned(t)
-	_, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
-	c := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	tlsServer, tlsClient := tlsOptions(t)
+	_, addr, _ := testServer(t, tlsServer)
+	c := dial(t, addr, tlsClient)
 	dl, cancel := context.WithTimeout(context.Background(), 1<<40)
 	defer cancel()
 	req := []byte("0123456789abcdef")

@@ -311,9 +311,9 @@ func TestBusyTLSConnArmsNoWriteDeadline(t *testing.T) {
 // TestBusyTLSConnArmsNoWriteDeadline; false when a write began off the
 // watchdog's list after the connection was last seen on it.
 func busyTLSConnArmsNoWriteDeadline(t *testing.T) bool {
-	cert, roots := selfSigned(t)
-	s, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
-	c := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	tlsServer, tlsClient := tlsOptions(t)
+	s, addr, _ := testServer(t, tlsServer)
+	c := dial(t, addr, tlsClient)
 	stop := keepCalling(c, 2, []byte("x"))
 	sc := serverConnOf(t, s)
 	await(t, "the busy connection on the watchdog's list", sc.wdListed.Load)

@@ -20,12 +20,12 @@ import (
 // reader it passes to bytes.Buffer.ReadFrom): the allocations reported
 // are those, on both ends.
 func BenchmarkUnaryTLS(b *testing.B) {
-	cert, roots := selfSigned(b)
+	tlsServer, tlsClient := tlsOptions(b)
 	for _, ctxKind := range []string{"background", "deadline"} {
 		for _, callers := range []int{1, 256} {
 			b.Run(fmt.Sprintf("ctx=%s/callers=%d", ctxKind, callers), func(b *testing.B) {
-				_, addr, _ := testServer(b, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
-				c := dial(b, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+				_, addr, _ := testServer(b, tlsServer)
+				c := dial(b, addr, tlsClient)
 				ctx := context.Background()
 				if ctxKind == "deadline" {
 					var cancel context.CancelFunc

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"crypto/tls"
 	"testing"
 	"time"
 )
@@ -12,8 +11,8 @@ import (
 // client closes, and when the server goes away.
 func TestTLSWriterGoroutine(t *testing.T) {
 	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
-	cert, roots := selfSigned(t)
-	srv, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	tlsServer, tlsClient := tlsOptions(t)
+	srv, addr, _ := testServer(t, tlsServer)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	call := func(c *Client) {
@@ -23,7 +22,7 @@ func TestTLSWriterGoroutine(t *testing.T) {
 		}
 	}
 
-	a := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	a := dial(t, addr, tlsClient)
 	call(a)
 	if n := writers.Load(); n != 1 {
 		t.Fatalf("%d writer goroutines after a call with a deadline, want 1", n)
@@ -31,7 +30,7 @@ func TestTLSWriterGoroutine(t *testing.T) {
 	for range 100 {
 		call(a)
 	}
-	b := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	b := dial(t, addr, tlsClient)
 	if _, err := b.Call(context.Background(), mEcho, []byte("y"), nil); err != nil {
 		t.Fatal(err)
 	}

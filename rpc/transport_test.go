@@ -70,10 +70,17 @@ func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
-func TestTLS(t *testing.T) {
+// tlsOptions returns the options of a TLS 1.3 server with a self-signed
+// certificate and of a client that trusts it.
+func tlsOptions(t testing.TB) (server, client Option) {
 	cert, roots := selfSigned(t)
-	_, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
-	c := dial(t, addr, WithTLSConfig(&tls.Config{RootCAs: roots}))
+	return WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}), WithTLSConfig(&tls.Config{RootCAs: roots})
+}
+
+func TestTLS(t *testing.T) {
+	tlsServer, tlsClient := tlsOptions(t)
+	_, addr, _ := testServer(t, tlsServer)
+	c := dial(t, addr, tlsClient)
 	tc := c.nc.(*tls.Conn)
 	st := tc.ConnectionState()
 	if st.Version != tls.VersionTLS13 {
