@@ -289,6 +289,59 @@ func TestAllocsRefusedStreamObserved(t *testing.T) {
 	}
 }
 
+// An open the server refuses without answering it allocates nothing
+// either, with a stream observer (which sees it): no end follows, so each
+// open is followed by a ping, whose pong says the read loop is past the
+// open.
+func TestAllocsUnansweredStreamObserved(t *testing.T) {
+	var n atomic.Int64
+	obs := func(ev StreamEvent) { n.Add(int64(ev.Status)) }
+	for _, tc := range []struct {
+		name    string
+		running bool // a stream of id 1 runs first
+		req     wire.Request
+	}{
+		{"stream id 0", false, wire.Request{Method: sEcho, PromiseID: 0, Payload: []byte("abc")}},
+	} {
+		n.Store(0)
+		_, addr, _ := streamServer(t, WithStreamObserver(obs))
+		rc := rawDial(t, addr)
+		rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
+		if kind, _, ok := rc.recv(); !ok || kind != wire.KindStreamWindow {
+			t.Fatalf("frame kind %d ok %v, want the server's hello", kind, ok)
+		}
+		if tc.running {
+			rc.open(sBlock, 1, "x", nil)
+			if kind, _, ok := rc.recv(); !ok || kind != wire.KindStreamMsg {
+				t.Fatalf("frame kind %d ok %v, want the running stream's message", kind, ok)
+			}
+		}
+		ping := []byte("12345678")
+		open := append(frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &tc.req)), frameBytes(wire.KindPing, ping)...)
+		pong := make([]byte, frameHeader+len(ping))
+		refusal := func() {
+			if _, err := rc.Write(open); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(rc, pong); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 100 {
+			refusal()
+		}
+		if a := testing.AllocsPerRun(2000, refusal); a != 0 {
+			t.Errorf("%s: %v allocs per refused open, want 0", tc.name, a)
+		}
+		if pong[4] != wire.KindPong {
+			t.Fatalf("%s: frame kind %d, want a pong", tc.name, pong[4])
+		}
+		if n.Load() == 0 {
+			t.Errorf("%s: observer never ran", tc.name)
+		}
+	}
+}
+
 // A call whose ctx no other call shares (a request's) waits in a select
 // and allocates nothing either. The ctxs are made before the count, and
 // so are their Done channels (a cancelCtx makes its channel at the first

@@ -137,18 +137,32 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 // goroutine of its own, or refuses the open.
 func (c *serverConn) streamOpen(p []byte) bool {
 	req, err := wire.ParseRequest(p)
+	malformed := ""
 	if err != nil {
 		var ee *wire.EnvelopeError
-		if errors.As(err, &ee) && ee.HasPromise {
-			// req holds what the parse read: the method and initial
-			// message when it got that far.
-			req.PromiseID = ee.PromiseID
-			return c.streamRefuse(&req, StatusBadRequest, ee.Reason, true)
+		if !errors.As(err, &ee) || !ee.HasPromise {
+			c.close(err)
+			return false
 		}
-		c.close(err)
-		return false
+		// req holds what the parse read: the method and initial message
+		// when it got that far.
+		req.PromiseID, malformed = ee.PromiseID, ee.Reason
 	}
 	id := req.PromiseID
+	if id == 0 {
+		// Id 0 names no stream: the opener numbers streams from its
+		// promise-id counter, from 1 (WIRE.md §6), and zapcodec gives id
+		// 0 to the connection's hello (kind 9). An end for id 0 would
+		// answer no stream the peer can have opened, and WIRE.md has a
+		// receiver drop a frame for an unknown stream id: the open is
+		// refused without one, whatever else is wrong with it (this
+		// check comes first), and is seen and counted as refused.
+		c.streamUnanswered(&req, StatusBadRequest)
+		return true
+	}
+	if err != nil {
+		return c.streamRefuse(&req, StatusBadRequest, malformed, true)
+	}
 	if len(req.Metadata) > 0 {
 		lim := c.s.opts.maxMetadata
 		if lim <= 0 {
@@ -169,12 +183,6 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		// The canonical server ignores such an open; a zapcodec client
 		// learns why at once.
 		return c.streamRefuse(&req, StatusNotFound, streamNoHandler, false)
-	}
-	if id == 0 {
-		// Id 0 is the hello's (kind 9): a stream of that id could never
-		// be granted credit. No opener numbers a stream 0 (the canonical
-		// one counts from 1): dropped, like an open nobody takes.
-		return true
 	}
 	t := &c.streams
 	t.mu.Lock()
@@ -234,14 +242,23 @@ func (c *serverConn) streamOpen(p []byte) bool {
 // one), after the stream observer saw it (to a peer that gets no end
 // too). It reports false when the connection broke.
 func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all bool) bool {
-	c.s.streamStats.refused.Add(1)
-	if obs := c.s.opts.streamObserver; obs != nil {
-		c.observeRefusedStream(obs, r, status)
-	}
+	c.streamUnanswered(r, status)
 	if !all && !c.streams.peerFC.Load() {
 		return true
 	}
 	return c.endOwed(wire.AppendStreamEndError(c.out.begin(wire.KindStreamEnd), r.PromiseID, status, text))
+}
+
+// streamUnanswered counts the open r refused with status and reports it
+// to the stream observer, if any; it writes nothing. An open that may get
+// no end (see streamOpen) is refused with this alone, and streamRefuse
+// writes the end after it. Without an observer it costs the count and a
+// nil check.
+func (c *serverConn) streamUnanswered(r *wire.Request, status uint32) {
+	c.s.streamStats.refused.Add(1)
+	if obs := c.s.opts.streamObserver; obs != nil {
+		c.observeRefusedStream(obs, r, status)
+	}
 }
 
 // runStream runs a stream's handler and ends the server's direction with
