@@ -302,6 +302,7 @@ func TestAllocsUnansweredStreamObserved(t *testing.T) {
 		req     wire.Request
 	}{
 		{"stream id 0", false, wire.Request{Method: sEcho, PromiseID: 0, Payload: []byte("abc")}},
+		{"id of a running stream", true, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc")}},
 	} {
 		n.Store(0)
 		_, addr, _ := streamServer(t, WithStreamObserver(obs))

@@ -191,9 +191,13 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		return false
 	}
 	if _, used := t.m[id]; used {
-		// A peer reusing the id of a stream still running: an end would
-		// end that stream on its side, so the open is dropped.
+		// A peer reusing the id of a stream still running (a zapcodec
+		// client skips the ids still open): an end would end that
+		// stream on the peer, so the open is refused without one, and
+		// the running stream goes on. streamRefuse does the same for
+		// an open it would refuse for another reason.
 		t.mu.Unlock()
+		c.streamUnanswered(&req, StatusBadRequest)
 		return true
 	}
 	if len(t.m) >= t.max {
@@ -240,8 +244,18 @@ func (c *serverConn) streamOpen(p []byte) bool {
 // streamRefuse answers the open r from the read loop with an error end
 // (with all false, only to a peer that does flow control: a zapcodec
 // one), after the stream observer saw it (to a peer that gets no end
-// too). It reports false when the connection broke.
+// too); an open that reuses the id of a running stream gets no end and
+// status 400 instead. It reports false when the connection broke.
 func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all bool) bool {
+	if c.streams.lookup(r.PromiseID) != nil {
+		// The open reuses the id of a stream still running: its end
+		// would end that stream on the peer. It is refused as such,
+		// without an end (see streamOpen), whatever else is wrong with
+		// it. Checked here, not before every open: an open taken on
+		// looks at the set once.
+		c.streamUnanswered(r, StatusBadRequest)
+		return true
+	}
 	c.streamUnanswered(r, status)
 	if !all && !c.streams.peerFC.Load() {
 		return true

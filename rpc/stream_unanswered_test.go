@@ -38,6 +38,25 @@ func TestStreamUnansweredOpens(t *testing.T) {
 		name: "stream id 0, envelope that does not parse: 400",
 		open: unparsableOpen(sEcho, 0),
 		want: refused(sEcho, 0, StatusBadRequest, 0),
+	}, {
+		// An end would end the running stream on the peer.
+		name: "id of the running stream: 400",
+		open: wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("ab")}),
+		want: refused(sEcho, 1, StatusBadRequest, 2),
+	}, {
+		// The reuse comes before the other checks: without it, their
+		// end would name the running stream.
+		name: "id of the running stream, unknown method: 400",
+		open: wire.AppendRequest(nil, &wire.Request{Method: 99, PromiseID: 1, Payload: []byte("abc")}),
+		want: refused(99, 1, StatusBadRequest, 3),
+	}, {
+		name: "id of the running stream, metadata over the limit: 400",
+		open: wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("a"), Metadata: metadataPair("k", "0123456789abcdef0123456789abcdef")}),
+		want: refused(sEcho, 1, StatusBadRequest, 1),
+	}, {
+		name: "id of the running stream, envelope that does not parse: 400",
+		open: unparsableOpen(sEcho, 1),
+		want: refused(sEcho, 1, StatusBadRequest, 0),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log streamLog
