@@ -290,56 +290,82 @@ func TestAllocsRefusedStreamObserved(t *testing.T) {
 }
 
 // An open the server refuses without answering it allocates nothing
-// either, with a stream observer (which sees it): no end follows, so each
-// open is followed by a ping, whose pong says the read loop is past the
-// open.
+// either, with a stream observer (which sees it). Each row returns one
+// refusal: over a socket no end follows, so the open is followed by a
+// ping, whose pong says the read loop is past the open; on a closed
+// connection the read loop's step is driven directly.
 func TestAllocsUnansweredStreamObserved(t *testing.T) {
 	var n atomic.Int64
-	obs := func(ev StreamEvent) { n.Add(int64(ev.Status)) }
-	for _, tc := range []struct {
-		name    string
-		running bool // a stream of id 1 runs first
-		req     wire.Request
-	}{
-		{"stream id 0", false, wire.Request{Method: sEcho, PromiseID: 0, Payload: []byte("abc")}},
-		{"id of a running stream", true, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc")}},
-	} {
-		n.Store(0)
-		_, addr, _ := streamServer(t, WithStreamObserver(obs))
+	obs := WithStreamObserver(func(ev StreamEvent) { n.Add(int64(ev.Status)) })
+	// overSocket returns the refusal of req on a server's connection
+	// whose peer sent its hello, where a stream of id 1 runs first if
+	// running.
+	overSocket := func(t *testing.T, running bool, req wire.Request) func() {
+		_, addr, _ := streamServer(t, obs)
 		rc := rawDial(t, addr)
 		rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
 		if kind, _, ok := rc.recv(); !ok || kind != wire.KindStreamWindow {
 			t.Fatalf("frame kind %d ok %v, want the server's hello", kind, ok)
 		}
-		if tc.running {
+		if running {
 			rc.open(sBlock, 1, "x", nil)
 			if kind, _, ok := rc.recv(); !ok || kind != wire.KindStreamMsg {
 				t.Fatalf("frame kind %d ok %v, want the running stream's message", kind, ok)
 			}
 		}
 		ping := []byte("12345678")
-		open := append(frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &tc.req)), frameBytes(wire.KindPing, ping)...)
+		open := append(frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &req)), frameBytes(wire.KindPing, ping)...)
 		pong := make([]byte, frameHeader+len(ping))
-		refusal := func() {
+		return func() {
 			if _, err := rc.Write(open); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := io.ReadFull(rc, pong); err != nil {
 				t.Fatal(err)
 			}
+			if pong[4] != wire.KindPong {
+				t.Fatalf("frame kind %d, want a pong", pong[4])
+			}
 		}
-		for range 100 {
-			refusal()
-		}
-		if a := testing.AllocsPerRun(2000, refusal); a != 0 {
-			t.Errorf("%s: %v allocs per refused open, want 0", tc.name, a)
-		}
-		if pong[4] != wire.KindPong {
-			t.Fatalf("%s: frame kind %d, want a pong", tc.name, pong[4])
-		}
-		if n.Load() == 0 {
-			t.Errorf("%s: observer never ran", tc.name)
-		}
+	}
+	for _, tc := range []struct {
+		name  string
+		drive func(t *testing.T) (refusal func())
+	}{{
+		name: "stream id 0",
+		drive: func(t *testing.T) func() {
+			return overSocket(t, false, wire.Request{Method: sEcho, PromiseID: 0, Payload: []byte("abc")})
+		},
+	}, {
+		name: "id of a running stream",
+		drive: func(t *testing.T) func() {
+			return overSocket(t, true, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc")})
+		},
+	}, {
+		name: "read as the connection closes",
+		drive: func(t *testing.T) func() {
+			c, _ := closedConn(t, obs)
+			open := wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc")})
+			return func() {
+				if c.streamFrame(wire.KindStreamOpen, open) {
+					t.Fatal("the read loop goes on after an open read on a closed connection")
+				}
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n.Store(0)
+			refusal := tc.drive(t)
+			for range 100 {
+				refusal()
+			}
+			if a := testing.AllocsPerRun(2000, refusal); a != 0 {
+				t.Errorf("%v allocs per refused open, want 0", a)
+			}
+			if n.Load() == 0 {
+				t.Error("observer never ran")
+			}
+		})
 	}
 }
 

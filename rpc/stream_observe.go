@@ -27,17 +27,17 @@ type StreamEvent struct {
 	// is the stream id.
 	Method, ID uint32
 	// Status (end only) is how the stream ended. On a server: 200 when its
-	// handler returned nil, the handler's status otherwise (500 for a
-	// plain error or a panic), [StatusCanceled] when the client canceled
-	// the stream (any error end from the client counts so, whatever its
+	// handler returned nil, the handler's status otherwise (500 for a plain
+	// error or a panic), [StatusCanceled] when the client canceled the
+	// stream (any error end from the client counts so, whatever its
 	// status), 503 when Shutdown's grace ended it; for an open refused
-	// without a handler, the refusal's: 404 no such stream method, 503
-	// read after the go-away or one stream too many ([WithMaxStreams]),
-	// 431 metadata over [WithMaxMetadata], 400 malformed metadata or
-	// envelope, or stream id 0 or the id of a stream still running
-	// (whatever else is wrong with the open; no end is sent for it). On a
-	// client: 200 for the server's clean end,
-	// the status of its error end, StatusCanceled when the ctx of
+	// without a handler, the refusal's: 404 no such stream method, 503 read
+	// after the go-away, as the connection closes (no end is sent) or one
+	// stream too many ([WithMaxStreams]), 431 metadata over
+	// [WithMaxMetadata], 400 malformed metadata or envelope, or stream id 0
+	// or the id of a stream still running (whatever else is wrong with the
+	// open; no end is sent for it). On a client: 200 for the server's clean
+	// end, the status of its error end, StatusCanceled when the ctx of
 	// OpenStream ended first, 0 when no end came (Err says why: the
 	// connection closed, the open could not be sent).
 	Status uint32
@@ -77,15 +77,13 @@ type StreamObserver func(StreamEvent)
 
 // WithStreamObserver installs f to see the start and the end of every
 // stream: on a server, every stream whose handler ran, and every open it
-// refused without running one (what [StreamStats].Refused counts): a
-// start and at once an end with the refusal's status and Duration 0,
-// reported before the refusal is written (see [StreamEvent].Status for
-// the statuses; a 404 to a canonical peer, which is sent no end, is seen
-// too, as is an open of stream id 0 or of the id of a stream still
-// running, to which no end is sent). An open the server drops without a
-// word, counted nowhere (one read as the connection closes), is not
-// seen, nor is one whose envelope names no stream id (the connection is
-// closed). On a
+// refused without running one (what [StreamStats].Refused counts): a start
+// and at once an end with the refusal's status and Duration 0, reported
+// before the refusal is written (see [StreamEvent].Status for the
+// statuses; a 404 to a canonical peer, which is sent no end, is seen too,
+// as are those to which no end is sent: stream id 0, the id of a stream
+// still running, one read as the connection closes). An open whose
+// envelope names no stream id is not seen (the connection is closed). On a
 // client, f sees every stream [Client.OpenStream] began (one that failed
 // before it got an id, such as [ErrTooManyStreams], is not seen). Calls
 // are seen by [WithObserver]. A panic in f is recovered and logged, and
@@ -102,8 +100,9 @@ func WithStreamObserver(f StreamObserver) Option {
 type StreamStats struct {
 	// Opened counts the streams whose handler started; Refused the opens
 	// refused without a handler (no such method, too many streams, going
-	// away, malformed, stream id 0, the id of a running stream), whether
-	// or not an error end answered them (see [StreamEvent].Status).
+	// away, malformed, stream id 0, the id of a running stream, read as
+	// the connection closes), whether or not an error end answered them
+	// (see [StreamEvent].Status).
 	Opened, Refused uint64
 	// Active is the number of stream handlers running now.
 	Active int64

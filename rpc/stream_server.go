@@ -187,7 +187,12 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	t := &c.streams
 	t.mu.Lock()
 	if t.err != nil {
+		// The connection is closing (Close, or a failed write, on
+		// another goroutine): its streams are ending and nothing more
+		// is written on it, so the open gets no end; it is refused
+		// with 503, as one read after the go-away is.
 		t.mu.Unlock()
+		c.streamUnanswered(&req, StatusUnavailable)
 		return false
 	}
 	if _, used := t.m[id]; used {

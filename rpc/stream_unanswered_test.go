@@ -1,7 +1,9 @@
 package rpc
 
 import (
+	"context"
 	"encoding/binary"
+	"net"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -126,4 +128,52 @@ func unparsableOpen(method, id uint32) []byte {
 	env := wire.AppendRequest(nil, &wire.Request{Method: method, PromiseID: id, Payload: []byte("abc")})
 	binary.LittleEndian.PutUint32(env[16+24:], 1000)
 	return env
+}
+
+// closedConn returns a connection of a new server, with the tests'
+// stream handlers and opts, registered as Serve registers one and then
+// closed, whose read loop is not running: the caller drives its steps.
+// Its peer's end of the pipe is the second result.
+func closedConn(t *testing.T, opts ...ServerOption) (*serverConn, net.Conn) {
+	t.Helper()
+	s := NewServer(append([]ServerOption{WithLogger(discardLogger())}, opts...)...)
+	registerStreamHandlers(s)
+	t.Cleanup(func() { s.Close() })
+	a, b := net.Pipe()
+	t.Cleanup(func() { b.Close() })
+	c := newServerConn(s, a, context.Background())
+	s.mu.Lock() // registered as Serve does, so close can unregister it
+	s.conns[c] = struct{}{}
+	s.stats.active.Add(1)
+	s.connWG.Add(1)
+	s.mu.Unlock()
+	c.close(nil)
+	return c, b
+}
+
+// An open the read loop reads as its connection closes (Close, or a
+// failed write, on another goroutine) is refused with 503 and no end
+// (nothing more is written on the connection): the stream observer sees
+// it as a refused open, Refused counts it, no handler runs, and the read
+// loop stops. Over a socket the window is a scheduling gap, so the read
+// loop's step is driven directly (as in
+// TestWorkerSkipsCallOfDeadConnection).
+func TestStreamOpenWhileClosingSeen(t *testing.T) {
+	var log streamLog
+	c, peer := closedConn(t, WithStreamObserver(log.observe))
+	open := wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("late")})
+	if c.streamFrame(wire.KindStreamOpen, open) {
+		t.Fatal("the read loop goes on after an open read on a closed connection")
+	}
+	evs := log.take()
+	want := refused(sEcho, 1, StatusUnavailable, 4)
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, w := range want {
+		checkStreamEvent(t, evs[i], w, peer.LocalAddr().String())
+	}
+	if st := c.s.Stats().Streams; st.Opened != 0 || st.Refused != 1 {
+		t.Errorf("Stats().Streams Opened %d Refused %d, want 0 and 1", st.Opened, st.Refused)
+	}
 }
