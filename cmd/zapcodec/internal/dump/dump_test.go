@@ -105,3 +105,33 @@ interface S {
 		}
 	}
 }
+
+// TestBarePayloadInterfaceTarget: a bare payload (not an envelope) given
+// with an interface -type is listed raw and refused with a hint, also for
+// an interface without methods (whose hint used to index its first
+// method and panic).
+func TestBarePayloadInterfaceTarget(t *testing.T) {
+	t.Parallel()
+	f, err := schema.Parse("s.zap", []byte("struct A { X u32 }\ninterface S { get(req: A) }\ninterface Empty {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x18\x00\x00\x00\x2a\x00\x00\x00\x00\x00\x00\x00")
+	for _, tc := range []struct{ iface, first string }{
+		{"S", "at byte 0: -type S names an interface: give one of its methods (S.get) to decode a bare payload"},
+		{"Empty", "at byte 0: -type Empty names an interface without methods: none decodes a bare payload"},
+	} {
+		target, err := ResolveTarget(f, tc.iface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		rep, err := Write(&out, msg, Options{Raw: true, Target: target})
+		if err != nil || rep.Problems != 1 || rep.First != tc.first {
+			t.Errorf("-type %s: %+v, %v; want %q\n%s", tc.iface, rep, err, tc.first, &out)
+		}
+		if !strings.Contains(out.String(), "root object @16") {
+			t.Errorf("-type %s: the payload is not listed raw:\n%s", tc.iface, &out)
+		}
+	}
+}

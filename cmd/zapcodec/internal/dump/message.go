@@ -59,8 +59,12 @@ func (d *dumper) one(indent string, data []byte, base int) (size int, ok bool) {
 	}
 	if t.Method == nil {
 		d.show(indent, data, base, nil)
-		d.fail(indent, base, "-type %s names an interface: give one of its methods (%s.%s) to decode a bare payload",
-			t.Interface.Name, t.Interface.Name, t.Interface.Methods[0].Name)
+		if len(t.Interface.Methods) == 0 {
+			d.fail(indent, base, "-type %s names an interface without methods: none decodes a bare payload", t.Interface.Name)
+		} else {
+			d.fail(indent, base, "-type %s names an interface: give one of its methods (%s.%s) to decode a bare payload",
+				t.Interface.Name, t.Interface.Name, t.Interface.Methods[0].Name)
+		}
 		return m.Size(), true
 	}
 	st := t.Method.Req
