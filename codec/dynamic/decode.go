@@ -212,8 +212,13 @@ func (d *decoder) field(dst, m []byte, base, at int, t *schema.Type, depth int) 
 		if rel == 0 {
 			return append(dst, "null"...), nil
 		}
+		// A target at exactly the end is a struct of size 0 placed last,
+		// as the canonical runtime, AppendMessage and generated records
+		// write one (messages-more.json, zero_size_child_at_end): present,
+		// with no fixed section, like a root there (object fails a larger
+		// struct at it).
 		target := int64(at) + int64(rel)
-		if target < codec.HeaderSize || target >= int64(len(m)) {
+		if target < codec.HeaderSize || target > int64(len(m)) {
 			return dst, d.errorf(base+at, "object slot (offset %d) points to %d, outside the data segment %d..%d", rel, target, codec.HeaderSize, len(m)-1)
 		}
 		return d.object(dst, m, base, int(target), t.Struct, depth+1)

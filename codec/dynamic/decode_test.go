@@ -602,3 +602,29 @@ func TestZeroSizeRoot(t *testing.T) {
 		t.Fatalf("non-empty struct at root == size: %v", err)
 	}
 }
+
+// TestZeroSizeChild: a nested struct of size 0 built last lands at the
+// message end, its slot pointing at size, as the canonical runtime writes
+// it (messages-more.json, zero_size_child_at_end) and as AppendMessage and
+// generated records do. It decodes as {} and the JSON encodes back to the
+// same bytes; a non-empty struct there fails on its fixed section.
+func TestZeroSizeChild(t *testing.T) {
+	f, err := schema.Parse("c.zap", []byte("struct E {}\nstruct N { X u32 }\nstruct R { C E; V u32 }\nstruct RN { C N; V u32 }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonical, _ := hex.DecodeString("5a4150000100000010000000180000000800000009000000")
+	got, err := AppendJSON(nil, f.Struct("R"), canonical)
+	if err != nil || string(got) != `{"C":{},"V":9}` {
+		t.Fatalf("canonical zero-size child: %s, %v", got, err)
+	}
+	built, err := AppendMessage(nil, f.Struct("R"), got)
+	if err != nil || !bytes.Equal(built, canonical) {
+		t.Fatalf("AppendMessage(%s) = %x, %v; want %x", got, built, err, canonical)
+	}
+	_, err = AppendJSON(nil, f.Struct("RN"), canonical)
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Offset != 24 || de.Path != "C" || !strings.Contains(de.Reason, "fixed section of N needs 4 bytes") {
+		t.Fatalf("non-empty struct at the message end: %v", err)
+	}
+}
