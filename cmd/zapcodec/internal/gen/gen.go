@@ -3,8 +3,10 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"go/build"
 	"go/format"
 	"go/token"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -45,7 +47,9 @@ func (e *FormatError) Unwrap() error { return e.Err }
 // f.Files; a schema file that declares no struct and no interface still
 // gets a (nearly empty) file so that outputs track inputs. Errors: the
 // package name is missing or not a Go identifier; Go names collide (as a
-// [*schema.Error] "file:line:col: message"); or a [*FormatError].
+// [*schema.Error] "file:line:col: message"); a schema file's name gives an
+// output name that go build ignores or compiles for one platform only
+// ("_x.zap", "api_linux.zap": go help buildconstraint); or a [*FormatError].
 func Generate(f *schema.File, opt Options) ([]File, error) {
 	pkg := opt.Package
 	if pkg == "" {
@@ -70,6 +74,9 @@ func Generate(f *schema.File, opt Options) ([]File, error) {
 			return nil, fmt.Errorf("gen: schema files %s and %s would both write %s", prev, src, name)
 		}
 		seen[name] = src
+		if !buildable(name) {
+			return nil, fmt.Errorf("gen: schema file %s would write %s, which go build ignores or compiles for one platform only (a name starting with _ or ., or ending in _GOOS or _GOARCH: go help buildconstraint); rename the schema file", src, name)
+		}
 		g := &generator{f: f, pkg: pkg, source: src, imports: map[string]bool{}, nested: nested, elem: elem}
 		raw := g.file()
 		data, err := format.Source(raw)
@@ -79,6 +86,21 @@ func Generate(f *schema.File, opt Options) ([]File, error) {
 		out = append(out, File{Name: name, Source: base, Data: data})
 	}
 	return out, nil
+}
+
+// buildable reports whether go build compiles the Go file named name
+// on every platform: its name does not start with "_" or "." (which the go
+// command ignores) and has no _GOOS or _GOARCH suffix before its first dot
+// ("api_linux.zap.go" builds on Linux only).
+func buildable(name string) bool {
+	ctxt := build.Context{
+		GOOS: "zapcodec", GOARCH: "zapcodec", Compiler: "gc", // match no platform suffix
+		OpenFile: func(string) (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader("package p\n")), nil
+		},
+	}
+	ok, err := ctxt.MatchFile(".", name)
+	return ok && err == nil
 }
 
 // uses returns the structs of f nested as a field of some struct, and

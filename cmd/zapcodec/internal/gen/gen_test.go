@@ -323,3 +323,44 @@ interface S { get(req: Flat) returns (resp: Flat) }
 		}
 	}
 }
+
+// TestUnbuildableFileName: a schema file whose output name go build would
+// ignore ("_x.zap.go") or compile for one platform only
+// ("api_linux.zap.go") is refused, naming both files; its declarations
+// would otherwise be missing, or undefined, on every other platform.
+func TestUnbuildableFileName(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		file string
+		ok   bool
+	}{
+		{"_common.zap", false},
+		{".zap", false},
+		{"dir/api_linux.zap", false},
+		{"svc_windows.zap", false},
+		{"types_arm64.zap", false},
+		{"x_linux_amd64.zap", false},
+		{"x_js_test.zap", false},
+		{"service_ws.zap", true},
+		{"linux.zap", true},
+		{"x_unix.zap", true},
+		{"a_test.zap", true},
+		{"dir/_ok/a.zap", true},
+	} {
+		f, err := schema.Parse(tt.file, []byte("package p\nstruct A { X u8 }\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Generate(f, Options{})
+		if tt.ok {
+			if err != nil {
+				t.Errorf("%s: %v", tt.file, err)
+			}
+			continue
+		}
+		want := "gen: schema file " + tt.file + " would write " + strings.TrimSuffix(filepath.Base(tt.file), ".zap") + ".zap.go, which go build ignores"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error starting %q", tt.file, err, want)
+		}
+	}
+}
