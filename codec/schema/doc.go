@@ -30,8 +30,9 @@
 //
 // Types: bool u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 text bytes
 // bytes_fixed[N] list<T>, struct names and alias names. A struct may be
-// referenced before it is declared. A list element is a scalar, text, bytes or
-// a struct; lists of lists and of bytes_fixed are rejected.
+// referenced before it is declared. A list element may be any of these,
+// bytes_fixed[N] and another list included (list<list<u8>>), with lists
+// nested at most [MaxListDepth] deep.
 //
 // # Layout
 //
