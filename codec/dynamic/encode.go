@@ -343,17 +343,34 @@ func (e *encoder) scalar(k schema.Kind, v any) (uint64, error) {
 		}
 		return math.Float64bits(f), nil
 	case schema.KindU8, schema.KindU16, schema.KindU32, schema.KindU64:
-		u, err := strconv.ParseUint(text, 0, bits)
+		digits, base := encIntBase(text)
+		u, err := strconv.ParseUint(digits, base, bits)
 		if err != nil {
 			return 0, e.errorf("bad %s %q: %v", k, encShort(text), encNumErr(err))
 		}
 		return u, nil
 	}
-	i, err := strconv.ParseInt(text, 0, bits)
+	digits, base := encIntBase(text)
+	i, err := strconv.ParseInt(digits, base, bits)
 	if err != nil {
 		return 0, e.errorf("bad %s %q: %v", k, encShort(text), encNumErr(err))
 	}
 	return uint64(i), nil // two's complement; the setter keeps the low bytes
+}
+
+// encIntBase returns the digits and base of an integer's text: hex after
+// "0x" or "0X" (and an optional "-"), decimal otherwise, so that a leading
+// zero is not octal ("010" is ten) and strconv's other prefixes ("0b",
+// "0o") and underscores are refused.
+func encIntBase(text string) (string, int) {
+	sign, rest := "", text
+	if strings.HasPrefix(rest, "-") {
+		sign, rest = "-", rest[1:]
+	}
+	if len(rest) > 2 && rest[0] == '0' && (rest[1] == 'x' || rest[1] == 'X') && rest[2] != '-' && rest[2] != '+' {
+		return sign + rest[2:], 16
+	}
+	return text, 10
 }
 
 // encNumErr drops strconv's repetition of the input from its error.

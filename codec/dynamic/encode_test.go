@@ -176,6 +176,13 @@ func TestEncodeErrors(t *testing.T) {
 		{`{"U8s":[1,"300"]}`, `U8s[1]: bad u8 "300"`},
 		{`{"Ts":[1]}`, `Ts[0]: want a string for text, got a number`},
 		{`{"F32":true}`, `F32: want a number for f32, got a boolean`},
+		{`{"U8":"0b1"}`, `U8: bad u8 "0b1": invalid syntax`},
+		{`{"U8":"0o7"}`, `U8: bad u8 "0o7": invalid syntax`},
+		{`{"U8":"1_0"}`, `U8: bad u8 "1_0": invalid syntax`},
+		{`{"U8":"0x_1"}`, `U8: bad u8 "0x_1": invalid syntax`},
+		{`{"I8":"0x-5"}`, `I8: bad i8 "0x-5": invalid syntax`},
+		{`{"U8":"0x"}`, `U8: bad u8 "0x": invalid syntax`},
+		{`{"U8":"0x100"}`, `U8: bad u8 "0x100": value out of range`},
 		{`[1]`, `want a JSON object for All, got an array`},
 		{`{"B":true`, `invalid JSON`},
 		{`{} {}`, `more than one value`},
@@ -192,6 +199,46 @@ func TestEncodeErrors(t *testing.T) {
 	}
 	if _, err := AppendMessage(nil, nil, []byte(`{}`)); err == nil {
 		t.Error("nil struct: no error")
+	}
+}
+
+// TestEncodeIntegerStrings: an integer given as a string is decimal, or
+// hex after "0x": a leading zero is not octal ("010" is ten, as AppendJSON
+// would never write it otherwise).
+func TestEncodeIntegerStrings(t *testing.T) {
+	f := encParse(t)
+	s := f.Struct("All")
+	for _, tc := range []struct {
+		js    string
+		field string
+		want  int64
+	}{
+		{`{"U8":"010"}`, "U8", 10},
+		{`{"U16":"0080"}`, "U16", 80},
+		{`{"I8":"-010"}`, "I8", -10},
+		{`{"I16":"-0x10"}`, "I16", -16},
+		{`{"U32":"0X1f"}`, "U32", 31},
+		{`{"I64":"+7"}`, "I64", 7},
+		{`{"U8":"0"}`, "U8", 0},
+	} {
+		msg, err := AppendMessage(nil, s, []byte(tc.js))
+		if err != nil {
+			t.Errorf("%s: %v", tc.js, err)
+			continue
+		}
+		js, err := AppendJSON(nil, s, msg)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.js, err)
+		}
+		var got map[string]any
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.UseNumber()
+		if err := dec.Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := got[tc.field].(json.Number).Int64(); n != tc.want {
+			t.Errorf("%s: %s = %v, want %d", tc.js, tc.field, got[tc.field], tc.want)
+		}
 	}
 }
 
