@@ -127,6 +127,7 @@ type worker struct {
 	failed   uint64
 	statuses map[uint32]uint64
 	errors   map[string]uint64
+	timer    *time.Timer // open loop: the wait for the next call's due time
 }
 
 // New checks cfg, applies the defaults and opens the connections.
@@ -421,7 +422,7 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 		start := due
 		if s.interval > 0 {
 			if d := time.Until(due); d > 0 {
-				time.Sleep(d)
+				w.sleep(stop, d) // ctx ending (Ctrl-C) ends the wait too
 			}
 			if stop.Err() != nil {
 				return
@@ -458,6 +459,21 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 			// counted in the call's latency).
 			sleepCtx(stop, noReplicaBackoff)
 		}
+	}
+}
+
+// sleep sleeps for d or until stop is done, on a timer the worker keeps
+// (a warm open-loop run allocates nothing per call).
+func (w *worker) sleep(stop context.Context, d time.Duration) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	select {
+	case <-stop.Done():
+		w.timer.Stop()
+	case <-w.timer.C:
 	}
 }
 

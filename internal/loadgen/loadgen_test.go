@@ -300,3 +300,41 @@ func TestClusterTargetGoneBacksOff(t *testing.T) {
 	}
 	t.Logf("%d calls found no replica in %v; errors %v", noReplica, elapsed, rep.Errors)
 }
+
+// TestCancelStopsOpenLoopWaits: ending ctx stops an open-loop run at
+// once, also while its workers wait for calls due much later (here 1000 s
+// apart): they stop waiting, and the report covers the calls made.
+func TestCancelStopsOpenLoopWaits(t *testing.T) {
+	s, addr := startServer(t)
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 4, Rate: 0.001, Duration: time.Hour,
+		Method: mEcho, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := r.Run(ctx)
+		done <- result{rep, err}
+	}()
+	for s.Stats().OK < 1 { // call 0, due at the start; calls 1-3 are due 1000, 2000 and 3000 s later
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case res := <-done:
+		if !errors.Is(res.err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", res.err)
+		}
+		if res.rep.Calls != 1 || res.rep.OK != 1 {
+			t.Fatalf("calls %d ok %d, want the 1 call due before ctx ended", res.rep.Calls, res.rep.OK)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gave up after 30 s: Run still waits for calls due later after its ctx ended")
+	}
+}
