@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -40,8 +41,8 @@ func init() {
                       client, spread over the replicas, with -c connections
                       to each
   -network NET        tcp or unix (default tcp)
-  -c N                connections (default 4)
-  -concurrency N      calls in flight per connection (default 8)
+  -c N                connections, 1 or more (default 4)
+  -concurrency N      calls in flight per connection, 1 or more (default 8)
   -d DURATION         how long to run (default 10s, unless -n is given)
   -n N                stop after N calls
   -rate R             open loop: R calls per second in total (default 0:
@@ -152,6 +153,20 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case "rpc":
 	default:
 		fmt.Fprintf(stderr, "zapcodec load: -client %q: want rpc, direct or auto\n", lf.client)
+		return 2
+	}
+	// Config reads 0 and below as its default (one connection, one call
+	// in flight): a flag given 0 or less is a mistake, not that default.
+	if c.Conns < 1 {
+		fmt.Fprintf(stderr, "zapcodec load: -c %d: want 1 or more connections\n", c.Conns)
+		return 2
+	}
+	if c.Concurrency < 1 {
+		fmt.Fprintf(stderr, "zapcodec load: -concurrency %d: want 1 or more calls in flight\n", c.Concurrency)
+		return 2
+	}
+	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
+		fmt.Fprintf(stderr, "zapcodec load: -rate %v: want a finite number of calls a second, 0 or more (0: closed loop)\n", c.Rate)
 		return 2
 	}
 	if c.Duration < 0 {

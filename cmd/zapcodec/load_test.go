@@ -216,6 +216,13 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-client", "fast"}, 2, `-client "fast"`},
 		{[]string{"-method", "1", "-client", "direct", "-concurrency", "2"}, 2, "-client direct needs -concurrency 1"},
 		{[]string{"-method", "1", "-network", "unix", "-addr", filepath.Join(dir, "no.sock"), "-n", "1"}, 1, "connection 0"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "0"}, 2, "-c 0: want 1 or more"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "-2"}, 2, "-c -2: want 1 or more"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-concurrency", "0"}, 2, "-concurrency 0: want 1 or more"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-concurrency", "-8"}, 2, "-concurrency -8: want 1 or more"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "-5"}, 2, "-rate -5: want"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "NaN"}, 2, "-rate NaN: want"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "+Inf"}, 2, "-rate +Inf: want"},
 	} {
 		code, _, errOut := loadRun(t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
