@@ -7,7 +7,10 @@
 // and latency is measured from the send. Open loop (Rate > 0): call k is due
 // at start + k/Rate whatever happened before, and its latency is measured from
 // that intended time, so a stalled server shows up as latency instead of
-// silently lowering the send rate (no coordinated omission).
+// silently lowering the send rate (no coordinated omission). Calls due
+// before the end that could not be sent before the grace ran out (the
+// server held every in-flight slot) count as abandoned, as the calls then
+// in flight do, with their latency from their due time.
 //
 // Latencies go into a [Histogram] (log-linear buckets, at most 1/128
 // relative error) that allocates nothing per record; workers share at most 64

@@ -64,7 +64,9 @@ type Config struct {
 	// over the whole run; 0 means closed loop.
 	Rate float64
 	// Grace is how long calls still in flight at the end may take before
-	// they are abandoned and counted as errors (default 10 s).
+	// they are abandoned and counted as errors (default 10 s). In open
+	// loop, calls due before the end but not sent by then (every worker
+	// waited on the server) are counted as abandoned too.
 	Grace time.Duration
 
 	// Method is the 1-based method ordinal called.
@@ -128,6 +130,10 @@ type worker struct {
 	statuses map[uint32]uint64
 	errors   map[string]uint64
 	timer    *time.Timer // open loop: the wait for the next call's due time
+	// unsent is the call the worker took but did not send because the
+	// run's grace was over (valid when hasUnsent).
+	unsent    uint64
+	hasUnsent bool
 }
 
 // New checks cfg, applies the defaults and opens the connections.
@@ -284,7 +290,7 @@ func (s *schedule) take() (i uint64, due time.Time, ok bool) {
 		return 0, time.Time{}, false
 	}
 	if s.interval > 0 {
-		due = s.start.Add(time.Duration(float64(i) * s.interval))
+		due = s.dueAt(i)
 		if !s.end.IsZero() && !due.Before(s.end) {
 			return 0, time.Time{}, false
 		}
@@ -296,12 +302,33 @@ func (s *schedule) take() (i uint64, due time.Time, ok bool) {
 	return i, time.Time{}, true
 }
 
+// dueAt returns when call i is due, in open loop.
+func (s *schedule) dueAt(i uint64) time.Time {
+	return s.start.Add(time.Duration(float64(i) * s.interval))
+}
+
+// dueCalls returns how many calls an open-loop schedule with an end has
+// due before it (at most its count bound).
+func (s *schedule) dueCalls() uint64 {
+	n := uint64(math.Ceil(float64(s.end.Sub(s.start)) / s.interval))
+	for n > 0 && !s.dueAt(n-1).Before(s.end) {
+		n--
+	}
+	for s.dueAt(n).Before(s.end) {
+		n++
+	}
+	if s.calls > 0 {
+		n = min(n, s.calls)
+	}
+	return n
+}
+
 func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, sh := range r.shards {
 		sh.hist.Reset()
 	}
 	for _, w := range r.workers {
-		w.calls, w.failed = 0, 0
+		w.calls, w.failed, w.hasUnsent = 0, 0, false
 		clear(w.statuses)
 		clear(w.errors)
 	}
@@ -361,6 +388,14 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		}()
 	}
 	wg.Wait()
+	var unsent uint64
+	if sched.interval > 0 && !sched.end.IsZero() && ctx.Err() == nil && callCtx.Err() != nil {
+		// The grace ran out: calls due before the end that no worker
+		// could send (the server held every one of them) are abandoned
+		// like those in flight, each with its latency from its due time,
+		// so that a stalled server does not silently lower the rate.
+		unsent = r.abandonUnsent(sched)
+	}
 	elapsed := time.Since(sched.start)
 	in1, out1 := r.bytes()
 	close(finished)
@@ -389,6 +424,11 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Errors[class] += n
 		}
 	}
+	if unsent > 0 {
+		rep.Calls += unsent
+		rep.Failed += unsent
+		rep.Errors[abandoned] += unsent
+	}
 	rep.OK = rep.Calls - rep.Failed
 	rep.fill(h)
 	if err := ctx.Err(); err != nil {
@@ -406,12 +446,38 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// abandonUnsent records, as abandoned now, the calls of an open-loop
+// schedule that were due before its end and never sent, and returns how
+// many there were. It runs after the workers returned.
+func (r *Runner) abandonUnsent(s *schedule) uint64 {
+	now := time.Now()
+	h := &r.shards[0].hist
+	n := uint64(0)
+	record := func(i uint64) {
+		h.RecordDuration(now.Sub(s.dueAt(i)))
+		n++
+	}
+	for _, w := range r.workers {
+		if w.hasUnsent {
+			record(w.unsent)
+		}
+	}
+	due := s.dueCalls()
+	for i := min(s.next.Load(), due); i < due; i++ {
+		record(i)
+	}
+	return n
+}
+
 // loop makes calls until the schedule ends or stop is done; calls run
 // under ctx.
 func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done, failed *atomic.Uint64) {
 	for {
 		i, due, ok := s.take()
 		if !ok || stop.Err() != nil || ctx.Err() != nil {
+			if ok && stop.Err() == nil {
+				w.unsent, w.hasUnsent = i, true // the grace is over: see abandonUnsent
+			}
 			return
 		}
 		req := cfg.Payload
@@ -518,11 +584,15 @@ func (w *worker) countError(class string) {
 	w.errors[class]++
 }
 
+// abandoned is the error class of a call the run gave up on at the end
+// of its grace.
+const abandoned = "abandoned (no answer in time)"
+
 // errorClass names the kind of a transport error, in few distinct strings.
 func errorClass(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "abandoned (no answer in time)"
+		return abandoned
 	case errors.Is(err, rpc.ErrGoAway):
 		return "go-away"
 	case errors.Is(err, rpc.ErrClosed):

@@ -338,3 +338,62 @@ func TestCancelStopsOpenLoopWaits(t *testing.T) {
 		t.Fatal("gave up after 30 s: Run still waits for calls due later after its ctx ended")
 	}
 }
+
+// TestOpenLoopCountsCallsNeverSent: against a server that stops
+// answering, an open-loop run's workers all wait on calls in flight, and
+// the calls due after those could not be sent before the grace ran out.
+// They count as abandoned, each with its latency from its due time, as
+// the calls in flight do: the report shows every call the rate asked
+// for, not only the few sent (no coordinated omission).
+func TestOpenLoopCountsCallsNeverSent(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // held open, never answered
+		}
+	}()
+	for _, tc := range []struct {
+		name   string
+		direct bool
+		conc   int
+		calls  uint64
+		want   uint64
+	}{
+		{"rpc", false, 3, 0, 100},   // 1000/s for 100 ms
+		{"direct", true, 1, 0, 100}, // the same, one call in flight
+		{"calls", false, 3, 40, 40}, // -n caps the calls due
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(context.Background(), Config{Addr: l.Addr().String(), Direct: tc.direct, Conns: 2, Concurrency: tc.conc,
+				Rate: 1000, Duration: 100 * time.Millisecond, Calls: tc.calls, Grace: 50 * time.Millisecond,
+				Method: mEcho, Payload: []byte("x")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rep, err := r.Run(context.Background())
+			if err != nil && !(tc.direct && errors.Is(err, ErrNoConns)) { // a direct call cut breaks its connection
+				t.Fatal(err)
+			}
+			if rep.Calls != tc.want || rep.Failed != tc.want || rep.Errors["abandoned (no answer in time)"] != tc.want {
+				t.Fatalf("calls %d failed %d errors %v, want all %d calls due abandoned", rep.Calls, rep.Failed, rep.Errors, tc.want)
+			}
+			if n := rep.Histogram.Count(); n != tc.want {
+				t.Fatalf("%d latencies recorded, want %d", n, tc.want)
+			}
+			// The last call was due before the end (100 ms), and abandoned
+			// after the grace (150 ms): at least 50 ms late.
+			if rep.Latency.Min < uint64(50*time.Millisecond) {
+				t.Fatalf("latency min %v, want at least the grace", time.Duration(rep.Latency.Min))
+			}
+		})
+	}
+}
