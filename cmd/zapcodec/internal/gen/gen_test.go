@@ -76,10 +76,10 @@ func compare(t *testing.T, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/zapcodec/... -update)", err)
+		t.Fatalf("%v (run go test ./cmd/zapcodec/internal/gen -update)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale: regenerate with go test ./cmd/zapcodec/... -update\n%s", path, firstDiff(got, want))
+		t.Errorf("%s is stale: regenerate with go test ./cmd/zapcodec/internal/gen -update\n%s", path, firstDiff(got, want))
 	}
 }
 
