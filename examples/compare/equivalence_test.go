@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 
 // edgeRequests are records beside the fixture ring: all-zero, all-ones and
@@ -194,35 +194,10 @@ func mustHex(t *testing.T, s string) []byte {
 	return b
 }
 
-// sharedZap finds ../shared/zap beside the repository root (the directory
-// holding the library's go.mod, above this module's).
-func sharedZap(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			p := filepath.Join(d, "..", "shared", "zap")
-			if _, err := os.Stat(p); err != nil {
-				t.Skip("no ../shared/zap beside the repository: canonical fixtures unavailable")
-			}
-			return p
-		}
-		if filepath.Dir(d) == d {
-			t.Skip("no repository root above this module: canonical fixtures unavailable")
-		}
-	}
-}
-
 // TestZapcodecCanonical: the zapcodec arm writes the bytes the canonical
 // runtime's generated constructors wrote for the eth fixtures.
 func TestZapcodecCanonical(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(sharedZap(t), "fixtures", "generated.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := fixture.Read(t, "fixtures/generated.json")
 	var doc struct {
 		Cases []struct {
 			Schema, Struct, Name, Hex string
@@ -250,7 +225,10 @@ func TestZapcodecCanonical(t *testing.T) {
 			}
 			return v
 		}
-		var got []byte
+		var (
+			got []byte
+			err error
+		)
 		switch tc.Struct {
 		case "GetBalanceRequest":
 			var r Request
