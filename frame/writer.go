@@ -34,7 +34,7 @@ const (
 // frame is added to an empty Writer (Begin, WriteFrame, WriteFrameParts)
 // and gives it back whenever a write leaves nothing pending (Flush, a
 // write-out when the buffer is full, a writev, Reset, a write error), so
-// an idle Writer holds no buffer and costs only its own struct (about 150
+// an idle Writer holds no buffer and costs only its own struct (about 200
 // bytes). The capacity asked for follows the batches actually written:
 // the largest recent batch, halved after 16 batches in a row that used less
 // than a quarter of it, at least 512 bytes. A frame built with Begin/End larger
