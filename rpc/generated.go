@@ -22,12 +22,18 @@ func GetBuffer() *[]byte { return buffers.Get().(*[]byte) }
 // PutBuffer is for generated code. It ends a call made with the buffer bp
 // from [GetBuffer]: buf is the request the call encoded into *bp (it may
 // have grown out of it) and out the answer the call returned, appended to
-// buf[len(buf):]. It keeps the larger of the two for the next call (none
-// above 1 MiB) and puts bp back in the pool; neither buf, out nor *bp may
-// be used afterwards.
+// buf[len(buf):]. It keeps buf for the next call, or, when the answer
+// outgrew buf's spare room, a new buffer with room for both (none above
+// 1 MiB), and puts bp back in the pool; neither buf, out nor *bp may be
+// used afterwards. It never keeps out itself: out may be a slice of a
+// client interceptor's own, which the interceptor may still use (see
+// [ClientInterceptor]).
 func PutBuffer(bp *[]byte, buf, out []byte) {
 	if cap(out) > cap(buf)-len(buf) {
-		buf = out
+		if len(buf)+cap(out) > maxPooledBuffer {
+			return
+		}
+		buf = make([]byte, 0, len(buf)+cap(out))
 	}
 	if cap(buf) > maxPooledBuffer {
 		return

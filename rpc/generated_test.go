@@ -1,21 +1,29 @@
 package rpc
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
-// PutBuffer keeps whichever of a call's request and answer buffers has
-// more room, so the next call starts with it.
-func TestPutBufferKeepsTheLarger(t *testing.T) {
+// PutBuffer keeps a buffer with room for a call's request and answer, so
+// the next call starts with it: the request's buffer when the answer fit
+// in its spare room, else a new one, never the answer's own memory (a
+// client interceptor may answer with a slice it keeps).
+func TestPutBufferKeepsRoom(t *testing.T) {
 	bp := GetBuffer()
 	buf := append((*bp)[:0], "request"...)
 	out := make([]byte, 0, 1<<16) // the answer outgrew buf's spare room
 	PutBuffer(bp, buf, out)
-	if cap(*bp) != 1<<16 || len(*bp) != 0 {
-		t.Fatalf("kept len %d cap %d, want the answer's buffer (cap %d), emptied", len(*bp), cap(*bp), 1<<16)
+	if cap(*bp) < len(buf)+cap(out) || len(*bp) != 0 {
+		t.Fatalf("kept len %d cap %d, want an empty buffer of cap %d or more", len(*bp), cap(*bp), len(buf)+cap(out))
+	}
+	if unsafe.SliceData((*bp)[:1]) == unsafe.SliceData(out[:1]) {
+		t.Fatal("kept the answer's own memory")
 	}
 	bp2 := new([]byte)
 	small := make([]byte, 3, 600)
 	PutBuffer(bp2, small, small[3:])
-	if cap(*bp2) != 600 || len(*bp2) != 0 {
+	if cap(*bp2) != 600 || len(*bp2) != 0 || unsafe.SliceData(*bp2) != unsafe.SliceData(small) {
 		t.Fatalf("kept len %d cap %d, want the request's buffer", len(*bp2), cap(*bp2))
 	}
 }
@@ -26,6 +34,10 @@ func TestPutBufferDropsHuge(t *testing.T) {
 	PutBuffer(bp, make([]byte, 0, maxPooledBuffer+1), nil)
 	if cap(*bp) != 0 {
 		t.Fatalf("a %d-byte buffer was kept", maxPooledBuffer+1)
+	}
+	PutBuffer(bp, make([]byte, 8, 16), make([]byte, 0, maxPooledBuffer))
+	if cap(*bp) != 0 {
+		t.Fatalf("a buffer for a %d-byte answer was kept", maxPooledBuffer)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -181,5 +183,56 @@ func TestRPCPipeliningAtBase(t *testing.T) {
 	var st Scalars
 	if err != nil || st.DecodeZAP(out) != nil || st.Count != 6 {
 		t.Fatalf("SendStats at base 100: %+v %v, want Count 6", st, err)
+	}
+}
+
+// A client interceptor may answer with a slice of its own
+// (rpc.ClientInterceptor): here a cache that answers every call after the
+// first with the bytes it kept. The typed client must not take that
+// memory for its pooled buffers: it used to keep the larger of request
+// and answer for the next call, so the next request was encoded over the
+// cached answer, and the cache then answered with the request's bytes.
+func TestRPCInterceptorAnswerOfItsOwn(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback TCP: %v", err)
+	}
+	srv := rpc.NewServer()
+	RegisterServiceServer(srv, &service{})
+	go srv.Serve(l)
+	defer srv.Close()
+	var (
+		mu    sync.Mutex
+		cache []byte
+	)
+	caching := func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cache != nil {
+			return cache, nil
+		}
+		out, err := invoke(ctx, method, req, resp)
+		if err != nil {
+			return out, err
+		}
+		cache = append([]byte(nil), out...)
+		return cache, nil
+	}
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String(), rpc.WithClientInterceptors(caching))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := NewServiceClient(c)
+	// An answer larger than a pooled buffer's room.
+	title := strings.Repeat("t", 2000)
+	for i := range 10 {
+		var k Kitchen
+		if err := cli.Get(context.Background(), &Pair{A: 7, B: title}, &k); err != nil {
+			t.Fatalf("Get #%d: %v", i, err)
+		}
+		if k.Title != title || k.Tail != 7 || len(k.Points) != 1 {
+			t.Fatalf("Get #%d: Title %.10q... (%d bytes), Tail %d, %d points: the cached answer was overwritten", i, k.Title, len(k.Title), k.Tail, len(k.Points))
+		}
 	}
 }
