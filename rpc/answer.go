@@ -128,9 +128,10 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 	}
 	if err != nil {
 		// Code 0 is no status an answer can carry (and a stream's clean
-		// end): such an error answers as a plain one, 500.
+		// end), and 200 no error status (the client would read the text
+		// as the result): such an error answers as a plain one, 500.
 		var se *StatusError
-		if errors.As(err, &se) && se.Code != 0 {
+		if errors.As(err, &se) && se.Code != 0 && se.Code != StatusOK {
 			return se.Code, append(j.resp[:0], se.Message...)
 		}
 		return c.internalError(j, err)

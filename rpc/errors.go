@@ -126,10 +126,10 @@ func (e *StatusError) Is(target error) bool {
 
 // Errorf returns a *[StatusError] with the given code and a formatted
 // message. A handler that returns it answers with that status and the
-// message as body. Code 0 is not a status: a unary handler's error with
-// it answers 500 like any other error (its text, "rpc: status 0: ...",
-// is logged and answered), and a stream handler's ends the stream
-// cleanly, as a nil error does.
+// message as body. Codes 0 and 200 are no error status: a unary
+// handler's error with either answers 500 like any other error (its
+// text, "rpc: status 0: ...", is logged and answered), and a stream
+// handler's ends the stream cleanly, as a nil error does.
 func Errorf(code uint32, format string, args ...any) error {
 	return &StatusError{Code: code, Message: fmt.Sprintf(format, args...)}
 }

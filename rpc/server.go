@@ -18,9 +18,10 @@ import (
 // buffer, also valid only until return) and returns the extended slice.
 //
 // An error that wraps a *[StatusError] (see [Errorf]) answers its code,
-// with its message as body. Any other error answers 500 with the error's
-// text as body (or "internal error" under [WithHideErrors]) and is logged
-// with the method and the peer's address. A panic answers 500 and is
+// with its message as body, unless that code is 0 or 200 (no error
+// status). Any other error answers 500 with the error's text as body (or
+// "internal error" under [WithHideErrors]) and is logged with the method
+// and the peer's address. A panic answers 500 and is
 // logged the same way; the connection goes on. So does a call to
 // runtime.Goexit (t.FailNow in a test's handler): it ends the goroutine
 // the handler ran on, and another takes its place.

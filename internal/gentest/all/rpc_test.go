@@ -3,6 +3,8 @@ package all
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -234,5 +236,91 @@ func TestRPCInterceptorAnswerOfItsOwn(t *testing.T) {
 		if k.Title != title || k.Tail != 7 || len(k.Points) != 1 {
 			t.Fatalf("Get #%d: Title %.10q... (%d bytes), Tail %d, %d points: the cached answer was overwritten", i, k.Title, len(k.Title), k.Tail, len(k.Points))
 		}
+	}
+}
+
+// failing serves Service with Get and Put failing with err, or panicking
+// when err is nil.
+type failing struct {
+	service
+	err error
+}
+
+func (f *failing) Get(ctx context.Context, req PairView, resp *Kitchen) error {
+	resp.Title = "partial"
+	if f.err == nil {
+		panic("get failed")
+	}
+	return f.err
+}
+
+func (f *failing) Put(ctx context.Context, req PointView) error {
+	if f.err == nil {
+		panic("put failed")
+	}
+	return f.err
+}
+
+// A method's error reaches the typed client as the *rpc.StatusError the
+// server docs promise, for a method with and without a result, and the
+// result is left as it was. An error whose code is no error status (0,
+// 200) answers 500 like a plain one: code 200 used to answer 200 with the
+// error's text as the body, which the typed client read as a result (a
+// decode error for Get, success for Put).
+func TestRPCHandlerErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback TCP: %v", err)
+	}
+	srv := rpc.NewServer(rpc.WithLogger(slog.New(slog.DiscardHandler)))
+	impl := &failing{}
+	RegisterServiceServer(srv, impl)
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := NewServiceClient(c)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		err  error
+		code uint32
+		msg  string
+	}{
+		{"bad request", rpc.Errorf(rpc.StatusBadRequest, "bad"), 400, "bad"},
+		{"unauthorized", rpc.Errorf(rpc.StatusUnauthorized, "who"), 401, "who"},
+		{"forbidden", rpc.Errorf(rpc.StatusForbidden, "no"), 403, "no"},
+		{"not found", rpc.Errorf(rpc.StatusNotFound, "no such account"), 404, "no such account"},
+		{"unavailable", rpc.Errorf(rpc.StatusUnavailable, "later"), 503, "later"},
+		{"custom", rpc.Errorf(599, "odd"), 599, "odd"},
+		{"wrapped", fmt.Errorf("get: %w", rpc.Errorf(rpc.StatusForbidden, "inner")), 403, "inner"},
+		{"internal", rpc.Errorf(rpc.StatusInternal, "broke"), 500, "broke"},
+		{"plain", errors.New("disk full"), 500, "disk full"},
+		{"code 0", rpc.Errorf(0, "zero"), 500, "rpc: status 0: zero"},
+		{"code 200", rpc.Errorf(rpc.StatusOK, "fine?"), 500, "rpc: status 200: fine?"},
+		{"panic", nil, 500, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			impl.err = tt.err
+			k := Kitchen{Title: "before"}
+			err := cli.Get(ctx, &Pair{A: 1}, &k)
+			var se *rpc.StatusError
+			if !errors.As(err, &se) || se.Code != tt.code || se.Message != tt.msg {
+				t.Errorf("Get: %v (%T), want status %d %q", err, err, tt.code, tt.msg)
+			}
+			if k.Title != "before" {
+				t.Errorf("Get's result after the error: %+v", k)
+			}
+			if rpc.IsRetryable(err) {
+				t.Errorf("Get: a handler's error is retryable")
+			}
+			err = cli.Put(ctx, &Point{})
+			if !errors.As(err, &se) || se.Code != tt.code || se.Message != tt.msg {
+				t.Errorf("Put: %v (%T), want status %d %q", err, err, tt.code, tt.msg)
+			}
+		})
 	}
 }
