@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -204,5 +205,55 @@ func (callerOnly) Call(ctx context.Context, method uint32, req, resp []byte) ([]
 func TestNoStreams(t *testing.T) {
 	if _, err := NewFeedClient(callerOnly{}).Subscribe(context.Background(), &Filter{}); err != rpc.ErrNoStreams {
 		t.Fatal(err)
+	}
+}
+
+// A streamed request that is not a valid message ends the stream with
+// status 400, as an invalid unary request or initial message is
+// answered, when the method returns the error of its server stream's
+// Recv: it is the client's fault. It used to end it with 500 (and a
+// server error in the log), the decode error being a plain one.
+func TestStreamInvalidRequest(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rpc.NewServer()
+	RegisterFeedServer(srv, &feed{})
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bad := []byte("not a ZAP message")
+	for _, tt := range []struct {
+		name       string
+		method     uint32
+		init, msg  []byte
+		wantPrefix string
+	}{
+		{"initial message", FeedSubscribeOrdinal, bad, nil, "streams: Feed.subscribe: "},
+		{"client stream", FeedUploadOrdinal, nil, bad, "streams: Feed.upload: "},
+		{"both ways", FeedChatOrdinal, nil, bad, "streams: Feed.chat: "},
+		{"client stream without result", FeedSinkOrdinal, nil, bad, "streams: Feed.sink: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := c.OpenStream(context.Background(), tt.method, tt.init)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.msg != nil {
+				if err := st.Send(tt.msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = st.Recv(nil)
+			var se *rpc.StatusError
+			if !errors.As(err, &se) || se.Code != rpc.StatusBadRequest || !strings.HasPrefix(se.Message, tt.wantPrefix) {
+				t.Fatalf("got %v, want status 400 %q...", err, tt.wantPrefix)
+			}
+		})
 	}
 }

@@ -778,15 +778,19 @@ func (x *FeedUploadServerStream) Stream() *rpc.Stream { return x.s }
 
 // Recv returns the next message as a view, valid until the next Recv;
 // io.EOF at the peer's clean end, its *rpc.StatusError after an error
-// end (see rpc.Stream.Recv), a decode error for a message that is not
-// a valid Chunk.
+// end (see rpc.Stream.Recv), an *rpc.StatusError with status 400 for a
+// message that is not a valid Chunk (returned, it ends the stream so).
 func (x *FeedUploadServerStream) Recv() (ChunkView, error) {
 	b, err := x.s.Recv(x.rbuf[:0])
 	if err != nil {
 		return ChunkView{}, err
 	}
 	x.rbuf = b
-	return ReadChunk(b)
+	v, err := ReadChunk(b)
+	if err != nil {
+		return v, rpc.Errorf(rpc.StatusBadRequest, "streams: Feed.upload: %v", err)
+	}
+	return v, nil
 }
 
 // FeedUploadClientStream is the client's side of a stream of Feed.upload.
@@ -863,15 +867,19 @@ func (x *FeedChatServerStream) Send(m *Msg) error {
 
 // Recv returns the next message as a view, valid until the next Recv;
 // io.EOF at the peer's clean end, its *rpc.StatusError after an error
-// end (see rpc.Stream.Recv), a decode error for a message that is not
-// a valid Msg.
+// end (see rpc.Stream.Recv), an *rpc.StatusError with status 400 for a
+// message that is not a valid Msg (returned, it ends the stream so).
 func (x *FeedChatServerStream) Recv() (MsgView, error) {
 	b, err := x.s.Recv(x.rbuf[:0])
 	if err != nil {
 		return MsgView{}, err
 	}
 	x.rbuf = b
-	return ReadMsg(b)
+	v, err := ReadMsg(b)
+	if err != nil {
+		return v, rpc.Errorf(rpc.StatusBadRequest, "streams: Feed.chat: %v", err)
+	}
+	return v, nil
 }
 
 // FeedChatClientStream is the client's side of a stream of Feed.chat.
@@ -972,15 +980,19 @@ func (x *FeedSinkServerStream) Stream() *rpc.Stream { return x.s }
 
 // Recv returns the next message as a view, valid until the next Recv;
 // io.EOF at the peer's clean end, its *rpc.StatusError after an error
-// end (see rpc.Stream.Recv), a decode error for a message that is not
-// a valid Chunk.
+// end (see rpc.Stream.Recv), an *rpc.StatusError with status 400 for a
+// message that is not a valid Chunk (returned, it ends the stream so).
 func (x *FeedSinkServerStream) Recv() (ChunkView, error) {
 	b, err := x.s.Recv(x.rbuf[:0])
 	if err != nil {
 		return ChunkView{}, err
 	}
 	x.rbuf = b
-	return ReadChunk(b)
+	v, err := ReadChunk(b)
+	if err != nil {
+		return v, rpc.Errorf(rpc.StatusBadRequest, "streams: Feed.sink: %v", err)
+	}
+	return v, nil
 }
 
 // FeedSinkClientStream is the client's side of a stream of Feed.sink.

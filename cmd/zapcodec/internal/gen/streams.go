@@ -171,15 +171,30 @@ func (g *generator) streamType(it *schema.Interface, m *schema.Method, server bo
 		r := GoName(recv.Name)
 		g.p("// Recv returns the next message as a view, valid until the next Recv;")
 		g.p("// io.EOF at the peer's clean end, its *rpc.StatusError after an error")
-		g.p("// end (see rpc.Stream.Recv), a decode error for a message that is not")
-		g.p("// a valid %s.", r)
+		if server {
+			// The client's message: returned, the error ends the stream
+			// with 400, as an invalid request is answered.
+			g.p("// end (see rpc.Stream.Recv), an *rpc.StatusError with status 400 for a")
+			g.p("// message that is not a valid %s (returned, it ends the stream so).", r)
+		} else {
+			g.p("// end (see rpc.Stream.Recv), a decode error for a message that is not")
+			g.p("// a valid %s.", r)
+		}
 		g.p("func (x *%s) Recv() (%sView, error) {", t, r)
 		g.p("b, err := x.s.Recv(x.rbuf[:0])")
 		g.p("if err != nil {")
 		g.p("return %sView{}, err", r)
 		g.p("}")
 		g.p("x.rbuf = b")
-		g.p("return Read%s(b)", r)
+		if server {
+			g.p("v, err := Read%s(b)", r)
+			g.p("if err != nil {")
+			g.p("return v, rpc.Errorf(rpc.StatusBadRequest, %q, err)", g.pkg+": "+it.Name+"."+m.Name+": %v")
+			g.p("}")
+			g.p("return v, nil")
+		} else {
+			g.p("return Read%s(b)", r)
+		}
 		g.p("}\n")
 	}
 	if !server && m.ReqStream {
