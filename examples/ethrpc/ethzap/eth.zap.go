@@ -874,6 +874,8 @@ func NewEthClient(c rpc.Caller, opts ...rpc.MountOption) *EthClient {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+// An answer that is not a valid GetBalanceResponse is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 func (c *EthClient) GetBalance(ctx context.Context, req *GetBalanceRequest, resp *GetBalanceResponse) error {
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
@@ -982,6 +984,8 @@ func NewEthLogsClient(c rpc.Caller, opts ...rpc.MountOption) *EthLogsClient {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+// An answer that is not a valid Logs is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 func (c *EthLogsClient) GetLogs(ctx context.Context, req *LogFilter, resp *Logs) error {
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])

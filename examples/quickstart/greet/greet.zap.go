@@ -268,6 +268,8 @@ func NewGreeterClient(c rpc.Caller, opts ...rpc.MountOption) *GreeterClient {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+// An answer that is not a valid HelloReply is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 func (c *GreeterClient) Hello(ctx context.Context, req *HelloRequest, resp *HelloReply) error {
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])

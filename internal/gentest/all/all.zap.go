@@ -4146,6 +4146,8 @@ func NewServiceClient(c rpc.Caller, opts ...rpc.MountOption) *ServiceClient {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+// An answer that is not a valid Kitchen is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 func (c *ServiceClient) Get(ctx context.Context, req *Pair, resp *Kitchen) error {
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
@@ -4185,6 +4187,8 @@ func (c *ServiceClient) Ping(ctx context.Context) error {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+// An answer that is not a valid Scalars is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 func (c *ServiceClient) Stats(ctx context.Context, resp *Scalars) error {
 	bp := rpc.GetBuffer()
 	buf := (*bp)[:0]
@@ -4212,6 +4216,8 @@ func (c *ServiceClient) Reset(ctx context.Context) error {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+// An answer that is not a valid Scalars is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 //
 // Its request is stats' result: the client gets BumpOn (pipelining).
 func (c *ServiceClient) Bump(ctx context.Context, req *Scalars, resp *Scalars) error {
@@ -4285,6 +4291,8 @@ func (c *ServiceClient) SendBump(ctx context.Context, req *Scalars) (rpc.Promise
 // BumpOn calls Service.bump with, as its request, the answer of the call p
 // (a Scalars): promise pipelining, one round trip for both calls; the server
 // must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call).
+// An answer that is not a valid Scalars is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 func (c *ServiceClient) BumpOn(ctx context.Context, p rpc.Promise, resp *Scalars) error {
 	bp := rpc.GetBuffer()
 	buf := (*bp)[:0]

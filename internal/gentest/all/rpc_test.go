@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
@@ -323,4 +324,50 @@ func TestRPCHandlerErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An answer that is not a valid result (a hostile or mismatched server)
+// gives the typed client DecodeZAP's error, a *codec.FieldError and no
+// *rpc.StatusError, as the method's doc says: the call ran, it is not a
+// transport error to retry. The plain call and the pipelined one alike.
+func TestRPCInvalidAnswer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback TCP: %v", err)
+	}
+	srv := rpc.NewServer(rpc.WithPipelining(0))
+	bad := func(ctx context.Context, req, out []byte) ([]byte, error) {
+		return append(out, "not a ZAP message"...), nil
+	}
+	srv.Handle(ServiceStatsOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
+		return (&Scalars{Count: 1}).AppendZAP(out), nil
+	})
+	srv.Handle(ServiceGetOrdinal, bad)
+	srv.Handle(ServiceBumpOrdinal, bad)
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := NewServiceClient(c)
+	ctx := context.Background()
+	check := func(what string, err error) {
+		t.Helper()
+		var fe *codec.FieldError
+		var se *rpc.StatusError
+		if !errors.As(err, &fe) || errors.As(err, &se) || !errors.Is(err, codec.ErrMagic) {
+			t.Errorf("%s: %v (%T), want a *codec.FieldError matching codec.ErrMagic", what, err, err)
+		}
+	}
+	var k Kitchen
+	check("Get", cli.Get(ctx, &Pair{}, &k))
+	p, err := cli.SendStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	var s Scalars
+	check("BumpOn", cli.BumpOn(ctx, p, &s))
 }

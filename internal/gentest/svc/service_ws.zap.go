@@ -484,6 +484,8 @@ func NewGeometryClient(c rpc.Caller, opts ...rpc.MountOption) *GeometryClient {
 // decodes the answer into resp (reusing resp's memory) and keeps
 // nothing of its arguments. A non-200 answer is an *rpc.StatusError
 // (errors.As); see rpc.Client.Call for the other errors.
+// An answer that is not a valid Point is DecodeZAP's error (a
+// *codec.FieldError): the call ran, and resp may be partly filled.
 func (c *GeometryClient) Area(ctx context.Context, req *Shape, resp *Point) error {
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])

@@ -364,3 +364,30 @@ func TestUnbuildableFileName(t *testing.T) {
 		}
 	}
 }
+
+// The doc of a client method with a result names every error it returns:
+// beside the *rpc.StatusError of a non-200 answer and the Caller's own,
+// DecodeZAP's for an answer that is not a valid result (the call ran: it
+// is not a transport error to retry). The plain call and the pipelined one.
+func TestClientDocNamesDecodeError(t *testing.T) {
+	src := "package p\nstruct R { A u32 }\ninterface S { get() returns (r: R); put(r: R) returns (r: R) }\n"
+	f, err := schema.Parse("t.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := string(files[0].Data)
+	for _, fn := range []string{"func (c *SClient) Get(", "func (c *SClient) PutOn("} {
+		i := strings.Index(code, fn)
+		if i < 0 {
+			t.Fatalf("no %s in:\n%s", fn, code)
+		}
+		doc := code[strings.LastIndex(code[:i], "\n\n")+2 : i]
+		if !strings.Contains(doc, "*codec.FieldError") {
+			t.Errorf("the doc of %s does not name DecodeZAP's error:\n%s", fn, doc)
+		}
+	}
+}

@@ -141,6 +141,9 @@ func (g *generator) stubs(it *schema.Interface) {
 		}
 		g.p("// nothing of its arguments. A non-200 answer is an *rpc.StatusError")
 		g.p("// (errors.As); see rpc.Client.Call for the other errors.")
+		if m.Resp != nil {
+			g.decodeErrorDoc(m.Resp)
+		}
 		g.schemaDoc(true, m.Doc, m.Comment)
 		g.p("func (c *%s) %s(%s) error {", cli, mn, params(it, m, false))
 		g.p("bp := rpc.GetBuffer()")
@@ -161,6 +164,13 @@ func (g *generator) stubs(it *schema.Interface) {
 	}
 	g.streamTypes(it)
 	g.pipelineStubs(it, cli)
+}
+
+// decodeErrorDoc writes the doc lines of a client method's error for an
+// answer that is not a valid resp.
+func (g *generator) decodeErrorDoc(resp *schema.Struct) {
+	g.p("// An answer that is not a valid %s is DecodeZAP's error (a", GoName(resp.Name))
+	g.p("// *codec.FieldError): the call ran, and resp may be partly filled.")
 }
 
 // params returns a method's parameter list: server side (req as a view) or
@@ -232,6 +242,9 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("// %sOn calls %s.%s with, as its request, the answer of the call p", mn, it.Name, m.Name)
 		g.p("// (%s %s): promise pipelining, one round trip for both calls; the server", article(GoName(m.Req.Name)), GoName(m.Req.Name))
 		g.p("// must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call).")
+		if m.Resp != nil {
+			g.decodeErrorDoc(m.Resp)
+		}
 		ps := "ctx context.Context, p rpc.Promise"
 		if m.Resp != nil {
 			ps += fmt.Sprintf(", resp *%s", GoName(m.Resp.Name))
