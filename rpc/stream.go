@@ -583,9 +583,16 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 		s.cancel()
 	}
 	if send {
+		// The end follows the frame of a Send (or CloseSend) under way,
+		// which holds wmu: wait for it to be queued. None follows it
+		// (sdone is set), so the end is written without wmu: a Send or
+		// CloseSend that comes meanwhile takes wmu, sees sdone and
+		// returns at once, not once the end's wait for room and its
+		// write (for the write timeout, to a peer that does not read)
+		// are over.
 		s.wmu.Lock()
-		s.set.writeEnd(s.id, status, text)
 		s.wmu.Unlock()
+		s.set.writeEnd(s.id, status, text)
 	}
 	return changed
 }

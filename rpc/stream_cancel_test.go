@@ -320,3 +320,48 @@ func TestStreamSendTooLargeNotQueued(t *testing.T) {
 		t.Fatalf("Recv: %q, %v", m, err)
 	}
 }
+
+// A client's Send or CloseSend after its stream's ctx ended returns at
+// once, even while the canceled end waits to be written to a server that
+// does not read. Before, the cancel held the stream's write lock over
+// that write, and Send and CloseSend waited for it (for the write
+// timeout) although their ctx had ended.
+func TestStreamSendAfterCancelPeerNotReading(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(*Stream) error
+		want error
+	}{
+		{"Send", func(st *Stream) error { return st.Send([]byte("x")) }, context.Canceled},
+		{"CloseSend", (*Stream).CloseSend, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, peer := pipeClient(t) // the write timeout is an hour
+			read := make(chan struct{})
+			go func() { // the hello and the open, then nothing
+				defer close(read)
+				for range 2 {
+					peer.recv()
+				}
+			}()
+			ctx, cancel := context.WithCancel(context.Background())
+			st, err := c.OpenStream(ctx, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-read
+			flushing := func() bool {
+				c.out.mu.Lock()
+				defer c.out.mu.Unlock()
+				return c.out.flushing
+			}
+			cancel()
+			await(t, "the canceled end's write to block", flushing)
+			done := make(chan error, 1)
+			go func() { done <- tc.op(st) }()
+			if err := receive(t, tc.name+" after the stream's ctx ended", done); err != tc.want {
+				t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
+			}
+		})
+	}
+}
