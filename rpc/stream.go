@@ -551,8 +551,10 @@ func (s *Stream) ended(err error, closeSend bool, sendErr error) {
 // handler's ctx and, when status is not 0, sends an error end with
 // status and text: on a server when its direction was open, on a client
 // when either was (a server's handler whose client half-closed still
-// learns of the cancel). It reports whether it ended anything.
-func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
+// learns of the cancel). It reports whether it ended anything. ctx
+// bounds the end's write (see writeEnd): noCtx where the caller may wait
+// for it.
+func (s *Stream) abort(ctx context.Context, err error, drop bool, status uint32, text string) bool {
 	s.mu.Lock()
 	changed := !s.rdone || !s.sdone
 	// Whether the peer may still be at work on the stream: a client's
@@ -592,7 +594,7 @@ func (s *Stream) abort(err error, drop bool, status uint32, text string) bool {
 		// are over.
 		s.wmu.Lock()
 		s.wmu.Unlock()
-		s.set.writeEnd(s.id, status, text)
+		s.set.writeEnd(ctx, s.id, status, text)
 	}
 	return changed
 }
@@ -663,15 +665,27 @@ func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []
 }
 
 // writeEnd writes an end frame: clean when status is 0, else an error end.
-func (t *streamSet) writeEnd(id, status uint32, text string) {
+// With a ctx that can end (a client's cancel run by the caller of
+// OpenStream, see openCtx.finish), the error end is a control frame, not
+// held back by the queue bound (one per stream), and its write is bounded
+// by ctx as a Send's is: when ctx ends during it, another goroutine
+// writes the rest.
+func (t *streamSet) writeEnd(ctx context.Context, id, status uint32, text string) {
 	if status == 0 {
 		t.writeFrame(noCtx, wire.KindStreamEnd, id, nil, false)
 		return
 	}
-	buf := t.out.begin(wire.KindStreamEnd)
 	if n := len(text); n > MaxErrorMessage {
 		text = text[:messageCut(text)]
 	}
+	if ctx.Done() != nil {
+		err := t.out.lock().WriteFrame(wire.KindStreamEnd, wire.AppendStreamEndError(nil, id, status, text))
+		if err = t.flush(ctx, t.out.unlock(), err); err != nil {
+			t.broken(err)
+		}
+		return
+	}
+	buf := t.out.begin(wire.KindStreamEnd)
 	buf = wire.AppendStreamEndError(buf, id, status, text)
 	err := t.out.endFlush(buf)
 	if err != nil {
@@ -761,7 +775,7 @@ func (t *streamSet) closeAll(err error) {
 	}
 	t.mu.Unlock()
 	for _, s := range ss {
-		s.abort(err, false, 0, "")
+		s.abort(noCtx, err, false, 0, "")
 		s.stopCtx()
 		s.clientEnd(0, err)
 	}

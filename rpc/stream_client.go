@@ -148,7 +148,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, t.unopened(s, t.broken(err))
 	}
 	if ctx.Done() != nil {
-		s.setStop(context.AfterFunc(ctx, func() { s.clientCancel(ctx.Err()) }))
+		s.setStop(context.AfterFunc(ctx, func() { s.clientCancel(noCtx, ctx.Err()) }))
 	}
 	if handedOff {
 		return nil, err
@@ -163,9 +163,11 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 // Recv return: an error end with StatusCanceled tells the server (its
 // handler's ctx is canceled), and the stream leaves the set and reports
 // its end. A stream that already ended (the server's end, an earlier
-// cancel) is left as it is.
-func (s *Stream) clientCancel(err error) {
-	if s.abort(err, true, StatusCanceled, streamCancelText) {
+// cancel) is left as it is. ctx bounds the write of the end: noCtx in a
+// goroutine of its own (the AfterFunc on the stream's ctx), the ctx of
+// OpenStream's caller when that caller cancels (see openCtx.finish).
+func (s *Stream) clientCancel(ctx context.Context, err error) {
+	if s.abort(ctx, err, true, StatusCanceled, streamCancelText) {
 		s.set.remove(s)
 		s.stopCtx()
 		s.clientEnd(StatusCanceled, err)

@@ -144,18 +144,21 @@ func (oc *openCtx) record(s *Stream) {
 // or with an error), with why. The usual open, one stream recorded and
 // returned, cancels nothing. A stream also recorded by a chain inside
 // this one was already canceled by it unless that chain returned it: the
-// second cancel finds it ended, as it finds one the server ended.
+// second cancel finds it ended, as it finds one the server ended. The
+// cancels' ends are written under the caller's ctx, as the open was: a
+// server that does not read holds OpenStream up to that ctx's end, not
+// for the write timeout.
 func (oc *openCtx) finish(kept *Stream, why error) {
 	oc.mu.Lock()
 	one, more := oc.one, oc.more
 	oc.one, oc.more, oc.done = nil, nil, true
 	oc.mu.Unlock()
 	if one != nil && one != kept {
-		one.clientCancel(why)
+		one.clientCancel(oc.Context, why)
 	}
 	for _, s := range more {
 		if s != kept {
-			s.clientCancel(why)
+			s.clientCancel(oc.Context, why)
 		}
 	}
 }

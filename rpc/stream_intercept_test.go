@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // Server stream interceptors run first-outermost around the handler, see
@@ -398,5 +402,51 @@ func checkKeptWorks(t *testing.T, st *Stream, ended <-chan taggedEnd) {
 	}
 	if e := receive(t, "the server's end of the returned stream", ended); e.tag != "kept" || e.recv != io.EOF {
 		t.Fatalf("the server handler of %q ended with %v, want the returned stream's clean end", e.tag, e.recv)
+	}
+}
+
+// A stream that an interceptor opened and dropped is canceled when the
+// chain returns, in OpenStream's caller: the cancel's end is written
+// under the caller's ctx, so OpenStream returns by that ctx's end
+// although the server does not read, and the end still goes out once it
+// reads again. Before, the end was written without a ctx and OpenStream
+// waited for the write timeout.
+func TestStreamInterceptorOrphanPeerNotReading(t *testing.T) {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	errDropped := errors.New("dropped by the interceptor")
+	c := NewClient(a, WithWriteTimeout(time.Hour), WithStreamClientInterceptors(
+		func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error) {
+			if _, err := open(ctx, method, init); err != nil {
+				return nil, err
+			}
+			return nil, errDropped
+		}))
+	t.Cleanup(func() { c.Close() })
+	peer := &rawConn{t, b}
+	read := make(chan uint32, 1)
+	go func() { // the hello and the open, then nothing for now
+		peer.recv()
+		_, env, _ := peer.recv()
+		req, _ := wire.ParseRequest(env)
+		read <- req.PromiseID
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	opened := make(chan error, 1)
+	go func() {
+		_, err := c.OpenStream(ctx, 1, nil)
+		opened <- err
+	}()
+	id := receive(t, "the open", read)
+	if err := receive(t, "OpenStream", opened); err != errDropped {
+		t.Fatalf("OpenStream: %v, want the interceptor's error", err)
+	}
+	kind, env, ok := peer.recv()
+	if !ok || kind != wire.KindStreamEnd {
+		t.Fatalf("frame kind %d (ok %v), want the orphan's end", kind, ok)
+	}
+	if e, err := wire.ParseStreamEnd(env); err != nil || e.ID != id || e.Status != StatusCanceled {
+		t.Fatalf("end %+v, %v: want stream %d canceled", e, err, id)
 	}
 }

@@ -317,7 +317,7 @@ func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 	// stream right away, which must not be refused as one too many.
 	c.streams.remove(st)
 	if send && !c.closed.Load() {
-		c.streams.writeEnd(st.id, status, text)
+		c.streams.writeEnd(noCtx, st.id, status, text)
 	}
 	st.wmu.Unlock()
 	st.stopCtx()
@@ -382,7 +382,7 @@ func (c *serverConn) shutdownStreams(now time.Time, grace time.Duration) {
 	// On a goroutine: a peer that does not read must not stall Shutdown.
 	go func() {
 		for _, st := range ss {
-			st.abort(errStreamShutdown, false, StatusUnavailable, streamShutdown)
+			st.abort(noCtx, errStreamShutdown, false, StatusUnavailable, streamShutdown)
 		}
 	}()
 }
