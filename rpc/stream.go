@@ -153,8 +153,9 @@ type streamSet struct {
 	// stream came before it, so the server is taken for a canonical one
 	// and sends are no longer held to preHelloWindow.
 	noHello atomic.Bool
-	// helloChecks counts the looks of awaitHello's timer (for tests).
-	helloChecks atomic.Int32
+	// helloChecks counts the looks of awaitHello's timer, helloEnds the
+	// looks after which it set no other (for tests).
+	helloChecks, helloEnds atomic.Int32
 
 	n        atomic.Int32  // len(m), for Streams and the balancers that read it per call
 	chain    Streamer      // client: the stream interceptors around openStream; nil: none
@@ -473,13 +474,16 @@ func (t *streamSet) mayOwe(out int64) bool {
 // the outbox's takes (outbox.taken) then: ours leaves with the next take.
 // When no hello has come helloWait later, the server is a canonical one;
 // unless ours was still queued then (a backed-up queue): the wait then
-// goes on until helloWait after a look that finds it gone.
+// goes on until helloWait after a look that finds it gone. It ends at
+// the first look after the connection closed: its timer would otherwise
+// keep the closed client in memory for up to maxHelloWaits looks.
 func (t *streamSet) awaitHello(mark uint64) {
 	tries, left := 0, false
 	var look func()
 	look = func() {
 		t.helloChecks.Add(1)
-		if t.peerFC.Load() || t.noHello.Load() {
+		if t.peerFC.Load() || t.noHello.Load() || t.closed() {
+			t.helloEnds.Add(1)
 			return
 		}
 		tries++
@@ -490,6 +494,7 @@ func (t *streamSet) awaitHello(mark uint64) {
 			}
 		}
 		t.canonicalPeer()
+		t.helloEnds.Add(1)
 	}
 	time.AfterFunc(helloWait, look)
 }
@@ -757,6 +762,13 @@ func (t *streamSet) count() { t.n.Store(int32(len(t.m))) }
 
 // open returns the number of open streams.
 func (t *streamSet) open() int { return int(t.n.Load()) }
+
+// closed reports whether the connection closed (closeAll ran).
+func (t *streamSet) closed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err != nil
+}
 
 // closeAll fails every stream: the connection is gone (err matches
 // ErrClosed). Messages already queued stay readable before err.

@@ -262,6 +262,34 @@ func TestStreamHelloWaitAfterHelloLeaves(t *testing.T) {
 	}
 }
 
+// A client that closes while its hello is still queued (behind a write
+// the peer does not read) stops the hello wait at its next look: the
+// timer no longer holds the closed client for maxHelloWaits looks.
+func TestStreamHelloWaitEndsAtClose(t *testing.T) {
+	oldWait, oldMax := helloWait, maxHelloWaits
+	helloWait, maxHelloWaits = time.Millisecond, 1<<30
+	defer func() { helloWait, maxHelloWaits = oldWait, oldMax }()
+	c, _ := pipeClient(t)
+	go c.Call(context.Background(), mEcho, make([]byte, 1000), nil) // its write blocks
+	await(t, "the call's write to block", func() bool {
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.flushing
+	})
+	opened := make(chan error, 1)
+	go func() {
+		_, err := c.OpenStream(context.Background(), 1, nil)
+		opened <- err
+	}()
+	await(t, "three looks of the hello wait", func() bool { return c.streams.helloChecks.Load() >= 3 })
+	c.Close()
+	receive(t, "OpenStream", opened) // queued before the close, or failed by it
+	await(t, "the hello wait to end after the close", func() bool { return c.streams.helloEnds.Load() == 1 })
+	if c.streams.noHello.Load() {
+		t.Fatal("the closed client took its server for a canonical one")
+	}
+}
+
 // An open with stream id 0 (the hello's id, which no opener numbers a
 // stream with) starts no handler; the connection goes on.
 func TestStreamOpenIDZeroDropped(t *testing.T) {
