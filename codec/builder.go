@@ -48,7 +48,8 @@ type Builder struct {
 type misuse struct {
 	what misuseKind
 	// misField: the field at off+n outside an object of size bytes;
-	// misElement: an element of n bytes (0: variable) in a list of size.
+	// misElement: an element of n bytes (0: variable, -1: an empty flat
+	// element) in a list of size.
 	off, n, size int
 }
 
@@ -157,7 +158,11 @@ func (b *Builder) Err() error {
 		case misField:
 			b.err = fmt.Errorf("%w: field at %d+%d outside object of %d bytes", ErrBuilder, m.off, m.n, m.size)
 		case misElement:
-			b.err = fmt.Errorf("%w: %d-byte element in a list of %d-byte elements", ErrBuilder, m.n, m.size)
+			if m.n < 0 && m.size == 0 {
+				b.err = fmt.Errorf("%w: AddElement of an empty element in a variable-element list", ErrBuilder)
+				break
+			}
+			b.err = fmt.Errorf("%w: %d-byte element in a list of %d-byte elements", ErrBuilder, max(m.n, 0), m.size)
 		case misEnd:
 			b.err = fmt.Errorf("%w: EndElement without BeginElement", ErrBuilder)
 		case misListSize:
@@ -605,9 +610,15 @@ func (l *ListBuilder) AddBytes(p []byte) {
 }
 
 // AddElement appends one element of a flat list of fixed-size structs; len(p)
-// must equal the list's element size. p is copied.
+// must equal the list's element size, which is never 0: on a
+// variable-element list (StartList(0)) AddElement is misuse, even with an
+// empty p, since it writes no size word. p is copied.
 func (l *ListBuilder) AddElement(p []byte) {
-	if l.check(len(p)) {
+	n := len(p)
+	if n == 0 {
+		n = -1 // no flat element is empty: a 0 would pass as a variable element
+	}
+	if l.check(n) {
 		l.b.buf = append(l.b.buf, p...)
 		l.count++
 	}

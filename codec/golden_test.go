@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,6 +204,14 @@ func TestBuilderMisuse(t *testing.T) {
 				panic("BeginElement on a flat list gave a buffer")
 			}
 		}, "0-byte element in a list of 4-byte elements"},
+		{"empty flat element in a variable-element list", func(b *codec.Builder) {
+			l := b.StartList(0)
+			l.AddElement(nil)
+		}, "AddElement of an empty element in a variable-element list"},
+		{"empty flat element in a flat list", func(b *codec.Builder) {
+			l := b.StartList(4)
+			l.AddElement([]byte{})
+		}, "0-byte element in a list of 4-byte elements"},
 		{"negative list element size", func(b *codec.Builder) {
 			l := b.StartList(-1)
 			l.AddUint32(1) // a zero ListBuilder: nothing written, nothing more recorded
@@ -277,5 +286,54 @@ func TestListHugeStride(t *testing.T) {
 		if o := list.Object(1, stride); !o.IsNull() {
 			t.Errorf("Object(1, %d) is not null", stride)
 		}
+	}
+}
+
+// TestMisusedListWritesNothing: a list element refused as misuse leaves no
+// trace in the list: the count and the elements read back are those of the
+// elements added correctly.
+func TestMisusedListWritesNothing(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		add  func(l *codec.ListBuilder)
+		want []string // the elements read back
+	}{
+		{"AddElement(nil) in a variable-element list", func(l *codec.ListBuilder) {
+			l.AddMessage([]byte("ab"))
+			l.AddElement(nil)
+			l.AddMessage([]byte("cd"))
+		}, []string{"ab", "cd"}},
+		{"AddElement of 2 bytes in a variable-element list", func(l *codec.ListBuilder) {
+			l.AddMessage([]byte("ab"))
+			l.AddElement([]byte("xy"))
+		}, []string{"ab"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b codec.Builder
+			b.Reset(nil)
+			root := b.StartObject(8)
+			l := b.StartList(0)
+			c.add(&l)
+			root.SetList(0, l.Finish())
+			b.SetRoot(root.Finish())
+			msg := b.Finish()
+			if !errors.Is(b.Err(), codec.ErrBuilder) {
+				t.Fatalf("Err() = %v, want ErrBuilder", b.Err())
+			}
+			m, err := codec.Parse(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list := m.Root().List(0)
+			var got []string
+			for i := range list.Len() {
+				got = append(got, string(list.BytesAt(i)))
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("list reads %q (%x), want %q", got, msg, c.want)
+			}
+		})
 	}
 }
