@@ -60,6 +60,7 @@ const (
 	misField               // a setter outside its object's fixed section
 	misElement             // an element that does not suit its list
 	misEnd                 // EndElement without BeginElement
+	misOpen                // Finish with an element begun and not ended
 	misListSize            // StartList of a negative element size n
 )
 
@@ -165,6 +166,8 @@ func (b *Builder) Err() error {
 			b.err = fmt.Errorf("%w: %d-byte element in a list of %d-byte elements", ErrBuilder, max(m.n, 0), m.size)
 		case misEnd:
 			b.err = fmt.Errorf("%w: EndElement without BeginElement", ErrBuilder)
+		case misOpen:
+			b.err = fmt.Errorf("%w: list finished between BeginElement and EndElement", ErrBuilder)
 		case misListSize:
 			b.err = fmt.Errorf("%w: list element size %d", ErrBuilder, m.n)
 		}
@@ -641,13 +644,15 @@ func (l *ListBuilder) AddMessage(p []byte) {
 //	buf = item.AppendZAP(buf)
 //	l.EndElement(buf)
 //
-// Until EndElement, nothing else may use the Builder.
+// Until EndElement, nothing else may use the Builder. BeginElement again
+// before EndElement abandons the element begun: nothing of it is written.
 func (l *ListBuilder) BeginElement() []byte {
 	if !l.check(0) {
 		return nil
 	}
+	// The Builder's buffer takes the element (size word included) only at
+	// EndElement, so an element begun again starts at the same place.
 	buf := append(l.b.buf, 0, 0, 0, 0)
-	l.b.buf = buf
 	l.elemAt = len(buf)
 	return buf
 }
@@ -668,10 +673,14 @@ func (l *ListBuilder) EndElement(buf []byte) {
 	l.count++
 }
 
-// Finish ends the list and returns it for [ObjectBuilder.SetList].
+// Finish ends the list and returns it for [ObjectBuilder.SetList]. An
+// element begun and not ended is misuse; it is not part of the list.
 func (l *ListBuilder) Finish() ListRef {
 	if l.b == nil {
 		return ListRef{}
+	}
+	if l.elemAt != 0 && l.b.bad.what == misNone {
+		l.b.bad = misuse{what: misOpen}
 	}
 	return ListRef{pos: int32(l.at - l.b.base), count: l.count}
 }

@@ -289,25 +289,41 @@ func TestListHugeStride(t *testing.T) {
 	}
 }
 
-// TestMisusedListWritesNothing: a list element refused as misuse leaves no
-// trace in the list: the count and the elements read back are those of the
-// elements added correctly.
+// TestMisusedListWritesNothing: a list element refused as misuse, or
+// abandoned, leaves no trace in the list: the count and the elements read
+// back are those of the elements added and ended, and the list's bytes end
+// with the last of them.
 func TestMisusedListWritesNothing(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name string
-		add  func(l *codec.ListBuilder)
-		want []string // the elements read back
+		name    string
+		add     func(l *codec.ListBuilder)
+		want    []string // the elements read back
+		wantErr string   // "": no misuse
 	}{
 		{"AddElement(nil) in a variable-element list", func(l *codec.ListBuilder) {
 			l.AddMessage([]byte("ab"))
 			l.AddElement(nil)
 			l.AddMessage([]byte("cd"))
-		}, []string{"ab", "cd"}},
+		}, []string{"ab", "cd"}, "AddElement of an empty element"},
 		{"AddElement of 2 bytes in a variable-element list", func(l *codec.ListBuilder) {
 			l.AddMessage([]byte("ab"))
 			l.AddElement([]byte("xy"))
-		}, []string{"ab"}},
+		}, []string{"ab"}, "2-byte element"},
+		{"BeginElement again abandons the element begun", func(l *codec.ListBuilder) {
+			l.AddMessage([]byte("ab"))
+			_ = append(l.BeginElement(), "lost"...)
+			l.EndElement(append(l.BeginElement(), "cd"...))
+		}, []string{"ab", "cd"}, ""},
+		{"BeginElement again, the first one grown", func(l *codec.ListBuilder) {
+			_ = append(l.BeginElement(), bytes.Repeat([]byte("x"), 1000)...)
+			l.EndElement(append(l.BeginElement(), "cd"...))
+			l.AddMessage([]byte("ef"))
+		}, []string{"cd", "ef"}, ""},
+		{"Finish between BeginElement and EndElement", func(l *codec.ListBuilder) {
+			l.AddMessage([]byte("ab"))
+			_ = append(l.BeginElement(), "lost"...)
+		}, []string{"ab"}, "list finished between BeginElement and EndElement"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -316,11 +332,14 @@ func TestMisusedListWritesNothing(t *testing.T) {
 			root := b.StartObject(8)
 			l := b.StartList(0)
 			c.add(&l)
-			root.SetList(0, l.Finish())
+			lr := l.Finish()
+			end := b.Len()
+			root.SetList(0, lr)
 			b.SetRoot(root.Finish())
 			msg := b.Finish()
-			if !errors.Is(b.Err(), codec.ErrBuilder) {
-				t.Fatalf("Err() = %v, want ErrBuilder", b.Err())
+			if err := b.Err(); c.wantErr == "" && err != nil ||
+				c.wantErr != "" && (!errors.Is(err, codec.ErrBuilder) || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("Err() = %v, want %q", err, c.wantErr)
 			}
 			m, err := codec.Parse(msg)
 			if err != nil {
@@ -333,6 +352,15 @@ func TestMisusedListWritesNothing(t *testing.T) {
 			}
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("list reads %q (%x), want %q", got, msg, c.want)
+			}
+			// The list ends with its last element: 24 is where it starts
+			// (after the header and the 8-byte root).
+			n := 0
+			for _, e := range c.want {
+				n += codec.ElementHeaderSize + len(e)
+			}
+			if end != 24+n {
+				t.Fatalf("list ends at %d, want %d (%x)", end, 24+n, msg)
 			}
 		})
 	}
