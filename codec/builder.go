@@ -460,16 +460,20 @@ func (o ObjectBuilder) Finish() Ref {
 	if o.b == nil {
 		return 0
 	}
-	return o.b.finishObject(o.at)
+	return o.b.finishObject(o.at, o.size)
 }
 
-// finishObject writes the pending values of the object at absolute position
-// at, in set order, keeps the others (objects still open) in order, and
-// returns the object's Ref.
-func (b *Builder) finishObject(at int) Ref {
+// finishObject writes the pending values of the object of size bytes at
+// absolute position at, in set order, keeps the others (objects still
+// open) in order, and returns the object's Ref.
+func (b *Builder) finishObject(at, size int) Ref {
 	owner := int32(at - b.base)
 	switch {
 	case b.ntails == 0:
+	case size == 0:
+		// It has no slot, so no values: those recorded for its position
+		// are of an object started there after it (a zero-size object
+		// takes no bytes), and wait for that object's Finish.
 	case b.ntails <= inlineTails:
 		// Objects finish innermost first, so the values kept (of objects
 		// still open) usually come first and stay where they are.

@@ -365,3 +365,69 @@ func TestMisusedListWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroSizeObjectFinish: a zero-size object takes no bytes, so the next
+// object starts at its position. Finishing it writes nothing (it has no
+// values): the values of the object started there are written at that
+// object's Finish (docs/wire.md §2), so where the zero-size Finish comes
+// does not change the message.
+func TestZeroSizeObjectFinish(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		set  func(c codec.ObjectBuilder) // c's values, before the zero-size Finish
+		then func(b *codec.Builder, c codec.ObjectBuilder)
+	}{
+		{"list built before the next object finishes", func(c codec.ObjectBuilder) {
+			c.SetText(0, "cc")
+		}, func(b *codec.Builder, c codec.ObjectBuilder) {
+			l := b.StartList(1)
+			l.AddUint8(5)
+			c.SetList(8, l.Finish())
+		}},
+		{"value set empty after", func(c codec.ObjectBuilder) {
+			c.SetText(0, "abc")
+		}, func(b *codec.Builder, c codec.ObjectBuilder) {
+			c.SetText(0, "") // reads as empty, not null
+		}},
+		{"values set after", func(c codec.ObjectBuilder) {
+			c.SetBytes(0, []byte{1, 2})
+		}, func(b *codec.Builder, c codec.ObjectBuilder) {
+			c.SetText(8, "later")
+		}},
+	}
+	build := func(set, then func(*codec.Builder, codec.ObjectBuilder), zeroFirst bool) []byte {
+		var b codec.Builder
+		b.Reset(nil)
+		root := b.StartObject(8)
+		z := b.StartObject(0)
+		c := b.StartObject(16) // at z's position
+		set(&b, c)
+		var zr codec.Ref
+		if zeroFirst {
+			zr = z.Finish()
+		}
+		then(&b, c)
+		cr := c.Finish()
+		if !zeroFirst {
+			zr = z.Finish()
+		}
+		root.SetObject(0, zr)
+		root.SetObject(4, cr)
+		b.SetRoot(root.Finish())
+		msg := b.Finish()
+		if err := b.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := func(_ *codec.Builder, o codec.ObjectBuilder) { c.set(o) }
+			want := build(set, c.then, false)
+			if got := build(set, c.then, true); !bytes.Equal(got, want) {
+				t.Fatalf("zero-size object finished first:\n got %x\nwant %x", got, want)
+			}
+		})
+	}
+}
