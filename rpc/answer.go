@@ -219,7 +219,7 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 		l, err = c.out.end(buf)
 		lead = lead || l
 	}
-	c.finishWrite(lead, err, status, len(body), inReader)
+	c.finishWrite(lead, err, status, inReader)
 }
 
 // inlineAnswer queues the answer of a call the read loop ran in c.ans,
@@ -248,7 +248,6 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 	c.ansB = b
 	c.local.answered(status)
-	c.local.bytesOut += uint64(frameHeader + wire.ResponseOverhead + len(body))
 	if len(b) >= ansMove {
 		// A large batch leaves in writes of about ansMove bytes, as a
 		// buffered writer's would, each from a buffer handed over whole.
@@ -327,7 +326,7 @@ func (c *serverConn) writeAnswerString(status, pid uint32, msg string, notRun, i
 	}
 	buf = append(buf, msg...)
 	lead, err := c.out.end(buf)
-	c.finishWrite(lead, err, status, len(msg), inReader)
+	c.finishWrite(lead, err, status, inReader)
 }
 
 // pong answers a ping from the read loop; the flush is left to the read
@@ -352,7 +351,7 @@ func (c *serverConn) endOwed(buf []byte) bool {
 
 // finishWrite flushes when the caller became the outbox's flusher (or, in
 // the read loop, leaves the flush to it) and accounts the answer.
-func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen int, inReader bool) {
+func (c *serverConn) finishWrite(lead bool, err error, status uint32, inReader bool) {
 	if lead && inReader {
 		c.owed = true
 	} else if lead {
@@ -366,9 +365,7 @@ func (c *serverConn) finishWrite(lead bool, err error, status uint32, bodyLen in
 	}
 	if inReader {
 		c.local.answered(status)
-		c.local.bytesOut += uint64(5 + wire.ResponseOverhead + bodyLen)
 		return
 	}
 	c.s.stats.answered(status)
-	c.s.stats.bytesOut.Add(uint64(5 + wire.ResponseOverhead + bodyLen))
 }

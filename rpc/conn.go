@@ -131,10 +131,11 @@ type serverConn struct {
 const readerTaken = ^uint64(0)
 
 // connStats are counters the read loop keeps without atomics and adds to
-// the server's at its flush points (before its answers leave).
+// the server's at its flush points (before its answers leave). The bytes
+// written are counted by the outbox as it writes them (outbox.sent).
 type connStats struct {
-	calls, bytesIn, bytesOut uint64
-	byStatus                 [6]uint64
+	calls, bytesIn uint64
+	byStatus       [6]uint64
 }
 
 func (l *connStats) answered(status uint32) { l.byStatus[statusIndex(status)]++ }
@@ -147,9 +148,6 @@ func (c *serverConn) publish() {
 	}
 	if l.bytesIn != 0 {
 		st.bytesIn.Add(l.bytesIn)
-	}
-	if l.bytesOut != 0 {
-		st.bytesOut.Add(l.bytesOut)
 	}
 	for i, n := range l.byStatus {
 		if n != 0 {
@@ -201,6 +199,7 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
 	c.out.wlisted = &c.wdListed // the scans bound its writes while listed (writewatch.go)
+	c.out.sent = &s.stats.bytesOut
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.sc = c
 	c.streams.limit = max(c.streams.window, preHelloWindow)

@@ -119,6 +119,10 @@ type outbox struct {
 	// offList counts the writes of a server connection that began off the
 	// watchdog's list, under a write deadline of their own (tests).
 	offList atomic.Int64
+	// sent, when not nil (a server connection's: its server's
+	// Stats.BytesOut), counts the bytes written to nc, frames of every
+	// kind.
+	sent *atomic.Uint64
 	// resumable: a write that failed on a deadline can go on where it
 	// stopped (TCP, Unix; see resumableConn). Not over TLS: crypto/tls
 	// fails every write after a timed-out one.
@@ -1030,11 +1034,17 @@ func (o *outbox) writeOnce(p []byte, vectored bool, written int) (int, error) {
 		if err == nil && len(o.vec) != 0 {
 			err = io.ErrShortWrite
 		}
+		if o.sent != nil && n > 0 {
+			o.sent.Add(uint64(n))
+		}
 		return int(n), err
 	}
 	n, err := o.nc.Write(p[written:])
 	if err == nil && written+n < len(p) {
 		err = io.ErrShortWrite
+	}
+	if o.sent != nil && n > 0 {
+		o.sent.Add(uint64(n))
 	}
 	return n, err
 }

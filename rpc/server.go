@@ -120,8 +120,13 @@ type Stats struct {
 	Calls    uint64 // requests read
 	// Answers counts answers sent by status.
 	OK, BadRequest, NotFound, Internal, Unavailable, OtherStatus uint64
-	BytesIn, BytesOut                                            uint64 // frame bytes
-	Workers                                                      int64  // worker goroutines alive
+	// BytesIn counts the bytes of the frames read, BytesOut the bytes
+	// written to the connections: frames of every kind (calls and their
+	// answers, refusals, stream opens, messages, ends and windows, pings
+	// and pongs, go-aways), headers included. BytesOut counts a write as
+	// it returns, so it may lag an answer its client already has.
+	BytesIn, BytesOut uint64
+	Workers           int64 // worker goroutines alive
 	// Streams counts streams and their messages (Calls and the answers
 	// by status above are unary calls only).
 	Streams StreamStats
