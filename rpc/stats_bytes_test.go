@@ -115,3 +115,39 @@ func TestStatsBytesCountEveryFrame(t *testing.T) {
 		})
 	}
 }
+
+// A refused open's initial message is counted in Stats.Streams.BytesIn,
+// as the stream observer counts it in the BytesIn of the open's end
+// event: for the same traffic the two agree.
+func TestStreamStatsCountRefusedOpens(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		method uint32
+		status uint32
+	}{
+		{"no such method", context.Background(), 999, StatusNotFound},
+		{"metadata too large", WithMetadata(context.Background(), "k", "0123456789abcdef"), sCount, StatusMetadataTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l streamLog
+			s, addr, _ := streamServer(t, WithStreamObserver(l.observe), WithMaxMetadata(10))
+			c := dial(t, addr)
+			st, err := c.OpenStream(tc.ctx, tc.method, []byte("initial"))
+			if err == nil {
+				_, err = st.Recv(nil)
+			}
+			if Code(err) != tc.status {
+				t.Fatalf("open: %v, want status %d", err, tc.status)
+			}
+			await(t, "the open's end event", func() bool { return l.count() == 2 })
+			end := l.take()[1]
+			if !end.End || end.Status != tc.status || end.BytesIn != int64(len("initial")) {
+				t.Fatalf("end event %+v", end)
+			}
+			if got := s.Stats().Streams; got.Refused != 1 || got.BytesIn != uint64(end.BytesIn) {
+				t.Fatalf("Stats.Streams %+v: want 1 refused and BytesIn %d, as the observer saw", got, end.BytesIn)
+			}
+		})
+	}
+}

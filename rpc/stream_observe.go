@@ -113,8 +113,9 @@ type StreamStats struct {
 	OK, Canceled, Internal, Unavailable, OtherStatus uint64
 	// MsgsIn and MsgsOut count stream messages received and sent;
 	// BytesIn and BytesOut their payload bytes (initial messages
-	// included). A stream adds its counts every 64 messages each way and
-	// when it ends.
+	// included, a refused open's too, as far as its envelope parsed: as
+	// the observer's events count them). A stream adds its counts every
+	// 64 messages each way and when it ends.
 	MsgsIn, MsgsOut, BytesIn, BytesOut uint64
 }
 

@@ -268,13 +268,17 @@ func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, a
 	return c.endOwed(wire.AppendStreamEndError(c.out.begin(wire.KindStreamEnd), r.PromiseID, status, text))
 }
 
-// streamUnanswered counts the open r refused with status and reports it
-// to the stream observer, if any; it writes nothing. An open that may get
-// no end (see streamOpen) is refused with this alone, and streamRefuse
-// writes the end after it. Without an observer it costs the count and a
-// nil check.
+// streamUnanswered counts the open r refused with status (and its initial
+// message, as far as it was parsed, in the bytes in, as the observer's
+// event does) and reports it to the stream observer, if any; it writes
+// nothing. An open that may get no end (see streamOpen) is refused with
+// this alone, and streamRefuse writes the end after it. Without an
+// observer it costs the counts and a nil check.
 func (c *serverConn) streamUnanswered(r *wire.Request, status uint32) {
 	c.s.streamStats.refused.Add(1)
+	if n := len(r.Payload); n > 0 {
+		c.s.streamStats.bytesIn.Add(uint64(n))
+	}
 	if obs := c.s.opts.streamObserver; obs != nil {
 		c.observeRefusedStream(obs, r, status)
 	}
