@@ -38,6 +38,10 @@ type serverConn struct {
 	// wdListed: c is on the watchdog's list (set under s.wdMu; see
 	// Server.watch). Beside closed, in what would be padding.
 	wdListed atomic.Bool
+	// handshake is the state of the TLS handshake (hsNone on a plain
+	// connection): a go-away sent before it finishes is written by serve
+	// once it has (see goAway).
+	handshake atomic.Uint32
 
 	// free holds the jobs not in use (see jobs.go); nJobs (role holder
 	// only) counts the jobs the connection holds, at most the in-flight
@@ -206,6 +210,9 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	if o.pipelining {
 		c.promises = newPromiseTable(o.promiseTable)
 	}
+	if _, ok := nc.(*tls.Conn); ok {
+		c.handshake.Store(hsPending)
+	}
 	return c
 }
 
@@ -256,6 +263,11 @@ func (c *serverConn) serve() {
 		if err != nil {
 			c.close(fmt.Errorf("tls handshake: %w", err))
 			return
+		}
+		if !c.handshake.CompareAndSwap(hsPending, hsNone) {
+			// Shutdown began during the handshake: its go-away leaves
+			// now, before any answer.
+			c.writeGoAway()
 		}
 	}
 	c.idleSince = monoNow()

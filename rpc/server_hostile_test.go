@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"os/exec"
@@ -210,4 +211,68 @@ func TestHandlerCtxErrClosesDone(t *testing.T) {
 		t.Fatal("Err reports the deadline while Done is open")
 	}
 	j.endDeadline()
+}
+
+// A TLS connection whose handshake has not finished when Shutdown begins
+// ran no call: it is closed once the grace has passed, as a quiet
+// connection is. Shutdown used to wait for its handshake to end (the read
+// timeout), its go-away being written behind the handshake. One whose
+// handshake finishes after the go-away still gets the go-away first, and
+// its calls are refused as not run.
+func TestShutdownDuringTLSHandshake(t *testing.T) {
+	cert, roots := selfSigned(t)
+	serverTLS := WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}})
+	for _, tc := range []struct {
+		name      string
+		grace     time.Duration
+		handshake bool // the peer finishes its handshake after the go-away
+	}{
+		{"never finishes", DefaultShutdownGrace, false},
+		{"finishes after the go-away", time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The handshake may take an hour (WithReadTimeout bounds it).
+			s, addr, _ := testServer(t, serverTLS, WithReadTimeout(time.Hour), WithShutdownGrace(tc.grace))
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			await(t, "the connection to be accepted", func() bool { return s.Stats().Active == 1 })
+			done := make(chan error, 1)
+			go func() { done <- s.Shutdown(context.Background()) }()
+			if !tc.handshake {
+				if err := receive(t, "Shutdown to return", done); err != nil {
+					t.Fatal(err)
+				}
+				(&rawConn{t, nc}).expectClosed()
+				return
+			}
+			await(t, "the go-away", func() bool {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				for c := range s.conns {
+					return c.goAwaySent.Load()
+				}
+				return false
+			})
+			tlc := tls.Client(nc, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+			if err := tlc.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			rc := &rawConn{t, tlc}
+			if kind, _, ok := rc.recv(); !ok || kind != wire.KindGoAway {
+				t.Fatalf("first frame: kind %d (ok %v), want the go-away", kind, ok)
+			}
+			rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: []byte("late")}))
+			if r := rc.recvResponse(); r.Status != StatusUnavailable || !r.NotRun {
+				t.Fatalf("call after the go-away: %+v, want 503 not run", r)
+			}
+			rc.send(wire.KindGoAway, nil) // acknowledged: closed at once
+			rc.expectClosed()
+			if err := receive(t, "Shutdown to return", done); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -7,7 +7,18 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// goAway sends the go-away frame once.
+// States of serverConn.handshake.
+const (
+	hsNone    = iota // no TLS handshake under way (a plain connection, or it is done)
+	hsPending        // the TLS handshake has not finished
+	hsGoAway         // it has not, and a go-away waits for it (serve writes it)
+)
+
+// goAway sends the go-away frame once. On a TLS connection whose
+// handshake has not finished, the frame waits for it (serve writes it):
+// a write would wait there too, and the outbox's flush with it, so the
+// connection, which cannot have sent a call yet, would not count as
+// drained until the handshake ended (its limit is the read timeout).
 func (c *serverConn) goAway() {
 	if c.goAwaySent.Load() {
 		return
@@ -16,6 +27,15 @@ func (c *serverConn) goAway() {
 	if !c.goAwaySent.CompareAndSwap(false, true) {
 		return
 	}
+	if c.handshake.CompareAndSwap(hsPending, hsGoAway) {
+		return
+	}
+	c.writeGoAway()
+}
+
+// writeGoAway writes the go-away frame (goAway, or serve for one sent
+// during the TLS handshake).
+func (c *serverConn) writeGoAway() {
 	err := c.out.lock().WriteFrame(wire.KindGoAway, nil)
 	err = c.out.flushIf(c.out.unlock(), err)
 	if err != nil {
@@ -70,7 +90,9 @@ func (s *Server) beginClose() (conns []*serverConn, first bool) {
 // 6), lets in-flight calls finish and their answers go out, then closes
 // each connection: at once when the peer acknowledged the go-away (this
 // package's client does), else after [WithShutdownGrace] without running
-// calls. A call the server reads after it sent the go-away is not run: it
+// calls (a TLS connection still in its handshake counts as one without
+// calls; should the handshake finish first, the go-away is its first
+// frame). A call the server reads after it sent the go-away is not run: it
 // is answered at once with 503 and the not-run flag, which this package's
 // client reports as [ErrGoAway] (retryable; rpc/cluster sends it to
 // another replica).
