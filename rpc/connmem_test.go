@@ -114,3 +114,49 @@ func TestDeclaredLengthCostsNothing(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// With pipelining on, an idle connection costs about what it does
+// without: the promise table grows with the calls recorded instead of
+// being made whole at accept (2 × the in-flight limit entries, some
+// 20 KiB, which a peer got for a connect and no byte).
+func TestPipeliningIdleConnHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 1,000 connections")
+	}
+	for _, tc := range []struct {
+		name  string
+		calls int
+	}{{"no call", 0}, {"one call", 1}} {
+		calls := tc.calls
+		t.Run(tc.name, func(t *testing.T) {
+			s, addr, _ := testServer(t, WithPipelining(0))
+			const n = 1000
+			payload := make([]byte, 100)
+			warm := rawDial(t, addr)
+			rawCall(t, warm, 1, payload)
+
+			before, _ := heapAfterGC()
+			conns := make([]net.Conn, n)
+			for i := range conns {
+				nc, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				conns[i] = nc
+				for pid := range calls {
+					rawCall(t, nc, uint32(pid+1), payload)
+				}
+			}
+			await(t, "the server to count the connections", func() bool { return s.Stats().Active == n+1 })
+			after, _ := heapAfterGC()
+			per := (int64(after) - int64(before)) / n
+			t.Logf("heap per idle connection with pipelining after %d calls: %d B", calls, per)
+			for _, nc := range conns {
+				nc.Close()
+			}
+			if per > 8<<10 {
+				t.Fatalf("an idle connection holds %d B of heap, want at most 8 KiB", per)
+			}
+		})
+	}
+}

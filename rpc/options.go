@@ -354,7 +354,9 @@ func WithShutdownGrace(d time.Duration) ServerOption {
 // Memory: the table keeps the answer bodies it remembers, so one
 // connection may hold up to tableSize answers of up to the maximum frame
 // size each; size both with that product in mind ([frame.WithMaxFrameSize],
-// through [WithFrameOptions]).
+// through [WithFrameOptions]). The table itself grows with the calls a
+// connection makes, up to tableSize entries of 40 bytes: a connection
+// that made none holds none.
 func WithPipelining(tableSize int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		o.pipelining = true

@@ -376,3 +376,41 @@ func TestPromiseSpentOnce(t *testing.T) {
 	}
 	waitIdle(t, c)
 }
+
+// The promise table grows as calls are recorded and then wraps: with a
+// table of 20, after 45 calls the last 20 are remembered (across the
+// ring's growth from 8 to 16 to 20 entries), older ones are not.
+func TestPipelineTableGrowsThenWraps(t *testing.T) {
+	_, addr, _ := testServer(t, WithPipelining(20))
+	r := rawDial(t, addr)
+	call := func(req wire.Request) wire.Response {
+		t.Helper()
+		r.send(wire.KindRequest, wire.AppendRequest(nil, &req))
+		a := r.recvResponse()
+		if a.PromiseID != req.PromiseID {
+			t.Fatalf("answer to promise %d, want %d", a.PromiseID, req.PromiseID)
+		}
+		return a
+	}
+	for seq := uint32(1); seq <= 45; seq++ {
+		call(wire.Request{Method: mEcho, PromiseID: 100 + seq, Payload: []byte(strconv.Itoa(int(seq)))})
+	}
+	// Each pipelined call is recorded too (seq 46, 47, 48), evicting seq
+	// 26, 27, 28.
+	for i, tc := range []struct {
+		target uint32 // seq of the target call
+		ok     bool
+	}{
+		{45, true},
+		{30, true},
+		{20, false},
+	} {
+		a := call(wire.Request{Method: mEcho, PromiseID: 500 + uint32(i), Target: 100 + tc.target})
+		switch {
+		case tc.ok && (a.Status != StatusOK || string(a.Body) != strconv.Itoa(int(tc.target))):
+			t.Fatalf("pipelined on call %d: status %d, body %q", tc.target, a.Status, a.Body)
+		case !tc.ok && a.Status != StatusBadRequest:
+			t.Fatalf("pipelined on forgotten call %d: status %d, want 400", tc.target, a.Status)
+		}
+	}
+}

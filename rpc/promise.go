@@ -8,12 +8,16 @@ import (
 // promiseTable remembers the last calls of one connection for promise
 // pipelining (docs/wire.md §6): a ring of entries, each a promise_id, its state
 // and, once it answered OK, a copy of its body. Lookups scan the ring
-// (bounded by its size); only calls with a target pay for that.
+// (bounded by its size); only calls with a target pay for that. The ring
+// grows with the calls recorded, up to size entries: a connection that
+// made no call holds none (an idle connection of a peer that never calls
+// costs what it does without pipelining).
 type promiseTable struct {
 	mu     sync.Mutex
 	cond   sync.Cond
-	ring   []promise
-	seq    uint64 // records so far; entry seq s lives in ring[s%len]
+	ring   []promise // the entries so far: len(ring) <= size
+	size   int       // entries the ring may grow to (WithPipelining)
+	seq    uint64    // records so far; entry seq s lives in ring[s%size]
 	closed bool
 }
 
@@ -34,7 +38,7 @@ type promise struct {
 }
 
 func newPromiseTable(n int) *promiseTable {
-	t := &promiseTable{ring: make([]promise, n)}
+	t := &promiseTable{size: n}
 	t.cond.L = &t.mu
 	return t
 }
@@ -45,7 +49,10 @@ func (t *promiseTable) record(pid uint32) (slot int, seq uint64) {
 	t.mu.Lock()
 	t.seq++
 	seq = t.seq
-	slot = int(seq % uint64(len(t.ring)))
+	slot = int(seq % uint64(t.size))
+	if slot >= len(t.ring) {
+		t.grow(slot)
+	}
 	e := &t.ring[slot]
 	evicted := e.state == promisePending
 	e.pid, e.state, e.seq, e.body = pid, promisePending, seq, e.body[:0]
@@ -54,6 +61,15 @@ func (t *promiseTable) record(pid uint32) (slot int, seq uint64) {
 	}
 	t.mu.Unlock()
 	return slot, seq
+}
+
+// grow makes ring[slot] exist, doubling the ring up to its size. The
+// slots are taken in order (seq 1, 2...) until the ring is full, so slot is
+// at most len(ring) here. Called with mu held.
+func (t *promiseTable) grow(slot int) {
+	r := make([]promise, min(max(2*len(t.ring), slot+1, 8), t.size))
+	copy(r, t.ring)
+	t.ring = r
 }
 
 // recordFailed records a call answered without running (a 404, a
