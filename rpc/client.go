@@ -202,6 +202,15 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 // (the HTTP framing) the client is closed at once and its calls fail with
 // an error matching [ErrClosed] that says why.
 //
+// With [WithTLSConfig], the client runs TLS over nc, as Dial does over
+// the connection it dials, unless nc is TLS already (it has a
+// ConnectionState method, as *tls.Conn does). NewClient does not wait
+// for the handshake (the client's read loop runs it at once): one that
+// fails (a cfg with neither ServerName, which NewClient has no dialed
+// address to take from, nor InsecureSkipVerify, among others) closes
+// the client, and its calls fail with an error matching [ErrClosed]
+// that says why.
+//
 // A call whose ctx ends while its write is blocked cuts the write short
 // with a deadline (another goroutine writes the rest) only on a
 // connection where a write can go on after that: a *net.TCPConn,
@@ -213,6 +222,11 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 // (or its ctx); the write timeout bounds the write.
 func NewClient(nc net.Conn, opts ...ClientOption) *Client {
 	o := buildClientOptions(opts)
+	if o.tls != nil {
+		if _, ok := nc.(interface{ ConnectionState() tls.ConnectionState }); !ok {
+			nc = tls.Client(nc, tlsConfig(o.tls))
+		}
+	}
 	c := newClient(nc, o)
 	if err := checkFraming(o.frame); err != nil {
 		c.fail(err)

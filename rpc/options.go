@@ -172,7 +172,9 @@ func (f clientOption) applyClient(o *clientOptions) { f(o) }
 
 // WithTLSConfig runs the connection over TLS with cfg (not copied; do not
 // change it afterwards). A server needs certificates in cfg; a client with
-// an empty ServerName uses the host of the dialed address. MinVersion 0 is
+// an empty ServerName uses the host of the dialed address ([Dial];
+// [NewClient], which dials nothing, runs TLS over its connection and
+// needs a ServerName). MinVersion 0 is
 // raised to TLS 1.3, whose default key exchange in Go is the post-quantum
 // hybrid X25519MLKEM768. Default: plain TCP or Unix.
 func WithTLSConfig(cfg *tls.Config) Option {

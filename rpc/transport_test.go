@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -240,3 +241,59 @@ func (f *fakeConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
 func (f *fakeConn) SetDeadline(time.Time) error      { return nil }
 func (f *fakeConn) SetReadDeadline(time.Time) error  { return nil }
 func (f *fakeConn) SetWriteDeadline(time.Time) error { return nil }
+
+// TestNewClientTLSConfig: NewClient runs TLS over a plain connection when
+// given WithTLSConfig, as Dial does (it used to ignore the option and
+// speak plain text to a TLS server), and not over one that is TLS
+// already; without a ServerName (NewClient dialed no host) the handshake
+// fails and the calls say why.
+func TestNewClientTLSConfig(t *testing.T) {
+	cert, roots := selfSigned(t)
+	_, addr, _ := testServer(t, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	named := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
+	for _, tc := range []struct {
+		name    string
+		conn    func(t *testing.T) net.Conn
+		cfg     *tls.Config
+		wantErr string // "" the call works
+	}{
+		{"plain conn", plainConn(addr), named, ""},
+		{"TLS conn already", func(t *testing.T) net.Conn {
+			return tls.Client(plainConn(addr)(t), named)
+		}, named, ""},
+		{"no ServerName", plainConn(addr), &tls.Config{RootCAs: roots}, "ServerName"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewClient(tc.conn(t), WithTLSConfig(tc.cfg))
+			defer c.Close()
+			out, err := c.Call(context.Background(), mEcho, []byte("secret"), nil)
+			if tc.wantErr == "" {
+				if err != nil || string(out) != "secret" {
+					t.Fatalf("Call: %q, %v; want the echo", out, err)
+				}
+				tc, ok := c.nc.(*tls.Conn)
+				if !ok {
+					t.Fatalf("the client runs over %T, want a *tls.Conn", c.nc)
+				}
+				if _, inner := tc.NetConn().(*tls.Conn); inner {
+					t.Fatal("TLS run twice over the connection")
+				}
+				return
+			}
+			if !errors.Is(err, ErrClosed) || !contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Call: %v; want an error matching ErrClosed that names %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// plainConn returns a function that dials addr over TCP.
+func plainConn(addr string) func(t *testing.T) net.Conn {
+	return func(t *testing.T) net.Conn {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}
+}
