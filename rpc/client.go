@@ -321,7 +321,9 @@ func (c *Client) beat(now int64) {
 // shutdown before the call was sent, or refused it unrun ([IsRetryable]).
 // An error matching [ErrClosed] when the connection is closed or breaks
 // before the answer arrives. frame.ErrFrameTooLarge when the request
-// exceeds the maximum frame size (the connection is unaffected).
+// exceeds the maximum frame size: at once, whether or not the
+// connection's queue is full; nothing is sent and the connection is
+// unaffected.
 // [ErrTooManyPending].
 //
 // What the request carries beside req: when ctx has a deadline, the time
@@ -416,6 +418,13 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 			c.flushRequests(ctx)
 		}
 		return s, nil
+	}
+	if n := 1 + wire.RequestLen(&r); n > c.out.max {
+		// Never sent, however much room the queue has: not worth a wait
+		// for room (until ctx ends, or the write timeout closes the
+		// connection), nor a copy into the queue.
+		c.unsend(s)
+		return nil, fmt.Errorf("%w (len:%d max:%d)", frame.ErrFrameTooLarge, n, c.out.max)
 	}
 	buf, err := c.out.beginCtx(ctx, wire.KindRequest)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -513,5 +514,51 @@ func TestTableOfOneFullKeepsConn(t *testing.T) {
 	peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
 	if err := receive(t, "the first call", errs); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTooLargeRequestFullQueue: a request above the maximum frame size
+// fails with frame.ErrFrameTooLarge whether or not the connection's queue
+// is full; it used to wait for room first (until its ctx ended, or the
+// write timeout closed the connection), so it failed with ctx's error or
+// ErrClosed, which say nothing of the request and invite a retry.
+func TestTooLargeRequestFullQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(c *Client, req []byte) error
+	}{
+		{"Call", func(c *Client, req []byte) error {
+			_, err := c.Call(context.Background(), mEcho, req, nil)
+			return err
+		}},
+		{"Send", func(c *Client, req []byte) error {
+			_, err := c.Send(context.Background(), mEcho, req, nil)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := pipeClient(t) // the peer reads nothing
+			// One request in a write the peer never takes, one more in the
+			// queue: the queue is full.
+			big := make([]byte, outboxLimit)
+			queue := func(what string, cond func() bool) {
+				startCalls(c, big, 1)
+				await(t, what, func() bool {
+					c.out.mu.Lock()
+					defer c.out.mu.Unlock()
+					return cond()
+				})
+			}
+			queue("the first request in a write", func() bool { return c.out.taken == 1 && c.out.flushing })
+			queue("a full queue", func() bool { return c.out.queued() >= outboxLimit })
+			errs := make(chan error, 1)
+			go func() { errs <- tc.call(c, make([]byte, c.out.max)) }()
+			if err := receive(t, "the too large request's error", errs); !errors.Is(err, frame.ErrFrameTooLarge) {
+				t.Fatalf("got %v, want frame.ErrFrameTooLarge", err)
+			}
+			if c.Closed() || c.Pending() != 2 || c.Promises() != 0 {
+				t.Fatalf("Closed %v, Pending %d, Promises %d; want false, 2 (the queued calls), 0", c.Closed(), c.Pending(), c.Promises())
+			}
+		})
 	}
 }
