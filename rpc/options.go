@@ -411,8 +411,12 @@ func WithAnswerTimeout(d time.Duration) ClientOption {
 }
 
 // WithMaxPending limits the pending calls of one client connection
-// (default and maximum DefaultMaxPending); Call beyond it fails with
-// ErrTooManyPending.
+// (default and maximum DefaultMaxPending; n <= 0 means the default, n
+// above it the maximum). A promise ([Client.Send]) not yet waited for
+// or released, and a call abandoned by its ctx whose answer has not
+// come, hold a place too. A call beyond it ([Client.Call],
+// [Client.Send], [Promise.Call], [Promise.Send]) fails with
+// ErrTooManyPending, nothing sent.
 func WithMaxPending(n int) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if n <= 0 || n > DefaultMaxPending {

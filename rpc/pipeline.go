@@ -34,8 +34,12 @@ import (
 // has not been taken yet. It is a small value: copy it freely, but call
 // Wait or Release once in all: of several calls, on any copies and from
 // any goroutines, at once or not, the first is served and the others are
-// refused (Wait returns an error, Release does nothing). The zero
-// Promise is invalid (its methods return an error).
+// refused (Wait returns an error, Release does nothing). A promise
+// neither waited for nor released keeps its call's place in the
+// client's table of pending calls for the life of the connection
+// (counted by [Client.Pending] and [Client.Promises], and toward
+// [WithMaxPending]). The zero Promise is invalid (its methods return an
+// error).
 type Promise struct {
 	c   *Client
 	s   *slot
