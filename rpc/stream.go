@@ -598,6 +598,7 @@ func (s *Stream) abort(ctx context.Context, err error, drop bool, status uint32,
 		// write (for the write timeout, to a peer that does not read)
 		// are over.
 		s.wmu.Lock()
+		//lint:ignore SA2001 the lock is taken only to wait for the Send that holds it
 		s.wmu.Unlock()
 		s.set.writeEnd(ctx, s.id, status, text)
 	}
