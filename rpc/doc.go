@@ -43,8 +43,9 @@
 // for the reasoning and the comparison with net/http and gRPC-go):
 //
 //	read timeout    10 s + 1 s per 16 KiB received, per frame (WithReadTimeout,
-//	                WithMinReadRate): a trickling peer is dropped ~10 s after
-//	                its frame began; a healthy transfer is never cut
+//	                WithMinReadRate; over WithTLSConfig also per TLS record):
+//	                a trickling peer is dropped ~10 s after its frame began;
+//	                a healthy transfer is never cut
 //	idle timeout    5 min without a request while no call runs: go-away,
 //	                then close (WithIdleTimeout)
 //	in-flight       256 calls per connection, then backpressure (WithMaxInFlight)

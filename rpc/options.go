@@ -297,8 +297,12 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 // by then drops the connection (logged, counted in Stats.Dropped). A peer
 // trickling bytes (slowloris) is dropped about d after its frame began; a
 // healthy transfer at rate or faster is never cut, whatever its size. The
-// TLS handshake also gets d. Default DefaultReadTimeout (10 s);
-// d <= 0: no limit.
+// TLS handshake also gets d. Over TLS made by [WithTLSConfig], whose
+// records reach the server only whole, each record the server waits for
+// must be whole within d plus a second per rate bytes of it, or the
+// connection is dropped (a listener that is already TLS gets no such
+// bound: a trickled record is held to the idle limit there). Default
+// DefaultReadTimeout (10 s); d <= 0: no limit.
 //
 // Why: net/http has no read timeout by default (ReadTimeout and
 // ReadHeaderTimeout 0, so a slowloris peer is held forever); gRPC-go

@@ -313,6 +313,11 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		if s.opts.tls != nil {
+			if s.opts.readTimeout > 0 {
+				// A record trickled in bounds the read timeout too
+				// (tlsrecord.go).
+				nc = newRecordConn(nc, s.opts.readTimeout, s.opts.minReadRate)
+			}
 			nc = tls.Server(nc, tlsConfig(s.opts.tls))
 		}
 		c := newServerConn(s, nc, base)
