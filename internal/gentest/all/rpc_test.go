@@ -50,21 +50,30 @@ func (s *service) Bump(ctx context.Context, in ScalarsView, out *Scalars) error 
 
 // Typed promise pipelining: BumpOn sends Bump with the answer of Stats (or
 // of an earlier Bump) as its request, before that answer comes back.
-func TestRPCPipelining(t *testing.T) {
+// serve serves srv on a loopback listener and returns a client dialed to
+// it with opts; both close when the test ends. It skips the test when the
+// machine has no loopback TCP.
+func serve(t *testing.T, srv *rpc.Server, opts ...rpc.ClientOption) *rpc.Client {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Skipf("no loopback TCP: %v", err)
 	}
-	srv := rpc.NewServer(rpc.WithPipelining(0))
-	impl := &service{}
-	RegisterServiceServer(srv, impl)
 	go srv.Serve(l)
-	defer srv.Close()
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	t.Cleanup(func() { srv.Close() })
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestRPCPipelining(t *testing.T) {
+	srv := rpc.NewServer(rpc.WithPipelining(0))
+	impl := &service{}
+	RegisterServiceServer(srv, impl)
+	c := serve(t, srv)
 	cli := NewServiceClient(c)
 	ctx := context.Background()
 	impl.pings.Store(41)
@@ -103,20 +112,10 @@ func (c callerOnly) Call(ctx context.Context, method uint32, req, resp []byte) (
 }
 
 func TestRPCShapes(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback TCP: %v", err)
-	}
 	srv := rpc.NewServer()
 	impl := &service{}
 	RegisterServiceServer(srv, impl)
-	go srv.Serve(l)
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	defer c.Close()
+	c := serve(t, srv)
 	cli := NewServiceClient(c)
 	ctx := context.Background()
 
@@ -157,20 +156,10 @@ func TestRPCShapes(t *testing.T) {
 // do: with rpc.At(100) on both sides, Stats is served at 104, and a Send
 // that went to 4 (as generated clients once did) would be answered 404.
 func TestRPCPipeliningAtBase(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback TCP: %v", err)
-	}
 	srv := rpc.NewServer(rpc.WithPipelining(0))
 	impl := &service{}
 	RegisterServiceServer(srv, impl, rpc.At(100))
-	go srv.Serve(l)
-	defer srv.Close()
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := serve(t, srv)
 	cli := NewServiceClient(c, rpc.At(100))
 	ctx := context.Background()
 	impl.pings.Store(6)
@@ -196,14 +185,8 @@ func TestRPCPipeliningAtBase(t *testing.T) {
 // and answer for the next call, so the next request was encoded over the
 // cached answer, and the cache then answered with the request's bytes.
 func TestRPCInterceptorAnswerOfItsOwn(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback TCP: %v", err)
-	}
 	srv := rpc.NewServer()
 	RegisterServiceServer(srv, &service{})
-	go srv.Serve(l)
-	defer srv.Close()
 	var (
 		mu    sync.Mutex
 		cache []byte
@@ -221,11 +204,7 @@ func TestRPCInterceptorAnswerOfItsOwn(t *testing.T) {
 		cache = append([]byte(nil), out...)
 		return cache, nil
 	}
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String(), rpc.WithClientInterceptors(caching))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := serve(t, srv, rpc.WithClientInterceptors(caching))
 	cli := NewServiceClient(c)
 	// An answer larger than a pooled buffer's room.
 	title := strings.Repeat("t", 2000)
@@ -269,20 +248,10 @@ func (f *failing) Put(ctx context.Context, req PointView) error {
 // error's text as the body, which the typed client read as a result (a
 // decode error for Get, success for Put).
 func TestRPCHandlerErrors(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback TCP: %v", err)
-	}
 	srv := rpc.NewServer(rpc.WithLogger(slog.New(slog.DiscardHandler)))
 	impl := &failing{}
 	RegisterServiceServer(srv, impl)
-	go srv.Serve(l)
-	defer srv.Close()
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := serve(t, srv)
 	cli := NewServiceClient(c)
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -331,10 +300,6 @@ func TestRPCHandlerErrors(t *testing.T) {
 // *rpc.StatusError, as the method's doc says: the call ran, it is not a
 // transport error to retry. The plain call and the pipelined one alike.
 func TestRPCInvalidAnswer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback TCP: %v", err)
-	}
 	srv := rpc.NewServer(rpc.WithPipelining(0))
 	bad := func(ctx context.Context, req, out []byte) ([]byte, error) {
 		return append(out, "not a ZAP message"...), nil
@@ -344,13 +309,7 @@ func TestRPCInvalidAnswer(t *testing.T) {
 	})
 	srv.Handle(ServiceGetOrdinal, bad)
 	srv.Handle(ServiceBumpOrdinal, bad)
-	go srv.Serve(l)
-	defer srv.Close()
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := serve(t, srv)
 	cli := NewServiceClient(c)
 	ctx := context.Background()
 	check := func(what string, err error) {
