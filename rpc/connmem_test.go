@@ -43,30 +43,8 @@ func TestServerIdleConnHeap(t *testing.T) {
 		t.Skip("opens 2,000 connections")
 	}
 	s, addr, _ := testServer(t)
-	const n = 2000
-	payload := make([]byte, 100)
-	// Warm the pools and the server's goroutines.
-	warm := rawDial(t, addr)
-	rawCall(t, warm, 1, payload)
-
-	before, stackBefore := heapAfterGC()
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = nc
-		rawCall(t, nc, 1, payload)
-	}
-	await(t, "the server to count the connections", func() bool { return s.Stats().Active == n+1 })
-	after, stackAfter := heapAfterGC()
-	per := (int64(after) - int64(before)) / n
-	stackPer := (int64(stackAfter) - int64(stackBefore)) / n
+	per, stackPer := idleConnCost(t, s, addr, 2000, 1)
 	t.Logf("heap per idle connection after one call: %d B (server connection + peer socket); goroutine stack per connection: %d B", per, stackPer)
-	for _, nc := range conns {
-		nc.Close()
-	}
 	if per > 16<<10 {
 		t.Fatalf("an idle connection holds %d B of heap, want at most 16 KiB", per)
 	}
@@ -130,33 +108,43 @@ func TestPipeliningIdleConnHeap(t *testing.T) {
 		calls := tc.calls
 		t.Run(tc.name, func(t *testing.T) {
 			s, addr, _ := testServer(t, WithPipelining(0))
-			const n = 1000
-			payload := make([]byte, 100)
-			warm := rawDial(t, addr)
-			rawCall(t, warm, 1, payload)
-
-			before, _ := heapAfterGC()
-			conns := make([]net.Conn, n)
-			for i := range conns {
-				nc, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				conns[i] = nc
-				for pid := range calls {
-					rawCall(t, nc, uint32(pid+1), payload)
-				}
-			}
-			await(t, "the server to count the connections", func() bool { return s.Stats().Active == n+1 })
-			after, _ := heapAfterGC()
-			per := (int64(after) - int64(before)) / n
+			per, _ := idleConnCost(t, s, addr, 1000, calls)
 			t.Logf("heap per idle connection with pipelining after %d calls: %d B", calls, per)
-			for _, nc := range conns {
-				nc.Close()
-			}
 			if per > 8<<10 {
 				t.Fatalf("an idle connection holds %d B of heap, want at most 8 KiB", per)
 			}
 		})
 	}
+}
+
+// idleConnCost opens n connections to the server s at addr, makes calls
+// calls with a 100-byte payload on each, and returns the heap and the
+// goroutine stack they added per connection (the server's connection and
+// the peer's socket) once the server counts them all; then it closes
+// them. A connection made first warms the pools and the server's
+// goroutines.
+func idleConnCost(t *testing.T, s *Server, addr string, n, calls int) (heap, stack int64) {
+	t.Helper()
+	payload := make([]byte, 100)
+	warm := rawDial(t, addr)
+	rawCall(t, warm, 1, payload)
+
+	before, stackBefore := heapAfterGC()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = nc
+		for pid := range calls {
+			rawCall(t, nc, uint32(pid+1), payload)
+		}
+	}
+	await(t, "the server to count the connections", func() bool { return s.Stats().Active == int64(n)+1 })
+	after, stackAfter := heapAfterGC()
+	for _, nc := range conns {
+		nc.Close()
+	}
+	return (int64(after) - int64(before)) / int64(n), (int64(stackAfter) - int64(stackBefore)) / int64(n)
 }
