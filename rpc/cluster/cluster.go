@@ -80,9 +80,14 @@ type Conn struct {
 	broke    atomic.Bool   // a call found it broken: its replica was charged one failure
 }
 
-// close closes the connection, as this client's decision.
+// close closes the connection, as this client's decision unless the
+// server (or a break) closed it first: a connection retired after its
+// server closed it stays the server's close, which connect backs off from
+// when it came soon after the dial.
 func (c *Conn) close() {
-	c.closedUs.Store(true)
+	if !c.rc.Closed() {
+		c.closedUs.Store(true)
+	}
 	c.rc.Close()
 }
 
