@@ -23,21 +23,31 @@ func refuser(t *testing.T) string { return countingRefuser(t, nil) }
 // countingRefuser is refuser counting the calls it refuses in n (nil: no
 // count).
 func countingRefuser(t *testing.T, n *atomic.Int32) string {
-	return rawReplica(t, nil, func(req wire.Request) (wire.Response, bool) {
+	return rawReplica(t, nil, func(req wire.Request) (wire.Response, rawNext) {
 		if req.Method == rpc.HealthMethod {
-			return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, true
+			return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, rawKeep
 		}
 		if n != nil {
 			n.Add(1)
 		}
-		return wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}, true
+		return wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}, rawKeep
 	})
 }
 
+// What rawReplica does after an answer function returned.
+type rawNext int
+
+const (
+	rawKeep   rawNext = iota // write the answer, read on
+	rawDrop                  // close the connection, the request unanswered
+	rawClose                 // write the answer, then close the connection
+	rawGoAway                // write the answer and a go-away, read on
+)
+
 // rawReplica is a server that speaks the wire by hand: answer says what to
-// answer each request, or false to close the connection unanswered. It
-// counts the connections it accepts in accepted (nil: no count).
-func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) (wire.Response, bool)) string {
+// answer each request and what follows (rawNext). It counts the
+// connections it accepts in accepted (nil: no count).
+func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) (wire.Response, rawNext)) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -85,11 +95,15 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 					if err != nil {
 						return
 					}
-					resp, ok := answer(req)
-					if !ok {
+					resp, next := answer(req)
+					if next == rawDrop {
 						return
 					}
-					if w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp)) != nil || w.Flush() != nil {
+					w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
+					if next == rawGoAway {
+						w.WriteFrame(wire.KindGoAway, nil)
+					}
+					if w.Flush() != nil || next == rawClose {
 						return
 					}
 				}

@@ -2,13 +2,10 @@ package cluster
 
 import (
 	"errors"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -17,49 +14,12 @@ import (
 // and echoes a call, then closes the connection: every connection serves
 // one call. It counts the connections it accepted.
 func closeAfterCall(t *testing.T, accepted *atomic.Int32) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				r, w := frame.NewReader(nc), frame.NewWriter(nc)
-				for {
-					nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-					kind, p, err := r.Next()
-					if err != nil || kind != wire.KindRequest {
-						return
-					}
-					req, err := wire.ParseRequest(p)
-					if err != nil {
-						return
-					}
-					resp := wire.Response{Status: rpc.StatusOK, PromiseID: req.PromiseID, Body: req.Payload}
-					if req.Method == rpc.HealthMethod {
-						resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
-					}
-					w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
-					if w.Flush() != nil || req.Method != rpc.HealthMethod {
-						return // closed once the call is answered
-					}
-				}
-			}()
+	return rawReplica(t, accepted, func(req wire.Request) (wire.Response, rawNext) {
+		if req.Method == rpc.HealthMethod {
+			return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, rawKeep
 		}
-	}()
-	return l.Addr().String()
+		return wire.Response{Status: rpc.StatusOK, PromiseID: req.PromiseID, Body: req.Payload}, rawClose
+	})
 }
 
 // A replica whose server closes each connection as soon as it answered a

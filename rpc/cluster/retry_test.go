@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -286,47 +285,9 @@ func TestSendPipeline(t *testing.T) {
 // as it answered the health check: the client must back off, not redial
 // in a loop.
 func goAwayAtOnce(t *testing.T, accepted *atomic.Int32) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				r, w := frame.NewReader(nc), frame.NewWriter(nc)
-				for {
-					nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-					kind, p, err := r.Next()
-					if err != nil || kind != wire.KindRequest {
-						return
-					}
-					req, err := wire.ParseRequest(p)
-					if err != nil {
-						return
-					}
-					resp := wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
-					w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
-					w.WriteFrame(wire.KindGoAway, nil)
-					if w.Flush() != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return l.Addr().String()
+	return rawReplica(t, accepted, func(req wire.Request) (wire.Response, rawNext) {
+		return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, rawGoAway
+	})
 }
 
 // A replica whose connections go away as soon as they are made is

@@ -17,12 +17,12 @@ import (
 // call may have run. It counts those requests in n and the connections
 // it accepted in accepted.
 func closer(t *testing.T, n, accepted *atomic.Int32) string {
-	return rawReplica(t, accepted, func(req wire.Request) (wire.Response, bool) {
+	return rawReplica(t, accepted, func(req wire.Request) (wire.Response, rawNext) {
 		if req.Method != rpc.HealthMethod {
 			n.Add(1)
-			return wire.Response{}, false // read, maybe run, never answered
+			return wire.Response{}, rawDrop // read, maybe run, never answered
 		}
-		return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, true
+		return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, rawKeep
 	})
 }
 
