@@ -198,15 +198,7 @@ func TestGoName(t *testing.T) {
 func TestEmptyInterface(t *testing.T) {
 	t.Parallel()
 	for _, src := range []string{"package p\ninterface S {}\n", "package p\ninterface S\n"} {
-		f, err := schema.Parse("t.zap", []byte(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := Generate(f, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		code := string(files[0].Data)
+		code := generatedCode(t, src)
 		if strings.Contains(code, `"context"`) || strings.Contains(code, "const ()") {
 			t.Errorf("%q gives:\n%s", src, code)
 		}
@@ -247,15 +239,7 @@ interface Shop
     # buy takes one.
     buy(req: Item) returns (resp: Item)
 `
-	f, err := schema.Parse("t.zap", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := Generate(f, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := string(files[0].Data)
+	code := generatedCode(t, src)
 	for _, want := range []string{
 		"//\n// Item is one thing.\ntype Item struct {",
 		"\t// Tag says what it is.\n\tTag uint32 // u32 @0; little-endian\n",
@@ -294,15 +278,7 @@ struct Elem { A u32 }
 struct Tree { L Leaf; E list<Elem>; T text }
 interface S { get(req: Flat) returns (resp: Flat) }
 `
-	f, err := schema.Parse("t.zap", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := Generate(f, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := string(files[0].Data)
+	code := generatedCode(t, src)
 	has := func(s string) bool { return strings.Contains(code, s) }
 	for _, absent := range []string{
 		"(m *Flat) zap", "(m *Elem) zapObject", "(m *Elem) zapSize", "(m *Elem) zapAppend",
@@ -371,15 +347,7 @@ func TestUnbuildableFileName(t *testing.T) {
 // is not a transport error to retry). The plain call and the pipelined one.
 func TestClientDocNamesDecodeError(t *testing.T) {
 	src := "package p\nstruct R { A u32 }\ninterface S { get() returns (r: R); put(r: R) returns (r: R) }\n"
-	f, err := schema.Parse("t.zap", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := Generate(f, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := string(files[0].Data)
+	code := generatedCode(t, src)
 	for _, fn := range []string{"func (c *SClient) Get(", "func (c *SClient) PutOn("} {
 		i := strings.Index(code, fn)
 		if i < 0 {
@@ -390,4 +358,19 @@ func TestClientDocNamesDecodeError(t *testing.T) {
 			t.Errorf("the doc of %s does not name DecodeZAP's error:\n%s", fn, doc)
 		}
 	}
+}
+
+// generatedCode returns the Go that Generate writes, with default options,
+// for the schema src (a file t.zap declaring one package).
+func generatedCode(t *testing.T, src string) string {
+	t.Helper()
+	f, err := schema.Parse("t.zap", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(files[0].Data)
 }
