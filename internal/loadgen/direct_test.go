@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -85,21 +84,8 @@ func TestDirectServerShutdown(t *testing.T) {
 // A server that never answers: the call is cut once the run's grace is
 // over and counted as abandoned; the run ends.
 func TestDirectGraceCutsHungCall(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer nc.Close() // held open, never answered
-		}
-	}()
-	r, err := New(context.Background(), Config{Addr: l.Addr().String(), Direct: true, Calls: 1,
+	addr := silentServer(t)
+	r, err := New(context.Background(), Config{Addr: addr, Direct: true, Calls: 1,
 		Duration: 20 * time.Millisecond, Grace: 50 * time.Millisecond, Method: mEcho, Payload: []byte("x")})
 	if err != nil {
 		t.Fatal(err)

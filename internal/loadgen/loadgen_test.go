@@ -346,20 +346,7 @@ func TestCancelStopsOpenLoopWaits(t *testing.T) {
 // the calls in flight do: the report shows every call the rate asked
 // for, not only the few sent (no coordinated omission).
 func TestOpenLoopCountsCallsNeverSent(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer nc.Close() // held open, never answered
-		}
-	}()
+	addr := silentServer(t)
 	for _, tc := range []struct {
 		name   string
 		direct bool
@@ -372,7 +359,7 @@ func TestOpenLoopCountsCallsNeverSent(t *testing.T) {
 		{"calls", false, 3, 40, 40}, // -n caps the calls due
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := New(context.Background(), Config{Addr: l.Addr().String(), Direct: tc.direct, Conns: 2, Concurrency: tc.conc,
+			r, err := New(context.Background(), Config{Addr: addr, Direct: tc.direct, Conns: 2, Concurrency: tc.conc,
 				Rate: 1000, Duration: 100 * time.Millisecond, Calls: tc.calls, Grace: 50 * time.Millisecond,
 				Method: mEcho, Payload: []byte("x")})
 			if err != nil {
@@ -396,4 +383,35 @@ func TestOpenLoopCountsCallsNeverSent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// silentServer accepts connections and holds them open without reading
+// or answering, until the test ends; it returns its address.
+func silentServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+	})
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+		}
+	}()
+	return l.Addr().String()
 }
