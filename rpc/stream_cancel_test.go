@@ -232,18 +232,7 @@ func TestStreamHelloWaitAfterHelloLeaves(t *testing.T) {
 	helloWait = time.Millisecond
 	defer func() { helloWait = old }()
 	c, peer := pipeClient(t)
-	// A call whose write blocks: the peer reads nothing yet.
-	go c.Call(context.Background(), mEcho, make([]byte, 1000), nil)
-	await(t, "the call's write to block", func() bool {
-		c.out.mu.Lock()
-		defer c.out.mu.Unlock()
-		return c.out.flushing
-	})
-	opened := make(chan error, 1)
-	go func() {
-		_, err := c.OpenStream(context.Background(), 1, nil)
-		opened <- err
-	}()
+	opened := openBehindBlockedWrite(t, c)
 	await(t, "five looks of the hello wait", func() bool { return c.streams.helloChecks.Load() >= 5 })
 	if c.streams.noHello.Load() {
 		t.Fatal("the server was taken for canonical while our hello was still queued")
@@ -262,15 +251,13 @@ func TestStreamHelloWaitAfterHelloLeaves(t *testing.T) {
 	}
 }
 
-// A client that closes while its hello is still queued (behind a write
-// the peer does not read) stops the hello wait at its next look: the
-// timer no longer holds the closed client for maxHelloWaits looks.
-func TestStreamHelloWaitEndsAtClose(t *testing.T) {
-	oldWait, oldMax := helloWait, maxHelloWaits
-	helloWait, maxHelloWaits = time.Millisecond, 1<<30
-	defer func() { helloWait, maxHelloWaits = oldWait, oldMax }()
-	c, _ := pipeClient(t)
-	go c.Call(context.Background(), mEcho, make([]byte, 1000), nil) // its write blocks
+// openBehindBlockedWrite makes c's next frames wait in its queue: a call
+// whose write blocks (c's peer reads nothing yet), then an OpenStream,
+// whose hello and open queue behind it. It returns what OpenStream
+// returns.
+func openBehindBlockedWrite(t *testing.T, c *Client) <-chan error {
+	t.Helper()
+	go c.Call(context.Background(), mEcho, make([]byte, 1000), nil)
 	await(t, "the call's write to block", func() bool {
 		c.out.mu.Lock()
 		defer c.out.mu.Unlock()
@@ -281,6 +268,18 @@ func TestStreamHelloWaitEndsAtClose(t *testing.T) {
 		_, err := c.OpenStream(context.Background(), 1, nil)
 		opened <- err
 	}()
+	return opened
+}
+
+// A client that closes while its hello is still queued (behind a write
+// the peer does not read) stops the hello wait at its next look: the
+// timer no longer holds the closed client for maxHelloWaits looks.
+func TestStreamHelloWaitEndsAtClose(t *testing.T) {
+	oldWait, oldMax := helloWait, maxHelloWaits
+	helloWait, maxHelloWaits = time.Millisecond, 1<<30
+	defer func() { helloWait, maxHelloWaits = oldWait, oldMax }()
+	c, _ := pipeClient(t)
+	opened := openBehindBlockedWrite(t, c)
 	await(t, "three looks of the hello wait", func() bool { return c.streams.helloChecks.Load() >= 3 })
 	c.Close()
 	receive(t, "OpenStream", opened) // queued before the close, or failed by it
