@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -109,7 +110,7 @@ func (r *recordConn) Read(b []byte) (int, error) {
 		// follows the record's length.
 		r.setLimit()
 	}
-	if err != nil && r.waitAt != 0 && isTimeout(err) {
+	if r.waitAt != 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 		if now := monoNow(); now >= r.limit {
 			r.failed = fmt.Errorf("%w: %v after the server began waiting for the rest of it (%d bytes of the record still to come; WithReadTimeout %v, WithMinReadRate %d B/s)",
 				errRecordTimeout, time.Duration(now-r.waitAt).Round(time.Millisecond), r.missing(), r.timeout, r.rate)
@@ -203,10 +204,4 @@ func (r *recordConn) applyLocked() error {
 	}
 	r.applied = want
 	return r.Conn.SetReadDeadline(want)
-}
-
-// isTimeout reports whether err is a deadline's.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

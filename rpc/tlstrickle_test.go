@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,7 +158,7 @@ func TestRecordConnDeadlines(t *testing.T) {
 	}()
 	await(t, "the Read to set the record's limit", func() bool { return !applied().IsZero() })
 	r.SetReadDeadline(pastDeadline)
-	if err := receive(t, "the poked Read", errs); !isTimeout(err) {
+	if err := receive(t, "the poked Read", errs); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("poked Read: %v, want a timeout", err)
 	}
 	r.SetReadDeadline(time.Time{})
@@ -176,7 +177,7 @@ func TestRecordConnDeadlines(t *testing.T) {
 		t.Fatalf("read %d, %v; want 6 bytes", n, err)
 	}
 	_, err := read()
-	if !errors.Is(err, errRecordTimeout) || isTimeout(err) {
+	if !errors.Is(err, errRecordTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("Read of a late record: %v, want errRecordTimeout", err)
 	}
 	if _, err2 := read(); err2 != err {
