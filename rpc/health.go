@@ -12,8 +12,9 @@ import (
 // ordinal (schema ordinals count from 1, mount offsets stay below
 // MaxMethod) can reach it. The request payload is a [HealthCheckRequest]
 // (an empty payload asks for the server as a whole), the answer a
-// [HealthCheckResponse] whose Status is a [HealthStatus]; a service the
-// server does not know is answered 404. The schema is rpc/health.zap.
+// [HealthCheckResponse] whose Status is a [HealthStatus], the status
+// stored for the service (HealthUnknown too, when it was set so); only a
+// service name the server never knew is answered 404. The schema is rpc/health.zap.
 // Interceptors do not run for it (an authenticating interceptor must not
 // hide a server's health from its load balancer); the observer sees it.
 const HealthMethod uint32 = 0xFFFF_0001
@@ -23,8 +24,9 @@ type HealthStatus uint32
 
 // Health statuses, as carried by HealthCheckResponse.Status.
 const (
-	// HealthUnknown: the service is not known to the server (its answer
-	// was 404), or the check failed.
+	// HealthUnknown: the service's status was set so ([Health.Set]), the
+	// service is not known to the server (its answer was 404), or the
+	// check failed. A load balancer must not take it for serving.
 	HealthUnknown HealthStatus = 0
 	// HealthServing: calls are welcome.
 	HealthServing HealthStatus = 1
@@ -65,20 +67,17 @@ type Health struct {
 // Health returns the server's health statuses.
 func (s *Server) Health() *Health { return &s.health }
 
-// Set sets the status of service ("" for the whole server). HealthUnknown
-// forgets a service (its checks are then answered 404); a service not
-// mounted may be set too (a health name for a group of methods, say).
-// Once the server is shutting down every known service reports
-// HealthDraining whatever was set.
+// Set sets the status of service ("" for the whole server); checks of it
+// are answered with st, HealthUnknown included (a service once set or
+// mounted stays known: only a name never known is answered 404). A
+// service not mounted may be set too (a health name for a group of
+// methods, say). Once the server is shutting down every known service
+// reports HealthDraining whatever was set.
 func (h *Health) Set(service string, st HealthStatus) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
 		h.m = make(map[string]HealthStatus)
-	}
-	if st == HealthUnknown && service != "" {
-		delete(h.m, service)
-		return
 	}
 	h.m[service] = st
 }
@@ -96,23 +95,31 @@ func (h *Health) add(service string) {
 }
 
 // Status returns the status the server reports for service ("" for the
-// whole server, serving unless set otherwise): HealthUnknown for a
-// service it does not know, HealthDraining for any known one once
+// whole server, serving unless set otherwise): the one set or
+// HealthServing for a mounted one, HealthUnknown for a service it does
+// not know (or one set so), HealthDraining for any known one once
 // [Server.Shutdown] or Close began.
 func (h *Health) Status(service string) HealthStatus {
+	st, _ := h.lookup(service)
+	return st
+}
+
+// lookup is Status, and whether service is known (the server as a whole
+// always is).
+func (h *Health) lookup(service string) (HealthStatus, bool) {
 	h.mu.Lock()
 	st, ok := h.m[service]
 	h.mu.Unlock()
 	if !ok {
 		if service != "" {
-			return HealthUnknown
+			return HealthUnknown, false
 		}
 		st = HealthServing
 	}
 	if h.s != nil && h.s.isClosing() {
-		return HealthDraining
+		return HealthDraining, true
 	}
-	return st
+	return st, true
 }
 
 // serveHealth is the handler of HealthMethod.
@@ -129,9 +136,9 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 		}
 		service = v.ServiceBytes()
 	}
-	st := j.c.s.health.Status(string(service))
-	if st == HealthUnknown {
-		return resp, Errorf(StatusNotFound, "rpc: health: unknown service %q", service)
+	st, known := j.c.s.health.lookup(string(service))
+	if !known {
+		return resp, Errorf(StatusNotFound, "rpc: health: no such service %q", service)
 	}
 	r := HealthCheckResponse{Status: uint32(st)}
 	return r.AppendZAP(resp), nil
@@ -140,10 +147,11 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 // CheckHealth asks the server behind c for the health of service ("" for
 // the server as a whole) on [HealthMethod]. A server that announced
 // go-away (or refused the check as not run) is draining: CheckHealth
-// returns HealthDraining and a nil error. Any other failure returns
-// HealthUnknown and the error: a *StatusError with code 404 for a service
-// the server does not know, the call's error otherwise (a server of
-// another implementation answers 404 "no such method").
+// returns HealthDraining and a nil error. A service whose status was set
+// to HealthUnknown returns HealthUnknown and a nil error. Any other
+// failure returns HealthUnknown and the error: a *StatusError with code
+// 404 for a service the server never knew, the call's error otherwise (a
+// server of another implementation answers 404 "no such method").
 func CheckHealth(ctx context.Context, c Caller, service string) (HealthStatus, error) {
 	var req []byte
 	if service != "" {

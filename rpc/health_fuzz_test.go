@@ -6,7 +6,7 @@ import (
 )
 
 // FuzzHealthRequest: the health service answers any request payload with
-// 200 (a status it knows), 400 (not a message) or 404 (unknown service),
+// 200 (a status it knows), 400 (not a message) or 404 (a service never known),
 // never a panic.
 func FuzzHealthRequest(f *testing.F) {
 	s := NewServer()

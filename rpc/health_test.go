@@ -10,7 +10,7 @@ import (
 )
 
 // The health service over TCP: the whole server, mounted services, set
-// statuses and unknown services.
+// statuses (unknown too) and services never known.
 func TestHealth(t *testing.T) {
 	s, addr, _ := testServer(t)
 	s.Mount("pkg.A", 3)
@@ -35,8 +35,16 @@ func TestHealth(t *testing.T) {
 	check("", HealthNotServing, 200)
 	s.Health().Set("pkg.C", HealthServing)
 	check("pkg.C", HealthServing, 200)
+	// A status set to unknown is answered as such, not as a service the
+	// server does not know; only a name never known is a 404.
 	s.Health().Set("pkg.C", HealthUnknown)
-	check("pkg.C", HealthUnknown, StatusNotFound)
+	check("pkg.C", HealthUnknown, 200)
+	s.Health().Set("pkg.A", HealthUnknown)
+	check("pkg.A", HealthUnknown, 200)
+	check("pkg.D", HealthUnknown, StatusNotFound)
+	s.Health().Set("", HealthUnknown)
+	check("", HealthUnknown, 200)
+	s.Health().Set("", HealthNotServing)
 
 	// A malformed request is a 400, and the connection goes on.
 	if _, err := c.Call(ctx, HealthMethod, []byte("not a message"), nil); Code(err) != StatusBadRequest {

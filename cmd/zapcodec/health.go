@@ -18,7 +18,8 @@ func init() {
 		usage: `  zapcodec health -addr ADDR [-service NAME]
     Calls the health service of a zapcodec rpc server (method
     rpc.HealthMethod) and prints the status: serving, not serving, draining
-    (the server is shutting down) or unknown (no such service). Exits 0 when
+    (the server is shutting down) or unknown (its status was set so, or no
+    such service). Exits 0 when
     serving, 1 otherwise (including when the server cannot be reached or
     does not answer), 2 on bad usage. For load balancer and container
     health probes.

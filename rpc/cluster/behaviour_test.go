@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,6 +233,42 @@ func TestEjectionHealth(t *testing.T) {
 	res := stop()
 	if res.failed != 0 {
 		t.Fatalf("%d calls failed: %v", res.failed, res.firstErr)
+	}
+}
+
+// A replica whose server reports its health as unknown fails the check,
+// whether for the server as a whole or for the named service checked: it
+// is ejected, and admitted again once it serves.
+func TestEjectionHealthUnknown(t *testing.T) {
+	for _, service := range []string{"", "pkg.A"} {
+		t.Run("service="+service, func(t *testing.T) {
+			r1, r2 := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+			for _, r := range []*replicaSrv{r1, r2} {
+				r.server().Health().Set(service, rpc.HealthServing)
+			}
+			c := dialT(t, "static:///"+r1.addr+","+r2.addr, WithHealthService(service), WithHealthCheck(20*time.Millisecond, 0), WithEjection(0, 20*time.Millisecond, 40*time.Millisecond))
+			r1.server().Health().Set(service, rpc.HealthUnknown)
+			stateOf := func(addr string) (string, error) {
+				for _, r := range c.Stats().Replicas {
+					if r.Addr == addr {
+						return r.State, r.LastError
+					}
+				}
+				return "", nil
+			}
+			await(t, "the replica whose health is unknown ejected", func() bool {
+				st, _ := stateOf(r1.addr)
+				return st == "ejected"
+			})
+			if _, err := stateOf(r1.addr); err == nil || !strings.Contains(err.Error(), "unknown") {
+				t.Fatalf("ejected for %v, want its unknown health", err)
+			}
+			if st, _ := stateOf(r2.addr); st != "ready" {
+				t.Fatalf("the serving replica is %s", st)
+			}
+			r1.server().Health().Set(service, rpc.HealthServing)
+			await(t, "the replica admitted again", func() bool { return readyCount(c) == 2 })
+		})
 	}
 }
 

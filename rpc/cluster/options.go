@@ -230,12 +230,12 @@ func WithHealthCheck(interval, timeout time.Duration) Option {
 
 // WithHealthService sets the service whose health is checked (default "",
 // the server as a whole; a generated interface's …ServiceName constant
-// checks that interface). A named service the server answers 404 for (it
-// does not know it) fails the check. The server as a whole answered 404
-// passes it: a server without the health service (another
-// implementation) answers so, and so does a zapcodec server whose own
-// status was set to rpc.HealthUnknown (the two differ only in the text of
-// the answer); to keep a replica out, set rpc.HealthNotServing.
+// checks that interface). Only rpc.HealthServing passes the check: a
+// status of rpc.HealthUnknown fails it like rpc.HealthNotServing, and so
+// does a named service the server answers 404 for (it never knew it).
+// The server as a whole answered 404 passes it: a server without the
+// health service (another implementation) answers so, and a zapcodec
+// server never does (it answers its status).
 func WithHealthService(name string) Option {
 	return optionFunc(func(o *options) { o.healthService = name })
 }

@@ -228,10 +228,10 @@ func (r *replica) dial() (*rpc.Client, error) {
 }
 
 // probe asks rc for the replica's health: nil when it is serving (or
-// cannot say: a server without the health service answers 404; so does a
-// zapcodec server whose own status is rpc.HealthUnknown, and the two
-// differ only in the answer's text, which is no API: see
-// WithHealthService).
+// cannot say: a server without the health service answers 404 for the
+// server as a whole, see WithHealthService). Any other status fails the
+// check, rpc.HealthUnknown included (a zapcodec server answers the status
+// set, unknown too, and 404 only for a service it never knew).
 func (r *replica) probe(rc *rpc.Client) error {
 	ctx, cancel := context.WithTimeout(r.c.ctx, r.c.o.healthTimeout)
 	defer cancel()
