@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -234,7 +235,79 @@ func TestBudgetRefill(t *testing.T) {
 	if !b.retry() {
 		t.Fatal("no retry after a year")
 	}
-	if got := b.tokens.Load(); got != b.cap-milli {
+	if got := b.tokens.Load(); got != b.cap-unit {
 		t.Fatalf("after a year and a retry the bucket holds %d, want its cap %d less one retry", got, b.cap)
+	}
+}
+
+// The budget's precision and bounds: a ratio or a rate far below a
+// thousandth still adds up (they used to be counted in thousandths of a
+// retry, so both were zero); a ratio above 1 counts as 1; a huge or
+// infinite rate is held to maxRetryRate, so nothing overflows (an
+// infinite ratio or rate used to turn negative: no retry ever).
+func TestBudgetBounds(t *testing.T) {
+	retries := func(b *budget) int {
+		n := 0
+		for b.retry() {
+			n++
+		}
+		return n
+	}
+	var b budget
+	b.init(0.0001, 0)
+	for range 9999 {
+		b.call()
+	}
+	if n := retries(&b); n != 0 {
+		t.Fatalf("9999 calls at ratio 0.0001 allowed %d retries, want 0", n)
+	}
+	b.call()
+	if n := retries(&b); n != 1 {
+		t.Fatalf("10000 calls at ratio 0.0001 allowed %d retries, want 1", n)
+	}
+	for range 20000 {
+		b.call()
+	}
+	if n := retries(&b); n != 2 {
+		t.Fatalf("20000 more calls at ratio 0.0001 allowed %d retries, want 2", n)
+	}
+
+	for _, ratio := range []float64{1, 5, 1e30, math.Inf(1)} {
+		b.init(ratio, 0)
+		for range 3 {
+			b.call()
+		}
+		if n := retries(&b); n != 3 {
+			t.Fatalf("3 calls at ratio %v allowed %d retries, want 3 (a ratio above 1 counts as 1)", ratio, n)
+		}
+	}
+
+	b.init(0, 0.0001) // one retry every 10000 s
+	if n := retries(&b); n != 0 {
+		t.Fatalf("a fresh budget of 0.0001/s allowed %d retries", n)
+	}
+	b.origin = b.origin.Add(-10001 * time.Second)
+	if n := retries(&b); n != 1 {
+		t.Fatalf("10001 s at 0.0001/s allowed %d retries, want 1", n)
+	}
+
+	for _, rate := range []float64{maxRetryRate, 1e30, math.Inf(1)} {
+		b.init(0, rate)
+		if got, want := b.tokens.Load(), int64(maxRetryRate)*unit; got != want {
+			t.Fatalf("a fresh budget of %v/s holds %d, want a second at the most rate, %d", rate, got, want)
+		}
+		if !b.retry() {
+			t.Fatalf("a fresh budget of %v/s allowed no retry", rate)
+		}
+		for range 1000 {
+			b.call()
+		}
+		b.origin = b.origin.Add(-365 * 24 * time.Hour)
+		if !b.retry() {
+			t.Fatalf("%v/s: no retry after a year", rate)
+		}
+		if got := b.tokens.Load(); got != b.cap-unit || b.cap != 10*maxRetryRate*unit {
+			t.Fatalf("%v/s: after a year and a retry the bucket holds %d, want its cap %d less one retry", rate, got, b.cap)
+		}
 	}
 }
