@@ -47,6 +47,9 @@ func init() {
   -n N                stop after N calls
   -rate R             open loop: R calls per second in total (default 0:
                       closed loop)
+  -timeout D          give up a call unanswered after D (default 20s; 0: no
+                      bound): it counts as failed, "timed out"; with -n and
+                      a server that never answers, the run still ends
   -method M           method ordinal, or with -schema a method name
                       ("getBalance", "Eth.getBalance"); default: the -type
                       method's ordinal
@@ -104,6 +107,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.DurationVar(&c.Duration, "d", 0, "duration (default 10s unless -n)")
 	fs.Uint64Var(&c.Calls, "n", 0, "number of calls")
 	fs.Float64Var(&c.Rate, "rate", 0, "open-loop calls per second (0: closed loop)")
+	fs.DurationVar(&c.Timeout, "timeout", loadgen.DefaultTimeout, "per-call timeout (0: none)")
 	fs.StringVar(&lf.method, "method", "", "method ordinal or name")
 	fs.StringVar(&lf.payloadHex, "payload-hex", "", "payload as hex")
 	fs.StringVar(&lf.payloadFile, "payload-file", "", "payload file (raw bytes)")
@@ -172,6 +176,13 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if c.Duration < 0 {
 		fmt.Fprintf(stderr, "zapcodec load: negative -d %v\n", c.Duration)
 		return 2
+	}
+	switch {
+	case c.Timeout < 0:
+		fmt.Fprintf(stderr, "zapcodec load: negative -timeout %v (0: no bound)\n", c.Timeout)
+		return 2
+	case c.Timeout == 0:
+		c.Timeout = -1 // Config reads 0 as its default
 	}
 	if lf.cpuProfile != "" {
 		f, err := os.Create(lf.cpuProfile)

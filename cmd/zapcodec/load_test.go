@@ -223,11 +223,44 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "-5"}, 2, "-rate -5: want"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "NaN"}, 2, "-rate NaN: want"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "+Inf"}, 2, "-rate +Inf: want"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-timeout", "-1s"}, 2, "negative -timeout -1s"},
 	} {
 		code, _, errOut := loadRun(t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.want)
 		}
+	}
+}
+
+// TestLoadTimeout: -n against a server that never answers (a listener
+// that accepts nothing: the kernel completes the connections, and no one
+// reads them) ends, each call given up at -timeout and counted as failed.
+func TestLoadTimeout(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan struct{})
+	var code int
+	var out, errOut string
+	go func() {
+		defer close(done)
+		code, out, errOut = loadRun(t, "-addr", l.Addr().String(), "-n", "6", "-c", "2", "-concurrency", "2",
+			"-timeout", "50ms", "-method", "1", "-payload-hex", "00", "-json")
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute): // only keeps a broken run from hanging the test
+		t.Fatal("zapcodec load -n 6 -timeout 50ms had not ended after 2 minutes")
+	}
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rep := loadReport(t, out)
+	if rep.Calls != 6 || rep.Failed != 6 || rep.Errors["timed out"] != 6 {
+		t.Fatalf("calls %d failed %d errors %v, want 6 calls, all timed out", rep.Calls, rep.Failed, rep.Errors)
 	}
 }
 

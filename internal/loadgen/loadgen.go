@@ -21,6 +21,11 @@ const (
 	DefaultDuration    = 10 * time.Second
 	DefaultGrace       = 10 * time.Second
 	DefaultInterval    = time.Second
+	// DefaultTimeout bounds each call (Config.Timeout): long past what a
+	// healthy server takes, so that a run measures slow answers as
+	// latency, yet a server that never answers a call cannot hold a run
+	// with a count of calls (Config.Calls) forever.
+	DefaultTimeout = 20 * time.Second
 )
 
 // ErrNoConns: every connection of the run broke (the server went away).
@@ -68,6 +73,19 @@ type Config struct {
 	// loop, calls due before the end but not sent by then (every worker
 	// waited on the server) are counted as abandoned too.
 	Grace time.Duration
+	// Timeout bounds each call (default DefaultTimeout, 20 s; negative:
+	// no bound): a call still unanswered Timeout after it was sent is
+	// given up (within an eighth of Timeout more, at least 1 ms), counted
+	// as failed with the error class "timed out", and its worker goes on
+	// with the next call; a direct connection (Direct) is closed instead,
+	// as its late answer would come where its next call reads. Without
+	// it, a run bounded by Calls alone against a server that never
+	// answers would never end. The bound is the load tool's own: no
+	// deadline is sent to the server (the calls' bytes are those of a
+	// call without one), and the calls of one worker share a ctx until
+	// one of them times out (with no bound, every worker's calls share
+	// the run's).
+	Timeout time.Duration
 
 	// Method is the 1-based method ordinal called.
 	Method uint32
@@ -130,6 +148,9 @@ type worker struct {
 	statuses map[uint32]uint64
 	errors   map[string]uint64
 	timer    *time.Timer // open loop: the wait for the next call's due time
+	// scope is the ctx of the worker's calls in a run with a Timeout
+	// (nil without), which the run's watch of timeouts cancels.
+	scope atomic.Pointer[callScope]
 	// unsent is the call the worker took but did not send because the
 	// run's grace was over (valid when hasUnsent).
 	unsent    uint64
@@ -158,6 +179,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Method == 0 {
 		return nil, errors.New("loadgen: method ordinal 0 (ordinals start at 1)")
@@ -354,6 +378,10 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 
 	var wg sync.WaitGroup
 	for _, w := range r.workers {
+		w.scope.Store(nil)
+		if cfg.Timeout > 0 {
+			w.scope.Store(newCallScope(callCtx))
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -361,6 +389,15 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		}()
 	}
 	finished := make(chan struct{})
+	timeoutsDone := make(chan struct{})
+	if cfg.Timeout <= 0 {
+		close(timeoutsDone)
+	} else {
+		go func() {
+			defer close(timeoutsDone)
+			r.watchTimeouts(sched.start, cfg.Timeout, finished)
+		}()
+	}
 	progressDone := make(chan struct{})
 	if cfg.Progress == nil {
 		close(progressDone)
@@ -400,6 +437,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	in1, out1 := r.bytes()
 	close(finished)
 	<-progressDone // no Progress call runs after Run returns
+	<-timeoutsDone
 
 	rep := &Report{
 		Network: cfg.Network, Addr: cfg.Addr, Method: cfg.Method,
@@ -469,9 +507,71 @@ func (r *Runner) abandonUnsent(s *schedule) uint64 {
 	return n
 }
 
+// callScope is the ctx a worker's calls run under in a run with a
+// Timeout: a child of the run's ctx of calls, which the run's watch of
+// timeouts (watchTimeouts) cancels when the call in flight under it has
+// waited Timeout. A worker keeps one until a call of its times out, so
+// that a call costs no ctx of its own (no allocation, and no deadline on
+// the wire).
+type callScope struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	// sent is when the call in flight under ctx was sent, in nanoseconds
+	// since the run's start plus 1; 0 when no call is in flight, and
+	// scopeTimedOut once the watch gave the call up.
+	sent atomic.Int64
+}
+
+// scopeTimedOut is callScope.sent of a call given up.
+const scopeTimedOut = -1
+
+func newCallScope(parent context.Context) *callScope {
+	ctx, cancel := context.WithCancel(parent)
+	return &callScope{ctx: ctx, cancel: cancel}
+}
+
+// watchTimeouts gives up, every eighth of timeout (at least every
+// millisecond) until finished is closed, the calls in flight that were
+// sent timeout ago or more: it marks each one's scope timed out and
+// cancels it. A worker that finds its scope so marked after its call
+// takes a new one.
+func (r *Runner) watchTimeouts(start time.Time, timeout time.Duration, finished <-chan struct{}) {
+	tick := time.NewTicker(max(timeout/8, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-finished:
+			return
+		case <-tick.C:
+		}
+		now := int64(time.Since(start)) + 1
+		for _, w := range r.workers {
+			sc := w.scope.Load()
+			if sc == nil {
+				continue
+			}
+			// The mark goes on the scope whose call timed out, and only
+			// while that call is in flight: the worker swaps sent to 0
+			// when the call returns, so a mark it finds is its own call's.
+			if t := sc.sent.Load(); t > 0 && now-t >= int64(timeout) && sc.sent.CompareAndSwap(t, scopeTimedOut) {
+				sc.cancel()
+			}
+		}
+	}
+}
+
+// errTimedOut is the error a call given up by the run's Timeout counts
+// as (unless it got an answer meanwhile).
+var errTimedOut = errors.New("loadgen: no answer within the call timeout")
+
 // loop makes calls until the schedule ends or stop is done; calls run
-// under ctx.
+// under ctx (or, with a Timeout, under the worker's scope, a child of it).
 func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done, failed *atomic.Uint64) {
+	sc := w.scope.Load()
+	callCtx := ctx
+	if sc != nil {
+		callCtx = sc.ctx
+	}
 	for {
 		i, due, ok := s.take()
 		if !ok || stop.Err() != nil || ctx.Err() != nil {
@@ -496,9 +596,26 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 		} else {
 			start = time.Now()
 		}
+		if sc != nil {
+			sent := start
+			if s.interval > 0 {
+				sent = time.Now() // a call sent late has its whole Timeout
+			}
+			sc.sent.Store(int64(sent.Sub(s.start)) + 1)
+		}
 		var err error
-		w.resp, err = w.client.Call(ctx, cfg.Method, req, w.resp[:0])
+		w.resp, err = w.client.Call(callCtx, cfg.Method, req, w.resp[:0])
 		d := time.Since(start)
+		if sc != nil && sc.sent.Swap(0) == scopeTimedOut {
+			// Given up: the watch canceled the scope, or is about to.
+			sc.cancel()
+			if err != nil && !errors.As(err, new(*rpc.StatusError)) {
+				err = errTimedOut
+			}
+			sc = newCallScope(ctx)
+			w.scope.Store(sc)
+			callCtx = sc.ctx
+		}
 		w.shard.mu.Lock()
 		w.shard.hist.RecordDuration(d)
 		w.shard.mu.Unlock()
@@ -588,9 +705,14 @@ func (w *worker) countError(class string) {
 // of its grace.
 const abandoned = "abandoned (no answer in time)"
 
+// timedOut is the error class of a call given up at its Timeout.
+const timedOut = "timed out"
+
 // errorClass names the kind of a transport error, in few distinct strings.
 func errorClass(err error) string {
 	switch {
+	case errors.Is(err, errTimedOut):
+		return timedOut
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return abandoned
 	case errors.Is(err, rpc.ErrGoAway):

@@ -22,6 +22,7 @@ const (
 	mEcho   = 1 // answers its request
 	mReject = 2 // answers 403
 	mLie    = 3 // answers a wrong body
+	mHang   = 4 // never answers its first call (TestTimeoutThenAnswers)
 )
 
 // afterAnswers returns once s has answered 10 calls: a test that makes
@@ -382,6 +383,104 @@ func TestOpenLoopCountsCallsNeverSent(t *testing.T) {
 				t.Fatalf("latency min %v, want at least the grace", time.Duration(rep.Latency.Min))
 			}
 		})
+	}
+}
+
+// runGuarded runs r and returns its report and error, failing the test
+// if Run has not returned after two minutes (it should within a second:
+// the guard only keeps a broken run from hanging the test).
+func runGuarded(t *testing.T, r *Runner) (*Report, error) {
+	t.Helper()
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := r.Run(context.Background())
+		done <- result{rep, err}
+	}()
+	select {
+	case res := <-done:
+		return res.rep, res.err
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Run had not returned after 2 minutes")
+		return nil, nil
+	}
+}
+
+// TestTimeoutEndsCallsNeverAnswered: a run bounded by a count of calls
+// alone (no duration) against a server that never answers used to wait
+// for the first answers forever. Each call is now given up at the
+// Timeout and counted as failed ("timed out"), with its latency; an
+// rpc client's worker goes on with its next call, a direct connection
+// is closed.
+func TestTimeoutEndsCallsNeverAnswered(t *testing.T) {
+	addr := silentServer(t)
+	const timeout = 50 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		direct  bool
+		conc    int
+		rate    float64
+		want    uint64 // calls made, each timed out
+		wantErr error
+	}{
+		{"rpc", false, 2, 0, 10, nil},
+		{"rpc open loop", false, 2, 1000, 10, nil},
+		{"direct", true, 1, 0, 2, ErrNoConns}, // one call per connection, then it is closed
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(context.Background(), Config{Addr: addr, Direct: tc.direct, Conns: 2, Concurrency: tc.conc,
+				Rate: tc.rate, Calls: 10, Timeout: timeout, Method: mEcho, Payload: []byte("x")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rep, err := runGuarded(t, r)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Run: %v, want %v", err, tc.wantErr)
+			}
+			if rep.Calls != tc.want || rep.Failed != tc.want || rep.Errors["timed out"] != tc.want {
+				t.Fatalf("calls %d failed %d errors %v, want %d calls, all timed out", rep.Calls, rep.Failed, rep.Errors, tc.want)
+			}
+			if n := rep.Histogram.Count(); n != tc.want {
+				t.Fatalf("%d latencies recorded, want %d", n, tc.want)
+			}
+			if rep.Latency.Min < uint64(timeout) {
+				t.Fatalf("latency min %v: a call was given up before its timeout %v", time.Duration(rep.Latency.Min), timeout)
+			}
+		})
+	}
+}
+
+// A call that timed out does not take the worker's next calls with it:
+// against a server that never answers the first call but answers the
+// others, the first times out and the rest are answered.
+func TestTimeoutThenAnswers(t *testing.T) {
+	s, addr := startServer(t)
+	var first sync.Once
+	s.Handle(mHang, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		hang := false
+		first.Do(func() { hang = true })
+		if hang {
+			<-ctx.Done() // the client's cancel of the call it gave up
+			return resp, nil
+		}
+		return append(resp, req...), nil
+	})
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 1, Calls: 5,
+		Timeout: 50 * time.Millisecond, Method: mHang, Payload: []byte("x"), Check: echoed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := runGuarded(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 5 || rep.OK != 4 || rep.Errors["timed out"] != 1 {
+		t.Fatalf("calls %d ok %d errors %v, want 5 calls: 1 timed out, 4 answered", rep.Calls, rep.OK, rep.Errors)
 	}
 }
 
