@@ -29,7 +29,8 @@
 // their handlers return, calls read after the go-away are refused at once
 // with a 503 that carries the not-run flag (retryable: [IsRetryable]), and
 // Shutdown returns once the last answer is written and every connection
-// closed.
+// closed; a [Server.Close] during it cuts it short, and it returns an error
+// matching [ErrServerClosed].
 //
 // Handler errors: a *[StatusError] (see [Errorf]) answers its code and
 // message; any other error answers 500 with the error's text as body

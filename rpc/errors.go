@@ -22,7 +22,9 @@ var (
 	// ErrMalformed: an envelope did not decode (see [wire.EnvelopeError]).
 	// It is the same value as [wire.ErrMalformed].
 	ErrMalformed = wire.ErrMalformed
-	// ErrServerClosed is returned by [Server.Serve] after Shutdown or Close.
+	// ErrServerClosed is returned by [Server.Serve] after Shutdown or Close,
+	// and (wrapped: use errors.Is) by [Server.Shutdown] when Close cut it
+	// short.
 	ErrServerClosed = errors.New("rpc: server closed")
 	// ErrTooManyPending: the client already has the maximum number of
 	// pending calls on this connection.

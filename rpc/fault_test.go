@@ -517,6 +517,42 @@ func TestShutdownContextExpires(t *testing.T) {
 	}
 }
 
+// Close during Shutdown cuts it short: Shutdown used to return nil once
+// Close had closed the connections it was draining, as if they had
+// drained; it now returns an error matching ErrServerClosed, and so does
+// a Shutdown after Close.
+func TestShutdownCutByClose(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-ctx.Done() // Close
+		return resp, nil
+	})
+	c := dial(t, addr)
+	errc := make(chan error, 1)
+	go func() { _, err := c.Call(context.Background(), mSlow, nil, nil); errc <- err }()
+	await(t, "the call to start", func() bool { return s.Stats().Calls == 1 })
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	await(t, "the client to see the go-away", c.Draining)
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) with a call running", err)
+	default:
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := receive(t, "Shutdown to return", shut); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Shutdown cut short by Close: %v, want an error matching ErrServerClosed", err)
+	}
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Fatalf("call cut by Close: %v", err)
+	}
+	if err := s.Shutdown(context.Background()); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Shutdown after Close: %v, want an error matching ErrServerClosed", err)
+	}
+}
+
 func TestPipelining(t *testing.T) {
 	s, addr, _ := testServer(t, WithPipelining(8))
 	release := make(chan struct{})

@@ -94,6 +94,7 @@ type Server struct {
 	listeners map[*net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	closing   bool // Shutdown or Close called
+	closed    bool // Close called (Shutdown's own at its ctx's end too)
 	done      chan struct{}
 	janitor   bool
 

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -98,7 +99,11 @@ func (s *Server) beginClose() (conns []*serverConn, first bool) {
 // another replica).
 // Shutdown returns nil once every connection is closed with all its
 // answers written, or ctx's error after closing the rest at once (their
-// handlers' ctx is done) when ctx ends first.
+// handlers' ctx is done) when ctx ends first. [Server.Close], called
+// while Shutdown runs (or before it), cuts it short: Shutdown then
+// returns an error matching [ErrServerClosed] (within a few
+// milliseconds; Close's own return says when the connections are
+// closed), as the connections did not drain.
 func (s *Server) Shutdown(ctx context.Context) error {
 	conns, _ := s.beginClose()
 	for _, c := range conns {
@@ -108,12 +113,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
-		n := len(s.conns)
+		n, closed := len(s.conns), s.closed
 		conns = conns[:0]
 		for c := range s.conns {
 			conns = append(conns, c)
 		}
 		s.mu.Unlock()
+		if closed {
+			return errShutdownCut
+		}
 		if n == 0 {
 			return nil
 		}
@@ -138,13 +146,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// errShutdownCut is what Shutdown returns when Close cut it short.
+var errShutdownCut = fmt.Errorf("rpc: Shutdown cut short by Close: %w", ErrServerClosed)
+
 // Close closes the listeners and every connection at once; pending calls
 // on them fail at their clients with ErrClosed. Handlers still running get
 // a done ctx; their answers are dropped. It returns once every
 // connection's Close has returned; the connections are closed in
 // parallel, since one Close may block (a TLS connection sends its
 // close-notify alert, with a 5 s deadline, to a peer that may not read).
+// A Shutdown under way returns an error matching [ErrServerClosed].
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	conns, _ := s.beginClose()
 	for _, c := range conns {
 		c.close(nil)
