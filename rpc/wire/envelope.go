@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -403,8 +404,11 @@ func ParseRequest(b []byte) (Request, error) {
 // request per call saves copying the Request twice.
 func ParseRequestTo(r *Request, b []byte) error {
 	// The canonical layout first (see parseCanonicalRequest, which this
-	// repeats so that the result is written in place).
-	if len(b) >= RequestOverhead && binary.LittleEndian.Uint64(b) == envHeader0 &&
+	// repeats so that the result is written in place), for a buffer
+	// of at most 4 GiB: the length of a longer one, shifted into the
+	// size field's half of the word compared, would lose its high bits.
+	if len(b) >= RequestOverhead && uint64(len(b)) <= math.MaxUint32 &&
+		binary.LittleEndian.Uint64(b) == envHeader0 &&
 		binary.LittleEndian.Uint64(b[8:]) == rootOffset|uint64(len(b))<<32 {
 		f := b[headerSize:RequestOverhead]
 		n := len(b) - RequestOverhead
@@ -519,8 +523,11 @@ func ParseResponse(b []byte) (Response, error) {
 // cannot forward to the wider loads of the copy: a stall per answer).
 func ParseResponseTo(r *Response, b []byte) error {
 	// The canonical layout first (see parseCanonicalResponse, which this
-	// repeats so that the result is written in place).
-	if len(b) >= ResponseOverhead && binary.LittleEndian.Uint64(b) == envHeader0 &&
+	// repeats so that the result is written in place), for a buffer
+	// of at most 4 GiB: the length of a longer one, shifted into the
+	// size field's half of the word compared, would lose its high bits.
+	if len(b) >= ResponseOverhead && uint64(len(b)) <= math.MaxUint32 &&
+		binary.LittleEndian.Uint64(b) == envHeader0 &&
 		binary.LittleEndian.Uint64(b[8:]) == rootOffset|uint64(len(b))<<32 {
 		f := b[headerSize:ResponseOverhead]
 		n := len(b) - ResponseOverhead
@@ -600,9 +607,13 @@ const envHeader0 = uint64('Z') | uint64('A')<<8 | uint64('P')<<16 |
 // canonical layout): the header above with root 16 and a size of len(b),
 // an empty cap slot, and the payload, if any, right after the fixed
 // section up to the end. ok is false for anything else (parseRequest
-// decides); for what it accepts it returns what parseRequest returns.
+// decides); for what it accepts it returns what parseRequest returns. A
+// buffer over 4 GiB is left to parseRequest: the size field cannot hold
+// its length, and the length shifted into the word compared with the
+// root and size fields would lose its high bits.
 func parseCanonicalRequest(b []byte) (r Request, ok bool) {
-	if len(b) < RequestOverhead || binary.LittleEndian.Uint64(b) != envHeader0 ||
+	if len(b) < RequestOverhead || uint64(len(b)) > math.MaxUint32 ||
+		binary.LittleEndian.Uint64(b) != envHeader0 ||
 		binary.LittleEndian.Uint64(b[8:]) != rootOffset|uint64(len(b))<<32 {
 		return Request{}, false
 	}
@@ -632,7 +643,8 @@ func parseCanonicalRequest(b []byte) (r Request, ok bool) {
 // header, a zero reserved word, and the body, if any, right after the
 // fixed section up to the end (no flags extension field).
 func parseCanonicalResponse(b []byte) (r Response, ok bool) {
-	if len(b) < ResponseOverhead || binary.LittleEndian.Uint64(b) != envHeader0 ||
+	if len(b) < ResponseOverhead || uint64(len(b)) > math.MaxUint32 ||
+		binary.LittleEndian.Uint64(b) != envHeader0 ||
 		binary.LittleEndian.Uint64(b[8:]) != rootOffset|uint64(len(b))<<32 {
 		return Response{}, false
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/internal/bigbuf"
 )
 
 func TestEnvelopeFixtures(t *testing.T) {
@@ -453,6 +454,38 @@ func TestCanonicalFastPathTaken(t *testing.T) {
 	}
 	if _, ok := parseCanonicalResponse(AppendResponse(nil, &Response{Status: 503, NotRun: true})); ok {
 		t.Error("flagged answer: fast path taken")
+	}
+}
+
+// TestFastPathBeyond4GiB: an envelope at the start of a buffer longer
+// than 4 GiB is read as the message its size field declares. The fast
+// paths compare the size field with len(b) shifted into the high word of
+// a uint64, where a length of 4 GiB + k reads as k: without their length
+// check they took such a buffer for a message of len(b) bytes, with a
+// payload or body running to the end of the buffer, 4 GiB past the
+// message.
+func TestFastPathBeyond4GiB(t *testing.T) {
+	const k = 64 // the size field: the message is b[:k]
+	b := bigbuf.New(t, 1<<32+k)
+
+	req := Request{Method: 3, PromiseID: 7, Payload: bytes.Repeat([]byte{'p'}, k-RequestOverhead)}
+	copy(b, AppendRequest(nil, &req))
+	var r Request
+	if err := ParseRequestTo(&r, b); err != nil || !bytes.Equal(r.Payload, req.Payload) || r.PromiseID != 7 {
+		t.Errorf("ParseRequestTo: %d-byte payload (%v), want %d bytes", len(r.Payload), err, len(req.Payload))
+	}
+	if fast, ok := parseCanonicalRequest(b); ok && len(fast.Payload) != len(req.Payload) {
+		t.Errorf("parseCanonicalRequest: %d-byte payload, want %d bytes", len(fast.Payload), len(req.Payload))
+	}
+
+	resp := Response{Status: 200, PromiseID: 7, Body: bytes.Repeat([]byte{'b'}, k-ResponseOverhead)}
+	copy(b, AppendResponse(nil, &resp))
+	var a Response
+	if err := ParseResponseTo(&a, b); err != nil || !bytes.Equal(a.Body, resp.Body) || a.PromiseID != 7 {
+		t.Errorf("ParseResponseTo: %d-byte body (%v), want %d bytes", len(a.Body), err, len(resp.Body))
+	}
+	if fast, ok := parseCanonicalResponse(b); ok && len(fast.Body) != len(resp.Body) {
+		t.Errorf("parseCanonicalResponse: %d-byte body, want %d bytes", len(fast.Body), len(resp.Body))
 	}
 }
 
