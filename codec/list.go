@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // List is a view of a list inside a message. The zero List is empty. A List
@@ -89,16 +90,19 @@ func (l List) Object(i, stride int) Object {
 }
 
 // Data returns the Len()*elemSize bytes of a flat list, or nil when they do
-// not all lie inside the message. For a list of u8 it is the list itself.
-// The result aliases the message.
+// not all lie inside the message (a product past 64 bits included). For a
+// list of u8 it is the list itself. The result aliases the message.
 func (l List) Data(elemSize int) []byte {
 	if elemSize <= 0 || l.b == nil {
 		return nil
 	}
-	end := uint64(l.start) + uint64(l.n)*uint64(elemSize)
-	if end > uint64(len(l.b)) {
+	// A hostile count times a large size can pass 64 bits: the product
+	// is taken whole, so that it never wraps to a size that fits.
+	hi, size := bits.Mul64(uint64(l.n), uint64(elemSize))
+	if hi != 0 || size > uint64(len(l.b)-l.start) {
 		return nil
 	}
+	end := l.start + int(size)
 	return l.b[l.start:end:end]
 }
 

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // Variable-element lists of fixed-width values.
@@ -160,8 +161,10 @@ func (l List) VarFits(minElem int) bool {
 	if l.b == nil || minElem < 0 {
 		return l.n == 0
 	}
-	need := uint64(l.n) * uint64(ElementHeaderSize+minElem)
-	return need <= uint64(len(l.b)-l.start)
+	// Taken whole, in 64 bits, the product cannot wrap to a size that
+	// fits (a hostile count times a large minElem passes 64 bits).
+	hi, need := bits.Mul64(uint64(l.n), uint64(minElem)+ElementHeaderSize)
+	return hi == 0 && need <= uint64(len(l.b)-l.start)
 }
 
 // VarListOf returns a view of b as the body of a variable-element list
