@@ -36,9 +36,10 @@ func (o Object) Fixed(n int) []byte {
 // f is o's fixed section as [Object.Fixed] returned it and the slot lies
 // inside it, which spares the slot's own bounds check (the value's bounds
 // are still checked). Given any other f it reads the wrong slot, or nil
-// when off+8 is past len(f), but never panics.
+// when off is negative or off+8 is past len(f), but never panics.
 func (o Object) BytesIn(f []byte, off int) []byte {
-	if uint(off)+TextSlotSize > uint(len(f)) {
+	// Not uint(off)+8 > len(f): an off of -8 to -1 wraps to 0 to 7.
+	if off < 0 || off > len(f)-TextSlotSize {
 		return nil
 	}
 	rel := binary.LittleEndian.Uint32(f[off:])
