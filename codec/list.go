@@ -86,7 +86,7 @@ func (l List) Object(i, stride int) Object {
 	if p < 0 {
 		return Object{}
 	}
-	return objectAt(l.b, uint32(p))
+	return objectAt(l.b, uint64(p))
 }
 
 // Data returns the Len()*elemSize bytes of a flat list, or nil when they do

@@ -82,7 +82,7 @@ func (m Message) Root() Object {
 	if uint64(pos) == uint64(len(m.b)) {
 		return Object{b: m.b, pos: int(pos)}
 	}
-	return objectAt(m.b, pos)
+	return objectAt(m.b, uint64(pos))
 }
 
 // Version returns the header version (1 or 2); 0 for the zero Message.
@@ -140,9 +140,11 @@ func (m Message) BytesAt(pos int) (b []byte, ok bool) {
 }
 
 // objectAt returns the object at absolute position pos of msg, or a null
-// object when pos is inside the header or at or past the end.
-func objectAt(msg []byte, pos uint32) Object {
-	if pos < HeaderSize || uint64(pos) >= uint64(len(msg)) {
+// object when pos is inside the header or at or past the end. pos is 64
+// bits wide: a view of a buffer over 4 GiB (VarListOf) has positions
+// past 32 bits.
+func objectAt(msg []byte, pos uint64) Object {
+	if pos < HeaderSize || pos >= uint64(len(msg)) {
 		return Object{}
 	}
 	return Object{b: msg, pos: int(pos)}

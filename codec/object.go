@@ -187,11 +187,9 @@ func (o Object) Object(off int) Object {
 	if rel == 0 {
 		return Object{}
 	}
-	target := int64(p) + int64(rel)
-	if target < 0 || target > math.MaxUint32 {
-		return Object{}
-	}
-	return objectAt(o.b, uint32(target))
+	// A target before the start of the message converts to a position
+	// past its end.
+	return objectAt(o.b, uint64(int64(p)+int64(rel)))
 }
 
 // List reads the list slot at off (8 bytes: signed relative offset, element

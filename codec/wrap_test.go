@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/internal/bigbuf"
 )
 
 // hostileInts are offsets, indexes and sizes a caller or a slot could
@@ -189,6 +190,33 @@ func TestReadsDoNotWrap(t *testing.T) {
 			if in, ok := codec.VarListOf(msg[24:]); in.Len() != 0 || ok {
 				t.Errorf("size %#x: VarListOf counts %d elements (%v)", size, in.Len(), ok)
 			}
+		}
+	})
+
+	// VarListOf views any buffer, so a List's positions, and an Object's
+	// read from it, can pass 4 GiB. A List's flat Object read the object
+	// at its position's low 32 bits, and an Object's nested object past
+	// 4 GiB was null. The buffer is mapped address space (internal/bigbuf):
+	// element 0 spans 4 GiB + 3 bytes (never written), then 2¹⁶ empty
+	// elements (zero size words); of a flat view with a stride of
+	// 2¹⁶ + 1, element 2¹⁶ lies at 4 GiB + 2¹⁶, which wraps to 2¹⁶.
+	t.Run("positions past 4 GiB", func(t *testing.T) {
+		const k = 1 << 16
+		b := bigbuf.New(t, 1<<32+3+4*k)
+		binary.LittleEndian.PutUint32(b, math.MaxUint32)
+		l, ok := codec.VarListOf(b)
+		if !ok || l.Len() != k+1 {
+			t.Fatalf("VarListOf: %d elements (%v), want %d", l.Len(), ok, k+1)
+		}
+		o := l.Object(k, k+1)
+		want := uint64(1)<<32 + k
+		if uint64(o.Pos()) != want {
+			t.Fatalf("List.Object(%d, %d) at %d, want %d", k, k+1, o.Pos(), want)
+		}
+		// A nested-object slot there, pointing 8 bytes on.
+		binary.LittleEndian.PutUint32(b[o.Pos():], 8)
+		if c := o.Object(0); uint64(c.Pos()) != want+8 {
+			t.Errorf("Object.Object(0) at %d (null: %v), want %d", c.Pos(), c.IsNull(), want+8)
 		}
 	})
 }
