@@ -1,29 +1,16 @@
-//go:build linux && (amd64 || arm64)
+//go:build amd64 || arm64
+
+// The sizes below are int constants past 2 GiB: 64-bit platforms only.
 
 package codec_test
 
 import (
 	"errors"
-	"syscall"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/internal/bigbuf"
 )
-
-// addressSpace maps size bytes of private anonymous memory without
-// reserving swap for it: only the pages a test touches take memory, so a
-// test can build at positions beyond 2 GiB while using a few pages. It
-// skips t when the system refuses the mapping.
-func addressSpace(t *testing.T, size int) []byte {
-	t.Helper()
-	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE,
-		syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_NORESERVE)
-	if err != nil {
-		t.Skipf("cannot map %d bytes of address space: %v", size, err)
-	}
-	t.Cleanup(func() { syscall.Munmap(b) })
-	return b
-}
 
 // The Builder keeps positions in 32 bits. A message that starts beyond 2
 // GiB in its buffer (after 2 GiB of other messages) must still come out
@@ -33,12 +20,12 @@ func addressSpace(t *testing.T, size int) []byte {
 // slot stayed null, with no error. A message that grows past 2 GiB cannot
 // be built right and must be reported as misuse (a text slot beyond 2 GiB
 // was patched at the wrong place too, and Err said nothing below 4 GiB).
-// The buffers are mapped address space, and the 2 GiB a list element
+// The buffers are mapped address space (internal/bigbuf), and the 2 GiB a list element
 // holds are never written (EndElement takes them as the element's bytes),
 // so the test touches a few pages.
 func TestBuilderPast2GiB(t *testing.T) {
 	const gib = 1 << 30
-	space := addressSpace(t, 3*gib)
+	space := bigbuf.New(t, 3*gib)
 	build := func(dst []byte, bulk int) ([]byte, error) {
 		var b codec.Builder
 		b.Reset(dst)
