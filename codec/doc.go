@@ -33,6 +33,21 @@
 // getter is total: a field that does not fit inside the message reads as
 // the zero value, so hostile bytes cannot make a reader panic or allocate.
 //
+// Two things a reader cannot check. The wire does not record where an
+// object ends: a nested-object slot (and the header's root position)
+// holds only where the object starts, and the length of its fixed section
+// comes from the reader's schema. A getter checks a field against the end
+// of the message, not of the object (as [Object.Fixed], with which
+// generated records check a fixed section, checks it), so a field past
+// the fixed section its writer wrote (a reader whose schema gives the
+// object more fields than the writer's, or an offset that is simply
+// wrong) is not zero: it reads whatever bytes follow the object in the
+// message. And text is not checked for UTF-8:
+// [Object.Text], [ListIter.Bytes] and generated records give the bytes
+// the sender wrote, valid UTF-8 or not; a caller that needs valid text
+// checks it (utf8.ValidString). (Package codec/dynamic's JSON decoding
+// does check it, and refuses text that is not UTF-8.)
+//
 // Malformed input: [Parse] and the checked read [Object.CheckedBytes]
 // (with its inlinable form [Message.BytesAt]) reject what the total
 // getters read as zero, with a *[ParseError] that carries the offset where
