@@ -147,8 +147,11 @@ type streamSet struct {
 	limit int64
 
 	// The peer does flow control: it sent its hello, with its window.
-	peerFC     atomic.Bool
-	peerWindow atomic.Int64
+	peerFC atomic.Bool
+	// creditWaits counts the waits of Sends for room in the peer's
+	// window (for tests; beside peerFC, in what would be padding).
+	creditWaits atomic.Int32
+	peerWindow  atomic.Int64
 	// client: no hello came within helloWait of ours, or a frame of a
 	// stream came before it, so the server is taken for a canonical one
 	// and sends are no longer held to preHelloWindow.
@@ -253,6 +256,7 @@ func (s *Stream) Send(msg []byte) error {
 			s.mu.Unlock()
 			return errPeerClosed
 		}
+		t.creditWaits.Add(1)
 		s.cond.Wait()
 	}
 	s.out += cost
@@ -830,10 +834,14 @@ func (t *streamSet) onWindow(p []byte) (firstHello bool) {
 		return false // not ours to read: ignored like an unknown kind
 	}
 	if id == 0 {
-		t.peerWindow.Store(int64(min(max(n, 1), 1<<30)))
+		w := int64(min(max(n, 1), 1<<30))
+		grew := t.peerWindow.Swap(w) < w
 		first := !t.peerFC.Swap(true)
-		if first && t.cl != nil {
-			t.wakeSenders() // sends held to preHelloWindow go on
+		if grew {
+			// Sends held to preHelloWindow (a client's, before the first
+			// hello) or to the smaller window of an earlier hello may go
+			// on: no grant comes for the bytes a hello adds.
+			t.wakeSenders()
 		}
 		return first
 	}

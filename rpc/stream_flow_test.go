@@ -401,3 +401,88 @@ func checkEchoAllocs(t *testing.T, st *Stream) {
 		t.Fatalf("%v allocations per message round trip, want 0", n)
 	}
 }
+
+// pipeStream opens a stream of method 1 on c (a pipeClient) with ctx,
+// while peer reads the client's hello and the open.
+func pipeStream(t *testing.T, c *Client, peer *rawConn, ctx context.Context) *Stream {
+	t.Helper()
+	kinds := make(chan [2]byte, 1)
+	go func() {
+		var k [2]byte
+		for i := range k {
+			k[i], _, _ = peer.recv()
+		}
+		kinds <- k
+	}()
+	st, err := c.OpenStream(ctx, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := receive(t, "the peer to read the hello and the open", kinds); k != [2]byte{wire.KindStreamWindow, wire.KindStreamOpen} {
+		t.Fatalf("the peer read frame kinds %v, want the hello and the open", k)
+	}
+	return st
+}
+
+// rawFrame is a frame a rawConn read: its kind and body.
+type rawFrame struct {
+	kind byte
+	body []byte
+}
+
+// peerFrames reads peer's frames from now on and passes them on; the
+// channel closes when the connection does.
+func peerFrames(peer *rawConn) <-chan rawFrame {
+	frames := make(chan rawFrame, 64)
+	go func() {
+		defer close(frames)
+		for {
+			kind, body, ok := peer.recv()
+			if !ok {
+				return
+			}
+			frames <- rawFrame{kind, body}
+		}
+	}()
+	return frames
+}
+
+// streamMsg waits for the next frame from frames (what: what it is), which
+// must be a message of stream id, and returns the message.
+func streamMsg(t *testing.T, what string, frames <-chan rawFrame, id uint32) []byte {
+	t.Helper()
+	f := receive(t, what, frames)
+	got, msg, err := wire.ParseStreamMsg(f.body)
+	if f.kind != wire.KindStreamMsg || err != nil || got != id {
+		t.Fatalf("%s: frame kind %d %x, want a message of stream %d", what, f.kind, f.body, id)
+	}
+	return msg
+}
+
+// A second hello from the peer that announces a larger window wakes the
+// senders waiting for room in the smaller one. (They used to wait on
+// until a grant came: a hello grants nothing, so a peer that had read
+// nothing since left them waiting for good.)
+func TestStreamSecondHelloWakesSenders(t *testing.T) {
+	c, peer := pipeClient(t)
+	st := pipeStream(t, c, peer, context.Background())
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 100))
+	await(t, "the client to read the hello", c.streams.peerFC.Load)
+	frames := peerFrames(peer)
+	if err := st.Send(make([]byte, 200)); err != nil { // within the window: none outstanding
+		t.Fatal(err)
+	}
+	if m := streamMsg(t, "the first message", frames, st.ID()); len(m) != 200 {
+		t.Fatalf("first message: %d bytes, want 200", len(m))
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- st.Send([]byte("second")) }()
+	await(t, "the second Send to wait for the window", func() bool { return c.streams.creditWaits.Load() > 0 })
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<20))
+	if err := receive(t, "the second Send, after the larger hello", sent); err != nil {
+		t.Fatal(err)
+	}
+	if m := streamMsg(t, "the second message", frames, st.ID()); string(m) != "second" {
+		t.Fatalf("second message: %q", m)
+	}
+}
