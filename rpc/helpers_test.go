@@ -315,12 +315,12 @@ func receive[T any](t testing.TB, what string, ch <-chan T) T {
 }
 
 // pipeClient is a client over net.Pipe (a write waits for the peer's
-// read) with a write timeout of an hour, and its peer; both are closed
-// when the test ends.
-func pipeClient(t testing.TB) (*Client, *rawConn) {
+// read) with a write timeout of an hour and opts, and its peer; both are
+// closed when the test ends.
+func pipeClient(t testing.TB, opts ...ClientOption) (*Client, *rawConn) {
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
-	c := NewClient(a, WithWriteTimeout(time.Hour))
+	c := NewClient(a, append([]ClientOption{WithWriteTimeout(time.Hour)}, opts...)...)
 	t.Cleanup(func() { c.Close() })
 	return c, &rawConn{t, b}
 }

@@ -121,12 +121,18 @@ type Stream struct {
 	qh      int
 	qBytes  int64 // accounted bytes queued (len+4 each)
 	unacked int64 // accounted bytes consumed and not yet granted back
-	rdone   bool  // no message will be queued any more
 	rerr    error // what Recv returns once the queue is empty and rdone
+	rdone   bool  // no message will be queued any more
+	sdone   bool  // send side: no message may be sent any more (beside rdone: one word)
+	// The stream's last grant, on the outbox's mu (see streamSet.grant):
+	// grantAt is 1 + its offset in the outbox's queue (0: none),
+	// grantMark the outbox's takes (outbox.taken) when it was queued.
+	// While the writer has taken no queue since, the grant waits there.
+	grantAt   int32
+	grantMark uint64
 	// Send side.
-	out   int64 // accounted bytes sent and not granted back by the peer
-	sdone bool  // no message may be sent any more
-	serr  error // what Send returns once sdone
+	out  int64 // accounted bytes sent and not granted back by the peer
+	serr error // what Send returns once sdone
 
 	acct streamAcct  // on mu: counts for the observer and Stats (stream_observe.go)
 	taps []StreamTap // set before the stream is used (stream_intercept.go)
@@ -358,7 +364,7 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	}
 	s.mu.Unlock()
 	if grant > 0 {
-		t.grant(s.ctx, s.id, grant)
+		t.grant(s.ctx, s, grant)
 	}
 	if s.taps != nil {
 		if err := s.tapRecv(buf[n0:]); err != nil {
@@ -703,17 +709,50 @@ func (t *streamSet) writeEnd(ctx context.Context, id, status uint32, text string
 	}
 }
 
-// grant sends the peer a window update of n bytes for stream id. A
+// grant sends the peer a window update of n bytes for stream s. A
 // control frame: not held back by the queue bound (grants follow bytes
-// received). On a client, the write of the queue that the grant may
-// make the caller do is bounded by the stream's ctx, as Send's is: when
-// ctx ends during it, another goroutine writes the rest.
-func (t *streamSet) grant(ctx context.Context, id uint32, n int64) {
-	var b [8]byte
-	err := t.out.lock().WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], id, uint32(min(n, 1<<31))))
-	if err = t.flush(ctx, t.out.unlock(), err); err != nil {
+// received). While s's last grant still waits in the queue (the writer
+// has not taken it: a peer that does not read), n is added to that one
+// instead, so a peer that sends and never reads makes us queue one grant
+// per stream, not one per half window it sent. On a client, the write of
+// the queue that the grant may make the caller do is bounded by the
+// stream's ctx, as Send's is: when ctx ends during it, another goroutine
+// writes the rest.
+func (t *streamSet) grant(ctx context.Context, s *Stream, n int64) {
+	o := t.out
+	w := o.lock()
+	var err error
+	if !s.addToGrant(o, n) {
+		at := o.queued() // where the frame goes: no frame is begun while we hold mu
+		var b [8]byte
+		if err = w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], s.id, uint32(min(n, maxGrant)))); err == nil {
+			s.grantAt, s.grantMark = int32(at)+1, o.taken
+		}
+	}
+	if err = t.flush(ctx, o.unlock(), err); err != nil {
 		t.broken(err)
 	}
+}
+
+// maxGrant bounds the bytes one grant frame carries.
+const maxGrant = 1 << 31
+
+// addToGrant adds n bytes to s's last grant when that still waits in o's
+// queue, and reports whether it did: it does while the writer has taken
+// no queue since (frames leave the queue only so, or when the stream
+// breaks) and the sum fits in a grant. Called with o's mu held.
+func (s *Stream) addToGrant(o *outbox, n int64) bool {
+	if s.grantAt == 0 || s.grantMark != o.taken || o.err != nil {
+		return false
+	}
+	// The frame: [u32 length][kind][u32 id][u32 bytes].
+	p := o.cur.B[int(s.grantAt)-1+frameHeader+4:]
+	sum := int64(binary.LittleEndian.Uint32(p)) + n
+	if sum > maxGrant {
+		return false
+	}
+	binary.LittleEndian.PutUint32(p, uint32(sum))
+	return true
 }
 
 // flush is the write of a stream's frame that made its caller the

@@ -486,3 +486,80 @@ func TestStreamSecondHelloWakesSenders(t *testing.T) {
 		t.Fatalf("second message: %q", m)
 	}
 }
+
+// While the peer reads nothing, the grants a stream's reader makes wait
+// in the connection's queue as one frame, to which each new grant adds:
+// a peer that sends and never reads costs one queued grant per stream,
+// whatever it sends. (Each grant was a frame of its own, one per half
+// window read, and grants are not held back by the queue's bound: the
+// queue grew with what the peer sent.) Nothing is lost: the one frame
+// carries every byte granted.
+func TestStreamGrantsMergedWhilePeerDoesNotRead(t *testing.T) {
+	const window = 1024
+	c, peer := pipeClient(t, WithStreamWindow(window))
+	st := pipeStream(t, c, peer, context.Background())
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<20))
+	await(t, "the client to read the hello", c.streams.peerFC.Load)
+	// A call whose write blocks: the peer reads nothing from now on.
+	go c.Call(context.Background(), mEcho, make([]byte, 1000), nil)
+	await(t, "the call's write to block", func() bool {
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return c.out.flushing
+	})
+	// n messages of half a window each: a grant for each one read.
+	const n = 100
+	const granted = n * window / 2
+	go func() {
+		msg := wire.AppendStreamMsg(nil, st.ID(), make([]byte, window/2-wire.StreamMsgOverhead))
+		for range n {
+			if _, err := peer.Write(frameBytes(wire.KindStreamMsg, msg)); err != nil {
+				return
+			}
+		}
+	}()
+	for i := range n {
+		if _, err := st.Recv(nil); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	c.out.mu.Lock()
+	var queued []byte
+	if c.out.cur != nil {
+		queued = append(queued, c.out.cur.B...)
+	}
+	c.out.mu.Unlock()
+	var frames int
+	var sum uint32
+	for len(queued) >= frameHeader {
+		size := 4 + int(binary.LittleEndian.Uint32(queued))
+		id, credit, ok := wire.ParseStreamWindow(queued[frameHeader:size])
+		if queued[4] != wire.KindStreamWindow || !ok || id != st.ID() {
+			t.Fatalf("queued: frame %x, want only grants of stream %d", queued[:size], st.ID())
+		}
+		frames++
+		sum += credit
+		queued = queued[size:]
+	}
+	if frames != 1 || sum != granted {
+		t.Fatalf("queued: %d grant frames of %d bytes in all, want 1 of %d", frames, sum, granted)
+	}
+	// The peer reads again: the call's request, then that one grant.
+	peer.recvRequest()
+	frames, sum = 0, 0
+	for sum < granted {
+		kind, env, ok := peer.recv()
+		if !ok {
+			t.Fatalf("connection closed after %d grant frames of %d bytes", frames, sum)
+		}
+		id, credit, wok := wire.ParseStreamWindow(env)
+		if kind != wire.KindStreamWindow || !wok || id != st.ID() {
+			t.Fatalf("frame kind %d %x, want a grant of stream %d", kind, env, st.ID())
+		}
+		frames++
+		sum += credit
+	}
+	if frames != 1 || sum != granted {
+		t.Fatalf("written: %d grant frames of %d bytes in all, want 1 of %d", frames, sum, granted)
+	}
+}
