@@ -32,9 +32,10 @@ import (
 // canonical runtime does, and a receiver whose buffer is full stops
 // reading the connection until the application drains it (the canonical
 // behaviour: the only choice that neither loses messages nor grows memory
-// past the window). Between two zapcodec peers it does not happen: before
-// the server's hello arrives a client sends at most preHelloWindow per
-// stream, which a zapcodec server always buffers (see mayOwe).
+// past the window). Between two zapcodec peers it does not happen while
+// the round trip is under helloWait: before the server's hello arrives a
+// client sends at most preHelloWindow per stream, which a zapcodec server
+// always buffers (see mayOwe and preHelloWindow).
 
 // StreamHandler serves one streaming method. init is the initial message
 // of the open frame (empty when the client sent none); it is the handler's
@@ -450,10 +451,16 @@ func putQueue(q []byte) []byte {
 // hello as it reads it, before any frame of the streams we open after it:
 // a frame of a stream that comes first tells the server is canonical
 // (canonicalEvidence). A canonical server that sends nothing on a stream
-// before it has read all of it says nothing: the client takes it for a
-// canonical one once no hello came helloWait after ours left the queue
-// (which a backed-up queue may hold a while; awaitHello). The hello
-// comes a round trip after ours leaves.
+// before it has read all of it says nothing, and cannot be asked: it
+// ignores every addition WIRE.md §8 allows, and a request, which it
+// would answer, is not one. The client takes it for a canonical one once
+// no hello came helloWait after ours was queued, or, when ours was still
+// queued then (a backed-up queue), helloWait after a look that found it
+// gone (awaitHello). The hello comes a round trip after ours leaves, so
+// it is awaited while the round trip is under helloWait. One that comes
+// later is taken as it comes (onWindow): its window holds from then on,
+// and until then the client sent without one, which the server takes as
+// a canonical client's sends (its read loop waits for room).
 const preHelloWindow = 16 << 10
 
 var (

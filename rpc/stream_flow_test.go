@@ -563,3 +563,77 @@ func TestStreamGrantsMergedWhilePeerDoesNotRead(t *testing.T) {
 		t.Fatalf("written: %d grant frames of %d bytes in all, want 1 of %d", frames, sum, granted)
 	}
 }
+
+// A server's hello that comes after the client's wait for it (helloWait)
+// is over, once the client has taken the server for a canonical one and
+// sent past preHelloWindow without a window: nothing is lost, and the
+// hello's window holds from when it arrives, both ways. The client's
+// sends wait for room in it, counting what they sent meanwhile less the
+// grants for it, and its Recv grants what it reads.
+func TestStreamHelloAfterWait(t *testing.T) {
+	old := helloWait
+	helloWait = time.Millisecond
+	defer func() { helloWait = old }()
+	c, peer := pipeClient(t)
+	st := pipeStream(t, c, peer, context.Background())
+	await(t, "the hello wait to end", c.streams.noHello.Load)
+	frames := peerFrames(peer)
+	// Taken for canonical: 40 sends of 1,000 bytes (40,160 accounted,
+	// past preHelloWindow) go out, none waiting.
+	const early, size = 40, 1000
+	msg := make([]byte, size)
+	for i := range uint32(early) {
+		binary.LittleEndian.PutUint32(msg, i)
+		if err := st.Send(msg); err != nil {
+			t.Fatal(err)
+		}
+		if m := streamMsg(t, "a message sent before the hello", frames, st.ID()); !bytes.Equal(m, msg) {
+			t.Fatalf("message %d: %d bytes, starting %x", i, len(m), m[:min(4, len(m))])
+		}
+	}
+	if n := c.streams.creditWaits.Load(); n != 0 {
+		t.Fatalf("sends towards a server taken for canonical waited %d times", n)
+	}
+	// The hello comes: a window of 4 KiB, with 40,160 bytes outstanding.
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 4096))
+	await(t, "the client to read the hello", c.streams.peerFC.Load)
+	sent := make(chan error, 1)
+	go func() {
+		m := make([]byte, size)
+		binary.LittleEndian.PutUint32(m, early)
+		sent <- st.Send(m)
+	}()
+	await(t, "the next Send to wait for room in the window", func() bool { return c.streams.creditWaits.Load() > 0 })
+	// A grant for what the peer read: the bytes outstanding fall below
+	// the window, and the Send goes on.
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, st.ID(), early*(size+wire.StreamMsgOverhead)))
+	if err := receive(t, "the Send after the grant", sent); err != nil {
+		t.Fatal(err)
+	}
+	if m := streamMsg(t, "the message sent after the hello", frames, st.ID()); len(m) != size || binary.LittleEndian.Uint32(m) != early {
+		t.Fatalf("message %d: %d bytes, starting %x", early, len(m), m[:min(4, len(m))])
+	}
+	// The other way: the client grants what it reads, from the hello on:
+	// half its window (64 KiB) takes 33 messages of 1,000 bytes.
+	const back = 33
+	go func() {
+		for i := range uint32(back) {
+			body := wire.AppendStreamMsg(nil, st.ID(), make([]byte, size))
+			binary.LittleEndian.PutUint32(body[wire.StreamMsgOverhead:], i)
+			if _, err := peer.Write(frameBytes(wire.KindStreamMsg, body)); err != nil {
+				return
+			}
+		}
+	}()
+	for i := range uint32(back) {
+		m, err := st.Recv(nil)
+		if err != nil || len(m) != size || binary.LittleEndian.Uint32(m) != i {
+			t.Fatalf("message %d from the peer: %d bytes, %v", i, len(m), err)
+		}
+	}
+	f := receive(t, "the client's grant", frames)
+	id, n, ok := wire.ParseStreamWindow(f.body)
+	if f.kind != wire.KindStreamWindow || !ok || id != st.ID() || n != back*(size+wire.StreamMsgOverhead) {
+		t.Fatalf("frame kind %d %x, want a grant of %d bytes for stream %d", f.kind, f.body, back*(size+wire.StreamMsgOverhead), st.ID())
+	}
+}
