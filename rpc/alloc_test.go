@@ -427,7 +427,8 @@ func TestServerConnSizeClass(t *testing.T) {
 
 // Over TLS, a call whose ctx can end allocates no more than one whose ctx
 // cannot: its flush is handed to the connection's writer goroutine
-// (outbox.handToWriter), which is started once, not per write. What both
+// (outbox.handToWriter), which is started once per busy spell (it ends
+// when idle, see TestTLSWriterEndsWhenIdle), not per write. What both
 // allocate is crypto/tls's: it allocates a reader for each read of the
 // socket, one per call on each end here (one caller, one call at a time).
 func TestAllocsTLSCallWithDeadline(t *testing.T) {

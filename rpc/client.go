@@ -93,6 +93,7 @@ type Client struct {
 	// The rest belongs to the beat.
 	beatE     *beatEntry
 	nextCheck int64 // monoNow of the next answer check
+	wrSince   int64 // monoNow since which the outbox's writer goroutine is idle (endIdleWriter)
 	lastRx    uint64
 	quiet     int
 }
@@ -217,9 +218,15 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 // *net.UnixConn or net.Pipe end, or a wrapper that unwraps to one with a
 // NetConn method (and is not TLS: it has no ConnectionState). Over any
 // other, TLS among them, a caller with a ctx that can end leaves the
-// write to the connection's writer goroutine (started at the first such
-// write, it lives as long as the connection) and waits for the answer
-// (or its ctx); the write timeout bounds the write.
+// write to the connection's writer goroutine and waits for the answer
+// (or its ctx); the write timeout bounds the write. That goroutine is
+// started by the first such write and ends once no such write came for
+// a second or more, at the client's periodic check (every quarter of the
+// shorter of the write and answer timeouts: 7.5 to 15 s after the last
+// write with the defaults), so an idle connection does not keep its
+// stack; the next such write starts it again (two allocations). With
+// neither timeout there is no periodic check, and it lives as long as
+// the connection.
 func NewClient(nc net.Conn, opts ...ClientOption) *Client {
 	o := buildClientOptions(opts)
 	if o.tls != nil {
@@ -246,6 +253,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	// stream fails the client at once, whichever goroutine ran it (fail
 	// takes the outbox's lock, which broke holds: in a goroutine).
 	c.out.soleDL = true
+	c.out.keepWriter = true // the beat ends it when idle (Client.beat)
 	c.out.onBreak = func(err error) { go c.fail(err) }
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.cl = c
@@ -279,7 +287,8 @@ func (c *Client) beatEvery() time.Duration {
 }
 
 // beat runs the client's periodic checks (see beatEvery): the watch of
-// its writes at every beat, the answer check every answerTimeout/4.
+// its writes and the end of its idle writer goroutine at every beat, the
+// answer check every answerTimeout/4.
 func (c *Client) beat(now int64) {
 	if c.broken.Load() {
 		return
@@ -287,6 +296,11 @@ func (c *Client) beat(now int64) {
 	if c.out.ww != nil && c.out.watchWrite(now) {
 		// fail closes nc, which may take its time: the beat goes on.
 		go c.fail(errDeadlineIgnored)
+	}
+	if !c.out.resumable {
+		// Only such a connection has a writer goroutine (TLS: see
+		// outbox.handToWriter).
+		c.out.endIdleWriter(now, &c.wrSince)
 	}
 	if a := c.opts.answerTimeout; a > 0 && now >= c.nextCheck {
 		// Every answerTimeout/4, at the first beat after (a write

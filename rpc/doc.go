@@ -70,7 +70,10 @@
 // the replicas of a service (resolved by DNS or a registry, balanced by
 // load, failing replicas ejected, refused calls retried within a budget).
 // Both satisfy [Caller], the interface generated stubs use. A warm unary
-// call allocates nothing on either side.
+// call allocates nothing on either side. An idle client keeps one
+// goroutine, its read loop: over TLS, the goroutine that writes for
+// calls whose ctx can end is ended at the client's periodic check once
+// idle for a second or more, and started again by the next such call.
 //
 // Safe defaults: a call returns by its ctx's deadline whatever the peer
 // does (a write blocked by a peer that does not read is finished by

@@ -73,8 +73,14 @@ var noCtx = context.Background()
 var handOffs atomic.Int64
 
 // writers counts the outboxes' writer goroutines running (for tests; see
-// handToWriter).
-var writers atomic.Int64
+// handToWriter); writersEnded counts the client writers endIdleWriter
+// ended.
+var writers, writersEnded atomic.Int64
+
+// writerIdle is how long a client's writer goroutine waits for a
+// hand-over before the beat ends it (endIdleWriter): an idle connection
+// does not keep a goroutine stack for it.
+const writerIdle = time.Second
 
 // errWriteTimeout breaks a connection whose peer took no byte for the
 // write timeout.
@@ -136,6 +142,14 @@ type outbox struct {
 	claimed  bool // a goroutine was told to flush and has not started
 	flushing bool // a goroutine holds the writer role
 	wdlCtx   bool // writer role: wdl came from a caller's ctx, not the write timeout
+	// wrIdle: no hand-over to the writer goroutine since the beat's last
+	// look (endIdleWriter sets it, handToWriter clears it).
+	wrIdle bool
+	// keepWriter (a client's; set before the first write): the writer
+	// goroutine waits between hand-overs until the beat finds it idle;
+	// without it (a server's) each hand-over has a goroutine that ends
+	// once it has written the queue out (see handToWriter).
+	keepWriter bool
 
 	mu    sync.Mutex
 	cur   *outBuf // the queue: whole frames, then possibly a begun one; nil when empty
@@ -165,15 +179,11 @@ type outbox struct {
 	vecArr [2][]byte
 	vec    net.Buffers
 
-	// The writer goroutine's (see handToWriter), nil until the first
-	// hand-over; under mu.
-	wr *outWriter
-}
-
-// outWriter is how an outbox reaches its writer goroutine: kick hands it
-// the writer role, halted is closed when the stream breaks.
-type outWriter struct {
-	kick, halted chan struct{}
+	// wr hands the writer role to the writer goroutine (see
+	// handToWriter): one kick per hand-over, closed to end the goroutine
+	// (the stream broke, or the beat found it idle). nil while none runs;
+	// under mu.
+	wr chan struct{}
 }
 
 // writeWatch is the state of the beat's watch of an outbox's writes (see
@@ -489,43 +499,107 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	return err
 }
 
-// handToWriter gives the writer role, which the caller holds, to the
-// outbox's writer goroutine, which writes the queue out (drain, without
-// a ctx: the write timeout bounds it). It is how a caller whose ctx may
-// end flushes a connection whose writes cannot be cut at that end and
-// resumed (TLS, see flushCtx): the caller returns at once. The goroutine
-// is started at the first hand-over and ends when the stream breaks, so
-// a hand-over costs a wake-up and no allocation. Called without mu.
+// handToWriter gives the writer role, which the caller holds, to a
+// writer goroutine, which writes the queue out (drain, without a ctx: the
+// write timeout bounds it). It is how a caller whose ctx may end flushes
+// a connection whose writes cannot be cut at that end and resumed (TLS,
+// see flushCtx): the caller returns at once. Called without mu.
+//
+// A client's writer goroutine (keepWriter) is started at the first
+// hand-over and waits for the next one, so a hand-over costs a wake-up
+// and no allocation; it ends when the stream breaks, or when the beat
+// finds that no hand-over came for writerIdle (endIdleWriter), and the
+// next hand-over starts another (two allocations: the channel and the
+// goroutine's). A server hands over only when its queue is full (room):
+// each hand-over has a goroutine of its own, which ends once it has
+// written the queue out.
 func (o *outbox) handToWriter() {
-	o.mu.Lock()
-	if o.wr == nil {
-		o.wr = &outWriter{make(chan struct{}, 1), make(chan struct{})}
-		go o.writer(o.wr.kick, o.wr.halted)
+	if !o.keepWriter {
+		go o.writeAlone()
+		return
 	}
-	kick := o.wr.kick
+	o.mu.Lock()
+	if o.err != nil {
+		// The stream broke since the caller took the role: nothing is
+		// written any more. The role ends here (see endWriter).
+		o.flushing = false
+		o.endWriter()
+		o.wakeAll()
+		o.mu.Unlock()
+		return
+	}
+	if o.wr == nil {
+		o.wr = make(chan struct{}, 1)
+		go o.writer(o.wr)
+	}
+	o.wrIdle = false
+	kick := o.wr
 	o.mu.Unlock()
 	// Never blocks: the role is one goroutine's at a time, and the
 	// writer takes the kick before it drains, so no other is pending.
+	// Nor is kick closed meanwhile: the caller holds the role (see
+	// endWriter).
 	kick <- struct{}{}
 }
 
-// writer is the loop of the outbox's writer goroutine (see
-// handToWriter): each kick hands it the writer role. It returns when the
-// stream breaks (halted is closed): a kick it leaves then holds a role
-// that nobody needs, since a broken stream writes nothing more.
-func (o *outbox) writer(kick, halted <-chan struct{}) {
+// endWriter ends a client's writer goroutine: it closes wr, which the
+// goroutine takes for its end once it has taken every kick sent before.
+// Called with mu held, by the holder of the writer role as it gives the
+// role up after the stream broke, or while nobody holds the role (halt,
+// endIdleWriter): a holder of the role may be between handToWriter's
+// unlock and its kick, and a kick on a closed channel would panic.
+func (o *outbox) endWriter() {
+	if o.wr != nil {
+		close(o.wr)
+		o.wr = nil
+	}
+}
+
+// writer is the loop of a client's writer goroutine (see handToWriter):
+// each kick hands it the writer role. It returns once kick is closed (the
+// stream broke, or endIdleWriter) and every kick sent before has been
+// taken: a kick sent is always drained.
+func (o *outbox) writer(kick <-chan struct{}) {
 	writers.Add(1)
 	defer writers.Add(-1)
-	for {
-		select {
-		case <-kick:
-			if o.drain(noCtx, nil, 0) != nil {
-				return
-			}
-		case <-halted:
-			return
-		}
+	for range kick {
+		o.drain(noCtx, nil, 0)
 	}
+}
+
+// writeAlone is a server's writer goroutine (see handToWriter): it
+// writes the queue out and ends.
+func (o *outbox) writeAlone() {
+	writers.Add(1)
+	defer writers.Add(-1)
+	o.drain(noCtx, nil, 0)
+}
+
+// endIdleWriter is the beat's look at a client's writer goroutine (see
+// handToWriter), with since the beat's record of when it last found it
+// in use: a goroutine that had no hand-over since the previous look, at
+// least writerIdle ago, ends; the next hand-over starts another. Its
+// stack is the memory an idle TLS connection would otherwise keep for
+// it.
+//
+// It does not end the goroutine while the writer role is held (or
+// claimed): a holder may be in handToWriter between its unlock and its
+// kick, and must find the goroutine it read there still taking kicks. A
+// holder that took the role after this ends it reads a nil wr under mu
+// and starts a new one.
+func (o *outbox) endIdleWriter(now int64, since *int64) {
+	o.mu.Lock()
+	switch {
+	case o.wr == nil:
+	case o.flushing || o.claimed || !o.wrIdle:
+		// In use since the previous look, or now: idle from now at most.
+		o.wrIdle, *since = true, now
+	case now-*since >= int64(writerIdle):
+		o.endWriter()
+		o.wrIdle = false
+		writersEnded.Add(1)
+	}
+	o.mu.Unlock()
 }
 
 // handedOver returns the error of a caller whose write was handed over
@@ -555,7 +629,8 @@ func (o *outbox) drain(ctx context.Context, w *outBuf, off int) error {
 			if o.err != nil {
 				err := o.err
 				o.flushing = false
-				o.release() // the buffer just written kept as spare
+				o.endWriter() // the role ends after the break: see halt
+				o.release()   // the buffer just written kept as spare
 				o.wakeAll()
 				o.mu.Unlock()
 				return err
@@ -677,14 +752,16 @@ func (o *outbox) shut(err error) {
 // reports that it had none) and drops the frames queued, which can never
 // leave, with the queue buffers: a broken stream keeps none (a writer
 // under way gives the one it writes back when it is done, see drain).
-// Called with mu held, no frame begun.
+// A client's writer goroutine ends now when nobody holds the writer role,
+// else when its holder gives the role up (see endWriter). Called with mu
+// held, no frame begun.
 func (o *outbox) halt(err error) (first bool) {
 	first = o.err == nil
 	if first {
 		o.err = err
-		if o.wr != nil {
-			close(o.wr.halted) // the writer goroutine ends
-		}
+	}
+	if !o.flushing {
+		o.endWriter()
 	}
 	o.release()
 	return first
@@ -1015,6 +1092,7 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	if err != nil {
 		o.broke(err)
 		o.flushing = false
+		o.endWriter() // see halt
 		o.wakeAll()
 		return err
 	}

@@ -23,8 +23,9 @@ import (
 //
 // What it costs not to be resumable: on a client, a write whose caller
 // has a ctx that can end is not cut at its end, it runs in the
-// connection's writer goroutine (one more goroutine per connection, see
-// outbox.handToWriter), bounded by the write timeout; on a
+// connection's writer goroutine (one more goroutine per connection
+// while such writes come, see outbox.handToWriter), bounded by the write
+// timeout; on a
 // server (a listener's wrapper), each write must end within the write
 // timeout, as over TLS (see outbox.write, writeWatched).
 func resumableConn(nc net.Conn) bool {

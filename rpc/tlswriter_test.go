@@ -2,13 +2,22 @@ package rpc
 
 import (
 	"context"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 // A TLS client's calls whose ctx can end hand their writes to one writer
 // goroutine per connection, which ends with the connection: when the
-// client closes, and when the server goes away.
+// client closes, and when the server goes away. (It also ends when idle:
+// TestTLSWriterEndsWhenIdle.)
 func TestTLSWriterGoroutine(t *testing.T) {
 	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
 	tlsServer, tlsClient := tlsOptions(t)
@@ -48,5 +57,221 @@ func TestTLSWriterGoroutine(t *testing.T) {
 	await(t, "the writer of the client whose server went away to end", func() bool { return writers.Load() == 0 })
 	if _, err := b.Call(ctx, mEcho, []byte("z"), nil); err == nil {
 		t.Fatal("call on a connection whose server went away succeeded")
+	}
+}
+
+// A TLS client's writer goroutine ends once it has had no hand-over for
+// writerIdle (the beat ends it: an idle connection keeps no goroutine
+// stack for it), and the next call with a ctx that can end starts
+// another; calls go on working throughout.
+func TestTLSWriterEndsWhenIdle(t *testing.T) {
+	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
+	tlsServer, tlsClient := tlsOptions(t)
+	_, addr, _ := testServer(t, tlsServer)
+	// A write timeout of 2 s makes the client's beat come every 500 ms.
+	c := dial(t, addr, tlsClient, WithWriteTimeout(2*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	call := func(ctx context.Context, p string) {
+		t.Helper()
+		if out, err := c.Call(ctx, mEcho, []byte(p), nil); err != nil || string(out) != p {
+			t.Fatalf("call: %q, %v", out, err)
+		}
+	}
+
+	ended := writersEnded.Load()
+	call(ctx, "a")
+	if n := writers.Load(); n != 1 {
+		t.Fatalf("%d writer goroutines after a call with a deadline, want 1", n)
+	}
+	await(t, "the idle writer goroutine to end", func() bool { return writers.Load() == 0 })
+	if writersEnded.Load() == ended {
+		t.Fatal("the writer goroutine ended, but not as an idle one")
+	}
+	call(ctx, "b")
+	if n := writers.Load(); n != 1 {
+		t.Fatalf("%d writer goroutines after a call with a deadline on an idle connection, want 1", n)
+	}
+	call(context.Background(), "c")
+	await(t, "the idle writer goroutine to end again", func() bool { return writers.Load() == 0 })
+	call(ctx, "d")
+}
+
+// A server's writer goroutine (a hand-over of its full queue by a stream
+// handler whose ctx can end, on a connection whose writes cannot resume)
+// ends once it has written the queue out.
+func TestServerWriterEndsAfterDrain(t *testing.T) {
+	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	o := &outbox{}
+	o.setup(a, time.Hour, 1<<20)
+	o.resumable = false // as over TLS
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	buf, err := o.beginCtx(ctx, wire.KindStreamMsg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, err := o.end(append(buf, "frame"...))
+	if err = o.flushIfCtx(ctx, lead, err); err != nil {
+		t.Fatal(err)
+	}
+	// Its write waits for the read below.
+	await(t, "the server's writer goroutine to start", func() bool { return writers.Load() == 1 })
+	if _, _, err := frame.NewReader(b).Next(); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the server's writer goroutine to end", func() bool { return writers.Load() == 0 })
+}
+
+// A hand-over to a client's writer goroutine that comes while the beat
+// ends it is neither lost nor stuck: the writer role goes either to the
+// goroutine the hand-over found, which takes the kick before it ends, or
+// to a new one. Senders hand frames over one at a time, each waiting
+// until its frame has arrived (the writer is then idle), while
+// endIdleWriter is called as fast as it can with made-up times a
+// writerIdle apart; every frame must arrive. Run it with -race.
+func TestWriterHandOverWhileEnding(t *testing.T) {
+	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
+	const senders, frames = 2, 20000
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	o := &outbox{}
+	o.setup(a, time.Hour, 1<<20)
+	o.resumable, o.keepWriter = false, true // a TLS client's
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// The reader counts each sender's frames (the payload's byte).
+	var got [senders]atomic.Int64
+	go func() {
+		r := frame.NewReader(b)
+		for {
+			_, p, err := r.Next()
+			if err != nil {
+				return
+			}
+			got[p[0]].Add(1)
+		}
+	}()
+	stop := make(chan struct{})
+	ender := make(chan struct{})
+	ended := writersEnded.Load()
+	go func() {
+		defer close(ender)
+		var now, since int64
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			now += int64(writerIdle)
+			o.endIdleWriter(now, &since)
+			runtime.Gosched()
+		}
+	}()
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range frames {
+				buf, err := o.beginCtx(ctx, wire.KindStreamMsg)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				lead, err := o.end(append(buf, byte(s)))
+				if err = o.flushIfCtx(ctx, lead, err); err != nil {
+					t.Error(err)
+					return
+				}
+				// Spun, not awaited: await's sleeps would make the
+				// run long. The bound only keeps a lost frame from
+				// hanging the test.
+				for start := time.Now(); got[s].Load() != int64(i+1); runtime.Gosched() {
+					if time.Since(start) > 30*time.Second {
+						t.Errorf("frame %d of sender %d handed over, not arrived after 30 s", i, s)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-ender
+	t.Logf("%d frames, the writer goroutine ended %d times meanwhile", senders*frames, writersEnded.Load()-ended)
+	if writersEnded.Load() == ended {
+		t.Error("the writer goroutine never ended while frames were handed over: the test did not test the hand-over while ending")
+	}
+	o.shut(ErrClosed)
+	await(t, "the writer goroutine to end with the stream", func() bool { return writers.Load() == 0 })
+}
+
+// A client's writer goroutine ends when the stream breaks, whatever the
+// writer role was doing then: a hand-over under way (its kick must not
+// meet a closed channel), a drain by the goroutine or by another holder
+// of the role, or nothing. The stream is broken (as shut, which Close
+// calls, breaks it) while the role is held, after a run of hand-overs,
+// many times over; each time the goroutine must end. Run it with -race.
+func TestWriterEndsWhenStreamBreaks(t *testing.T) {
+	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
+	for run := range 1000 {
+		a, b := net.Pipe()
+		go io.Copy(io.Discard, b)
+		o := &outbox{}
+		o.setup(a, time.Hour, 1<<20)
+		o.resumable, o.keepWriter = false, true // a TLS client's
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		for s := range 2 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := 0; ; i++ {
+					buf, err := o.beginCtx(ctx, wire.KindStreamMsg)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					lead, err := o.end(append(buf, byte(i)))
+					if s == 1 && i%2 == 0 {
+						err = o.flushIf(lead, err) // written by this goroutine
+					} else {
+						err = o.flushIfCtx(ctx, lead, err) // handed over
+					}
+					if err != nil {
+						return // the stream broke
+					}
+					runtime.Gosched() // the breaker below gets its turns
+				}
+			}()
+		}
+		// After some hand-overs, break the stream as shut does, at a
+		// moment the role is held: perhaps by a goroutine between its
+		// hand-over's unlock and its kick.
+		for spins := 0; ; spins++ {
+			o.mu.Lock()
+			if spins >= run%4 && o.flushing && o.wr != nil {
+				o.halt(ErrClosed)
+				o.wakeAll()
+				o.mu.Unlock()
+				break
+			}
+			o.mu.Unlock()
+			runtime.Gosched()
+		}
+		<-done
+		<-done
+		for start := time.Now(); writers.Load() != 0; runtime.Gosched() {
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("run %d: the writer goroutine still runs 30 s after the stream broke", run)
+			}
+		}
+		cancel()
+		a.Close()
+		b.Close()
 	}
 }
