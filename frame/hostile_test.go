@@ -350,6 +350,47 @@ func TestWriterMisuse(t *testing.T) {
 	}
 }
 
+// End refuses a buffer that does not extend what Begin returned, as
+// ErrNoBegin says, and keeps the pending frames: it used to take any
+// buffer long enough as its own, so the frames pending before Begin were
+// replaced by whatever that buffer held (zeros here: a length-0 frame on
+// the wire) and lost without an error. A buffer that append moved to a
+// larger array still extends Begin's.
+func TestWriterEndForeignBuffer(t *testing.T) {
+	t.Parallel()
+	for _, http := range []bool{false, true} {
+		var out bytes.Buffer
+		var opts []Option
+		if http {
+			opts = append(opts, WithHTTPFraming())
+		}
+		w := NewWriter(&out, opts...)
+		if err := w.WriteFrame(1, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		buf := w.Begin(2)
+		if err := w.End(make([]byte, len(buf)+3)); !errors.Is(err, ErrNoBegin) {
+			t.Fatalf("http=%v: End(a buffer of other bytes) = %v, want ErrNoBegin", http, err)
+		}
+		buf = w.Begin(2)
+		moved := append(make([]byte, 0, len(buf)+1000), buf...)
+		moved = append(moved, "world"...)
+		if err := w.End(moved); err != nil {
+			t.Fatalf("http=%v: End(Begin's bytes moved by append) = %v", http, err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		want := cat(le(6), []byte{1}, []byte("hello"), le(6), []byte{2}, []byte("world"))
+		if http {
+			want = cat(be(5), []byte("hello"), be(5), []byte("world"))
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("http=%v: wrote %x, want %x (the pending frame, then the moved one)", http, out.Bytes(), want)
+		}
+	}
+}
+
 // countWriter counts Write calls.
 type countWriter struct {
 	bytes.Buffer

@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -258,10 +259,11 @@ func (fw *Writer) Begin(kind byte) []byte {
 
 // End finishes the frame Begin started: buf must be the slice Begin
 // returned with the payload appended. The length is patched in place in
-// buf's header. It fails with ErrNoBegin when no frame was begun or buf is
-// shorter than what Begin returned, and with ErrFrameTooLarge when the
-// payload exceeds the maximum frame size; on failure the begun frame is
-// dropped. The Writer takes buf over as its buffer: do not use buf after
+// buf's header. It fails with ErrNoBegin when no frame was begun or buf
+// does not start with what Begin returned (a shorter slice, or one that
+// does not hold the pending frames and the header), and with
+// ErrFrameTooLarge when the payload exceeds the maximum frame size; on
+// failure the begun frame is dropped and the pending frames are kept. The Writer takes buf over as its buffer: do not use buf after
 // End. When the buffer has reached the buffer size it is written out.
 func (fw *Writer) End(buf []byte) error {
 	start := fw.begun
@@ -274,7 +276,7 @@ func (fw *Writer) End(buf []byte) error {
 		fw.give()
 		return fw.err
 	}
-	if len(buf) < start+fw.hdrLen {
+	if len(buf) < start+fw.hdrLen || !extends(buf, fw.buf[:start+fw.hdrLen]) {
 		fw.buf = fw.buf[:start]
 		return ErrNoBegin
 	}
@@ -296,6 +298,14 @@ func (fw *Writer) End(buf []byte) error {
 		return fw.flush()
 	}
 	return nil
+}
+
+// extends reports whether b starts with begun, what Begin returned: the
+// same memory (the payload was appended in place) or a copy of it (append
+// moved it to a larger array). b is at least as long as begun, and begun
+// is never empty (it ends with a header).
+func extends(b, begun []byte) bool {
+	return &b[0] == &begun[0] || bytes.Equal(b[:len(begun)], begun)
 }
 
 // Flush writes the buffered frames in one Write. A begun frame is
