@@ -487,3 +487,58 @@ func TestHeldAfterBusyPeriod(t *testing.T) {
 		})
 	}
 }
+
+// A frame the Writer refuses (too large, or an End with a buffer that is
+// not Begin's) leaves an empty Writer holding no buffer, as a write that
+// leaves nothing pending does: it used to keep the buffer Begin or the
+// refused frame had taken, so an idle Writer held 512 bytes or more until
+// its next write. Frames pending before the refusal keep theirs.
+func TestWriterRefusedFrameHoldsNothing(t *testing.T) {
+	t.Parallel()
+	refusals := []struct {
+		name string
+		do   func(w *Writer) error
+	}{
+		{"WriteFrame too large", func(w *Writer) error { return w.WriteFrame(1, make([]byte, 20)) }},
+		{"WriteFrameParts too large", func(w *Writer) error { return w.WriteFrameParts(1, nil, make([]byte, 20)) }},
+		{"Begin, WriteFrame too large", func(w *Writer) error {
+			w.Begin(1)
+			return w.WriteFrame(1, make([]byte, 20))
+		}},
+		{"End too large", func(w *Writer) error {
+			buf := w.Begin(1)
+			return w.End(append(buf, make([]byte, 20)...))
+		}},
+		{"End truncated", func(w *Writer) error {
+			buf := w.Begin(1)
+			return w.End(buf[:len(buf)-1])
+		}},
+		{"End not Begin's", func(w *Writer) error {
+			buf := w.Begin(1)
+			return w.End(make([]byte, len(buf)))
+		}},
+	}
+	for _, tt := range refusals {
+		var out bytes.Buffer
+		w := NewWriter(&out, WithMaxFrameSize(10))
+		if err := tt.do(w); !errors.Is(err, ErrFrameTooLarge) && !errors.Is(err, ErrNoBegin) {
+			t.Fatalf("%s: %v, want a refusal", tt.name, err)
+		}
+		if h := w.Held(); h != 0 {
+			t.Errorf("%s: an empty Writer holds %d bytes after the refusal", tt.name, h)
+		}
+		// With a frame pending, the refusal keeps it (and its buffer).
+		if err := w.WriteFrame(2, []byte("ok")); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.do(w); err == nil {
+			t.Fatalf("%s: no refusal with a frame pending", tt.name)
+		}
+		if w.Held() == 0 || w.Buffered() != 7 {
+			t.Fatalf("%s: with a frame pending: held %d, buffered %d, want the frame's 7 bytes kept", tt.name, w.Held(), w.Buffered())
+		}
+		if err := w.Flush(); err != nil || !bytes.Equal(out.Bytes(), cat(le(3), []byte{2}, []byte("ok"))) {
+			t.Fatalf("%s: wrote %x (%v)", tt.name, out.Bytes(), err)
+		}
+	}
+}

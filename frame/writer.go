@@ -34,9 +34,10 @@ const (
 // Memory: the buffer is pooled. The Writer takes one from the pool when a
 // frame is added to an empty Writer (Begin, WriteFrame, WriteFrameParts)
 // and gives it back whenever a write leaves nothing pending (Flush, a
-// write-out when the buffer is full, a writev, Reset, a write error), so
-// an idle Writer holds no buffer and costs only its own struct (about 200
-// bytes). The capacity asked for follows the batches actually written:
+// write-out when the buffer is full, a writev, Reset, a write error) or a
+// refused frame does (ErrFrameTooLarge, ErrNoBegin), so an idle Writer
+// holds no buffer and costs only its own struct (about 200 bytes). The
+// capacity asked for follows the batches actually written:
 // the largest recent batch, halved after 16 batches in a row that used less
 // than a quarter of it, at least 512 bytes. A frame built with Begin/End larger
 // than the buffer grows it (by append: one allocation) and a buffer of
@@ -129,6 +130,15 @@ func (fw *Writer) give() {
 	fw.buf = nil
 }
 
+// settle gives the buffer back when a refused or dropped frame leaves
+// nothing pending, as a write that leaves nothing pending does: an idle
+// Writer holds no buffer.
+func (fw *Writer) settle() {
+	if len(fw.buf) == 0 {
+		fw.give()
+	}
+}
+
 // sized records a batch of n bytes leaving: want follows the batch sizes,
 // up at once, down by half after shrinkAfter batches in a row that used
 // less than a quarter of it.
@@ -176,6 +186,7 @@ func (fw *Writer) WriteFrame(kind byte, payload []byte) error {
 		n++
 	}
 	if n > fw.max {
+		fw.settle()
 		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
 	}
 	if len(payload) >= fw.threshold {
@@ -211,6 +222,7 @@ func (fw *Writer) WriteFrameParts(kind byte, head, body []byte) error {
 		n++
 	}
 	if n > fw.max {
+		fw.settle()
 		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
 	}
 	if len(body) >= fw.threshold {
@@ -278,6 +290,7 @@ func (fw *Writer) End(buf []byte) error {
 	}
 	if len(buf) < start+fw.hdrLen || !extends(buf, fw.buf[:start+fw.hdrLen]) {
 		fw.buf = fw.buf[:start]
+		fw.settle()
 		return ErrNoBegin
 	}
 	n := len(buf) - start - fw.hdrLen
@@ -286,6 +299,7 @@ func (fw *Writer) End(buf []byte) error {
 	}
 	if n > fw.max {
 		fw.buf = fw.buf[:start]
+		fw.settle()
 		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
 	}
 	if fw.http {
