@@ -39,8 +39,9 @@ const (
 // use; one goroutine (a connection's read loop) calls Next.
 //
 // Errors come in two classes. A protocol error (ErrFrameTooLarge,
-// ErrEmptyFrame) or the end of the stream (io.EOF, io.ErrUnexpectedEOF)
-// breaks the Reader: every later Next returns the same error. An error of
+// ErrEmptyFrame), the end of the stream (io.EOF, io.ErrUnexpectedEOF) or
+// an underlying reader that returns a count outside 0..len(p) breaks the
+// Reader: every later Next returns the same error. An error of
 // the underlying reader (a read deadline, a reset connection) is returned
 // as is and loses nothing: the next call to Next resumes where the stream
 // stopped, even inside a large body, so a read loop may retry after
@@ -234,9 +235,9 @@ func (fr *Reader) total(h []byte) (int, error) {
 // made for the caller: the Reader's inline 512-byte buffer (a frame that
 // arrived whole while nothing was buffered) or a pooled buffer (a larger
 // frame, or frames read ahead on a busy stream). Either way it is valid
-// only until the next call to Next or Reset: Next may overwrite that
-// memory (moving the unread bytes that follow) or give the pooled buffer
-// back to the pool. Copy what must live longer. With pool poisoning on
+// only until the next call to Next, Wait or Reset: they may overwrite
+// that memory (moving the unread bytes that follow, or reading the next
+// frame into it) or give the pooled buffer back to the pool. Copy what must live longer. With pool poisoning on
 // (-tags zapdebug) an expired payload reads as 0xDB bytes. Its capacity
 // equals its length, so appending to it copies.
 func (fr *Reader) Next() (kind byte, payload []byte, err error) {

@@ -12,8 +12,8 @@
 // buffer that came from somewhere other than Get.
 //
 // Package frame follows these rules internally: a payload that Reader.Next
-// returned in a pooled buffer is Put by the next call to Next, which is why
-// such a payload is valid only until then.
+// returned in a pooled buffer may be Put by the next call to Next, Wait or
+// Reset, which is why such a payload is valid only until then.
 //
 // # Why not one bytebufferpool.Pool
 //
