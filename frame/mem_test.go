@@ -542,3 +542,35 @@ func TestWriterRefusedFrameHoldsNothing(t *testing.T) {
 		}
 	}
 }
+
+// A broken Writer gives back the buffer its Begin took once the begun
+// frame is abandoned (Begin hands the caller a buffer even when the stream
+// has failed; End reports the error): it used to keep it when a Flush,
+// WriteFrame or WriteFrameParts abandoned the frame and returned the
+// stream's error, so a dead connection's Writer held 512 bytes or more.
+func TestBrokenWriterHoldsNothing(t *testing.T) {
+	t.Parallel()
+	for _, next := range []struct {
+		name string
+		do   func(w *Writer) error
+	}{
+		{"Flush", func(w *Writer) error { return w.Flush() }},
+		{"WriteFrame", func(w *Writer) error { return w.WriteFrame(1, []byte("x")) }},
+		{"WriteFrameParts", func(w *Writer) error { return w.WriteFrameParts(1, []byte("x"), nil) }},
+	} {
+		w := NewWriter(&failWriter{limit: 3})
+		if err := w.WriteFrame(1, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); !errors.Is(err, errBoom) {
+			t.Fatalf("Flush = %v, want boom", err)
+		}
+		w.Begin(2)
+		if err := next.do(w); !errors.Is(err, errBoom) {
+			t.Fatalf("Begin, %s: %v, want the sticky boom", next.name, err)
+		}
+		if h := w.Held(); h != 0 {
+			t.Errorf("Begin, %s on a broken Writer: holds %d bytes", next.name, h)
+		}
+	}
+}

@@ -35,15 +35,15 @@ const (
 // frame is added to an empty Writer (Begin, WriteFrame, WriteFrameParts)
 // and gives it back whenever a write leaves nothing pending (Flush, a
 // write-out when the buffer is full, a writev, Reset, a write error) or a
-// refused frame does (ErrFrameTooLarge, ErrNoBegin), so an idle Writer
-// holds no buffer and costs only its own struct (about 200 bytes). The
-// capacity asked for follows the batches actually written:
-// the largest recent batch, halved after 16 batches in a row that used less
-// than a quarter of it, at least 512 bytes. A frame built with Begin/End larger
-// than the buffer grows it (by append: one allocation) and a buffer of
-// that size is asked for next time, so repeated large frames allocate
-// nothing once warm. WriteFrame grows the buffer at most to the buffer
-// size plus the writev threshold.
+// refused or abandoned frame does (ErrFrameTooLarge, ErrNoBegin, a Begin
+// not ended), so an idle Writer holds no buffer and costs only its own
+// struct (about 200 bytes). The capacity asked for follows the batches
+// actually written: the largest recent batch, halved after 16 batches in a
+// row that used less than a quarter of it, at least 512 bytes. A frame
+// built with Begin/End larger than the buffer grows it (by append: one
+// allocation) and a buffer of that size is asked for next time, so
+// repeated large frames allocate nothing once warm. WriteFrame grows the
+// buffer at most to the buffer size plus the writev threshold.
 //
 // After a write to the stream fails, the Writer is broken: the error is
 // returned by every later call (part of a frame may have been written).
@@ -130,9 +130,10 @@ func (fw *Writer) give() {
 	fw.buf = nil
 }
 
-// settle gives the buffer back when a refused or dropped frame leaves
+// settle gives the buffer back when a refused or abandoned frame leaves
 // nothing pending, as a write that leaves nothing pending does: an idle
-// Writer holds no buffer.
+// Writer holds no buffer (also a broken one, whose Begin takes a buffer
+// for the caller to append to).
 func (fw *Writer) settle() {
 	if len(fw.buf) == 0 {
 		fw.give()
@@ -186,7 +187,6 @@ func (fw *Writer) WriteFrame(kind byte, payload []byte) error {
 		n++
 	}
 	if n > fw.max {
-		fw.settle()
 		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
 	}
 	if len(payload) >= fw.threshold {
@@ -222,7 +222,6 @@ func (fw *Writer) WriteFrameParts(kind byte, head, body []byte) error {
 		n++
 	}
 	if n > fw.max {
-		fw.settle()
 		return fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fw.max)
 	}
 	if len(body) >= fw.threshold {
@@ -332,10 +331,13 @@ func (fw *Writer) Flush() error {
 	return fw.flush()
 }
 
+// abandon drops a begun frame; a Writer left with nothing pending gives its
+// buffer back.
 func (fw *Writer) abandon() {
 	if fw.begun >= 0 {
 		fw.buf = fw.buf[:fw.begun]
 		fw.begun = -1
+		fw.settle()
 	}
 }
 
