@@ -8,7 +8,10 @@
 // Input is checked by the packages that own each layer: the message
 // header by codec.Parse, frames by frame.Reader, envelopes by rpc/wire, records
 // by dynamic. dump only says where the input broke and why, in place
-// ("error: at byte N: ..."), and goes on where it can.
+// ("error: at byte N: ..."), and goes on where it can. Every position in
+// the listing ("@N") and in its errors is a byte offset of the input (of
+// the bytes hex text decodes to), also inside a message that is not the
+// first; offsets inside an object are shown as "+N".
 package dump
 
 import (

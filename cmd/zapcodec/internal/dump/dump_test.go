@@ -2,7 +2,10 @@ package dump
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,4 +137,76 @@ func TestBarePayloadInterfaceTarget(t *testing.T) {
 			t.Errorf("-type %s: the payload is not listed raw:\n%s", tc.iface, &out)
 		}
 	}
+}
+
+// TestRawPositionsAreInputPositions: every position the raw listing shows
+// ("@N": a message, its root, a row of its fixed section, the value a slot
+// points to) is a position of the input, as the errors' "at byte N" are,
+// for the second message of a stream too. They used to be positions
+// inside each message, so the listing of any message but the first
+// pointed at bytes of another (root @16 of a message @82).
+func TestRawPositionsAreInputPositions(t *testing.T) {
+	t.Parallel()
+	// Messages whose root holds one text slot {rel 8, len 5}: the text at 24.
+	var httpIn, msgsIn []byte
+	for _, text := range []string{"hello", "world"} {
+		msg := []byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x1d\x00\x00\x00" +
+			"\x08\x00\x00\x00\x05\x00\x00\x00" + text)
+		httpIn = append(httpIn, 0, 0, 0, byte(len(msg)))
+		httpIn = append(httpIn, msg...)
+		msgsIn = append(msgsIn, msg...)
+	}
+	rowRE := regexp.MustCompile(`^\s+\+\d+\s+@(\d+)\s+((?:[0-9a-f]{2} )*[0-9a-f]{2})\s+u32`)
+	textRE := regexp.MustCompile(`text  "([^"]*)" \((\d+) bytes at @(\d+)\)`)
+	msgRE := regexp.MustCompile(`message @(\d+): .* root @(\d+)$`)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		opts Options
+	}{
+		{"http frames", httpIn, Options{Raw: true, HTTP: true}},
+		{"messages", msgsIn, Options{Raw: true}},
+	} {
+		var out bytes.Buffer
+		if rep, err := Write(&out, tc.in, tc.opts); err != nil || rep.Problems != 0 {
+			t.Fatalf("%s: %+v %v:\n%s", tc.name, rep, err, &out)
+		}
+		var msgs, rows, texts int
+		for _, line := range strings.Split(out.String(), "\n") {
+			if m := msgRE.FindStringSubmatch(line); m != nil {
+				at, root := atoi(t, m[1]), atoi(t, m[2])
+				if !bytes.HasPrefix(tc.in[at:], []byte("ZAP\x00")) || root != at+16 {
+					t.Errorf("%s: %q: no message there, or its root is not at @%d", tc.name, line, at+16)
+				}
+				msgs++
+			}
+			if m := rowRE.FindStringSubmatch(line); m != nil {
+				at := atoi(t, m[1])
+				want, _ := hex.DecodeString(strings.ReplaceAll(m[2], " ", ""))
+				if !bytes.HasPrefix(tc.in[at:], want) {
+					t.Errorf("%s: %q: the input at @%d holds %x", tc.name, line, at, tc.in[at:min(at+len(want), len(tc.in))])
+				}
+				rows++
+			}
+			if m := textRE.FindStringSubmatch(line); m != nil {
+				n, at := atoi(t, m[2]), atoi(t, m[3])
+				if got := string(tc.in[at:min(at+n, len(tc.in))]); got != m[1] {
+					t.Errorf("%s: %q: the input at @%d holds %q", tc.name, line, at, got)
+				}
+				texts++
+			}
+		}
+		if msgs != 2 || rows != 2 || texts != 2 {
+			t.Fatalf("%s: %d messages, %d rows, %d texts found in the listing, want 2 of each:\n%s", tc.name, msgs, rows, texts, &out)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -92,7 +92,7 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 	}
 	size, root := m.Size(), rootOffset(m)
 	d.printf("%smessage @%d: %d bytes, version %d, flags 0x%04x%s, type %d, root @%d\n",
-		indent, base, size, m.Version(), m.Flags(), flagNames(m.Flags()), m.Type(), root)
+		indent, base, size, m.Version(), m.Flags(), flagNames(m.Flags()), m.Type(), base+root)
 	// codec gives a null root for a root offset inside the header or past
 	// the end; root == size is a struct of size 0 placed last (the
 	// canonical runtime writes one so): present, with no fixed section.
@@ -108,7 +108,7 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 		d.printf("%s  type %d is an RPC envelope: request: method u32 +0, promise u32 +4, target u32 +8, cap bytes +12, payload bytes +20; answer: status u32 +0, promise u32 +4, body bytes +12\n",
 			indent, wire.EnvelopeType)
 	}
-	d.rawObject(indent+"  ", m.Bytes(), root)
+	d.rawObject(indent+"  ", m.Bytes(), base, root)
 	return size, true
 }
 

@@ -19,15 +19,17 @@ const maxFixed = 256
 // without a schema: its size is unknown, so it shows the bytes up to the
 // first value that a resolving slot points to (or maxFixed bytes, or
 // the message end), as rows of 8 bytes with their u32 words, then the
-// slots that resolve.
-func (d *dumper) rawObject(indent string, m []byte, root int) {
+// slots that resolve. m is at base of the input: every position shown
+// ("@N") is one of the input, as in the errors ("at byte N"); offsets
+// from the root are shown as "+N".
+func (d *dumper) rawObject(indent string, m []byte, base, root int) {
 	limit := min(len(m), root+maxFixed)
 	end, why := limit, "the message end"
 	if limit < len(m) {
 		why = fmt.Sprintf("the %d-byte display bound", maxFixed)
 	}
 	for p := root; p < limit; p++ {
-		s, ok := probe(m, p, root, root, limit)
+		s, ok := probe(m, base, p, root, root, limit)
 		if !ok {
 			continue
 		}
@@ -37,23 +39,23 @@ func (d *dumper) rawObject(indent string, m []byte, root int) {
 		p += s.width - 1 // a slot's own bytes are not another slot
 	}
 	d.printf("%sroot object @%d: fixed section size unknown without a schema; showing %d bytes, up to %s (@%d)\n",
-		indent, root, end-root, why, end)
+		indent, base+root, end-root, why, base+end)
 	for p := root; p < end; p += 8 {
 		row := m[p:min(p+8, end)]
 		var words []string
 		for i := 0; i+4 <= len(row); i += 4 {
 			words = append(words, strconv.FormatUint(uint64(binary.LittleEndian.Uint32(row[i:])), 10))
 		}
-		d.printf("%s  +%-4d @%-5d % -23x  u32 %s\n", indent, p-root, p, row, strings.Join(words, " "))
+		d.printf("%s  +%-4d @%-5d % -23x  u32 %s\n", indent, p-root, base+p, row, strings.Join(words, " "))
 	}
 	var lines []string
 	for p := root; p < end; {
-		s, ok := probe(m, p, root, end, end)
+		s, ok := probe(m, base, p, root, end, end)
 		if !ok {
 			p++
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s  +%-4d @%-5d %s", indent, p-root, p, s.desc))
+		lines = append(lines, fmt.Sprintf("%s  +%-4d @%-5d %s", indent, p-root, base+p, s.desc))
 		p += s.width
 	}
 	if len(lines) == 0 {
@@ -65,7 +67,7 @@ func (d *dumper) rawObject(indent string, m []byte, root int) {
 		}
 	}
 	if end < len(m) {
-		d.printf("%sdata after it: @%d..@%d, %d bytes\n", indent, end, len(m), len(m)-end)
+		d.printf("%sdata after it: @%d..@%d, %d bytes\n", indent, base+end, base+len(m), len(m)-end)
 	}
 }
 
@@ -80,8 +82,9 @@ type slot struct {
 // end by limit, are a slot that resolves: a variable-element list whose
 // elements walk exactly, a text or bytes value inside the message, a flat
 // list, or an 8-aligned object. The value may not lie inside [root, end)
-// (the fixed section, when known) nor inside the slot itself.
-func probe(m []byte, p, root, end, limit int) (slot, bool) {
+// (the fixed section, when known) nor inside the slot itself. Positions
+// are in m; the description gives them in the input, where m is at base.
+func probe(m []byte, base, p, root, end, limit int) (slot, bool) {
 	w := 8
 	outside := func(t int64) bool {
 		return t >= codec.HeaderSize && t < int64(len(m)) &&
@@ -97,7 +100,7 @@ func probe(m []byte, p, root, end, limit int) (slot, bool) {
 				if msgs {
 					kind = "messages"
 				}
-				return slot{8, int(t), fmt.Sprintf("list  %d variable elements at @%d: %s of %s bytes", n, t, kind, sizes)}, true
+				return slot{8, int(t), fmt.Sprintf("list  %d variable elements at @%d: %s of %s bytes", n, int64(base)+t, kind, sizes)}, true
 			}
 		}
 		ft := int64(p) + int64(rel)
@@ -105,25 +108,25 @@ func probe(m []byte, p, root, end, limit int) (slot, bool) {
 			v := m[ft : ft+int64(n)]
 			switch textClass(v) {
 			case 2:
-				return slot{8, int(ft), fmt.Sprintf("text  %s (%d bytes at @%d)", quote(v), n, ft)}, true
+				return slot{8, int(ft), fmt.Sprintf("text  %s (%d bytes at @%d)", quote(v), n, int64(base)+ft)}, true
 			case 1:
-				return slot{8, int(ft), fmt.Sprintf("text? %s (%d bytes at @%d: %s)", quote(v), n, ft, hexShort(v))}, true
+				return slot{8, int(ft), fmt.Sprintf("text? %s (%d bytes at @%d: %s)", quote(v), n, int64(base)+ft, hexShort(v))}, true
 			}
-			desc := fmt.Sprintf("bytes %d bytes at @%d: %s", n, ft, hexShort(v))
+			desc := fmt.Sprintf("bytes %d bytes at @%d: %s", n, int64(base)+ft, hexShort(v))
 			if ft%codec.Alignment == 0 {
 				desc += " (or a flat list of " + strconv.Itoa(int(n)) + ")"
 			}
 			return slot{8, int(ft), desc}, true
 		}
 		if int32(rel) < 0 && n > 0 && t%codec.Alignment == 0 && outside(t) && t+int64(n) <= int64(len(m)) {
-			return slot{8, int(t), fmt.Sprintf("list? %d elements at @%d (flat; element width unknown)", n, t)}, true
+			return slot{8, int(t), fmt.Sprintf("list? %d elements at @%d (flat; element width unknown)", n, int64(base)+t)}, true
 		}
 	}
 	if w = 4; p+4 <= limit {
 		rel := int32(binary.LittleEndian.Uint32(m[p:]))
 		t := int64(p) + int64(rel)
 		if rel != 0 && t%codec.Alignment == 0 && outside(t) {
-			return slot{4, int(t), fmt.Sprintf("object? at @%d", t)}, true
+			return slot{4, int(t), fmt.Sprintf("object? at @%d", int64(base)+t)}, true
 		}
 	}
 	return slot{}, false
