@@ -51,16 +51,18 @@
 // So a peer that declares 16 MiB and sends one byte costs no heap beyond
 // the Reader itself; a frame in progress holds at most max(32 KiB, 32
 // times the bytes received) (the factor includes the pool's power-of-two
-// rounding), and never more than the larger of the read-ahead limit and
-// the maximum frame size. Two exceptions, each sized by what the same peer
-// sent before, keep busy streams at a single copy: a frame no longer than
-// the previous frame above 512 bytes gets a buffer of its whole length at
-// once (that peer has just sent that much); and a Reader that read ahead
-// on a busy stream goes straight back to the read-ahead size it reached
-// there (never above the read-ahead limit) as soon as a read fills its
-// buffer again, even the inline buffer of a drained Reader: after a busy
-// period at the default limit, the first 512 bytes of a new frame may
-// hold 64 KiB.
+// rounding), and a buffer it takes new is never larger than the larger of
+// the read-ahead limit and the maximum frame size (one the pool hands
+// back, given up earlier by another Reader or Writer, can be up to four
+// times the size asked for: that memory was already there). Two exceptions,
+// each sized by what the same peer sent before, keep busy streams at a
+// single copy: a frame no longer than the previous frame above 512 bytes
+// gets a buffer of its whole length at once (that peer has just sent that
+// much); and a Reader that read ahead on a busy stream goes straight back
+// to the read-ahead size it reached there (never above the read-ahead
+// limit) as soon as a read fills its buffer again, even the inline buffer
+// of a drained Reader: after a busy period at the default limit, the
+// first 512 bytes of a new frame may hold 64 KiB.
 //
 // On a *net.TCPConn or *net.UnixConn (on unix), a drained Reader whose
 // last frame above 512 bytes was at most the read-ahead limit (or that
