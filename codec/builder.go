@@ -30,7 +30,11 @@ const inlineTails = 8
 // Object and list builders it hands out are small values that refer back to
 // it and are valid until the next Reset.
 type Builder struct {
-	buf     []byte
+	buf []byte
+	// lists counts the StartList and ListBuilder.Finish calls: it is odd
+	// while a list is open, and then it is that list's id. Reset makes it
+	// even and larger, so that no list from before answers to it.
+	lists   uint32
 	base    int // where the message starts in buf
 	version uint16
 	flags   uint16
@@ -56,12 +60,14 @@ type misuse struct {
 type misuseKind uint8
 
 const (
-	misNone     misuseKind = iota
-	misField               // a setter outside its object's fixed section
-	misElement             // an element that does not suit its list
-	misEnd                 // EndElement without BeginElement
-	misOpen                // Finish with an element begun and not ended
-	misListSize            // StartList of a negative element size n
+	misNone      misuseKind = iota
+	misField                // a setter outside its object's fixed section
+	misElement              // an element that does not suit its list
+	misEnd                  // EndElement without BeginElement
+	misOpen                 // Finish with an element begun and not ended
+	misStartList            // StartList of element size n: n < 0, or a list is open
+	misBlob                 // WriteBytes while a list is open
+	misStale                // ListBuilder.Finish of a list finished before, or before Reset
 )
 
 // tail is a text or bytes value waiting for its object to finish. Its
@@ -115,6 +121,7 @@ func (b *Builder) Reset(dst []byte) {
 	b.spill = b.spill[:0]
 	b.err = nil
 	b.bad = misuse{}
+	b.lists = b.lists&^1 + 2 // no list open, and none from before answers
 }
 
 // Release drops the Builder's references to its buffer and to the text and
@@ -129,6 +136,7 @@ func (b *Builder) Release() {
 	b.spill = b.spill[:0]
 	b.ntails = 0
 	b.err = nil
+	b.lists = b.lists&^1 + 2
 }
 
 // SetVersion sets the header version: [Version1] (the default) or
@@ -163,17 +171,32 @@ func (b *Builder) Err() error {
 				b.err = fmt.Errorf("%w: AddElement of an empty element in a variable-element list", ErrBuilder)
 				break
 			}
+			if m.n == m.size { // the width suits: the list is no longer open
+				b.err = fmt.Errorf("%w: element added to a %s", ErrBuilder, staleList)
+				break
+			}
 			b.err = fmt.Errorf("%w: %d-byte element in a list of %d-byte elements", ErrBuilder, max(m.n, 0), m.size)
 		case misEnd:
-			b.err = fmt.Errorf("%w: EndElement without BeginElement", ErrBuilder)
+			b.err = fmt.Errorf("%w: EndElement without BeginElement, or after the list's Finish or Reset", ErrBuilder)
 		case misOpen:
 			b.err = fmt.Errorf("%w: list finished between BeginElement and EndElement", ErrBuilder)
-		case misListSize:
+		case misStartList:
+			if m.n >= 0 {
+				b.err = fmt.Errorf("%w: StartList while a list is open (finish the list first)", ErrBuilder)
+				break
+			}
 			b.err = fmt.Errorf("%w: list element size %d", ErrBuilder, m.n)
+		case misBlob:
+			b.err = fmt.Errorf("%w: WriteBytes while a list is open (finish the list first)", ErrBuilder)
+		case misStale:
+			b.err = fmt.Errorf("%w: %s", ErrBuilder, staleList)
 		}
 	}
 	return b.err
 }
+
+// staleList describes a ListBuilder refused because it is not the open list.
+const staleList = "list builder used after its Finish or after Reset"
 
 func (b *Builder) fail(format string, args ...any) {
 	if b.Err() == nil { // a misuse recorded inline, earlier, comes first
@@ -194,8 +217,7 @@ func grow(buf []byte, n int) []byte {
 
 // pad8 appends zero bytes up to the next multiple of 8 from the message start.
 func (b *Builder) pad8() {
-	n := len(b.buf) - b.base
-	if pad := align8(n) - n; pad > 0 {
+	if pad := (b.base - len(b.buf)) & (Alignment - 1); pad != 0 {
 		b.buf = append(b.buf, zeroHeader[:pad]...)
 	}
 }
@@ -203,9 +225,11 @@ func (b *Builder) pad8() {
 // StartObject pads to 8 and reserves a zero-filled fixed section of size
 // bytes. Set its fields through the returned ObjectBuilder, then call
 // [ObjectBuilder.Finish]. Other objects and lists may be built while it is
-// open; its text and bytes values land after them.
+// open; its text and bytes values land after them. StartObject while a list
+// is open is misuse (the list's elements must stay together): it returns an
+// ObjectBuilder that writes nothing.
 func (b *Builder) StartObject(size int) ObjectBuilder {
-	if uint(size) > math.MaxInt32 {
+	if uint(size) > math.MaxInt32 || b.lists&1 != 0 {
 		return b.badObject(size)
 	}
 	n := len(b.buf)
@@ -221,13 +245,24 @@ func (b *Builder) StartObject(size int) ObjectBuilder {
 
 //go:noinline
 func (b *Builder) badObject(size int) ObjectBuilder {
-	b.fail("object size %d", size)
+	if b.lists&1 != 0 {
+		b.fail("StartObject while a list is open (finish the list first)")
+	} else {
+		b.fail("object size %d", size)
+	}
 	return ObjectBuilder{}
 }
 
 // WriteBytes pads to 8 and appends p as a raw blob that no field points to.
-// It returns the blob's position.
+// It returns the blob's position. WriteBytes while a list is open is misuse:
+// it writes nothing and returns 0.
 func (b *Builder) WriteBytes(p []byte) Ref {
+	if b.lists&1 != 0 {
+		if b.bad.what == misNone {
+			b.bad = misuse{what: misBlob}
+		}
+		return 0
+	}
 	b.pad8()
 	at := len(b.buf) - b.base
 	b.buf = append(b.buf, p...)
@@ -455,7 +490,9 @@ func (o ObjectBuilder) SetList(off int, l ListRef) {
 
 // Finish writes the object's text and bytes values, in the order they were
 // set, at the end of the buffer, points their slots at them, and returns the
-// object's Ref. Call it once per object.
+// object's Ref. Call it once per object. Finishing an object that has text
+// or bytes values while a list is open is misuse (they would land among the
+// list's elements): it writes nothing and returns 0.
 func (o ObjectBuilder) Finish() Ref {
 	if o.b == nil {
 		return 0
@@ -474,6 +511,9 @@ func (b *Builder) finishObject(at, size int) Ref {
 		// It has no slot, so no values: those recorded for its position
 		// are of an object started there after it (a zero-size object
 		// takes no bytes), and wait for that object's Finish.
+	case b.lists&1 != 0 && b.owns(owner):
+		b.fail("object with text or bytes values finished while a list is open (finish the list first)")
+		return 0
 	case b.ntails <= inlineTails:
 		// Objects finish innermost first, so the values kept (of objects
 		// still open) usually come first and stay where they are.
@@ -499,6 +539,17 @@ func (b *Builder) finishObject(at, size int) Ref {
 		b.pending = 0
 	}
 	return Ref(at - b.base)
+}
+
+// owns reports whether a pending value belongs to the object at position
+// owner of the message.
+func (b *Builder) owns(owner int32) bool {
+	for i := range b.ntails {
+		if b.tailAt(i).owner == owner {
+			return true
+		}
+	}
+	return false
 }
 
 // finishSpilled is finishObject for a record that spilled past inlineTails.
@@ -537,13 +588,18 @@ func appendTailValue(buf []byte, base int, t *tail) []byte {
 
 // ListBuilder appends the elements of one list of a [Builder]. Use it
 // through a variable (its methods have pointer receivers) and call
-// [ListBuilder.Finish] before starting another object or list.
+// [ListBuilder.Finish] before starting another object or list, writing a
+// raw blob or finishing an object that has text or bytes values: one list
+// is open at a time, and those calls, while it is, are misuse and write
+// nothing. A ListBuilder used after its Finish or after [Builder.Reset] is
+// misuse too, and writes nothing.
 type ListBuilder struct {
 	b        *Builder
 	at       int // absolute position of the first element
 	elemSize int // 0 for a variable-element list
 	count    uint32
-	elemAt   int // BeginElement: absolute position of the element body
+	id       uint32 // Builder.lists while this list is the open one
+	elemAt   int    // BeginElement: absolute position of the element body
 }
 
 // StartList pads to 8 and starts a list. elemSize is the width of a flat
@@ -553,21 +609,22 @@ func (b *Builder) StartList(elemSize int) ListBuilder {
 	// Small enough to inline, so that the caller's ListBuilder is written
 	// in place: returned from a call, its five words were copied through
 	// the stack, which cost more than the rest of StartList.
-	if elemSize < 0 {
+	if elemSize < 0 || b.lists&1 != 0 {
 		if b.bad.what == misNone {
-			b.bad = misuse{what: misListSize, n: elemSize}
+			b.bad = misuse{what: misStartList, n: elemSize}
 		}
 		return ListBuilder{}
 	}
 	b.pad8()
-	return ListBuilder{b: b, at: len(b.buf), elemSize: elemSize}
+	b.lists++
+	return ListBuilder{b: b, at: len(b.buf), elemSize: elemSize, id: b.lists}
 }
 
 // check reports whether an element of size bytes may be added (0: an
 // element of a variable-element list). It records misuse without a call,
 // so that the adders stay small enough to inline.
 func (l *ListBuilder) check(size int) bool {
-	if l.b != nil && l.elemSize == size {
+	if l.b != nil && l.elemSize == size && l.id == l.b.lists {
 		return true
 	}
 	if l.b != nil && l.b.bad.what == misNone {
@@ -665,7 +722,7 @@ func (l *ListBuilder) BeginElement() []byte {
 // element appended, and writes the element's size.
 func (l *ListBuilder) EndElement(buf []byte) {
 	at := l.elemAt // not 0 only after BeginElement, so l.b is set
-	if at < ElementHeaderSize || len(buf) < at {
+	if at < ElementHeaderSize || len(buf) < at || l.id != l.b.lists {
 		if l.b != nil && l.b.bad.what == misNone {
 			l.b.bad = misuse{what: misEnd}
 		}
@@ -678,11 +735,20 @@ func (l *ListBuilder) EndElement(buf []byte) {
 }
 
 // Finish ends the list and returns it for [ObjectBuilder.SetList]. An
-// element begun and not ended is misuse; it is not part of the list.
+// element begun and not ended is misuse; it is not part of the list. Finish
+// of a list finished before, or started before [Builder.Reset], is misuse
+// and returns the empty ListRef.
 func (l *ListBuilder) Finish() ListRef {
 	if l.b == nil {
 		return ListRef{}
 	}
+	if l.id != l.b.lists {
+		if l.b.bad.what == misNone {
+			l.b.bad = misuse{what: misStale}
+		}
+		return ListRef{}
+	}
+	l.b.lists++
 	if l.elemAt != 0 && l.b.bad.what == misNone {
 		l.b.bad = misuse{what: misOpen}
 	}
