@@ -28,13 +28,17 @@ const inlineTails = 8
 // Building allocates nothing once the buffer has the capacity. A Builder is
 // not safe for concurrent use; the zero value is ready after [Builder.Reset].
 // Object and list builders it hands out are small values that refer back to
-// it and are valid until the next Reset.
+// it and are valid until the next Reset (or Release): using one after that
+// is misuse, which writes nothing.
 type Builder struct {
 	buf []byte
 	// lists counts the StartList and ListBuilder.Finish calls: it is odd
 	// while a list is open, and then it is that list's id. Reset makes it
 	// even and larger, so that no list from before answers to it.
-	lists   uint32
+	lists uint32
+	// gen counts the Resets and Releases; an ObjectBuilder keeps the gen
+	// it was started in, so that one from before is refused.
+	gen     uint32
 	base    int // where the message starts in buf
 	version uint16
 	flags   uint16
@@ -122,6 +126,7 @@ func (b *Builder) Reset(dst []byte) {
 	b.err = nil
 	b.bad = misuse{}
 	b.lists = b.lists&^1 + 2 // no list open, and none from before answers
+	b.gen++
 }
 
 // Release drops the Builder's references to its buffer and to the text and
@@ -137,6 +142,7 @@ func (b *Builder) Release() {
 	b.ntails = 0
 	b.err = nil
 	b.lists = b.lists&^1 + 2
+	b.gen++
 }
 
 // SetVersion sets the header version: [Version1] (the default) or
@@ -165,6 +171,10 @@ func (b *Builder) Err() error {
 	if b.err == nil {
 		switch m := b.bad; m.what {
 		case misField:
+			if m.off >= 0 && m.off+m.n <= m.size { // it fits: the object is stale
+				b.err = fmt.Errorf("%w: %s", ErrBuilder, staleObject)
+				break
+			}
 			b.err = fmt.Errorf("%w: field at %d+%d outside object of %d bytes", ErrBuilder, m.off, m.n, m.size)
 		case misElement:
 			if m.n < 0 && m.size == 0 {
@@ -194,6 +204,10 @@ func (b *Builder) Err() error {
 	}
 	return b.err
 }
+
+// staleObject describes an ObjectBuilder refused because it was started
+// before Reset.
+const staleObject = "object builder used after Reset"
 
 // staleList describes a ListBuilder refused because it is not the open list.
 const staleList = "list builder used after its Finish or after Reset"
@@ -240,7 +254,7 @@ func (b *Builder) StartObject(size int) ObjectBuilder {
 	} else {
 		b.buf = grow(b.buf, end-n)
 	}
-	return ObjectBuilder{b: b, at: at, size: size}
+	return ObjectBuilder{b: b, at: at, size: int32(size), gen: b.gen}
 }
 
 //go:noinline
@@ -326,33 +340,38 @@ func (b *Builder) addTail(t tail) {
 // value that refers back to its Builder; copies refer to the same object.
 // Offsets are from the start of the object's fixed section; a field that
 // does not fit inside the section is recorded as misuse ([Builder.Err]) and
-// not written.
+// not written. An ObjectBuilder started before [Builder.Reset] (or
+// Release) writes nothing after it: its setters record misuse, and its
+// Finish too, returning 0.
 type ObjectBuilder struct {
 	b    *Builder
-	at   int // absolute position of the fixed section in b.buf
-	size int
+	at   int   // absolute position of the fixed section in b.buf
+	size int32 // StartObject refuses larger sections
+	gen  uint32
 }
 
-// fits reports whether the n bytes at off lie inside the fixed section. It
-// records misuse without a call, so that every setter stays small enough to
-// inline.
+// fits reports whether the n bytes at off lie inside the fixed section of
+// an object of the Builder's current generation: such a section lies
+// inside b.buf, which grows only until the next Reset. It records misuse
+// without a call, so that every setter stays small enough to inline.
 func (o ObjectBuilder) fits(off, n int) bool {
-	if uint(off) <= uint(o.size) && uint(off)+uint(n) <= uint(o.size) && o.b != nil {
+	// n >= 1, so a section it fits in is not empty and o.b is set (the
+	// zero ObjectBuilder has size 0).
+	if uint(off) <= uint(o.size) && uint(off)+uint(n) <= uint(o.size) && o.gen == o.b.gen {
 		return true
 	}
 	if o.b != nil && o.b.bad.what == misNone {
-		o.b.bad = misuse{what: misField, off: off, n: n, size: o.size}
+		o.b.bad = misuse{what: misField, off: off, n: n, size: int(o.size)}
 	}
 	return false
 }
 
 // SetBool writes 1 or 0 at off.
 func (o ObjectBuilder) SetBool(off int, v bool) {
-	var x uint8
-	if v {
-		x = 1
-	}
-	o.SetUint8(off, x)
+	// A bool is stored as 0 or 1: its byte is the value to write. This
+	// costs the inliner less than an if, which kept SetBool inlined when
+	// fits grew the generation check.
+	o.SetUint8(off, *(*uint8)(unsafe.Pointer(&v)))
 }
 
 // SetUint8 writes v at off.
@@ -497,13 +516,17 @@ func (o ObjectBuilder) Finish() Ref {
 	if o.b == nil {
 		return 0
 	}
-	return o.b.finishObject(o.at, o.size)
+	return o.b.finishObject(o.at, int(o.size), o.gen)
 }
 
 // finishObject writes the pending values of the object of size bytes at
-// absolute position at, in set order, keeps the others (objects still
-// open) in order, and returns the object's Ref.
-func (b *Builder) finishObject(at, size int) Ref {
+// absolute position at, started in generation gen, in set order, keeps the
+// others (objects still open) in order, and returns the object's Ref.
+func (b *Builder) finishObject(at, size int, gen uint32) Ref {
+	if gen != b.gen {
+		b.fail(staleObject)
+		return 0
+	}
 	owner := int32(at - b.base)
 	switch {
 	case b.ntails == 0:

@@ -300,3 +300,97 @@ func TestStaleListAfterReset(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleObjectAfterReset: an ObjectBuilder from before Reset (or
+// Release) writes nothing into the next message, wherever its section lay,
+// never panics, and its Finish is refused.
+func TestStaleObjectAfterReset(t *testing.T) {
+	t.Parallel()
+	type after = func(b *codec.Builder, root, stale codec.ObjectBuilder)
+	// child builds an object of this message, where the stale one lay.
+	child := func(b *codec.Builder, root codec.ObjectBuilder, stale codec.ObjectBuilder, use func(stale codec.ObjectBuilder)) {
+		c := b.StartObject(16)
+		c.SetUint32(0, 5)
+		c.SetText(8, "fresh")
+		use(stale)
+		root.SetObject(0, c.Finish())
+	}
+	cases := []struct {
+		name  string
+		size  int // of the stale object, started right after the root
+		after after
+	}{
+		{"setter past the end of this message", 512, func(b *codec.Builder, root, stale codec.ObjectBuilder) {
+			stale.SetUint64(500, 1)
+		}},
+		{"every setter past the end of this message", 512, func(b *codec.Builder, root, stale codec.ObjectBuilder) {
+			stale.SetBool(400, true)
+			stale.SetUint8(401, 1)
+			stale.SetInt16(402, -1)
+			stale.SetFloat32(404, 1.5)
+			stale.SetFloat64(408, 2.5)
+			stale.SetBytesFixed(416, []byte("fixed"))
+			stale.SetText(424, "text")
+			stale.SetBytes(432, []byte("bytes"))
+			stale.SetObject(440, 16)
+			stale.SetList(448, codec.ListRef{})
+		}},
+		{"setter over an object of this message", 16, func(b *codec.Builder, root, stale codec.ObjectBuilder) {
+			child(b, root, stale, func(stale codec.ObjectBuilder) { stale.SetUint32(0, 0xdead) })
+		}},
+		{"text set over an object of this message", 16, func(b *codec.Builder, root, stale codec.ObjectBuilder) {
+			child(b, root, stale, func(stale codec.ObjectBuilder) {
+				stale.SetText(0, "stale")
+				stale.SetText(8, "")
+			})
+		}},
+		{"slots set over an object of this message", 16, func(b *codec.Builder, root, stale codec.ObjectBuilder) {
+			l := b.StartList(1)
+			l.AddUint8(1)
+			lr := l.Finish()
+			child(b, root, stale, func(stale codec.ObjectBuilder) {
+				stale.SetList(0, lr)
+				stale.SetObject(8, 16)
+			})
+		}},
+		{"finished, with a text value set before Reset", 16, func(b *codec.Builder, root, stale codec.ObjectBuilder) {
+			child(b, root, stale, func(codec.ObjectBuilder) {})
+			root.SetObject(8, stale.Finish())
+		}},
+	}
+	for _, c := range cases {
+		for _, release := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/release=%v", c.name, release), func(t *testing.T) {
+				var b codec.Builder
+				var stale codec.ObjectBuilder
+				buf := make([]byte, 0, 4096)
+				first, err := buildMisuse(&b, buf, func(b *codec.Builder, _ codec.ObjectBuilder) {
+					stale = b.StartObject(c.size)
+					stale.SetText(0, "first") // pending at Reset
+				})
+				if first == nil {
+					t.Fatalf("first message: %v", err)
+				}
+				if release {
+					b.Release()
+				}
+				var clean codec.Builder
+				wantMsg, err := buildMisuse(&clean, nil, func(b *codec.Builder, root codec.ObjectBuilder) {
+					c.after(b, root, codec.ObjectBuilder{}) // writes nothing
+				})
+				if err != nil {
+					t.Fatalf("the calls that are not misuse: %v", err)
+				}
+				got, err := buildMisuse(&b, buf[:0], func(b *codec.Builder, root codec.ObjectBuilder) {
+					c.after(b, root, stale)
+				})
+				if !errors.Is(err, codec.ErrBuilder) || !strings.Contains(err.Error(), "object builder used after Reset") {
+					t.Errorf("Err() = %v, want the stale object reported", err)
+				}
+				if !bytes.Equal(got, wantMsg) {
+					t.Fatalf("the stale object wrote bytes:\n got %x\nwant %x", got, wantMsg)
+				}
+			})
+		}
+	}
+}

@@ -71,8 +71,10 @@
 // then. One list is open at a time, from StartList to its Finish, and its
 // elements lie together: while it is open, a call that would write past it
 // (StartList, StartObject, WriteBytes, the Finish of an object with text or
-// bytes values) is misuse. Misuse writes nothing, never panics, and is
-// reported by [Builder.Err], which a caller checks after Finish.
+// bytes values) is misuse, and so is the use of an object or list builder
+// after the Reset that started the next message. Misuse writes nothing,
+// never panics, and is reported by [Builder.Err], which a caller checks
+// after Finish.
 //
 // The builder places every value where the canonical runtime places it, so
 // the same calls give the same bytes: an object's text and bytes values

@@ -58,5 +58,6 @@ func parseError(err error, off int) error { return &ParseError{Offset: off, Err:
 // ErrBuilder is wrapped by the error [Builder.Err] reports when a builder
 // was misused (a field written outside its object, a list element of the
 // wrong width, a call that writes while a list is open, a list builder used
-// after its Finish, a message of 2 GiB or more).
+// after its Finish, an object or list builder used after Reset, a message
+// of 2 GiB or more).
 var ErrBuilder = errors.New("codec: builder misuse")
