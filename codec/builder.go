@@ -143,6 +143,7 @@ func (b *Builder) Release() {
 	b.err = nil
 	b.lists = b.lists&^1 + 2
 	b.gen++
+	b.version = 0 // for Finish: not Reset since
 }
 
 // SetVersion sets the header version: [Version1] (the default) or
@@ -291,9 +292,11 @@ func (b *Builder) WriteBytes(p []byte) Ref {
 // never Reset (or was Released) returns nil; all three are reported by
 // [Builder.Err].
 func (b *Builder) Finish() []byte {
-	if len(b.buf)-b.base < HeaderSize {
+	// Reset sets the version, Release clears it: 0 is a Builder that
+	// was never Reset, even if objects were started in it since.
+	if len(b.buf)-b.base < HeaderSize || b.version == 0 {
 		b.fail("Finish without Reset")
-		return b.buf
+		return nil
 	}
 	size := len(b.buf) - b.base
 	if b.ntails > 0 || size > math.MaxInt32 {

@@ -251,17 +251,44 @@ func TestBuilderMisuse(t *testing.T) {
 	}
 }
 
+// TestFinishWithoutReset: a Builder not Reset since it was made or
+// Released has no header to finish, even with objects or lists written
+// since: Finish returns nil and Err reports it.
 func TestFinishWithoutReset(t *testing.T) {
 	t.Parallel()
-	var b codec.Builder
-	if out := b.Finish(); out != nil || b.Err() == nil {
-		t.Fatalf("Finish of a zero Builder = %x, %v; want nil and an error", out, b.Err())
+	released := func(b *codec.Builder) {
+		b.Reset(make([]byte, 0, 64))
+		b.SetRoot(b.StartObject(8).Finish())
+		b.Release()
 	}
-	b.Reset(make([]byte, 0, 64))
-	b.SetRoot(b.StartObject(8).Finish())
-	b.Release()
-	if out := b.Finish(); out != nil || b.Err() == nil {
-		t.Fatalf("Finish after Release = %x, %v; want nil and an error", out, b.Err())
+	for _, c := range []struct {
+		name string
+		use  func(b *codec.Builder)
+	}{
+		{"zero Builder", func(b *codec.Builder) {}},
+		{"object started in a zero Builder", func(b *codec.Builder) {
+			b.SetRoot(b.StartObject(16).Finish())
+		}},
+		{"list started in a zero Builder", func(b *codec.Builder) {
+			l := b.StartList(1)
+			l.AddBytes(make([]byte, 24))
+			l.Finish()
+		}},
+		{"after Release", released},
+		{"object started after Release", func(b *codec.Builder) {
+			released(b)
+			o := b.StartObject(24)
+			o.SetUint64(0, 1)
+			b.SetRoot(o.Finish())
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b codec.Builder
+			c.use(&b)
+			if out := b.Finish(); out != nil || b.Err() == nil || !strings.Contains(b.Err().Error(), "Finish without Reset") {
+				t.Fatalf("Finish = %x, %v; want nil and Finish without Reset", out, b.Err())
+			}
+		})
 	}
 }
 
