@@ -394,3 +394,240 @@ func TestStaleObjectAfterReset(t *testing.T) {
 		}
 	}
 }
+
+// misuseRun is one run of a FuzzBuilderMisuse op sequence.
+type misuseRun struct {
+	msgs  [][]byte // a copy of every message Finish returned
+	first int      // the op that recorded the first misuse of a message, or -1
+	// stop: the first misuse is one that still writes (Finish of a list with
+	// an element begun finishes the list; Builder.Finish writes the header).
+	stop bool
+	errs []error // Err() after each Builder.Finish
+}
+
+// runMisuseOps runs ops (3 bytes each: op, a, c) on b. An op in skip is
+// replaced by what the Builder gives back when it refuses it as misuse,
+// without calling it: a zero ObjectBuilder or ListBuilder, a zero Ref or
+// ListRef, a nil element buffer, or nothing.
+func runMisuseOps(ops []byte, skip map[int]bool) misuseRun {
+	var b codec.Builder
+	run := misuseRun{first: -1}
+	store := make([]byte, 0, 96) // reused by every Reset that asks for it
+	var (
+		objs  []codec.ObjectBuilder
+		lists []*codec.ListBuilder
+		elems [][]byte // the buffer BeginElement gave, per list
+		refs  []codec.Ref
+		lrefs []codec.ListRef
+	)
+	data := []byte("0123456789abcdefghijklmnopqrstuvwxyz")
+	for i := 0; i+3 <= len(ops); i += 3 {
+		op, a, c := ops[i]%16, int(ops[i+1]), int(ops[i+2])
+		skipped := skip[i]
+		obj := func() codec.ObjectBuilder {
+			if len(objs) == 0 {
+				return codec.ObjectBuilder{}
+			}
+			return objs[a%len(objs)]
+		}
+		list := func() *codec.ListBuilder {
+			if len(lists) == 0 {
+				return new(codec.ListBuilder)
+			}
+			return lists[a%len(lists)]
+		}
+		off := c%48 - 4 // a few offsets are negative
+		switch op {
+		case 0, 1: // Reset, into the reused store or a new buffer; Release
+			if op == 1 {
+				b.Release()
+			}
+			if a&1 == 0 {
+				b.Reset(store[:0])
+			} else {
+				b.Reset(nil)
+			}
+			refs, lrefs = nil, nil // positions in a message, not builders
+		case 2:
+			size := c % 40
+			if a%16 == 0 {
+				size = -1
+			}
+			if skipped {
+				objs = append(objs, codec.ObjectBuilder{})
+			} else {
+				objs = append(objs, b.StartObject(size))
+			}
+		case 3:
+			l := new(codec.ListBuilder)
+			if !skipped {
+				*l = b.StartList([]int{0, 1, 2, 4, 8, 0, 4, -1}[c%8])
+			}
+			lists = append(lists, l)
+			elems = append(elems, nil)
+		case 4: // scalar setters
+			if skipped {
+				break
+			}
+			o := obj()
+			switch c % 5 {
+			case 0:
+				o.SetBool(off, a&1 != 0)
+			case 1:
+				o.SetUint16(off, uint16(a))
+			case 2:
+				o.SetUint32(off, uint32(a))
+			case 3:
+				o.SetFloat64(off, float64(a))
+			case 4:
+				o.SetBytesFixed(off, data[:a%5])
+			}
+		case 5: // text and bytes values
+			if skipped {
+				break
+			}
+			if a&1 == 0 {
+				obj().SetText(off&^7, string(data[:c%7]))
+			} else {
+				obj().SetBytes(off&^7, data[:c%7])
+			}
+		case 6:
+			if !skipped && len(refs) > 0 {
+				obj().SetObject(off&^3, refs[c%len(refs)])
+			}
+		case 7:
+			if !skipped && len(lrefs) > 0 {
+				obj().SetList(off&^7, lrefs[c%len(lrefs)])
+			}
+		case 8:
+			if skipped {
+				refs = append(refs, 0)
+			} else {
+				refs = append(refs, obj().Finish())
+			}
+		case 9: // list adders
+			if skipped {
+				break
+			}
+			l := list()
+			switch c % 9 {
+			case 0:
+				l.AddUint8(uint8(a))
+			case 1:
+				l.AddUint16(uint16(a))
+			case 2:
+				l.AddUint32(uint32(a))
+			case 3:
+				l.AddUint64(uint64(a))
+			case 4:
+				l.AddBytes(data[:c%5])
+			case 5:
+				l.AddElement(data[:[]int{0, 1, 2, 4, 8}[a%5]])
+			case 6:
+				l.AddMessage(data[:a%9])
+			case 7:
+				l.AddUint32Element(uint32(a))
+			case 8:
+				l.AddTextElement(string(data[:a%9]))
+			}
+		case 10:
+			if len(lists) == 0 {
+				break
+			}
+			k := a % len(lists)
+			if skipped {
+				elems[k] = nil
+			} else {
+				elems[k] = lists[k].BeginElement()
+			}
+		case 11: // EndElement, with the buffer of this list or another one
+			if len(lists) == 0 {
+				break
+			}
+			// The element's bytes are appended by the caller, not the
+			// Builder: into its spare capacity, even when the element's
+			// list is finished or stale, and even when EndElement is then
+			// refused.
+			buf := append(elems[c%len(elems)], data[:a%9]...)
+			if !skipped {
+				list().EndElement(buf)
+			}
+		case 12:
+			if skipped {
+				lrefs = append(lrefs, codec.ListRef{})
+			} else {
+				lrefs = append(lrefs, list().Finish())
+			}
+		case 13:
+			if !skipped {
+				b.WriteBytes(data[:a%11])
+			}
+		case 14, 15: // Finish, with a root (or none)
+			if len(refs) > 0 && a&1 == 0 {
+				b.SetRoot(refs[c%len(refs)])
+			}
+			run.msgs = append(run.msgs, bytes.Clone(b.Finish()))
+			run.errs = append(run.errs, b.Err())
+		}
+		if run.first < 0 && b.Err() != nil {
+			run.first = i
+			run.stop = op >= 14 || op == 12 && strings.Contains(b.Err().Error(), "between BeginElement and EndElement")
+		}
+	}
+	return run
+}
+
+// FuzzBuilderMisuse runs any sequence of Builder calls, misuse included:
+// none panics, a message Err finds no misuse in parses, and misuse writes
+// nothing: the sequence without the calls refused as misuse (replaced by
+// what the refusal gives back) writes the same messages.
+func FuzzBuilderMisuse(f *testing.F) {
+	seeds := [][]byte{
+		// StartList while a list is open, both written to
+		{0, 0, 0, 2, 1, 16, 3, 0, 1, 9, 0, 0, 3, 0, 1, 9, 1, 0, 9, 0, 0, 12, 0, 0, 7, 0, 12, 8, 0, 0, 14, 0, 0},
+		// StartObject while a list is open
+		{0, 0, 0, 3, 0, 6, 9, 0, 2, 2, 1, 8, 4, 1, 2, 9, 0, 2, 12, 0, 0, 14, 1, 0},
+		// an object with a text value finished while a list is open
+		{0, 0, 0, 2, 1, 16, 5, 0, 11, 3, 0, 1, 9, 0, 0, 8, 0, 0, 9, 0, 0, 12, 0, 0, 14, 0, 0},
+		// a list added to and ended after its Finish
+		{0, 0, 0, 3, 0, 0, 9, 0, 6, 12, 0, 0, 3, 0, 0, 9, 0, 6, 11, 0, 0, 12, 1, 0, 14, 1, 0},
+		// object and list builders used after Reset
+		{0, 0, 0, 2, 1, 32, 5, 0, 12, 3, 0, 1, 0, 0, 0, 4, 0, 30, 5, 0, 12, 9, 0, 0, 8, 0, 0, 12, 0, 0, 2, 1, 8, 8, 1, 0, 14, 0, 0},
+		// Release, then WriteBytes while a list is open
+		{0, 0, 0, 2, 1, 8, 1, 0, 0, 4, 0, 6, 2, 1, 8, 8, 1, 0, 3, 0, 1, 13, 3, 0, 12, 0, 0, 14, 0, 0},
+		// elements begun and ended
+		{0, 0, 0, 2, 1, 24, 3, 0, 0, 10, 0, 0, 11, 5, 0, 10, 0, 0, 11, 3, 0, 12, 0, 0, 7, 0, 12, 8, 0, 0, 14, 0, 0},
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 3*64 {
+			ops = ops[:3*64]
+		}
+		want := runMisuseOps(ops, nil)
+		for i, msg := range want.msgs {
+			if want.errs[i] != nil {
+				continue
+			}
+			m, err := codec.Parse(msg)
+			if err != nil {
+				t.Fatalf("message %d: Err() nil, Parse: %v (%x)", i, err, msg)
+			}
+			sink += readEverything(m.Root(), 0, 1)
+		}
+		skip := map[int]bool{}
+		for run := want; run.first >= 0 && !run.stop; {
+			skip[run.first] = true
+			run = runMisuseOps(ops, skip)
+			if len(run.msgs) != len(want.msgs) {
+				t.Fatalf("without the misuse at ops %v: %d messages, want %d", skip, len(run.msgs), len(want.msgs))
+			}
+			for i := range run.msgs {
+				if !bytes.Equal(run.msgs[i], want.msgs[i]) {
+					t.Fatalf("without the misuse at ops %v, message %d:\n got %x\nwant %x", skip, i, run.msgs[i], want.msgs[i])
+				}
+			}
+		}
+	})
+}
