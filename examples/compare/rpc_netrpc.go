@@ -64,7 +64,11 @@ type netrpcCaller struct{ c *rpc.Client }
 
 func (netrpcCaller) Close() error { return nil }
 
-// Call blocks in net/rpc's Call, which takes no context.
+// Call blocks in net/rpc's Call, which takes no context. It zeroes resp
+// first: gob does not send a zero field (a nonce of 0, say) and decodes
+// into the value it is given, so a reused answer would keep the last
+// call's value where this answer has a zero.
 func (n netrpcCaller) Call(_ context.Context, req *Request, resp *Response) error {
+	*resp = Response{}
 	return n.c.Call("Eth.GetBalance", req, resp)
 }
