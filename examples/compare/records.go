@@ -1,8 +1,10 @@
 package compare
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 )
 
@@ -113,4 +115,31 @@ func (t *Table) Requests(n int) []Request {
 		r.Method = Method
 	}
 	return out
+}
+
+// checkResponse returns an error naming the first field in which got
+// differs from want, or nil when they are equal.
+func checkResponse(got, want *Response) error {
+	switch {
+	case got.Balance != want.Balance:
+		return fmt.Errorf("compare: answer balance %x, want %x", got.Balance, want.Balance)
+	case got.Nonce != want.Nonce:
+		return fmt.Errorf("compare: answer nonce %d, want %d", got.Nonce, want.Nonce)
+	case got.BlockHash != want.BlockHash:
+		return fmt.Errorf("compare: answer block hash %x, want %x", got.BlockHash, want.BlockHash)
+	case got.ID != want.ID:
+		return fmt.Errorf("compare: answer id %d, want %d", got.ID, want.ID)
+	}
+	return nil
+}
+
+// poisoned is a Response with every bit of every field set. Load hands it
+// to each call, so that an arm whose Call leaves a field alone (a decoder
+// that skips zero fields into a reused value, say) fails the check instead
+// of passing with an earlier call's value.
+var poisoned = Response{
+	Balance:   [32]byte(bytes.Repeat([]byte{0xff}, 32)),
+	Nonce:     ^uint64(0),
+	BlockHash: [32]byte(bytes.Repeat([]byte{0xff}, 32)),
+	ID:        ^uint64(0),
 }

@@ -80,8 +80,11 @@ type LoadResult struct {
 func (r LoadResult) PerSec() float64 { return float64(r.Calls) / r.Elapsed.Seconds() }
 
 // Load runs opt.Workers callers against c for opt.Duration, cycling
-// through f's requests and checking every answer's id (an Echo arm checks
-// the echo). Latencies of all calls are kept; p50/p99 are exact.
+// through f's requests and checking every answer, each field against f's
+// response (an Echo arm checks the echo itself). Each call is given a
+// poisoned answer, so a field the arm leaves unset fails the check. The
+// first wrong answer or error ends the run and is returned. Latencies of
+// all calls are kept (the check is outside them); p50/p99 are exact.
 func Load(ctx context.Context, c Client, f *Fixture, echo bool, opt LoadOptions) (LoadResult, error) {
 	callers := make([]Caller, opt.Workers)
 	for i := range callers {
@@ -117,12 +120,15 @@ func Load(ctx context.Context, c Client, f *Fixture, echo bool, opt LoadOptions)
 			var resp Response
 			<-start
 			for i := w; !stop.Load(); i++ {
-				req := &f.Requests[i%len(f.Requests)]
+				k := i % len(f.Requests)
+				resp = poisoned
 				t0 := time.Now()
-				err := cl.Call(ctx, req, &resp)
+				err := cl.Call(ctx, &f.Requests[k], &resp)
 				lat[w] = append(lat[w], time.Since(t0))
-				if err == nil && !echo && resp.ID != req.ID {
-					err = fmt.Errorf("compare: answer id %d for call %d", resp.ID, req.ID)
+				if err == nil && !echo {
+					if err = checkResponse(&resp, &f.Responses[k]); err != nil {
+						err = fmt.Errorf("call %d: %w", f.Requests[k].ID, err)
+					}
 				}
 				if err != nil {
 					errOnce.Do(func() { first = err })

@@ -1,20 +1,11 @@
 package compare
 
 import (
-	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
-
-// poisoned is an answer with every bit of every field set: an arm's Call
-// given it must overwrite each field, zeros included.
-var poisoned = Response{
-	Balance:   [32]byte(bytes.Repeat([]byte{0xff}, 32)),
-	Nonce:     ^uint64(0),
-	BlockHash: [32]byte(bytes.Repeat([]byte{0xff}, 32)),
-	ID:        ^uint64(0),
-}
 
 // TestArmsSmoke runs every RPC arm for a moment: a handful of workers
 // make calls, every answer is checked against the table (the floor's echo
@@ -72,5 +63,89 @@ func TestArmsSmoke(t *testing.T) {
 				t.Fatal("no calls completed")
 			}
 		})
+	}
+}
+
+// TestCheckResponse: the answer check finds a wrong value in each field.
+func TestCheckResponse(t *testing.T) {
+	f := NewFixture()
+	want := f.Responses[2]
+	if err := checkResponse(&want, &f.Responses[2]); err != nil {
+		t.Fatalf("the right answer: %v", err)
+	}
+	for field, edit := range map[string]func(r *Response){
+		"balance":    func(r *Response) { r.Balance[31] ^= 1 },
+		"nonce":      func(r *Response) { r.Nonce++ },
+		"block hash": func(r *Response) { r.BlockHash[0] ^= 0x80 },
+		"id":         func(r *Response) { r.ID = 0 },
+	} {
+		got := want
+		edit(&got)
+		if err := checkResponse(&got, &want); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s changed: %v", field, err)
+		}
+	}
+}
+
+// fakeClient is an arm's client side whose callers answer from a table,
+// then spoil the answer with spoil (nil: a right answer). A gobLike one
+// writes only the answer's non-zero fields into the value it is given.
+type fakeClient struct {
+	t       *Table
+	spoil   func(resp *Response)
+	gobLike bool
+}
+
+func (c fakeClient) NewCaller(context.Context) (Caller, error) { return c, nil }
+func (fakeClient) Close() error                                { return nil }
+
+func (c fakeClient) Call(_ context.Context, req *Request, resp *Response) error {
+	var r Response
+	if err := c.t.Answer(req, &r); err != nil {
+		return err
+	}
+	if c.spoil != nil {
+		c.spoil(&r)
+	}
+	if !c.gobLike {
+		*resp = r
+		return nil
+	}
+	if r.Balance != ([32]byte{}) {
+		resp.Balance = r.Balance
+	}
+	if r.Nonce != 0 {
+		resp.Nonce = r.Nonce
+	}
+	if r.BlockHash != ([32]byte{}) {
+		resp.BlockHash = r.BlockHash
+	}
+	if r.ID != 0 {
+		resp.ID = r.ID
+	}
+	return nil
+}
+
+// TestLoadChecksAnswers: Load fails on an answer wrong in any field, and
+// on a field the arm leaves unset, not only on a wrong id.
+func TestLoadChecksAnswers(t *testing.T) {
+	f := NewFixture()
+	ctx := context.Background()
+	opt := LoadOptions{Workers: 2, Duration: 20 * time.Millisecond}
+	if _, err := Load(ctx, fakeClient{t: f.Table}, f, false, opt); err != nil {
+		t.Fatalf("right answers: %v", err)
+	}
+	cases := map[string]fakeClient{
+		"a wrong balance":    {t: f.Table, spoil: func(r *Response) { r.Balance[0]++ }},
+		"a wrong block hash": {t: f.Table, spoil: func(r *Response) { r.BlockHash[31]++ }},
+		"a wrong nonce":      {t: f.Table, spoil: func(r *Response) { r.Nonce++ }},
+		// Every 7th request is for an unknown account: balance and nonce
+		// 0, which this caller does not write into the answer it is given.
+		"zeros left unset": {t: f.Table, gobLike: true},
+	}
+	for name, c := range cases {
+		if _, err := Load(ctx, c, f, false, opt); err == nil {
+			t.Errorf("%s: Load passed", name)
+		}
 	}
 }
