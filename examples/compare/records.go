@@ -133,6 +133,31 @@ func checkResponse(got, want *Response) error {
 	return nil
 }
 
+// checkRequest returns an error naming the first field in which got
+// differs from want, or nil when they are equal.
+func checkRequest(got, want *Request) error {
+	switch {
+	case got.Account != want.Account:
+		return fmt.Errorf("compare: request account %x, want %x", got.Account, want.Account)
+	case got.Block != want.Block:
+		return fmt.Errorf("compare: request block %d, want %d", got.Block, want.Block)
+	case got.ID != want.ID:
+		return fmt.Errorf("compare: request id %d, want %d", got.ID, want.ID)
+	case got.Method != want.Method:
+		return fmt.Errorf("compare: request method %q, want %q", got.Method, want.Method)
+	}
+	return nil
+}
+
+// poisonedRequest has every field set to a value no fixture request has,
+// for the checks to decode into.
+var poisonedRequest = Request{
+	Account: [20]byte(bytes.Repeat([]byte{0xff}, 20)),
+	Block:   ^uint64(0),
+	ID:      ^uint64(0),
+	Method:  "\xff",
+}
+
 // poisoned is a Response with every bit of every field set. Load hands it
 // to each call, so that an arm whose Call leaves a field alone (a decoder
 // that skips zero fields into a reused value, say) fails the check instead

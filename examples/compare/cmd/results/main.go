@@ -155,8 +155,14 @@ func runCodecs(c Config) (*codecResults, error) {
 	allocs := map[string][]float64{}
 	for _, m := range makers {
 		r.names = append(r.names, m.Name)
-		e, err := f.Encode(m.New())
+		c := m.New()
+		e, err := f.Encode(c)
 		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+		// The benchmarks run this check too, but a failed benchmark tells
+		// testing.Benchmark's caller nothing of why.
+		if err := f.Check(c, e); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
 		r.req[m.Name], r.resp[m.Name] = compare.MeanSize(e.Requests), compare.MeanSize(e.Responses)
@@ -167,7 +173,7 @@ func runCodecs(c Config) (*codecResults, error) {
 				fmt.Fprintf(c.Progress, "\rcodecs: repetition %d/%d  %-15s %-16s", rep+1, c.BenchReps, op.Name, m.Name)
 				res := testing.Benchmark(op.Run(m, f))
 				if res.N == 0 {
-					return nil, fmt.Errorf("%s %s: benchmark failed", op.Name, m.Name)
+					return nil, fmt.Errorf("%s %s: benchmark failed (an error or a wrong result; go test -run '^$' -bench Codec -benchtime 1x says which)", op.Name, m.Name)
 				}
 				k := op.Name + "\x00" + m.Name
 				ns[k] = append(ns[k], float64(res.T.Nanoseconds())/float64(res.N))
