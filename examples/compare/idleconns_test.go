@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"github.com/zapcodec/zapcodec/rpc"
@@ -63,26 +65,11 @@ func TestIdleConnsChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	switch arm {
-	case "zaprpc":
-		s := rpc.NewServer()
-		s.Handle(1, func(_ context.Context, req, resp []byte) ([]byte, error) { return append(resp, req...), nil })
-		go s.Serve(l)
-		defer s.Close()
-	case "nethttp":
-		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			w.Write(body)
-		})}
-		go s.Serve(l)
-		defer s.Close()
-	case "fasthttp":
-		s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBody(ctx.PostBody()) }}
-		go s.Serve(l)
-		defer s.Shutdown()
-	default:
-		t.Fatalf("unknown arm %q", arm)
+	stop, err := serveIdleArm(arm, l)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer stop()
 	fmt.Printf("ADDR %s\n", l.Addr())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
@@ -94,6 +81,30 @@ func TestIdleConnsChild(t *testing.T) {
 			fmt.Printf("MEM %d %d %d\n", ms.HeapAlloc, ms.StackInuse, residentBytes())
 		}
 	}
+}
+
+// serveIdleArm serves arm's echo server on l and returns the function
+// that stops it.
+func serveIdleArm(arm string, l net.Listener) (stop func(), err error) {
+	switch arm {
+	case "zaprpc":
+		s := rpc.NewServer()
+		s.Handle(1, func(_ context.Context, req, resp []byte) ([]byte, error) { return append(resp, req...), nil })
+		go s.Serve(l)
+		return func() { s.Close() }, nil
+	case "nethttp":
+		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			w.Write(body)
+		})}
+		go s.Serve(l)
+		return func() { s.Close() }, nil
+	case "fasthttp":
+		s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBody(ctx.PostBody()) }}
+		go s.Serve(l)
+		return func() { s.Shutdown() }, nil
+	}
+	return nil, fmt.Errorf("unknown arm %q", arm)
 }
 
 func residentBytes() uint64 {
@@ -169,7 +180,9 @@ func idleConns(b *testing.B, arm string, n int, call func(net.Conn, int) error) 
 
 var echoBody = strings.Repeat("x", 100)
 
-// zapEcho makes one call with a hand-built request envelope (method 1).
+// zapEcho makes call i with a hand-built request envelope (method 1) and
+// checks the answer: a response frame for promise i+1, status OK, the
+// body echoed.
 func zapEcho(nc net.Conn, i int) error {
 	env := wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: uint32(i + 1), Payload: []byte(echoBody)})
 	frame := binary.LittleEndian.AppendUint32(nil, uint32(len(env)+1))
@@ -181,11 +194,26 @@ func zapEcho(nc net.Conn, i int) error {
 	if _, err := io.ReadFull(nc, h[:]); err != nil {
 		return err
 	}
-	_, err := io.CopyN(io.Discard, nc, int64(binary.LittleEndian.Uint32(h[:]))-1)
-	return err
+	n := binary.LittleEndian.Uint32(h[:])
+	if h[4] != wire.KindResponse || n < 1 || n > 1<<16 {
+		return fmt.Errorf("answer frame of kind %d, %d bytes", h[4], n)
+	}
+	b := make([]byte, n-1)
+	if _, err := io.ReadFull(nc, b); err != nil {
+		return err
+	}
+	r, err := wire.ParseResponse(b)
+	if err != nil {
+		return err
+	}
+	if r.Status != rpc.StatusOK || r.PromiseID != uint32(i+1) || string(r.Body) != echoBody {
+		return fmt.Errorf("answer status %d, promise %d, body %q; want %d, %d, the echo", r.Status, r.PromiseID, r.Body, rpc.StatusOK, i+1)
+	}
+	return nil
 }
 
-// httpEcho makes one keep-alive POST of the same body and reads the answer.
+// httpEcho makes one keep-alive POST of the same body and checks the
+// answer: status 200, the body echoed.
 func httpEcho(nc net.Conn, i int) error {
 	if _, err := fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(echoBody), echoBody); err != nil {
 		return err
@@ -194,7 +222,92 @@ func httpEcho(nc net.Conn, i int) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return err
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || string(body) != echoBody {
+		return fmt.Errorf("answer %s, body %q; want 200, the echo", resp.Status, body)
+	}
+	return nil
+}
+
+// TestIdleEchoChecks: the calls BenchmarkIdleConns10k makes on its
+// connections pass against each arm's echo server and fail against a
+// server that answers wrong, so a broken arm fails the benchmark rather
+// than reporting the memory of connections that never made a call.
+func TestIdleEchoChecks(t *testing.T) {
+	call := func(arm string) func(net.Conn, int) error {
+		if arm == "zaprpc" {
+			return zapEcho
+		}
+		return httpEcho
+	}
+	try := func(t *testing.T, serve func(net.Listener) (func(), error), call func(net.Conn, int) error) error {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err := serve(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		for i := range 3 {
+			nc, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.SetDeadline(time.Now().Add(time.Minute)) // only against a hang
+			err = call(nc, i)
+			nc.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, arm := range []string{"zaprpc", "nethttp", "fasthttp"} {
+		serve := func(l net.Listener) (func(), error) { return serveIdleArm(arm, l) }
+		if err := try(t, serve, call(arm)); err != nil {
+			t.Errorf("%s: %v", arm, err)
+		}
+	}
+	zapWith := func(h rpc.Handler) func(net.Listener) (func(), error) {
+		return func(l net.Listener) (func(), error) {
+			s := rpc.NewServer()
+			s.Handle(1, h)
+			go s.Serve(l)
+			return func() { s.Close() }, nil
+		}
+	}
+	httpWith := func(code int, body string) func(net.Listener) (func(), error) {
+		return func(l net.Listener) (func(), error) {
+			s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.WriteHeader(code)
+				io.WriteString(w, body)
+			})}
+			go s.Serve(l)
+			return func() { s.Close() }, nil
+		}
+	}
+	for name, c := range map[string]struct {
+		serve func(net.Listener) (func(), error)
+		call  func(net.Conn, int) error
+	}{
+		"zaprpc, another body": {zapWith(func(_ context.Context, req, resp []byte) ([]byte, error) {
+			return append(resp, req[1:]...), nil
+		}), zapEcho},
+		"zaprpc, an error": {zapWith(func(context.Context, []byte, []byte) ([]byte, error) {
+			return nil, errors.New("no")
+		}), zapEcho},
+		"http, status 500":   {httpWith(http.StatusInternalServerError, echoBody), httpEcho},
+		"http, another body": {httpWith(http.StatusOK, echoBody[1:]), httpEcho},
+	} {
+		if err := try(t, c.serve, c.call); err == nil {
+			t.Errorf("%s: the call passed", name)
+		}
+	}
 }
