@@ -2,9 +2,12 @@ package compare
 
 // The protobuf arms: google.golang.org/protobuf (proto.MarshalOptions
 // .MarshalAppend / proto.Unmarshal) and vtprotobuf's generated
-// MarshalToSizedBufferVT / UnmarshalVT, on the same generated messages
-// (internal/pb, committed). Bytes fields on encode point at the caller's
-// arrays (no copy), as a protobuf user would write it.
+// MarshalToSizedBufferVT / UnmarshalVTUnsafe, on the same generated
+// messages (internal/pb, committed). Bytes fields on encode point at the
+// caller's arrays (no copy), as a protobuf user would write it.
+// UnmarshalVTUnsafe is vtprotobuf's zero-copy decode (bytes and string
+// fields alias the input), its fastest, as the zapcodec handler reads the
+// request through a view.
 
 import (
 	"fmt"
@@ -15,13 +18,9 @@ import (
 )
 
 type protobufCodec struct {
-	vt bool
-	// Arrays UnmarshalVT appends the bytes fields into (vtprotobuf reuses a
-	// field's capacity, as its own pool feature does); never the caller's.
-	acc       [20]byte
-	bal, hash [32]byte
-	req       pb.GetBalanceRequest
-	resp      pb.GetBalanceResponse
+	vt   bool
+	req  pb.GetBalanceRequest
+	resp pb.GetBalanceResponse
 }
 
 func newProtobuf() *protobufCodec   { return &protobufCodec{} }
@@ -74,10 +73,10 @@ func (c *protobufCodec) unmarshalRequest(b []byte) error {
 	if !c.vt {
 		return proto.Unmarshal(b, &c.req)
 	}
-	// UnmarshalVT merges (and keeps unknown fields): start from a fresh
-	// message whose Account has the codec's own capacity.
-	c.req = pb.GetBalanceRequest{Account: c.acc[:0]}
-	return c.req.UnmarshalVT(b)
+	// UnmarshalVTUnsafe merges (and keeps unknown fields): start from a
+	// fresh message. Account and Method alias b.
+	c.req = pb.GetBalanceRequest{}
+	return c.req.UnmarshalVTUnsafe(b)
 }
 
 func (c *protobufCodec) DecodeRequest(b []byte, r *Request) error {
@@ -101,8 +100,8 @@ func (c *protobufCodec) DecodeResponse(b []byte, r *Response) error {
 	if !c.vt {
 		err = proto.Unmarshal(b, &c.resp)
 	} else {
-		c.resp = pb.GetBalanceResponse{Balance: c.bal[:0], BlockHash: c.hash[:0]}
-		err = c.resp.UnmarshalVT(b)
+		c.resp = pb.GetBalanceResponse{}
+		err = c.resp.UnmarshalVTUnsafe(b)
 	}
 	if err != nil {
 		return err
