@@ -42,6 +42,7 @@ func Codecs() []Maker {
 		{"protobuf", func() Codec { return newProtobuf() }},
 		{"vtprotobuf", func() Codec { return newVTProtobuf() }},
 		{"msgp", func() Codec { return newMsgp() }},
+		{"msgp (tuple)", func() Codec { return newMsgpTuple() }},
 		{"flatbuffers", func() Codec { return newFlatbuffers() }},
 		{"floor (by hand)", func() Codec { return newFloor() }},
 	}

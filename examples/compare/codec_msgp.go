@@ -1,9 +1,12 @@
 package compare
 
-// The msgp arm: github.com/tinylib/msgp generated MarshalMsg/UnmarshalMsg
-// (internal/mp, committed) with msgp's default map encoding (field names on
-// the wire). internal/mp's structs have exactly Request's and Response's
-// fields, so the records convert by pointer, without a copy.
+// The msgp arms: github.com/tinylib/msgp generated MarshalMsg/UnmarshalMsg
+// (internal/mp, committed) in msgp's two layouts: its default map
+// encoding (field names on the wire) and its tuple encoding (the
+// msgp:tuple directive: an array of the fields in order, no names; msgp's
+// most compact and fastest layout). internal/mp's structs have exactly
+// Request's and Response's fields, so the records convert by pointer,
+// without a copy.
 
 import (
 	"fmt"
@@ -12,15 +15,25 @@ import (
 )
 
 type msgpCodec struct {
-	in  Request
-	out Response
+	tuple bool
+	in    Request
+	out   Response
 }
 
-func newMsgp() *msgpCodec { return &msgpCodec{} }
+func newMsgp() *msgpCodec      { return &msgpCodec{} }
+func newMsgpTuple() *msgpCodec { return &msgpCodec{tuple: true} }
 
-func (*msgpCodec) Name() string { return "msgp" }
+func (c *msgpCodec) Name() string {
+	if c.tuple {
+		return "msgp (tuple)"
+	}
+	return "msgp"
+}
 
-func (*msgpCodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
+func (c *msgpCodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
+	if c.tuple {
+		return (*mp.TupleRequest)(r).MarshalMsg(dst)
+	}
 	return (*mp.Request)(r).MarshalMsg(dst)
 }
 
@@ -31,16 +44,28 @@ func noRest(rest []byte, err error) error {
 	return err
 }
 
-func (*msgpCodec) DecodeRequest(b []byte, r *Request) error {
-	*r = Request{} // UnmarshalMsg leaves fields absent from b unchanged
+// DecodeRequest: the tuple layout's UnmarshalMsg reads an array of exactly
+// 4 and writes every field or fails; the map layout's leaves fields absent
+// from b unchanged, so r is zeroed first.
+func (c *msgpCodec) DecodeRequest(b []byte, r *Request) error {
+	if c.tuple {
+		return noRest((*mp.TupleRequest)(r).UnmarshalMsg(b))
+	}
+	*r = Request{}
 	return noRest((*mp.Request)(r).UnmarshalMsg(b))
 }
 
-func (*msgpCodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
+func (c *msgpCodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
+	if c.tuple {
+		return (*mp.TupleResponse)(r).MarshalMsg(dst)
+	}
 	return (*mp.Response)(r).MarshalMsg(dst)
 }
 
-func (*msgpCodec) DecodeResponse(b []byte, r *Response) error {
+func (c *msgpCodec) DecodeResponse(b []byte, r *Response) error {
+	if c.tuple {
+		return noRest((*mp.TupleResponse)(r).UnmarshalMsg(b))
+	}
 	*r = Response{}
 	return noRest((*mp.Response)(r).UnmarshalMsg(b))
 }

@@ -356,3 +356,39 @@ func TestZapcodecRefusesNonWhole(t *testing.T) {
 		t.Fatalf("the unedited request: %+v, %v", r, err)
 	}
 }
+
+// TestMsgpTuple: the msgp tuple arm writes each record as a MessagePack
+// array of its 4 fields (fixarray 0x94), with no field names, and refuses
+// the map layout's bytes; the map arm writes a map of 4 (fixmap 0x84).
+func TestMsgpTuple(t *testing.T) {
+	f := NewFixture()
+	tuple, byName := newMsgpTuple(), newMsgp()
+	for _, c := range []struct {
+		codec *msgpCodec
+		first byte
+	}{{tuple, 0x94}, {byName, 0x84}} {
+		req, _ := c.codec.AppendRequest(nil, &f.Requests[0])
+		resp, _ := c.codec.AppendResponse(nil, &f.Responses[0])
+		if req[0] != c.first || resp[0] != c.first {
+			t.Errorf("%s: request starts %#x, response %#x, want %#x", c.codec.Name(), req[0], resp[0], c.first)
+		}
+		if hasName := bytes.Contains(req, []byte("block")); hasName != (c.codec == byName) {
+			t.Errorf("%s: field name on the wire: %v", c.codec.Name(), hasName)
+		}
+	}
+	m, _ := byName.AppendRequest(nil, &f.Requests[0])
+	var r Request
+	if err := tuple.DecodeRequest(m, &r); err == nil {
+		t.Errorf("the tuple arm decoded the map layout as %+v", r)
+	}
+}
+
+// TestCodecNames: each Maker's name is its codec's Name, the label the
+// tables print.
+func TestCodecNames(t *testing.T) {
+	for _, m := range Codecs() {
+		if n := m.New().Name(); n != m.Name {
+			t.Errorf("maker %q makes a codec named %q", m.Name, n)
+		}
+	}
+}

@@ -361,3 +361,241 @@ func (z *Response) Msgsize() (s int) {
 	s = 1 + 8 + msgp.ArrayHeaderSize + (32 * (msgp.ByteSize)) + 6 + msgp.Uint64Size + 10 + msgp.ArrayHeaderSize + (32 * (msgp.ByteSize)) + 3 + msgp.Uint64Size
 	return
 }
+
+// DecodeMsg implements msgp.Decodable
+func (z *TupleRequest) DecodeMsg(dc *msgp.Reader) (err error) {
+	var zb0001 uint32
+	zb0001, err = dc.ReadArrayHeader()
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 4 {
+		err = msgp.ArrayError{Wanted: 4, Got: zb0001}
+		return
+	}
+	err = dc.ReadExactBytes((z.Account)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "Account")
+		return
+	}
+	z.Block, err = dc.ReadUint64()
+	if err != nil {
+		err = msgp.WrapError(err, "Block")
+		return
+	}
+	z.ID, err = dc.ReadUint64()
+	if err != nil {
+		err = msgp.WrapError(err, "ID")
+		return
+	}
+	z.Method, err = dc.ReadString()
+	if err != nil {
+		err = msgp.WrapError(err, "Method")
+		return
+	}
+	return
+}
+
+// EncodeMsg implements msgp.Encodable
+func (z *TupleRequest) EncodeMsg(en *msgp.Writer) (err error) {
+	// array header, size 4
+	err = en.Append(0x94)
+	if err != nil {
+		return
+	}
+	err = en.WriteBytes((z.Account)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "Account")
+		return
+	}
+	err = en.WriteUint64(z.Block)
+	if err != nil {
+		err = msgp.WrapError(err, "Block")
+		return
+	}
+	err = en.WriteUint64(z.ID)
+	if err != nil {
+		err = msgp.WrapError(err, "ID")
+		return
+	}
+	err = en.WriteString(z.Method)
+	if err != nil {
+		err = msgp.WrapError(err, "Method")
+		return
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *TupleRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 4
+	o = append(o, 0x94)
+	o = msgp.AppendBytes(o, (z.Account)[:])
+	o = msgp.AppendUint64(o, z.Block)
+	o = msgp.AppendUint64(o, z.ID)
+	o = msgp.AppendString(o, z.Method)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *TupleRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 4 {
+		err = msgp.ArrayError{Wanted: 4, Got: zb0001}
+		return
+	}
+	bts, err = msgp.ReadExactBytes(bts, (z.Account)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "Account")
+		return
+	}
+	z.Block, bts, err = msgp.ReadUint64Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Block")
+		return
+	}
+	z.ID, bts, err = msgp.ReadUint64Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "ID")
+		return
+	}
+	z.Method, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Method")
+		return
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *TupleRequest) Msgsize() (s int) {
+	s = 1 + msgp.ArrayHeaderSize + (20 * (msgp.ByteSize)) + msgp.Uint64Size + msgp.Uint64Size + msgp.StringPrefixSize + len(z.Method)
+	return
+}
+
+// DecodeMsg implements msgp.Decodable
+func (z *TupleResponse) DecodeMsg(dc *msgp.Reader) (err error) {
+	var zb0001 uint32
+	zb0001, err = dc.ReadArrayHeader()
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 4 {
+		err = msgp.ArrayError{Wanted: 4, Got: zb0001}
+		return
+	}
+	err = dc.ReadExactBytes((z.Balance)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "Balance")
+		return
+	}
+	z.Nonce, err = dc.ReadUint64()
+	if err != nil {
+		err = msgp.WrapError(err, "Nonce")
+		return
+	}
+	err = dc.ReadExactBytes((z.BlockHash)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "BlockHash")
+		return
+	}
+	z.ID, err = dc.ReadUint64()
+	if err != nil {
+		err = msgp.WrapError(err, "ID")
+		return
+	}
+	return
+}
+
+// EncodeMsg implements msgp.Encodable
+func (z *TupleResponse) EncodeMsg(en *msgp.Writer) (err error) {
+	// array header, size 4
+	err = en.Append(0x94)
+	if err != nil {
+		return
+	}
+	err = en.WriteBytes((z.Balance)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "Balance")
+		return
+	}
+	err = en.WriteUint64(z.Nonce)
+	if err != nil {
+		err = msgp.WrapError(err, "Nonce")
+		return
+	}
+	err = en.WriteBytes((z.BlockHash)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "BlockHash")
+		return
+	}
+	err = en.WriteUint64(z.ID)
+	if err != nil {
+		err = msgp.WrapError(err, "ID")
+		return
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *TupleResponse) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 4
+	o = append(o, 0x94)
+	o = msgp.AppendBytes(o, (z.Balance)[:])
+	o = msgp.AppendUint64(o, z.Nonce)
+	o = msgp.AppendBytes(o, (z.BlockHash)[:])
+	o = msgp.AppendUint64(o, z.ID)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *TupleResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 4 {
+		err = msgp.ArrayError{Wanted: 4, Got: zb0001}
+		return
+	}
+	bts, err = msgp.ReadExactBytes(bts, (z.Balance)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "Balance")
+		return
+	}
+	z.Nonce, bts, err = msgp.ReadUint64Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Nonce")
+		return
+	}
+	bts, err = msgp.ReadExactBytes(bts, (z.BlockHash)[:])
+	if err != nil {
+		err = msgp.WrapError(err, "BlockHash")
+		return
+	}
+	z.ID, bts, err = msgp.ReadUint64Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "ID")
+		return
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *TupleResponse) Msgsize() (s int) {
+	s = 1 + msgp.ArrayHeaderSize + (32 * (msgp.ByteSize)) + msgp.Uint64Size + msgp.ArrayHeaderSize + (32 * (msgp.ByteSize)) + msgp.Uint64Size
+	return
+}
