@@ -31,3 +31,34 @@ func TestZeroAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestSonicAllocs pins the sonic arm's allocations to what its no-copy
+// entry point leaves: encode allocates the JSON-RPC shape's hex strings (2
+// for a request, 3 for a response) and the one EncodeInto makes per call,
+// with none for the result (sonic.Marshal returns a copy: one more).
+func TestSonicAllocs(t *testing.T) {
+	f := NewFixture()
+	c := newSonicJSON()
+	e, err := f.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 512)
+	var req Request
+	var resp Response
+	for _, op := range []struct {
+		name string
+		run  func()
+		want float64
+	}{
+		{"EncodeRequest", func() { buf, _ = c.AppendRequest(buf[:0], &f.Requests[3]) }, 3},
+		{"EncodeResponse", func() { buf, _ = c.AppendResponse(buf[:0], &f.Responses[3]) }, 4},
+		{"DecodeRequest", func() { _ = c.DecodeRequest(e.Requests[3], &req) }, 2},
+		{"DecodeResponse", func() { _ = c.DecodeResponse(e.Responses[3], &resp) }, 2},
+		{"Handler", func() { buf, _ = c.Handle(buf[:0], e.Requests[3], f.Table) }, 6},
+	} {
+		if n := testing.AllocsPerRun(200, op.run); n != op.want {
+			t.Errorf("sonic %s: %v allocs, want %v", op.name, n, op.want)
+		}
+	}
+}

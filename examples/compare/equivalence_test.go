@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/bytedance/sonic"
 	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 
@@ -389,6 +390,35 @@ func TestCodecNames(t *testing.T) {
 	for _, m := range Codecs() {
 		if n := m.New().Name(); n != m.Name {
 			t.Errorf("maker %q makes a codec named %q", m.Name, n)
+		}
+	}
+}
+
+// TestSonicDefaultAPI: the sonic arm's EncodeInto writes exactly what
+// sonic.Marshal does, for every record: the same default configuration.
+func TestSonicDefaultAPI(t *testing.T) {
+	f := NewFixture()
+	c := newSonicJSON()
+	reqs := append(append([]Request{}, f.Requests...), edgeRequests()...)
+	for i := range reqs {
+		got, err := c.AppendRequest([]byte("x"), &reqs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sonic.Marshal(&c.req)
+		if err != nil || string(got[1:]) != string(want) {
+			t.Fatalf("request %d: EncodeInto wrote %s, sonic.Marshal %s (%v)", i, got[1:], want, err)
+		}
+	}
+	resps := append(append([]Response{}, f.Responses...), edgeResponses()...)
+	for i := range resps {
+		got, err := c.AppendResponse(nil, &resps[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sonic.Marshal(&c.resp)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("response %d: EncodeInto wrote %s, sonic.Marshal %s (%v)", i, got, want, err)
 		}
 	}
 }
