@@ -7,7 +7,9 @@ package compare
 // entry points: Marshal/Unmarshal for encoding/json and goccy/go-json
 // (neither has an API that appends to a caller's buffer), and for sonic
 // encoder.EncodeInto, which appends to the caller's buffer (sonic.Marshal
-// encodes into a pooled buffer and returns a copy), and sonic.Unmarshal.
+// encodes into a pooled buffer and returns a copy), and a reused
+// decoder.Decoder on the input itself (sonic.Unmarshal copies the input
+// into a string and makes a decoder per call).
 
 import (
 	"encoding/hex"
@@ -15,7 +17,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/bytedance/sonic"
+	sonicdec "github.com/bytedance/sonic/decoder"
 	sonicenc "github.com/bytedance/sonic/encoder"
 	gojson "github.com/goccy/go-json"
 )
@@ -62,6 +64,23 @@ func appendMarshal(marshal func(v any) ([]byte, error)) func(dst *[]byte, v any)
 // options (none): the bytes sonic.Marshal returns.
 func sonicAppend(dst *[]byte, v any) error { return sonicenc.EncodeInto(dst, v, 0) }
 
+// sonicUnmarshal returns the equivalent of sonic.Unmarshal (the default
+// config) that decodes b itself, where sonic.Unmarshal decodes a copy
+// (decoded strings alias b), with one decoder reused from call to call,
+// where sonic.Unmarshal makes one per call. It is for one goroutine.
+func sonicUnmarshal() func(b []byte, v any) error {
+	d := sonicdec.NewDecoder("")
+	return func(b []byte, v any) error {
+		d.Reset(aliasString(b))
+		err := d.Decode(v)
+		if err == nil {
+			err = d.CheckTrailings()
+		}
+		d.Reset("") // keep nothing of b
+		return err
+	}
+}
+
 type jsonCodec struct {
 	lib  jsonLib
 	req  jsonRequest
@@ -91,7 +110,7 @@ func newGoccyJSON() *jsonCodec {
 }
 
 func newSonicJSON() *jsonCodec {
-	return &jsonCodec{lib: jsonLib{"sonic", sonicAppend, sonic.Unmarshal}}
+	return &jsonCodec{lib: jsonLib{"sonic", sonicAppend, sonicUnmarshal()}}
 }
 
 func (c *jsonCodec) Name() string { return c.lib.name }

@@ -394,8 +394,9 @@ func TestCodecNames(t *testing.T) {
 	}
 }
 
-// TestSonicDefaultAPI: the sonic arm's EncodeInto writes exactly what
-// sonic.Marshal does, for every record: the same default configuration.
+// TestSonicDefaultAPI: the sonic arm's entry points (EncodeInto, a reused
+// Decoder) write and read exactly what sonic.Marshal and sonic.Unmarshal
+// do, for every record: the same default configuration.
 func TestSonicDefaultAPI(t *testing.T) {
 	f := NewFixture()
 	c := newSonicJSON()
@@ -408,6 +409,23 @@ func TestSonicDefaultAPI(t *testing.T) {
 		want, err := sonic.Marshal(&c.req)
 		if err != nil || string(got[1:]) != string(want) {
 			t.Fatalf("request %d: EncodeInto wrote %s, sonic.Marshal %s (%v)", i, got[1:], want, err)
+		}
+		var viaAPI jsonRequest
+		errAPI := sonic.Unmarshal(want, &viaAPI)
+		var r Request
+		err = c.DecodeRequest(want, &r)
+		if (err == nil) != (errAPI == nil) || c.req != viaAPI {
+			t.Fatalf("request %d: decoded %+v (%v), sonic.Unmarshal %+v (%v)", i, c.req, err, viaAPI, errAPI)
+		}
+	}
+	for _, bad := range []string{`{"jsonrpc":"2.0"} x`, `{"jsonrpc":`, `[1]`} {
+		var r Request
+		if err := c.DecodeRequest([]byte(bad), &r); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+		var viaAPI jsonRequest
+		if err := sonic.Unmarshal([]byte(bad), &viaAPI); err == nil {
+			t.Errorf("sonic.Unmarshal decoded %q", bad)
 		}
 	}
 	resps := append(append([]Response{}, f.Responses...), edgeResponses()...)
