@@ -54,3 +54,31 @@ func TestRunQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestReportFastestNamesFloor: each fastest-codec row of the expectations
+// says that the hand-written floor is left out and gives the floor's time,
+// so a reader sees what "fastest" is measured against.
+func TestReportFastestNamesFloor(t *testing.T) {
+	r := &codecResults{names: []string{zap, "msgp", floor}, cells: map[string]map[string]cell{},
+		req: map[string]int{}, resp: map[string]int{}}
+	for i, op := range []string{"DecodeRequest", "DecodeResponse", "EncodeRequest", "EncodeResponse", "Handler"} {
+		r.cells[op] = map[string]cell{zap: {ns: 20}, "msgp": {ns: 40}, floor: {ns: 10 + float64(i)}}
+	}
+	var b strings.Builder
+	report(&b, Config{BenchReps: 1, Reps: 1}, r, nil, "", "", 0)
+	n := 0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if !strings.Contains(line, "fastest codec") {
+			continue
+		}
+		op := strings.TrimSpace(strings.Split(strings.SplitN(line, ":", 2)[1], "|")[0])
+		want := fmtNS(r.cells[op][floor].ns)
+		if !strings.Contains(line, "floor aside") || !strings.Contains(line, "`"+floor+"`, "+want) {
+			t.Errorf("row does not name the floor and its %s: %s", want, line)
+		}
+		n++
+	}
+	if n != 5 {
+		t.Errorf("%d fastest-codec rows, want 5:\n%s", n, b.String())
+	}
+}
