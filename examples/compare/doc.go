@@ -8,7 +8,13 @@
 //
 // Buffers: an Append method appends to dst and returns the extended slice,
 // which the caller owns. A Decode method may leave string fields aliasing
-// its input where the codec's own API aliases (zapcodec, FlatBuffers,
-// sonic's default config); such a record is valid while the input bytes stay
-// unchanged. A Codec value keeps scratch state and is for one goroutine.
+// its input where the codec's own API aliases (FlatBuffers, vtprotobuf's
+// UnmarshalVTUnsafe, sonic's default config, the hand-written floor);
+// such a record is valid while the input bytes stay unchanged. A Codec
+// value keeps scratch state and is for one goroutine.
+//
+// Every benchmark checks its results (Fixture.Check before the timing,
+// the last iteration's result after it), and Load checks every answer, so
+// that an arm that does less than the job fails instead of posting a fast
+// figure.
 package compare

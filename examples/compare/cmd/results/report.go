@@ -71,6 +71,7 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 	p("Same records each way (request: account [20]byte, block, id, method; response: balance [32]byte, nonce, block hash [32]byte, id), ")
 	p("%d distinct records cycled, medians of the repetitions. *decode* fills every field of the application's record; *encode* appends to a reused buffer; ", 16)
 	p("*handler* = decode the request + answer from the in-memory table + encode the response. Bytes are the mean encoded size. ")
+	p("Every benchmark checks its results (every operation on every record before the timing, the last iteration's after it): a codec that did less than the job would fail, not post a time. ")
 	p("`floor (by hand)` is the same fields written with encoding/binary: no schema, no header, the least work possible. ")
 	p("It is no codec a peer could speak, so the expectations' fastest-codec rows leave it out and give its time beside.\n\n")
 	p("![Time per codec operation by library, one panel per operation](%s)\n\n", codecChart)
@@ -94,7 +95,8 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 
 	p("\n## RPC\n\n")
 	p("The same handler behind each stack, client and server in this one process over loopback TCP, %d workers each with one call in flight, ", c.Workers)
-	p("warm connections, the same GOGC and GOMAXPROCS for every arm. Median of %d repetitions; allocs are per call for the whole process (client + server). ", c.Reps)
+	p("warm connections, the same GOGC and GOMAXPROCS for every arm. Every answer is checked field by field against the table's (outside the measured latency). ")
+	p("Median of %d repetitions; allocs are per call for the whole process (client + server). ", c.Reps)
 	p("zapcodec rpc, gRPC and net/rpc multiplex all workers over one connection; fasthttp (HTTP/1.1) uses one connection per worker. ")
 	p("The floors echo a length-prefixed frame of the hand-encoded request (no codec, no dispatch; the server flushes when no further request is buffered), ")
 	p("either over one connection shared by all workers (writes batched, echoes matched in order) or over a connection per worker.\n\n")
