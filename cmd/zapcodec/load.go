@@ -47,9 +47,11 @@ func init() {
   -n N                stop after N calls
   -rate R             open loop: R calls per second in total (default 0:
                       closed loop)
-  -timeout D          give up a call unanswered after D (default 20s; 0: no
-                      bound): it counts as failed, "timed out"; with -n and
-                      a server that never answers, the run still ends
+  -timeout D          give up a call unanswered after D (0: no bound): it
+                      counts as failed, "timed out"; default 20s for a run
+                      bounded by -n alone, so that it ends even against a
+                      server that never answers, and none with -d, whose
+                      end gives up the calls still unanswered
   -method M           method ordinal, or with -schema a method name
                       ("getBalance", "Eth.getBalance"); default: the -type
                       method's ordinal
@@ -107,7 +109,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.DurationVar(&c.Duration, "d", 0, "duration (default 10s unless -n)")
 	fs.Uint64Var(&c.Calls, "n", 0, "number of calls")
 	fs.Float64Var(&c.Rate, "rate", 0, "open-loop calls per second (0: closed loop)")
-	fs.DurationVar(&c.Timeout, "timeout", loadgen.DefaultTimeout, "per-call timeout (0: none)")
+	fs.DurationVar(&c.Timeout, "timeout", 0, "per-call timeout (0: none; default 20s with -n alone)")
 	fs.StringVar(&lf.method, "method", "", "method ordinal or name")
 	fs.StringVar(&lf.payloadHex, "payload-hex", "", "payload as hex")
 	fs.StringVar(&lf.payloadFile, "payload-file", "", "payload file (raw bytes)")
@@ -181,7 +183,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case c.Timeout < 0:
 		fmt.Fprintf(stderr, "zapcodec load: negative -timeout %v (0: no bound)\n", c.Timeout)
 		return 2
-	case c.Timeout == 0:
+	case c.Timeout == 0 && flagSet(fs, "timeout"):
 		c.Timeout = -1 // Config reads 0 as its default
 	}
 	if lf.cpuProfile != "" {
@@ -383,4 +385,11 @@ func loadFindMethod(f *schema.File, name string) *schema.Method {
 		}
 	}
 	return found
+}
+
+// flagSet reports whether the command line gave flag name (fs parsed).
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -10,10 +10,11 @@
 // silently lowering the send rate (no coordinated omission). Calls due
 // before the end that could not be sent before the grace ran out (the
 // server held every in-flight slot) count as abandoned, as the calls then
-// in flight do, with their latency from their due time. Each call is given
-// up after Config.Timeout (20 s by default; a bound of the tool's own, sent
-// to no server) and counts as failed, so that a server that never answers
-// cannot hold a run bounded by a count of calls forever.
+// in flight do, with their latency from their due time. A call is given up
+// after Config.Timeout (a bound of the tool's own, sent to no server) and
+// counts as failed; by default a run bounded by a count of calls alone
+// has a bound of 20 s, so that a server that never answers cannot hold it
+// forever, and a run with a duration has none but its end.
 //
 // Latencies go into a [Histogram] (log-linear buckets, at most 1/128
 // relative error) that allocates nothing per record; workers share at most 64

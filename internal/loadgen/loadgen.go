@@ -21,10 +21,10 @@ const (
 	DefaultDuration    = 10 * time.Second
 	DefaultGrace       = 10 * time.Second
 	DefaultInterval    = time.Second
-	// DefaultTimeout bounds each call (Config.Timeout): long past what a
-	// healthy server takes, so that a run measures slow answers as
-	// latency, yet a server that never answers a call cannot hold a run
-	// with a count of calls (Config.Calls) forever.
+	// DefaultTimeout bounds each call of a run bounded by a count of
+	// calls alone (Config.Timeout): long past what a healthy server
+	// takes, so that a run measures slow answers as latency, yet a server
+	// that never answers a call cannot hold such a run forever.
 	DefaultTimeout = 20 * time.Second
 )
 
@@ -73,8 +73,10 @@ type Config struct {
 	// loop, calls due before the end but not sent by then (every worker
 	// waited on the server) are counted as abandoned too.
 	Grace time.Duration
-	// Timeout bounds each call (default DefaultTimeout, 20 s; negative:
-	// no bound): a call still unanswered Timeout after it was sent is
+	// Timeout bounds each call (negative: no bound; 0: DefaultTimeout,
+	// 20 s, for a run bounded by Calls alone, and no bound of its own for
+	// a run with a Duration, whose end and Grace cancel the calls still
+	// in flight): a call still unanswered Timeout after it was sent is
 	// given up (within an eighth of Timeout more, at least 1 ms), counted
 	// as failed with the error class "timed out", and its worker goes on
 	// with the next call; a direct connection (Direct) is closed instead,
@@ -84,7 +86,9 @@ type Config struct {
 	// deadline is sent to the server (the calls' bytes are those of a
 	// call without one), and the calls of one worker share a ctx until
 	// one of them times out (with no bound, every worker's calls share
-	// the run's).
+	// the run's, which an rpc.Client watches once for all of them: a
+	// bound costs calls/s, as each call then waits on a ctx of its
+	// worker's).
 	Timeout time.Duration
 
 	// Method is the 1-based method ordinal called.
@@ -180,7 +184,11 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
-	if cfg.Timeout == 0 {
+	if cfg.Timeout == 0 && cfg.Duration <= 0 {
+		// Bounded by Calls alone: nothing else ends a call that is never
+		// answered. (A run with a Duration cancels its calls at its end
+		// and grace; they then need no watch, and share the run's ctx,
+		// which rpc watches once for all of them.)
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Method == 0 {

@@ -514,3 +514,38 @@ func silentServer(t *testing.T) string {
 	}()
 	return l.Addr().String()
 }
+
+// TestTimeoutDefault: a run bounded by a count of calls alone gets
+// DefaultTimeout, which nothing else would bound; a run with a duration
+// gets no bound of its own (its end gives its calls up), so its calls
+// share the run's ctx; a Timeout given is kept.
+func TestTimeoutDefault(t *testing.T) {
+	addr := silentServer(t)
+	for _, tc := range []struct {
+		name     string
+		duration time.Duration
+		calls    uint64
+		timeout  time.Duration
+		want     time.Duration
+	}{
+		{"calls alone", 0, 10, 0, DefaultTimeout},
+		{"duration", time.Second, 0, 0, 0},
+		{"duration and calls", time.Second, 10, 0, 0},
+		{"neither (default duration)", 0, 0, 0, 0},
+		{"given, calls alone", 0, 10, time.Second, time.Second},
+		{"given, duration", time.Second, 0, time.Second, time.Second},
+		{"none, calls alone", 0, 10, -1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 1,
+				Duration: tc.duration, Calls: tc.calls, Timeout: tc.timeout, Method: mEcho, Payload: []byte("x")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if r.cfg.Timeout != tc.want {
+				t.Fatalf("Timeout %v, want %v", r.cfg.Timeout, tc.want)
+			}
+		})
+	}
+}
