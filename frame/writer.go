@@ -274,8 +274,9 @@ func (fw *Writer) Begin(kind byte) []byte {
 // does not start with what Begin returned (a shorter slice, or one that
 // does not hold the pending frames and the header), and with
 // ErrFrameTooLarge when the payload exceeds the maximum frame size; on
-// failure the begun frame is dropped and the pending frames are kept. The Writer takes buf over as its buffer: do not use buf after
-// End. When the buffer has reached the buffer size it is written out.
+// failure the begun frame is dropped and the pending frames are kept.
+// The Writer takes buf over as its buffer: do not use buf after End.
+// When the buffer has reached the buffer size it is written out.
 func (fw *Writer) End(buf []byte) error {
 	start := fw.begun
 	if start < 0 {
