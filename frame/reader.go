@@ -237,9 +237,10 @@ func (fr *Reader) total(h []byte) (int, error) {
 // frame, or frames read ahead on a busy stream). Either way it is valid
 // only until the next call to Next, Wait or Reset: they may overwrite
 // that memory (moving the unread bytes that follow, or reading the next
-// frame into it) or give the pooled buffer back to the pool. Copy what must live longer. With pool poisoning on
-// (-tags zapdebug) an expired payload reads as 0xDB bytes. Its capacity
-// equals its length, so appending to it copies.
+// frame into it) or give the pooled buffer back to the pool. Copy what
+// must live longer. With pool poisoning on (-tags zapdebug) an expired
+// payload reads as 0xDB bytes. Its capacity equals its length, so
+// appending to it copies.
 func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 	if fr.err != nil {
 		return 0, nil, fr.err

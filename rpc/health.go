@@ -14,7 +14,8 @@ import (
 // (an empty payload asks for the server as a whole), the answer a
 // [HealthCheckResponse] whose Status is a [HealthStatus], the status
 // stored for the service (HealthUnknown too, when it was set so); only a
-// service name the server never knew is answered 404. The schema is rpc/health.zap.
+// service name the server never knew is answered 404. The schema is
+// rpc/health.zap.
 // Interceptors do not run for it (an authenticating interceptor must not
 // hide a server's health from its load balancer); the observer sees it.
 const HealthMethod uint32 = 0xFFFF_0001
