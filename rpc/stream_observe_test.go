@@ -208,7 +208,9 @@ func TestStreamStatsWhileOpen(t *testing.T) {
 	if _, err := st.Recv(nil); Code(err) != StatusUnavailable {
 		t.Fatalf("Recv after Shutdown's grace: %v", err)
 	}
-	await(t, "the stream's end on the server", func() bool { return s.Stats().Streams.Active == 0 })
+	// The end is counted in Stats before the observer is told of it:
+	// wait for both.
+	await(t, "the stream's end on the server", func() bool { return s.Stats().Streams.Active == 0 && srv.count() == 2 })
 	got = s.Stats().Streams
 	if got.Unavailable != 1 || got.MsgsIn != 200 || got.MsgsOut != 200 || got.BytesIn != 800 {
 		t.Fatalf("after Shutdown: %+v", got)
