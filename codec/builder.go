@@ -188,7 +188,7 @@ func (b *Builder) Err() error {
 			}
 			b.err = fmt.Errorf("%w: %d-byte element in a list of %d-byte elements", ErrBuilder, max(m.n, 0), m.size)
 		case misEnd:
-			b.err = fmt.Errorf("%w: EndElement without BeginElement, or after the list's Finish or Reset", ErrBuilder)
+			b.err = fmt.Errorf("%w: EndElement without BeginElement, after the list's Finish or Reset, or after something was written since BeginElement", ErrBuilder)
 		case misOpen:
 			b.err = fmt.Errorf("%w: list finished between BeginElement and EndElement", ErrBuilder)
 		case misStartList:
@@ -731,7 +731,10 @@ func (l *ListBuilder) AddMessage(p []byte) {
 //	buf = item.AppendZAP(buf)
 //	l.EndElement(buf)
 //
-// Until EndElement, nothing else may use the Builder. BeginElement again
+// Until EndElement, nothing else may use the Builder: EndElement after
+// something was written (an element added to this list, an object
+// finished) is misuse, and refuses the element, though the buffer it was
+// appended to may have overwritten what was written. BeginElement again
 // before EndElement abandons the element begun: nothing of it is written.
 func (l *ListBuilder) BeginElement() []byte {
 	if !l.check(0) {
@@ -748,7 +751,9 @@ func (l *ListBuilder) BeginElement() []byte {
 // element appended, and writes the element's size.
 func (l *ListBuilder) EndElement(buf []byte) {
 	at := l.elemAt // not 0 only after BeginElement, so l.b is set
-	if at < ElementHeaderSize || len(buf) < at || l.id != l.b.lists {
+	if at < ElementHeaderSize || len(buf) < at || l.id != l.b.lists || len(l.b.buf)+ElementHeaderSize != at {
+		// The last: something was added (to this list, say) since
+		// BeginElement, where the element was to go.
 		if l.b != nil && l.b.bad.what == misNone {
 			l.b.bad = misuse{what: misEnd}
 		}

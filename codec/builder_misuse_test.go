@@ -90,6 +90,17 @@ func TestOneListOpen(t *testing.T) {
 			a.EndElement(append(a.BeginElement(), "ab"...))
 			root.SetList(0, a.Finish())
 		}, "StartList while a list is open"},
+		{"AddMessage between BeginElement and EndElement", func(b *codec.Builder, root codec.ObjectBuilder) {
+			a := b.StartList(0)
+			buf := append(a.BeginElement(), "ab"...)
+			a.AddMessage([]byte("xyz")) // where the element was to go
+			a.EndElement(buf)
+			root.SetList(0, a.Finish())
+		}, func(b *codec.Builder, root codec.ObjectBuilder) {
+			a := b.StartList(0)
+			a.AddMessage([]byte("xyz"))
+			root.SetList(0, a.Finish())
+		}, "after something was written since BeginElement"},
 		{"StartObject while a list is open", func(b *codec.Builder, root codec.ObjectBuilder) {
 			a := b.StartList(4)
 			a.AddUint32(1)
@@ -252,7 +263,7 @@ func TestStaleListAfterReset(t *testing.T) {
 			// The element's buffer is the one of the first message,
 			// longer than this one.
 			stale.EndElement(append(make([]byte, 1000), "two"...))
-		}, "EndElement without BeginElement, or after the list's Finish or Reset"},
+		}, "EndElement without BeginElement, after the list's Finish or Reset"},
 		{"the list left open", func(b *codec.Builder) *codec.ListBuilder {
 			l := b.StartList(4)
 			l.AddUint32(1)
