@@ -351,7 +351,14 @@ func number(t token, what string) (int, error) {
 }
 
 // typ parses a type expression. Names other than builtins stay unresolved.
-func (p *parser) typ() (*Type, error) {
+func (p *parser) typ() (*Type, error) { return p.typeIn(0, Pos{}) }
+
+// typeIn parses a type expression that is the element of depth nested
+// lists, the outermost of which is at outer. Lists nested more than
+// MaxListDepth deep are refused here, counted without recursing (a schema
+// may nest millions, which would overflow the stack), as well as after
+// resolution (aliases of lists nest too).
+func (p *parser) typeIn(depth int, outer Pos) (*Type, error) {
 	t := p.next()
 	if t.kind != tokIdent || topKeywords[t.text] || t.text == "returns" {
 		return nil, errorf(t.pos, "expected a type, got %s", t.describe())
@@ -377,8 +384,18 @@ func (p *parser) typ() (*Type, error) {
 		if !p.peek().is("<") || p.toks[p.i+1].is(">") {
 			return nil, errorf(t.pos, "list needs an element type: list<T>")
 		}
+		if depth == 0 {
+			outer = t.pos
+		}
+		if depth == MaxListDepth {
+			d := depth + 1
+			for j := p.i + 1; j+1 < len(p.toks) && p.toks[j].kind == tokIdent && p.toks[j].text == "list" && p.toks[j+1].is("<"); j += 2 {
+				d++
+			}
+			return nil, errorf(outer, "lists nested %d deep; at most %d levels of list<list<...>> are allowed", d, MaxListDepth)
+		}
 		p.next()
-		elem, err := p.typ()
+		elem, err := p.typeIn(depth+1, outer)
 		if err != nil {
 			return nil, err
 		}
