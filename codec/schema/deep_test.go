@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -17,5 +18,35 @@ func TestDeepListNesting(t *testing.T) {
 	want := "f.zap:2:7: lists nested 1000000 deep; at most 8 levels of list<list<...>> are allowed"
 	if f != nil || err == nil || err.Error() != want {
 		t.Fatalf("got %v, %v; want %s", f, err, want)
+	}
+}
+
+// TestLongAliasChain: a chain of 200,000 aliases of aliases resolves
+// without a recursion per alias, each to the type at its end, written as
+// the alias it names.
+func TestLongAliasChain(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(16 << 20)) // far below the aliases' frames
+	const n = 200_000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "type a%d = a%d\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "type a%d = bytes_fixed[3]\nstruct S\n    X a0\n", n)
+	f, err := Parse("f.zap", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := f.Struct("S").Field("X"); x.Type.Kind != KindBytesFixed || x.Type.N != 3 || x.Type.AliasName != "a0" || x.Width != 3 {
+		t.Fatalf("S.X: %+v", x.Type)
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		a := f.Aliases[i]
+		want := fmt.Sprintf("a%d", i+1)
+		if a.Type.Kind != KindBytesFixed || a.Type.AliasName != want || a.Type.Pos.Line != i+1 {
+			t.Fatalf("alias %s: %+v", a.Name, a.Type)
+		}
+	}
+	if a := f.Aliases[n]; a.Type.AliasName != "" {
+		t.Fatalf("alias %s: %+v", a.Name, a.Type)
 	}
 }

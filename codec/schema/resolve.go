@@ -40,24 +40,44 @@ func (r *resolver) file(f *File) error {
 }
 
 // alias resolves a once; meeting it again while in progress is a cycle.
+// A chain of aliases of aliases (type a = b, type b = c, ...) is followed
+// in a loop, not a recursion per alias: a schema may chain millions.
 func (r *resolver) alias(a *Alias) (*Type, error) {
-	switch a.state {
-	case 2:
-		return a.Type, nil
-	case 1:
-		i := slices.Index(r.stack, a.Name)
-		path := strings.Join(append(r.stack[i:], a.Name), " -> ")
-		return nil, errorf(a.Pos, "alias cycle: %s", path)
+	var chain []*Alias // a, the alias it names, and so on: each in progress
+	for {
+		switch a.state {
+		case 2:
+			return a.Type, nil
+		case 1:
+			i := slices.Index(r.stack, a.Name)
+			path := strings.Join(append(r.stack[i:], a.Name), " -> ")
+			return nil, errorf(a.Pos, "alias cycle: %s", path)
+		}
+		a.state = 1
+		r.stack = append(r.stack, a.Name)
+		chain = append(chain, a)
+		next, ok := r.aliases[a.expr.ref]
+		if !ok || next.state == 2 {
+			break
+		}
+		a = next
 	}
-	a.state = 1
-	r.stack = append(r.stack, a.Name)
 	t, err := r.resolve(a.expr)
 	if err != nil {
 		return nil, err
 	}
-	r.stack = r.stack[:len(r.stack)-1]
-	a.Type, a.state = t, 2
-	return t, nil
+	for i := len(chain) - 1; ; i-- {
+		c := chain[i]
+		c.Type, c.state = t, 2
+		r.stack = r.stack[:len(r.stack)-1]
+		if i == 0 {
+			return t, nil
+		}
+		// chain[i-1] names c: its type is c's, written as c's name.
+		u := *t
+		u.AliasName, u.Pos = c.Name, chain[i-1].expr.Pos
+		t = &u
+	}
 }
 
 // resolve returns t with every name replaced by its alias's type or struct.
