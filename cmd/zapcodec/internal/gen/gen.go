@@ -133,7 +133,7 @@ type generator struct {
 	body    bytes.Buffer
 	// nested and elem hold the structs of the package (every file) that
 	// some struct nests as a field or as list elements: only those need
-	// the helpers a parent calls (zapBuild, zapSize, zapDecode,
+	// the helpers a parent calls (zapObject, zapSize, zapDecode,
 	// zapDecodeMessage).
 	nested, elem map[*schema.Struct]bool
 }
