@@ -28,6 +28,8 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(src)
 	}
+	// Streams, their payloads named and not (a zapcodec extension).
+	f.Add([]byte("struct A {}\ninterface I {\n    up(stream A) returns (r: A)\n    down(q: A) returns (stream A)\n    both(s: stream A) returns (stream A)\n}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, err := Parse("f.zap", src)
 		if err != nil {

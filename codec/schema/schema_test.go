@@ -175,7 +175,15 @@ func checkInvariants(t *testing.T, f *File) {
 	}
 	for _, it := range f.Interfaces {
 		for i, m := range it.Methods {
-			if m.Ordinal != uint32(i+1) || (m.Req == nil) != (m.ReqName == "") || (m.Resp == nil) != (m.RespName == "") {
+			// A payload has a name, but for a stream, whose name may be left
+			// out; no payload has neither.
+			named := func(s *Struct, name string, stream bool) bool {
+				if s == nil {
+					return name == "" && !stream
+				}
+				return name != "" || stream
+			}
+			if m.Ordinal != uint32(i+1) || !named(m.Req, m.ReqName, m.ReqStream) || !named(m.Resp, m.RespName, m.RespStream) {
 				t.Fatalf("%s.%s: ordinal %d req %v %q resp %v %q", it.Name, m.Name, m.Ordinal, m.Req, m.ReqName, m.Resp, m.RespName)
 			}
 		}
