@@ -54,6 +54,14 @@
 // the field that broke ("Block.txs[3].to") and matching their cause with
 // errors.Is (codec.ErrMagic, codec.ErrOutOfBounds, ...).
 //
+// One value does not come back from AppendZAP: a nested record (non-nil)
+// of a struct without fields, when its object, which takes no bytes, is
+// the last thing in the message. The object then starts at the message's
+// end, where readers take an object for null (docs/wire.md §5), so
+// DecodeZAP gives nil and the view is null, as for any writer of these
+// bytes (codec.Builder writes the same). Anything written after it, a
+// later list element or a non-empty text, say, keeps it non-nil.
+//
 // What DecodeZAP allocates is charged, before it is allocated, to a budget
 // of 6 bytes per byte of the message (plus 64): the Go size of each nested
 // record and list element and each byte of text or bytes. A message whose
