@@ -3,19 +3,22 @@ package gen
 import (
 	"errors"
 	"go/ast"
+	"go/importer"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // FuzzGenerate: every schema the parser accepts generates Go that parses
-// and formats (a *FormatError is a generator bug) and declares no name
-// twice, or is refused with a positioned *schema.Error (a Go name
-// collision).
+// and formats (a *FormatError is a generator bug), declares no name twice
+// and type-checks against packages codec and rpc, or is refused with a
+// positioned *schema.Error (a Go name collision).
 func FuzzGenerate(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/*.zap")
 	for _, pattern := range []string{"*.zap", "more/*.zap"} {
@@ -49,7 +52,35 @@ func FuzzGenerate(f *testing.F) {
 		if err != nil && !errors.As(err, &se) {
 			t.Fatalf("unexpected error %T: %v", err, err)
 		}
+		if err == nil {
+			if err := typeCheck(files); err != nil {
+				t.Fatalf("generated Go does not compile: %v\n%s", err, src)
+			}
+		}
 	})
+}
+
+// sources imports packages from their source, once each for all of
+// typeCheck's calls.
+var sources = sync.OnceValues(func() (*token.FileSet, types.Importer) {
+	fset := token.NewFileSet()
+	return fset, importer.ForCompiler(fset, "source", nil)
+})
+
+// typeCheck type-checks the generated files as one package.
+func typeCheck(files []File) error {
+	fset, imp := sources()
+	var afs []*ast.File
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f.Name, f.Data, 0)
+		if err != nil {
+			return err
+		}
+		afs = append(afs, af)
+	}
+	conf := types.Config{Importer: imp}
+	_, err := conf.Check("p", fset, afs, nil)
+	return err
 }
 
 // redeclared returns the first name the Go source src declares twice at
