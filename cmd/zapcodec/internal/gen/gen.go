@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/codec/schema"
 )
@@ -49,7 +51,9 @@ func (e *FormatError) Unwrap() error { return e.Err }
 // package name is missing or not a Go identifier; Go names collide (as a
 // [*schema.Error] "file:line:col: message"); a schema file's name gives an
 // output name that go build ignores or compiles for one platform only
-// ("_x.zap", "api_linux.zap": go help buildconstraint); or a [*FormatError].
+// ("_x.zap", "api_linux.zap": go help buildconstraint) or holds what a Go
+// comment cannot (a control character, a byte order mark, invalid UTF-8);
+// or a [*FormatError].
 func Generate(f *schema.File, opt Options) ([]File, error) {
 	pkg := opt.Package
 	if pkg == "" {
@@ -74,6 +78,9 @@ func Generate(f *schema.File, opt Options) ([]File, error) {
 			return nil, fmt.Errorf("gen: schema files %s and %s would both write %s", prev, src, name)
 		}
 		seen[name] = src
+		if !commentable(base) {
+			return nil, fmt.Errorf("gen: schema file name %q holds a control character, a byte order mark or invalid UTF-8, which the generated file's header comment cannot: rename the schema file", src)
+		}
 		if !buildable(name) {
 			return nil, fmt.Errorf("gen: schema file %s would write %s, which go build ignores or compiles for one platform only (a name starting with _ or ., or ending in _GOOS or _GOARCH: go help buildconstraint); rename the schema file", src, name)
 		}
@@ -86,6 +93,13 @@ func Generate(f *schema.File, opt Options) ([]File, error) {
 		out = append(out, File{Name: name, Source: base, Data: data})
 	}
 	return out, nil
+}
+
+// commentable reports whether s can stand in a Go line comment as it is:
+// valid UTF-8 without control characters or byte order marks (a newline
+// would end the comment, gofmt drops a carriage return).
+func commentable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == 0xfeff })
 }
 
 // buildable reports whether go build compiles the Go file named name

@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -338,6 +339,32 @@ func TestUnbuildableFileName(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error starting %q", tt.file, err, want)
 		}
+	}
+}
+
+// TestUncommentableFileName: a schema file whose name a Go line comment
+// cannot hold (the generated header names it) is refused as such; a
+// newline or a NUL made a *FormatError, which blames the generator, and a
+// carriage return vanished from the header.
+func TestUncommentableFileName(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"a\nb.zap", "a\x00.zap", "a\rb.zap", "a\x7fb.zap", "a\u0085.zap", "a\ufeff.zap", "a\xffb.zap"} {
+		f, err := schema.Parse(file, []byte("package p\nstruct A { X u8 }\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Generate(f, Options{})
+		want := fmt.Sprintf("gen: schema file name %q holds a control character", file)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error starting %q", file, err, want)
+		}
+	}
+	f, err := schema.Parse("a\u2028b.zap", []byte("package p\nstruct A { X u8 }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Generate(f, Options{}); err != nil {
+		t.Errorf("a line separator in a name: %v", err)
 	}
 }
 
