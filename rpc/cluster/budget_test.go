@@ -116,11 +116,15 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 
 // In an outage where every replica refuses every call unrun, retries stay
 // within the budget: 10 % of the calls plus 10 a second (plus the one
-// second's worth the budget starts with), not one per call.
+// second's worth the budget starts with), not one per call. An ejection
+// base of 1 ns keeps the refusing replicas in rotation: a connection
+// refused younger than the base would eject its replica (see
+// TestRefusalWithoutGoAwayBacksOff), and the calls would wait out the
+// back-off instead of asking the budget.
 func TestRetryBudgetOutage(t *testing.T) {
 	a1, a2 := refuser(t), refuser(t)
 	start := time.Now()
-	c := dialT(t, "static:///"+a1+","+a2, WithWaitForReady(time.Second))
+	c := dialT(t, "static:///"+a1+","+a2, WithWaitForReady(time.Second), WithEjection(0, time.Nanosecond, time.Nanosecond))
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)

@@ -78,6 +78,7 @@ type Conn struct {
 	born     time.Time     // when it was dialed
 	closedUs atomic.Bool   // closed by this client (not by the server)
 	broke    atomic.Bool   // a call found it broken: its replica was charged one failure
+	refused  atomic.Bool   // the server refused a call on it unrun (going away)
 }
 
 // close closes the connection, as this client's decision unless the
@@ -527,7 +528,10 @@ func (c *Client) account(cn *Conn, err error, live bool) {
 	r := cn.r
 	switch {
 	case rpc.IsRetryable(err):
-		// Going away: no new calls on it; the replica dials a new one.
+		// Going away: no new calls on it; the replica dials a new one
+		// (and backs off when it was new: a server that refuses every
+		// call, with no go-away to say so, must not get a dial per call).
+		cn.refused.Store(true)
 		c.drop(cn)
 	case errors.Is(err, rpc.ErrTooManyPending) || errors.Is(err, rpc.ErrTooManyStreams):
 		// Not sent: says nothing of the replica. A connection that gave

@@ -65,7 +65,10 @@
 // ([rpc.Server.Shutdown]) gets no new call from the moment the client
 // reads it; its calls in flight finish on the old connection while a new
 // one is dialed (a restarted server is admitted again once it answers its
-// health check).
+// health check). A connection lost sooner than the first ejection
+// back-off after it was made (it went away, the server closed it, or it
+// refused a call unrun) ejects its replica rather than being redialed in
+// a loop.
 //
 // Retries: only a call the server certainly did not run ([rpc.IsRetryable]:
 // refused with the not-run flag because it was going away) is sent again,

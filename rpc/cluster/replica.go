@@ -176,9 +176,10 @@ func (r *replica) connect() error {
 			continue
 		}
 		c.drop(cn)
-		if cn != nil && (cn.rc.Draining() || cn.rc.Closed() && !cn.closedUs.Load()) && time.Since(cn.born) < c.o.ejectBase {
+		if cn != nil && (cn.rc.Draining() || cn.refused.Load() || cn.rc.Closed() && !cn.closedUs.Load()) && time.Since(cn.born) < c.o.ejectBase {
 			// Gone as soon as it came: back off rather than redial in a
-			// loop (a server that sends go-away on every connection).
+			// loop (a server that sends go-away on every connection, or
+			// refuses every call unrun).
 			return fmt.Errorf("cluster: connection lost %v after it was made", time.Since(cn.born).Round(time.Millisecond))
 		}
 		rc, err := r.dial()

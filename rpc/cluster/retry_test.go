@@ -477,3 +477,30 @@ func TestFullConnGoesElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// A replica that refuses every call unrun (503 with the not-run flag)
+// without ever sending go-away, a hostile or broken server, is ejected
+// with a back-off like one whose connections go away at once: each
+// refusal retires the connection it came on, and redialing at once made
+// a connection per call, for as long as the calls came.
+func TestRefusalWithoutGoAwayBacksOff(t *testing.T) {
+	var accepted atomic.Int32
+	bad := rawReplica(t, &accepted, func(req wire.Request) (wire.Response, rawNext) {
+		if req.Method == rpc.HealthMethod {
+			return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, rawKeep
+		}
+		return wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}, rawKeep
+	})
+	good := startReplica(t, "127.0.0.1")
+	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, 200*time.Millisecond, time.Second))
+	stop := loadRun(c, 4, 30*time.Second)
+	await(t, "the refusing replica ejected", func() bool { return c.Stats().Ejections > 0 })
+	before := accepted.Load()
+	time.Sleep(300 * time.Millisecond)
+	res := stop()
+	n := accepted.Load() - before
+	t.Logf("%d connections in ~0.3 s after the ejection; %d calls, %d failed", n, res.calls, res.failed)
+	if n > 20 {
+		t.Fatalf("%d connections: the client redials in a loop", n)
+	}
+}
