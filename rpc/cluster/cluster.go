@@ -139,6 +139,9 @@ var (
 // Dial waits, within ctx, until a replica is admitted or each resolved
 // address has been tried once, so that the first calls on a healthy
 // service do not fail; when ctx ends first it returns the client anyway.
+// Its resolution, like every later one, is given up after the health
+// timeout or 5 s, whichever is longer ([WithHealthCheck]): a resolver
+// that does not answer holds Dial no longer, whatever ctx allows.
 // [Client.Stats] tells what is admitted.
 func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
@@ -168,7 +171,12 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	c.chain = rpc.ChainInvoker(o.interceptors, c.call)
 	c.schain = rpc.ChainStreamer(o.streamICs, c.openStream)
 	c.resolves.Add(1)
-	eps, err := resolveEndpoints(ctx, res)
+	// Bounded as the background resolutions are: a resolver that does
+	// not answer must not hold Dial for as long as ctx lasts (for ever,
+	// with context.Background).
+	rctx, rcancel := context.WithTimeout(ctx, c.resolveTimeout())
+	eps, err := resolveEndpoints(rctx, res)
+	rcancel()
 	if err == nil && len(eps) == 0 {
 		err = errors.New("no address")
 	}
@@ -745,6 +753,10 @@ func (c *Client) askResolve() {
 	}
 }
 
+// resolveTimeout bounds one resolution: the health timeout, at least 5 s
+// (a DNS server's own retries take seconds).
+func (c *Client) resolveTimeout() time.Duration { return max(c.o.healthTimeout, 5*time.Second) }
+
 // resolveLoop polls a Resolver that is not a Watcher. While no address
 // is known (the name did not resolve yet) it asks again after 1 s,
 // doubling up to the refresh interval.
@@ -781,7 +793,7 @@ func (c *Client) resolveLoop() {
 				}
 			}
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, max(c.o.healthTimeout, 5*time.Second))
+		ctx, cancel := context.WithTimeout(c.ctx, c.resolveTimeout())
 		eps, err := resolveEndpoints(ctx, c.res)
 		cancel()
 		last = time.Now()

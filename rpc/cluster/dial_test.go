@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +137,44 @@ func TestWaitForReadyOnceInAll(t *testing.T) {
 		c.readyCh = make(chan struct{})
 		c.mu.Unlock()
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// hangingResolver answers no resolution until its ctx ends, as a
+// registry or a DNS server that never answers.
+type hangingResolver struct{ asked atomic.Int32 }
+
+func (h *hangingResolver) Resolve(ctx context.Context) ([]string, error) {
+	h.asked.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Dial with a ctx that never ends returns although the resolver never
+// answers: its first resolution is bounded as the background ones are
+// (the health timeout, at least 5 s), and the client keeps asking. Dial
+// waited on the resolver for as long as it hung, for ever here.
+func TestDialResolverHangs(t *testing.T) {
+	h := &hangingResolver{}
+	done := make(chan *Client, 1)
+	go func() {
+		c, err := Dial(context.Background(), "hangs", WithResolver(h), WithHealthCheck(0, 10*time.Millisecond))
+		if err != nil {
+			t.Errorf("Dial: %v", err)
+		}
+		done <- c
+	}()
+	var c *Client
+	select {
+	case c = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("gave up after 60 s: Dial still waits on a resolver that never answers")
+	}
+	if c == nil {
+		return
+	}
+	defer c.Close()
+	if _, err := c.Call(context.Background(), mEcho, nil, nil); !errors.Is(err, ErrNoReplica) || !strings.Contains(err.Error(), "resolving") {
+		t.Fatalf("a call before the name resolves: %v", err)
 	}
 }

@@ -23,7 +23,9 @@ import (
 // replica and asks again soon (see [Dial]).
 //
 // Resolve must be safe for concurrent use when one resolver serves
-// several clients.
+// several clients, and must return soon after ctx is done: the client
+// gives a resolution the health timeout or 5 s, whichever is longer, and
+// [Client.Close] waits for one in progress.
 type Resolver interface {
 	Resolve(ctx context.Context) ([]string, error)
 }
