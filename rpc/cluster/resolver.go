@@ -207,7 +207,10 @@ func (s *SRV) Resolve(ctx context.Context) ([]string, error) {
 // (sum + 1) between them (all of weight 0: equal shares). A record's
 // weight is divided evenly among its target's addresses; an address
 // named by several records adds their weights. A target that does not
-// resolve is left out; an error only when none does. Addresses come
+// exist or has no address is left out (an error only when none has
+// one); a target whose lookup failed otherwise (it timed out, the DNS
+// server failed, ctx ended) fails the resolution, so that the client
+// keeps its replicas rather than drop that target's. Addresses come
 // sorted.
 func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 	r := resolver(s.Resolver)
@@ -241,6 +244,11 @@ func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 		ips, err := r.LookupNetIP(ctx, network, rec.Target)
 		if err == nil && len(ips) == 0 {
 			err = fmt.Errorf("cluster: %s has no address", rec.Target)
+		} else if err != nil && !isNotFound(err) {
+			// A timeout, a server failure, the ctx ended: the target may
+			// well have addresses, whose replicas a partial set would
+			// remove from the client.
+			return nil, fmt.Errorf("cluster: resolving %s, target of %s: %w", rec.Target, s.Name, err)
 		}
 		if err != nil {
 			if firstErr == nil {
@@ -267,6 +275,14 @@ func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 	}
 	slices.SortFunc(out, func(a, b Endpoint) int { return strings.Compare(a.Addr, b.Addr) })
 	return out, nil
+}
+
+// isNotFound reports whether a lookup's error says that the name does
+// not exist or has no address of the network asked (NXDOMAIN, or no
+// record of the type): an answer, not a failure to get one.
+func isNotFound(err error) bool {
+	var de *net.DNSError
+	return errors.As(err, &de) && de.IsNotFound
 }
 
 // resolveEndpoints asks res for the addresses, with their weights when it

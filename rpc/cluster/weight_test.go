@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"strconv"
 	"testing"
@@ -206,5 +208,67 @@ func TestWeightedWatcher(t *testing.T) {
 	}
 	if cum := c.ready.Load().cum; cum == nil {
 		t.Fatal("unequal weights, but no running sums")
+	}
+}
+
+// blackholeConn drops the queries that name a label "slow": the server
+// never answers them, as a DNS server that lost the packet or hangs. It
+// is a net.PacketConn (the UDP connection's methods), as Go's resolver
+// wants of a connection that carries queries in datagrams.
+type blackholeConn struct{ *net.UDPConn }
+
+func (c blackholeConn) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("\x04slow")) {
+		return len(b), nil
+	}
+	return c.UDPConn.Write(b)
+}
+
+// An SRV target whose addresses could not be looked up (the query timed
+// out: the DNS server did not answer) fails the resolution, which keeps
+// the replicas the client has; a partial set would remove the replicas
+// of that target, answering calls, from the client. Only a target that
+// does not exist (NXDOMAIN) or has no address is left out. The target
+// lookups share the resolution's ctx, so one that hung until it ended
+// made those after it fail too, and the set came back cut to the targets
+// looked up first.
+func TestSRVTargetTimeoutFailsResolution(t *testing.T) {
+	dns, err := dnstest.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	dns.SetAddrs("a.test", netip.MustParseAddr("127.0.0.2"))
+	dns.SetAddrs("slow.test", netip.MustParseAddr("127.0.0.3"))
+	res := &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			nc, err := d.DialContext(ctx, "udp", dns.Addr())
+			if err != nil {
+				return nil, err
+			}
+			return blackholeConn{nc.(*net.UDPConn)}, nil
+		},
+	}
+	// Weight 0 sorts the slow target last in Go's shuffle of the records.
+	dns.SetSRV("_zap._tcp.s.test",
+		dnstest.SRV{Priority: 1, Weight: 10, Port: 7700, Target: "a.test"},
+		dnstest.SRV{Priority: 1, Weight: 0, Port: 7700, Target: "slow.test"},
+		dnstest.SRV{Priority: 1, Weight: 10, Port: 7700, Target: "gone.test"})
+	srv := &SRV{Name: "_zap._tcp.s.test", Resolver: res}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	eps, err := srv.ResolveWeighted(ctx)
+	if err == nil {
+		t.Fatalf("a target timed out, and the resolution gave %v and no error", eps)
+	}
+	// Without the slow target: the one that does not exist is left out.
+	dns.SetSRV("_zap._tcp.s.test",
+		dnstest.SRV{Priority: 1, Weight: 10, Port: 7700, Target: "a.test"},
+		dnstest.SRV{Priority: 1, Weight: 10, Port: 7700, Target: "gone.test"})
+	eps, err = srv.ResolveWeighted(context.Background())
+	if err != nil || len(eps) != 1 || eps[0].Addr != "127.0.0.2:7700" {
+		t.Fatalf("with a target that does not exist: %v %v", eps, err)
 	}
 }
