@@ -20,9 +20,9 @@ import (
 // slot stayed null, with no error. A message that grows past 2 GiB cannot
 // be built right and must be reported as misuse (a text slot beyond 2 GiB
 // was patched at the wrong place too, and Err said nothing below 4 GiB).
-// The buffers are mapped address space (internal/bigbuf), and the 2 GiB a list element
-// holds are never written (EndElement takes them as the element's bytes),
-// so the test touches a few pages.
+// The buffers are mapped address space (internal/bigbuf), and the 2 GiB
+// a list element holds are never written (EndElement takes them as the
+// element's bytes), so the test touches a few pages.
 func TestBuilderPast2GiB(t *testing.T) {
 	const gib = 1 << 30
 	space := bigbuf.New(t, 3*gib)
