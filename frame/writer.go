@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"unsafe"
 
 	"github.com/zapcodec/zapcodec/pool"
 )
@@ -288,7 +289,7 @@ func (fw *Writer) End(buf []byte) error {
 		fw.give()
 		return fw.err
 	}
-	if len(buf) < start+fw.hdrLen || !extends(buf, fw.buf[:start+fw.hdrLen]) {
+	if len(buf) < start+fw.hdrLen || unsafe.SliceData(buf) != unsafe.SliceData(fw.buf) && !movedCopy(buf, fw.buf[:start+fw.hdrLen]) {
 		fw.buf = fw.buf[:start]
 		fw.settle()
 		return ErrNoBegin
@@ -314,13 +315,13 @@ func (fw *Writer) End(buf []byte) error {
 	return nil
 }
 
-// extends reports whether b starts with begun, what Begin returned: the
-// same memory (the payload was appended in place) or a copy of it (append
-// moved it to a larger array). b is at least as long as begun, and begun
-// is never empty (it ends with a header).
-func extends(b, begun []byte) bool {
-	return &b[0] == &begun[0] || bytes.Equal(b[:len(begun)], begun)
-}
+// movedCopy reports whether b, which does not share begun's array, starts
+// with a copy of begun, what Begin returned: append moved it to a larger
+// array. b is at least as long as begun. A call apart, so that End's
+// common case (the payload appended in place) is one pointer comparison.
+//
+//go:noinline
+func movedCopy(b, begun []byte) bool { return bytes.Equal(b[:len(begun)], begun) }
 
 // Flush writes the buffered frames in one Write. A begun frame is
 // abandoned.
