@@ -266,7 +266,13 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	if o.writeTimeout > 0 {
 		c.out.ww = &writeWatch{}
 	}
-	if every := c.beatEvery(); every > 0 {
+	every := c.beatEvery()
+	if every == 0 && !c.out.resumable {
+		// No timeout to watch, but a writer goroutine to end once idle
+		// (TLS: see outbox.handToWriter), which only the beat does.
+		every = writerIdle
+	}
+	if every > 0 {
 		c.nextCheck = monoNow() + int64(max(o.answerTimeout/4, 1))
 		c.beatE = beats.join(c, every)
 	}
@@ -275,7 +281,9 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 }
 
 // beatEvery returns how often the client's checks run: a quarter of the
-// shorter of its write and answer timeouts (0: neither is set).
+// shorter of its write and answer timeouts (0: neither is set; a client
+// over TLS then beats every writerIdle, to end its idle writer
+// goroutine).
 func (c *Client) beatEvery() time.Duration {
 	every := time.Duration(0)
 	for _, d := range [2]time.Duration{c.opts.writeTimeout, c.opts.answerTimeout} {

@@ -97,6 +97,28 @@ func TestTLSWriterEndsWhenIdle(t *testing.T) {
 	call(ctx, "d")
 }
 
+// A TLS client with no write or answer timeout, which has no check to
+// run, still ends its idle writer goroutine: it joins the beat for that
+// alone.
+func TestTLSWriterEndsWhenIdleWithoutTimeouts(t *testing.T) {
+	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
+	tlsServer, tlsClient := tlsOptions(t)
+	_, addr, _ := testServer(t, tlsServer)
+	c := dial(t, addr, tlsClient, WithWriteTimeout(0), WithAnswerTimeout(0))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if out, err := c.Call(ctx, mEcho, []byte("a"), nil); err != nil || string(out) != "a" {
+		t.Fatalf("call: %q, %v", out, err)
+	}
+	if n := writers.Load(); n != 1 {
+		t.Fatalf("%d writer goroutines after a call with a deadline, want 1", n)
+	}
+	await(t, "the idle writer goroutine to end", func() bool { return writers.Load() == 0 })
+	if out, err := c.Call(ctx, mEcho, []byte("b"), nil); err != nil || string(out) != "b" {
+		t.Fatalf("call after the writer ended: %q, %v", out, err)
+	}
+}
+
 // A server's writer goroutine (a hand-over of its full queue by a stream
 // handler whose ctx can end, on a connection whose writes cannot resume)
 // ends once it has written the queue out.
