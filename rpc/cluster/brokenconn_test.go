@@ -133,3 +133,68 @@ func TestConnLossCountsOnce(t *testing.T) {
 		})
 	}
 }
+
+// A health check that finds its connection broken was not made: it is no
+// pass, and does not end the replica's row of ejections. It counted as
+// one: a replica ejected again and again (its back-off doubling),
+// admitted for a full interval and then lost with its server, had its row
+// ended by the check that found its connection broken, and its back-off
+// started again from the first step.
+func TestBrokenConnCheckIsNoPass(t *testing.T) {
+	r := startReplica(t, "127.0.0.1")
+	var repOf atomic.Pointer[replica]
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	// Holds the periodic checks of the replica admitted after 3
+	// ejections in a row (the probes that admit it are not held).
+	hold := rpc.WithClientInterceptors(func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+		if rep := repOf.Load(); method == rpc.HealthMethod && rep != nil {
+			rep.c.mu.Lock()
+			checking := rep.state == stateReady && rep.ejections >= 3
+			rep.c.mu.Unlock()
+			if checking {
+				select {
+				case held <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+		}
+		return invoke(ctx, method, req, resp)
+	})
+	const interval = 100 * time.Millisecond
+	c := dialT(t, r.addr, WithHealthCheck(interval, time.Second),
+		WithEjection(2, 50*time.Millisecond, 10*time.Second), WithMaxEjected(1), WithClientOptions(hold))
+	rep := replicaOf(c, r.addr)
+	repOf.Store(rep)
+	// Failed calls eject it 3 times in a row (see TestEjectionsInARow).
+	await(t, "3 ejections", func() bool {
+		c.Call(context.Background(), mFail, nil, nil)
+		return c.Stats().Ejections >= 3
+	})
+	await(t, "the replica admitted again", func() bool { return readyCount(c) == 1 })
+	row := c.Stats().Replicas[0].Ejections
+	if row < 3 {
+		t.Fatalf("admitted again after 3 ejections, the replica counts %d in a row", row)
+	}
+	// Its first periodic check is held; meanwhile its server goes down
+	// and the replica has been admitted a full interval.
+	receive(t, "a periodic health check", held)
+	cn := c.ready.Load().conns[0]
+	r.kill()
+	await(t, "the connection broken", func() bool { return cn.rc.Closed() })
+	await(t, "a full interval admitted", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return time.Since(rep.readyAt) > interval
+	})
+	releaseOnce()
+	// The check finds the connection broken, and the redial fails.
+	await(t, "the replica ejected", func() bool { return c.Stats().Replicas[0].State == "ejected" })
+	if got := c.Stats().Replicas[0].Ejections; got <= row {
+		t.Fatalf("ejected after %d ejections in a row and no pass, the replica counts %d in a row: the check that found its connection broken ended the row",
+			row, got)
+	}
+}

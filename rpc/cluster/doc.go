@@ -61,7 +61,10 @@
 // again and the share allows. A replica that cannot be dialed or fails a
 // health check is ejected whatever the share, and counts toward it. A
 // connection that breaks while its replica is up is redialed, the
-// replica not ejected. A replica that sends go-away
+// replica not ejected. A health check that finds its connection broken
+// or going away is no pass (the row of ejections goes on): it is made
+// again on the redialed connection before that one gets calls, and
+// fails as any check does. A replica that sends go-away
 // ([rpc.Server.Shutdown]) gets no new call from the moment the client
 // reads it; its calls in flight finish on the old connection while a new
 // one is dialed (a restarted server is admitted again once it answers its

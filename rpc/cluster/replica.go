@@ -122,12 +122,17 @@ func (r *replica) run() {
 		health.Reset(c.o.healthInterval)
 		return true
 	}
+	// recheck: the last health check could not be made (its connection
+	// broke, or went away): connect probes the connection it dials in
+	// its place before that one gets calls, and that probe is the check.
+	recheck := false
 	for {
 		if r.removed.Load() || c.ctx.Err() != nil {
 			return
 		}
 		if r.ejectReq.Swap(false) {
 			if r.ejectFailing() {
+				recheck = false
 				if !wait() {
 					return
 				}
@@ -135,7 +140,9 @@ func (r *replica) run() {
 			}
 			r.fails.Store(0)
 		}
-		if err := r.connect(); err != nil {
+		err := r.connect(recheck)
+		recheck = false
+		if err != nil {
 			if r.removed.Load() || c.ctx.Err() != nil {
 				return
 			}
@@ -150,7 +157,12 @@ func (r *replica) run() {
 			return
 		case <-r.kick:
 		case <-health.C:
-			if err := r.check(); err != nil {
+			err := r.check()
+			if err == errNotChecked {
+				recheck = true
+				continue
+			}
+			if err != nil {
 				r.eject(err)
 				if !wait() {
 					return
@@ -163,12 +175,14 @@ func (r *replica) run() {
 }
 
 // connect dials the connections the replica lacks (none yet, retired,
-// going away, broken); a replica not admitted is probed on its first new
-// connection and admitted when it is serving.
-func (r *replica) connect() error {
+// going away, broken); a replica not admitted, or one whose health check
+// could not be made (recheck), is probed on its first new connection
+// before that connection gets calls, and admitted (kept) only when it is
+// serving.
+func (r *replica) connect(recheck bool) error {
 	c := r.c
 	c.mu.Lock()
-	probe := r.state != stateReady
+	probe := r.state != stateReady || recheck
 	conns := slices.Clone(r.conns)
 	c.mu.Unlock()
 	for k, cn := range conns {
@@ -253,11 +267,18 @@ func (r *replica) probe(rc *rpc.Client) error {
 	return fmt.Errorf("cluster: health check: %s", st)
 }
 
+// errNotChecked: the periodic health check could not be made (see
+// check).
+var errNotChecked = errors.New("cluster: health check not made")
+
 // check is the periodic health check of an admitted replica, on its
-// least loaded connection. A replica going away has that connection
-// retired (connect replaces it) rather than the replica ejected; so has
-// a connection that broke (while idle, or during the check): connect
-// redials it, and only a failed dial ejects the replica.
+// least loaded connection. A check that cannot be made on a connection
+// (it broke, while idle or during the check, or its server is going away)
+// has that connection retired rather than the replica ejected, and
+// returns errNotChecked: it is no pass (the row of ejections goes on),
+// connect redials and makes the check on the new connection before that
+// one gets calls, and a failed dial or probe ejects the replica, as at
+// admission.
 func (r *replica) check() error {
 	c := r.c
 	var cn *Conn
@@ -277,12 +298,12 @@ func (r *replica) check() error {
 		c.drop(x)
 	}
 	if cn == nil {
-		return nil
+		return errNotChecked
 	}
 	err := r.probe(cn.rc)
-	if errors.Is(err, errDraining) || errors.Is(err, rpc.ErrClosed) && cn.rc.Closed() && !cn.closedUs.Load() {
+	if errors.Is(err, errDraining) || errors.Is(err, rpc.ErrClosed) && cn.rc.Closed() {
 		c.drop(cn)
-		return nil
+		return errNotChecked
 	}
 	return err
 }
