@@ -206,14 +206,29 @@ func (s *SRV) Resolve(ctx context.Context) ([]string, error) {
 // the weights, where the records of weight 0 share a chance of one in
 // (sum + 1) between them (all of weight 0: equal shares). A record's
 // weight is divided evenly among its target's addresses; an address
-// named by several records adds their weights. A target that does not
-// exist or has no address is left out (an error only when none has
-// one); a target whose lookup failed otherwise (it timed out, the DNS
-// server failed, ctx ended) fails the resolution, so that the client
-// keeps its replicas rather than drop that target's. Addresses come
-// sorted.
+// named by several records adds their weights. The targets are looked up
+// at the same time, eight at most at once, each once however many
+// records name it. A target that does not exist or has no address is
+// left out (an error only when none has one); a target whose lookup
+// failed otherwise (it timed out, the DNS server failed, ctx ended) fails
+// the resolution, so that the client keeps its replicas rather than drop
+// that target's. Addresses come sorted.
 func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
-	r := resolver(s.Resolver)
+	return s.resolveWeighted(ctx, resolver(s.Resolver))
+}
+
+// srvLookups is how many targets of an SRV resolution are looked up at
+// once: one slow target does not hold the others back, and a long list of
+// targets does not send a burst of queries.
+const srvLookups = 8
+
+// lookuper is what SRV asks: a *net.Resolver, or a test's fake.
+type lookuper interface {
+	LookupSRV(ctx context.Context, service, proto, name string) (string, []*net.SRV, error)
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+func (s *SRV) resolveWeighted(ctx context.Context, r lookuper) ([]Endpoint, error) {
 	_, recs, err := r.LookupSRV(ctx, "", "", s.Name)
 	if err != nil {
 		return nil, err
@@ -229,28 +244,21 @@ func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 	for _, rec := range recs {
 		lowest = min(lowest, rec.Priority)
 	}
+	recs = slices.DeleteFunc(slices.Clone(recs), func(rec *net.SRV) bool { return rec.Priority != lowest })
 	zeros := 0
 	for _, rec := range recs {
-		if rec.Priority == lowest && rec.Weight == 0 {
+		if rec.Weight == 0 {
 			zeros++
 		}
+	}
+	ips, errs, err := lookupTargets(ctx, r, network, s.Name, recs)
+	if err != nil {
+		return nil, err
 	}
 	w := make(map[string]float64)
 	var firstErr error
 	for _, rec := range recs {
-		if rec.Priority != lowest {
-			continue
-		}
-		ips, err := r.LookupNetIP(ctx, network, rec.Target)
-		if err == nil && len(ips) == 0 {
-			err = fmt.Errorf("cluster: %s has no address", rec.Target)
-		} else if err != nil && !isNotFound(err) {
-			// A timeout, a server failure, the ctx ended: the target may
-			// well have addresses, whose replicas a partial set would
-			// remove from the client.
-			return nil, fmt.Errorf("cluster: resolving %s, target of %s: %w", rec.Target, s.Name, err)
-		}
-		if err != nil {
+		if err := errs[rec.Target]; err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -262,8 +270,9 @@ func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 		if rec.Weight == 0 {
 			rw = 1 / float64(zeros)
 		}
-		for _, ip := range ips {
-			w[netip.AddrPortFrom(ip.Unmap(), rec.Port).String()] += rw / float64(len(ips))
+		addrs := ips[rec.Target]
+		for _, ip := range addrs {
+			w[netip.AddrPortFrom(ip.Unmap(), rec.Port).String()] += rw / float64(len(addrs))
 		}
 	}
 	if len(w) == 0 {
@@ -275,6 +284,68 @@ func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 	}
 	slices.SortFunc(out, func(a, b Endpoint) int { return strings.Compare(a.Addr, b.Addr) })
 	return out, nil
+}
+
+// lookupTargets looks the records' targets up, each once, srvLookups at
+// a time. It gives each target's addresses, or the error that leaves it
+// out (it does not exist, or has no address); any other failure ends the
+// lookups still running and is returned, naming its target.
+func lookupTargets(ctx context.Context, r lookuper, network, name string, recs []*net.SRV) (map[string][]netip.Addr, map[string]error, error) {
+	ips := make(map[string][]netip.Addr, len(recs))
+	errs := make(map[string]error)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		failed error // the first failure, which canceled the others
+		wg     sync.WaitGroup
+	)
+	sem := make(chan struct{}, srvLookups)
+	seen := make(map[string]bool, len(recs))
+	for _, rec := range recs {
+		target := rec.Target
+		if seen[target] {
+			continue
+		}
+		seen[target] = true
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			// A lookup failed, or ctx ended: this target is not asked.
+			mu.Lock()
+			if failed == nil {
+				failed = fmt.Errorf("cluster: resolving %s, target of %s: %w", target, name, context.Cause(ctx))
+			}
+			mu.Unlock()
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			addrs, err := r.LookupNetIP(ctx, network, target)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && len(addrs) > 0:
+				ips[target] = addrs
+			case err == nil:
+				errs[target] = fmt.Errorf("cluster: %s has no address", target)
+			case isNotFound(err):
+				errs[target] = err
+			case failed == nil:
+				// A timeout, a server failure, the ctx ended: the target
+				// may well have addresses, whose replicas a partial set
+				// would remove from the client.
+				failed = fmt.Errorf("cluster: resolving %s, target of %s: %w", target, name, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return ips, errs, failed
 }
 
 // isNotFound reports whether a lookup's error says that the name does
