@@ -180,14 +180,15 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	if err == nil && len(eps) == 0 {
 		err = errors.New("no address")
 	}
+	if err == nil {
+		err = c.setEndpoints(eps)
+	}
 	if err != nil {
 		c.resolveErrs.Add(1)
 		c.mu.Lock()
 		c.lastErr = fmt.Errorf("cluster: resolving %s: %w", target, err)
 		c.checkFirstLocked() // no replica to wait for
 		c.mu.Unlock()
-	} else {
-		c.setEndpoints(eps)
 	}
 
 	select {
@@ -219,7 +220,12 @@ func (c *Client) update(eps []Endpoint) {
 		c.resolveErrs.Add(1)
 		return
 	}
-	c.setEndpoints(eps)
+	if err := c.setEndpoints(eps); err != nil {
+		c.resolveErrs.Add(1)
+		c.mu.Lock()
+		c.lastErr = fmt.Errorf("cluster: update of %s: %w", c.target, err)
+		c.mu.Unlock()
+	}
 }
 
 // Call sends a call to one replica (see [rpc.Client.Call] for the buffers
@@ -686,22 +692,27 @@ func (c *Client) publishLocked() {
 }
 
 // setEndpoints makes the replicas those of eps, with their weights. An
-// address given twice counts once, with its first weight.
-func (c *Client) setEndpoints(eps []Endpoint) {
-	want := make(map[string]float64, len(eps))
+// address given twice counts once, with its first weight. It fails,
+// changing nothing, when eps holds more addresses than WithMaxReplicas
+// allows.
+func (c *Client) setEndpoints(eps []Endpoint) error {
+	want := make(map[string]float64, min(len(eps), c.o.maxReplicas+1))
 	for _, ep := range eps {
 		w := ep.Weight
 		if !(w > 0) || math.IsInf(w, 1) {
 			w = 1
 		}
 		if _, dup := want[ep.Addr]; !dup {
+			if len(want) == c.o.maxReplicas {
+				return fmt.Errorf("more than %d addresses, the most the client keeps (WithMaxReplicas)", c.o.maxReplicas)
+			}
 			want[ep.Addr] = w
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return
+		return nil
 	}
 	for a, r := range c.replicas {
 		if _, ok := want[a]; !ok && !r.removed.Load() {
@@ -722,6 +733,7 @@ func (c *Client) setEndpoints(eps []Endpoint) {
 	}
 	c.publishLocked()
 	c.checkFirstLocked()
+	return nil
 }
 
 // checkFirstLocked lets Dial return once a replica is admitted or every
@@ -798,16 +810,17 @@ func (c *Client) resolveLoop() {
 		cancel()
 		last = time.Now()
 		c.resolves.Add(1)
-		if err != nil || len(eps) == 0 {
+		if err == nil && len(eps) == 0 {
+			err = errors.New("no address")
+		}
+		if err == nil {
+			err = c.setEndpoints(eps)
+		}
+		if err != nil {
 			c.resolveErrs.Add(1)
-			if err == nil {
-				err = errors.New("no address")
-			}
 			c.mu.Lock()
 			c.lastErr = fmt.Errorf("cluster: resolving %s: %w", c.target, err)
 			c.mu.Unlock()
-		} else {
-			c.setEndpoints(eps)
 		}
 		if !t.Stop() {
 			select {

@@ -30,7 +30,9 @@
 // and soon after a connection fails; a [Watcher] (a service registry, or
 // [Push]) pushes its changes instead, a [WeightedWatcher] with weights.
 // Only the standard library's net.Resolver is used; a DNS server can be
-// named in the target ("dns://10.0.0.2:53/name:port").
+// named in the target ("dns://10.0.0.2:53/name:port"). A set of more
+// addresses than [WithMaxReplicas] allows (1024 by default) is refused
+// as a failed resolution is.
 //
 // Balancing: [P2C] (default) draws two connections and gives the call to
 // the one with the lower load (calls in flight, open streams and

@@ -58,6 +58,9 @@ const (
 	// plus 10 a second); gRPC's retry throttling is a token bucket too.
 	DefaultRetryRatio = 0.1
 	DefaultMinRetries = 10
+	// DefaultMaxReplicas is the most addresses a client keeps replicas
+	// for (see [WithMaxReplicas]).
+	DefaultMaxReplicas = 1024
 	// DefaultDrainTimeout is how long a connection that gets no more calls
 	// (its replica removed or ejected, or its server going away) is kept
 	// for the answers of its calls before it is closed anyway.
@@ -82,6 +85,7 @@ type options struct {
 	resolver       Resolver
 	balancer       Balancer
 	connsPer       int
+	maxReplicas    int
 	refresh        time.Duration
 	healthInterval time.Duration
 	healthTimeout  time.Duration
@@ -101,6 +105,7 @@ func buildOptions(opts []Option) options {
 		network:        "tcp",
 		balancer:       P2C(),
 		connsPer:       1,
+		maxReplicas:    DefaultMaxReplicas,
 		refresh:        DefaultRefresh,
 		healthInterval: DefaultHealthInterval,
 		healthTimeout:  DefaultHealthTimeout,
@@ -199,6 +204,22 @@ func WithConnsPerReplica(n int) Option {
 	return optionFunc(func(o *options) {
 		if n > 0 {
 			o.connsPer = n
+		}
+	})
+}
+
+// WithMaxReplicas sets the most addresses the client keeps replicas for
+// (default [DefaultMaxReplicas]; n <= 0 keeps it). Each replica costs a
+// goroutine, dials and connections, and one DNS answer can name
+// thousands of addresses (a misconfigured or hostile server): a
+// resolution, or a [Watcher]'s update, that gives more addresses than n
+// fails as a resolution error does, and the client keeps the replicas it
+// has ([Client.Stats] says why in LastError). A service that large is
+// better served by giving each client a subset of the replicas.
+func WithMaxReplicas(n int) Option {
+	return optionFunc(func(o *options) {
+		if n > 0 {
+			o.maxReplicas = n
 		}
 	})
 }

@@ -17,10 +17,11 @@ import (
 // then every refresh interval ([WithRefresh]) and soon after a
 // connection to a replica fails. Each result is the complete set: an
 // address missing from it is removed (its connections finish their calls
-// and close), a new one is dialed, health-checked and admitted. An error
-// or an empty set keeps the addresses the client has (a DNS server that
-// hiccups must not empty the service); at Dial the client starts with no
-// replica and asks again soon (see [Dial]).
+// and close), a new one is dialed, health-checked and admitted. An
+// error, an empty set or one of more addresses than [WithMaxReplicas]
+// allows keeps the addresses the client has (a DNS server that hiccups
+// must not empty the service); at Dial the client starts with no replica
+// and asks again soon (see [Dial]).
 //
 // Resolve must be safe for concurrent use when one resolver serves
 // several clients, and must return soon after ctx is done: the client
