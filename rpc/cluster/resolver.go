@@ -210,10 +210,11 @@ func (s *SRV) Resolve(ctx context.Context) ([]string, error) {
 // named by several records adds their weights. The targets are looked up
 // at the same time, eight at most at once, each once however many
 // records name it. A target that does not exist or has no address is
-// left out (an error only when none has one); a target whose lookup
-// failed otherwise (it timed out, the DNS server failed, ctx ended) fails
-// the resolution, so that the client keeps its replicas rather than drop
-// that target's. Addresses come sorted.
+// left out (an error only when none has one), and so is the target "."
+// (RFC 2782: the service is not available there), without a lookup; a
+// target whose lookup failed otherwise (it timed out, the DNS server
+// failed, ctx ended) fails the resolution, so that the client keeps its
+// replicas rather than drop that target's. Addresses come sorted.
 func (s *SRV) ResolveWeighted(ctx context.Context) ([]Endpoint, error) {
 	return s.resolveWeighted(ctx, resolver(s.Resolver))
 }
@@ -245,7 +246,12 @@ func (s *SRV) resolveWeighted(ctx context.Context, r lookuper) ([]Endpoint, erro
 	for _, rec := range recs {
 		lowest = min(lowest, rec.Priority)
 	}
-	recs = slices.DeleteFunc(slices.Clone(recs), func(rec *net.SRV) bool { return rec.Priority != lowest })
+	// A target "." says the service is decidedly not available there
+	// (RFC 2782): not a name to look up.
+	recs = slices.DeleteFunc(slices.Clone(recs), func(rec *net.SRV) bool { return rec.Priority != lowest || rec.Target == "." })
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("cluster: the SRV records of %s say the service is not available (target \".\")", s.Name)
+	}
 	zeros := 0
 	for _, rec := range recs {
 		if rec.Weight == 0 {

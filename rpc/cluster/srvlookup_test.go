@@ -174,3 +174,28 @@ func TestSRVTargetErrors(t *testing.T) {
 		}
 	})
 }
+
+// An SRV record whose target is "." says the service is not available
+// there (RFC 2782): it is left out without a lookup. Its target was
+// looked up as a name (the root's addresses), and a server that answered
+// for it gave the client a replica the records said was not there.
+func TestSRVTargetRoot(t *testing.T) {
+	f := &fakeLookup{
+		recs: []*net.SRV{{Target: ".", Port: 1, Priority: 1}, {Target: "a.test.", Port: 1, Priority: 1}},
+		lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			if host == "." {
+				return []netip.Addr{targetAddr(9)}, nil // as a hostile server may answer
+			}
+			return []netip.Addr{targetAddr(1)}, nil
+		},
+	}
+	eps, err := (&SRV{Name: "_zap._tcp.r.test"}).resolveWeighted(context.Background(), f)
+	if want := []Endpoint{{Addr: "10.0.0.1:1", Weight: 1}}; err != nil || !slices.Equal(eps, want) {
+		t.Fatalf("%v %v, want %v", eps, err, want)
+	}
+	f.recs = f.recs[:1]
+	eps, err = (&SRV{Name: "_zap._tcp.r.test"}).resolveWeighted(context.Background(), f)
+	if err == nil || !strings.Contains(err.Error(), "not available") {
+		t.Fatalf("only the target \".\": %v %v, want an error", eps, err)
+	}
+}
