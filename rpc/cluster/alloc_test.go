@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/rpc"
@@ -64,4 +65,44 @@ func (w weighted) Resolve(context.Context) ([]string, error) {
 
 func (w weighted) ResolveWeighted(context.Context) ([]Endpoint, error) {
 	return append([]Endpoint(nil), w...), nil
+}
+
+// Rebuilding the ready set allocates the set, its connections' slice
+// (sized at once) and the channel that wakes waiting calls, and the
+// running sums only when the weights differ: it grew its slices by
+// appends (some ten allocations each for 64 connections), and made the
+// weights' slice for equal weights too.
+func TestAllocsPublish(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, tc := range []struct {
+		name    string
+		weights func(i int) float64
+		want    float64
+		sums    bool
+	}{
+		{"equal weights", func(int) float64 { return 1 }, 3, false},
+		{"weights", func(i int) float64 { return float64(1 + i%3) }, 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Client{o: buildOptions(nil), replicas: make(map[string]*replica), readyCh: make(chan struct{})}
+			c.ready.Store(&readySet{conns: []*Conn{}})
+			const n = 64
+			for i := range n {
+				r := &replica{c: c, addr: fmt.Sprint(i), state: stateReady, weight: tc.weights(i)}
+				r.conns = []*Conn{{r: r}}
+				c.replicas[r.addr] = r
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.publishLocked()
+			if set := c.ready.Load(); len(set.conns) != n || (set.cum != nil) != tc.sums {
+				t.Fatalf("%d connections, running sums %v", len(set.conns), set.cum)
+			}
+			if got := testing.AllocsPerRun(100, c.publishLocked); got != tc.want {
+				t.Fatalf("%v allocations per rebuild of %d connections, want %v", got, n, tc.want)
+			}
+		})
+	}
 }

@@ -648,12 +648,17 @@ func (c *Client) retire(cn *Conn) {
 	cn.close()
 }
 
-// publishLocked rebuilds the ready set from the replicas.
+// publishLocked rebuilds the ready set from the replicas. It takes time
+// and memory in proportion to the replicas and their connections, under
+// the client's lock (picks do not take it); the running sums of the
+// weights are made only when the weights differ.
 func (c *Client) publishLocked() {
 	var conns []*Conn
-	var ws []float64
 	equal := true
 	if !c.closed {
+		// Room for the previous set and one more replica's connections:
+		// a change (an admission, a connection dialed) adds no more.
+		conns = make([]*Conn, 0, len(c.ready.Load().conns)+c.o.connsPer)
 		for _, r := range c.replicas {
 			if r.state != stateReady || r.removed.Load() {
 				continue
@@ -661,11 +666,10 @@ func (c *Client) publishLocked() {
 			for _, cn := range r.conns {
 				if cn != nil && !cn.gone.Load() {
 					cn.weight.Store(math.Float64bits(r.weight))
-					conns = append(conns, cn)
-					if len(ws) > 0 && r.weight != ws[0] {
+					if len(conns) > 0 && r.weight != conns[0].r.weight {
 						equal = false
 					}
-					ws = append(ws, r.weight)
+					conns = append(conns, cn)
 				}
 			}
 		}
@@ -677,12 +681,17 @@ func (c *Client) publishLocked() {
 	if !equal {
 		// Relative to the largest weight, so that the sums cannot
 		// overflow (weights near math.MaxFloat64 would make them +Inf).
-		top := slices.Max(ws)
-		ws[0] /= top
-		for k := 1; k < len(ws); k++ {
-			ws[k] = ws[k]/top + ws[k-1]
+		top := 0.0
+		for _, cn := range conns {
+			top = max(top, cn.r.weight)
 		}
-		set.cum = ws
+		cum := make([]float64, len(conns))
+		sum := 0.0
+		for k, cn := range conns {
+			sum += cn.r.weight / top
+			cum[k] = sum
+		}
+		set.cum = cum
 	}
 	c.ready.Store(set)
 	if len(conns) > 0 {
