@@ -34,11 +34,14 @@ type Builder struct {
 	buf []byte
 	// lists counts the StartList and ListBuilder.Finish calls: it is odd
 	// while a list is open, and then it is that list's id. Reset makes it
-	// even and larger, so that no list from before answers to it.
-	lists uint32
+	// even and larger, so that no list from before answers to it. It has
+	// 64 bits, as gen has, so that it never wraps round to the id of a
+	// list or the gen of an object from before: 32 bits wrapped after 2^31
+	// (2^32) Resets, hours of a pooled Builder's work.
+	lists uint64
 	// gen counts the Resets and Releases; an ObjectBuilder keeps the gen
 	// it was started in, so that one from before is refused.
-	gen     uint32
+	gen     uint64
 	base    int // where the message starts in buf
 	version uint16
 	flags   uint16
@@ -57,8 +60,11 @@ type misuse struct {
 	what misuseKind
 	// misField: the field at off+n outside an object of size bytes;
 	// misElement: an element of n bytes (0: variable, -1: an empty flat
-	// element) in a list of size.
-	off, n, size int
+	// element) in a list of size. size is an int32, as in ObjectBuilder
+	// and ListBuilder, so that recording it costs the inliner no
+	// conversion.
+	off, n int
+	size   int32
 }
 
 type misuseKind uint8
@@ -172,7 +178,7 @@ func (b *Builder) Err() error {
 	if b.err == nil {
 		switch m := b.bad; m.what {
 		case misField:
-			if m.off >= 0 && m.off+m.n <= m.size { // it fits: the object is stale
+			if m.off >= 0 && m.off+m.n <= int(m.size) { // it fits: the object is stale
 				b.err = fmt.Errorf("%w: %s", ErrBuilder, staleObject)
 				break
 			}
@@ -182,7 +188,7 @@ func (b *Builder) Err() error {
 				b.err = fmt.Errorf("%w: AddElement of an empty element in a variable-element list", ErrBuilder)
 				break
 			}
-			if m.n == m.size { // the width suits: the list is no longer open
+			if m.n == int(m.size) { // the width suits: the list is no longer open
 				b.err = fmt.Errorf("%w: element added to a %s", ErrBuilder, staleList)
 				break
 			}
@@ -192,7 +198,7 @@ func (b *Builder) Err() error {
 		case misOpen:
 			b.err = fmt.Errorf("%w: list finished between BeginElement and EndElement", ErrBuilder)
 		case misStartList:
-			if m.n >= 0 {
+			if m.n >= 0 && m.n <= math.MaxInt32 {
 				b.err = fmt.Errorf("%w: StartList while a list is open (finish the list first)", ErrBuilder)
 				break
 			}
@@ -242,28 +248,34 @@ func (b *Builder) pad8() {
 // [ObjectBuilder.Finish]. Other objects and lists may be built while it is
 // open; its text and bytes values land after them. StartObject while a list
 // is open is misuse (the list's elements must stay together): it returns an
-// ObjectBuilder that writes nothing.
+// ObjectBuilder that writes nothing. So is an object that would start 4 GiB
+// or more into the buffer given to Reset (its bytes before the message
+// included).
 func (b *Builder) StartObject(size int) ObjectBuilder {
-	if uint(size) > math.MaxInt32 || b.lists&1 != 0 {
-		return b.badObject(size)
-	}
 	n := len(b.buf)
 	at := b.base + align8(n-b.base)
+	// One test for both limits: size < 2^31 and at < 2^32 (at>>1 < 2^31).
+	if uint(size)|uint(at)>>1 > math.MaxInt32 || b.lists&1 != 0 {
+		return b.badObject(size, at)
+	}
 	if end := at + size; end <= cap(b.buf) {
 		b.buf = b.buf[:end]
 		clear(b.buf[n:end])
 	} else {
 		b.buf = grow(b.buf, end-n)
 	}
-	return ObjectBuilder{b: b, at: at, size: int32(size), gen: b.gen}
+	return ObjectBuilder{b: b, at: uint32(at), size: int32(size), gen: b.gen}
 }
 
 //go:noinline
-func (b *Builder) badObject(size int) ObjectBuilder {
-	if b.lists&1 != 0 {
+func (b *Builder) badObject(size, at int) ObjectBuilder {
+	switch {
+	case b.lists&1 != 0:
 		b.fail("StartObject while a list is open (finish the list first)")
-	} else {
+	case uint(size) > math.MaxInt32:
 		b.fail("object size %d", size)
+	default:
+		b.fail("object at byte %d of the buffer (objects must start within its first 4 GiB)", at)
 	}
 	return ObjectBuilder{}
 }
@@ -347,10 +359,13 @@ func (b *Builder) addTail(t tail) {
 // Release) writes nothing after it: its setters record misuse, and its
 // Finish too, returning 0.
 type ObjectBuilder struct {
-	b    *Builder
-	at   int   // absolute position of the fixed section in b.buf
-	size int32 // StartObject refuses larger sections
-	gen  uint32
+	b *Builder
+	// at is the absolute position of the fixed section in b.buf, and size
+	// its length: 32 bits each (StartObject refuses larger ones), so that
+	// gen has 64 and the ObjectBuilder stays three words.
+	at   uint32
+	size int32
+	gen  uint64
 }
 
 // fits reports whether the n bytes at off lie inside the fixed section of
@@ -364,7 +379,7 @@ func (o ObjectBuilder) fits(off, n int) bool {
 		return true
 	}
 	if o.b != nil && o.b.bad.what == misNone {
-		o.b.bad = misuse{what: misField, off: off, n: n, size: int(o.size)}
+		o.b.bad = misuse{what: misField, off: off, n: n, size: o.size}
 	}
 	return false
 }
@@ -380,28 +395,28 @@ func (o ObjectBuilder) SetBool(off int, v bool) {
 // SetUint8 writes v at off.
 func (o ObjectBuilder) SetUint8(off int, v uint8) {
 	if o.fits(off, 1) {
-		o.b.buf[o.at+off] = v
+		o.b.buf[int(o.at)+off] = v
 	}
 }
 
 // SetUint16 writes v little-endian at off.
 func (o ObjectBuilder) SetUint16(off int, v uint16) {
 	if o.fits(off, 2) {
-		binary.LittleEndian.PutUint16(o.b.buf[o.at+off:], v)
+		binary.LittleEndian.PutUint16(o.b.buf[int(o.at)+off:], v)
 	}
 }
 
 // SetUint32 writes v little-endian at off.
 func (o ObjectBuilder) SetUint32(off int, v uint32) {
 	if o.fits(off, 4) {
-		binary.LittleEndian.PutUint32(o.b.buf[o.at+off:], v)
+		binary.LittleEndian.PutUint32(o.b.buf[int(o.at)+off:], v)
 	}
 }
 
 // SetUint64 writes v little-endian at off.
 func (o ObjectBuilder) SetUint64(off int, v uint64) {
 	if o.fits(off, 8) {
-		binary.LittleEndian.PutUint64(o.b.buf[o.at+off:], v)
+		binary.LittleEndian.PutUint64(o.b.buf[int(o.at)+off:], v)
 	}
 }
 
@@ -430,7 +445,7 @@ func (o ObjectBuilder) SetBytesFixed(off int, p []byte) {
 		return
 	}
 	if o.fits(off, len(p)) {
-		copy(o.b.buf[o.at+off:], p)
+		copy(o.b.buf[int(o.at)+off:], p)
 	}
 }
 
@@ -447,13 +462,13 @@ func (o ObjectBuilder) SetText(off int, s string) {
 	if !o.fits(off, TextSlotSize) {
 		return
 	}
-	slot := o.at + off
+	slot := int(o.at) + off
 	if len(s) == 0 {
 		o.b.setEmpty(slot)
 		return
 	}
 	o.b.pending |= pendingBit(slot)
-	o.b.addTail(tail{owner: int32(o.at - o.b.base), slot: int32(slot - o.b.base), data: s})
+	o.b.addTail(tail{owner: int32(int(o.at) - o.b.base), slot: int32(slot - o.b.base), data: s})
 }
 
 // pendingBit is the bit of Builder.pending for the slot at absolute
@@ -494,8 +509,8 @@ func (o ObjectBuilder) SetObject(off int, r Ref) {
 	if !o.fits(off, ObjectSlotSize) || r == 0 {
 		return
 	}
-	rel := int64(o.b.base) + int64(r) - int64(o.at+off)
-	binary.LittleEndian.PutUint32(o.b.buf[o.at+off:], uint32(int32(rel)))
+	rel := int64(o.b.base) + int64(r) - int64(int(o.at)+off)
+	binary.LittleEndian.PutUint32(o.b.buf[int(o.at)+off:], uint32(int32(rel)))
 }
 
 // SetList points the list slot at off to the finished list l. An empty list
@@ -504,8 +519,8 @@ func (o ObjectBuilder) SetList(off int, l ListRef) {
 	if !o.fits(off, ListSlotSize) || l.count == 0 {
 		return
 	}
-	f := o.b.buf[o.at+off:]
-	rel := int64(o.b.base) + int64(l.pos) - int64(o.at+off)
+	f := o.b.buf[int(o.at)+off:]
+	rel := int64(o.b.base) + int64(l.pos) - int64(int(o.at)+off)
 	binary.LittleEndian.PutUint32(f, uint32(int32(rel)))
 	binary.LittleEndian.PutUint32(f[4:], l.count)
 }
@@ -519,13 +534,13 @@ func (o ObjectBuilder) Finish() Ref {
 	if o.b == nil {
 		return 0
 	}
-	return o.b.finishObject(o.at, int(o.size), o.gen)
+	return o.b.finishObject(int(o.at), int(o.size), o.gen)
 }
 
 // finishObject writes the pending values of the object of size bytes at
 // absolute position at, started in generation gen, in set order, keeps the
 // others (objects still open) in order, and returns the object's Ref.
-func (b *Builder) finishObject(at, size int, gen uint32) Ref {
+func (b *Builder) finishObject(at, size int, gen uint64) Ref {
 	if gen != b.gen {
 		b.fail(staleObject)
 		return 0
@@ -621,21 +636,22 @@ func appendTailValue(buf []byte, base int, t *tail) []byte {
 // misuse too, and writes nothing.
 type ListBuilder struct {
 	b        *Builder
-	at       int // absolute position of the first element
-	elemSize int // 0 for a variable-element list
+	at       int   // absolute position of the first element
+	elemSize int32 // 0 for a variable-element list; StartList refuses larger
 	count    uint32
-	id       uint32 // Builder.lists while this list is the open one
+	id       uint64 // Builder.lists while this list is the open one
 	elemAt   int    // BeginElement: absolute position of the element body
 }
 
 // StartList pads to 8 and starts a list. elemSize is the width of a flat
 // list's elements (1, 2, 4, 8 or a struct stride), or 0 for a
-// variable-element list whose elements are [u32 size][bytes].
+// variable-element list whose elements are [u32 size][bytes]. An elemSize
+// below 0 or of 2 GiB or more is misuse.
 func (b *Builder) StartList(elemSize int) ListBuilder {
 	// Small enough to inline, so that the caller's ListBuilder is written
 	// in place: returned from a call, its five words were copied through
 	// the stack, which cost more than the rest of StartList.
-	if elemSize < 0 || b.lists&1 != 0 {
+	if uint(elemSize) > math.MaxInt32 || b.lists&1 != 0 {
 		if b.bad.what == misNone {
 			b.bad = misuse{what: misStartList, n: elemSize}
 		}
@@ -643,14 +659,14 @@ func (b *Builder) StartList(elemSize int) ListBuilder {
 	}
 	b.pad8()
 	b.lists++
-	return ListBuilder{b: b, at: len(b.buf), elemSize: elemSize, id: b.lists}
+	return ListBuilder{b: b, at: len(b.buf), elemSize: int32(elemSize), id: b.lists}
 }
 
 // check reports whether an element of size bytes may be added (0: an
 // element of a variable-element list). It records misuse without a call,
 // so that the adders stay small enough to inline.
 func (l *ListBuilder) check(size int) bool {
-	if l.b != nil && l.elemSize == size && l.id == l.b.lists {
+	if l.b != nil && int(l.elemSize) == size && l.id == l.b.lists {
 		return true
 	}
 	if l.b != nil && l.b.bad.what == misNone {
