@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -37,6 +38,9 @@ func (t token) describe() string {
 func isLetter(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
 
+// byteOrderMark is U+FEFF in UTF-8.
+var byteOrderMark = []byte{0xEF, 0xBB, 0xBF}
+
 // comment is one "# ..." comment: its line, its text without the "#" and
 // one following space, and whether it is alone on its line (own) or
 // follows tokens (trailing).
@@ -52,13 +56,21 @@ type comment struct {
 // as one column, like a space (the whitespace form only compares the columns
 // of lines of one block). It rejects any character outside the dialect. The
 // result always ends with a tokEOF.
+//
+// A UTF-8 byte order mark that starts src (editors on Windows write one) is
+// skipped, and the first line's columns count from after it, as an editor
+// shows them; one anywhere else is an unexpected character.
 func lex(filename string, src []byte) ([]token, map[int]comment, error) {
 	var toks []token
 	comments := map[int]comment{}
 	line, lineStart := 1, 0
 	pos := func(i int) Pos { return Pos{filename, line, i - lineStart + 1} }
 	hasTok := false // the current line produced a token
-	for i := 0; i < len(src); {
+	i := 0
+	if bytes.HasPrefix(src, byteOrderMark) {
+		i, lineStart = len(byteOrderMark), len(byteOrderMark)
+	}
+	for i < len(src) {
 		c := src[i]
 		switch {
 		case c == '\n':
