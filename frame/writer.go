@@ -14,8 +14,8 @@ import (
 const (
 	// minWant is the smallest buffer a Writer asks its pool for: 512 bytes.
 	minWant = 512
-	// shrinkAfter: the buffer asked for halves after this many batches in a
-	// row that used less than a quarter of it.
+	// shrinkAfter: the buffer asked for comes down to the largest of this
+	// many batches in a row that each used less than a quarter of it.
 	shrinkAfter = 16
 )
 
@@ -39,8 +39,11 @@ const (
 // refused or abandoned frame does (ErrFrameTooLarge, ErrNoBegin, a Begin
 // not ended), so an idle Writer holds no buffer and costs only its own
 // struct (about 200 bytes). The capacity asked for follows the batches
-// actually written: the largest recent batch, halved after 16 batches in a
-// row that used less than a quarter of it, at least 512 bytes. A frame
+// actually written: the largest recent batch, at least 512 bytes. It goes
+// up at once, and down after 16 batches in a row that each used less than
+// a quarter of it, to the largest of those 16: after a 16 MiB frame the
+// 17th small batch takes a small buffer (a frame that large in every 16
+// batches keeps it). A frame
 // built with Begin/End larger than the buffer grows it (by append: one
 // allocation) and a buffer of that size is asked for next time, so
 // repeated large frames allocate nothing once warm. WriteFrame grows the
@@ -67,6 +70,9 @@ type Writer struct {
 	vecArr    [2][]byte
 	vec       net.Buffers
 	err       error // sticky
+	// smallMax is the largest of the batches counted by smaller. Last, so
+	// that the fields Begin and End use keep their offsets.
+	smallMax int
 }
 
 // NewWriter returns a Writer of frames to w. Options: WithBufferSize
@@ -142,21 +148,23 @@ func (fw *Writer) settle() {
 }
 
 // sized records a batch of n bytes leaving: want follows the batch sizes,
-// up at once, down by half after shrinkAfter batches in a row that used
-// less than a quarter of it.
+// up at once, and after shrinkAfter batches in a row that each used less
+// than a quarter of it, down to the largest of them. It runs once per
+// batch written, not per frame.
 func (fw *Writer) sized(n int) {
 	switch {
 	case n > fw.want:
 		fw.want = n
-		fw.smaller = 0
+		fw.smaller, fw.smallMax = 0, 0
 	case n < fw.want/4:
 		fw.smaller++
+		fw.smallMax = max(fw.smallMax, n)
 		if fw.smaller >= shrinkAfter {
-			fw.want = max(fw.want/2, minWant)
-			fw.smaller = 0
+			fw.want = max(fw.smallMax, minWant)
+			fw.smaller, fw.smallMax = 0, 0
 		}
 	default:
-		fw.smaller = 0
+		fw.smaller, fw.smallMax = 0, 0
 	}
 }
 
