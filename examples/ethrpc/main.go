@@ -62,6 +62,8 @@ type options struct {
 	plain         bool // -serve: internal/plainserver instead of rpc.Server
 	// eth_getLogs whole and streamed (logs.go); 0: the defaults.
 	logBlocks, logChunk, logRounds int
+	// shutdownTimeout bounds serve's Shutdown; 0: 5 s. Tests only.
+	shutdownTimeout time.Duration
 }
 
 // Defaults of the getLogs comparison: 2,500 blocks of 8 logs (20,000
@@ -173,11 +175,20 @@ func serve(o options, control io.Reader, stdout io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(l) }()
 	stop := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		timeout := o.shutdownTimeout
+		if timeout == 0 {
+			timeout = 5 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		s.Shutdown(ctx)
+		// Shutdown fails when its time ran out and it closed connections
+		// at once, calls on them perhaps cut: serve reports that.
+		shutErr := s.Shutdown(ctx)
 		if err := <-errc; !errors.Is(err, rpc.ErrServerClosed) {
 			return err
+		}
+		if shutErr != nil {
+			return fmt.Errorf("shutdown: %w", shutErr)
 		}
 		return nil
 	}
