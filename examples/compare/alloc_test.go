@@ -5,11 +5,13 @@ package compare
 import "testing"
 
 // TestZeroAllocs pins the allocation counts that the results report as
-// zero: every operation of zapcodec, of the hand-written floor and of
-// vtprotobuf (whose decode is the zero-copy UnmarshalVTUnsafe), once warm.
+// zero: every operation of zapcodec, of the hand-written floor, of
+// vtprotobuf (whose decode is the zero-copy UnmarshalVTUnsafe) and of msgp
+// in both layouts (whose Method text is read with msgp.ReadStringZC), once
+// warm.
 func TestZeroAllocs(t *testing.T) {
 	f := NewFixture()
-	for _, c := range []Codec{NewZapcodec(), newFloor(), newVTProtobuf()} {
+	for _, c := range []Codec{NewZapcodec(), newFloor(), newVTProtobuf(), newMsgp(), newMsgpTuple()} {
 		e, err := f.Encode(c)
 		if err != nil {
 			t.Fatal(err)

@@ -9,9 +9,9 @@
 // Buffers: an Append method appends to dst and returns the extended slice,
 // which the caller owns. A Decode method may leave string fields aliasing
 // its input where the codec's own API aliases (FlatBuffers, vtprotobuf's
-// UnmarshalVTUnsafe, sonic's default config, the hand-written floor);
-// such a record is valid while the input bytes stay unchanged. A Codec
-// value keeps scratch state and is for one goroutine.
+// UnmarshalVTUnsafe, msgp's ReadStringZC, sonic's default config, the
+// hand-written floor); such a record is valid while the input bytes stay
+// unchanged. A Codec value keeps scratch state and is for one goroutine.
 //
 // Every benchmark checks its results (Fixture.Check before the timing,
 // the last iteration's result after it), and Load checks every answer, so

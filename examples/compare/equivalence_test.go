@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/bytedance/sonic"
+	"github.com/zapcodec/zapcodec/examples/compare/internal/mp"
 	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 
@@ -437,6 +440,23 @@ func TestSonicDefaultAPI(t *testing.T) {
 		want, err := sonic.Marshal(&c.resp)
 		if err != nil || string(got) != string(want) {
 			t.Fatalf("response %d: EncodeInto wrote %s, sonic.Marshal %s (%v)", i, got, want, err)
+		}
+	}
+}
+
+// TestMsgpLayout: the msgp request records have Request's layout, which
+// mpRequest and mpTupleRequest rely on to convert a pointer.
+func TestMsgpLayout(t *testing.T) {
+	var r Request
+	var m mp.Request
+	var tr mp.TupleRequest
+	want := []uintptr{unsafe.Sizeof(r), unsafe.Offsetof(r.Account), unsafe.Offsetof(r.Block), unsafe.Offsetof(r.ID), unsafe.Offsetof(r.Method), unsafe.Sizeof(r.Method)}
+	for name, got := range map[string][]uintptr{
+		"Request":      {unsafe.Sizeof(m), unsafe.Offsetof(m.Account), unsafe.Offsetof(m.Block), unsafe.Offsetof(m.ID), unsafe.Offsetof(m.Method), unsafe.Sizeof(m.Method)},
+		"TupleRequest": {unsafe.Sizeof(tr), unsafe.Offsetof(tr.Account), unsafe.Offsetof(tr.Block), unsafe.Offsetof(tr.ID), unsafe.Offsetof(tr.Method), unsafe.Sizeof(tr.Method)},
+	} {
+		if !slices.Equal(got, want) {
+			t.Errorf("mp.%s: size and offsets %v, Request's %v", name, got, want)
 		}
 	}
 }

@@ -5,8 +5,10 @@
 // fields in order (the msgp:tuple directive: no names, msgp's most compact
 // and fastest layout).
 //
-// The structs have exactly the fields of compare.Request and
-// compare.Response, so a pointer converts between them without copying.
+// The structs have the fields of compare.Request and compare.Response in
+// the same order and types, but for Method, a Text (text.go) where
+// compare.Request has a string: the same representation, so a pointer
+// converts between them through unsafe.Pointer, without copying.
 package mp
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file records.go -o records_gen.go -tests=false
@@ -16,7 +18,7 @@ type Request struct {
 	Account [20]byte `msg:"account"`
 	Block   uint64   `msg:"block"`
 	ID      uint64   `msg:"id"`
-	Method  string   `msg:"method"`
+	Method  Text     `msg:"method"`
 }
 
 // Response is the eth_getBalance answer.
@@ -34,7 +36,7 @@ type TupleRequest struct {
 	Account [20]byte
 	Block   uint64
 	ID      uint64
-	Method  string
+	Method  Text
 }
 
 // TupleResponse is Response in msgp's tuple layout: an array of 4.

@@ -43,7 +43,7 @@ func (z *Request) DecodeMsg(dc *msgp.Reader) (err error) {
 				return
 			}
 		case "method":
-			z.Method, err = dc.ReadString()
+			err = z.Method.DecodeMsg(dc)
 			if err != nil {
 				err = msgp.WrapError(err, "Method")
 				return
@@ -97,7 +97,7 @@ func (z *Request) EncodeMsg(en *msgp.Writer) (err error) {
 	if err != nil {
 		return
 	}
-	err = en.WriteString(z.Method)
+	err = z.Method.EncodeMsg(en)
 	if err != nil {
 		err = msgp.WrapError(err, "Method")
 		return
@@ -120,7 +120,11 @@ func (z *Request) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.AppendUint64(o, z.ID)
 	// string "method"
 	o = append(o, 0xa6, 0x6d, 0x65, 0x74, 0x68, 0x6f, 0x64)
-	o = msgp.AppendString(o, z.Method)
+	o, err = z.Method.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Method")
+		return
+	}
 	return
 }
 
@@ -161,7 +165,7 @@ func (z *Request) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "method":
-			z.Method, bts, err = msgp.ReadStringBytes(bts)
+			bts, err = z.Method.UnmarshalMsg(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Method")
 				return
@@ -180,7 +184,7 @@ func (z *Request) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Request) Msgsize() (s int) {
-	s = 1 + 8 + msgp.ArrayHeaderSize + (20 * (msgp.ByteSize)) + 6 + msgp.Uint64Size + 3 + msgp.Uint64Size + 7 + msgp.StringPrefixSize + len(z.Method)
+	s = 1 + 8 + msgp.ArrayHeaderSize + (20 * (msgp.ByteSize)) + 6 + msgp.Uint64Size + 3 + msgp.Uint64Size + 7 + z.Method.Msgsize()
 	return
 }
 
@@ -389,7 +393,7 @@ func (z *TupleRequest) DecodeMsg(dc *msgp.Reader) (err error) {
 		err = msgp.WrapError(err, "ID")
 		return
 	}
-	z.Method, err = dc.ReadString()
+	err = z.Method.DecodeMsg(dc)
 	if err != nil {
 		err = msgp.WrapError(err, "Method")
 		return
@@ -419,7 +423,7 @@ func (z *TupleRequest) EncodeMsg(en *msgp.Writer) (err error) {
 		err = msgp.WrapError(err, "ID")
 		return
 	}
-	err = en.WriteString(z.Method)
+	err = z.Method.EncodeMsg(en)
 	if err != nil {
 		err = msgp.WrapError(err, "Method")
 		return
@@ -435,7 +439,11 @@ func (z *TupleRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.AppendBytes(o, (z.Account)[:])
 	o = msgp.AppendUint64(o, z.Block)
 	o = msgp.AppendUint64(o, z.ID)
-	o = msgp.AppendString(o, z.Method)
+	o, err = z.Method.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Method")
+		return
+	}
 	return
 }
 
@@ -466,7 +474,7 @@ func (z *TupleRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err, "ID")
 		return
 	}
-	z.Method, bts, err = msgp.ReadStringBytes(bts)
+	bts, err = z.Method.UnmarshalMsg(bts)
 	if err != nil {
 		err = msgp.WrapError(err, "Method")
 		return
@@ -477,7 +485,7 @@ func (z *TupleRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *TupleRequest) Msgsize() (s int) {
-	s = 1 + msgp.ArrayHeaderSize + (20 * (msgp.ByteSize)) + msgp.Uint64Size + msgp.Uint64Size + msgp.StringPrefixSize + len(z.Method)
+	s = 1 + msgp.ArrayHeaderSize + (20 * (msgp.ByteSize)) + msgp.Uint64Size + msgp.Uint64Size + z.Method.Msgsize()
 	return
 }
 
