@@ -18,11 +18,11 @@ func init() {
 		usage: `  zapcodec health -addr ADDR [-service NAME]
     Calls the health service of a zapcodec rpc server (method
     rpc.HealthMethod) and prints the status: serving, not serving, draining
-    (the server is shutting down) or unknown (its status was set so, or no
-    such service). Exits 0 when
-    serving, 1 otherwise (including when the server cannot be reached or
-    does not answer), 2 on bad usage. For load balancer and container
-    health probes.
+    (the server is shutting down) or unknown (its status was set so, no
+    such service, or a check that failed or went unanswered, its error on
+    stderr). Exits 0 when serving, 1 otherwise (including when the server
+    cannot be reached, which prints only the error, or does not answer),
+    2 on bad usage. For load balancer and container health probes.
   -addr ADDR       server address (a socket path with -network unix)
   -network NET     tcp or unix (default tcp)
   -service NAME    a mounted service, e.g. eth.Eth (default: the server as a whole)
