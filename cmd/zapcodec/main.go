@@ -1,7 +1,10 @@
-// Command zapcodec works with ZAP schemas and messages. Each subcommand
-// lives in its own file and registers itself in commands:
+// Command zapcodec works with ZAP schemas, messages and servers. Each
+// subcommand lives in its own file and registers itself in commands:
 //
-//	zapcodec gen [-out DIR] [-package NAME] SCHEMA.zap...
+//	zapcodec gen [-out DIR] [-package NAME] SCHEMA.zap...   # Go records and RPC stubs
+//	zapcodec dump [flags] [FILE]                            # show messages or frames
+//	zapcodec load [flags]                                   # load-test a ZAP-RPC server
+//	zapcodec health -addr ADDR [-service NAME]              # ask a server for its health
 //
 // Run zapcodec with no arguments or -h for the usage of every subcommand.
 package main
