@@ -105,8 +105,14 @@
 //	type IClient struct{ ... }
 //	func NewIClient(c rpc.Caller, opts ...rpc.MountOption) *IClient
 //	func (c *IClient) M(ctx context.Context, req *Req, resp *Resp) error
+//	func (c *IClient) SendM(ctx context.Context, req *Req) (rpc.Promise, error)
+//	func (c *IClient) MOn(ctx context.Context, p rpc.Promise, resp *Resp) error
 //
 // A method without a request drops req, one without a result drops resp.
+// SendM (promise pipelining, over an rpc.Sender) exists for a method with
+// a result; MOn, which calls M with the answer of the promise p as its
+// request, for a method whose request struct is a result that some method
+// of I answers in one message. Streaming methods get neither.
 // RegisterIServer mounts I on the server (rpc.Server.Mount: it panics when
 // I's ordinals overlap another mounted interface's); with rpc.At(base) it
 // serves M at base+n, and NewIClient given the same rpc.At(base) calls
