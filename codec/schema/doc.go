@@ -14,8 +14,9 @@
 //	type hash = bytes_fixed[32]      # alias; may name another alias or a struct
 //
 //	struct GetBalanceResponse        # whitespace form: fields on the following
-//	    Balance   hash               # lines, indented with spaces, each
-//	    Nonce     u64                # "Name Type [@N]"; the block ends at the
+//	    Balance   hash               # lines, indented alike (a tab counts as one
+//	    Nonce     u64                # column, as a space does), each
+//	                                 # "Name Type [@N]"; the block ends at the
 //	                                 # next line starting in column 1
 //	struct Item {                    # brace form: fields separated by newlines
 //	    Tag  u32  @0                 # or ";", closed by "}"
