@@ -8,10 +8,11 @@
 //
 // Experimental: the API may change in later versions.
 //
-// Both directions follow the layout of the generated records: a list of
-// structs is a variable-element list whose elements are whole messages, a
-// list of scalars is a flat list of little-endian elements, and list<text>
-// and list<bytes> are variable-element lists of raw values. Both are safe
+// Both directions follow the layout of the generated records, which is the
+// canonical compiler's: every list, scalars included, is a variable-element
+// list ([u32 size][element bytes] per element, docs/wire.md §4) whose
+// elements are a scalar's little-endian value, the raw value of text and
+// bytes, a struct's whole message, or a nested list's own elements. Both are safe
 // on hostile input: errors name the byte offset (decoding) or the field
 // (encoding), never a panic, and work is bounded by the input's size.
 package dynamic
