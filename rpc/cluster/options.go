@@ -314,8 +314,10 @@ func WithMaxEjected(fraction float64) Option {
 
 // WithRetryBudget sets the retry budget: retries may add at most ratio of
 // the calls made (default [DefaultRetryRatio]) plus perSecond retries a
-// second (default [DefaultMinRetries]). ratio 0 and perSecond 0 turn
-// retries off. Both are kept to a billionth of a retry (a ratio of 0.0001
+// second (default [DefaultMinRetries]). What goes unused is saved up to
+// 10 s of perSecond (at least 10 retries), the calls' share included, so
+// a calm spell cannot save up a burst; the budget starts with one
+// second's worth. ratio 0 and perSecond 0 turn retries off. Both are kept to a billionth of a retry (a ratio of 0.0001
 // allows a retry per 10,000 calls); a ratio above 1 counts as 1, a
 // perSecond above 1e8 as 1e8; a negative or NaN value keeps the default.
 func WithRetryBudget(ratio, perSecond float64) Option {
