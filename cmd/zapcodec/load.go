@@ -50,8 +50,9 @@ func init() {
   -timeout D          give up a call unanswered after D (0: no bound): it
                       counts as failed, "timed out"; default 20s for a run
                       bounded by -n alone, so that it ends even against a
-                      server that never answers, and none with -d, whose
-                      end gives up the calls still unanswered
+                      server that never answers, and none with -d: the
+                      calls still unanswered 10s after its end are given
+                      up ("abandoned")
   -method M           method ordinal, or with -schema a method name
                       ("getBalance", "Eth.getBalance"); default: the -type
                       method's ordinal

@@ -14,7 +14,8 @@
 // after Config.Timeout (a bound of the tool's own, sent to no server) and
 // counts as failed; by default a run bounded by a count of calls alone
 // has a bound of 20 s, so that a server that never answers cannot hold it
-// forever, and a run with a duration has none but its end.
+// forever, and a run with a duration has none but its end and the grace
+// after it (Config.Grace, 10 s by default).
 //
 // Latencies go into a [Histogram] (log-linear buckets, at most 1/128
 // relative error) that allocates nothing per record; workers share at most 64
