@@ -21,7 +21,9 @@
 // relative error) that allocates nothing per record; workers share at most 64
 // of them (round robin, each behind a mutex: a histogram is 60 KB, and one
 // per worker would make 10,000 connections hold 600 MB), merged at the end. Bytes in and out are counted at the connection
-// (a net.Conn wrapper), so they are the real frame bytes on the wire.
+// (a net.Conn wrapper), so they are the real frame bytes on the wire; with
+// a cluster Target, whose sockets are the cluster client's, they are
+// counted from the calls (payloads, envelopes and frame headers).
 //
 // A warm run ([Runner.Run] after [Runner.Warm]) allocates nothing per call on
 // the client side beyond what package rpc does (nothing, when warm), unless
