@@ -42,8 +42,8 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// sharedDirOrEmpty returns ../shared/zap beside the module root, or ""
-// when it is absent.
+// sharedDirOrEmpty returns the repository's copy of the canonical bytes
+// (testdata/canonical), or "" when the repository root cannot be found.
 func sharedDirOrEmpty() string {
 	dir, err := fixture.Find()
 	if err != nil {

@@ -8,13 +8,14 @@ import (
 	"testing"
 )
 
-// sharedDir returns ../shared/zap beside the directory holding go.mod, or
-// skips the test when it is absent.
+// sharedDir returns the repository's copy of the canonical bytes
+// (testdata/canonical, the layout of ../shared/zap), or skips the test
+// when the repository root cannot be found.
 func sharedDir(t testing.TB) string {
 	t.Helper()
 	dir := sharedDirOrEmpty()
 	if dir == "" {
-		t.Skip("shared fixtures absent (../shared/zap beside the module root)")
+		t.Skip("canonical fixtures not found (testdata/canonical of the repository root)")
 	}
 	return dir
 }
