@@ -2,7 +2,7 @@ package compare
 
 // The zapcodec arm, on the records `zapcodec gen` generated from the eth
 // schema (package ethzap of examples/ethrpc, the same layout as
-// ../shared/zap/schemas/eth.zap). Request and Response have the same fields
+// testdata/canonical/schemas/eth.zap). Request and Response have the same fields
 // as the generated records, so pointers convert without a copy.
 
 import (
