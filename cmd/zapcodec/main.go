@@ -45,6 +45,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			// help SUBCOMMAND: that subcommand's usage alone.
+			c, ok := commands[args[1]]
+			if !ok {
+				fmt.Fprintf(stderr, "zapcodec: unknown subcommand %q\n\n", args[1])
+				usage(stderr)
+				return 2
+			}
+			fmt.Fprintf(stdout, "%s: %s\n%s", c.name, c.summary, c.usage)
+			return 0
+		}
 		usage(stdout)
 		return 0
 	}

@@ -106,6 +106,13 @@ func TestUsage(t *testing.T) {
 			t.Errorf("zapcodec %v: exit %d, output:\n%s\nwant exit %d and %q", tt.args, code, out, tt.code, tt.want)
 		}
 	}
+	// help SUBCOMMAND prints that subcommand's usage alone.
+	if code, out := runCmd("help", "gen"); code != 0 || !strings.HasPrefix(out, "gen: ") || strings.Contains(out, "\ndump: ") {
+		t.Errorf("zapcodec help gen: exit %d, output:\n%s\nwant gen's usage alone", code, out)
+	}
+	if code, out := runCmd("help", "frobnicate"); code != 2 || !strings.Contains(out, `unknown subcommand "frobnicate"`) {
+		t.Errorf("zapcodec help frobnicate: exit %d, output:\n%s", code, out)
+	}
 	// Every registered subcommand appears in the usage.
 	_, out := runCmd("-h")
 	for name := range commands {
