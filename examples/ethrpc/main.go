@@ -495,7 +495,11 @@ func (res *result) print(w io.Writer) {
 		fmt.Fprintf(w, "| %-20s | %s |\n", r[0], r[1])
 	}
 	if l := res.logs; l != nil {
-		fmt.Fprintf(w, "\neth_getLogs of %d logs (%.1f MB whole), medians of %d rounds each:\n", l.logs, float64(l.bytes)/1e6, l.rounds)
+		rounds := fmt.Sprintf("medians of %d rounds each", l.rounds)
+		if l.rounds == 1 {
+			rounds = "one round"
+		}
+		fmt.Fprintf(w, "\neth_getLogs of %d logs (%.1f MB whole), %s:\n", l.logs, float64(l.bytes)/1e6, rounds)
 		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n|%s|%s|%s|\n", "delivery", "first log in hand", "all logs in hand",
 			strings.Repeat("-", 42), strings.Repeat("-", 20), strings.Repeat("-", 18))
 		fmt.Fprintf(w, "| %-40s | %-18s | %s |\n", "getLogs: one answer, decoded", dur(uint64(l.wholeAll)), dur(uint64(l.wholeAll)))
