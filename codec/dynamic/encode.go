@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -45,8 +46,9 @@ func (e *EncodeError) Error() string {
 // array. An absent field is its zero value. These are the forms AppendJSON
 // writes, so its output encodes back to the same message.
 //
-// Errors are *[EncodeError] naming the field: invalid JSON, an unknown
-// field, a value of the wrong JSON type or out of range. js is only read;
+// Errors are *[EncodeError] naming the field: invalid JSON (anything but
+// white space after the object included), an unknown field, a value of
+// the wrong JSON type or out of range. js is only read;
 // on error dst is returned unchanged.
 func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if s == nil {
@@ -58,8 +60,14 @@ func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return dst, &EncodeError{Reason: "invalid JSON: " + err.Error()}
 	}
-	if _, err := dec.Token(); err == nil {
+	// Only white space may follow the value: Token reads the next one,
+	// and fails on anything that does not start one ("{} x"), which is
+	// as much an error as a second value.
+	switch _, err := dec.Token(); {
+	case err == nil:
 		return dst, &EncodeError{Reason: "invalid JSON: more than one value"}
+	case err != io.EOF:
+		return dst, &EncodeError{Reason: "invalid JSON after the value: " + err.Error()}
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

@@ -186,6 +186,11 @@ func TestEncodeErrors(t *testing.T) {
 		{`[1]`, `want a JSON object for All, got an array`},
 		{`{"B":true`, `invalid JSON`},
 		{`{} {}`, `more than one value`},
+		{`{} x`, `invalid JSON after the value`},
+		{`{"U8":1}]`, `invalid JSON after the value`},
+		{`{}}`, `invalid JSON after the value`},
+		{`{} "`, `invalid JSON after the value`},
+		{`{} /`, `invalid JSON after the value`},
 		{``, `invalid JSON`},
 	} {
 		dst := []byte("keep")
@@ -242,10 +247,11 @@ func TestEncodeIntegerStrings(t *testing.T) {
 	}
 }
 
-// FuzzAppendMessage: any input gives a message or an error, never a panic,
-// and a message always decodes and re-encodes to itself.
+// FuzzAppendMessage: any input gives a message or an error, never a panic;
+// a message comes only from one valid JSON value (nothing but white space
+// after it), and always decodes and re-encodes to itself.
 func FuzzAppendMessage(f *testing.F) {
-	for _, js := range []string{encAllJSON, `{}`, `{"Objs":[{"Tag":1}]}`, `{"U64":"0x10"}`, `{"F64s":[1e308,"+Inf"]}`} {
+	for _, js := range []string{encAllJSON, `{}`, `{"Objs":[{"Tag":1}]}`, `{"U64":"0x10"}`, `{"F64s":[1e308,"+Inf"]}`, "{} \n"} {
 		f.Add([]byte(js))
 	}
 	file := encParse(f)
@@ -257,6 +263,9 @@ func FuzzAppendMessage(f *testing.F) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			return
+		}
+		if !json.Valid(js) {
+			t.Fatalf("a message from invalid JSON %q", js)
 		}
 		out, err := AppendJSON(nil, s, msg)
 		if err != nil {
