@@ -8,11 +8,16 @@
 //
 // Experimental: the API may change in later versions.
 //
-// Both directions follow the layout of the generated records, which is the
-// canonical compiler's: every list, scalars included, is a variable-element
-// list ([u32 size][element bytes] per element, docs/wire.md §4) whose
-// elements are a scalar's little-endian value, the raw value of text and
-// bytes, a struct's whole message, or a nested list's own elements. Both are safe
-// on hostile input: errors name the byte offset (decoding) or the field
-// (encoding), never a panic, and work is bounded by the input's size.
+// Both directions follow the layout of the generated records, which is
+// the canonical compiler's (docs/wire.md §4): every list is a
+// variable-element list, [u32 size][element bytes] per element; the
+// elements of a list of structs are whole messages, those of a list of
+// scalars little-endian values at their declared width, those of
+// list<text> and list<bytes> the raw values.
+//
+// Both are safe on hostile input: errors name the byte offset (decoding)
+// or the field (encoding), never a panic, and work and output are bounded
+// by the input's size times a factor of the schema (AppendMessage writes
+// a struct's whole fixed section for each JSON object, "{}" included;
+// AppendJSON writes the field names of each record it prints).
 package dynamic
