@@ -62,8 +62,18 @@ func AppendJSON(dst []byte, s *schema.Struct, msg []byte) ([]byte, error) {
 	if s == nil {
 		return dst, &DecodeError{Reason: "no struct type to decode as"}
 	}
-	d := decoder{budget: 2*len(msg) + 64}
+	d := decoder{budget: decBudget(len(msg))}
 	return d.message(dst, msg, 0, s, 0)
+}
+
+// decBudget returns the budget of a decoder for a message of n bytes:
+// 2n + 64, saturated at math.MaxInt (on 32-bit platforms 2n overflows
+// for a message over 1 GiB, which would leave no budget at all).
+func decBudget(n int) int {
+	if n > (math.MaxInt-64)/2 {
+		return math.MaxInt
+	}
+	return 2*n + 64
 }
 
 // decoder holds the state of one AppendJSON call.

@@ -3,6 +3,7 @@ package dynamic
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -68,5 +69,24 @@ func TestAppendJSONDepthLimit(t *testing.T) {
 	_, err = AppendJSON(nil, sch.Struct("Node"), msg)
 	if err == nil || !strings.Contains(err.Error(), "deeper than") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestDecodeBudgetSaturates: the budget of a message too large for 2n+64
+// to fit an int (over 1 GiB on 32-bit platforms) is the largest int; the
+// sum overflowed to a negative budget, so that every such message failed
+// as shared or cyclic before its first field.
+func TestDecodeBudgetSaturates(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{
+		{0, 64},
+		{100, 264},
+		{(math.MaxInt - 64) / 2, (math.MaxInt-64)/2*2 + 64},
+		{(math.MaxInt-64)/2 + 1, math.MaxInt},
+		{math.MaxInt / 2, math.MaxInt},
+		{math.MaxInt, math.MaxInt},
+	} {
+		if got := decBudget(tc.n); got != tc.want {
+			t.Errorf("decBudget(%d) = %d, want %d", tc.n, got, tc.want)
+		}
 	}
 }
