@@ -31,7 +31,8 @@ func AppendStreamEnd(dst []byte, id uint32) []byte {
 
 // AppendStreamEndError appends the body of an error end: the stream id,
 // then (zapcodec extension, docs/wire.md §9) the status and the message text.
-// A canonical receiver reads it as a clean end.
+// A canonical receiver reads it as a clean end; [ParseStreamEnd] reads a
+// status of 200 as a clean end and one of 0 as 500.
 func AppendStreamEndError(dst []byte, id, status uint32, msg string) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, id)
 	dst = binary.LittleEndian.AppendUint32(dst, status)
@@ -59,9 +60,12 @@ type StreamEnd struct {
 	ID uint32
 	// Status is 0 for a clean end (the canonical body: the id alone, or a
 	// status of 200); otherwise the error end's status. A body with 1 to 3
-	// bytes after the id (no whole status) reads as status 500.
+	// bytes after the id (no whole status), or with a status of 0 (no
+	// status of docs/wire.md §6), reads as status 500: an error end all
+	// the same.
 	Status uint32
-	// Message is the error end's text, aliasing the parsed bytes.
+	// Message is the error end's text, aliasing the parsed bytes; nil for
+	// a clean end.
 	Message []byte
 }
 
@@ -79,8 +83,11 @@ func ParseStreamEnd(p []byte) (StreamEnd, error) {
 	default:
 		e.Status = binary.LittleEndian.Uint32(p[4:])
 		e.Message = p[streamEndErrOverhead:]
-		if e.Status == 200 { // OK: a clean end
+		switch e.Status {
+		case 200: // OK: a clean end
 			e.Status, e.Message = 0, nil
+		case 0: // no status: not to be taken for a clean end, whose Status is 0
+			e.Status = 500
 		}
 	}
 	return e, nil

@@ -27,9 +27,13 @@ func TestStreamFrames(t *testing.T) {
 		{AppendStreamEndError(nil, 1, 418, "teapot"), 418, "teapot"},
 		{AppendStreamEndError(nil, 1, 200, "ok"), 0, ""},
 		{[]byte{1, 0, 0, 0, 9}, 500, ""},
+		// A status word of 0 is no status: an error end all the same, not
+		// a clean end carrying a message (it read as Status 0 with the text).
+		{AppendStreamEndError(nil, 1, 0, "boom"), 500, "boom"},
+		{AppendStreamEndError(nil, 1, 0, ""), 500, ""},
 	} {
 		e, err := ParseStreamEnd(tc.body)
-		if err != nil || e.ID != 1 || e.Status != tc.status || string(e.Message) != tc.msg {
+		if err != nil || e.ID != 1 || e.Status != tc.status || string(e.Message) != tc.msg || e.Status == 0 && e.Message != nil {
 			t.Fatalf("%x: %+v %v", tc.body, e, err)
 		}
 	}
@@ -47,27 +51,64 @@ func TestStreamFrames(t *testing.T) {
 	}
 }
 
-// FuzzStreamFrameBodies: the stream body parsers never panic, and what
-// they read is what the append functions wrote.
+// FuzzStreamFrameBodies: the stream body parsers never panic; what they
+// read is what the append functions wrote, and every field of a StreamEnd
+// follows from the body as its doc says: a clean end (Status 0) carries no
+// message, no end reads as status 200, the message aliases the body after
+// the status word.
 func FuzzStreamFrameBodies(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0})
 	f.Add(AppendStreamEndError(nil, 1, 503, "x"))
+	f.Add(AppendStreamEndError(nil, 1, 200, "ok"))
+	f.Add([]byte{1, 0, 0, 0, 9})
 	f.Add(AppendStreamWindow(nil, 0, 65536))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if id, msg, err := ParseStreamMsg(b); err == nil {
+		id, msg, err := ParseStreamMsg(b)
+		if (err == nil) != (len(b) >= StreamMsgOverhead) {
+			t.Fatalf("ParseStreamMsg of %d bytes: %v", len(b), err)
+		}
+		if err == nil {
 			if !bytes.Equal(AppendStreamMsg(nil, id, msg), b) {
 				t.Fatal("message round trip")
 			}
+			if len(msg) > 0 && &msg[0] != &b[StreamMsgOverhead] {
+				t.Fatal("message does not alias the body")
+			}
 		}
-		if e, err := ParseStreamEnd(b); err == nil {
-			if e.ID != binary.LittleEndian.Uint32(b) || len(e.Message) > len(b) {
+		e, err := ParseStreamEnd(b)
+		if (err == nil) != (len(b) >= StreamMsgOverhead) {
+			t.Fatalf("ParseStreamEnd of %d bytes: %v", len(b), err)
+		}
+		if err == nil {
+			if e.ID != binary.LittleEndian.Uint32(b) {
 				t.Fatalf("%+v", e)
 			}
-			if e.Status != 0 && len(b) >= 8 && !bytes.Equal(AppendStreamEndError(nil, e.ID, e.Status, string(e.Message)), b) {
-				t.Fatal("error end round trip")
+			if e.Status == 0 && e.Message != nil || e.Status == 200 {
+				t.Fatalf("%x read as %+v", b, e)
+			}
+			switch n := len(b); {
+			case n == StreamMsgOverhead:
+				if e.Status != 0 {
+					t.Fatalf("the id alone read as %+v", e)
+				}
+			case n < streamEndErrOverhead:
+				if e.Status != 500 || e.Message != nil {
+					t.Fatalf("a partial status read as %+v", e)
+				}
+			case e.Status != 0:
+				if len(e.Message) != n-streamEndErrOverhead || len(e.Message) > 0 && &e.Message[0] != &b[streamEndErrOverhead] {
+					t.Fatalf("%x: the message is not the body after the status: %+v", b, e)
+				}
+				if w := binary.LittleEndian.Uint32(b[4:]); w != 0 && !bytes.Equal(AppendStreamEndError(nil, e.ID, e.Status, string(e.Message)), b) {
+					t.Fatal("error end round trip")
+				}
 			}
 		}
-		if id, n, ok := ParseStreamWindow(b); ok && !bytes.Equal(AppendStreamWindow(nil, id, n), b) {
+		wid, wn, ok := ParseStreamWindow(b)
+		if ok != (len(b) == 8) {
+			t.Fatalf("ParseStreamWindow of %d bytes: ok %v", len(b), ok)
+		}
+		if ok && !bytes.Equal(AppendStreamWindow(nil, wid, wn), b) {
 			t.Fatal("window round trip")
 		}
 	})
