@@ -212,6 +212,12 @@ func TestEnvelopeRoundTripRandom(t *testing.T) {
 	}
 }
 
+// FuzzEnvelope: the envelope parsers never panic nor change their input;
+// an error is an *EnvelopeError that says where in the input it broke and,
+// when it has one, the promise_id the envelope carries; what they accept a
+// canonical reader reads alike, its byte slices are nil when empty and
+// otherwise views of the message whose capacity ends with them, and it
+// re-encodes to an envelope that parses to the same values.
 func FuzzEnvelope(f *testing.F) {
 	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Cap: []byte("c"), Payload: []byte("pp")}))
 	f.Add(AppendResponse(nil, &Response{Status: 200, PromiseID: 1, Body: []byte("body")}))
@@ -223,10 +229,25 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}}))
 	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 1, Cap: []byte("c"), Payload: []byte("pp"),
 		Metadata: []byte{2, 0, 0, 0, 't', 'p', 0, 0, 0, 0}}))
+	f.Add(AppendResponse(nil, &Response{Status: 503, PromiseID: 4, Body: []byte("b"), NotRun: true}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		orig := append([]byte(nil), b...)
-		if r, err := ParseRequest(b); err == nil {
-			// A parsed request re-encodes to a message that parses to the same values.
+		r, err := ParseRequest(b)
+		checkEnvelopeError(t, b, err)
+		if err == nil {
+			// A canonical reader finds the same canonical fields, and the
+			// slices are views of the message that cannot grow into it.
+			m, perr := codec.Parse(b)
+			root := m.Root()
+			if perr != nil || root.Uint32(reqMethod) != r.Method || root.Uint32(reqPromise) != r.PromiseID ||
+				root.Uint32(reqTarget) != r.Target || !bytes.Equal(root.Bytes(reqCap), r.Cap) ||
+				!bytes.Equal(root.Bytes(reqPayload), r.Payload) {
+				t.Fatalf("ParseRequest %+v, a canonical reader disagrees (%v)", r, perr)
+			}
+			for _, v := range [][]byte{r.Cap, r.Payload, r.Metadata} {
+				checkView(t, m.Bytes(), v)
+			}
+			// It re-encodes to a message that parses to the same values.
 			again, err := ParseRequest(AppendRequest(nil, &r))
 			if err != nil || again.Method != r.Method || again.PromiseID != r.PromiseID || again.Target != r.Target ||
 				!bytes.Equal(again.Cap, r.Cap) || !bytes.Equal(again.Payload, r.Payload) ||
@@ -234,16 +255,71 @@ func FuzzEnvelope(f *testing.F) {
 				t.Fatalf("re-encode mismatch: %+v vs %+v (%v)", again, r, err)
 			}
 		}
-		if r, err := ParseResponse(b); err == nil {
-			again, err := ParseResponse(AppendResponse(nil, &r))
-			if err != nil || again.Status != r.Status || again.PromiseID != r.PromiseID || !bytes.Equal(again.Body, r.Body) {
-				t.Fatalf("re-encode mismatch: %+v vs %+v (%v)", again, r, err)
+		a, err := ParseResponse(b)
+		checkEnvelopeError(t, b, err)
+		if err == nil {
+			m, perr := codec.Parse(b)
+			root := m.Root()
+			if perr != nil || root.Uint32(respStatus) != a.Status || root.Uint32(respPromise) != a.PromiseID ||
+				!bytes.Equal(root.Bytes(respBody), a.Body) {
+				t.Fatalf("ParseResponse %+v, a canonical reader disagrees (%v)", a, perr)
+			}
+			checkView(t, m.Bytes(), a.Body)
+			again, err := ParseResponse(AppendResponse(nil, &a))
+			if err != nil || again.Status != a.Status || again.PromiseID != a.PromiseID || again.NotRun != a.NotRun ||
+				!bytes.Equal(again.Body, a.Body) {
+				t.Fatalf("re-encode mismatch: %+v vs %+v (%v)", again, a, err)
 			}
 		}
 		if !bytes.Equal(orig, b) {
 			t.Fatal("parser modified its input")
 		}
 	})
+}
+
+// checkEnvelopeError fails t unless err, from parsing b, is nil or an
+// *EnvelopeError matching ErrMalformed whose offset lies in b and whose
+// promise_id, when it has one, is the one at its root object.
+func checkEnvelopeError(t *testing.T, b []byte, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var ee *EnvelopeError
+	if !errors.As(err, &ee) || !errors.Is(err, ErrMalformed) {
+		t.Fatalf("error %v (%T) is not an *EnvelopeError", err, err)
+	}
+	if ee.Offset < 0 || ee.Offset > len(b) {
+		t.Fatalf("%v: offset %d outside the %d-byte input", err, ee.Offset, len(b))
+	}
+	if ee.HasPromise {
+		root := int(binary.LittleEndian.Uint32(b[8:]))
+		if p := binary.LittleEndian.Uint32(b[root+reqPromise:]); p != ee.PromiseID {
+			t.Fatalf("%v: promise_id %d, the envelope's is %d", err, ee.PromiseID, p)
+		}
+	}
+}
+
+// checkView fails t unless v is nil when empty and otherwise lies inside
+// msg with no capacity past its end (an append to it must not write over
+// the message).
+func checkView(t *testing.T, msg, v []byte) {
+	t.Helper()
+	if len(v) == 0 {
+		if v != nil {
+			t.Fatal("an empty value is not nil")
+		}
+		return
+	}
+	if cap(v) != len(v) {
+		t.Fatalf("a %d-byte value has capacity %d", len(v), cap(v))
+	}
+	for i := 0; i+len(v) <= len(msg); i++ {
+		if &msg[i] == &v[0] {
+			return
+		}
+	}
+	t.Fatalf("a %d-byte value is not a view of the %d-byte message", len(v), len(msg))
 }
 
 // The not-run flag is an extension field past the canonical fixed section:
