@@ -336,10 +336,11 @@ func envPromiseError(reason string, off int, err error, promise uint32) error {
 	return &EnvelopeError{Reason: reason, Offset: off, Err: err, PromiseID: promise, HasPromise: true}
 }
 
-// headerError turns codec's rejection of the message header of an
-// envelope of n bytes into an *EnvelopeError with the reasons this package
-// has always given.
-func headerError(err error, n int) error {
+// headerError turns codec's rejection of the message header of the
+// envelope b into an *EnvelopeError with the reasons this package has
+// always given.
+func headerError(err error, b []byte) error {
+	n := len(b)
 	var pe *codec.ParseError
 	off := 0
 	if errors.As(err, &pe) {
@@ -351,6 +352,8 @@ func headerError(err error, n int) error {
 		reason = "bad magic"
 	case errors.Is(err, codec.ErrVersion):
 		reason = "version not 1 or 2"
+	case n >= codec.HeaderSize && binary.LittleEndian.Uint32(b[12:]) < codec.HeaderSize:
+		reason = "size field smaller than the 16-byte header"
 	case n >= codec.HeaderSize:
 		reason = "size field outside the buffer"
 	}
@@ -365,7 +368,7 @@ func headerError(err error, n int) error {
 func envelopeError(m codec.Message, b []byte, err error) error {
 	switch {
 	case err != nil:
-		return headerError(err, len(b))
+		return headerError(err, b)
 	case m.Type() != EnvelopeType:
 		return envError("message type is not 200", 7, nil)
 	}
