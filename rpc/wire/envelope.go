@@ -74,8 +74,9 @@ const (
 	ResponseOverhead = headerSize + ResponseFixedSize
 )
 
-// Request is a decoded or to-be-encoded call envelope. Cap and Payload
-// alias the bytes they were parsed from (see [ParseRequest]).
+// Request is a decoded or to-be-encoded call envelope. Cap, Payload and
+// Metadata alias the bytes they were parsed from and are valid only while
+// those bytes are unchanged (see [ParseRequest]); copy them to keep them.
 type Request struct {
 	Method    uint32 // 1-based method ordinal
 	PromiseID uint32 // echoed by the answer
@@ -96,7 +97,8 @@ type Request struct {
 }
 
 // Response is a decoded or to-be-encoded answer envelope. Body aliases the
-// bytes it was parsed from (see [ParseResponse]).
+// bytes it was parsed from and is valid only while those bytes are
+// unchanged (see [ParseResponse]); copy it to keep it.
 type Response struct {
 	Status    uint32
 	PromiseID uint32
@@ -115,7 +117,9 @@ type Response struct {
 // payload with no padding. Empty cap or payload is a {0,0} slot. With a
 // Timeout the fixed section grows to 36 bytes (u64 at offset 28), with
 // Metadata to 44 (bytes slot at offset 36, its tail after the payload).
-// dst may be nil; r's slices are only read.
+// dst may be nil; r's slices are only read. The header's size field is a
+// u32: RequestLen(r) must not pass 4 GiB (package rpc's frame limit keeps
+// every envelope far below), or the size and slots written wrap.
 func AppendRequest(dst []byte, r *Request) []byte {
 	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 {
 		return appendPlainRequest(dst, r.Method, r.PromiseID, r.Target, r.Payload)
@@ -192,8 +196,11 @@ func appendPlainRequest(dst []byte, method, promiseID, target uint32, payload []
 }
 
 // AppendResponse appends the answer envelope for r to dst and returns the
-// extended slice, byte-identical to the canonical rpc.BuildResponse. An
-// empty body is a {0,0} slot. dst may be nil; r.Body is only read.
+// extended slice: without NotRun byte-identical to the canonical
+// rpc.BuildResponse, with it the fixed section of [AppendRefusalHeader]
+// (24 bytes, the flags extension field at offset 20). An empty body is a
+// {0,0} slot. dst may be nil; r.Body is only read. The envelope must not
+// pass 4 GiB (see [AppendRequest]).
 func AppendResponse(dst []byte, r *Response) []byte {
 	if r.NotRun {
 		dst = AppendRefusalHeader(dst, r.Status, r.PromiseID, len(r.Body))
@@ -206,7 +213,8 @@ func AppendResponse(dst []byte, r *Response) []byte {
 // AppendResponseHeader appends a response envelope's header and fixed
 // section for a body of bodyLen bytes; the caller must append exactly
 // bodyLen body bytes right after it. It lets a server build the body in
-// place after the header.
+// place after the header. ResponseOverhead+bodyLen must not pass 4 GiB
+// (the size field is a u32).
 func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
 	start := len(dst)
 	dst = grow(dst, ResponseOverhead)
@@ -308,6 +316,8 @@ type EnvelopeError struct {
 	Err error
 }
 
+// Error returns "rpc: malformed envelope: " and the reason, with the
+// promise_id when it was readable.
 func (e *EnvelopeError) Error() string {
 	if e.HasPromise {
 		return fmt.Sprintf("rpc: malformed envelope (promise:%d): %s", e.PromiseID, e.Reason)
