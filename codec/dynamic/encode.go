@@ -39,7 +39,8 @@ func (e *EncodeError) Error() string {
 // while their parent is open, text and bytes as deferred tails.
 //
 // Values: integers as JSON numbers or strings (decimal, or 0x hex), checked
-// against the field's range; floats as numbers or "NaN", "+Inf", "-Inf";
+// against the field's range; floats as numbers, or strings: "NaN", "+Inf"
+// ("Inf"), "-Inf", or a number in decimal;
 // bool as true/false; text as a string; bytes and bytes_fixed[N] as hex
 // strings (an optional 0x prefix; bytes_fixed takes exactly N bytes); a
 // nested struct as an object, null or absent for a null slot; a list as an
@@ -342,6 +343,11 @@ func (e *encoder) scalar(k schema.Kind, v any) (uint64, error) {
 			f = math.Inf(-1)
 		default:
 			var err error
+			if strings.Trim(text, "0123456789+-.eE") != "" {
+				// strconv's other forms ("inf", "nan", hex with "p"
+				// exponents and underscores) are no JSON number.
+				return 0, e.errorf("bad %s %q: not a decimal number", k, encShort(text))
+			}
 			if f, err = strconv.ParseFloat(text, bits); err != nil {
 				return 0, e.errorf("bad %s %q: %v", k, encShort(text), encNumErr(err))
 			}

@@ -176,6 +176,15 @@ func TestEncodeErrors(t *testing.T) {
 		{`{"U8s":[1,"300"]}`, `U8s[1]: bad u8 "300"`},
 		{`{"Ts":[1]}`, `Ts[0]: want a string for text, got a number`},
 		{`{"F32":true}`, `F32: want a number for f32, got a boolean`},
+		// Floats in strings: the three names, or decimal; not strconv's
+		// other forms.
+		{`{"F64":"infinity"}`, `F64: bad f64 "infinity": not a decimal number`},
+		{`{"F64":"inf"}`, `F64: bad f64 "inf": not a decimal number`},
+		{`{"F64":"nan"}`, `F64: bad f64 "nan": not a decimal number`},
+		{`{"F64":"0x1p3"}`, `F64: bad f64 "0x1p3": not a decimal number`},
+		{`{"F32":"0x_1p0"}`, `F32: bad f32 "0x_1p0": not a decimal number`},
+		{`{"F64":"1_0"}`, `F64: bad f64 "1_0": not a decimal number`},
+		{`{"F64":"1e"}`, `F64: bad f64 "1e": invalid syntax`},
 		{`{"U8":"0b1"}`, `U8: bad u8 "0b1": invalid syntax`},
 		{`{"U8":"0o7"}`, `U8: bad u8 "0o7": invalid syntax`},
 		{`{"U8":"1_0"}`, `U8: bad u8 "1_0": invalid syntax`},
@@ -243,6 +252,27 @@ func TestEncodeIntegerStrings(t *testing.T) {
 		}
 		if n, _ := got[tc.field].(json.Number).Int64(); n != tc.want {
 			t.Errorf("%s: %s = %v, want %d", tc.js, tc.field, got[tc.field], tc.want)
+		}
+	}
+}
+
+// TestEncodeFloatStrings: a float given as a string is one of the names
+// AppendJSON writes, "Inf", or a decimal number.
+func TestEncodeFloatStrings(t *testing.T) {
+	s := encParse(t).Struct("All")
+	for js, want := range map[string]string{
+		`{"F64":"1.5","F32":"-2e3"}`: `"F32":-2000,"F64":1.5,`,
+		`{"F64":"Inf","F32":"-Inf"}`: `"F32":"-Inf","F64":"+Inf",`,
+		`{"F64":".5","F32":"+5."}`:   `"F32":5,"F64":0.5,`,
+		`{"F64":"NaN"}`:              `"F32":0,"F64":"NaN",`,
+	} {
+		msg, err := AppendMessage(nil, s, []byte(js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		out, err := AppendJSON(nil, s, msg)
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("%s: %s (%v), want it to contain %s", js, out, err, want)
 		}
 	}
 }
