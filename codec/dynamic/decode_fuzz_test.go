@@ -1,6 +1,7 @@
 package dynamic
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -11,9 +12,11 @@ import (
 )
 
 // FuzzAppendJSON decodes arbitrary bytes as each struct of the test schema:
-// it must never panic, a success must be valid JSON, a failure a
-// *DecodeError with an offset inside the input, and the output, complete
-// or not, must stay proportional to the input.
+// it must never panic, a failure must be a *DecodeError with an offset
+// inside the input, and the output, complete or not, must stay
+// proportional to the input. A success must be valid JSON that
+// AppendMessage takes, and the message it builds must decode to the same
+// JSON: whatever AppendJSON prints is a value of the schema.
 func FuzzAppendJSON(f *testing.F) {
 	sch := decParseSchema(f)
 	f.Add(decAllMessage(f))
@@ -37,6 +40,13 @@ func FuzzAppendJSON(f *testing.F) {
 			}
 			if !json.Valid(out) {
 				t.Fatalf("%s: invalid JSON %q", s.Name, out)
+			}
+			msg2, err := AppendMessage(nil, s, out)
+			if err != nil {
+				t.Fatalf("%s: AppendMessage refuses AppendJSON's %s: %v", s.Name, out, err)
+			}
+			if again, err := AppendJSON(nil, s, msg2); err != nil || !bytes.Equal(again, out) {
+				t.Fatalf("%s: %s encodes to a message that decodes to %s (%v)", s.Name, out, again, err)
 			}
 		}
 	})
