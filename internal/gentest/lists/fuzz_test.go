@@ -9,3 +9,9 @@ import (
 // FuzzDecode feeds arbitrary bytes to DecodeZAP and to every view accessor
 // of every generated type (see check.FuzzDecode).
 func FuzzDecode(f *testing.F) { check.FuzzDecode(f, 6, types) }
+
+// FuzzDynamic: what package dynamic decodes, DecodeZAP decodes alike (see
+// check.FuzzDynamic).
+func FuzzDynamic(f *testing.F) {
+	check.FuzzDynamic(f, "../../../testdata/canonical/schemas/more/lists.zap", 6, types)
+}
