@@ -15,7 +15,8 @@ import (
 
 // MaxDecodeDepth bounds how deep nested objects and struct list elements
 // may go: a hostile message can point an object at itself, and the limit
-// turns that into an error instead of an endless walk.
+// turns that into an error instead of an endless walk. AppendMessage
+// refuses to build a message nested deeper, which AppendJSON would refuse.
 const MaxDecodeDepth = 64
 
 // DecodeError reports where a message stops matching its schema.

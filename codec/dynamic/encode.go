@@ -49,7 +49,8 @@ func (e *EncodeError) Error() string {
 //
 // Errors are *[EncodeError] naming the field: invalid JSON (anything but
 // white space after the object included), an unknown field, a value of
-// the wrong JSON type or out of range. js is only read;
+// the wrong JSON type or out of range, records or lists nested deeper than
+// AppendJSON reads ([MaxDecodeDepth]). js is only read;
 // on error dst is returned unchanged.
 func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if s == nil {
@@ -75,7 +76,7 @@ func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 		return dst, &EncodeError{Reason: "want a JSON object for " + s.Name + ", got " + encKind(v)}
 	}
 	e := encoder{}
-	out, err := e.message(dst, s, obj)
+	out, err := e.message(dst, s, obj, 0)
 	if err != nil {
 		return dst, err
 	}
@@ -101,11 +102,12 @@ func (e *encoder) push(name string) {
 
 func (e *encoder) pop() { e.path = e.path[:len(e.path)-1] }
 
-// message appends a whole message with obj as its root record of s.
-func (e *encoder) message(dst []byte, s *schema.Struct, obj map[string]any) ([]byte, error) {
+// message appends a whole message with obj as its root record of s,
+// nested depth levels deep (as AppendJSON counts them).
+func (e *encoder) message(dst []byte, s *schema.Struct, obj map[string]any, depth int) ([]byte, error) {
 	var b codec.Builder
 	b.Reset(dst)
-	ref, err := e.object(&b, s, obj)
+	ref, err := e.object(&b, s, obj, depth)
 	if err != nil {
 		return dst, err
 	}
@@ -117,8 +119,12 @@ func (e *encoder) message(dst []byte, s *schema.Struct, obj map[string]any) ([]b
 	return out, nil
 }
 
-// object builds the fixed section of s from obj and returns its Ref.
-func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any) (codec.Ref, error) {
+// object builds the fixed section of s from obj, nested depth levels
+// deep, and returns its Ref.
+func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any, depth int) (codec.Ref, error) {
+	if depth > MaxDecodeDepth {
+		return 0, e.errorf("objects nested deeper than %d (MaxDecodeDepth), which AppendJSON refuses", MaxDecodeDepth)
+	}
 	var unknown []string
 	for k := range obj {
 		if s.Field(k) == nil {
@@ -146,7 +152,7 @@ func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any)
 			continue
 		}
 		e.push(f.Name)
-		if err := e.field(b, &ob, f.Offset, f.Type, v); err != nil {
+		if err := e.field(b, &ob, f.Offset, f.Type, v, depth); err != nil {
 			return 0, err
 		}
 		e.pop()
@@ -154,8 +160,9 @@ func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any)
 	return ob.Finish(), nil
 }
 
-// field sets the slot at off of ob from the JSON value v.
-func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *schema.Type, v any) error {
+// field sets the slot at off of ob, an object nested depth levels deep,
+// from the JSON value v.
+func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *schema.Type, v any, depth int) error {
 	switch t.Kind {
 	case schema.KindText:
 		s, ok := v.(string)
@@ -183,7 +190,7 @@ func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *s
 		if !ok {
 			return e.errorf("want an object for %s, got %s", t.Struct.Name, encKind(v))
 		}
-		ref, err := e.object(b, t.Struct, obj)
+		ref, err := e.object(b, t.Struct, obj, depth+1)
 		if err != nil {
 			return err
 		}
@@ -196,12 +203,15 @@ func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *s
 				return e.errorf("want an array for %s, got %s", t, encKind(v))
 			}
 		}
+		if len(arr) > 0 && depth+1 > MaxDecodeDepth {
+			return e.errorf("lists nested deeper than %d (MaxDecodeDepth), which AppendJSON refuses", MaxDecodeDepth)
+		}
 		// An empty or null list is still started (the buffer pads to 8) and
 		// leaves the slot {0, 0}, as the canonical constructors do.
 		l := b.StartList(0)
 		for i, x := range arr {
 			e.push("[" + strconv.Itoa(i) + "]")
-			buf, err := e.element(l.BeginElement(), t.Elem, x)
+			buf, err := e.element(l.BeginElement(), t.Elem, x, depth+1)
 			if err != nil {
 				return err
 			}
@@ -231,15 +241,16 @@ func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *s
 // element appends the bytes of one list element of type t (without its
 // size word) to buf: scalars little-endian at their width, text and bytes
 // as they are, bytes_fixed its N bytes, a struct a whole message, a list
-// its elements ([u32 size][bytes] each).
-func (e *encoder) element(buf []byte, t *schema.Type, v any) ([]byte, error) {
+// its elements ([u32 size][bytes] each). depth counts as AppendJSON does:
+// the element's record, or its list's elements, are that deep.
+func (e *encoder) element(buf []byte, t *schema.Type, v any, depth int) ([]byte, error) {
 	switch t.Kind {
 	case schema.KindStruct:
 		obj, ok := v.(map[string]any)
 		if !ok {
 			return buf, e.errorf("want an object for %s, got %s", t.Struct.Name, encKind(v))
 		}
-		return e.message(buf, t.Struct, obj)
+		return e.message(buf, t.Struct, obj, depth)
 	case schema.KindText:
 		s, ok := v.(string)
 		if !ok {
@@ -264,12 +275,17 @@ func (e *encoder) element(buf []byte, t *schema.Type, v any) ([]byte, error) {
 				return buf, e.errorf("want an array for %s, got %s", t, encKind(v))
 			}
 		}
+		// AppendJSON checks the depth of a list element's elements even
+		// when there are none.
+		if depth+1 > MaxDecodeDepth {
+			return buf, e.errorf("lists nested deeper than %d (MaxDecodeDepth), which AppendJSON refuses", MaxDecodeDepth)
+		}
 		for i, x := range arr {
 			e.push("[" + strconv.Itoa(i) + "]")
 			var at int
 			buf, at = codec.StartElement(buf)
 			var err error
-			if buf, err = e.element(buf, t.Elem, x); err != nil {
+			if buf, err = e.element(buf, t.Elem, x, depth+1); err != nil {
 				return buf, err
 			}
 			codec.FinishElement(buf, at)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -306,4 +307,57 @@ func FuzzAppendMessage(f *testing.F) {
 			t.Fatalf("round trip: %v\n%x\n%x", err, msg, again)
 		}
 	})
+}
+
+// TestEncodeDepthLimit: AppendMessage refuses to nest deeper than
+// AppendJSON reads (MaxDecodeDepth), counting as AppendJSON does: a chain
+// of nested records, records in lists of records, and lists of lists. It
+// built such messages, which AppendJSON (and the dump subcommand) then
+// refused; at the limit the message is built and decodes to the same JSON.
+func TestEncodeDepthLimit(t *testing.T) {
+	f, err := schema.Parse("d.zap", []byte(`
+struct Node { Next Node @0 }
+struct Tree { Kids list<Tree> @0 }
+struct Grid { Rows list<list<Grid>> @0 }
+struct Mix { Next Mix @0; Rows list<list<Mix>> @4 }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nest := func(n int, open, close, leaf string) string {
+		return strings.Repeat(open, n) + leaf + strings.Repeat(close, n)
+	}
+	for _, tc := range []struct {
+		typ            string
+		json           func(n int) string
+		deepestAllowed int // nesting levels that still decode
+	}{
+		// Node 0 is the root; the n-th nested one is at depth n.
+		{"Node", func(n int) string { return nest(n, `{"Next":`, `}`, `{"Next":null}`) }, MaxDecodeDepth},
+		// A list element record is one level below its parent; the list of
+		// a record at depth d needs d+1 <= the limit unless it is empty.
+		{"Tree", func(n int) string { return nest(n, `{"Kids":[`, `]}`, `{"Kids":[]}`) }, MaxDecodeDepth},
+		// Every list<list<Grid>> adds two levels.
+		{"Grid", func(n int) string { return nest(n, `{"Rows":[[`, `]]}`, `{"Rows":[]}`) }, MaxDecodeDepth / 2},
+		// An empty inner list counts as a level all the same: under a
+		// record at depth 63 its list is at the limit, the inner one past.
+		{"Mix", func(n int) string { return nest(n, `{"Next":`, `,"Rows":[]}`, `{"Next":null,"Rows":[[]]}`) }, MaxDecodeDepth - 2},
+	} {
+		s := f.Struct(tc.typ)
+		for _, n := range []int{tc.deepestAllowed, tc.deepestAllowed + 1} {
+			js := tc.json(n)
+			msg, encErr := AppendMessage(nil, s, []byte(js))
+			out, decErr := AppendJSON(nil, s, msg)
+			if n == tc.deepestAllowed {
+				if encErr != nil || decErr != nil || string(out) != js {
+					t.Fatalf("%s, %d levels: AppendMessage %v, AppendJSON %v (%.60s...)", tc.typ, n, encErr, decErr, out)
+				}
+				continue
+			}
+			var ee *EncodeError
+			if !errors.As(encErr, &ee) || !strings.Contains(ee.Reason, "deeper than") {
+				t.Fatalf("%s, %d levels: AppendMessage error %v, want one for the depth (AppendJSON of its message: %v)", tc.typ, n, encErr, decErr)
+			}
+		}
+	}
 }
