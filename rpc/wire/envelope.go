@@ -100,9 +100,9 @@ type Request struct {
 // bytes it was parsed from and is valid only while those bytes are
 // unchanged (see [ParseResponse]); copy it to keep it.
 type Response struct {
-	Status    uint32
-	PromiseID uint32
-	Body      []byte
+	Status    uint32 // 200 OK, else the error status (docs/wire.md §6)
+	PromiseID uint32 // the request's promise_id
+	Body      []byte // the result message, or the error text; may be empty
 	// NotRun is a zapcodec extension (docs/wire.md §8): the server refused the
 	// call without running its handler, so it may be sent again. Only a
 	// server's own refusal sets it; no handler return value can. A

@@ -57,7 +57,7 @@ func ParseStreamMsg(p []byte) (id uint32, msg []byte, err error) {
 
 // StreamEnd is a decoded KindStreamEnd body.
 type StreamEnd struct {
-	ID uint32
+	ID uint32 // the stream id
 	// Status is 0 for a clean end (the canonical body: the id alone, or a
 	// status of 200); otherwise the error end's status. A body with 1 to 3
 	// bytes after the id (no whole status), or with a status of 0 (no
