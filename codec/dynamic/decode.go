@@ -58,7 +58,9 @@ func (e *DecodeError) Error() string {
 // offset and field. Bytes past the header's size are ignored. On error the
 // returned slice holds dst plus a partial, invalid document; callers discard
 // it. Work and output are bounded by a constant times len(msg) for any
-// input; it never panics. msg is only read.
+// input; it never panics. msg is only read. s is trusted: it is a struct
+// as schema.Parse resolves one (a hand-built Struct whose fields do not
+// lie inside its Size, or whose types are not resolved, is not checked).
 func AppendJSON(dst []byte, s *schema.Struct, msg []byte) ([]byte, error) {
 	if s == nil {
 		return dst, &DecodeError{Reason: "no struct type to decode as"}
