@@ -46,8 +46,8 @@ func AppendStreamWindow(dst []byte, id, n uint32) []byte {
 }
 
 // ParseStreamMsg splits the body of a KindStreamMsg frame into the stream
-// id and the message (aliasing p). It fails only on a body shorter than
-// the id.
+// id and the message. It fails only on a body shorter than the id. msg
+// aliases p and is valid only while p is unchanged; copy it to keep it.
 func ParseStreamMsg(p []byte) (id uint32, msg []byte, err error) {
 	if len(p) < StreamMsgOverhead {
 		return 0, nil, ErrStreamFrameShort
@@ -70,7 +70,8 @@ type StreamEnd struct {
 }
 
 // ParseStreamEnd decodes the body of a KindStreamEnd frame. It fails only
-// on a body shorter than the id; Message aliases p.
+// on a body shorter than the id. Message aliases p and is valid only
+// while p is unchanged; copy it to keep it.
 func ParseStreamEnd(p []byte) (StreamEnd, error) {
 	if len(p) < StreamMsgOverhead {
 		return StreamEnd{}, ErrStreamFrameShort
