@@ -3,7 +3,11 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/internal/fixture"
 )
 
 func TestStreamFrames(t *testing.T) {
@@ -112,4 +116,74 @@ func FuzzStreamFrameBodies(f *testing.F) {
 			t.Fatal("window round trip")
 		}
 	})
+}
+
+// TestStreamFixtureBodies reads the body of every frame of the canonical
+// stream exchanges (fixtures/streams.json): each parses with the parser of
+// its kind, names the fixture's id (promise or stream), and the append
+// functions write it back byte for byte; every canonical end is clean.
+func TestStreamFixtureBodies(t *testing.T) {
+	var f struct {
+		Scenarios []struct {
+			Name   string
+			Frames []struct {
+				Kind byte
+				ID   uint32
+				Hex  string
+			}
+		}
+	}
+	if err := json.Unmarshal(fixture.Read(t, "fixtures/streams.json"), &f); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range f.Scenarios {
+		for i, fr := range s.Frames {
+			raw := unhex(t, fr.Hex)
+			if len(raw) < 5 || int(binary.LittleEndian.Uint32(raw)) != len(raw)-4 || raw[4] != fr.Kind {
+				t.Fatalf("%s #%d: malformed fixture frame %x", s.Name, i, raw)
+			}
+			body := raw[5:]
+			var id uint32
+			var again []byte
+			switch fr.Kind {
+			case KindRequest, KindStreamOpen:
+				r, err := ParseRequest(body)
+				if err != nil {
+					t.Fatalf("%s #%d: %v", s.Name, i, err)
+				}
+				id, again = r.PromiseID, AppendRequest(nil, &r)
+			case KindResponse:
+				r, err := ParseResponse(body)
+				if err != nil {
+					t.Fatalf("%s #%d: %v", s.Name, i, err)
+				}
+				id, again = r.PromiseID, AppendResponse(nil, &r)
+			case KindStreamMsg:
+				sid, msg, err := ParseStreamMsg(body)
+				if err != nil {
+					t.Fatalf("%s #%d: %v", s.Name, i, err)
+				}
+				if _, err := codec.Parse(msg); err != nil {
+					t.Fatalf("%s #%d: the stream message is not a message: %v", s.Name, i, err)
+				}
+				id, again = sid, AppendStreamMsg(nil, sid, msg)
+			case KindStreamEnd:
+				e, err := ParseStreamEnd(body)
+				if err != nil || e.Status != 0 || e.Message != nil {
+					t.Fatalf("%s #%d: canonical end read as %+v, %v", s.Name, i, e, err)
+				}
+				id, again = e.ID, AppendStreamEnd(nil, e.ID)
+			default:
+				t.Fatalf("%s #%d: kind %d", s.Name, i, fr.Kind)
+			}
+			if id != fr.ID || !bytes.Equal(again, body) {
+				t.Fatalf("%s #%d (kind %d): id %d, want %d; written back\n %x\nwant %x", s.Name, i, fr.Kind, id, fr.ID, again, body)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no frames in streams.json")
+	}
 }
