@@ -13,11 +13,14 @@ import (
 	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
-// MaxDecodeDepth bounds how deep nested objects and struct list elements
-// may go: a hostile message can point an object at itself, and the limit
-// turns that into an error instead of an endless walk. AppendMessage
-// refuses to build a message nested deeper, which AppendJSON would refuse.
-const MaxDecodeDepth = 64
+// MaxDecodeDepth bounds how deep records may nest, counted in records (the
+// root is at depth 0, a nested record or a record in a list of any depth
+// one level below its parent), as generated DecodeZAP counts them and
+// with its limit (codec.ErrTooDeep): a hostile message can point an object
+// at itself, and the limit turns that into an error instead of an endless
+// walk. AppendMessage refuses to build a message nested deeper, which
+// AppendJSON would refuse.
+const MaxDecodeDepth = 100
 
 // DecodeError reports where a message stops matching its schema.
 type DecodeError struct {
@@ -261,11 +264,10 @@ func (d *decoder) list(dst, m []byte, base, at int, elem *schema.Type, depth int
 
 // elements decodes the variable-element list at position p of m whose
 // elements lie before limit, as a JSON array. n is the element count, or -1
-// for the elements of a nested list, which fill p..limit exactly.
+// for the elements of a nested list, which fill p..limit exactly. depth is
+// that of the record holding the list: its record elements are one deeper
+// however deep the lists nest (the schema bounds that, schema.MaxListDepth).
 func (d *decoder) elements(dst, m []byte, base, p, limit, n int, elem *schema.Type, depth int) ([]byte, error) {
-	if depth+1 > MaxDecodeDepth {
-		return dst, d.errorf(base+p, "lists nested deeper than %d", MaxDecodeDepth)
-	}
 	dst = append(dst, '[')
 	for i := 0; n < 0 && p < limit || i < n; i++ {
 		d.path = append(d.path, decPathElem{idx: i})
@@ -313,7 +315,7 @@ func (d *decoder) elements(dst, m []byte, base, p, limit, n int, elem *schema.Ty
 				dst = decAppendHex(dst, v)
 			}
 		case schema.KindList:
-			dst, err = d.elements(dst, m, base, p, p+len(v), -1, elem.Elem, depth+1)
+			dst, err = d.elements(dst, m, base, p, p+len(v), -1, elem.Elem, depth)
 		default:
 			if w := elem.Kind.Width(); len(v) != w {
 				err = d.errorf(base+p-codec.ElementHeaderSize, "element of %d bytes, want %d for %s", len(v), w, elem.Kind)

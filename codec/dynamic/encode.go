@@ -49,8 +49,8 @@ func (e *EncodeError) Error() string {
 //
 // Errors are *[EncodeError] naming the field: invalid JSON (anything but
 // white space after the object included), an unknown field, a value of
-// the wrong JSON type or out of range, records or lists nested deeper than
-// AppendJSON reads ([MaxDecodeDepth]). js is only read;
+// the wrong JSON type or out of range, records nested deeper than
+// AppendJSON and generated DecodeZAP read ([MaxDecodeDepth]). js is only read;
 // on error dst is returned unchanged.
 func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if s == nil {
@@ -203,15 +203,12 @@ func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *s
 				return e.errorf("want an array for %s, got %s", t, encKind(v))
 			}
 		}
-		if len(arr) > 0 && depth+1 > MaxDecodeDepth {
-			return e.errorf("lists nested deeper than %d (MaxDecodeDepth), which AppendJSON refuses", MaxDecodeDepth)
-		}
 		// An empty or null list is still started (the buffer pads to 8) and
 		// leaves the slot {0, 0}, as the canonical constructors do.
 		l := b.StartList(0)
 		for i, x := range arr {
 			e.push("[" + strconv.Itoa(i) + "]")
-			buf, err := e.element(l.BeginElement(), t.Elem, x, depth+1)
+			buf, err := e.element(l.BeginElement(), t.Elem, x, depth)
 			if err != nil {
 				return err
 			}
@@ -241,8 +238,9 @@ func (e *encoder) field(b *codec.Builder, ob *codec.ObjectBuilder, off int, t *s
 // element appends the bytes of one list element of type t (without its
 // size word) to buf: scalars little-endian at their width, text and bytes
 // as they are, bytes_fixed its N bytes, a struct a whole message, a list
-// its elements ([u32 size][bytes] each). depth counts as AppendJSON does:
-// the element's record, or its list's elements, are that deep.
+// its elements ([u32 size][bytes] each). depth is that of the record
+// holding the list: a record element is one deeper, however deep the lists
+// nest, as AppendJSON counts.
 func (e *encoder) element(buf []byte, t *schema.Type, v any, depth int) ([]byte, error) {
 	switch t.Kind {
 	case schema.KindStruct:
@@ -250,7 +248,7 @@ func (e *encoder) element(buf []byte, t *schema.Type, v any, depth int) ([]byte,
 		if !ok {
 			return buf, e.errorf("want an object for %s, got %s", t.Struct.Name, encKind(v))
 		}
-		return e.message(buf, t.Struct, obj, depth)
+		return e.message(buf, t.Struct, obj, depth+1)
 	case schema.KindText:
 		s, ok := v.(string)
 		if !ok {
@@ -275,17 +273,12 @@ func (e *encoder) element(buf []byte, t *schema.Type, v any, depth int) ([]byte,
 				return buf, e.errorf("want an array for %s, got %s", t, encKind(v))
 			}
 		}
-		// AppendJSON checks the depth of a list element's elements even
-		// when there are none.
-		if depth+1 > MaxDecodeDepth {
-			return buf, e.errorf("lists nested deeper than %d (MaxDecodeDepth), which AppendJSON refuses", MaxDecodeDepth)
-		}
 		for i, x := range arr {
 			e.push("[" + strconv.Itoa(i) + "]")
 			var at int
 			buf, at = codec.StartElement(buf)
 			var err error
-			if buf, err = e.element(buf, t.Elem, x, depth+1); err != nil {
+			if buf, err = e.element(buf, t.Elem, x, depth); err != nil {
 				return buf, err
 			}
 			codec.FinishElement(buf, at)
