@@ -1,10 +1,10 @@
-// Package wire is the encoding of ZAP-RPC on the wire (docs/wire.md §6–7, and
-// the zapcodec extensions of §8): the request and response envelopes
-// ([AppendRequest], [ParseRequest], [AppendResponse], [ParseResponse]),
-// their layout constants, the transport frame kinds, and the bodies of the
-// stream frames ([AppendStreamMsg], [ParseStreamMsg], [ParseStreamEnd]
-// with its error-end extension, the flow-control [AppendStreamWindow] and
-// [ParseStreamWindow]).
+// Package wire is the encoding of ZAP-RPC on the wire (docs/wire.md §6–7,
+// the zapcodec extensions of §8, the streams of §9): the request and
+// response envelopes ([AppendRequest], [ParseRequest], [AppendResponse],
+// [ParseResponse]), their layout constants, the transport frame kinds, and
+// the bodies of the stream frames ([AppendStreamMsg], [ParseStreamMsg],
+// [ParseStreamEnd] with its error-end extension, the flow-control
+// [AppendStreamWindow] and [ParseStreamWindow]).
 //
 // A service author does not need it: package rpc builds and reads these
 // envelopes for its Server and Client. It is for code that speaks the
