@@ -682,8 +682,9 @@ func parseCanonicalResponse(b []byte) (r Response, ok bool) {
 // fixedEnd returns where the fixed section of an envelope object ends at
 // the latest: the start of its first tail (the smallest target of the
 // bytes slots at the absolute positions slots, whose values the builder
-// appends right after the fixed section), or the message end when those
-// slots are all empty. Extension fields lie before it; a canonical
+// appends right after the fixed section; a slot counts when its offset is
+// not 0, even with a length of 0), or the message end when those slots
+// are all null. Extension fields lie before it; a canonical
 // envelope has none, because its first tail starts right at the end of
 // the canonical fixed section and an envelope without tails ends there.
 // msg must be a checked envelope with the slots inside it.

@@ -399,8 +399,16 @@ func TestRequestExtensionDetection(t *testing.T) {
 			t.Fatalf("%+v: parsed %+v %v", r, got, err)
 		}
 	}
+	// An empty value whose slot is not null ({offset, 0}) marks where the
+	// tails start as any value does: a cap slot pointing into the timeout
+	// word leaves no room for it (docs/wire.md §8).
+	b := AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 5, Payload: []byte("xyz")})
+	binary.LittleEndian.PutUint64(b[headerSize+reqCap:], uint64(headerSize+reqTimeout+4-(headerSize+reqCap)))
+	if r, err := ParseRequest(b); err != nil || r.Timeout != 0 || r.Cap != nil || string(r.Payload) != "xyz" {
+		t.Fatalf("cap {offset into the timeout, 0}: %+v %v", r, err)
+	}
 	// A metadata slot pointing outside the message is malformed.
-	b := AppendRequest(nil, &Request{Method: 1, PromiseID: 9, Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}})
+	b = AppendRequest(nil, &Request{Method: 1, PromiseID: 9, Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}})
 	binary.LittleEndian.PutUint32(b[headerSize+reqMetadata+4:], 1000)
 	if _, err := ParseRequest(b); err == nil || !strings.Contains(err.Error(), "metadata") {
 		t.Fatalf("metadata out of bounds: %v", err)
