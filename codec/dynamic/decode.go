@@ -163,7 +163,7 @@ func (d *decoder) object(dst, m []byte, base, pos int, s *schema.Struct, depth i
 	if depth > MaxDecodeDepth {
 		return dst, d.errorf(base+pos, "objects nested deeper than %d (cyclic offsets?)", MaxDecodeDepth)
 	}
-	if pos+s.Size > len(m) {
+	if s.Size > len(m)-pos { // not pos+s.Size, which can wrap on 32-bit
 		return dst, d.errorf(base+pos, "fixed section of %s needs %d bytes, the message ends %d bytes after it starts", s.Name, s.Size, len(m)-pos)
 	}
 	if err := d.charge(base+pos, 0); err != nil {
