@@ -56,6 +56,14 @@ const (
 	// maxKeptBuffer: a per-call buffer grown above this is dropped when the
 	// call ends instead of being kept for the next call.
 	maxKeptBuffer = 256 << 10
+	// maxLimit is the longest time limit the options keep (WithIdleTimeout,
+	// WithReadTimeout, WithShutdownGrace, WithWriteTimeout,
+	// WithAnswerTimeout): a longer one, math.MaxInt64 for "never" say,
+	// counts as this, some 36 years. The limits are added to clock readings
+	// and to a frame's allowance; beyond it the sum overflowed into the
+	// past (an idle timeout of math.MaxInt64 made a connection's read loop
+	// spin on a deadline already passed, never reading its calls).
+	maxLimit = time.Duration(1 << 60)
 )
 
 // maxPingPayload is the largest ping payload a peer may send; a larger one
@@ -235,7 +243,8 @@ func checkFraming(opts []frame.Option) error {
 // deadline on the connection; a net.Conn whose SetWriteDeadline does not
 // end it (a wrapper that drops deadlines, or holds one lock over Write
 // and SetWriteDeadline) is closed d later, as the write's last resort.
-// Default DefaultWriteTimeout (30 s); d <= 0 means no limit.
+// Default DefaultWriteTimeout (30 s); d <= 0 means no limit (beyond 36
+// years: 36 years).
 //
 // Writes never hold up the goroutines that only queue frames: up to 4 MiB
 // waits per connection (a frame is queued while less than that waits, so
@@ -243,9 +252,7 @@ func checkFraming(opts []frame.Option) error {
 // Call until its ctx ends, then it returns ctx's error with nothing
 // sent).
 func WithWriteTimeout(d time.Duration) Option {
-	if d < 0 {
-		d = 0
-	}
+	d = min(max(d, 0), maxLimit)
 	return bothOption{
 		s: func(o *serverOptions) { o.writeTimeout = d },
 		c: func(o *clientOptions) { o.writeTimeout = d },
@@ -278,7 +285,8 @@ func WithMaxConns(n int) ServerOption {
 // peer acknowledged it, or after the shutdown grace ([WithShutdownGrace]):
 // a call that crosses the go-away is refused as not run (retryable), never
 // lost. Frames other than requests do not count as activity. Default
-// DefaultIdleTimeout (5 min); d <= 0: no idle limit.
+// DefaultIdleTimeout (5 min); d <= 0: no idle limit (a d beyond some
+// 36 years counts as 36 years, as for every limit of this package).
 //
 // Why 5 minutes: net/http and gRPC-go keep idle connections forever by
 // default (http.Server.IdleTimeout 0; gRPC's MaxConnectionIdle infinite,
@@ -288,6 +296,7 @@ func WithMaxConns(n int) ServerOption {
 // working client (rpc/cluster redials on demand), and frees a dead
 // peer's connection within minutes; load balancers use 60–350 s.
 func WithIdleTimeout(d time.Duration) ServerOption {
+	d = min(d, maxLimit)
 	return serverOption(func(o *serverOptions) { o.idleTimeout = d })
 }
 
@@ -302,7 +311,7 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 // must be whole within d plus a second per rate bytes of it, or the
 // connection is dropped (a listener that is already TLS gets no such
 // bound: a trickled record is held to the idle limit there). Default
-// DefaultReadTimeout (10 s); d <= 0: no limit.
+// DefaultReadTimeout (10 s); d <= 0: no limit (beyond 36 years: 36 years).
 //
 // Why: net/http has no read timeout by default (ReadTimeout and
 // ReadHeaderTimeout 0, so a slowloris peer is held forever); gRPC-go
@@ -311,6 +320,7 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 // healthy peer sends whole on a LAN, and short enough that 500 slowloris
 // connections are all gone within 10–11 s.
 func WithReadTimeout(d time.Duration) ServerOption {
+	d = min(d, maxLimit)
 	return serverOption(func(o *serverOptions) { o.readTimeout = d })
 }
 
@@ -344,8 +354,10 @@ func WithBaseContext(f func(net.Listener) context.Context) ServerOption {
 
 // WithShutdownGrace sets how long [Server.Shutdown] waits, once a
 // connection has no call running, for a peer that did not acknowledge the
-// go-away frame before closing it. Default DefaultShutdownGrace.
+// go-away frame before closing it. Default DefaultShutdownGrace (beyond
+// 36 years: 36 years).
 func WithShutdownGrace(d time.Duration) ServerOption {
+	d = min(d, maxLimit)
 	return serverOption(func(o *serverOptions) { o.shutdownGrace = d })
 }
 
@@ -408,9 +420,7 @@ func WithDialer(d Dialer) ClientOption {
 // ended) whose answers never came: the server answers other calls but not
 // those, and the slots would otherwise stay taken forever.
 func WithAnswerTimeout(d time.Duration) ClientOption {
-	if d < 0 {
-		d = 0
-	}
+	d = min(max(d, 0), maxLimit)
 	return clientOption(func(o *clientOptions) { o.answerTimeout = d })
 }
 

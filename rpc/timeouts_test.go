@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"testing"
@@ -192,5 +193,67 @@ func TestIdleTimeoutGoAway(t *testing.T) {
 	await(t, "the server to forget the connection", func() bool { return s.Stats().Active == 0 })
 	if st := s.Stats(); st.Dropped != 0 {
 		t.Fatalf("idle close counted as dropped: %+v", st)
+	}
+}
+
+// Limits far beyond any lifetime (math.MaxInt64 for "never") are kept
+// as some 36 years: added to a clock reading, they overflowed into the
+// past. An idle timeout so made the read loop spin on a deadline already
+// passed, never reading the call; a read timeout so dropped a connection
+// whose frame had not all arrived at once; a shutdown grace so, after an
+// idle go-away, woke the read loop every millisecond until the peer
+// acknowledged.
+func TestHugeLimitsDoNotOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []ServerOption
+	}{
+		{"idle", []ServerOption{WithIdleTimeout(math.MaxInt64)}},
+		{"read", []ServerOption{WithReadTimeout(math.MaxInt64)}},
+		{"grace", []ServerOption{WithIdleTimeout(50 * time.Millisecond), WithShutdownGrace(math.MaxInt64)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, addr, logs := testServer(t, tc.opts...)
+			rc := rawDial(t, addr)
+			// Only against hanging: a spinning read loop never answers.
+			rc.SetDeadline(time.Now().Add(30 * time.Second))
+			rawCall(t, rc, 1, []byte("x"))
+			var wakes int64
+			if tc.name == "grace" {
+				// The idle go-away, which this peer does not acknowledge:
+				// the connection waits for the grace.
+				if kind, _, ok := rc.recv(); !ok || kind != wire.KindGoAway {
+					t.Fatalf("got kind %d (ok %v), want the idle go-away", kind, ok)
+				}
+				wakes = s.readWakes.Load()
+				time.Sleep(200 * time.Millisecond)
+				wakes = s.readWakes.Load() - wakes
+			} else {
+				// Half a frame, then (after the wait below) the rest:
+				// the read loop waits for it in between.
+				f := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Payload: []byte("y")}))
+				if _, err := rc.Write(f[:len(f)/2]); err != nil {
+					t.Fatal(err)
+				}
+				wakes = s.readWakes.Load()
+				time.Sleep(200 * time.Millisecond)
+				wakes = s.readWakes.Load() - wakes
+				if _, err := rc.Write(f[len(f)/2:]); err != nil {
+					t.Fatal(err)
+				}
+				if r := rc.recvResponse(); r.Status != StatusOK || r.PromiseID != 2 {
+					t.Fatalf("second call: %+v", r)
+				}
+			}
+			// A wait whose deadline is set right is woken a few times at
+			// most in 200 ms; one whose deadline passed is woken at once,
+			// again and again (or every millisecond).
+			if wakes > 20 {
+				t.Fatalf("the read loop was woken %d times in 200 ms", wakes)
+			}
+			if st := s.Stats(); st.Dropped != 0 || st.Active != 1 {
+				t.Fatalf("stats %+v; log:\n%s", st, logs)
+			}
+		})
 	}
 }
