@@ -98,9 +98,12 @@ func (s *Server) beginClose() (conns []*serverConn, first bool) {
 // client reports as [ErrGoAway] (retryable; rpc/cluster sends it to
 // another replica).
 // Shutdown returns nil once every connection is closed with all its
-// answers written, or ctx's error after closing the rest at once (their
-// handlers' ctx is done) when ctx ends first. [Server.Close], called
-// while Shutdown runs (or before it), cuts it short: Shutdown then
+// answers written. When ctx ends first, it closes the rest at once
+// (their handlers' ctx is done; answers not yet written are lost) and
+// returns an error that matches ctx's (errors.Is) and says what it cut:
+// the connections still open, how many of them had calls running or
+// answers not yet written, and the streams open on them. [Server.Close],
+// called while Shutdown runs (or before it), cuts it short: Shutdown then
 // returns an error matching [ErrServerClosed] (within a few
 // milliseconds; Close's own return says when the connections are
 // closed), as the connections did not drain.
@@ -139,11 +142,37 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			err := s.undrained(ctx.Err())
 			s.Close()
-			return ctx.Err()
+			return err
 		case <-tick.C:
 		}
 	}
+}
+
+// undrained returns Shutdown's error when its ctx ended (cause) before
+// every connection drained: it wraps cause and says what is about to be
+// cut, the connections still open, how many of them had calls running
+// or answers not yet written, and the streams open on them (the others
+// waited for their peers to acknowledge the go-away, or for the grace).
+func (s *Server) undrained(cause error) error {
+	s.mu.Lock()
+	conns := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	busy, streams := 0, 0
+	for _, c := range conns {
+		if c.inflight.Load() != 0 || !c.outIdle() {
+			busy++
+		}
+		c.streams.mu.Lock()
+		streams += len(c.streams.m)
+		c.streams.mu.Unlock()
+	}
+	return fmt.Errorf("rpc: Shutdown: %w: %d connections closed undrained (%d with calls running or answers not yet written; %d streams open)",
+		cause, len(conns), busy, streams)
 }
 
 // errShutdownCut is what Shutdown returns when Close cut it short.
