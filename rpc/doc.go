@@ -137,7 +137,9 @@
 // Buffers: a handler's req aliases a per-call buffer owned by the server
 // and is valid only until the handler returns; the handler appends its
 // answer to resp (owned by the server, valid until the handler returns) and
-// returns the result. Call appends the answer body to the caller's resp and
+// returns the result. The server reuses both for later calls: a handler
+// keeps no slice of either after it returns, and copies what it needs
+// (see [Handler]). Call appends the answer body to the caller's resp and
 // returns it; nothing of the caller's req or resp is kept after Call
 // returns.
 package rpc

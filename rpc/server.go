@@ -16,6 +16,13 @@ import (
 // it aliases a buffer the server owns and is valid only until the handler
 // returns. The handler appends its answer body to resp (a server-owned
 // buffer, also valid only until return) and returns the extended slice.
+// The server reuses both buffers for its later calls: a handler must not
+// keep req or resp, nor any slice of them, nor hand them to a goroutine
+// that outlives it (it would read another call's bytes, or write into
+// them); copy what it keeps. The slice it returns, resp extended or one
+// of its own, is read after it returns, while the answer is queued or
+// written: a slice of its own must not change until the next call (a
+// pooled buffer put back by a deferred function is reused too early).
 //
 // An error that wraps a *[StatusError] (see [Errorf]) answers its code,
 // with its message as body, unless that code is 0 or 200 (no error
