@@ -1,7 +1,9 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,5 +254,53 @@ func TestWatchdogParkRace(t *testing.T) {
 	defer cancel()
 	if out, err := c.Call(ctx, mEcho, []byte("behind"), nil); err != nil || string(out) != "behind" {
 		t.Fatalf("the call behind a handler that began as the watchdog parked (not taken over in 30 s?): %q %v", out, err)
+	}
+}
+
+// A connection that held many jobs gives them back once quiet even with
+// the read timeout off (and the idle limit too): it is woken
+// DefaultReadTimeout after its last call, as it is a read timeout after
+// it otherwise. It kept the jobs of its busiest moment, each with its
+// buffers, until its idle limit (or for ever without one).
+func TestJobsGivenBackWithoutReadTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits DefaultReadTimeout (10 s)")
+	}
+	for _, tc := range []struct {
+		name string
+		opts []ServerOption
+	}{
+		{"no read timeout", []ServerOption{WithReadTimeout(-1)}},
+		{"no limits", []ServerOption{WithReadTimeout(-1), WithIdleTimeout(-1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, addr, _ := testServer(t, tc.opts...)
+			s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+				time.Sleep(20 * time.Millisecond) // the calls overlap: a job each
+				return append(resp, req...), nil
+			})
+			c := dial(t, addr)
+			before, _ := heapAfterGC()
+			p := bytes.Repeat([]byte{1}, 200<<10)
+			var wg sync.WaitGroup
+			for range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := c.Call(context.Background(), mSlow, p, nil); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			wakes := s.readWakes.Load()
+			await(t, "the read loop's wake-up to give the jobs back", func() bool { return s.readWakes.Load() > wakes })
+			after, _ := heapAfterGC()
+			grew := int64(after) - int64(before)
+			t.Logf("heap growth once quiet: %d KiB", grew>>10)
+			if grew > 2<<20 {
+				t.Fatalf("the quiet connection holds %d KiB more than before its calls", grew>>10)
+			}
+		})
 	}
 }

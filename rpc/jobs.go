@@ -11,7 +11,8 @@ import (
 // to the in-flight limit). A connection that holds one job gives it back
 // to the pool whenever its read loop waits (releaseSpare); one that holds
 // more gives them all back when it has been quiet for a read-timeout
-// wake-up with no call running (releaseJobs). The free list is a slice under a mutex, not a channel
+// wake-up (DefaultReadTimeout with the read timeout off) with no call
+// running (releaseJobs). The free list is a slice under a mutex, not a channel
 // of in-flight-limit capacity: an idle connection keeps no 2 KiB channel
 // buffer.
 type jobFree struct {

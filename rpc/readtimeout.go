@@ -39,7 +39,7 @@ import (
 // It returns the time it read (monoNow), 0 when it read none.
 func (c *serverConn) armWait() (now int64) {
 	o := &c.s.opts
-	if o.idleTimeout <= 0 && o.readTimeout <= 0 {
+	if o.idleTimeout <= 0 && o.readTimeout <= 0 && c.nJobs == 0 {
 		return 0
 	}
 	now = monoNow()
@@ -97,6 +97,13 @@ func (c *serverConn) betweenFrames(now int64) int64 {
 	}
 	if o.readTimeout > 0 && (c.nJobs > 0 || c.inflight.Load() > 0) {
 		at = min(at, now+int64(o.readTimeout))
+	} else if c.nJobs > 0 {
+		// No read timeout: the jobs are given back DefaultReadTimeout
+		// after the last call all the same. A connection kept the jobs
+		// of its busiest moment (up to the in-flight limit, each with
+		// buffers of up to 256 KiB) until its idle limit, or for ever
+		// without one.
+		at = min(at, now+int64(DefaultReadTimeout))
 	}
 	return at
 }
