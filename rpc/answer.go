@@ -87,7 +87,7 @@ func (c *serverConn) invoke(j *job) (status uint32, body []byte) {
 // handlerPanic logs the panic of j's handler (answered 500).
 func (c *serverConn) handlerPanic(j *job, r any) {
 	c.s.opts.logger.Error("rpc: handler panic", "method", j.method, "promise", j.pid,
-		"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+		"remote", c.remote(), "panic", fmt.Sprint(r))
 }
 
 // handlerExited logs that j's handler called runtime.Goexit (t.FailNow
@@ -96,7 +96,7 @@ func (c *serverConn) handlerPanic(j *job, r any) {
 // never returned to call, which would have reported it.
 func (c *serverConn) handlerExited(j *job) {
 	c.s.opts.logger.Error("rpc: handler called runtime.Goexit", "method", j.method, "promise", j.pid,
-		"remote", c.nc.RemoteAddr().String())
+		"remote", c.remote())
 	if obs := c.s.opts.observer; obs != nil {
 		observeCall(obs, c.serverEvent(j.method, StatusInternal, j.obsStart, monoNow(), j.obsIn, 0), c.s.opts.logger)
 	}
@@ -163,7 +163,7 @@ func (c *serverConn) handlerError(what string, method uint32, idKey string, id u
 	// The log keeps what a client's error string keeps: a handler error
 	// of megabytes must not become a log line of megabytes.
 	o.logger.Error(what, "method", method, idKey, id,
-		"remote", c.nc.RemoteAddr().String(), "err", msg[:messageCut(msg)], "len", len(msg))
+		"remote", c.remote(), "err", msg[:messageCut(msg)], "len", len(msg))
 	if o.hideErrors {
 		return internalErrorText
 	}

@@ -234,7 +234,7 @@ func (c *serverConn) close(reason error) {
 	if reason != nil {
 		// Logged before the peer can see the close.
 		c.s.stats.dropped.Add(1)
-		c.s.opts.logger.Warn("rpc: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", reason.Error())
+		c.s.opts.logger.Warn("rpc: closing connection", "remote", c.remote(), "reason", reason.Error())
 	}
 	close(c.done)
 	c.cancel()

@@ -192,6 +192,16 @@ func observerPanic(log *slog.Logger, msg string, client bool, method uint32, idK
 // peer is the remote address of the connection.
 func (c *serverConn) peer() net.Addr { return c.nc.RemoteAddr() }
 
+// remote is the remote address of the connection as the logs give it:
+// "" when the net.Conn has none (a wrapper may return a nil RemoteAddr,
+// which a log line must not turn into a panic of the read loop).
+func (c *serverConn) remote() string {
+	if a := c.nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
 // unary is a call on the wire, reported to the observer if there is one:
 // the innermost Invoker of the client's chain.
 func (c *Client) unary(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {

@@ -294,7 +294,7 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 			// The handler called runtime.Goexit (a panic is recovered by
 			// invokeStream): the stream ends as after a panic.
 			c.s.opts.logger.Error("rpc: stream handler called runtime.Goexit", "method", st.method, "stream", st.id,
-				"remote", c.nc.RemoteAddr().String())
+				"remote", c.remote())
 			c.endStream(st, StatusInternal, streamExitText)
 		}
 	}()
@@ -336,7 +336,7 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.opts.logger.Error("rpc: stream handler panic", "method", st.method, "stream", st.id,
-				"remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r))
+				"remote", c.remote(), "panic", fmt.Sprint(r))
 			status, text = StatusInternal, streamPanicText
 		}
 	}()

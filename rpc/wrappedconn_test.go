@@ -491,3 +491,35 @@ func (c countingConn) Write(p []byte) (int, error) {
 	c.n.Add(int64(n))
 	return n, err
 }
+
+// noAddrConn is a connection without a remote address.
+type noAddrConn struct{ net.Conn }
+
+func (noAddrConn) RemoteAddr() net.Addr { return nil }
+
+// A connection whose RemoteAddr is nil (a wrapper's) is logged with an
+// empty address: the logs of a handler's panic and error, and of the
+// connection's close, called String on it and panicked, which crashed the
+// process (the panic log runs in the read loop's recover).
+func TestNilRemoteAddrLogs(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, logs := testServerOn(t, wrapListener{l, func(nc net.Conn) net.Conn { return noAddrConn{nc} }})
+	s.Handle(mPanic, func(context.Context, []byte, []byte) ([]byte, error) { panic("boom") })
+	s.Handle(mSlow, func(context.Context, []byte, []byte) ([]byte, error) { return nil, errors.New("plain") })
+	rc := rawDial(t, l.Addr().String())
+	for pid, m := range []uint32{mPanic, mSlow} {
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: m, PromiseID: uint32(pid + 1)}))
+		if r := rc.recvResponse(); r.Status != StatusInternal {
+			t.Fatalf("method %d: %+v, want 500", m, r)
+		}
+	}
+	rc.Write([]byte{0, 0, 0, 0, wire.KindRequest}) // an empty frame: dropped, logged
+	rc.expectClosed()
+	await(t, "the close to be logged", func() bool { return contains(logs.String(), "closing connection") })
+	if !contains(logs.String(), "handler panic") || !contains(logs.String(), "handler error") {
+		t.Fatalf("log:\n%s", logs)
+	}
+}
