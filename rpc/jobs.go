@@ -156,5 +156,8 @@ func (c *serverConn) putJob(j *job) {
 	if cap(j.resp) > keptJobBuffer {
 		j.resp = make([]byte, 0, 512)
 	}
+	if cap(j.ext) > keptJobBuffer {
+		j.ext = nil
+	}
 	jobPool.Put(j)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -817,4 +818,33 @@ func FuzzRequestExtensions(f *testing.F) {
 		}
 		_ = deadlineAfter(monoNow(), r.Timeout)
 	})
+}
+
+// A job goes back to the server-wide pool without a large buffer of its
+// cap and metadata, as without large request and answer buffers: it kept
+// one of up to 256 KiB (what the call's end keeps), which every
+// connection that took the job from the pool then held.
+func TestPooledJobDropsLargeExt(t *testing.T) {
+	// One P: the job put back is in the pool this test's Get looks at
+	// first (a sync.Pool keeps one item per P out of the others' reach).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s, addr, _ := testServer(t, WithReadTimeout(50*time.Millisecond))
+	c := dial(t, addr)
+	ctx := WithCap(context.Background(), make([]byte, 100<<10))
+	wakes := s.readWakes.Load()
+	if _, err := c.Call(ctx, mEcho, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The job, its cap buffer large, is kept while the connection waits
+	// (releaseSpare) and given back at its wake-up a read timeout later.
+	await(t, "the read loop's wake-up to give the job back", func() bool { return s.readWakes.Load() > wakes })
+	for {
+		j, _ := jobPool.Get().(*job)
+		if j == nil {
+			break
+		}
+		if cap(j.ext) > keptJobBuffer {
+			t.Fatalf("a pooled job holds a cap and metadata buffer of %d B", cap(j.ext))
+		}
+	}
 }
