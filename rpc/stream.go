@@ -125,6 +125,10 @@ type Stream struct {
 	rerr    error // what Recv returns once the queue is empty and rdone
 	rdone   bool  // no message will be queued any more
 	sdone   bool  // send side: no message may be sent any more (beside rdone: one word)
+	// endOwed: sdone was set by a CloseSend whose end was not queued (its
+	// ctx ended while the queue was full): the end is still to be sent,
+	// by endStream or abort.
+	endOwed bool
 	// The stream's last grant, on the outbox's mu (see streamSet.grant):
 	// grantAt is 1 + its offset in the outbox's queue (0: none),
 	// grantMark the outbox's takes (outbox.taken) when it was queued.
@@ -287,10 +291,11 @@ func (s *Stream) Send(msg []byte) error {
 //
 // Like Send, it is bounded by the stream's ctx: when ctx ends while it
 // waits for room in the connection's write queue, the end is not queued
-// and it returns ctx's error (the stream then ends canceled); on a
-// client, when ctx ends while it writes the queue, another goroutine
-// writes the rest and it returns nil, its end sent. Either way no Send
-// follows it.
+// and it returns ctx's error (on a client the stream then ends canceled;
+// in a handler the end is sent when the handler returns, with its
+// result); on a client, when ctx ends while it writes the queue, another
+// goroutine writes the rest and it returns nil, its end sent. Either way
+// no Send follows it.
 func (s *Stream) CloseSend() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -302,7 +307,14 @@ func (s *Stream) CloseSend() error {
 	s.sdone, s.serr = true, ErrStreamClosed
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	return s.set.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
+	err := s.set.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
+	if err != nil && err == s.ctx.Err() {
+		// Not queued (see writeFrame): the peer must still get an end.
+		s.mu.Lock()
+		s.endOwed = true
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // Recv appends the next message to buf and returns the extended slice. At
@@ -559,8 +571,11 @@ func (s *Stream) ended(err error, closeSend bool, sendErr error) {
 	if !s.rdone {
 		s.rdone, s.rerr = true, err
 	}
-	if closeSend && !s.sdone {
-		s.sdone, s.serr = true, sendErr
+	if closeSend {
+		if !s.sdone {
+			s.sdone, s.serr = true, sendErr
+		}
+		s.endOwed = false // the peer is done with the stream: no end of ours follows
 	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
@@ -571,8 +586,8 @@ func (s *Stream) ended(err error, closeSend bool, sendErr error) {
 // messages, unless the stream had ended: one the server ended keeps its
 // end and messages for Recv when a cancel comes after it), cancels the
 // handler's ctx and, when status is not 0, sends an error end with
-// status and text: on a server when its direction was open, on a client
-// when either was (a server's handler whose client half-closed still
+// status and text: on a server when its direction was open (or its
+// CloseSend's end was not queued: endOwed), on a client when either was (a server's handler whose client half-closed still
 // learns of the cancel). It reports whether it ended anything. ctx
 // bounds the end's write (see writeEnd): noCtx where the caller may wait
 // for it.
@@ -583,7 +598,7 @@ func (s *Stream) abort(ctx context.Context, err error, drop bool, status uint32,
 	// cancel reaches the server while either direction is open (after
 	// CloseSend the server's handler may still be sending, or reading
 	// what came before the end); a server ends only its own direction.
-	open := !s.sdone
+	open := !s.sdone || s.endOwed
 	if s.set.cl != nil {
 		open = changed
 	}
@@ -595,8 +610,11 @@ func (s *Stream) abort(ctx context.Context, err error, drop bool, status uint32,
 		s.rerr = err
 	}
 	send := status != 0 && open
-	if send && s.acct.status == 0 {
-		s.acct.status = status
+	if send {
+		s.endOwed = false // this end is the one owed
+		if s.acct.status == 0 {
+			s.acct.status = status
+		}
 	}
 	if !s.sdone {
 		s.sdone, s.serr = true, err

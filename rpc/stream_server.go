@@ -308,8 +308,8 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 	st.wmu.Lock()
 	st.mu.Lock()
-	send := !st.sdone
-	st.sdone, st.serr = true, ErrStreamClosed
+	send := !st.sdone || st.endOwed // a CloseSend whose end was not queued
+	st.sdone, st.serr, st.endOwed = true, ErrStreamClosed, false
 	if !st.rdone {
 		st.rdone, st.rerr = true, ErrStreamClosed
 	}
