@@ -742,17 +742,24 @@ func (t *streamSet) writeEnd(ctx context.Context, id, status uint32, text string
 // per stream, not one per half window it sent. On a client, the write of
 // the queue that the grant may make the caller do is bounded by the
 // stream's ctx, as Send's is: when ctx ends during it, another goroutine
-// writes the rest.
+// writes the rest. More than one frame carries (maxGrant: a message over
+// 2 GiB) goes in several.
 func (t *streamSet) grant(ctx context.Context, s *Stream, n int64) {
 	o := t.out
 	w := o.lock()
 	var err error
-	if !s.addToGrant(o, n) {
+	for n > 0 && !s.addToGrant(o, n) {
+		g := min(n, maxGrant)
 		at := o.queued() // where the frame goes: no frame is begun while we hold mu
 		var b [8]byte
-		if err = w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], s.id, uint32(min(n, maxGrant)))); err == nil {
-			s.grantAt, s.grantMark = int32(at)+1, o.taken
+		if err = w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], s.id, uint32(g))); err != nil {
+			break
 		}
+		s.grantAt, s.grantMark = 0, o.taken
+		if at < maxGrantAt {
+			s.grantAt = int32(at) + 1
+		}
+		n -= g
 	}
 	if err = t.flush(ctx, o.unlock(), err); err != nil {
 		t.broken(err)
@@ -761,6 +768,11 @@ func (t *streamSet) grant(ctx context.Context, s *Stream, n int64) {
 
 // maxGrant bounds the bytes one grant frame carries.
 const maxGrant = 1 << 31
+
+// maxGrantAt bounds the queue offset of a grant that later grants may be
+// added to (Stream.grantAt, an int32): one further on (behind a frame of
+// over 2 GiB) is not added to.
+const maxGrantAt = 1<<31 - 1
 
 // addToGrant adds n bytes to s's last grant when that still waits in o's
 // queue, and reports whether it did: it does while the writer has taken
