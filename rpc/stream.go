@@ -44,7 +44,10 @@ import (
 // client's ctx passes (carried in the open like a call's, see
 // [Client.Call]); [CapFrom] and [MetadataFrom] read the open's cap and
 // metadata ([WithCap], [WithMetadata] on the client's ctx). The stream's Send and
-// Recv may be used until the handler returns, and not after.
+// Recv may be used until the handler returns, and not after: a Send still
+// under way then (on a goroutine the handler left running) returns
+// [ErrStreamClosed] or ctx's error, its message not sent, unless it was
+// already queued.
 //
 // Returning nil ends the server's direction of the stream cleanly;
 // returning an error ends it with that error (a *StatusError keeps its

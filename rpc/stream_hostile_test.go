@@ -157,3 +157,48 @@ func TestStreamGrantFarIntoQueue(t *testing.T) {
 		t.Fatalf("queued % x, want % x", tail, want)
 	}
 }
+
+// A handler that returns while a Send of its own goroutine waits for the
+// peer's window (a peer that grants nothing more) ends its stream: that
+// Send returns, and the end goes out. The end used to wait for the Send,
+// which waited for a grant that never came: no end, and the stream held
+// its place on the connection (and Shutdown) until the connection closed.
+func TestStreamHandlerReturnsDuringSend(t *testing.T) {
+	s, addr, _ := testServer(t)
+	sendErr := make(chan error, 1)
+	s.HandleStream(1, func(ctx context.Context, init []byte, st *Stream) error {
+		go func() {
+			for {
+				if err := st.Send([]byte("0123456789")); err != nil {
+					sendErr <- err
+					return
+				}
+			}
+		}()
+		for st.set.creditWaits.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
+	rc := rawDial(t, addr)
+	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 16)) // one message, no grant
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1}))
+	rc.SetReadDeadline(time.Now().Add(20 * time.Second)) // only keeps a broken build from hanging
+	for {
+		kind, env, ok := rc.recv()
+		if !ok {
+			t.Fatal("no end for the stream")
+		}
+		if kind == wire.KindStreamEnd {
+			if e, err := wire.ParseStreamEnd(env); err != nil || e.ID != 1 || e.Status != 0 {
+				t.Fatalf("end %+v %v, want a clean end of stream 1", e, err)
+			}
+			break
+		}
+	}
+	if err := <-sendErr; err == nil {
+		t.Fatal("the Send under way returned nil")
+	} else {
+		t.Logf("the Send under way returned %v", err)
+	}
+}

@@ -306,15 +306,25 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 // endStream ends st once its handler has returned with status and text
 // (status 0: a clean end).
 func (c *serverConn) endStream(st *Stream, status uint32, text string) {
-	st.wmu.Lock()
 	st.mu.Lock()
-	send := !st.sdone || st.endOwed // a CloseSend whose end was not queued
-	st.sdone, st.serr, st.endOwed = true, ErrStreamClosed, false
+	open := !st.sdone
+	st.sdone, st.serr = true, ErrStreamClosed
 	if !st.rdone {
 		st.rdone, st.rerr = true, ErrStreamClosed
 	}
 	st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
-	st.cond.Broadcast() // a read loop waiting for room
+	st.cond.Broadcast() // a read loop waiting for room, a Send waiting for credit
+	st.mu.Unlock()
+	// A Send of the handler's still under way (on a goroutine of its,
+	// which it left running) stops waiting, for credit (above) or for
+	// room in the queue (the ctx): the end must not wait for a grant
+	// that may never come.
+	st.stopCtx()
+	st.cancel()
+	st.wmu.Lock() // a Send's message, once queued, goes before the end
+	st.mu.Lock()
+	send := open || st.endOwed // a CloseSend whose end was not queued
+	st.endOwed = false
 	st.mu.Unlock()
 	// Out of the set before the end can reach the peer: a client that
 	// reads the end frees its own count at once and may open the next
@@ -324,8 +334,6 @@ func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 		c.streams.writeEnd(noCtx, st.id, status, text)
 	}
 	st.wmu.Unlock()
-	st.stopCtx()
-	st.cancel()
 	c.serverStreamEnd(st, status)
 	c.doneOne()
 }
