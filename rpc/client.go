@@ -964,10 +964,13 @@ func (c *Client) failSlot(s *slot, errp *error) {
 // client that had calls outstanding at five checks in a row (four periods,
 // one answer timeout) and received no byte since the first of them closes
 // the connection. What it has to write or close runs in a goroutine of
-// its own: the beat does not wait (see beater).
+// its own: the beat does not wait (see beater). A read loop that waits
+// for room in a stream the application does not read (see Stream.put)
+// receives nothing meanwhile, through no fault of the server's: that
+// time is not counted.
 func (c *Client) check() {
 	rx := c.r.Received() // bytes received: a large answer arriving slowly is life
-	if rx != c.lastRx || !c.pending() {
+	if rx != c.lastRx || !c.pending() || c.streams.stalling.Load() > 0 {
 		c.lastRx, c.quiet = rx, 0
 	} else if c.quiet++; c.quiet == 5 {
 		go c.fail(errNoAnswer)

@@ -411,7 +411,11 @@ func WithDialer(d Dialer) ClientOption {
 // [Client.Closed] turns true and rpc/cluster dials a new connection. The
 // check runs in the process-wide beat (beat.go) at least every d/4, so
 // the close comes between d and about 1.25 d after the last byte (plus
-// however late a busy machine wakes the beat). Default DefaultAnswerTimeout (60 s): longer than a unary call
+// however late a busy machine wakes the beat). Time in which the client
+// does not read because a stream's buffer is full (its application does
+// not Recv, and the server, a canonical one, sent more than the stream's
+// window) is not counted: the client, not the server, is stalled then.
+// Default DefaultAnswerTimeout (60 s): longer than a unary call
 // should take (a handler that legitimately runs longer with nothing else
 // on the connection needs a larger value); d <= 0 turns the check off.
 //

@@ -202,3 +202,72 @@ func TestStreamHandlerReturnsDuringSend(t *testing.T) {
 		t.Logf("the Send under way returned %v", err)
 	}
 }
+
+// A client whose read loop waits for room in a stream its application
+// does not read (a canonical server, which has no window, sent more than
+// the stream's buffer) receives nothing meanwhile, through no fault of
+// the server's: the answer check does not count that time as the
+// server's silence. It used to close the connection as hung after the
+// answer timeout, with the stream's messages and the call's answer
+// waiting in the socket.
+func TestStreamStalledReadLoopNotTakenForHungServer(t *testing.T) {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := NewClient(a, WithWriteTimeout(0), WithAnswerTimeout(0))
+	t.Cleanup(func() { c.Close() })
+	if c.beatE != nil {
+		t.Fatal("the client is in the beat: the checks below would race with it")
+	}
+	const msgs = 64
+	msg := make([]byte, 4<<10) // 64 of them: four windows
+	peer := &rawConn{t, b}
+	go func() { // a canonical server: no hello; the stream's messages, then the answer
+		var call uint32
+		for {
+			kind, env, ok := peer.recv()
+			if !ok {
+				return
+			}
+			switch kind {
+			case wire.KindRequest:
+				req, _ := wire.ParseRequest(env)
+				call = req.PromiseID
+			case wire.KindStreamOpen:
+				req, _ := wire.ParseRequest(env)
+				go func() {
+					for range msgs {
+						if _, err := b.Write(frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, req.PromiseID, msg))); err != nil {
+							return
+						}
+					}
+					resp := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: call, Body: []byte("x")})
+					b.Write(frameBytes(wire.KindResponse, resp))
+				}()
+			}
+		}
+	}()
+	p, err := c.Send(context.Background(), mEcho, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the call to be sent", func() bool { return c.Pending() == 1 })
+	st, err := c.OpenStream(context.Background(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the read loop to wait for the stream's room", func() bool { return c.streams.stalling.Load() > 0 })
+	for range 10 { // two answer timeouts of checks, no byte received
+		c.check()
+	}
+	if c.Closed() {
+		t.Fatal("the client closed its connection as hung while its own read loop waited")
+	}
+	for i := range msgs {
+		if _, err := st.Recv(nil); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if out, err := p.Wait(context.Background()); err != nil || string(out) != "x" {
+		t.Fatalf("Wait: %q, %v", out, err)
+	}
+}
