@@ -99,8 +99,13 @@ func (*Zapcodec) Handle(dst, req []byte, t *Table) ([]byte, error) {
 	if v.Method() != Method {
 		return dst, ErrMethod
 	}
-	addr := v.Account()
-	a, h := t.Lookup(&addr, v.Block())
+	// The account in place: a copy to the stack, read back at once by
+	// the map's hash, stalls on the store that is still in flight.
+	addr := (*[20]byte)(v.AccountBytes())
+	if addr == nil {
+		addr = &[20]byte{}
+	}
+	a, h := t.Lookup(addr, v.Block())
 	resp := ethzap.GetBalanceResponse{Balance: a.Balance, Nonce: a.Nonce, BlockHash: *h, ID: v.ID()}
 	return resp.AppendZAP(dst), nil
 }
