@@ -34,10 +34,13 @@ func TestRetryRefusalOnce(t *testing.T) {
 		}
 	}
 
-	// Refused everywhere: two attempts, then the refusal.
+	// Refused everywhere: two attempts, then the refusal. The replica
+	// stays in rotation (a 1 ns ejection base): a refusal on a connection
+	// younger than the base ejects its replica, and an ejection published
+	// before the retry's pick left it no replica (under -race, once).
 	var refused2 atomic.Int32
 	ref2 := countingRefuser(t, &refused2)
-	c2 := dialT(t, ref2, WithConnsPerReplica(3))
+	c2 := dialT(t, ref2, WithConnsPerReplica(3), WithEjection(0, time.Nanosecond, time.Nanosecond))
 	_, err := c2.Call(context.Background(), mEcho, []byte("r"), nil)
 	if !rpc.IsRetryable(err) {
 		t.Fatalf("a call refused everywhere: %v, want the retryable refusal", err)
