@@ -194,7 +194,14 @@ func (r *replica) connect(recheck bool) error {
 			// Gone as soon as it came: back off rather than redial in a
 			// loop (a server that sends go-away on every connection, or
 			// refuses every call unrun).
-			return fmt.Errorf("cluster: connection lost %v after it was made", time.Since(cn.born).Round(time.Millisecond))
+			why := "lost"
+			switch {
+			case cn.refused.Load():
+				why = "refused a call unrun"
+			case cn.rc.Draining():
+				why = "went away"
+			}
+			return fmt.Errorf("cluster: connection %s %v after it was made", why, time.Since(cn.born).Round(time.Millisecond))
 		}
 		rc, err := r.dial()
 		if err != nil {

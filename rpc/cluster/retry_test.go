@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -505,5 +506,12 @@ func TestRefusalWithoutGoAwayBacksOff(t *testing.T) {
 	t.Logf("%d connections in ~0.3 s after the ejection; %d calls, %d failed", n, res.calls, res.failed)
 	if n > 20 {
 		t.Fatalf("%d connections: the client redials in a loop", n)
+	}
+	// Its ejection says why: the connection refused a call (it said the
+	// connection was lost).
+	for _, r := range c.Stats().Replicas {
+		if r.Addr == bad && (r.LastError == nil || !strings.Contains(r.LastError.Error(), "refused a call unrun")) {
+			t.Fatalf("the refusing replica's last error: %v", r.LastError)
+		}
 	}
 }
