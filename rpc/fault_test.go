@@ -497,30 +497,11 @@ func TestShutdownCanonicalPeer(t *testing.T) {
 	}
 }
 
+// Shutdown whose ctx ends closes what is left, and its error matches
+// ctx's and says what it cut: it used to return ctx's error alone, so its
+// caller could not tell a server that had one idle peer left, slow to
+// acknowledge the go-away, from one that dropped calls.
 func TestShutdownContextExpires(t *testing.T) {
-	s, addr, _ := testServer(t)
-	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
-		<-ctx.Done()
-		return resp, nil
-	})
-	c := dial(t, addr)
-	errc := make(chan error, 1)
-	go func() { _, err := c.Call(context.Background(), mSlow, nil, nil); errc <- err }()
-	await(t, "s.Stats().Calls == 1", func() bool { return s.Stats().Calls == 1 })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Shutdown: %v", err)
-	}
-	if err := <-errc; !errors.Is(err, ErrClosed) {
-		t.Fatalf("call cut by forced close: %v", err)
-	}
-}
-
-// Shutdown whose ctx ends says what it cut: it used to return ctx's error
-// alone, so its caller could not tell a server that had one idle peer
-// left, slow to acknowledge the go-away, from one that dropped calls.
-func TestShutdownReportsUndrained(t *testing.T) {
 	s, addr, _ := testServer(t, WithShutdownGrace(time.Hour))
 	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
 		<-ctx.Done()
