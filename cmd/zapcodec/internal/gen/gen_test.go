@@ -41,6 +41,8 @@ var targets = []struct {
 	{"service_ws", canonical + "/more/service_ws.zap", "", "internal/gentest/svc"},
 	{"health", repoRoot + "/rpc/health.zap", "rpc", "rpc"},
 	{"streams", "testdata/streams.zap", "", "internal/gentest/streams"},
+	{"evolve_old", "testdata/evolve_old.zap", "", "internal/gentest/evolve/evold"},
+	{"evolve_new", "testdata/evolve_new.zap", "", "internal/gentest/evolve/evnew"},
 }
 
 func generate(t *testing.T, path, pkg string) File {
