@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
@@ -253,6 +254,65 @@ func TestStreamInvalidRequest(t *testing.T) {
 			var se *rpc.StatusError
 			if !errors.As(err, &se) || se.Code != rpc.StatusBadRequest || !strings.HasPrefix(se.Message, tt.wantPrefix) {
 				t.Fatalf("got %v, want status 400 %q...", err, tt.wantPrefix)
+			}
+		})
+	}
+}
+
+// A server that streams what is not a valid message (garbage, or a
+// message cut short) gives the typed client's Recv and CloseAndRecv a
+// decode error, not a panic, nor a message.
+func TestStreamInvalidAnswer(t *testing.T) {
+	good := (&Log{Block: 1, Data: []byte("abc")}).AppendZAP(nil)
+	for _, tt := range []struct {
+		name string
+		msg  []byte
+		want error
+	}{
+		{"garbage", []byte("not a ZAP message"), codec.ErrMagic},
+		{"short", good[:10], codec.ErrTooSmall},
+		{"cut", good[:len(good)-1], codec.ErrTooSmall},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := rpc.NewServer()
+			send := func(ctx context.Context, init []byte, st *rpc.Stream) error { return st.Send(tt.msg) }
+			for _, m := range []uint32{FeedSubscribeOrdinal, FeedUploadOrdinal, FeedChatOrdinal} {
+				srv.HandleStream(m, send)
+			}
+			go srv.Serve(l)
+			defer srv.Close()
+			c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cli := NewFeedClient(c)
+			ctx := context.Background()
+			sub, err := cli.Subscribe(ctx, &Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sub.Recv(); !errors.Is(err, tt.want) {
+				t.Errorf("Subscribe Recv: %v, want %v", err, tt.want)
+			}
+			chat, err := cli.Chat(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chat.Recv(); !errors.Is(err, tt.want) {
+				t.Errorf("Chat Recv: %v, want %v", err, tt.want)
+			}
+			up, err := cli.Upload(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum Summary
+			if err := up.CloseAndRecv(&sum); !errors.Is(err, tt.want) {
+				t.Errorf("CloseAndRecv: %v, want %v", err, tt.want)
 			}
 		})
 	}
