@@ -105,7 +105,10 @@ func (v HealthCheckRequestView) IsNull() bool { return v.o.IsNull() }
 // Service returns field Service (text, slot bytes [0, 8)). The result aliases the message.
 func (v HealthCheckRequestView) Service() string { return v.o.Text(0) }
 
-// ServiceBytes returns field Service as bytes (nil when empty). The result aliases the message.
+// ServiceBytes returns field Service as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v HealthCheckRequestView) ServiceBytes() []byte { return v.o.Bytes(0) }
 
 // HealthCheckResponse is the record of schema struct HealthCheckResponse (4-byte fixed section).

@@ -138,7 +138,10 @@ func (v GetBalanceRequestView) ID() uint64 { return v.o.Uint64(28) }
 // Method returns field Method (text, slot bytes [36, 44)). The result aliases the message.
 func (v GetBalanceRequestView) Method() string { return v.o.Text(36) }
 
-// MethodBytes returns field Method as bytes (nil when empty). The result aliases the message.
+// MethodBytes returns field Method as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v GetBalanceRequestView) MethodBytes() []byte { return v.o.Bytes(36) }
 
 // GetBalanceResponse is the record of schema struct GetBalanceResponse (80-byte fixed section).
@@ -579,7 +582,10 @@ func (v LogView) TxIndex() uint32 { return v.o.Uint32(92) }
 // LogIndex returns field LogIndex (u32, bytes [96, 100)).
 func (v LogView) LogIndex() uint32 { return v.o.Uint32(96) }
 
-// Data returns field Data (bytes, slot bytes [100, 108)), nil when empty. The result aliases the message.
+// Data returns field Data (bytes, slot bytes [100, 108)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v LogView) Data() []byte { return v.o.Bytes(100) }
 
 // Logs is the record of schema struct Logs (16-byte fixed section).

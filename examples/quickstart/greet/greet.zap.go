@@ -106,7 +106,10 @@ func (v HelloRequestView) IsNull() bool { return v.o.IsNull() }
 // Name returns field Name (text, slot bytes [0, 8)). The result aliases the message.
 func (v HelloRequestView) Name() string { return v.o.Text(0) }
 
-// NameBytes returns field Name as bytes (nil when empty). The result aliases the message.
+// NameBytes returns field Name as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v HelloRequestView) NameBytes() []byte { return v.o.Bytes(0) }
 
 // HelloReply is the record of schema struct HelloReply (8-byte fixed section).
@@ -202,7 +205,10 @@ func (v HelloReplyView) IsNull() bool { return v.o.IsNull() }
 // Message returns field Message (text, slot bytes [0, 8)). The result aliases the message.
 func (v HelloReplyView) Message() string { return v.o.Text(0) }
 
-// MessageBytes returns field Message as bytes (nil when empty). The result aliases the message.
+// MessageBytes returns field Message as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v HelloReplyView) MessageBytes() []byte { return v.o.Bytes(0) }
 
 // RPC method ordinals of interface Greeter (1-based, declaration order).

@@ -709,10 +709,16 @@ func (v KitchenView) IsNull() bool { return v.o.IsNull() }
 // Title returns field Title (text, slot bytes [0, 8)). The result aliases the message.
 func (v KitchenView) Title() string { return v.o.Text(0) }
 
-// TitleBytes returns field Title as bytes (nil when empty). The result aliases the message.
+// TitleBytes returns field Title as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v KitchenView) TitleBytes() []byte { return v.o.Bytes(0) }
 
-// Blob returns field Blob (bytes, slot bytes [8, 16)), nil when empty. The result aliases the message.
+// Blob returns field Blob (bytes, slot bytes [8, 16)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v KitchenView) Blob() []byte { return v.o.Bytes(8) }
 
 // Key returns a copy of field Key (bytes_fixed[16], bytes [16, 32)).
@@ -1053,7 +1059,10 @@ func (v PairView) A() uint16 { return v.o.Uint16(0) }
 // B returns field B (text, slot bytes [2, 10)). The result aliases the message.
 func (v PairView) B() string { return v.o.Text(2) }
 
-// BBytes returns field B as bytes (nil when empty). The result aliases the message.
+// BBytes returns field B as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v PairView) BBytes() []byte { return v.o.Bytes(2) }
 
 // Sparse is the record of schema struct Sparse (41-byte fixed section).

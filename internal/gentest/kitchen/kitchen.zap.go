@@ -155,7 +155,10 @@ func (v ItemView) Tag() uint32 { return v.o.Uint32(0) }
 // Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
 func (v ItemView) Name() string { return v.o.Text(4) }
 
-// NameBytes returns field Name as bytes (nil when empty). The result aliases the message.
+// NameBytes returns field Name as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v ItemView) NameBytes() []byte { return v.o.Bytes(4) }
 
 // Everything is the record of schema struct Everything (104-byte fixed section).
@@ -439,10 +442,16 @@ func (v EverythingView) Score() float64 { return v.o.Float64(40) }
 // Title returns field Title (text, slot bytes [48, 56)). The result aliases the message.
 func (v EverythingView) Title() string { return v.o.Text(48) }
 
-// TitleBytes returns field Title as bytes (nil when empty). The result aliases the message.
+// TitleBytes returns field Title as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v EverythingView) TitleBytes() []byte { return v.o.Bytes(48) }
 
-// Blob returns field Blob (bytes, slot bytes [56, 64)), nil when empty. The result aliases the message.
+// Blob returns field Blob (bytes, slot bytes [56, 64)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v EverythingView) Blob() []byte { return v.o.Bytes(56) }
 
 // Root returns a copy of field Root (bytes_fixed[32], bytes [64, 96)).

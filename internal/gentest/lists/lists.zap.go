@@ -155,7 +155,10 @@ func (v ItemView) Tag() uint32 { return v.o.Uint32(0) }
 // Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
 func (v ItemView) Name() string { return v.o.Text(4) }
 
-// NameBytes returns field Name as bytes (nil when empty). The result aliases the message.
+// NameBytes returns field Name as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v ItemView) NameBytes() []byte { return v.o.Bytes(4) }
 
 // Lists is the record of schema struct Lists (124-byte fixed section).
@@ -858,7 +861,10 @@ func (v ListsView) Count() uint32 { return v.o.Uint32(0) }
 // Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
 func (v ListsView) Name() string { return v.o.Text(4) }
 
-// NameBytes returns field Name as bytes (nil when empty). The result aliases the message.
+// NameBytes returns field Name as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v ListsView) NameBytes() []byte { return v.o.Bytes(4) }
 
 // U8s returns a view of list field U8s (list<u8>, slot bytes [12, 20)).

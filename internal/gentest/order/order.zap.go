@@ -166,7 +166,10 @@ func (v ItemView) Qty() uint32 { return v.o.Uint32(8) }
 // Name returns field Name (text, slot bytes [12, 20)). The result aliases the message.
 func (v ItemView) Name() string { return v.o.Text(12) }
 
-// NameBytes returns field Name as bytes (nil when empty). The result aliases the message.
+// NameBytes returns field Name as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v ItemView) NameBytes() []byte { return v.o.Bytes(12) }
 
 // Address is the record of schema struct Address (12-byte fixed section).
@@ -313,7 +316,10 @@ func (v AddressView) Zip() uint32 { return v.o.Uint32(0) }
 // City returns field City (text, slot bytes [4, 12)). The result aliases the message.
 func (v AddressView) City() string { return v.o.Text(4) }
 
-// CityBytes returns field City as bytes (nil when empty). The result aliases the message.
+// CityBytes returns field City as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v AddressView) CityBytes() []byte { return v.o.Bytes(4) }
 
 // Order is the record of schema struct Order (28-byte fixed section).
@@ -539,7 +545,10 @@ func (v OrderView) ID() uint64 { return v.o.Uint64(0) }
 // Customer returns field Customer (text, slot bytes [8, 16)). The result aliases the message.
 func (v OrderView) Customer() string { return v.o.Text(8) }
 
-// CustomerBytes returns field Customer as bytes (nil when empty). The result aliases the message.
+// CustomerBytes returns field Customer as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v OrderView) CustomerBytes() []byte { return v.o.Bytes(8) }
 
 // Ship returns a view of nested field Ship (slot bytes [16, 20)); it is null when the slot is.

@@ -1,6 +1,9 @@
 package order
 
 import (
+	"encoding/binary"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/internal/gentest/check"
@@ -28,4 +31,47 @@ func TestAllocs(t *testing.T) { check.Allocs(t, 12, types) }
 // TestSameAsBuilder: AppendZAP lays messages out as codec.Builder does.
 func TestSameAsBuilder(t *testing.T) {
 	check.SameAsBuilder(t, "../../../cmd/zapcodec/internal/gen/testdata/order.zap", 12, 500, types)
+}
+
+// TestEmptyTextAtAnOffset: a text slot that points at an empty value
+// ({rel, 0}, as codec.Builder leaves a text set twice, the second time to
+// "") reads as empty through DecodeZAP and the view, and NameBytes gives
+// an empty, non-nil slice, as its doc says; AppendZAP's own empty value is
+// a null slot, which NameBytes gives as nil. NameBytes's doc used to say
+// nil whenever the value is empty.
+func TestEmptyTextAtAnOffset(t *testing.T) {
+	msg := (&Item{SKU: 1, Name: "abc"}).AppendZAP(nil)
+	v, err := ReadItem(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := int(binary.LittleEndian.Uint32(msg[8:]))
+	binary.LittleEndian.PutUint32(msg[root+12+4:], 0) // the length of Name
+	if b := v.NameBytes(); b == nil || len(b) != 0 || v.Name() != "" {
+		t.Fatalf("NameBytes() = %#v, Name() = %q, want an empty non-nil slice and \"\"", b, v.Name())
+	}
+	var it Item
+	if err := it.DecodeZAP(msg); err != nil || it.Name != "" || it.SKU != 1 {
+		t.Fatalf("DecodeZAP: %v, %+v", err, it)
+	}
+	empty, err := ReadItem((&Item{SKU: 1}).AppendZAP(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := empty.NameBytes(); b != nil {
+		t.Fatalf("NameBytes() of AppendZAP's empty value = %#v, want nil", b)
+	}
+	if src := readGenerated(t); !strings.Contains(src, "// NameBytes returns field Name as bytes. The result aliases the message.\n// It is nil when the field is null (AppendZAP writes an empty value so)\n// or its value does not lie inside the message, and empty but not nil\n// for an empty value at an offset") {
+		t.Fatal("order.zap.go: NameBytes's doc does not say when it is nil")
+	}
+}
+
+// readGenerated returns the source of order.zap.go.
+func readGenerated(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("order.zap.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

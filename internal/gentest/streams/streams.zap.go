@@ -218,7 +218,10 @@ func (v LogView) Block() uint64 { return v.o.Uint64(0) }
 // Index returns field Index (u32, bytes [8, 12)).
 func (v LogView) Index() uint32 { return v.o.Uint32(8) }
 
-// Data returns field Data (bytes, slot bytes [12, 20)), nil when empty. The result aliases the message.
+// Data returns field Data (bytes, slot bytes [12, 20)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v LogView) Data() []byte { return v.o.Bytes(12) }
 
 // Chunk is the record of schema struct Chunk (12-byte fixed section).
@@ -316,7 +319,10 @@ func (v ChunkView) IsNull() bool { return v.o.IsNull() }
 // Seq returns field Seq (u32, bytes [0, 4)).
 func (v ChunkView) Seq() uint32 { return v.o.Uint32(0) }
 
-// Data returns field Data (bytes, slot bytes [4, 12)), nil when empty. The result aliases the message.
+// Data returns field Data (bytes, slot bytes [4, 12)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v ChunkView) Data() []byte { return v.o.Bytes(4) }
 
 // Summary is the record of schema struct Summary (12-byte fixed section).
@@ -512,7 +518,10 @@ func (v MsgView) Seq() uint32 { return v.o.Uint32(0) }
 // Text returns field Text (text, slot bytes [4, 12)). The result aliases the message.
 func (v MsgView) Text() string { return v.o.Text(4) }
 
-// TextBytes returns field Text as bytes (nil when empty). The result aliases the message.
+// TextBytes returns field Text as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v MsgView) TextBytes() []byte { return v.o.Bytes(4) }
 
 // RPC method ordinals of interface Feed (1-based, declaration order).

@@ -402,7 +402,10 @@ func (it *ShapeTagsIter) Value() uint32 { return it.it.Uint32() }
 // Label returns field Label (text, slot bytes [14, 22)). The result aliases the message.
 func (v ShapeView) Label() string { return v.o.Text(14) }
 
-// LabelBytes returns field Label as bytes (nil when empty). The result aliases the message.
+// LabelBytes returns field Label as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v ShapeView) LabelBytes() []byte { return v.o.Bytes(14) }
 
 // RPC method ordinals of interface Geometry (1-based, declaration order).

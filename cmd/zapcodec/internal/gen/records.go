@@ -493,10 +493,16 @@ func (g *generator) view(s *schema.Struct) {
 			g.p("// %s returns field %s (text, slot %s). The result aliases the message.", n, f.Name, at)
 			fdoc()
 			g.p("func (v %s) %s() string { return v.o.Text(%d) }\n", v, n, off)
-			g.p("// %sBytes returns field %s as bytes (nil when empty). The result aliases the message.", n, f.Name)
+			g.p("// %sBytes returns field %s as bytes. The result aliases the message.", n, f.Name)
+			g.p("// It is nil when the field is null (AppendZAP writes an empty value so)")
+			g.p("// or its value does not lie inside the message, and empty but not nil")
+			g.p("// for an empty value at an offset (which other writers may leave).")
 			g.p("func (v %s) %sBytes() []byte { return v.o.Bytes(%d) }\n", v, n, off)
 		case schema.KindBytes:
-			g.p("// %s returns field %s (bytes, slot %s), nil when empty. The result aliases the message.", n, f.Name, at)
+			g.p("// %s returns field %s (bytes, slot %s). The result aliases the message.", n, f.Name, at)
+			g.p("// It is nil when the field is null (AppendZAP writes an empty value so)")
+			g.p("// or its value does not lie inside the message, and empty but not nil")
+			g.p("// for an empty value at an offset (which other writers may leave).")
 			fdoc()
 			g.p("func (v %s) %s() []byte { return v.o.Bytes(%d) }\n", v, n, off)
 		case schema.KindBytesFixed:

@@ -250,7 +250,10 @@ func (v LeafView) A() uint32 { return v.o.Uint32(0) }
 // Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
 func (v LeafView) Name() string { return v.o.Text(4) }
 
-// NameBytes returns field Name as bytes (nil when empty). The result aliases the message.
+// NameBytes returns field Name as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v LeafView) NameBytes() []byte { return v.o.Bytes(4) }
 
 // B returns field B (u64, bytes [12, 20)).
@@ -259,7 +262,10 @@ func (v LeafView) B() uint64 { return v.o.Uint64(12) }
 // Note returns field Note (text, slot bytes [20, 28)). The result aliases the message.
 func (v LeafView) Note() string { return v.o.Text(20) }
 
-// NoteBytes returns field Note as bytes (nil when empty). The result aliases the message.
+// NoteBytes returns field Note as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v LeafView) NoteBytes() []byte { return v.o.Bytes(20) }
 
 // Tags returns a view of list field Tags (list<u16>, slot bytes [28, 36)).
@@ -720,7 +726,10 @@ func (v RecView) ID() uint64 { return v.o.Uint64(0) }
 // Label returns field Label (text, slot bytes [8, 16)). The result aliases the message.
 func (v RecView) Label() string { return v.o.Text(8) }
 
-// LabelBytes returns field Label as bytes (nil when empty). The result aliases the message.
+// LabelBytes returns field Label as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v RecView) LabelBytes() []byte { return v.o.Bytes(8) }
 
 // Child returns a view of nested field Child (slot bytes [16, 20)); it is null when the slot is.
@@ -909,7 +918,10 @@ func (v RecView) More() uint32 { return v.o.Uint32(48) }
 // Note returns field Note (text, slot bytes [52, 60)). The result aliases the message.
 func (v RecView) Note() string { return v.o.Text(52) }
 
-// NoteBytes returns field Note as bytes (nil when empty). The result aliases the message.
+// NoteBytes returns field Note as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v RecView) NoteBytes() []byte { return v.o.Bytes(52) }
 
 // Extra returns a view of list field Extra (list<Leaf>, slot bytes [60, 68)).

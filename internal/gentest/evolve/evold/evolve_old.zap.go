@@ -169,7 +169,10 @@ func (v LeafView) A() uint32 { return v.o.Uint32(0) }
 // Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
 func (v LeafView) Name() string { return v.o.Text(4) }
 
-// NameBytes returns field Name as bytes (nil when empty). The result aliases the message.
+// NameBytes returns field Name as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v LeafView) NameBytes() []byte { return v.o.Bytes(4) }
 
 // Rec is the record of schema struct Rec (48-byte fixed section).
@@ -519,7 +522,10 @@ func (v RecView) ID() uint64 { return v.o.Uint64(0) }
 // Label returns field Label (text, slot bytes [8, 16)). The result aliases the message.
 func (v RecView) Label() string { return v.o.Text(8) }
 
-// LabelBytes returns field Label as bytes (nil when empty). The result aliases the message.
+// LabelBytes returns field Label as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
 func (v RecView) LabelBytes() []byte { return v.o.Bytes(8) }
 
 // Child returns a view of nested field Child (slot bytes [16, 20)); it is null when the slot is.
