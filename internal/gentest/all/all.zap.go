@@ -749,7 +749,9 @@ type KitchenBytesList struct{ l codec.List }
 // Len returns the element count.
 func (l KitchenBytesList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l KitchenBytesList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -791,7 +793,9 @@ type KitchenWordsList struct{ l codec.List }
 // Len returns the element count.
 func (l KitchenWordsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l KitchenWordsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -833,7 +837,9 @@ type KitchenLongsList struct{ l codec.List }
 // Len returns the element count.
 func (l KitchenLongsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l KitchenLongsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -875,7 +881,9 @@ type KitchenPointsList struct{ l codec.List }
 // Len returns the element count.
 func (l KitchenPointsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l KitchenPointsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1344,7 +1352,9 @@ type SparseNamedList struct{ l codec.List }
 // Len returns the element count.
 func (l SparseNamedList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l SparseNamedList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1400,7 +1410,9 @@ type SparseRawList struct{ l codec.List }
 // Len returns the element count.
 func (l SparseRawList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l SparseRawList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1441,7 +1453,9 @@ type SparseFloatsList struct{ l codec.List }
 // Len returns the element count.
 func (l SparseFloatsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l SparseFloatsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2444,7 +2458,9 @@ type DeepBoolsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepBoolsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepBoolsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2486,7 +2502,9 @@ type DeepTinyList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepTinyList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepTinyList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2528,7 +2546,9 @@ type DeepShortsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepShortsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepShortsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2570,7 +2590,9 @@ type DeepRealsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepRealsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepRealsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2612,7 +2634,9 @@ type DeepQuadsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepQuadsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepQuadsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2663,7 +2687,9 @@ type DeepKeysList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepKeysList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepKeysList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2714,7 +2740,9 @@ type DeepBlobsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepBlobsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepBlobsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2755,7 +2783,9 @@ type DeepGridList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepGridList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepGridList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2799,7 +2829,8 @@ type DeepGridElemList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepGridElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l DeepGridElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2841,7 +2872,9 @@ type DeepRunsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepRunsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepRunsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2885,7 +2918,8 @@ type DeepRunsElemList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepRunsElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l DeepRunsElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2927,7 +2961,9 @@ type DeepPathsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepPathsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepPathsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -2971,7 +3007,8 @@ type DeepPathsElemList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepPathsElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l DeepPathsElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -3012,7 +3049,9 @@ type DeepWordsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepWordsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepWordsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -3056,7 +3095,8 @@ type DeepWordsElemList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepWordsElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l DeepWordsElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -3100,7 +3140,8 @@ type DeepWordsElemElemList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepWordsElemElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l DeepWordsElemElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -3156,7 +3197,9 @@ type DeepPairsList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepPairsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepPairsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -3197,7 +3240,9 @@ type DeepTreesList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepTreesList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l DeepTreesList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -3241,7 +3286,8 @@ type DeepTreesElemList struct{ l codec.List }
 // Len returns the element count.
 func (l DeepTreesElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l DeepTreesElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -3458,7 +3504,9 @@ type EmptiesEsList struct{ l codec.List }
 // Len returns the element count.
 func (l EmptiesEsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l EmptiesEsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -4003,7 +4051,9 @@ type BlocksItemsList struct{ l codec.List }
 // Len returns the element count.
 func (l BlocksItemsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l BlocksItemsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.

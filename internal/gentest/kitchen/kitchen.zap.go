@@ -473,7 +473,9 @@ type EverythingItemsList struct{ l codec.List }
 // Len returns the element count.
 func (l EverythingItemsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l EverythingItemsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.

@@ -877,7 +877,9 @@ type ListsU8sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsU8sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsU8sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -919,7 +921,9 @@ type ListsU16sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsU16sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsU16sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -961,7 +965,9 @@ type ListsU32sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsU32sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsU32sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1003,7 +1009,9 @@ type ListsU64sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsU64sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsU64sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1045,7 +1053,9 @@ type ListsI16sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsI16sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsI16sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1087,7 +1097,9 @@ type ListsI32sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsI32sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsI32sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1129,7 +1141,9 @@ type ListsI64sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsI64sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsI64sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1171,7 +1185,9 @@ type ListsF32sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsF32sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsF32sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1213,7 +1229,9 @@ type ListsF64sList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsF64sList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsF64sList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1255,7 +1273,9 @@ type ListsBoolsList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsBoolsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsBoolsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1297,7 +1317,9 @@ type ListsTextsList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsTextsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsTextsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1353,7 +1375,9 @@ type ListsBlobsList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsBlobsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsBlobsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1394,7 +1418,9 @@ type ListsQuadsList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsQuadsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsQuadsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -1445,7 +1471,9 @@ type ListsItemsList struct{ l codec.List }
 // Len returns the element count.
 func (l ListsItemsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l ListsItemsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.

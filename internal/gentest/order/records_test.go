@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/internal/gentest/check"
 )
 
@@ -74,4 +75,31 @@ func readGenerated(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestEmptyListAtAnOffset: a list slot of count 0 that points inside the
+// message is an empty list that is not null, as the list view's IsNull
+// doc says; AppendZAP's empty list, a null slot, is null. The doc used to
+// say that every empty list is null.
+func TestEmptyListAtAnOffset(t *testing.T) {
+	msg := (&Order{ID: 1}).AppendZAP(nil)
+	v, err := ReadOrder(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Items().IsNull() || v.Items().Len() != 0 {
+		t.Fatal("AppendZAP's empty list is not null")
+	}
+	root := int(binary.LittleEndian.Uint32(msg[8:]))
+	binary.LittleEndian.PutUint32(msg[root+20:], uint32(codec.HeaderSize-1-(root+20))) // inside the header: null
+	if !v.Items().IsNull() {
+		t.Fatal("a list starting inside the header is not null")
+	}
+	binary.LittleEndian.PutUint32(msg[root+20:], 4) // inside the message, count 0
+	if l := v.Items(); l.IsNull() || l.Len() != 0 {
+		t.Fatalf("IsNull() = %v, Len() = %d, want an empty list that is not null", l.IsNull(), l.Len())
+	}
+	if src := readGenerated(t); !strings.Contains(src, "// IsNull reports whether the list is null: its slot is null, as writers\n// write an empty list, or it does not lie inside the message. (An empty\n// list whose slot points inside the message is not null.)") {
+		t.Fatal("order.zap.go: the list view's IsNull doc says every empty list is null")
+	}
 }

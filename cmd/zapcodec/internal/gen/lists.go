@@ -281,14 +281,23 @@ func listTypeNames(t, n string, typ *schema.Type) (lists, iters []string) {
 
 // listView writes the view and iterator types of one list level: lt and it
 // name them; e is the element type; below names the next level's view
-// type when e is a list. what is "field S.F" or "the elements of ...".
-func (g *generator) listView(lt, it string, e *schema.Type, below, what string) {
+// type when e is a list. what is "list field S.F" or "an element of ...";
+// top tells the field's own list (read from a slot) from a nested one (an
+// element's bytes).
+func (g *generator) listView(lt, it string, e *schema.Type, below, what string, top bool) {
 	g.p("// %s is a view of %s (a list of %s). It aliases the message and is", lt, what, e)
 	g.p("// valid only while its bytes are unchanged; the zero value is empty.")
 	g.p("type %s struct{ l codec.List }\n", lt)
 	g.p("// Len returns the element count.")
 	g.p("func (l %s) Len() int { return l.l.Len() }\n", lt)
-	g.p("// IsNull reports whether the list is null: empty, or outside the message.")
+	if top {
+		g.p("// IsNull reports whether the list is null: its slot is null, as writers")
+		g.p("// write an empty list, or it does not lie inside the message. (An empty")
+		g.p("// list whose slot points inside the message is not null.)")
+	} else {
+		g.p("// IsNull reports whether the list is null: its element holds no bytes,")
+		g.p("// as writers write an empty list, or is outside the message.")
+	}
 	g.p("func (l %s) IsNull() bool { return l.l.IsNull() }\n", lt)
 	g.p("// Iter returns an iterator over the elements, front to back.")
 	g.p("func (l %s) Iter() %s { return %s{l.l.Iter()} }\n", lt, it, it)

@@ -600,7 +600,7 @@ func (g *generator) fieldListViews(t string, s *schema.Struct, f *schema.Field) 
 		if lvl+1 < len(lists) {
 			below = lists[lvl+1]
 		}
-		g.listView(lists[lvl], iters[lvl], e, below, what)
+		g.listView(lists[lvl], iters[lvl], e, below, what, lvl == 0)
 		what = "an element of " + what
 		e = e.Elem
 	}

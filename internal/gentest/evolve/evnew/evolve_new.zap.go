@@ -278,7 +278,9 @@ type LeafTagsList struct{ l codec.List }
 // Len returns the element count.
 func (l LeafTagsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l LeafTagsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -745,7 +747,9 @@ type RecItemsList struct{ l codec.List }
 // Len returns the element count.
 func (l RecItemsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l RecItemsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -786,7 +790,9 @@ type RecNumsList struct{ l codec.List }
 // Len returns the element count.
 func (l RecNumsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l RecNumsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -828,7 +834,9 @@ type RecGridList struct{ l codec.List }
 // Len returns the element count.
 func (l RecGridList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l RecGridList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -872,7 +880,8 @@ type RecGridElemList struct{ l codec.List }
 // Len returns the element count.
 func (l RecGridElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l RecGridElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -934,7 +943,9 @@ type RecExtraList struct{ l codec.List }
 // Len returns the element count.
 func (l RecExtraList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l RecExtraList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.

@@ -541,7 +541,9 @@ type RecItemsList struct{ l codec.List }
 // Len returns the element count.
 func (l RecItemsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l RecItemsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -582,7 +584,9 @@ type RecNumsList struct{ l codec.List }
 // Len returns the element count.
 func (l RecNumsList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l RecNumsList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -624,7 +628,9 @@ type RecGridList struct{ l codec.List }
 // Len returns the element count.
 func (l RecGridList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its slot is null, as writers
+// write an empty list, or it does not lie inside the message. (An empty
+// list whose slot points inside the message is not null.)
 func (l RecGridList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
@@ -668,7 +674,8 @@ type RecGridElemList struct{ l codec.List }
 // Len returns the element count.
 func (l RecGridElemList) Len() int { return l.l.Len() }
 
-// IsNull reports whether the list is null: empty, or outside the message.
+// IsNull reports whether the list is null: its element holds no bytes,
+// as writers write an empty list, or is outside the message.
 func (l RecGridElemList) IsNull() bool { return l.l.IsNull() }
 
 // Iter returns an iterator over the elements, front to back.
