@@ -100,6 +100,24 @@
 // to 8, and leaves the slot {0, 0}. DecodeZAP refuses a scalar or
 // bytes_fixed element of another size; views read it as zero.
 //
+// # Schema evolution
+//
+// An object carries no size: a reader finds each field at its offset and
+// never looks past the fields it knows. So a record generated from a
+// schema reads what it knows of a message written from a newer version of
+// that schema with fields added past the end of its structs' fixed
+// sections (appended in the whitespace form, at offsets past the last
+// field's end in the brace form), at any depth (the root, a nested struct,
+// list elements, the elements of lists of lists), and ignores the rest:
+// DecodeZAP, the view and its list views alike (internal/gentest/evolve).
+// The reverse does not hold: a record generated from the newer schema
+// reads an older message's added fields from whatever the writer put after
+// the older, smaller object (its nested objects, lists or tails), and
+// DecodeZAP may fail on them; only an object that ends its message reads
+// them as zero. Its view reads the older fields right. Removing,
+// reordering or retyping a field, or adding one inside the old fixed
+// section, moves or reuses offsets and breaks both ways.
+//
 // # RPC stubs (per interface I, method M with ordinal n)
 //
 //	const IMOrdinal uint32 = n
