@@ -64,8 +64,30 @@ func FuzzGenerate(f *testing.F) {
 // typeCheck's calls.
 var sources = sync.OnceValues(func() (*token.FileSet, types.Importer) {
 	fset := token.NewFileSet()
-	return fset, importer.ForCompiler(fset, "source", nil)
+	return fset, &cachedImporter{imp: importer.ForCompiler(fset, "source", nil), pkgs: map[string]*types.Package{}}
 })
+
+// cachedImporter remembers the packages it imported by path: the source
+// importer keeps them too but looks for each package's files on disk
+// again at every import, which took most of a type check's time.
+type cachedImporter struct {
+	mu   sync.Mutex
+	imp  types.Importer
+	pkgs map[string]*types.Package
+}
+
+func (c *cachedImporter) Import(path string) (*types.Package, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.pkgs[path]; ok {
+		return p, nil
+	}
+	p, err := c.imp.Import(path)
+	if err == nil {
+		c.pkgs[path] = p
+	}
+	return p, err
+}
 
 // typeCheck type-checks the generated files as one package.
 func typeCheck(files []File) error {
