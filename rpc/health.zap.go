@@ -86,8 +86,9 @@ func (m *HealthCheckRequest) UnmarshalBinary(b []byte) error { return m.DecodeZA
 type HealthCheckRequestView struct{ o codec.Object }
 
 // ReadHealthCheckRequest checks the message header at the start of b and returns a
-// view of its root HealthCheckRequest. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root HealthCheckRequest. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadHealthCheckRequest(b []byte) (HealthCheckRequestView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return HealthCheckRequestView{o}, nil
@@ -180,8 +181,9 @@ func (m *HealthCheckResponse) UnmarshalBinary(b []byte) error { return m.DecodeZ
 type HealthCheckResponseView struct{ o codec.Object }
 
 // ReadHealthCheckResponse checks the message header at the start of b and returns a
-// view of its root HealthCheckResponse. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root HealthCheckResponse. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadHealthCheckResponse(b []byte) (HealthCheckResponseView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return HealthCheckResponseView{o}, nil

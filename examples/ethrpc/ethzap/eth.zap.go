@@ -104,8 +104,9 @@ func (m *GetBalanceRequest) UnmarshalBinary(b []byte) error { return m.DecodeZAP
 type GetBalanceRequestView struct{ o codec.Object }
 
 // ReadGetBalanceRequest checks the message header at the start of b and returns a
-// view of its root GetBalanceRequest. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root GetBalanceRequest. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadGetBalanceRequest(b []byte) (GetBalanceRequestView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return GetBalanceRequestView{o}, nil
@@ -227,8 +228,9 @@ func (m *GetBalanceResponse) UnmarshalBinary(b []byte) error { return m.DecodeZA
 type GetBalanceResponseView struct{ o codec.Object }
 
 // ReadGetBalanceResponse checks the message header at the start of b and returns a
-// view of its root GetBalanceResponse. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root GetBalanceResponse. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadGetBalanceResponse(b []byte) (GetBalanceResponseView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return GetBalanceResponseView{o}, nil
@@ -352,8 +354,9 @@ func (m *LogFilter) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type LogFilterView struct{ o codec.Object }
 
 // ReadLogFilter checks the message header at the start of b and returns a
-// view of its root LogFilter. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root LogFilter. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadLogFilter(b []byte) (LogFilterView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return LogFilterView{o}, nil
@@ -530,8 +533,9 @@ func (m *Log) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type LogView struct{ o codec.Object }
 
 // ReadLog checks the message header at the start of b and returns a
-// view of its root Log. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Log. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadLog(b []byte) (LogView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return LogView{o}, nil
@@ -757,8 +761,9 @@ func (m *Logs) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type LogsView struct{ o codec.Object }
 
 // ReadLogs checks the message header at the start of b and returns a
-// view of its root Logs. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Logs. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadLogs(b []byte) (LogsView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return LogsView{o}, nil

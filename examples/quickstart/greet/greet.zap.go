@@ -87,8 +87,9 @@ func (m *HelloRequest) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type HelloRequestView struct{ o codec.Object }
 
 // ReadHelloRequest checks the message header at the start of b and returns a
-// view of its root HelloRequest. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root HelloRequest. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadHelloRequest(b []byte) (HelloRequestView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return HelloRequestView{o}, nil
@@ -186,8 +187,9 @@ func (m *HelloReply) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type HelloReplyView struct{ o codec.Object }
 
 // ReadHelloReply checks the message header at the start of b and returns a
-// view of its root HelloReply. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root HelloReply. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadHelloReply(b []byte) (HelloReplyView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return HelloReplyView{o}, nil

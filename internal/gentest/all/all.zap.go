@@ -130,8 +130,9 @@ func (m *Scalars) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type ScalarsView struct{ o codec.Object }
 
 // ReadScalars checks the message header at the start of b and returns a
-// view of its root Scalars. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Scalars. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadScalars(b []byte) (ScalarsView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return ScalarsView{o}, nil
@@ -303,8 +304,9 @@ func (m *Point) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type PointView struct{ o codec.Object }
 
 // ReadPoint checks the message header at the start of b and returns a
-// view of its root Point. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Point. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadPoint(b []byte) (PointView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return PointView{o}, nil
@@ -690,8 +692,9 @@ func (m *Kitchen) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type KitchenView struct{ o codec.Object }
 
 // ReadKitchen checks the message header at the start of b and returns a
-// view of its root Kitchen. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Kitchen. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadKitchen(b []byte) (KitchenView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return KitchenView{o}, nil
@@ -1045,8 +1048,9 @@ func (m *Pair) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type PairView struct{ o codec.Object }
 
 // ReadPair checks the message header at the start of b and returns a
-// view of its root Pair. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Pair. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadPair(b []byte) (PairView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return PairView{o}, nil
@@ -1317,8 +1321,9 @@ func (m *Sparse) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type SparseView struct{ o codec.Object }
 
 // ReadSparse checks the message header at the start of b and returns a
-// view of its root Sparse. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Sparse. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadSparse(b []byte) (SparseView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return SparseView{o}, nil
@@ -1572,8 +1577,9 @@ func (m *Empty) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type EmptyView struct{ o codec.Object }
 
 // ReadEmpty checks the message header at the start of b and returns a
-// view of its root Empty. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Empty. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadEmpty(b []byte) (EmptyView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return EmptyView{o}, nil
@@ -2432,8 +2438,9 @@ func (m *Deep) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type DeepView struct{ o codec.Object }
 
 // ReadDeep checks the message header at the start of b and returns a
-// view of its root Deep. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Deep. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadDeep(b []byte) (DeepView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return DeepView{o}, nil
@@ -3478,8 +3485,9 @@ func (m *Empties) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type EmptiesView struct{ o codec.Object }
 
 // ReadEmpties checks the message header at the start of b and returns a
-// view of its root Empties. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Empties. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadEmpties(b []byte) (EmptiesView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return EmptiesView{o}, nil
@@ -3707,8 +3715,9 @@ func (m *Node) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type NodeView struct{ o codec.Object }
 
 // ReadNode checks the message header at the start of b and returns a
-// view of its root Node. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Node. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadNode(b []byte) (NodeView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return NodeView{o}, nil
@@ -3844,8 +3853,9 @@ func (m *Block) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type BlockView struct{ o codec.Object }
 
 // ReadBlock checks the message header at the start of b and returns a
-// view of its root Block. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Block. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadBlock(b []byte) (BlockView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return BlockView{o}, nil
@@ -4025,8 +4035,9 @@ func (m *Blocks) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type BlocksView struct{ o codec.Object }
 
 // ReadBlocks checks the message header at the start of b and returns a
-// view of its root Blocks. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Blocks. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadBlocks(b []byte) (BlocksView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return BlocksView{o}, nil

@@ -133,8 +133,9 @@ func (m *Item) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type ItemView struct{ o codec.Object }
 
 // ReadItem checks the message header at the start of b and returns a
-// view of its root Item. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Item. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadItem(b []byte) (ItemView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return ItemView{o}, nil
@@ -390,8 +391,9 @@ func (m *Everything) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type EverythingView struct{ o codec.Object }
 
 // ReadEverything checks the message header at the start of b and returns a
-// view of its root Everything. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Everything. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadEverything(b []byte) (EverythingView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return EverythingView{o}, nil

@@ -133,8 +133,9 @@ func (m *Item) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type ItemView struct{ o codec.Object }
 
 // ReadItem checks the message header at the start of b and returns a
-// view of its root Item. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Item. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadItem(b []byte) (ItemView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return ItemView{o}, nil
@@ -839,8 +840,9 @@ func (m *Lists) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type ListsView struct{ o codec.Object }
 
 // ReadLists checks the message header at the start of b and returns a
-// view of its root Lists. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Lists. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadLists(b []byte) (ListsView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return ListsView{o}, nil

@@ -141,8 +141,9 @@ func (m *Item) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type ItemView struct{ o codec.Object }
 
 // ReadItem checks the message header at the start of b and returns a
-// view of its root Item. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Item. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadItem(b []byte) (ItemView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return ItemView{o}, nil
@@ -294,8 +295,9 @@ func (m *Address) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type AddressView struct{ o codec.Object }
 
 // ReadAddress checks the message header at the start of b and returns a
-// view of its root Address. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Address. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadAddress(b []byte) (AddressView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return AddressView{o}, nil
@@ -523,8 +525,9 @@ func (m *Order) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type OrderView struct{ o codec.Object }
 
 // ReadOrder checks the message header at the start of b and returns a
-// view of its root Order. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Order. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadOrder(b []byte) (OrderView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return OrderView{o}, nil

@@ -93,8 +93,9 @@ func (m *Filter) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type FilterView struct{ o codec.Object }
 
 // ReadFilter checks the message header at the start of b and returns a
-// view of its root Filter. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Filter. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadFilter(b []byte) (FilterView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return FilterView{o}, nil
@@ -196,8 +197,9 @@ func (m *Log) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type LogView struct{ o codec.Object }
 
 // ReadLog checks the message header at the start of b and returns a
-// view of its root Log. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Log. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadLog(b []byte) (LogView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return LogView{o}, nil
@@ -300,8 +302,9 @@ func (m *Chunk) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type ChunkView struct{ o codec.Object }
 
 // ReadChunk checks the message header at the start of b and returns a
-// view of its root Chunk. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Chunk. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadChunk(b []byte) (ChunkView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return ChunkView{o}, nil
@@ -398,8 +401,9 @@ func (m *Summary) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type SummaryView struct{ o codec.Object }
 
 // ReadSummary checks the message header at the start of b and returns a
-// view of its root Summary. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Summary. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadSummary(b []byte) (SummaryView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return SummaryView{o}, nil
@@ -496,8 +500,9 @@ func (m *Msg) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type MsgView struct{ o codec.Object }
 
 // ReadMsg checks the message header at the start of b and returns a
-// view of its root Msg. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Msg. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadMsg(b []byte) (MsgView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return MsgView{o}, nil

@@ -127,8 +127,9 @@ func (m *Point) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type PointView struct{ o codec.Object }
 
 // ReadPoint checks the message header at the start of b and returns a
-// view of its root Point. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Point. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadPoint(b []byte) (PointView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return PointView{o}, nil
@@ -335,8 +336,9 @@ func (m *Shape) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type ShapeView struct{ o codec.Object }
 
 // ReadShape checks the message header at the start of b and returns a
-// view of its root Shape. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Shape. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadShape(b []byte) (ShapeView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return ShapeView{o}, nil

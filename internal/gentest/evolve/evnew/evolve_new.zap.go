@@ -228,8 +228,9 @@ func (m *Leaf) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type LeafView struct{ o codec.Object }
 
 // ReadLeaf checks the message header at the start of b and returns a
-// view of its root Leaf. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Leaf. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadLeaf(b []byte) (LeafView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return LeafView{o}, nil
@@ -706,8 +707,9 @@ func (m *Rec) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
 type RecView struct{ o codec.Object }
 
 // ReadRec checks the message header at the start of b and returns a
-// view of its root Rec. It does not copy b and does not allocate.
-// Errors: codec.ErrTooSmall, codec.ErrMagic, codec.ErrVersion.
+// view of its root Rec. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
 func ReadRec(b []byte) (RecView, error) {
 	if o, ok := codec.RootOf(b); ok {
 		return RecView{o}, nil
