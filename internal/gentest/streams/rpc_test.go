@@ -317,3 +317,39 @@ func TestStreamInvalidAnswer(t *testing.T) {
 		})
 	}
 }
+
+// CloseAndRecv takes the server's first message as the result and drops
+// the rest up to the stream's end, whose error it returns, as its doc
+// says.
+func TestCloseAndRecvDropsMore(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rpc.NewServer()
+	srv.HandleStream(FeedUploadOrdinal, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		for i := range 3 {
+			if err := st.Send((&Summary{Chunks: uint32(i + 1)}).AppendZAP(nil)); err != nil {
+				return err
+			}
+		}
+		return rpc.Errorf(418, "after the result")
+	})
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	up, err := NewFeedClient(c).Upload(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum Summary
+	err = up.CloseAndRecv(&sum)
+	var se *rpc.StatusError
+	if !errors.As(err, &se) || se.Code != 418 || sum.Chunks != 1 {
+		t.Fatalf("CloseAndRecv: %v, result %+v; want status 418 and the first message", err, sum)
+	}
+}

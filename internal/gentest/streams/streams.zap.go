@@ -833,7 +833,11 @@ func (x *FeedUploadClientStream) CloseSend() error { return x.s.CloseSend() }
 
 // CloseAndRecv ends the client's direction of the stream and waits for
 // the server's result, which it decodes into resp (reusing resp's
-// memory). A server that ends without a result gives io.ErrUnexpectedEOF.
+// memory), then reads to the stream's end, dropping any further
+// message: nil at a clean end, else the end's error. A server that
+// ends without a result gives io.ErrUnexpectedEOF; a result that is not
+// a valid Summary, DecodeZAP's error (a *codec.FieldError), without waiting
+// for the end.
 func (x *FeedUploadClientStream) CloseAndRecv(resp *Summary) error {
 	if err := x.s.CloseSend(); err != nil {
 		return err
@@ -1034,7 +1038,8 @@ func (x *FeedSinkClientStream) Send(m *Chunk) error {
 func (x *FeedSinkClientStream) CloseSend() error { return x.s.CloseSend() }
 
 // CloseAndRecv ends the client's direction of the stream and waits for
-// the server's end.
+// the server's end, dropping any message the server sends: nil at a
+// clean end, else the end's error.
 func (x *FeedSinkClientStream) CloseAndRecv() error {
 	if err := x.s.CloseSend(); err != nil {
 		return err

@@ -373,11 +373,12 @@ func TestUncommentableFileName(t *testing.T) {
 // The doc of a client method with a result names every error it returns:
 // beside the *rpc.StatusError of a non-200 answer and the Caller's own,
 // DecodeZAP's for an answer that is not a valid result (the call ran: it
-// is not a transport error to retry). The plain call and the pipelined one.
+// is not a transport error to retry). The plain call, the pipelined one
+// and the result of a client stream.
 func TestClientDocNamesDecodeError(t *testing.T) {
-	src := "package p\nstruct R { A u32 }\ninterface S { get() returns (r: R); put(r: R) returns (r: R) }\n"
+	src := "package p\nstruct R { A u32 }\ninterface S { get() returns (r: R); put(r: R) returns (r: R); up(stream R) returns (r: R) }\n"
 	code := generatedCode(t, src)
-	for _, fn := range []string{"func (c *SClient) Get(", "func (c *SClient) PutOn("} {
+	for _, fn := range []string{"func (c *SClient) Get(", "func (c *SClient) PutOn(", "func (x *SUpClientStream) CloseAndRecv("} {
 		i := strings.Index(code, fn)
 		if i < 0 {
 			t.Fatalf("no %s in:\n%s", fn, code)

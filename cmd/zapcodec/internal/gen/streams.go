@@ -208,10 +208,15 @@ func (g *generator) streamType(it *schema.Interface, m *schema.Method, server bo
 			if m.Resp != nil {
 				r := GoName(m.Resp.Name)
 				g.p("// the server's result, which it decodes into resp (reusing resp's")
-				g.p("// memory). A server that ends without a result gives io.ErrUnexpectedEOF.")
+				g.p("// memory), then reads to the stream's end, dropping any further")
+				g.p("// message: nil at a clean end, else the end's error. A server that")
+				g.p("// ends without a result gives io.ErrUnexpectedEOF; a result that is not")
+				g.p("// a valid %s, DecodeZAP's error (a *codec.FieldError), without waiting", r)
+				g.p("// for the end.")
 				g.p("func (x *%s) CloseAndRecv(resp *%s) error {", t, r)
 			} else {
-				g.p("// the server's end.")
+				g.p("// the server's end, dropping any message the server sends: nil at a")
+				g.p("// clean end, else the end's error.")
 				g.p("func (x *%s) CloseAndRecv() error {", t)
 			}
 			g.p("if err := x.s.CloseSend(); err != nil {")
