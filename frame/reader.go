@@ -153,6 +153,23 @@ func (fr *Reader) Ready() bool {
 	return fr.ready()
 }
 
+// PeekKind returns the kind byte of the next frame when that frame is
+// buffered whole (Next would return it without reading), in the
+// canonical framing; ok is false otherwise (nothing or part of a frame
+// buffered, a length Next would refuse, the Reader broken, or the HTTP
+// framing). It reads nothing and leaves the payload of the last Next
+// valid. A read loop that answers a run of small frames (pings, say)
+// uses it to queue the answers of the frames already buffered and write
+// them once, not once each.
+func (fr *Reader) PeekKind() (kind byte, ok bool) {
+	if avail := fr.w - fr.r; avail >= 5 && fr.err == nil && !fr.http {
+		if t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w])); t-1 < fr.max && t > 0 && avail >= t+4 {
+			return fr.buf[fr.r+4], true
+		}
+	}
+	return 0, false
+}
+
 // ready is Ready for every case.
 func (fr *Reader) ready() bool {
 	if fr.err != nil {

@@ -838,28 +838,12 @@ func (c *Client) readLoop() {
 				return
 			}
 		case wire.KindPing:
-			if len(p) > maxPingPayload {
-				c.fail(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
-				return
-			}
-			// Through begin: a peer that sends pings without reading
-			// the pongs meets the queue bound (the read loop waits).
-			if !c.reply(append(c.out.begin(wire.KindPong), p...)) {
+			if !c.replies(kind, p) {
 				return
 			}
 		case wire.KindRequest:
 			// The connection is symmetric, but a Client serves nothing.
-			req, err := wire.ParseRequest(p)
-			status := uint32(StatusNotFound)
-			if err != nil {
-				var ee *wire.EnvelopeError
-				if !errors.As(err, &ee) || !ee.HasPromise {
-					c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
-					return
-				}
-				req.PromiseID, status = ee.PromiseID, StatusBadRequest
-			}
-			if !c.reply(wire.AppendResponseHeader(c.out.begin(wire.KindResponse), status, req.PromiseID, 0)) {
+			if !c.replies(kind, p) {
 				return
 			}
 		case wire.KindStreamMsg:
@@ -879,12 +863,57 @@ func (c *Client) readLoop() {
 	}
 }
 
-// reply ends a frame the read loop began with c.out.begin (a pong, or
-// the answer to a request a client does not serve) and writes it; a write
-// error closes the client, and reply reports false.
-func (c *Client) reply(buf []byte) bool {
-	err := c.out.endFlush(buf)
-	if err != nil {
+// replies answers a ping (kind, payload p) with a pong, or a request
+// with 404 (a client serves nothing; 400 for a malformed one that names
+// its promise id), and so the pings and requests buffered right behind
+// it, then writes the answers at once: a peer's flood of pings costs a
+// write per read, not one per ping. The answers go through begin: a peer
+// that does not read them meets the queue bound (the read loop waits).
+// It reports false when it closed the client (a protocol error, a write
+// that failed).
+func (c *Client) replies(kind byte, p []byte) bool {
+	lead := false
+	for {
+		var buf []byte
+		if kind == wire.KindPing {
+			if len(p) > maxPingPayload {
+				c.fail(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
+				return false
+			}
+			buf = append(c.out.begin(wire.KindPong), p...)
+		} else {
+			req, err := wire.ParseRequest(p)
+			status := uint32(StatusNotFound)
+			if err != nil {
+				var ee *wire.EnvelopeError
+				if !errors.As(err, &ee) || !ee.HasPromise {
+					c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
+					return false
+				}
+				req.PromiseID, status = ee.PromiseID, StatusBadRequest
+			}
+			buf = wire.AppendResponseHeader(c.out.begin(wire.KindResponse), status, req.PromiseID, 0)
+		}
+		l, err := c.out.end(buf)
+		if err != nil {
+			c.fail(err)
+			return false
+		}
+		lead = lead || l
+		// The next frame, if it is buffered whole and one to answer too,
+		// joins this write. (While the read loop holds the flusher's
+		// role, callers' requests wait for this write: it comes once the
+		// frames read are answered, without a wait for the socket.)
+		if k, ok := c.r.PeekKind(); !ok || k != wire.KindPing && k != wire.KindRequest {
+			break
+		}
+		if kind, p, err = c.r.Next(); err != nil {
+			// Not expected (the frame is buffered whole): as readLoop.
+			c.fail(err)
+			return false
+		}
+	}
+	if err := c.out.flushIf(lead, nil); err != nil {
 		c.fail(err)
 		return false
 	}
