@@ -334,9 +334,15 @@ func (s *schedule) take() (i uint64, due time.Time, ok bool) {
 	return i, time.Time{}, true
 }
 
-// dueAt returns when call i is due, in open loop.
+// dueAt returns when call i is due, in open loop. A call due more than
+// about 292 years after the start (beyond a time.Duration: a very low
+// rate) is due at that bound, which no run's end reaches.
 func (s *schedule) dueAt(i uint64) time.Time {
-	return s.start.Add(time.Duration(float64(i) * s.interval))
+	off := float64(i) * s.interval
+	if off >= math.MaxInt64 {
+		return s.start.Add(math.MaxInt64)
+	}
+	return s.start.Add(time.Duration(off))
 }
 
 // dueCalls returns how many calls an open-loop schedule with an end has
@@ -380,7 +386,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	sched.start = time.Now()
 	if cfg.Duration > 0 {
 		sched.end = sched.start.Add(cfg.Duration)
-		t := time.AfterFunc(cfg.Duration+cfg.Grace, cancel)
+		t := time.AfterFunc(addSat(cfg.Duration, cfg.Grace), cancel)
 		defer t.Stop()
 	}
 
@@ -490,6 +496,15 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, ErrNoConns
 	}
 	return rep, nil
+}
+
+// addSat returns a+b for non-negative a and b, or the largest Duration
+// when the sum would not fit (a duration of thousands of years).
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // abandonUnsent records, as abandoned now, the calls of an open-loop

@@ -549,3 +549,35 @@ func TestTimeoutDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeDuration: a Duration so long that the run's end plus its grace
+// overflows a time.Duration still runs (here until its count of calls).
+// The sum used to wrap to a negative time, which ended every call at the
+// start: a report of no calls and no error.
+func TestHugeDuration(t *testing.T) {
+	_, addr := startServer(t)
+	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 5*time.Second} {
+		rep := run(t, Config{Addr: addr, Conns: 1, Concurrency: 2, Duration: d, Calls: 20, Method: mEcho, Payload: []byte("x")})
+		if rep.Calls != 20 || rep.OK != 20 {
+			t.Fatalf("duration %v: calls %d ok %d errors %v, want 20 calls answered", d, rep.Calls, rep.OK, rep.Errors)
+		}
+	}
+}
+
+// TestTinyRate: at a rate so low that the due time of the later calls is
+// beyond a time.Duration after the start (here one call in about 29
+// years, 16 calls taken at once by 16 workers), those calls are not due
+// before the run's end. Their due times used to wrap to long before the
+// start: each was sent at once, with a latency of centuries, and the run
+// turned into a closed loop of such calls.
+func TestTinyRate(t *testing.T) {
+	_, addr := startServer(t)
+	rep := run(t, Config{Addr: addr, Conns: 1, Concurrency: 16, Rate: 1.1e-9, Duration: 50 * time.Millisecond,
+		Grace: 50 * time.Millisecond, Method: mEcho, Payload: []byte("x")})
+	if rep.Calls != 1 || rep.OK != 1 {
+		t.Fatalf("calls %d ok %d errors %v, want only call 0 (due at the start)", rep.Calls, rep.OK, rep.Errors)
+	}
+	if rep.Latency.Max > uint64(time.Minute) {
+		t.Fatalf("latency max %v", time.Duration(rep.Latency.Max))
+	}
+}
