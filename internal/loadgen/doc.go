@@ -15,7 +15,11 @@
 // counts as failed; by default a run bounded by a count of calls alone
 // has a bound of 20 s, so that a server that never answers cannot hold it
 // forever, and a run with a duration has none but its end and the grace
-// after it (Config.Grace, 10 s by default).
+// after it (Config.Grace, 10 s by default). The report's calls/s counts
+// the calls that ended, over the run until sending stopped or, when later,
+// until the last of them ended: the calls abandoned at the end of the
+// grace, and the wait for them, are left out (they are in the report's
+// calls, failed, and its latencies).
 //
 // Latencies go into a [Histogram] (log-linear buckets, at most 1/128
 // relative error) that allocates nothing per record; workers share at most 64

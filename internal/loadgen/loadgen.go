@@ -159,6 +159,11 @@ type worker struct {
 	// run's grace was over (valid when hasUnsent).
 	unsent    uint64
 	hasUnsent bool
+	// abandoned counts the worker's calls the run gave up at the end of
+	// its grace; lastEnd is when its last other call ended, since the
+	// run's start (0: none). They set the report's interval.
+	abandoned uint64
+	lastEnd   time.Duration
 }
 
 // New checks cfg, applies the defaults and opens the connections.
@@ -366,7 +371,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		sh.hist.Reset()
 	}
 	for _, w := range r.workers {
-		w.calls, w.failed, w.hasUnsent = 0, 0, false
+		w.calls, w.failed, w.hasUnsent, w.abandoned, w.lastEnd = 0, 0, false, 0, 0
 		clear(w.statuses)
 		clear(w.errors)
 	}
@@ -380,10 +385,14 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	// (or after ctx ended) are abandoned.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(cfg.Grace, cancel) })
+	sched.start = time.Now()
+	var stoppedAt atomic.Int64 // when ctx ended, since the start, plus 1
+	stopGrace := context.AfterFunc(ctx, func() {
+		stoppedAt.Store(int64(time.Since(sched.start)) + 1)
+		time.AfterFunc(cfg.Grace, cancel)
+	})
 	defer stopGrace()
 	var done, failed atomic.Uint64
-	sched.start = time.Now()
 	if cfg.Duration > 0 {
 		sched.end = sched.start.Add(cfg.Duration)
 		t := time.AfterFunc(addSat(cfg.Duration, cfg.Grace), cancel)
@@ -447,7 +456,17 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		// so that a stalled server does not silently lower the rate.
 		unsent = r.abandonUnsent(sched)
 	}
-	elapsed := time.Since(sched.start)
+	// The report's interval runs until sending stopped (the end of the
+	// duration, ctx's end, or the workers' return) or, when later, until
+	// the last call ended that was not abandoned: the wait for calls the
+	// grace then gave up measures no call, and is not counted.
+	measured := time.Since(sched.start)
+	if !sched.end.IsZero() {
+		measured = min(measured, cfg.Duration)
+	}
+	if at := stoppedAt.Load(); at > 0 {
+		measured = min(measured, time.Duration(at-1))
+	}
 	in1, out1 := r.bytes()
 	close(finished)
 	<-progressDone // no Progress call runs after Run returns
@@ -456,7 +475,6 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{
 		Network: cfg.Network, Addr: cfg.Addr, Method: cfg.Method,
 		Conns: cfg.Conns, Concurrency: cfg.Concurrency, TargetRate: cfg.Rate,
-		Seconds:  elapsed.Seconds(),
 		BytesIn:  in1 - in0,
 		BytesOut: out1 - out0,
 		Statuses: map[string]uint64{},
@@ -466,9 +484,12 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, sh := range r.shards {
 		h.Merge(&sh.hist)
 	}
+	abandonedCalls := unsent
 	for _, w := range r.workers {
 		rep.Calls += w.calls
 		rep.Failed += w.failed
+		abandonedCalls += w.abandoned
+		measured = max(measured, w.lastEnd)
 		for code, n := range w.statuses {
 			rep.Statuses[fmt.Sprint(code)] += n
 		}
@@ -482,7 +503,8 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Errors[abandoned] += unsent
 	}
 	rep.OK = rep.Calls - rep.Failed
-	rep.fill(h)
+	rep.Seconds = measured.Seconds()
+	rep.fill(h, rep.Calls-abandonedCalls)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
@@ -628,7 +650,8 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 		}
 		var err error
 		w.resp, err = w.client.Call(callCtx, cfg.Method, req, w.resp[:0])
-		d := time.Since(start)
+		now := time.Now()
+		d := now.Sub(start)
 		if sc != nil && sc.sent.Swap(0) == scopeTimedOut {
 			// Given up: the watch canceled the scope, or is about to.
 			sc.cancel()
@@ -644,7 +667,7 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 		w.shard.mu.Unlock()
 		w.calls++
 		done.Add(1)
-		bad := w.tally(err)
+		bad := w.tally(err, now.Sub(s.start))
 		if !bad && cfg.Check != nil {
 			if cerr := cfg.Check(req, w.resp); cerr != nil {
 				w.countError("check: " + cerr.Error())
@@ -698,18 +721,27 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // tally counts the answer's status, or the class of error of a call that got
-// no answer; it reports whether the call failed.
-func (w *worker) tally(err error) bool {
+// no answer, and notes when the call ended (since the run's start) unless
+// the run abandoned it; it reports whether the call failed.
+func (w *worker) tally(err error, ended time.Duration) bool {
 	if err == nil {
 		w.statuses[rpc.StatusOK]++
+		w.lastEnd = ended
 		return false
 	}
 	var se *rpc.StatusError
 	if errors.As(err, &se) {
 		w.statuses[se.Code]++
+		w.lastEnd = ended
 		return true
 	}
-	w.countError(errorClass(err))
+	class := errorClass(err)
+	if class == abandoned {
+		w.abandoned++
+	} else {
+		w.lastEnd = ended
+	}
+	w.countError(class)
 	return true
 }
 

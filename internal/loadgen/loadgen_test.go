@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -580,4 +581,83 @@ func TestTinyRate(t *testing.T) {
 	if rep.Latency.Max > uint64(time.Minute) {
 		t.Fatalf("latency max %v", time.Duration(rep.Latency.Max))
 	}
+}
+
+// TestSecondsExcludeGrace: the report's interval, and its calls/s, leave
+// out the wait at the end for calls the grace then gave up, and the
+// abandoned calls, which never ended, are not counted in calls/s. Both
+// used to be in: against a server that answers nothing, a run reported
+// calls/s near its rate; against one that stopped answering, the calls it
+// answered spread over the grace as well.
+func TestSecondsExcludeGrace(t *testing.T) {
+	t.Run("silent server", func(t *testing.T) {
+		addr := silentServer(t)
+		for _, rate := range []float64{0, 1000} {
+			const d = 100 * time.Millisecond
+			r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: rate,
+				Duration: d, Grace: 50 * time.Millisecond, Method: mEcho, Payload: []byte("x")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := runGuarded(t, r)
+			r.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Calls == 0 || rep.OK != 0 || rep.Errors[abandoned] != rep.Calls {
+				t.Fatalf("rate %v: calls %d ok %d errors %v, want every call abandoned", rate, rep.Calls, rep.OK, rep.Errors)
+			}
+			if rep.Seconds != d.Seconds() || rep.CallsPerSec != 0 {
+				t.Fatalf("rate %v: %v s, %v calls/s; want the duration, %v s, and 0 calls/s (no call ended)", rate, rep.Seconds, rep.CallsPerSec, d.Seconds())
+			}
+			var b strings.Builder
+			rep.WriteText(&b)
+			if want := fmt.Sprintf("calls/s    0 (the %d abandoned not counted)", rep.Calls); !strings.Contains(b.String(), want) {
+				t.Fatalf("rate %v: text report lacks %q:\n%s", rate, want, b.String())
+			}
+		}
+	})
+	t.Run("server stops answering", func(t *testing.T) {
+		s, addr := startServer(t)
+		var calls, hung atomic.Int64
+		s.Handle(mHang, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+			if calls.Add(1) > 20 {
+				hung.Add(1)
+				<-ctx.Done()
+			}
+			return resp, nil
+		})
+		const grace = 200 * time.Millisecond
+		r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 2, Duration: time.Hour,
+			Grace: grace, Method: mHang})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			for hung.Load() < 2 { // both workers wait on a call never answered
+				time.Sleep(time.Millisecond)
+			}
+			cancel() // stops the run; the 2 calls are abandoned after the grace
+		}()
+		started := time.Now()
+		rep, err := r.Run(ctx)
+		returned := time.Now()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v", err)
+		}
+		if rep.Calls != 22 || rep.OK != 20 || rep.Errors[abandoned] != 2 {
+			t.Fatalf("calls %d ok %d errors %v, want 20 answered and 2 abandoned", rep.Calls, rep.OK, rep.Errors)
+		}
+		// The run's interval ends when ctx ended (every answer came
+		// before), which is at least the grace before Run returned.
+		if most := (returned.Sub(started) - grace).Seconds(); rep.Seconds > most {
+			t.Fatalf("%v s measured: more than the %v s from Run until the grace before it returned", rep.Seconds, most)
+		}
+		if want := 20 / rep.Seconds; math.Abs(rep.CallsPerSec-want) > 1e-9*want {
+			t.Fatalf("%v calls/s, want the 20 answered over %v s: %v", rep.CallsPerSec, rep.Seconds, want)
+		}
+	})
 }

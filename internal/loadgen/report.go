@@ -16,11 +16,20 @@ type Report struct {
 	Conns       int     `json:"conns"`
 	Concurrency int     `json:"concurrency"`
 	TargetRate  float64 `json:"target_rate,omitempty"` // open loop only
-	Seconds     float64 `json:"seconds"`
+	// Seconds is the interval measured: from the start until sending
+	// stopped (the end of the duration, ctx's end, or the last call of a
+	// count) or, when later, until the last call ended that the run did
+	// not abandon. The wait at the end for calls that the grace then gave
+	// up is not part of it.
+	Seconds float64 `json:"seconds"`
 
-	Calls       uint64  `json:"calls"`  // completed (answered or failed)
-	OK          uint64  `json:"ok"`     // status 200 and, with Check, a good answer
-	Failed      uint64  `json:"failed"` // Calls - OK
+	Calls  uint64 `json:"calls"`  // completed (answered or failed), and abandoned
+	OK     uint64 `json:"ok"`     // status 200 and, with Check, a good answer
+	Failed uint64 `json:"failed"` // Calls - OK
+	// CallsPerSec is the calls that ended (answered, or failed with an
+	// error of their own) per second of Seconds: the calls abandoned at
+	// the end of the grace (Errors["abandoned (no answer in time)"]) are
+	// not counted, as they never ended.
 	CallsPerSec float64 `json:"calls_per_sec"`
 
 	// Latency in nanoseconds, from the send (closed loop) or from the
@@ -53,10 +62,12 @@ type Latency struct {
 	Max  uint64  `json:"max"`
 }
 
-func (r *Report) fill(h *Histogram) {
+// fill sets the latency summary from h and the calls/s from ended, the
+// calls that ended (not abandoned), and r.Seconds.
+func (r *Report) fill(h *Histogram, ended uint64) {
 	r.Histogram = h
 	if r.Seconds > 0 {
-		r.CallsPerSec = float64(r.Calls) / r.Seconds
+		r.CallsPerSec = float64(ended) / r.Seconds
 	}
 	r.Latency = Latency{
 		Min: h.Min(), Mean: h.Mean(),
@@ -83,7 +94,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s %s, method %d: %d connections x %d in flight, %s, %.2fs\n",
 		r.Network, r.Addr, r.Method, r.Conns, r.Concurrency, mode, r.Seconds)
 	fmt.Fprintf(&b, "  calls      %d (%d ok, %d failed)\n", r.Calls, r.OK, r.Failed)
-	fmt.Fprintf(&b, "  calls/s    %.0f\n", r.CallsPerSec)
+	if n := r.Errors[abandoned]; n > 0 {
+		fmt.Fprintf(&b, "  calls/s    %.0f (the %d abandoned not counted)\n", r.CallsPerSec, n)
+	} else {
+		fmt.Fprintf(&b, "  calls/s    %.0f\n", r.CallsPerSec)
+	}
 	l := r.Latency
 	fmt.Fprintf(&b, "  latency    p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)\n",
 		ns(l.P50), ns(l.P90), ns(l.P99), ns(l.P999), ns(l.Max), ns(uint64(l.Mean)))
