@@ -43,10 +43,12 @@ func init() {
   -network NET        tcp or unix (default tcp)
   -c N                connections, 1 or more (default 4)
   -concurrency N      calls in flight per connection, 1 or more (default 8)
-  -d DURATION         how long to run (default 10s, unless -n is given)
-  -n N                stop after N calls
-  -rate R             open loop: R calls per second in total (default 0:
-                      closed loop)
+  -d DURATION         how long to run, more than 0 (default 10s, unless -n
+                      is given)
+  -n N                stop after N calls, 1 or more (with -d: whichever
+                      comes first)
+  -rate R             open loop: R calls per second in total, at least
+                      1e-9 (default 0: closed loop)
   -timeout D          give up a call unanswered after D (0: no bound): it
                       counts as failed, "timed out"; default 20s for a run
                       bounded by -n alone, so that it ends even against a
@@ -176,8 +178,18 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "zapcodec load: -rate %v: want a finite number of calls a second, 0 or more (0: closed loop)\n", c.Rate)
 		return 2
 	}
-	if c.Duration < 0 {
-		fmt.Fprintf(stderr, "zapcodec load: negative -d %v\n", c.Duration)
+	if c.Rate > 0 && c.Rate < 1e-9 {
+		fmt.Fprintf(stderr, "zapcodec load: -rate %v: below one call in 30 years\n", c.Rate)
+		return 2
+	}
+	// Config reads a Duration of 0 as 10 s (without -n) and Calls 0 as no
+	// bound: given on the command line, 0 is a mistake, not those.
+	if c.Duration < 0 || c.Duration == 0 && flagSet(fs, "d") {
+		fmt.Fprintf(stderr, "zapcodec load: -d %v: want a positive duration (leave -d out for 10s, or for -n alone)\n", c.Duration)
+		return 2
+	}
+	if c.Calls == 0 && flagSet(fs, "n") {
+		fmt.Fprintf(stderr, "zapcodec load: -n 0: want 1 or more calls (leave -n out for no bound)\n")
 		return 2
 	}
 	switch {
