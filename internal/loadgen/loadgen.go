@@ -150,8 +150,11 @@ type worker struct {
 	calls    uint64
 	failed   uint64
 	statuses map[uint32]uint64
-	errors   map[string]uint64
-	timer    *time.Timer // open loop: the wait for the next call's due time
+	// otherStatuses counts the answers whose status was not counted in
+	// statuses, which holds maxStatusCodes already.
+	otherStatuses uint64
+	errors        map[string]uint64
+	timer         *time.Timer // open loop: the wait for the next call's due time
 	// scope is the ctx of the worker's calls in a run with a Timeout
 	// (nil without), which the run's watch of timeouts cancels.
 	scope atomic.Pointer[callScope]
@@ -372,6 +375,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	for _, w := range r.workers {
 		w.calls, w.failed, w.hasUnsent, w.abandoned, w.lastEnd = 0, 0, false, 0, 0
+		w.otherStatuses = 0
 		clear(w.statuses)
 		clear(w.errors)
 	}
@@ -492,6 +496,9 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		measured = max(measured, w.lastEnd)
 		for code, n := range w.statuses {
 			rep.Statuses[fmt.Sprint(code)] += n
+		}
+		if w.otherStatuses > 0 {
+			rep.Statuses[otherStatus] += w.otherStatuses
 		}
 		for class, n := range w.errors {
 			rep.Errors[class] += n
@@ -731,7 +738,11 @@ func (w *worker) tally(err error, ended time.Duration) bool {
 	}
 	var se *rpc.StatusError
 	if errors.As(err, &se) {
-		w.statuses[se.Code]++
+		if _, ok := w.statuses[se.Code]; !ok && len(w.statuses) >= maxStatusCodes {
+			w.otherStatuses++
+		} else {
+			w.statuses[se.Code]++
+		}
 		w.lastEnd = ended
 		return true
 	}
@@ -744,6 +755,16 @@ func (w *worker) tally(err error, ended time.Duration) bool {
 	w.countError(class)
 	return true
 }
+
+// maxStatusCodes bounds the distinct status codes a worker counts apart
+// (a status is any uint32: a server answering ever new ones would grow
+// the counts without bound); the answers with others count together as
+// the report's status "other".
+const maxStatusCodes = 32
+
+// otherStatus is the report's key for the answers of statuses beyond
+// maxStatusCodes.
+const otherStatus = "other"
 
 // maxErrorClasses bounds the distinct error texts a worker keeps, so that
 // errors carrying unique details cannot grow the report without bound.

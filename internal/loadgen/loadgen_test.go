@@ -661,3 +661,18 @@ func TestSecondsExcludeGrace(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusCodesBounded: a server answering with ever new statuses (any
+// uint32) does not grow the counts without bound: a worker counts 32
+// codes apart, and the answers with others under "other".
+func TestStatusCodesBounded(t *testing.T) {
+	s, addr := startServer(t)
+	var n atomic.Uint32
+	s.Handle(mHang, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return resp, rpc.Errorf(1000+n.Add(1), "status of its own")
+	})
+	rep := run(t, Config{Addr: addr, Conns: 1, Concurrency: 1, Calls: 200, Method: mHang})
+	if rep.Failed != 200 || len(rep.Statuses) != maxStatusCodes+1 || rep.Statuses["other"] != 200-maxStatusCodes {
+		t.Fatalf("failed %d, %d statuses, other %d; want 200, %d and %d", rep.Failed, len(rep.Statuses), rep.Statuses["other"], maxStatusCodes+1, 200-maxStatusCodes)
+	}
+}

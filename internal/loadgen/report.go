@@ -36,7 +36,9 @@ type Report struct {
 	// intended send time (open loop).
 	Latency Latency `json:"latency_ns"`
 
-	// Statuses counts answers by status code ("200": n).
+	// Statuses counts answers by status code ("200": n); a worker counts
+	// 32 distinct codes apart at most, and the answers with codes beyond
+	// those under "other".
 	Statuses map[string]uint64 `json:"statuses"`
 	// Errors counts failed calls that got no usable answer, by class.
 	Errors map[string]uint64 `json:"errors"`
