@@ -21,6 +21,11 @@ const (
 	DefaultDuration    = 10 * time.Second
 	DefaultGrace       = 10 * time.Second
 	DefaultInterval    = time.Second
+	// DefaultDialTimeout bounds the opening of each connection
+	// (Config.DialTimeout): a server address that drops the connection
+	// attempts (a host down, a firewall) fails the run after it, not
+	// after the system's own bound of minutes.
+	DefaultDialTimeout = 10 * time.Second
 	// DefaultTimeout bounds each call of a run bounded by a count of
 	// calls alone (Config.Timeout): long past what a healthy server
 	// takes, so that a run measures slow answers as latency, yet a server
@@ -47,6 +52,11 @@ type Config struct {
 	// Dial, when set, opens the connections instead of net.Dialer (tests,
 	// in-memory pipes). The result is wrapped to count bytes.
 	Dial func(ctx context.Context) (net.Conn, error)
+	// DialTimeout bounds the opening of each connection, Dial's included
+	// (its ctx ends then): default DefaultDialTimeout, 10 s; negative:
+	// no bound but New's ctx. A cluster Target's replicas have the
+	// cluster client's own bound.
+	DialTimeout time.Duration
 	// ClientOptions are passed to every rpc client.
 	ClientOptions []rpc.ClientOption
 	// Direct makes each connection a plain synchronous one instead of an
@@ -192,6 +202,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
 	if cfg.Timeout == 0 && cfg.Duration <= 0 {
 		// Bounded by Calls alone: nothing else ends a call that is never
 		// answered. (A run with a Duration cancels its calls at its end
@@ -261,6 +274,19 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 }
 
 func (r *Runner) dial(ctx context.Context) (net.Conn, error) {
+	if r.cfg.DialTimeout > 0 {
+		dctx, cancel := context.WithTimeout(ctx, r.cfg.DialTimeout)
+		defer cancel()
+		nc, err := r.dialCtx(dctx)
+		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
+			err = fmt.Errorf("not connected within %v (DialTimeout): %w", r.cfg.DialTimeout, err)
+		}
+		return nc, err
+	}
+	return r.dialCtx(ctx)
+}
+
+func (r *Runner) dialCtx(ctx context.Context) (net.Conn, error) {
 	if r.cfg.Dial != nil {
 		return r.cfg.Dial(ctx)
 	}

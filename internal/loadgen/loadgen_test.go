@@ -676,3 +676,26 @@ func TestStatusCodesBounded(t *testing.T) {
 		t.Fatalf("failed %d, %d statuses, other %d; want 200, %d and %d", rep.Failed, len(rep.Statuses), rep.Statuses["other"], maxStatusCodes+1, 200-maxStatusCodes)
 	}
 }
+
+// TestDialTimeout: a connection that cannot be opened (an address that
+// drops the attempts: the system takes minutes to give up) fails New
+// after DialTimeout, saying so. New used to wait as long as the dial did.
+func TestDialTimeout(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := New(context.Background(), Config{Addr: "blackhole", Method: mEcho, DialTimeout: 20 * time.Millisecond,
+			Dial: func(ctx context.Context) (net.Conn, error) {
+				<-ctx.Done() // as a dial to an address that drops the attempts
+				return nil, ctx.Err()
+			}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection 0: not connected within 20ms") {
+			t.Fatalf("New: %v, want the dial timeout of connection 0", err)
+		}
+	case <-time.After(time.Minute): // only keeps a broken New from hanging the test
+		t.Fatal("New had not returned after a minute")
+	}
+}
