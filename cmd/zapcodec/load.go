@@ -49,7 +49,9 @@ func init() {
   -n N                stop after N calls, 1 or more (with -d: whichever
                       comes first)
   -rate R             open loop: R calls per second in total, at least
-                      1e-9 (default 0: closed loop)
+                      1e-9 (default 0: closed loop); with -n alone, the run
+                      ends as if -d were the last call's due time: calls
+                      unanswered or unsent 10s after it are "abandoned"
   -timeout D          give up a call unanswered after D (0: no bound): it
                       counts as failed, "timed out"; default 20s for a run
                       bounded by -n alone, so that it ends even against a

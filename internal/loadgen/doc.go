@@ -10,7 +10,9 @@
 // silently lowering the send rate (no coordinated omission). Calls due
 // before the end that could not be sent before the grace ran out (the
 // server held every in-flight slot) count as abandoned, as the calls then
-// in flight do, with their latency from their due time. A call is given up
+// in flight do, with their latency from their due time (a run bounded by
+// a count of calls alone ends just after its last call is due, as if it
+// had that duration). A call is given up
 // after Config.Timeout (a bound of the tool's own, sent to no server) and
 // counts as failed; by default a run bounded by a count of calls alone
 // has a bound of 20 s, so that a server that never answers cannot hold it

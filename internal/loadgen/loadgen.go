@@ -72,7 +72,9 @@ type Config struct {
 	Conns, Concurrency int
 	// Duration bounds the run (default 10 s, unless Calls is set); Calls,
 	// when > 0, stops it after that many calls (whichever comes first when
-	// both are set).
+	// both are set). An open-loop run (Rate) with Calls alone ends as one
+	// whose Duration ends just after its last call is due: calls still
+	// unanswered, or not sent, Grace after that are abandoned.
 	Duration time.Duration
 	Calls    uint64
 	// Rate, when > 0, is the open-loop arrival rate in calls per second
@@ -81,7 +83,8 @@ type Config struct {
 	// Grace is how long calls still in flight at the end may take before
 	// they are abandoned and counted as errors (default 10 s). In open
 	// loop, calls due before the end but not sent by then (every worker
-	// waited on the server) are counted as abandoned too.
+	// waited on the server) are counted as abandoned too; an open-loop
+	// run bounded by Calls alone ends just after its last call is due.
 	Grace time.Duration
 	// Timeout bounds each call (negative: no bound; 0: DefaultTimeout,
 	// 20 s, for a run bounded by Calls alone, and no bound of its own for
@@ -423,9 +426,17 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	})
 	defer stopGrace()
 	var done, failed atomic.Uint64
-	if cfg.Duration > 0 {
-		sched.end = sched.start.Add(cfg.Duration)
-		t := time.AfterFunc(addSat(cfg.Duration, cfg.Grace), cancel)
+	runFor := cfg.Duration
+	if runFor <= 0 && sched.interval > 0 && cfg.Calls > 0 {
+		// Open loop bounded by a count alone: the schedule ends just
+		// after the last call is due, as it would with that duration, so
+		// that calls a stalled server never lets go out are abandoned
+		// after the grace rather than sent one Timeout after another.
+		runFor = addSat(sched.dueAt(cfg.Calls-1).Sub(sched.start), 1)
+	}
+	if runFor > 0 {
+		sched.end = sched.start.Add(runFor)
+		t := time.AfterFunc(addSat(runFor, cfg.Grace), cancel)
 		defer t.Stop()
 	}
 
@@ -492,7 +503,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	// grace then gave up measures no call, and is not counted.
 	measured := time.Since(sched.start)
 	if !sched.end.IsZero() {
-		measured = min(measured, cfg.Duration)
+		measured = min(measured, runFor)
 	}
 	if at := stoppedAt.Load(); at > 0 {
 		measured = min(measured, time.Duration(at-1))

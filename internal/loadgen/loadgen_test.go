@@ -699,3 +699,37 @@ func TestDialTimeout(t *testing.T) {
 		t.Fatal("New had not returned after a minute")
 	}
 }
+
+// TestOpenLoopCallsAloneEnds: an open-loop run bounded by a count of
+// calls alone ends as one whose duration ends with its last call's due
+// time: against a server that never answers, the calls still unanswered
+// or unsent the grace after that are abandoned, each with its latency
+// from its due time. Without a per-call Timeout such a run never ended
+// (with the default one of 20 s, it sent one round of calls per 20 s),
+// and against a server that answers, every call is made.
+func TestOpenLoopCallsAloneEnds(t *testing.T) {
+	addr := silentServer(t)
+	const grace = 50 * time.Millisecond
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: 1000, Calls: 40,
+		Timeout: -1, Grace: grace, Method: mEcho, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := runGuarded(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 40 || rep.Errors[abandoned] != 40 || rep.Histogram.Count() != 40 {
+		t.Fatalf("calls %d errors %v, %d latencies; want all 40 calls abandoned", rep.Calls, rep.Errors, rep.Histogram.Count())
+	}
+	if rep.Latency.Min < uint64(grace) {
+		t.Fatalf("latency min %v, want at least the grace", time.Duration(rep.Latency.Min))
+	}
+
+	_, addr = startServer(t)
+	rep = run(t, Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: 2000, Calls: 100, Method: mEcho, Request: request, Check: echoed})
+	if rep.Calls != 100 || rep.OK != 100 {
+		t.Fatalf("answering server: calls %d ok %d errors %v, want 100 answered", rep.Calls, rep.OK, rep.Errors)
+	}
+}
