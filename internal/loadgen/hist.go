@@ -62,6 +62,23 @@ func (h *Histogram) Record(v uint64) {
 	h.sum += float64(v)
 }
 
+// recordSpan adds n values of one bucket, the least lo and the greatest
+// hi, whose sum is sum.
+func (h *Histogram) recordSpan(lo, hi, n uint64, sum float64) {
+	if n == 0 {
+		return
+	}
+	h.counts[bucketOf(lo)] += n
+	if h.total == 0 || lo < h.min {
+		h.min = lo
+	}
+	if hi > h.max {
+		h.max = hi
+	}
+	h.total += n
+	h.sum += sum
+}
+
 // RecordDuration adds d in nanoseconds; a negative d counts as 0.
 func (h *Histogram) RecordDuration(d time.Duration) {
 	if d < 0 {

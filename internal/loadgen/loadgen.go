@@ -590,10 +590,39 @@ func (r *Runner) abandonUnsent(s *schedule) uint64 {
 		}
 	}
 	due := s.dueCalls()
-	for i := min(s.next.Load(), due); i < due; i++ {
-		record(i)
+	if first := min(s.next.Load(), due); first < due {
+		s.recordLate(h, now, first, due)
+		n += due - first
 	}
 	return n
+}
+
+// recordLate records in h, for each call i in [a, b), its latency at now
+// (now less its due time), a bucket at a time: the latencies fall as i
+// rises, and a run at a high rate whose server stalled may leave billions
+// of calls unsent, which one record each would take minutes to count.
+func (s *schedule) recordLate(h *Histogram, now time.Time, a, b uint64) {
+	late := func(i uint64) uint64 { return uint64(max(now.Sub(s.dueAt(i)), 0)) }
+	for i := a; i < b; {
+		hi := late(i)
+		lo := uint64(0) // the least value of hi's bucket
+		if k := bucketOf(hi); k > 0 {
+			lo = bucketHigh(k-1) + 1
+		}
+		// j: the first call after i whose latency is below the bucket.
+		j, end := i+1, b
+		for j < end {
+			m := j + (end-j)/2
+			if late(m) >= lo {
+				j = m + 1
+			} else {
+				end = m
+			}
+		}
+		least := late(j - 1)
+		h.recordSpan(least, hi, j-i, float64(j-i)*(float64(least)+float64(hi))/2)
+		i = j
+	}
 }
 
 // callScope is the ctx a worker's calls run under in a run with a

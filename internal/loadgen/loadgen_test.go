@@ -733,3 +733,52 @@ func TestOpenLoopCallsAloneEnds(t *testing.T) {
 		t.Fatalf("answering server: calls %d ok %d errors %v, want 100 answered", rep.Calls, rep.OK, rep.Errors)
 	}
 }
+
+// TestRecordLate: the latencies of a range of calls never sent, recorded
+// a bucket at a time, are those recorded one call at a time.
+func TestRecordLate(t *testing.T) {
+	start := time.Now()
+	for _, interval := range []float64{0.001, 0.37, 1, 333.333, 1e3, 1e6 + 0.5} {
+		s := &schedule{start: start, interval: interval}
+		for _, r := range [][2]uint64{{0, 1}, {0, 5000}, {17, 100000}, {99999, 100000}} {
+			now := s.dueAt(r[1]).Add(time.Duration(r[0] % 7))
+			one, bulk := new(Histogram), new(Histogram)
+			for i := r[0]; i < r[1]; i++ {
+				one.RecordDuration(now.Sub(s.dueAt(i)))
+			}
+			s.recordLate(bulk, now, r[0], r[1])
+			if bulk.counts != one.counts || bulk.Count() != one.Count() || bulk.Min() != one.Min() || bulk.Max() != one.Max() {
+				t.Fatalf("interval %v, calls %v: bulk count %d min %d max %d, one at a time %d %d %d",
+					interval, r, bulk.Count(), bulk.Min(), bulk.Max(), one.Count(), one.Min(), one.Max())
+			}
+			if d := math.Abs(bulk.Mean() - one.Mean()); d > 1e-6*one.Mean()+1 {
+				t.Fatalf("interval %v, calls %v: mean %v, one at a time %v", interval, r, bulk.Mean(), one.Mean())
+			}
+		}
+	}
+}
+
+// TestOpenLoopManyCallsNeverSent: an open-loop run at a rate far above
+// what its server answers, which stalled, leaves billions of calls due
+// and never sent (here 1e12 calls/s for 50 ms: 5e10); each counts as
+// abandoned with its latency, which Run now records a histogram bucket
+// at a time: one record per call took minutes after the grace.
+func TestOpenLoopManyCallsNeverSent(t *testing.T) {
+	addr := silentServer(t)
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: 1e12,
+		Duration: 50 * time.Millisecond, Grace: 50 * time.Millisecond, Method: mEcho, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := runGuarded(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls < 49e9 || rep.Errors[abandoned] != rep.Calls || rep.Histogram.Count() != rep.Calls {
+		t.Fatalf("calls %d errors %v, %d latencies; want about 5e10 calls due, all abandoned", rep.Calls, rep.Errors, rep.Histogram.Count())
+	}
+	if rep.Latency.Min < uint64(50*time.Millisecond) || rep.Latency.Max < uint64(100*time.Millisecond) {
+		t.Fatalf("latency min %v max %v, want at least the grace and the run", time.Duration(rep.Latency.Min), time.Duration(rep.Latency.Max))
+	}
+}
