@@ -782,3 +782,30 @@ func TestOpenLoopManyCallsNeverSent(t *testing.T) {
 		t.Fatalf("latency min %v max %v, want at least the grace and the run", time.Duration(rep.Latency.Min), time.Duration(rep.Latency.Max))
 	}
 }
+
+// TestReportTextLowRates: the text report gives a rate below 1 (or with
+// a fraction) as the JSON does, not rounded to a whole number: a run at
+// 0.2 calls/s read "open loop at 0 calls/s" and "calls/s 0".
+func TestReportTextLowRates(t *testing.T) {
+	for _, tc := range []struct {
+		target, got float64
+		want        []string
+	}{
+		{0.2, 0.19, []string{"open loop at 0.2 calls/s", "calls/s    0.19\n"}},
+		{2.5, 2.4567, []string{"open loop at 2.5 calls/s", "calls/s    2.46\n"}},
+		{20000, 19876.4, []string{"open loop at 20000 calls/s", "calls/s    19876\n"}},
+		{0, 123.4, []string{"closed loop", "calls/s    123\n"}},
+		{0, 0, []string{"calls/s    0\n"}},
+	} {
+		rep := &Report{Network: "tcp", Addr: "x", Method: 1, TargetRate: tc.target, CallsPerSec: tc.got}
+		var b strings.Builder
+		if err := rep.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("target %v, calls/s %v: text lacks %q:\n%s", tc.target, tc.got, w, b.String())
+			}
+		}
+	}
+}

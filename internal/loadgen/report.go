@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -91,15 +92,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	mode := "closed loop"
 	if r.TargetRate > 0 {
-		mode = fmt.Sprintf("open loop at %.0f calls/s", r.TargetRate)
+		mode = "open loop at " + strconv.FormatFloat(r.TargetRate, 'f', -1, 64) + " calls/s"
 	}
 	fmt.Fprintf(&b, "%s %s, method %d: %d connections x %d in flight, %s, %.2fs\n",
 		r.Network, r.Addr, r.Method, r.Conns, r.Concurrency, mode, r.Seconds)
 	fmt.Fprintf(&b, "  calls      %d (%d ok, %d failed)\n", r.Calls, r.OK, r.Failed)
 	if n := r.Errors[abandoned]; n > 0 {
-		fmt.Fprintf(&b, "  calls/s    %.0f (the %d abandoned not counted)\n", r.CallsPerSec, n)
+		fmt.Fprintf(&b, "  calls/s    %s (the %d abandoned not counted)\n", perSec(r.CallsPerSec), n)
 	} else {
-		fmt.Fprintf(&b, "  calls/s    %.0f\n", r.CallsPerSec)
+		fmt.Fprintf(&b, "  calls/s    %s\n", perSec(r.CallsPerSec))
 	}
 	l := r.Latency
 	fmt.Fprintf(&b, "  latency    p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)\n",
@@ -111,6 +112,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  bytes      in %d, out %d (%.1f per call)\n", r.BytesIn, r.BytesOut, r.BytesPerCall())
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// perSec formats a rate: whole from 1000 up, else to 3 significant digits
+// (a run at 0.2 calls/s does not read as 0).
+func perSec(v float64) string {
+	if v >= 1000 || v == 0 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // ns formats nanoseconds as a rounded duration.
