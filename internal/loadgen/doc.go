@@ -12,7 +12,8 @@
 // server held every in-flight slot) count as abandoned, as the calls then
 // in flight do, with their latency from their due time (a run bounded by
 // a count of calls alone ends just after its last call is due, as if it
-// had that duration). A call is given up
+// had that duration); so do, when Run's ctx ends, the calls due by then
+// and not sent, with their latency until then. A call is given up
 // after Config.Timeout (a bound of the tool's own, sent to no server) and
 // counts as failed; by default a run bounded by a count of calls alone
 // has a bound of 20 s, so that a server that never answers cannot hold it

@@ -172,7 +172,7 @@ type worker struct {
 	// (nil without), which the run's watch of timeouts cancels.
 	scope atomic.Pointer[callScope]
 	// unsent is the call the worker took but did not send because the
-	// run's grace was over (valid when hasUnsent).
+	// run's grace was over or its ctx ended (valid when hasUnsent).
 	unsent    uint64
 	hasUnsent bool
 	// abandoned counts the worker's calls the run gave up at the end of
@@ -335,7 +335,8 @@ func (r *Runner) Warm(ctx context.Context, d time.Duration) error {
 
 // Run runs the load described by the Config and returns its report. When
 // ctx ends, Run stops sending, lets the calls in flight finish (for at most
-// Grace) and returns the report with ctx's error. The error is also
+// Grace) and returns the report with ctx's error; in open loop, the calls
+// due before ctx ended that no worker could send count as abandoned. The error is also
 // ErrNoConns when every connection broke (the report
 // then holds what was measured until then).
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
@@ -382,14 +383,14 @@ func (s *schedule) dueAt(i uint64) time.Time {
 	return s.start.Add(time.Duration(off))
 }
 
-// dueCalls returns how many calls an open-loop schedule with an end has
-// due before it (at most its count bound).
-func (s *schedule) dueCalls() uint64 {
-	n := uint64(math.Ceil(float64(s.end.Sub(s.start)) / s.interval))
-	for n > 0 && !s.dueAt(n-1).Before(s.end) {
+// dueBefore returns how many calls an open-loop schedule has due before
+// t (at most its count bound).
+func (s *schedule) dueBefore(t time.Time) uint64 {
+	n := uint64(math.Ceil(max(float64(t.Sub(s.start)), 0) / s.interval))
+	for n > 0 && !s.dueAt(n-1).Before(t) {
 		n--
 	}
-	for s.dueAt(n).Before(s.end) {
+	for s.dueAt(n).Before(t) {
 		n++
 	}
 	if s.calls > 0 {
@@ -490,12 +491,28 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	wg.Wait()
 	var unsent uint64
-	if sched.interval > 0 && !sched.end.IsZero() && ctx.Err() == nil && callCtx.Err() != nil {
+	switch {
+	case sched.interval == 0 || sched.end.IsZero():
+	case ctx.Err() != nil:
+		// Sending stopped when ctx ended: the calls due before then
+		// that no worker could send (the server held every one of them)
+		// are abandoned, each with its latency from its due time until
+		// then, so that stopping a run whose server stalled (Ctrl-C)
+		// does not drop them.
+		if at := stoppedAt.Load(); at > 0 {
+			stop := sched.start.Add(time.Duration(at - 1))
+			cutoff := stop
+			if cutoff.After(sched.end) {
+				cutoff = sched.end // ctx ended after the run's end
+			}
+			unsent = r.abandonUnsent(sched, cutoff, stop)
+		}
+	case callCtx.Err() != nil:
 		// The grace ran out: calls due before the end that no worker
-		// could send (the server held every one of them) are abandoned
-		// like those in flight, each with its latency from its due time,
-		// so that a stalled server does not silently lower the rate.
-		unsent = r.abandonUnsent(sched)
+		// could send are abandoned like those in flight, each with its
+		// latency from its due time, so that a stalled server does not
+		// silently lower the rate.
+		unsent = r.abandonUnsent(sched, sched.end, time.Now())
 	}
 	// The report's interval runs until sending stopped (the end of the
 	// duration, ctx's end, or the workers' return) or, when later, until
@@ -573,23 +590,19 @@ func addSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// abandonUnsent records, as abandoned now, the calls of an open-loop
-// schedule that were due before its end and never sent, and returns how
+// abandonUnsent records, as abandoned at now, the calls of an open-loop
+// schedule that were due before cutoff and never sent, and returns how
 // many there were. It runs after the workers returned.
-func (r *Runner) abandonUnsent(s *schedule) uint64 {
-	now := time.Now()
+func (r *Runner) abandonUnsent(s *schedule, cutoff, now time.Time) uint64 {
 	h := &r.shards[0].hist
 	n := uint64(0)
-	record := func(i uint64) {
-		h.RecordDuration(now.Sub(s.dueAt(i)))
-		n++
-	}
 	for _, w := range r.workers {
-		if w.hasUnsent {
-			record(w.unsent)
+		if due := s.dueAt(w.unsent); w.hasUnsent && due.Before(cutoff) {
+			h.RecordDuration(now.Sub(due))
+			n++
 		}
 	}
-	due := s.dueCalls()
+	due := s.dueBefore(cutoff)
 	if first := min(s.next.Load(), due); first < due {
 		s.recordLate(h, now, first, due)
 		n += due - first
@@ -693,8 +706,8 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 	for {
 		i, due, ok := s.take()
 		if !ok || stop.Err() != nil || ctx.Err() != nil {
-			if ok && stop.Err() == nil {
-				w.unsent, w.hasUnsent = i, true // the grace is over: see abandonUnsent
+			if ok {
+				w.unsent, w.hasUnsent = i, true // see abandonUnsent
 			}
 			return
 		}
@@ -709,6 +722,7 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 				w.sleep(stop, d) // ctx ending (Ctrl-C) ends the wait too
 			}
 			if stop.Err() != nil {
+				w.unsent, w.hasUnsent = i, true // see abandonUnsent
 				return
 			}
 		} else {

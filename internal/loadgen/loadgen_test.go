@@ -809,3 +809,46 @@ func TestReportTextLowRates(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelCountsCallsNeverSent: ending the ctx of an open-loop run
+// whose server stopped answering (Ctrl-C on a stalled server) counts the
+// calls due before then that no worker could send as abandoned, each
+// with its latency from its due time until then, as the end of the grace
+// does. They used to be dropped: the report showed the few calls in
+// flight alone (coordinated omission).
+func TestCancelCountsCallsNeverSent(t *testing.T) {
+	s, addr := startServer(t)
+	var hung atomic.Int64
+	s.Handle(mHang, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		hung.Add(1)
+		<-ctx.Done()
+		return resp, nil
+	})
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 2, Rate: 1000, Duration: time.Hour,
+		Grace: 50 * time.Millisecond, Method: mHang})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for hung.Load() < 2 { // both workers wait on a call never answered
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // 50 more calls fall due, and no worker is free
+		cancel()
+	}()
+	rep, err := r.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	// Calls 0 and 1 went out at once, 1 ms apart: at least 50 ms later,
+	// more than 50 calls were due.
+	if rep.Calls < 50 || rep.Errors[abandoned] != rep.Calls || rep.Histogram.Count() != rep.Calls {
+		t.Fatalf("calls %d errors %v, %d latencies; want the 50 or more calls due, all abandoned", rep.Calls, rep.Errors, rep.Histogram.Count())
+	}
+	if rep.Latency.Max < uint64(50*time.Millisecond) {
+		t.Fatalf("latency max %v, want at least the 50 ms the server held the calls", time.Duration(rep.Latency.Max))
+	}
+}
