@@ -1,10 +1,12 @@
 package loadgen
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestBucketBounds(t *testing.T) {
@@ -114,5 +116,72 @@ func BenchmarkRecordFloor(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		counts[i&4095]++
+	}
+}
+
+// TestQuantilesAtBucketEdges checks Quantile and WritePercentiles against
+// the sorted values recorded when these sit on bucket edges (each
+// bucket's highest value, the one above it and the one below), at the
+// extremes (0, 1, 2^63, the largest uint64) and in tiny sets, where a
+// rank that is off by one, or a bucket bound that is, shows: p99.9 and
+// the maximum of a set whose top values share or straddle a bucket.
+func TestQuantilesAtBucketEdges(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	var edges []uint64
+	for i := 0; i < numBuckets; i++ {
+		hi := bucketHigh(i)
+		edges = append(edges, hi, hi+1)
+		if hi > 0 {
+			edges = append(edges, hi-1)
+		}
+	}
+	edges = append(edges, 0, 1, math.MaxUint64, math.MaxUint64-1, 1<<63, 1<<63-1)
+	for trial := 0; trial < 2000; trial++ {
+		n := 1 + r.IntN(3000)
+		if trial%4 == 0 {
+			n = 1 + r.IntN(5)
+		}
+		lo := r.IntN(len(edges))
+		span := 1 + r.IntN(len(edges)-lo) // some sets small values only, some huge only
+		h := new(Histogram)
+		vals := make([]uint64, n)
+		for i := range vals {
+			vals[i] = edges[lo+r.IntN(span)]
+			h.Record(vals[i])
+		}
+		slices.Sort(vals)
+		if h.Min() != vals[0] || h.Max() != vals[n-1] {
+			t.Fatalf("n=%d: min %d max %d, want %d %d", n, h.Min(), h.Max(), vals[0], vals[n-1])
+		}
+		for _, q := range []float64{0, 0.001, 0.5, 0.9, 0.99, 0.999, 0.9999, 1} {
+			rank := max(int(math.Ceil(q*float64(n))), 1)
+			want := vals[rank-1]
+			got := h.Quantile(q)
+			if got < want || float64(got-want) > float64(want)/halfCount {
+				t.Fatalf("n=%d q=%v: got %d, exact %d (allowed +1/%d)", n, q, got, want, halfCount)
+			}
+		}
+		if got := h.Quantile(1); got != vals[n-1] {
+			t.Fatalf("n=%d: quantile 1 is %d, max %d", n, got, vals[n-1])
+		}
+		var buf bytes.Buffer
+		if err := h.WritePercentiles(&buf, time.Nanosecond); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ReadPercentiles(&buf)
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		for _, l := range p.Lines {
+			rank := max(int(math.Ceil(l.Percentile*float64(n)-1e-9)), 1)
+			want := float64(vals[rank-1])
+			// Values above 2^53 print with float64's rounding.
+			if l.Value < want*(1-1e-15) || l.Value-want > want/halfCount+want*1e-15 {
+				t.Fatalf("n=%d level %v: %v, exact %v", n, l.Percentile, l.Value, want)
+			}
+		}
+		if last := p.Lines[len(p.Lines)-1]; last.Value != float64(vals[n-1]) {
+			t.Fatalf("n=%d: last line %v, max %d", n, last.Value, vals[n-1])
+		}
 	}
 }
