@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/cluster"
@@ -114,8 +115,8 @@ type Config struct {
 	// is reused for its next call. It is called from many goroutines.
 	Request func(i uint64, dst []byte) []byte
 	// Check, when set, validates an OK answer; a non-nil error counts the
-	// call as failed (class "check: "+err). req and resp are valid only
-	// during the call. It is called from many goroutines.
+	// call as failed (class "check: "+err, cut to 120 bytes). req and resp
+	// are valid only during the call. It is called from many goroutines.
 	Check func(req, resp []byte) error
 
 	// Progress, when set, is called every Interval (default 1 s) during
@@ -757,7 +758,7 @@ func (w *worker) loop(stop, ctx context.Context, cfg *Config, s *schedule, done,
 		bad := w.tally(err, now.Sub(s.start))
 		if !bad && cfg.Check != nil {
 			if cerr := cfg.Check(req, w.resp); cerr != nil {
-				w.countError("check: " + cerr.Error())
+				w.countError(cutClass("check: " + cerr.Error()))
 				bad = true
 			}
 		}
@@ -878,9 +879,22 @@ func errorClass(err error) string {
 	case errors.Is(err, rpc.ErrTooManyPending):
 		return "too many pending"
 	}
-	s := err.Error()
-	if len(s) > 120 {
-		s = s[:120]
+	return cutClass(err.Error())
+}
+
+// maxClassLen bounds the length of an error class: errors that carry an
+// answer (a Check's, say) could make each of a worker's classes that long.
+const maxClassLen = 120
+
+// cutClass cuts an error class to maxClassLen bytes, between whole UTF-8
+// characters (the JSON report holds it).
+func cutClass(s string) string {
+	if len(s) <= maxClassLen {
+		return s
 	}
-	return s
+	n := maxClassLen
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/rpc"
 
@@ -850,5 +851,24 @@ func TestCancelCountsCallsNeverSent(t *testing.T) {
 	}
 	if rep.Latency.Max < uint64(50*time.Millisecond) {
 		t.Fatalf("latency max %v, want at least the 50 ms the server held the calls", time.Duration(rep.Latency.Max))
+	}
+}
+
+// TestCheckErrorClassCut: a Check error that carries the answer (here 4
+// KB of it) is cut to 120 bytes, between whole characters, as transport
+// errors are: a worker keeps up to 32 classes, and the report all of
+// them, which such errors used to make as long as the answers.
+func TestCheckErrorClassCut(t *testing.T) {
+	_, addr := startServer(t)
+	payload := bytes.Repeat([]byte("é"), 2048)
+	rep := run(t, Config{Addr: addr, Calls: 3, Method: mEcho, Payload: payload,
+		Check: func(req, resp []byte) error { return fmt.Errorf("%s", resp) }})
+	if rep.Failed != 3 || len(rep.Errors) != 1 {
+		t.Fatalf("failed %d errors %d classes, want 3 in 1", rep.Failed, len(rep.Errors))
+	}
+	for class := range rep.Errors {
+		if len(class) > 120 || !strings.HasPrefix(class, "check: é") || !utf8.ValidString(class) {
+			t.Fatalf("class of %d bytes (valid UTF-8: %v): %.40q...", len(class), utf8.ValidString(class), class)
+		}
 	}
 }
