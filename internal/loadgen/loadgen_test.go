@@ -872,3 +872,28 @@ func TestCheckErrorClassCut(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopClientBehind: when the load tool itself falls behind (here
+// its Request stalls 60 ms on call 0, as a pause of the tool's process
+// would), the calls due meanwhile go out late, each with its latency from
+// its due time, not from when it went out: call k of the first 60 waits
+// at least 60-k ms, so at least 51 of the 100 calls wait 10 ms or more.
+func TestOpenLoopClientBehind(t *testing.T) {
+	_, addr := startServer(t)
+	for _, direct := range []bool{false, true} {
+		rep := run(t, Config{Addr: addr, Direct: direct, Conns: 1, Concurrency: 1, Rate: 1000, Duration: 100 * time.Millisecond,
+			Method: mEcho, Check: echoed, Request: func(i uint64, dst []byte) []byte {
+				if i == 0 {
+					time.Sleep(60 * time.Millisecond)
+				}
+				return request(i, dst)
+			}})
+		if rep.Calls != 100 || rep.OK != 100 {
+			t.Fatalf("direct %v: calls %d ok %d errors %v, want 100 answered", direct, rep.Calls, rep.OK, rep.Errors)
+		}
+		if rep.Latency.Max < uint64(60*time.Millisecond) || rep.Latency.P50 < uint64(10*time.Millisecond) {
+			t.Fatalf("direct %v: latency p50 %v max %v, want at least 10 and 60 ms (from the due times)", direct,
+				time.Duration(rep.Latency.P50), time.Duration(rep.Latency.Max))
+		}
+	}
+}
