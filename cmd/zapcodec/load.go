@@ -48,8 +48,8 @@ func init() {
                       is given)
   -n N                stop after N calls, 1 or more (with -d: whichever
                       comes first)
-  -rate R             open loop: R calls per second in total, at least
-                      1e-9 (default 0: closed loop); with -n alone, the run
+  -rate R             open loop: R calls per second in total, 1e-9 to
+                      1e9 (default 0: closed loop); with -n alone, the run
                       ends as if -d were the last call's due time: calls
                       unanswered or unsent 10s after it are "abandoned"
   -timeout D          give up a call unanswered after D (0: no bound): it
@@ -183,6 +183,10 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if c.Rate > 0 && c.Rate < 1e-9 {
 		fmt.Fprintf(stderr, "zapcodec load: -rate %v: below one call in 30 years\n", c.Rate)
+		return 2
+	}
+	if c.Rate > loadgen.MaxRate {
+		fmt.Fprintf(stderr, "zapcodec load: -rate %v: above one call a nanosecond (1e9)\n", c.Rate)
 		return 2
 	}
 	// Config reads a Duration of 0 as 10 s (without -n) and Calls 0 as no

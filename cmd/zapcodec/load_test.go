@@ -225,6 +225,7 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "+Inf"}, 2, "-rate +Inf: want"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-timeout", "-1s"}, 2, "negative -timeout -1s"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "1e-12"}, 2, "-rate 1e-12: below one call in 30 years"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "2e9"}, 2, "-rate 2e+09: above one call a nanosecond"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-d", "-1s"}, 2, "-d -1s: want a positive duration"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-d", "0"}, 2, "-d 0s: want a positive duration"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "5", "-d", "0"}, 2, "-d 0s: want a positive duration"},

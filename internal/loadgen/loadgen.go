@@ -34,6 +34,12 @@ const (
 	DefaultTimeout = 20 * time.Second
 )
 
+// MaxRate is the highest Config.Rate, one call a nanosecond: due times are
+// kept in nanoseconds, and the calls due in a run of any Duration then
+// fit a uint64 (faster rates overflowed the count of calls due, and Run
+// never returned after a stalled server). No machine sends near it.
+const MaxRate = 1e9
+
 // ErrNoConns: every connection of the run broke (the server went away).
 var ErrNoConns = errors.New("loadgen: every connection is closed")
 
@@ -79,7 +85,8 @@ type Config struct {
 	Duration time.Duration
 	Calls    uint64
 	// Rate, when > 0, is the open-loop arrival rate in calls per second
-	// over the whole run; 0 means closed loop.
+	// over the whole run, from 1e-9 to MaxRate (1e9); 0 means closed
+	// loop.
 	Rate float64
 	// Grace is how long calls still in flight at the end may take before
 	// they are abandoned and counted as errors (default 10 s). In open
@@ -225,6 +232,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Rate > 0 && cfg.Rate < 1e-9 {
 		// Its interval, in ns, would not fit a time.Duration.
 		return nil, fmt.Errorf("loadgen: rate %v: below one call in 30 years", cfg.Rate)
+	}
+	if cfg.Rate > MaxRate {
+		return nil, fmt.Errorf("loadgen: rate %v: above one call a nanosecond (%v)", cfg.Rate, float64(MaxRate))
 	}
 	if cfg.Direct && (cfg.Concurrency != 1 || len(cfg.ClientOptions) > 0) {
 		return nil, errors.New("loadgen: Direct needs Concurrency 1 and no ClientOptions")

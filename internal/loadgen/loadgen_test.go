@@ -216,6 +216,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: math.NaN()}, "finite number"},
 		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: math.Inf(1)}, "finite number"},
 		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: 1e-12}, "30 years"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: 1e21}, "above one call a nanosecond"},
+		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: MaxRate * 1.0000001}, "above one call a nanosecond"},
 		{Config{Addr: "127.0.0.1:1", Method: 1, Concurrency: 1 << 20}, "concurrency"},
 		{Config{Network: "unix", Addr: "/nonexistent/sock", Method: 1}, "connection 0"},
 	} {
@@ -761,12 +763,13 @@ func TestRecordLate(t *testing.T) {
 
 // TestOpenLoopManyCallsNeverSent: an open-loop run at a rate far above
 // what its server answers, which stalled, leaves billions of calls due
-// and never sent (here 1e12 calls/s for 50 ms: 5e10); each counts as
-// abandoned with its latency, which Run now records a histogram bucket
-// at a time: one record per call took minutes after the grace.
+// and never sent (here 1e9 calls/s, MaxRate, for 50 ms: 5e7); each
+// counts as abandoned with its latency, which Run records a histogram
+// bucket at a time: one record per call took minutes after the grace at
+// 1e12 calls/s, a rate since refused.
 func TestOpenLoopManyCallsNeverSent(t *testing.T) {
 	addr := silentServer(t)
-	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: 1e12,
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: MaxRate,
 		Duration: 50 * time.Millisecond, Grace: 50 * time.Millisecond, Method: mEcho, Payload: []byte("x")})
 	if err != nil {
 		t.Fatal(err)
@@ -776,8 +779,8 @@ func TestOpenLoopManyCallsNeverSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Calls < 49e9 || rep.Errors[abandoned] != rep.Calls || rep.Histogram.Count() != rep.Calls {
-		t.Fatalf("calls %d errors %v, %d latencies; want about 5e10 calls due, all abandoned", rep.Calls, rep.Errors, rep.Histogram.Count())
+	if rep.Calls != 5e7 || rep.Errors[abandoned] != rep.Calls || rep.Histogram.Count() != rep.Calls {
+		t.Fatalf("calls %d errors %v, %d latencies; want the 5e7 calls due, all abandoned", rep.Calls, rep.Errors, rep.Histogram.Count())
 	}
 	if rep.Latency.Min < uint64(50*time.Millisecond) || rep.Latency.Max < uint64(100*time.Millisecond) {
 		t.Fatalf("latency min %v max %v, want at least the grace and the run", time.Duration(rep.Latency.Min), time.Duration(rep.Latency.Max))
