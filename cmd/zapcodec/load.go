@@ -219,19 +219,26 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		defer pprof.StopCPUProfile()
 	}
-	// The -hdr file is created before the run, so that a bad path fails
-	// at once rather than after it.
+	// The -hdr file is opened before the run, so that a bad path fails
+	// at once rather than after it; it is emptied only to be written (a
+	// run that fails to start leaves a file of an earlier run as it was),
+	// and removed unwritten if the run made it.
 	var hdr *os.File
 	if lf.hdrPath != "" {
-		f, err := os.Create(lf.hdrPath)
+		_, statErr := os.Stat(lf.hdrPath)
+		f, err := os.OpenFile(lf.hdrPath, os.O_WRONLY|os.O_CREATE, 0o666)
 		if err != nil {
 			fmt.Fprintf(stderr, "zapcodec load: -hdr: %v\n", err)
 			return 2
 		}
 		hdr = f
+		made := errors.Is(statErr, os.ErrNotExist)
 		defer func() {
 			if hdr != nil {
 				hdr.Close()
+				if made {
+					os.Remove(lf.hdrPath)
+				}
 			}
 		}()
 	}
@@ -282,6 +289,12 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // writeHdr writes h's latency distribution to f, in milliseconds (the
 // unit HdrHistogram's plotter labels its axis with), and closes f.
 func writeHdr(f *os.File, h *loadgen.Histogram) error {
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		if err := f.Truncate(0); err != nil { // opened without: see runLoadCtx
+			f.Close()
+			return err
+		}
+	}
 	if err := h.WritePercentiles(f, time.Millisecond); err != nil {
 		f.Close()
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -336,5 +337,46 @@ func TestLoadHdrBadPath(t *testing.T) {
 	code, _, errOut := loadRun(t, "-addr", "127.0.0.1:1", "-n", "1", "-method", "1", "-payload-hex", "00", "-hdr", path)
 	if code != 2 || !strings.Contains(errOut, "-hdr") {
 		t.Fatalf("exit %d, stderr %q: want 2 and a -hdr error before any call", code, errOut)
+	}
+}
+
+// TestLoadHdrKeptWhenRunFails: a run that cannot start (no server) leaves
+// an -hdr file of an earlier run as it was, and makes none where there
+// was none; it used to empty the file before trying to connect.
+func TestLoadHdrKeptWhenRunFails(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.hgrm")
+	if err := os.WriteFile(old, []byte("an earlier run's distribution\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(dir, "new.hgrm")
+	for _, path := range []string{old, fresh} {
+		code, _, errOut := loadRun(t, "-addr", "127.0.0.1:1", "-n", "1", "-method", "1", "-payload-hex", "00", "-hdr", path)
+		if code != 1 || !strings.Contains(errOut, "connection 0") {
+			t.Fatalf("exit %d, stderr %q: want 1 and the connection's error", code, errOut)
+		}
+	}
+	if b, err := os.ReadFile(old); err != nil || string(b) != "an earlier run's distribution\n" {
+		t.Fatalf("earlier -hdr file now %q (%v), want it untouched", b, err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("-hdr file of a run that did not start: %v, want none", err)
+	}
+	// A run that starts replaces the earlier file whole, however long.
+	if err := os.WriteFile(old, bytes.Repeat([]byte("x"), 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := loadServer(t)
+	if code, _, errOut := loadRun(t, "-addr", addr, "-n", "10", "-method", "1", "-payload-hex", loadRequestHex, "-hdr", old); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	f, err := os.Open(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p, err := loadgen.ReadPercentiles(f); err != nil || p.TotalCount != 10 {
+		t.Fatalf("rewritten -hdr file: %v (%+v)", err, p)
 	}
 }
