@@ -27,6 +27,22 @@ func answer(peer *rawConn, pid, status uint32, body string) {
 	peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: status, PromiseID: pid, Body: []byte(body)}))
 }
 
+// eachRequest calls f with each request peer reads (other frames are
+// skipped), until the connection ends. The request's slices alias the
+// read buffer: valid only during f.
+func eachRequest(peer *rawConn, f func(q wire.Request)) {
+	for {
+		k, env, ok := peer.recv()
+		if !ok {
+			return
+		}
+		if k == wire.KindRequest {
+			q, _ := wire.ParseRequest(env)
+			f(q)
+		}
+	}
+}
+
 // callResult is what a call returned.
 type callResult struct {
 	out []byte
@@ -193,23 +209,13 @@ func TestHostileGoAway(t *testing.T) {
 // connection broke.
 func TestHostilePromises(t *testing.T) {
 	c, peer := pipeClient(t)
-	go func() {
-		for {
-			k, env, ok := peer.recv()
-			if !ok {
-				return
-			}
-			if k != wire.KindRequest {
-				continue
-			}
-			q, _ := wire.ParseRequest(env)
-			st := uint32(StatusOK)
-			if q.Target != 0 {
-				st = StatusBadRequest
-			}
-			answer(peer, q.PromiseID, st, "r")
+	go eachRequest(peer, func(q wire.Request) {
+		st := uint32(StatusOK)
+		if q.Target != 0 {
+			st = StatusBadRequest
 		}
-	}()
+		answer(peer, q.PromiseID, st, "r")
+	})
 	ctx := context.Background()
 	p, err := c.Send(ctx, mEcho, []byte("a"), nil)
 	if err != nil {
@@ -265,17 +271,10 @@ func TestHostileStress(t *testing.T) {
 		reqs := make(chan wire.Request, 1024)
 		go func() {
 			defer close(reqs)
-			for {
-				k, env, ok := peer.recv()
-				if !ok {
-					return
-				}
-				if k == wire.KindRequest {
-					q, _ := wire.ParseRequest(env)
-					q.Payload = append([]byte(nil), q.Payload...)
-					reqs <- q
-				}
-			}
+			eachRequest(peer, func(q wire.Request) {
+				q.Payload = append([]byte(nil), q.Payload...)
+				reqs <- q
+			})
 		}()
 		go func() {
 			n := 0
@@ -384,33 +383,23 @@ func TestHostilePromiseStress(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for iter := 0; iter < 20; iter++ {
 		c, peer := pipeClient(t, WithMaxPending(32))
-		go func() {
-			n := 0
-			for {
-				k, env, ok := peer.recv()
-				if !ok {
-					return
-				}
-				if k != wire.KindRequest {
-					continue
-				}
-				q, _ := wire.ParseRequest(env)
-				n++
-				body := append([]byte(nil), q.Payload...)
-				if q.Target != 0 {
-					body = []byte("piped")
-				}
-				go func(n int) {
-					if n%3 == 0 {
-						time.Sleep(time.Duration(n%5) * 100 * time.Microsecond)
-					}
-					peer.Write(frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: q.PromiseID, Body: body})))
-					if n%4 == 0 {
-						peer.Write(frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: q.PromiseID, Body: []byte("dup")})))
-					}
-				}(n)
+		n := 0
+		go eachRequest(peer, func(q wire.Request) {
+			n++
+			body := append([]byte(nil), q.Payload...)
+			if q.Target != 0 {
+				body = []byte("piped")
 			}
-		}()
+			go func(n int) {
+				if n%3 == 0 {
+					time.Sleep(time.Duration(n%5) * 100 * time.Microsecond)
+				}
+				peer.Write(frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: q.PromiseID, Body: body})))
+				if n%4 == 0 {
+					peer.Write(frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: q.PromiseID, Body: []byte("dup")})))
+				}
+			}(n)
+		})
 		var wg sync.WaitGroup
 		for g := 0; g < 8; g++ {
 			wg.Add(1)
