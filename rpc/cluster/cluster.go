@@ -241,8 +241,9 @@ func (c *Client) update(eps []Endpoint) {
 // goes to another connection at once. A call that may have run (any
 // answer a handler gave, a broken connection, a ctx error) is never sent
 // again. With no admitted replica the call fails
-// with [ErrNoReplica] (or waits, see [WithWaitForReady]); after Close,
-// with an error matching rpc.ErrClosed.
+// with [ErrNoReplica] (or waits, see [WithWaitForReady]), but a retry
+// that finds none returns the refusal it followed; after Close, with an
+// error matching rpc.ErrClosed.
 //
 // A warm call allocates nothing. Interceptors ([WithInterceptors]) run
 // once around the whole call.
@@ -274,6 +275,11 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 	c.calls.Add(1)
 	c.budget.call()
 	retried, unsent := false, 0
+	// refusal is the answer of the attempt a retry follows: a retry that
+	// finds no replica ready returns it (the call did not run), not
+	// ErrNoReplica.
+	var refusal T
+	var refusalErr error
 	var avoid *replica
 	var until time.Time // the end of the call's wait for a replica (WithWaitForReady)
 	// held is the connection do runs on: when do panics (a panicking
@@ -290,6 +296,9 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		cn, err := c.pick(ctx, avoid, &until)
 		if err != nil {
 			c.failed.Add(1)
+			if refusalErr != nil && errors.Is(err, ErrNoReplica) {
+				return refusal, refusalErr
+			}
 			var none T
 			return none, err
 		}
@@ -321,6 +330,7 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
+			refusal, refusalErr = v, err
 			continue
 		}
 		c.failed.Add(1)

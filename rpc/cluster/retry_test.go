@@ -515,3 +515,24 @@ func TestRefusalWithoutGoAwayBacksOff(t *testing.T) {
 		}
 	}
 }
+
+// A retry that finds no replica ready returns the refusal it followed
+// (the call did not run; rpc.IsRetryable says so), not ErrNoReplica: the
+// refusal drops the only connection of the only replica, so the retry's
+// pick finds none. It returned ErrNoReplica, whose last error told of a
+// connection lost.
+func TestRetryWithNoReplicaReturnsRefusal(t *testing.T) {
+	var refused atomic.Int32
+	ref := countingRefuser(t, &refused)
+	c := dialT(t, ref, WithConnsPerReplica(1))
+	_, err := c.Call(context.Background(), mEcho, []byte("r"), nil)
+	if !rpc.IsRetryable(err) || errors.Is(err, ErrNoReplica) {
+		t.Fatalf("a refused call whose retry found no replica: %v, want the refusal", err)
+	}
+	if n := refused.Load(); n != 1 {
+		t.Fatalf("refused %d times, want 1", n)
+	}
+	if st := c.Stats(); st.Failed != 1 {
+		t.Fatalf("stats %+v, want one failed call", st)
+	}
+}
