@@ -280,6 +280,7 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 	// ErrNoReplica.
 	var refusal T
 	var refusalErr error
+	resent := false
 	var avoid *replica
 	var until time.Time // the end of the call's wait for a replica (WithWaitForReady)
 	// held is the connection do runs on: when do panics (a panicking
@@ -301,6 +302,10 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 			}
 			var none T
 			return none, err
+		}
+		if refusalErr != nil && !resent {
+			resent = true
+			c.retries.Add(1) // counted once the retry has a connection
 		}
 		// live: a call (answered) handed to the connection with its
 		// ctx not done; a deadline that then ends it passed while the
@@ -429,7 +434,6 @@ func (c *Client) mayRetry(ctx context.Context, err error, retried *bool) bool {
 		return false
 	}
 	*retried = true
-	c.retries.Add(1)
 	return true
 }
 

@@ -532,7 +532,7 @@ func TestRetryWithNoReplicaReturnsRefusal(t *testing.T) {
 	if n := refused.Load(); n != 1 {
 		t.Fatalf("refused %d times, want 1", n)
 	}
-	if st := c.Stats(); st.Failed != 1 {
-		t.Fatalf("stats %+v, want one failed call", st)
+	if st := c.Stats(); st.Failed != 1 || st.Retries != 0 {
+		t.Fatalf("stats %+v, want one failed call and no retry (none was sent)", st)
 	}
 }
