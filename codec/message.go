@@ -110,8 +110,10 @@ func (m Message) Type() uint8 { return uint8(m.Flags() >> 8) }
 func (m Message) Size() int { return len(m.b) }
 
 // Bytes returns the message bytes, b[:Size()] of the buffer given to Parse.
-// The result aliases that buffer.
-func (m Message) Bytes() []byte { return m.b }
+// The result aliases that buffer; its capacity ends at Size() too, so
+// that appending to it copies instead of writing over the bytes that
+// follow the message in the buffer.
+func (m Message) Bytes() []byte { return m.b[:len(m.b):len(m.b)] }
 
 // BytesAt reads the bytes slot at position pos of the message (from its
 // start: an object's [Object.Pos] plus the field's offset) as
