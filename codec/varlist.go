@@ -14,14 +14,26 @@ import (
 // find element i of such a list in O(1) when the elements are uniform, as
 // every writer of a typed list makes them: element i then starts at
 // i*(4+w) from the list start. They check the size word found there and
-// fall back to walking the sizes from the front when it is not w. An
-// element whose size is not w reads as the zero value.
+// fall back to walking the sizes from the front when it is not w; an
+// element found by that walk whose size is not w reads as the zero value.
+//
+// They cannot see, in O(1), whether the elements before i are uniform. On
+// a list whose elements are not all w bytes (which no writer makes, and a
+// generated DecodeZAP refuses with [ErrElementSize]) a size word of w at
+// i*(4+w) is taken for element i even when the walk from the front finds
+// element i elsewhere, or finds it is not w bytes: the value read is then
+// w bytes of the message that are not element i, where [List.Iter] and
+// [List.BytesAt] give the elements as walked. Such a list can also make
+// each read walk, so reading every element of it by index takes time
+// quadratic in its length; [List.Iter] is linear on any list.
 
 // VarFixed returns the w bytes of element i of a variable-element list whose
 // elements are w bytes each, or nil when i is out of range, the element does
 // not lie inside the message or its size is not w. It is O(1) when the
-// elements before i are all w bytes (see above) and walks them otherwise.
-// The result aliases the message.
+// elements before i are all w bytes and walks them when the size word at
+// the uniform position is not w; on a list whose elements are not all w
+// bytes it may return w bytes that are not element i (see above), never
+// bytes outside the message. The result aliases the message.
 func (l List) VarFixed(i, w int) []byte {
 	p := l.varElem(i, w)
 	if p < 0 {

@@ -133,7 +133,9 @@ func TestVarScalarRead(t *testing.T) {
 }
 
 // TestVarScalarNonUniform: when an element before i is not w bytes, the
-// size word at the computed position does not match and the accessor walks.
+// size word at the computed position usually does not match and the
+// accessor walks; when it happens to be w, the accessor reads the w bytes
+// after it, which are not element i (varlist.go says so).
 func TestVarScalarNonUniform(t *testing.T) {
 	t.Parallel()
 	var body []byte
@@ -147,6 +149,87 @@ func TestVarScalarNonUniform(t *testing.T) {
 	if !bytes.Equal(l.VarFixed(0, 6), []byte{1, 2, 3, 4, 5, 6}) {
 		t.Errorf("VarFixed(0, 6) = %x", l.VarFixed(0, 6))
 	}
+
+	// Element 0 is empty and element 1 is 8 bytes, whose first word is 4:
+	// at the uniform position of element 1 (8 bytes from the start) lies
+	// a size word of 4, so VarUint32(1) reads the word after it, where
+	// the walk finds an 8-byte element 1.
+	body = codec.AppendBytesElement(nil, nil)
+	body = codec.AppendBytesElement(body, []byte{4, 0, 0, 0, 0x77, 0x77, 0x77, 0x77})
+	l = rootList(t, rawListMessage(body, 2))
+	if got := l.VarUint32(1); got != 0x77777777 || len(l.BytesAt(1)) != 8 {
+		t.Errorf("VarUint32(1) = %#x, BytesAt(1) = %x", got, l.BytesAt(1))
+	}
+}
+
+// FuzzVarAgree: the Var readers of every width agree with VarFixed, on
+// any list; they agree with the walk (BytesAt) whenever the walked
+// elements up to i are all w bytes, as every writer makes them; and
+// whatever they return lies inside the message, after a size word of w.
+func FuzzVarAgree(f *testing.F) {
+	f.Add([]byte{4, 0, 0, 0, 1, 2, 3, 4, 4, 0, 0, 0, 5, 6, 7, 8}, uint32(2), 1)
+	f.Add([]byte{0, 0, 0, 0, 8, 0, 0, 0, 4, 0, 0, 0, 7, 7, 7, 7}, uint32(2), 1)
+	f.Add([]byte{1, 0, 0, 0, 9, 2, 0, 0, 0, 1, 2}, uint32(9), 0)
+	f.Fuzz(func(t *testing.T, body []byte, n uint32, i int) {
+		msg := rawListMessage(body, n)
+		l := rootList(t, msg)
+		for _, w := range []int{0, 1, 2, 3, 4, 8, 12} {
+			got := l.VarFixed(i, w)
+			var fast uint64
+			switch w {
+			case 1:
+				fast = uint64(l.VarUint8(i))
+			case 2:
+				fast = uint64(l.VarUint16(i))
+			case 4:
+				fast = uint64(l.VarUint32(i))
+			case 8:
+				fast = l.VarUint64(i)
+			}
+			var want uint64
+			for k, c := range got {
+				if k < 8 {
+					want |= uint64(c) << (8 * k)
+				}
+			}
+			if w == 1 || w == 2 || w == 4 || w == 8 {
+				if fast != want {
+					t.Fatalf("width %d, element %d: Var reader %#x, VarFixed %x", w, i, fast, got)
+				}
+			}
+			if got != nil {
+				if len(got) != w || cap(got) != w {
+					t.Fatalf("VarFixed(%d, %d) = %x, cap %d", i, w, got, cap(got))
+				}
+				// Where got lies in msg: after a size word of w.
+				at := -1
+				for p := 24 + codec.ElementHeaderSize; w > 0 && p+w <= len(msg); p++ {
+					if &msg[p] == &got[0] {
+						at = p
+						break
+					}
+				}
+				if w > 0 && (at < 0 || binary.LittleEndian.Uint32(msg[at-4:]) != uint32(w)) {
+					t.Fatalf("VarFixed(%d, %d) = %x: not after a size word of %d in the message", i, w, got, w)
+				}
+			}
+			// The walk: when elements 0..i are all w bytes, both agree.
+			uniform := i >= 0
+			k := 0
+			for it := l.Iter(); uniform && it.Next() && k <= i; k++ {
+				uniform = len(it.Bytes()) == w
+			}
+			if uniform && k == i+1 {
+				if want := l.BytesAt(i); !bytes.Equal(got, want) || got == nil {
+					t.Fatalf("uniform list %x count %d: VarFixed(%d, %d) = %x, the walk gives %x", body, n, i, w, got, want)
+				}
+			} else if i < 0 || i >= l.Len() {
+				if got != nil {
+					t.Fatalf("VarFixed(%d, %d) of %d elements = %x", i, w, l.Len(), got)
+				}
+			}
+		}
+	})
 }
 
 // TestVarScalarHostile checks reads of truncated lists and hostile counts:

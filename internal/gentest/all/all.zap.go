@@ -779,8 +779,10 @@ func (it *KitchenBytesIter) Next() bool { return it.it.Next() }
 func (it *KitchenBytesIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 1 bytes). It is O(1)
-// when the elements are all 1 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 1 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 1 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l KitchenBytesList) At(i int) uint8 { return l.l.VarUint8(i) }
 
 // Value returns the current element (0 when it is not 1 bytes).
@@ -823,8 +825,10 @@ func (it *KitchenWordsIter) Next() bool { return it.it.Next() }
 func (it *KitchenWordsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 4 bytes). It is O(1)
-// when the elements are all 4 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 4 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 4 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l KitchenWordsList) At(i int) uint32 { return l.l.VarUint32(i) }
 
 // Value returns the current element (0 when it is not 4 bytes).
@@ -867,8 +871,10 @@ func (it *KitchenLongsIter) Next() bool { return it.it.Next() }
 func (it *KitchenLongsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 8 bytes). It is O(1)
-// when the elements are all 8 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 8 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 8 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l KitchenLongsList) At(i int) uint64 { return l.l.VarUint64(i) }
 
 // Value returns the current element (0 when it is not 8 bytes).
@@ -1485,8 +1491,10 @@ func (it *SparseFloatsIter) Next() bool { return it.it.Next() }
 func (it *SparseFloatsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 8 bytes). It is O(1)
-// when the elements are all 8 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 8 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 8 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l SparseFloatsList) At(i int) float64 { return math.Float64frombits(l.l.VarUint64(i)) }
 
 // Value returns the current element (0 when it is not 8 bytes).
@@ -2492,8 +2500,10 @@ func (it *DeepBoolsIter) Next() bool { return it.it.Next() }
 func (it *DeepBoolsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 1 bytes). It is O(1)
-// when the elements are all 1 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 1 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 1 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l DeepBoolsList) At(i int) bool { return l.l.VarUint8(i) != 0 }
 
 // Value returns the current element (0 when it is not 1 bytes).
@@ -2536,8 +2546,10 @@ func (it *DeepTinyIter) Next() bool { return it.it.Next() }
 func (it *DeepTinyIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 1 bytes). It is O(1)
-// when the elements are all 1 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 1 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 1 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l DeepTinyList) At(i int) int8 { return int8(l.l.VarUint8(i)) }
 
 // Value returns the current element (0 when it is not 1 bytes).
@@ -2580,8 +2592,10 @@ func (it *DeepShortsIter) Next() bool { return it.it.Next() }
 func (it *DeepShortsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 2 bytes). It is O(1)
-// when the elements are all 2 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 2 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 2 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l DeepShortsList) At(i int) int16 { return int16(l.l.VarUint16(i)) }
 
 // Value returns the current element (0 when it is not 2 bytes).
@@ -2624,8 +2638,10 @@ func (it *DeepRealsIter) Next() bool { return it.it.Next() }
 func (it *DeepRealsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 4 bytes). It is O(1)
-// when the elements are all 4 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 4 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 4 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l DeepRealsList) At(i int) float32 { return math.Float32frombits(l.l.VarUint32(i)) }
 
 // Value returns the current element (0 when it is not 4 bytes).
@@ -2668,14 +2684,18 @@ func (it *DeepQuadsIter) Next() bool { return it.it.Next() }
 func (it *DeepQuadsIter) Index() int { return it.it.Index() }
 
 // At returns a copy of element i (zero when out of range or not 4 bytes).
-// It is O(1) when the elements are all 4 bytes, as writers make them.
+// It is O(1) when the elements are all 4 bytes, as writers make them. On
+// a list whose elements are not (DecodeZAP refuses one) it may walk the
+// elements before i, or read 4 bytes that are not element i
+// (codec.List.VarFixed says when); Iter reads any list as written.
 func (l DeepQuadsList) At(i int) (a [4]byte) {
 	copy(a[:], l.l.VarFixed(i, 4))
 	return a
 }
 
 // AtBytes returns element i in place (nil when out of range or not 4
-// bytes); it aliases the message.
+// bytes; as At, on a list whose elements are not all 4 bytes it may give
+// 4 bytes that are not element i); it aliases the message.
 func (l DeepQuadsList) AtBytes(i int) []byte { return l.l.VarFixed(i, 4) }
 
 // Value returns a copy of the current element (zero when not 4 bytes).
@@ -2721,14 +2741,18 @@ func (it *DeepKeysIter) Next() bool { return it.it.Next() }
 func (it *DeepKeysIter) Index() int { return it.it.Index() }
 
 // At returns a copy of element i (zero when out of range or not 16 bytes).
-// It is O(1) when the elements are all 16 bytes, as writers make them.
+// It is O(1) when the elements are all 16 bytes, as writers make them. On
+// a list whose elements are not (DecodeZAP refuses one) it may walk the
+// elements before i, or read 16 bytes that are not element i
+// (codec.List.VarFixed says when); Iter reads any list as written.
 func (l DeepKeysList) At(i int) (a [16]byte) {
 	copy(a[:], l.l.VarFixed(i, 16))
 	return a
 }
 
 // AtBytes returns element i in place (nil when out of range or not 16
-// bytes); it aliases the message.
+// bytes; as At, on a list whose elements are not all 16 bytes it may give
+// 16 bytes that are not element i); it aliases the message.
 func (l DeepKeysList) AtBytes(i int) []byte { return l.l.VarFixed(i, 16) }
 
 // Value returns a copy of the current element (zero when not 16 bytes).
@@ -2862,8 +2886,10 @@ func (it *DeepGridElemIter) Next() bool { return it.it.Next() }
 func (it *DeepGridElemIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 2 bytes). It is O(1)
-// when the elements are all 2 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 2 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 2 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l DeepGridElemList) At(i int) uint16 { return l.l.VarUint16(i) }
 
 // Value returns the current element (0 when it is not 2 bytes).
@@ -2951,8 +2977,10 @@ func (it *DeepRunsElemIter) Next() bool { return it.it.Next() }
 func (it *DeepRunsElemIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 8 bytes). It is O(1)
-// when the elements are all 8 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 8 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 8 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l DeepRunsElemList) At(i int) uint64 { return l.l.VarUint64(i) }
 
 // Value returns the current element (0 when it is not 8 bytes).

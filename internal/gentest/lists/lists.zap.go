@@ -906,8 +906,10 @@ func (it *ListsU8sIter) Next() bool { return it.it.Next() }
 func (it *ListsU8sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 1 bytes). It is O(1)
-// when the elements are all 1 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 1 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 1 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsU8sList) At(i int) uint8 { return l.l.VarUint8(i) }
 
 // Value returns the current element (0 when it is not 1 bytes).
@@ -950,8 +952,10 @@ func (it *ListsU16sIter) Next() bool { return it.it.Next() }
 func (it *ListsU16sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 2 bytes). It is O(1)
-// when the elements are all 2 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 2 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 2 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsU16sList) At(i int) uint16 { return l.l.VarUint16(i) }
 
 // Value returns the current element (0 when it is not 2 bytes).
@@ -994,8 +998,10 @@ func (it *ListsU32sIter) Next() bool { return it.it.Next() }
 func (it *ListsU32sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 4 bytes). It is O(1)
-// when the elements are all 4 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 4 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 4 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsU32sList) At(i int) uint32 { return l.l.VarUint32(i) }
 
 // Value returns the current element (0 when it is not 4 bytes).
@@ -1038,8 +1044,10 @@ func (it *ListsU64sIter) Next() bool { return it.it.Next() }
 func (it *ListsU64sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 8 bytes). It is O(1)
-// when the elements are all 8 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 8 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 8 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsU64sList) At(i int) uint64 { return l.l.VarUint64(i) }
 
 // Value returns the current element (0 when it is not 8 bytes).
@@ -1082,8 +1090,10 @@ func (it *ListsI16sIter) Next() bool { return it.it.Next() }
 func (it *ListsI16sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 2 bytes). It is O(1)
-// when the elements are all 2 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 2 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 2 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsI16sList) At(i int) int16 { return int16(l.l.VarUint16(i)) }
 
 // Value returns the current element (0 when it is not 2 bytes).
@@ -1126,8 +1136,10 @@ func (it *ListsI32sIter) Next() bool { return it.it.Next() }
 func (it *ListsI32sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 4 bytes). It is O(1)
-// when the elements are all 4 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 4 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 4 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsI32sList) At(i int) int32 { return int32(l.l.VarUint32(i)) }
 
 // Value returns the current element (0 when it is not 4 bytes).
@@ -1170,8 +1182,10 @@ func (it *ListsI64sIter) Next() bool { return it.it.Next() }
 func (it *ListsI64sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 8 bytes). It is O(1)
-// when the elements are all 8 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 8 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 8 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsI64sList) At(i int) int64 { return int64(l.l.VarUint64(i)) }
 
 // Value returns the current element (0 when it is not 8 bytes).
@@ -1214,8 +1228,10 @@ func (it *ListsF32sIter) Next() bool { return it.it.Next() }
 func (it *ListsF32sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 4 bytes). It is O(1)
-// when the elements are all 4 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 4 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 4 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsF32sList) At(i int) float32 { return math.Float32frombits(l.l.VarUint32(i)) }
 
 // Value returns the current element (0 when it is not 4 bytes).
@@ -1258,8 +1274,10 @@ func (it *ListsF64sIter) Next() bool { return it.it.Next() }
 func (it *ListsF64sIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 8 bytes). It is O(1)
-// when the elements are all 8 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 8 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 8 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsF64sList) At(i int) float64 { return math.Float64frombits(l.l.VarUint64(i)) }
 
 // Value returns the current element (0 when it is not 8 bytes).
@@ -1302,8 +1320,10 @@ func (it *ListsBoolsIter) Next() bool { return it.it.Next() }
 func (it *ListsBoolsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 1 bytes). It is O(1)
-// when the elements are all 1 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 1 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 1 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ListsBoolsList) At(i int) bool { return l.l.VarUint8(i) != 0 }
 
 // Value returns the current element (0 when it is not 1 bytes).
@@ -1447,14 +1467,18 @@ func (it *ListsQuadsIter) Next() bool { return it.it.Next() }
 func (it *ListsQuadsIter) Index() int { return it.it.Index() }
 
 // At returns a copy of element i (zero when out of range or not 4 bytes).
-// It is O(1) when the elements are all 4 bytes, as writers make them.
+// It is O(1) when the elements are all 4 bytes, as writers make them. On
+// a list whose elements are not (DecodeZAP refuses one) it may walk the
+// elements before i, or read 4 bytes that are not element i
+// (codec.List.VarFixed says when); Iter reads any list as written.
 func (l ListsQuadsList) At(i int) (a [4]byte) {
 	copy(a[:], l.l.VarFixed(i, 4))
 	return a
 }
 
 // AtBytes returns element i in place (nil when out of range or not 4
-// bytes); it aliases the message.
+// bytes; as At, on a list whose elements are not all 4 bytes it may give
+// 4 bytes that are not element i); it aliases the message.
 func (l ListsQuadsList) AtBytes(i int) []byte { return l.l.VarFixed(i, 4) }
 
 // Value returns a copy of the current element (zero when not 4 bytes).

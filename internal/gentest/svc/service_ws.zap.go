@@ -396,8 +396,10 @@ func (it *ShapeTagsIter) Next() bool { return it.it.Next() }
 func (it *ShapeTagsIter) Index() int { return it.it.Index() }
 
 // At returns element i (0 when out of range or not 4 bytes). It is O(1)
-// when the elements are all 4 bytes, as writers make them, and walks
-// the elements before i otherwise.
+// when the elements are all 4 bytes, as writers make them. On a list
+// whose elements are not (DecodeZAP refuses one) it may walk the elements
+// before i, or read 4 bytes that are not element i (codec.List.VarFixed
+// says when); Iter reads any list as written, in linear time.
 func (l ShapeTagsList) At(i int) uint32 { return l.l.VarUint32(i) }
 
 // Value returns the current element (0 when it is not 4 bytes).

@@ -43,7 +43,9 @@
 // list view TFList with Len(), IsNull(), At(i) and Iter() (a front-to-back
 // TFIter with Next, Index and Value). At(i) of a list of scalars or
 // bytes_fixed is O(1) when its elements are uniform (as every writer makes
-// them) and walks otherwise; of other lists it walks the elements before i.
+// them); on a list whose elements are not, it may walk or read bytes that
+// are not element i (codec.List.VarFixed says when), where Iter reads the
+// elements as written. At(i) of other lists walks the elements before i.
 // The element of a nested list is a view TFElemList of the same shape (and
 // TFElemElemList below it, and so on).
 //
