@@ -190,8 +190,8 @@ type outbox struct {
 // outbox.watchWrite). Its own allocation, so that a server's connection,
 // whose outbox is not watched, does not carry it.
 type writeWatch struct {
-	seq uint64 // watched writes begun; the writer role's
-	// state is seq<<2 | writeBusy while a watched write is under way (0
+	seq uint64 // published writes begun (see write); the writer role's
+	// state is seq<<2 | writeBusy while a published write is under way (0
 	// when none), with writeKicked added by the beat that interrupted
 	// it; kickMu orders the beat's deadline change before the writer's.
 	state  atomic.Uint64
@@ -784,7 +784,12 @@ func (o *outbox) halt(err error) (first bool) {
 // watchWrite). Interrupted, a write that took no byte (or any write over
 // TLS, which cannot go on) fails with errWriteTimeout, one that took some
 // goes on under a socket deadline as below. So a healthy connection keeps
-// no timer pending for its writes.
+// no timer pending for its writes. A write with a ctx on a watched
+// outbox is seen by the beat too, and interrupted so, though its own
+// deadlines normally end it first: a net.Conn that ignores them is
+// closed a write timeout after the beat's past deadline did nothing
+// too (the caller, whose goroutine is the one in the Write, returns then,
+// not at its ctx's end).
 //
 // On a client (soleDL), a write that fails on a deadline while none of
 // the outbox's is due, taking nothing, fails with that error: nothing
@@ -835,7 +840,16 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	var now, progress time.Time // progress: when the last byte was taken, as far as we know
 	fresh := false
 	ww := o.ww
-	watched := ww != nil && o.timeout > 0 && !cancelable
+	// published: the beat sees the write under way (watchWrite). One
+	// without a ctx that can end (watched) sets no deadline: the beat's
+	// past one is its only bound. One with such a ctx runs under its own
+	// deadlines and is published all the same: over a net.Conn that
+	// ignores them (a wrapper that unwraps to a socket with NetConn, so
+	// taken for resumable, but drops its write deadlines) it blocked for
+	// ever, past its ctx's end and the write timeout; the beat now
+	// closes the connection a write timeout after its kick did nothing.
+	published := ww != nil && o.timeout > 0
+	watched := published && !cancelable
 	switch {
 	case watched:
 		if !o.wdl.IsZero() {
@@ -852,14 +866,14 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	written := 0
 	for {
 		var w uint64
-		if watched {
+		if published {
 			ww.seq++
 			w = ww.seq<<2 | writeBusy
 			ww.state.Store(w)
 		}
 		n, err := o.writeOnce(p, q != nil, written)
 		written += n
-		if watched && !ww.state.CompareAndSwap(w, 0) {
+		if published && !ww.state.CompareAndSwap(w, 0) {
 			// The beat saw this write under way for the write timeout
 			// and set a past deadline on nc: wait until it is set, so
 			// that ours come after it.
@@ -867,7 +881,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			ww.state.Store(0)
 			ww.kickMu.Unlock()
 			o.wdl, o.wdlCtx = kickDeadline, false
-			watched = false // what follows runs under socket deadlines
+			watched, published = false, false // what follows runs under socket deadlines
 			switch {
 			case err == nil:
 				// Done just as the beat came.

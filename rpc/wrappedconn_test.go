@@ -274,6 +274,75 @@ func TestClientWriteTimeoutWhenDeadlineDoesNotEndWrite(t *testing.T) {
 	}
 }
 
+// noWriteDeadlineUnwrap is noWriteDeadlineConn that unwraps with
+// NetConn to the socket it wraps: resumableConn takes it for that socket,
+// so a call's ctx bounds its writes with deadlines, which it drops.
+// writes counts the Writes begun.
+type noWriteDeadlineUnwrap struct {
+	noWriteDeadlineConn
+	writes *atomic.Int32
+}
+
+func (c noWriteDeadlineUnwrap) NetConn() net.Conn { return c.Conn }
+
+func (c noWriteDeadlineUnwrap) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A call whose ctx can end writes under deadlines of its own (its ctx's,
+// the write timeout's) on a connection taken for resumable; over one
+// that drops them, to a server that never reads, the write never
+// returned: the call stayed blocked past the write timeout (and past its
+// ctx's end), for ever. The beat sees such writes too: a write timeout
+// after its past deadline did nothing, it closes the connection, and
+// the call fails with ErrClosed saying why.
+func TestClientCtxWriteWhenDeadlineDoesNotEndWrite(t *testing.T) {
+	for _, cancelled := range []bool{false, true} {
+		name := "deadline"
+		if cancelled {
+			name = "canceled"
+		}
+		t.Run(name, func(t *testing.T) {
+			addr := deafListener(t)
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wc := noWriteDeadlineUnwrap{noWriteDeadlineConn{nc}, new(atomic.Int32)}
+			if !resumableConn(wc) {
+				t.Fatal("the wrapper is not taken for the socket it unwraps to")
+			}
+			c := NewClient(wc, WithWriteTimeout(50*time.Millisecond), WithAnswerTimeout(time.Hour))
+			defer c.Close()
+			// A deadline far beyond the write timeout; or none, and
+			// canceled once the write has begun (its deadline would
+			// make it a poll every cancelPoll).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			if cancelled {
+				ctx, cancel = context.WithCancel(context.Background())
+			}
+			defer cancel()
+			errs := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, mEcho, bytes.Repeat([]byte{1}, 8<<20), nil)
+				errs <- err
+			}()
+			if cancelled {
+				await(t, "the call's write to begin", func() bool { return wc.writes.Load() != 0 })
+				cancel()
+			}
+			err = receive(t, "the call whose write ignores its deadlines to return", errs)
+			if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "did not end the write") {
+				t.Errorf("call: %v, want ErrClosed for the write deadline that did not end the write", err)
+			}
+			if !c.Closed() {
+				t.Error("client not Closed")
+			}
+		})
+	}
+}
+
 // The beat gives up on a write it interrupted once the write is still
 // under way a write timeout after the kick: it reports so once. (Beats
 // by hand, with made-up times.)
