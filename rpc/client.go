@@ -208,9 +208,10 @@ func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Cli
 // ConnectionState method, as *tls.Conn does). NewClient does not wait
 // for the handshake (the client's read loop runs it at once): one that
 // fails (a cfg with neither ServerName, which NewClient has no dialed
-// address to take from, nor InsecureSkipVerify, among others) closes
-// the client, and its calls fail with an error matching [ErrClosed]
-// that says why.
+// address to take from, nor InsecureSkipVerify, among others), or is
+// not done within the shorter of the write and answer timeouts that are
+// set, closes the client, and its calls fail with an error matching
+// [ErrClosed] that says why.
 //
 // A call whose ctx ends while its write is blocked cuts the write short
 // with a deadline (another goroutine writes the rest) only on a
@@ -802,6 +803,9 @@ func (c *Client) claim(pid uint32) *slot {
 
 func (c *Client) readLoop() {
 	defer close(c.readDone)
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
+		return
+	}
 	var r wire.Response
 	for {
 		kind, p, err := c.r.Next()
@@ -915,6 +919,43 @@ func (c *Client) replies(kind byte, p []byte) bool {
 	}
 	if err := c.out.flushIf(lead, nil); err != nil {
 		c.fail(err)
+		return false
+	}
+	return true
+}
+
+// handshake runs the TLS handshake of a client NewClient made over a
+// connection whose handshake has not run (Dial's has: nothing to do),
+// bounded by the shorter of the write and answer timeouts that are set,
+// and reports whether it succeeded; when not, the client failed, saying
+// so. A call's
+// write waits for the handshake (crypto/tls runs one at a time): without
+// the bound, a peer that took the ClientHello and never answered made
+// the calls fail by the write timeout's last resort, a write timeout
+// after the beat's past write deadline (which cannot end a wait for the
+// handshake), as a peer that "does not read". The client fails before
+// the connection is closed, so that no write the close ends reports
+// first.
+//
+// (Not ConnectionState first, to skip a handshake done: it waits for a
+// handshake under way, which a call's write may have begun, and the
+// bound would not be armed meanwhile. Handshake returns at once when it
+// is done.)
+func (c *Client) handshake(tc *tls.Conn) bool {
+	d := time.Duration(0)
+	for _, t := range [2]time.Duration{c.opts.writeTimeout, c.opts.answerTimeout} {
+		if t > 0 && (d == 0 || t < d) {
+			d = t
+		}
+	}
+	if d > 0 {
+		t := time.AfterFunc(d, func() {
+			c.fail(fmt.Errorf("tls handshake not done within %v (the shorter of WithWriteTimeout and WithAnswerTimeout)", d))
+		})
+		defer t.Stop()
+	}
+	if err := tc.Handshake(); err != nil {
+		c.fail(fmt.Errorf("tls handshake: %w", err))
 		return false
 	}
 	return true

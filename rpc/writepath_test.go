@@ -562,3 +562,46 @@ func TestTooLargeRequestFullQueue(t *testing.T) {
 		})
 	}
 }
+
+// A client NewClient runs TLS over (WithTLSConfig), whose peer takes the
+// ClientHello and never answers: the handshake is bounded by the shorter
+// of the write and answer timeouts, and the calls, whether their writes
+// wait for the handshake in the caller (no ctx) or in the writer
+// goroutine (a ctx that can end), fail with ErrClosed saying that the
+// handshake was not done. They used to fail by the write timeout's last
+// resort, a write timeout after the beat's past write deadline, which
+// cannot end a wait for the handshake, saying that the peer "does not
+// read". (The bound is armed as the read loop starts, which a call's
+// write may precede; that last resort comes a write timeout later.)
+func TestNewClientTLSHandshakeNotAnswered(t *testing.T) {
+	for _, withCtx := range []bool{false, true} {
+		name := "background"
+		if withCtx {
+			name = "ctx"
+		}
+		t.Run(name, func(t *testing.T) {
+			a, b := net.Pipe()
+			t.Cleanup(func() { a.Close(); b.Close() })
+			go io.Copy(io.Discard, b) // reads, never answers
+			_, roots := selfSigned(t)
+			c := NewClient(a, WithTLSConfig(&tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}),
+				WithWriteTimeout(500*time.Millisecond), WithAnswerTimeout(time.Hour))
+			t.Cleanup(func() { c.Close() })
+			ctx := context.Background()
+			if withCtx {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Hour)
+				defer cancel()
+			}
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, mEcho, []byte("x"), nil)
+				errc <- err
+			}()
+			err := receive(t, "the call to fail", errc)
+			if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "tls handshake not done") {
+				t.Errorf("call: %v, want ErrClosed for the handshake not done", err)
+			}
+		})
+	}
+}
