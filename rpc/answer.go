@@ -94,10 +94,21 @@ func (c *serverConn) handlerPanic(j *job, r any) {
 // in a test's handler, say): the call is answered 500, and the goroutine
 // that ran it ends. The observer, if any, sees that 500: the handler
 // never returned to call, which would have reported it.
+//
+// When the handler had returned and the observer was reporting its call
+// (j.obsIn is observerRunning), the observer called runtime.Goexit: the
+// call is answered 500 all the same, and the observer is not called again
+// (it would exit again, before the answer is written).
 func (c *serverConn) handlerExited(j *job) {
+	obs := c.s.opts.observer
+	if obs != nil && j.obsIn == observerRunning {
+		c.s.opts.logger.Error("rpc: observer called runtime.Goexit", "method", j.method, "promise", j.pid,
+			"remote", c.remote())
+		return
+	}
 	c.s.opts.logger.Error("rpc: handler called runtime.Goexit", "method", j.method, "promise", j.pid,
 		"remote", c.remote())
-	if obs := c.s.opts.observer; obs != nil {
+	if obs != nil {
 		observeCall(obs, c.serverEvent(j.method, StatusInternal, j.obsStart, monoNow(), j.obsIn, 0), c.s.opts.logger)
 	}
 }

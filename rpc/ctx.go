@@ -37,6 +37,8 @@ type job struct {
 	// obsStart (monoNow) and obsIn (request payload bytes) are kept by
 	// call, with an observer, for the event of a handler that calls
 	// runtime.Goexit and so never returns to call (handlerExited).
+	// obsIn is observerRunning once the handler returned and the
+	// observer is reporting the call.
 	obsStart int64
 	obsIn    int
 
@@ -130,6 +132,10 @@ var retiredConn = func() *serverConn {
 	cancel()
 	return &serverConn{ctx: ctx}
 }()
+
+// observerRunning is job.obsIn while the observer reports the call,
+// its handler returned (see handlerExited).
+const observerRunning = -1
 
 var _ context.Context = (*job)(nil)
 

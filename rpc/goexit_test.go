@@ -3,8 +3,11 @@ package rpc
 import (
 	"context"
 	"errors"
+	"io"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -144,5 +147,126 @@ func TestStreamHandlerGoexit(t *testing.T) {
 	}
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A server observer that calls runtime.Goexit (t.FailNow in a test's
+// observer, say) as it reports a call ends the goroutine it runs on, as a
+// handler's would: the call is answered 500, the observer is not called a
+// second time for it, the connection goes on (inline and on a worker), and
+// Shutdown returns. Before, the exit skipped the answer: the call and
+// every later one on the connection waited for ever, and so did Shutdown.
+func TestObserverGoexit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		takeOver bool // the handler waits for the watchdog to take its read loop over
+	}{{name: "inline"}, {name: "after a take-over", takeOver: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var seen [2]int // events of mPanic, of mEcho
+			s, addr, logs := testServer(t, WithObserver(func(ev CallEvent) {
+				mu.Lock()
+				if ev.Method == mPanic {
+					seen[0]++
+				} else {
+					seen[1]++
+				}
+				mu.Unlock()
+				if ev.Method == mPanic {
+					runtime.Goexit()
+				}
+			}))
+			var sc *serverConn
+			known := make(chan struct{})
+			s.Handle(mPanic, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+				if tc.takeOver {
+					<-known
+					for sc.inl.Load() != readerTaken {
+						runtime.Gosched()
+					}
+				}
+				return append(resp, "ok"...), nil
+			})
+			c := dial(t, addr)
+			// Bounds only a broken server's wait (it hung for ever).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if out, err := c.Call(ctx, mEcho, []byte("first"), nil); err != nil || string(out) != "first" {
+				t.Fatalf("first call: %q %v", out, err)
+			}
+			sc = serverConnOf(t, s)
+			close(known)
+			for i := range 3 {
+				_, err := c.Call(ctx, mPanic, nil, nil)
+				var se *StatusError
+				if !errors.As(err, &se) || se.Code != StatusInternal {
+					t.Fatalf("call %d whose observer exits: %v, want 500", i, err)
+				}
+				if out, err := c.Call(ctx, mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+					t.Fatalf("call %d after: %q %v", i, out, err)
+				}
+			}
+			if err := s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			if seen != [2]int{3, 4} {
+				t.Errorf("events (exiting, echo): %v, want [3 4]", seen)
+			}
+			mu.Unlock()
+			if !contains(logs.String(), "observer called runtime.Goexit") {
+				t.Fatalf("not logged: %s", logs)
+			}
+		})
+	}
+}
+
+// A server stream observer that calls runtime.Goexit as it sees a
+// stream's start ends the stream as a handler's exit does (500, the
+// handler does not run), and one that exits as it sees the end leaves
+// the stream ended: either way the stream slot is freed and Shutdown
+// returns. Before, the stream stayed open and counted in flight.
+func TestStreamObserverGoexit(t *testing.T) {
+	for _, atEnd := range []bool{false, true} {
+		t.Run(map[bool]string{false: "start", true: "end"}[atEnd], func(t *testing.T) {
+			s, addr, logs := streamServer(t, WithMaxStreams(1), WithStreamObserver(func(ev StreamEvent) {
+				if ev.End == atEnd {
+					runtime.Goexit()
+				}
+			}))
+			const sExit = 77
+			ran := make(chan struct{}, 3)
+			s.HandleStream(sExit, func(ctx context.Context, init []byte, st *Stream) error {
+				ran <- struct{}{}
+				return nil
+			})
+			c := dial(t, addr)
+			// Bounds only a broken server's wait (it hung for ever).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for i := range 3 { // one stream at a time: each end frees the slot
+				st, err := c.OpenStream(ctx, sExit, nil)
+				if err != nil {
+					t.Fatalf("stream %d: %v", i, err)
+				}
+				_, err = recvAll(st)
+				var se *StatusError
+				switch {
+				case !atEnd && (!errors.As(err, &se) || se.Code != StatusInternal):
+					t.Fatalf("stream %d: end %v, want 500", i, err)
+				case atEnd && err != io.EOF:
+					t.Fatalf("stream %d: end %v, want a clean end", i, err)
+				}
+			}
+			if err := s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 0, true: 3}[atEnd]; len(ran) != want {
+				t.Errorf("the handler ran %d times, want %d", len(ran), want)
+			}
+			if !atEnd && !contains(logs.String(), "stream observer called runtime.Goexit") {
+				t.Fatalf("not logged: %s", logs)
+			}
+		})
 	}
 }

@@ -71,9 +71,14 @@ type CallEvent struct {
 // must not block. A panic in it is recovered and logged (on a server by
 // its logger, [WithLogger]; on a client by slog.Default()): the call is
 // answered, or returns to its caller, as if the observer had returned,
-// and other calls are not affected. CallEvent is passed by value:
-// observing allocates nothing and costs two monotonic clock reads per
-// call and side (one for a call a server answers at once).
+// and other calls are not affected. A server observer that calls
+// runtime.Goexit (t.FailNow) as it reports a call whose handler ran ends
+// that goroutine, as the handler's own exit would: the call is answered
+// 500 (whatever the handler returned) and is not reported again. It must
+// not exit for a call answered without a handler (the read loop reports
+// it) nor on a client: the connection would hang. CallEvent is passed
+// by value: observing allocates nothing and costs two monotonic clock
+// reads per call and side (one for a call a server answers at once).
 type Observer func(CallEvent)
 
 // WithObserver installs f to see every call: on a server, every call it
@@ -121,7 +126,10 @@ func (c *serverConn) call(j *job) (status uint32, body []byte) {
 	// A panic in the observer is recovered and logged: the call is
 	// answered with the handler's result. (The defer is here rather than
 	// in observeCall, which the rarer answers use: a call level less,
-	// half the cost.)
+	// half the cost.) An observer that calls runtime.Goexit ends this
+	// goroutine as a handler's would: obsIn marks the handler returned,
+	// so handlerExited does not report the call a second time.
+	j.obsIn = observerRunning
 	defer func() {
 		if r := recover(); r != nil {
 			observerPanic(c.s.opts.logger, "rpc: observer panic", false, j.method, "", 0, r)

@@ -70,7 +70,13 @@ type StreamEvent struct {
 // a caller's, or a connection's read loop), so it must be quick and must
 // not block. A panic in it is recovered and logged (on a server by its
 // logger, [WithLogger]; on a client by slog.Default()): the stream, its
-// connection and other streams go on as if the observer had returned.
+// connection and other streams go on as if the observer had returned. A
+// server observer that calls runtime.Goexit (t.FailNow) as it sees the
+// start of a stream whose handler is to run ends that stream with status
+// 500 without running its handler; as it sees such a stream's end, it
+// leaves the stream ended. It must not exit for an open refused without
+// a handler (the read loop reports it) nor on a client: the connection
+// would hang.
 // Observing allocates nothing per message: the counts are kept on the
 // stream.
 type StreamObserver func(StreamEvent)

@@ -287,17 +287,23 @@ func (c *serverConn) streamUnanswered(r *wire.Request, status uint32) {
 // runStream runs a stream's handler and ends the server's direction with
 // its result (unless CloseSend, an abort or the connection ended it).
 func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
-	c.serverStreamStart(st, init)
-	ended := false
+	started, ended := false, false
 	defer func() {
 		if !ended {
 			// The handler called runtime.Goexit (a panic is recovered by
-			// invokeStream): the stream ends as after a panic.
-			c.s.opts.logger.Error("rpc: stream handler called runtime.Goexit", "method", st.method, "stream", st.id,
+			// invokeStream), or the stream observer did as it saw the
+			// start: the stream ends as after a panic.
+			who := "stream handler"
+			if !started {
+				who = "stream observer"
+			}
+			c.s.opts.logger.Error("rpc: "+who+" called runtime.Goexit", "method", st.method, "stream", st.id,
 				"remote", c.remote())
 			c.endStream(st, StatusInternal, streamExitText)
 		}
 	}()
+	c.serverStreamStart(st, init)
+	started = true
 	status, text := c.invokeStream(st, h, init)
 	ended = true
 	c.endStream(st, status, text)
@@ -334,8 +340,11 @@ func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 		c.streams.writeEnd(noCtx, st.id, status, text)
 	}
 	st.wmu.Unlock()
+	// Deferred: a stream observer that calls runtime.Goexit as it sees
+	// the end must not leave the stream counted in flight (Shutdown
+	// would wait for it for ever).
+	defer c.doneOne()
 	c.serverStreamEnd(st, status)
-	c.doneOne()
 }
 
 // invokeStream runs the handler, turning its error or panic into the
