@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 )
 
 // HealthMethod is the wire method ordinal of the health service every
@@ -14,7 +15,8 @@ import (
 // (an empty payload asks for the server as a whole), the answer a
 // [HealthCheckResponse] whose Status is a [HealthStatus], the status
 // stored for the service (HealthUnknown too, when it was set so); only a
-// service name the server never knew is answered 404. The schema is
+// service name the server never knew is answered 404 (its text quotes at
+// most 128 bytes of the name, and its length). The schema is
 // rpc/health.zap.
 // Interceptors do not run for it (an authenticating interceptor must not
 // hide a server's health from its load balancer); the observer sees it.
@@ -123,6 +125,20 @@ func (h *Health) lookup(service string) (HealthStatus, bool) {
 	return st, true
 }
 
+// maxHealthNameQuoted is how much of an unknown service's name the 404 of
+// a health check quotes.
+const maxHealthNameQuoted = 128
+
+// nameCut returns how many bytes of name to keep, at most limit, cut
+// between whole UTF-8 characters; name is longer than limit.
+func nameCut(name []byte, limit int) int {
+	cut := limit
+	for cut > limit-utf8.UTFMax && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return cut
+}
+
 // serveHealth is the handler of HealthMethod.
 func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 	j, _ := ctx.Value(callInfoKey{}).(*job)
@@ -139,6 +155,14 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 	}
 	st, known := j.c.s.health.lookup(string(service))
 	if !known {
+		// The name is quoted cut: the peer's name, quoted, is up to four
+		// times its length, and a request of the largest frame would
+		// have the server build an answer of four such frames (sent as
+		// an empty 500, too large for a frame).
+		if n := len(service); n > maxHealthNameQuoted {
+			return resp, Errorf(StatusNotFound, "rpc: health: no such service %q... (%d bytes)",
+				service[:nameCut(service, maxHealthNameQuoted)], n)
+		}
 		return resp, Errorf(StatusNotFound, "rpc: health: no such service %q", service)
 	}
 	r := HealthCheckResponse{Status: uint32(st)}

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,39 @@ func TestMountCollisions(t *testing.T) {
 	}
 	if MountBase() != 0 || MountBase(At(7), nil, At(9)) != 9 {
 		t.Fatal("MountBase")
+	}
+}
+
+// A health check of an unknown service answers 404 quoting at most 128
+// bytes of its name, cut between whole characters, and its length: the
+// whole name, quoted, made the answer up to four times the request (a
+// peer's request of the largest frame had the server format 64 MiB, and
+// then answer an empty 500, the answer too large for a frame).
+func TestHealthUnknownLongName(t *testing.T) {
+	const quoted = 128 // maxHealthNameQuoted
+	_, addr, _ := testServer(t)
+	c := dial(t, addr)
+	name := strings.Repeat("\xff", 1<<20)
+	st, err := CheckHealth(context.Background(), c, name)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != StatusNotFound || st != HealthUnknown {
+		t.Fatalf("check: %v %v, want unknown and a 404", st, err)
+	}
+	want := "rpc: health: no such service \"" + strings.Repeat(`\xff`, quoted) + "\"... (1048576 bytes)"
+	if se.BodyLen != 0 || se.Message != want { // BodyLen: the message was cut
+		t.Fatalf("404 (cut from %d bytes): %.300q, want %q", se.BodyLen, se.Message, want)
+	}
+	// Cut between characters: the 3-byte "€" across the 128th byte is
+	// dropped whole.
+	name = strings.Repeat("a", quoted-1) + "€" + strings.Repeat("b", 100)
+	_, err = CheckHealth(context.Background(), c, name)
+	want = "rpc: health: no such service \"" + strings.Repeat("a", quoted-1) + "\"... (230 bytes)"
+	if !errors.As(err, &se) || se.Message != want {
+		t.Fatalf("check: %v, want the 404 %q", err, want)
+	}
+	// A short name is quoted whole.
+	_, err = CheckHealth(context.Background(), c, "no.Such")
+	if !errors.As(err, &se) || se.Message != `rpc: health: no such service "no.Such"` {
+		t.Fatalf("check: %v", err)
 	}
 }
