@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,6 +267,56 @@ func TestStreamObserverGoexit(t *testing.T) {
 			}
 			if !atEnd && !contains(logs.String(), "stream observer called runtime.Goexit") {
 				t.Fatalf("not logged: %s", logs)
+			}
+		})
+	}
+}
+
+// A client stream observer that calls runtime.Goexit (t.FailNow) as it
+// sees a stream's start ends the goroutine of OpenStream, which never
+// gets the stream: the stream's lock is released and its slot freed, so
+// the client opens the next stream and closes; with interceptors, whose
+// chain cancels the stream it opened, too. Before, the observer ran
+// under the stream's lock, which the exit left held: the chain's cancel
+// waited for it for ever, and without a chain the slot stayed taken.
+func TestClientStreamObserverGoexit(t *testing.T) {
+	for _, chained := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "interceptor"}[chained], func(t *testing.T) {
+			s, addr, _ := streamServer(t)
+			s.HandleStream(77, func(ctx context.Context, init []byte, st *Stream) error { return nil })
+			var exit atomic.Bool
+			exit.Store(true)
+			opts := []ClientOption{WithMaxStreams(1), WithStreamObserver(func(ev StreamEvent) {
+				if !ev.End && exit.Load() {
+					runtime.Goexit()
+				}
+			})}
+			if chained {
+				opts = append(opts, WithStreamClientInterceptors(func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error) {
+					return open(ctx, method, init)
+				}))
+			}
+			c := dial(t, addr, opts...)
+			// Bounds only a broken client's wait (it hung for ever).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			exited := make(chan struct{})
+			go func() {
+				defer close(exited)
+				c.OpenStream(ctx, 77, nil)
+				t.Error("OpenStream returned: the observer did not exit")
+			}()
+			receive(t, "the exit of OpenStream", exited)
+			exit.Store(false)
+			st, err := c.OpenStream(ctx, 77, nil)
+			if err != nil {
+				t.Fatalf("the next stream: %v", err)
+			}
+			if _, err := recvAll(st); err != io.EOF {
+				t.Fatalf("the next stream ended with %v", err)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -114,7 +114,6 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		t.awaitHello(mark)
 	}
 	t.mu.Unlock()
-	c.clientStreamStart(s)
 	// The writes below are bounded by ctx, as a Call's are: a peer that
 	// does not read holds OpenStream up until ctx ends, not for the write
 	// timeout (flushCtx hands the rest of a blocked write over).
@@ -126,6 +125,9 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		// The open was not sent: after a go-away, ErrGoAway.
 		return nil, t.unopened(s, c.notSent(t.broken(err)))
 	}
+	// After the hello's flush, which this goroutine may lead: an observer
+	// that calls runtime.Goexit must not leave the hello unwritten.
+	c.clientStreamStart(s)
 	buf, err := c.out.beginCtx(ctx, wire.KindStreamOpen)
 	if err != nil {
 		return nil, t.unopened(s, err)

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -74,8 +75,11 @@ type StreamEvent struct {
 // server observer that calls runtime.Goexit (t.FailNow) as it sees the
 // start of a stream whose handler is to run ends that stream with status
 // 500 without running its handler; as it sees such a stream's end, it
-// leaves the stream ended. It must not exit for an open refused without
-// a handler (the read loop reports it) nor on a client: the connection
+// leaves the stream ended. A client observer that exits as it sees a
+// stream's start ends the goroutine of OpenStream, which never gets the
+// stream: the stream is dropped unopened (no end is reported). It must
+// not exit for an open a server refused without a handler, nor for a
+// client's stream end (a read loop may report either): the connection
 // would hang.
 // Observing allocates nothing per message: the counts are kept on the
 // stream.
@@ -343,6 +347,11 @@ func (c *serverConn) serverStreamEnd(st *Stream, status uint32) {
 // come from the read loop at once) is reported after it. When the end
 // came first (the connection failed as the stream was published), clientEnd
 // reported the start before it, and this reports nothing.
+//
+// An observer that calls runtime.Goexit (t.FailNow) as it sees the start
+// ends the caller's goroutine, which never gets the stream: the stream
+// leaves its set unopened (its slot is freed, its lock released) and is
+// reported no end.
 func (c *Client) clientStreamStart(st *Stream) {
 	if obs := c.opts.streamObserver; obs != nil {
 		st.mu.Lock()
@@ -350,11 +359,24 @@ func (c *Client) clientStreamStart(st *Stream) {
 			st.acct.started = true
 			ev := st.event(true, false, 0)
 			ev.Peer = c.peer
+			returned := false
+			defer func() {
+				if !returned { // a panic is recovered by observeStream
+					st.acct.reported = true
+					st.mu.Unlock()
+					st.set.unopened(st, errStreamObserverExited)
+				}
+			}()
 			observeStream(obs, &ev, nil)
+			returned = true
 		}
 		st.mu.Unlock()
 	}
 }
+
+// errStreamObserverExited ends a client's stream whose observer called
+// runtime.Goexit as it saw the start (see clientStreamStart).
+var errStreamObserverExited = errors.New("rpc: the stream observer called runtime.Goexit at the stream's start")
 
 // clientEnd reports the end of a client's stream, once: status as the
 // server's end said (200 clean), or 0 with err when none came.
