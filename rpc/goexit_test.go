@@ -321,3 +321,53 @@ func TestClientStreamObserverGoexit(t *testing.T) {
 		})
 	}
 }
+
+// A server observer that calls runtime.Goexit as its read loop reports a
+// call or a stream open answered without a handler (here a method it
+// has none for) ends the read loop: the connection closes, so the call
+// fails at once instead of waiting for ever, another connection is
+// served, and Shutdown returns. Before, the connection hung, and
+// Shutdown with it.
+func TestReadLoopObserverGoexit(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "call", true: "stream"}[stream], func(t *testing.T) {
+			const unknown = 99
+			s, addr, logs := streamServer(t,
+				WithObserver(func(ev CallEvent) {
+					if ev.Method == unknown {
+						runtime.Goexit()
+					}
+				}),
+				WithStreamObserver(func(ev StreamEvent) {
+					if ev.Method == unknown {
+						runtime.Goexit()
+					}
+				}))
+			// Bounds only a broken server's wait (it hung for ever).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := dial(t, addr)
+			var err error
+			if stream {
+				var st *Stream
+				if st, err = c.OpenStream(ctx, unknown, nil); err == nil {
+					_, err = recvAll(st)
+				}
+			} else {
+				_, err = c.Call(ctx, unknown, nil, nil)
+			}
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("the call or stream the observer exits for: %v, want ErrClosed", err)
+			}
+			if out, err := dial(t, addr).Call(ctx, mEcho, []byte("next"), nil); err != nil || string(out) != "next" {
+				t.Fatalf("a call on another connection: %q %v", out, err)
+			}
+			if err := s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !contains(logs.String(), "observer called runtime.Goexit") {
+				t.Fatalf("not logged: %s", logs)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -74,9 +75,9 @@ type CallEvent struct {
 // and other calls are not affected. A server observer that calls
 // runtime.Goexit (t.FailNow) as it reports a call whose handler ran ends
 // that goroutine, as the handler's own exit would: the call is answered
-// 500 (whatever the handler returned) and is not reported again. It must
-// not exit for a call answered without a handler (the read loop reports
-// it) nor on a client: the connection would hang. CallEvent is passed
+// 500 (whatever the handler returned) and is not reported again; one
+// that exits for a call answered without a handler ends the read loop
+// that reports it, and the connection is closed. CallEvent is passed
 // by value: observing allocates nothing and costs two monotonic clock
 // reads per call and side (one for a call a server answers at once).
 type Observer func(CallEvent)
@@ -177,7 +178,27 @@ func (c *serverConn) serverEvent(method, status uint32, start, end int64, bytesI
 // cost a nil check.
 func (c *serverConn) observeUnrun(obs Observer, method, status uint32, bytesIn, bytesOut int) {
 	now := monoNow()
+	returned := false
+	defer c.closeIfObserverExited(&returned)
 	observeCall(obs, c.serverEvent(method, status, now, now, bytesIn, bytesOut), c.s.opts.logger)
+	returned = true
+}
+
+// errObserverExited is why a connection closes whose observer called
+// runtime.Goexit on its read loop (see closeIfObserverExited).
+var errObserverExited = errors.New("rpc: an observer called runtime.Goexit on the connection's read loop")
+
+// closeIfObserverExited, deferred around an observer that reports a call
+// or an open answered without a handler, closes the connection unless
+// the observer returned (*returned; a panic is recovered inside): it
+// called runtime.Goexit, which ends the goroutine, the connection's read
+// loop (or a worker that found the connection closed already), and the
+// answer with it. Closed, the connection does not hang: its peer's calls
+// fail, and it leaves the server.
+func (c *serverConn) closeIfObserverExited(returned *bool) {
+	if !*returned {
+		c.close(errObserverExited)
+	}
 }
 
 // observerPanic logs a panic recovered from an observer (idKey and id

@@ -77,10 +77,11 @@ type StreamEvent struct {
 // 500 without running its handler; as it sees such a stream's end, it
 // leaves the stream ended. A client observer that exits as it sees a
 // stream's start ends the goroutine of OpenStream, which never gets the
-// stream: the stream is dropped unopened (no end is reported). It must
-// not exit for an open a server refused without a handler, nor for a
-// client's stream end (a read loop may report either): the connection
-// would hang.
+// stream: the stream is dropped unopened (no end is reported). A server
+// observer that exits for an open refused without a handler ends the
+// read loop that reports it, and the connection is closed. It must not
+// exit for a client's stream end, which the client's read loop may
+// report: the connection would hang.
 // Observing allocates nothing per message: the counts are kept on the
 // stream.
 type StreamObserver func(StreamEvent)
@@ -295,9 +296,12 @@ func (c *serverConn) serverStreamStart(st *Stream, init []byte) {
 // refusal costs a nil check.
 func (c *serverConn) observeRefusedStream(obs StreamObserver, r *wire.Request, status uint32) {
 	ev := StreamEvent{Method: r.Method, ID: r.PromiseID, Start: monoTime(monoNow()), Peer: c.peer()}
+	returned := false
+	defer c.closeIfObserverExited(&returned)
 	observeStream(obs, &ev, c.s.opts.logger)
 	ev.End, ev.Status, ev.BytesIn = true, status, int64(len(r.Payload))
 	observeStream(obs, &ev, c.s.opts.logger)
+	returned = true
 }
 
 // observeStream runs obs on *ev. A panic in obs is recovered and logged
