@@ -74,15 +74,19 @@ func newStatusError(status uint32, body []byte, notRun bool) *StatusError {
 	return e
 }
 
-// messageCut returns how many bytes of an error text to keep: all of it
-// up to MaxErrorMessage, else MaxErrorMessage or a little less, so that
-// the cut falls between whole UTF-8 characters.
-func messageCut[T string | []byte](text T) int {
-	if len(text) <= MaxErrorMessage {
+// messageCut returns how many bytes of an error text to keep (see
+// textCut): at most MaxErrorMessage.
+func messageCut[T string | []byte](text T) int { return textCut(text, MaxErrorMessage) }
+
+// textCut returns how many bytes of text to keep: all of it up to limit,
+// else limit or a little less, so that the cut falls between whole UTF-8
+// characters.
+func textCut[T string | []byte](text T, limit int) int {
+	if len(text) <= limit {
 		return len(text)
 	}
-	cut := MaxErrorMessage
-	for cut > MaxErrorMessage-utf8.UTFMax && !utf8.RuneStart(text[cut]) {
+	cut := limit
+	for cut > limit-utf8.UTFMax && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
 	return cut

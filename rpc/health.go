@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 )
 
 // HealthMethod is the wire method ordinal of the health service every
@@ -129,16 +128,6 @@ func (h *Health) lookup(service string) (HealthStatus, bool) {
 // a health check quotes.
 const maxHealthNameQuoted = 128
 
-// nameCut returns how many bytes of name to keep, at most limit, cut
-// between whole UTF-8 characters; name is longer than limit.
-func nameCut(name []byte, limit int) int {
-	cut := limit
-	for cut > limit-utf8.UTFMax && !utf8.RuneStart(name[cut]) {
-		cut--
-	}
-	return cut
-}
-
 // serveHealth is the handler of HealthMethod.
 func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 	j, _ := ctx.Value(callInfoKey{}).(*job)
@@ -161,7 +150,7 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 		// an empty 500, too large for a frame).
 		if n := len(service); n > maxHealthNameQuoted {
 			return resp, Errorf(StatusNotFound, "rpc: health: no such service %q... (%d bytes)",
-				service[:nameCut(service, maxHealthNameQuoted)], n)
+				service[:textCut(service, maxHealthNameQuoted)], n)
 		}
 		return resp, Errorf(StatusNotFound, "rpc: health: no such service %q", service)
 	}
