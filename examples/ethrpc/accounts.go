@@ -75,8 +75,8 @@ var errUnknown = rpc.Errorf(rpc.StatusNotFound, "unknown account")
 // GetBalance looks the account up; it allocates nothing.
 func (s ethServer) GetBalance(_ context.Context, req ethzap.GetBalanceRequestView, resp *ethzap.GetBalanceResponse) error {
 	// The key in place (AccountBytes, nil when the field is outside the
-	// message): a copy hashed at once stalls on its stores (see the
-	// generated code's docs).
+	// message): a copy hashed at once costs more (see the generated
+	// code's docs).
 	key := (*[20]byte)(req.AccountBytes())
 	if key == nil {
 		return errUnknown

@@ -37,8 +37,9 @@
 // bytes_fixed[N] as [N]byte by value plus an FBytes() []byte alias (nil
 // when the field is outside the message; as a map key, index with
 // *(*[N]byte)(v.FBytes()), which hashes the message's bytes in place: a
-// key copied by F() and hashed at once stalls the processor on the copy's
-// stores, 25 against 11 ns a lookup of a [20]byte key measured); a nested
+// key copied by F() and hashed at once costs more, most likely a stall on
+// the copy's stores: 25 against 11 ns a lookup of a [20]byte key
+// measured); a nested
 // struct as a UView (null when the slot is null); a list as a per-field
 // list view TFList with Len(), IsNull(), At(i) and Iter() (a front-to-back
 // TFIter with Next, Index and Value). At(i) of a list of scalars or
