@@ -868,8 +868,8 @@ func (c *Client) readLoop() {
 }
 
 // replies answers a ping (kind, payload p) with a pong, or a request
-// with 404 (a client serves nothing; 400 for a malformed one that names
-// its promise id), and so the pings and requests buffered right behind
+// with 404 "no such method" (a client serves nothing; 400 and what is
+// wrong for a malformed one that names its promise id), and so the pings and requests buffered right behind
 // it, then writes the answers at once: a peer's flood of pings costs a
 // write per read, not one per ping. The answers go through begin: a peer
 // that does not read them meets the queue bound (the read loop waits).
@@ -886,17 +886,21 @@ func (c *Client) replies(kind byte, p []byte) bool {
 			}
 			buf = append(c.out.begin(wire.KindPong), p...)
 		} else {
+			// The bodies are those a Server answers with (and, for 404,
+			// the canonical runtime): "no such method", or what is
+			// wrong with the envelope.
 			req, err := wire.ParseRequest(p)
-			status := uint32(StatusNotFound)
+			status, text := uint32(StatusNotFound), NoSuchMethod
 			if err != nil {
 				var ee *wire.EnvelopeError
 				if !errors.As(err, &ee) || !ee.HasPromise {
 					c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
 					return false
 				}
-				req.PromiseID, status = ee.PromiseID, StatusBadRequest
+				req.PromiseID, status, text = ee.PromiseID, StatusBadRequest, ee.Reason
 			}
-			buf = wire.AppendResponseHeader(c.out.begin(wire.KindResponse), status, req.PromiseID, 0)
+			buf = wire.AppendResponseHeader(c.out.begin(wire.KindResponse), status, req.PromiseID, len(text))
+			buf = append(buf, text...)
 		}
 		l, err := c.out.end(buf)
 		if err != nil {
