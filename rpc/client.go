@@ -869,10 +869,11 @@ func (c *Client) readLoop() {
 
 // replies answers a ping (kind, payload p) with a pong, or a request
 // with 404 "no such method" (a client serves nothing; 400 and what is
-// wrong for a malformed one that names its promise id), and so the pings and requests buffered right behind
-// it, then writes the answers at once: a peer's flood of pings costs a
-// write per read, not one per ping. The answers go through begin: a peer
-// that does not read them meets the queue bound (the read loop waits).
+// wrong for a malformed one that names its promise id), and so the pings
+// and requests buffered right behind it, then writes the answers at
+// once: a peer's flood of pings costs a write per read, not one per ping.
+// The answers go through begin: a peer that does not read them meets the
+// queue bound (the read loop waits).
 // It reports false when it closed the client (a protocol error, a write
 // that failed).
 func (c *Client) replies(kind byte, p []byte) bool {
