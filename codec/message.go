@@ -102,6 +102,27 @@ func (m Message) Flags() uint16 {
 	return binary.LittleEndian.Uint16(m.b[offFlags:])
 }
 
+// SetHeader sets, in place, the version (1 or 2) and flags words of the
+// message msg starts with: how a caller picks them for a message that an
+// encoder wrote with its defaults (generated AppendZAP writes version 1,
+// flags 0; [Builder.SetVersion] and [Builder.SetFlags] are the builder's
+// way). The data segment of versions 1 and 2 is the same, so nothing else
+// changes. It returns Parse's error, and changes nothing, when msg does
+// not start with a message Parse accepts, and an error matching
+// [ErrVersion] for a version other than 1 or 2.
+func SetHeader(msg []byte, version, flags uint16) error {
+	if _, err := Parse(msg); err != nil {
+		return err
+	}
+	if version != Version1 && version != Version2 {
+		return &ParseError{Offset: offVersion, Err: ErrVersion,
+			Reason: fmt.Sprintf("version %d, expected 1 or 2", version)}
+	}
+	binary.LittleEndian.PutUint16(msg[offVersion:], version)
+	binary.LittleEndian.PutUint16(msg[offFlags:], flags)
+	return nil
+}
+
 // Type returns the message type carried in the high byte of the flags word
 // (200 for RPC envelopes).
 func (m Message) Type() uint8 { return uint8(m.Flags() >> 8) }
