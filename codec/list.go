@@ -28,7 +28,11 @@ func (l List) Len() int { return l.n }
 // IsNull reports whether the slot was null or out of bounds.
 func (l List) IsNull() bool { return l.b == nil }
 
-// elem returns the absolute position of element i of width w, or -1.
+// elem returns the absolute position of element i of width w, or -1. It is
+// for the scalar widths (w of 8 or less): i is below n, which is at most
+// len(l.b), so i*w is below 8*len(l.b), which no slice's length makes wrap
+// (a slice lies in the address space, well below 2⁶¹ bytes). [List.Object]
+// takes any stride and checks its product itself.
 func (l List) elem(i, w int) int {
 	if uint(i) >= uint(l.n) || uint(w) > uint(len(l.b)) {
 		return -1
@@ -79,14 +83,18 @@ func (l List) Uint64(i int) uint64 {
 // Object returns element i of a flat list of fixed-size objects laid out
 // stride bytes apart. Its pointers resolve inside the whole message.
 func (l List) Object(i, stride int) Object {
-	if stride <= 0 {
+	if stride <= 0 || uint(i) >= uint(l.n) {
 		return Object{}
 	}
-	p := l.elem(i, stride)
-	if p < 0 {
+	// i*stride is taken whole: on a view of 8 GiB or more (VarListOf of a
+	// large buffer) both can pass 32 bits, and a product that wrapped
+	// would name a position inside the view that is not element i.
+	hi, off := bits.Mul64(uint64(i), uint64(stride))
+	rest := uint64(len(l.b) - l.start) // start is at most len(l.b)
+	if hi != 0 || off > rest || uint64(stride) > rest-off {
 		return Object{}
 	}
-	return objectAt(l.b, uint64(p))
+	return objectAt(l.b, uint64(l.start)+off)
 }
 
 // Data returns the Len()*elemSize bytes of a flat list, or nil when they do
