@@ -163,7 +163,10 @@ func (l List) Iter() ListIter {
 // copied at every step (Go 1.22 makes a new loop variable per iteration).
 //
 // The walk stops early, with Next returning false, at the first element
-// whose size does not fit inside the message.
+// whose size does not fit inside the message. Once Next has returned false
+// there is no current element, as before the first Next: Bytes returns
+// nil, Object a null Object, the element readers (Uint32, Fixed ...) their
+// zero values, and Index -1; later calls to Next return false too.
 type ListIter struct {
 	b     []byte
 	next  int // absolute position of the next element's size word
@@ -175,18 +178,19 @@ type ListIter struct {
 // Next advances to the next element and reports whether there is one.
 func (it *ListIter) Next() bool {
 	if it.left <= 0 {
+		it.cur, it.index = nil, -1
 		return false
 	}
 	p := uint64(it.next)
 	if p+ElementHeaderSize > uint64(len(it.b)) {
-		it.left = 0
+		it.left, it.cur, it.index = 0, nil, -1
 		return false
 	}
 	size := uint64(binary.LittleEndian.Uint32(it.b[p:]))
 	start := p + ElementHeaderSize
 	end := start + size
 	if end > uint64(len(it.b)) || end > math.MaxInt {
-		it.left = 0
+		it.left, it.cur, it.index = 0, nil, -1
 		return false
 	}
 	it.cur = it.b[start:end:end]
@@ -196,10 +200,12 @@ func (it *ListIter) Next() bool {
 	return true
 }
 
-// Index returns the position of the current element in the list.
+// Index returns the position of the current element in the list, or -1
+// when there is none (before the first Next, and after Next returned false).
 func (it *ListIter) Index() int { return it.index }
 
-// Bytes returns the current element's bytes. They alias the message.
+// Bytes returns the current element's bytes, or nil when there is no
+// current element. They alias the message.
 func (it *ListIter) Bytes() []byte { return it.cur }
 
 // Object parses the current element as a whole message and returns its root

@@ -3,6 +3,8 @@ package codec_test
 import (
 	"math"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/codec"
 )
 
 // TestListSizeOverflow: List.Data and List.VarFits multiply the list's
@@ -33,5 +35,40 @@ func TestListSizeOverflow(t *testing.T) {
 	}
 	if len(l.Data(2)) != 8 || !rootList(t, rawListMessage(make([]byte, 8), 2)).VarFits(0) {
 		t.Error("a list whose elements fit reads as if they did not")
+	}
+}
+
+// TestListIterAfterEnd: once Next has returned false, an iterator has no
+// current element. It used to keep the last one, so a caller that read
+// after the loop (or called Next again) got the last element's bytes and
+// value as if it were still current. Both ends are checked: the end of
+// the count, and a walk stopped by an element that does not fit.
+func TestListIterAfterEnd(t *testing.T) {
+	t.Parallel()
+	// Two 4-byte elements, 7 and 9.
+	body := []byte{4, 0, 0, 0, 7, 0, 0, 0, 4, 0, 0, 0, 9, 0, 0, 0}
+	cases := map[string]codec.List{
+		"count reached": rootList(t, rawListMessage(body, 2)),
+		// A third element is claimed; its size word lies past the end.
+		"walk stopped": rootList(t, rawListMessage(body, 3)),
+	}
+	for name, l := range cases {
+		it := l.Iter()
+		var got []uint32
+		for it.Next() {
+			got = append(got, it.Uint32())
+		}
+		if len(got) != 2 || got[0] != 7 || got[1] != 9 {
+			t.Fatalf("%s: elements %v, want [7 9]", name, got)
+		}
+		for range 2 { // after the end, and after Next is called again
+			if it.Bytes() != nil || it.Uint32() != 0 || it.Fixed(4) != nil || !it.Object().IsNull() || it.Index() != -1 {
+				t.Errorf("%s: after the end Bytes %v, Uint32 %d, Index %d; want nil, 0, -1",
+					name, it.Bytes(), it.Uint32(), it.Index())
+			}
+			if it.Next() {
+				t.Fatalf("%s: Next true after the end", name)
+			}
+		}
 	}
 }
