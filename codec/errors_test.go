@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -126,6 +127,12 @@ func TestCheckedBytes(t *testing.T) {
 	}{
 		{"slot past the message", r, len(msg) - 16 - 4, len(msg) - 4},
 		{"slot at a huge offset", r, 1 << 30, 16 + 1<<30},
+		// The slot's position passes MaxInt: it saturates there (it
+		// wrapped to a negative offset).
+		{"slot at MaxInt", r, math.MaxInt, math.MaxInt},
+		{"slot at MaxInt - 15", r, math.MaxInt - 15, math.MaxInt},
+		{"slot at MaxInt - 16", r, math.MaxInt - 16, math.MaxInt},
+		{"slot at MaxInt - 17", r, math.MaxInt - 17, math.MaxInt - 1},
 		{"value past the end", root(put(16+4, 1000)), 0, 16},
 		{"value wraps", root(put(16, 0xFFFFFFF8)), 0, 16},
 	} {

@@ -137,7 +137,8 @@ func (o Object) Bytes(off int) []byte {
 // reports what Bytes reads as nil because it is malformed: a slot that
 // does not lie inside the message, or a value that starts inside the
 // header or ends past the message, is a *[ParseError] with [ErrOutOfBounds]
-// and the slot's position (from the start of the message) as its Offset.
+// and the slot's position (from the start of the message, o.Pos()+off,
+// at most MaxInt) as its Offset.
 // A null slot (offset 0) gives nil and no error, as does a null Object; a
 // non-null slot of length 0 gives an empty, non-nil slice. The result
 // aliases the message like Bytes's. It allocates only when it fails.
@@ -147,7 +148,13 @@ func (o Object) CheckedBytes(off int) ([]byte, error) {
 		if o.b == nil {
 			return nil, nil
 		}
-		return nil, parseError(ErrOutOfBounds, o.pos+off)
+		// The slot's position, o.pos+off, saturates at MaxInt: an off
+		// near MaxInt wrapped it to a negative offset.
+		at := math.MaxInt
+		if off <= math.MaxInt-o.pos {
+			at = o.pos + off
+		}
+		return nil, parseError(ErrOutOfBounds, at)
 	}
 	rel := binary.LittleEndian.Uint32(o.b[p:])
 	if rel == 0 {
