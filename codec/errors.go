@@ -59,5 +59,7 @@ func parseError(err error, off int) error { return &ParseError{Offset: off, Err:
 // was misused (a field written outside its object, a list element of the
 // wrong width, a call that writes while a list is open, a list builder used
 // after its Finish, an object or list builder used after Reset, a message
-// of 2 GiB or more).
+// of 2 GiB or more). [AppendFlat] and [AppendTail], which have no error to
+// return, panic with an error that wraps it when a message or a value
+// does not fit in its 32-bit size.
 var ErrBuilder = errors.New("codec: builder misuse")

@@ -2,6 +2,8 @@ package codec
 
 import (
 	"encoding/binary"
+	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -17,16 +19,26 @@ import (
 // This is the layout [Builder] writes for a record with no nested objects
 // and no lists whose fields are set in offset order, so generated code uses
 // it to skip the builder's bookkeeping.
+//
+// A message holds at most 4 GiB - 1 bytes (its size field has 32 bits).
+// AppendFlat has no error to return: given a size and tails that make a
+// larger message it panics, before appending anything, with an error
+// that wraps [ErrBuilder].
 func AppendFlat(dst []byte, size, tails int) ([]byte, int) {
 	base := len(dst)
 	total := HeaderSize + size + tails
+	if int64(total) > math.MaxUint32 {
+		panic(errFlatTooLarge)
+	}
 	if cap(dst)-base < total {
-		dst = append(dst[:cap(dst)], make([]byte, base+total-cap(dst))...)
+		// Grows to base+total, as append(dst[:cap(dst)], make(...)...)
+		// would, without copying the bytes past len(dst).
+		dst = append(dst, make([]byte, total)...)
 	}
 	dst = dst[:base+HeaderSize+size]
 	h := dst[base:]
 	binary.LittleEndian.PutUint64(h, magicWord|uint64(Version1)<<32)
-	binary.LittleEndian.PutUint64(h[offRoot:], HeaderSize|uint64(uint32(total))<<32)
+	binary.LittleEndian.PutUint64(h[offRoot:], HeaderSize|uint64(total)<<32)
 	clear(h[HeaderSize:])
 	return dst, base + HeaderSize
 }
@@ -34,6 +46,11 @@ func AppendFlat(dst []byte, size, tails int) ([]byte, int) {
 // AppendTail appends s as the value of the text slot at absolute position
 // slot of dst and points the slot at it. An empty s appends nothing: set
 // once, it leaves the slot {0, 0}.
+//
+// A slot's offset and length have 32 bits: when s is 4 GiB or more, or
+// would start 4 GiB or more past the slot (never so in a message
+// [AppendFlat] accepted, with tails that add up), AppendTail panics,
+// before appending anything, with an error that wraps [ErrBuilder].
 //
 // Called again for the same slot, it gives what [ObjectBuilder.SetText]
 // gives (docs/wire.md §3): every non-empty value stays in the message, and the
@@ -45,6 +62,9 @@ func AppendTail(dst []byte, slot int, s string) []byte {
 		return dst
 	}
 	pos := len(dst)
+	if uint64(uint(pos-slot)|uint(len(s))) > math.MaxUint32 {
+		panic(errTailTooLarge)
+	}
 	dst = append(dst, s...)
 	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(pos-slot))|uint64(uint32(len(s)))<<32)
 	return dst
@@ -54,3 +74,11 @@ func AppendTail(dst []byte, slot int, s string) []byte {
 func AppendTailBytes(dst []byte, slot int, p []byte) []byte {
 	return AppendTail(dst, slot, unsafe.String(unsafe.SliceData(p), len(p)))
 }
+
+// The values AppendFlat and AppendTail panic with. They are variables, not
+// errors built with the sizes, so that the two stay small enough to be
+// inlined.
+var (
+	errFlatTooLarge = fmt.Errorf("%w: AppendFlat of a message of 4 GiB or more (its size field has 32 bits)", ErrBuilder)
+	errTailTooLarge = fmt.Errorf("%w: AppendTail of a value of 4 GiB or more, or 4 GiB or more past its slot (a slot's offset and length have 32 bits)", ErrBuilder)
+)
