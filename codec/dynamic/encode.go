@@ -125,21 +125,8 @@ func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any,
 	if depth > MaxDecodeDepth {
 		return 0, e.errorf("objects nested deeper than %d (MaxDecodeDepth), which AppendJSON refuses", MaxDecodeDepth)
 	}
-	var unknown []string
-	for k := range obj {
-		if s.Field(k) == nil {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		names := make([]string, len(s.Fields))
-		for i, f := range s.Fields {
-			names[i] = f.Name
-		}
-		return 0, e.errorf("unknown field %q of %s (fields: %s)", unknown[0], s.Name, strings.Join(names, ", "))
-	}
 	ob := b.StartObject(s.Size)
+	known := 0 // fields present in obj
 	for _, f := range s.Fields {
 		v, ok := obj[f.Name]
 		if !ok {
@@ -151,13 +138,40 @@ func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any,
 			}
 			continue
 		}
+		known++
 		e.push(f.Name)
 		if err := e.field(b, &ob, f.Offset, f.Type, v, depth); err != nil {
 			return 0, err
 		}
 		e.pop()
 	}
+	// Every key of obj names a field when as many fields were found as
+	// obj has keys (field names are distinct, as are keys): the lookups
+	// above decide it, where a search of the fields for each key cost
+	// keys × fields.
+	if known != len(obj) {
+		return 0, e.unknownField(s, obj)
+	}
 	return ob.Finish(), nil
+}
+
+// unknownField returns the error for the keys of obj that name no field of
+// s, naming the first of them in sorted order.
+func (e *encoder) unknownField(s *schema.Struct, obj map[string]any) error {
+	names := make([]string, len(s.Fields))
+	fields := make(map[string]bool, len(s.Fields))
+	for i, f := range s.Fields {
+		names[i] = f.Name
+		fields[f.Name] = true
+	}
+	var unknown []string
+	for k := range obj {
+		if !fields[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	return e.errorf("unknown field %q of %s (fields: %s)", unknown[0], s.Name, strings.Join(names, ", "))
 }
 
 // field sets the slot at off of ob, an object nested depth levels deep,

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -350,6 +351,58 @@ struct Grid { Rows list<list<Grid>> @0 }
 			if !errors.As(encErr, &ee) || !strings.Contains(ee.Reason, "deeper than") {
 				t.Fatalf("%s, %d levels: AppendMessage error %v, want one for the depth (AppendJSON of its message: %v)", tc.typ, n, encErr, decErr)
 			}
+		}
+	}
+}
+
+// TestEncodeUnknownFieldsOfLargeObject: the check for keys that name no
+// field looked each key up among the fields, keys × fields compares; it
+// now looks each field up among the keys. On a struct of thousands of
+// fields it still names the first unknown key in sorted order, whether
+// the unknown keys come beside every field or in place of some, and
+// passes an object whose keys are all fields. (The cost itself is not
+// asserted: that would take a time limit.)
+func TestEncodeUnknownFieldsOfLargeObject(t *testing.T) {
+	const n = 3000
+	var src strings.Builder
+	src.WriteString("struct Big {\n")
+	for i := range n {
+		fmt.Fprintf(&src, "    F%d u8\n", i)
+	}
+	src.WriteString("}\n")
+	f, err := schema.Parse("big.zap", []byte(src.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Struct("Big")
+	doc := func(from int, extra ...string) []byte {
+		obj := map[string]any{}
+		for i := from; i < n; i++ {
+			obj[fmt.Sprintf("F%d", i)] = 1
+		}
+		for _, k := range extra {
+			obj[k] = 1
+		}
+		js, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	if _, err := AppendMessage(nil, s, doc(0)); err != nil {
+		t.Fatalf("every field: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		js   []byte
+	}{
+		{"beside every field", doc(0, "zz", "Nope", "F3000")},
+		{"in place of fields", doc(3, "zz", "Nope", "F3000")},
+		{"alone", doc(n, "zz", "Nope", "F3000")},
+	} {
+		_, err := AppendMessage(nil, s, tc.js)
+		if err == nil || !strings.Contains(err.Error(), `unknown field "F3000" of Big (fields: F0, F1,`) {
+			t.Errorf("%s: %v, want unknown field F3000", tc.name, err)
 		}
 	}
 }
