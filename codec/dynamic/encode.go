@@ -50,8 +50,10 @@ func (e *EncodeError) Error() string {
 // Errors are *[EncodeError] naming the field: invalid JSON (anything but
 // white space after the object included), an unknown field, a value of
 // the wrong JSON type or out of range, records nested deeper than
-// AppendJSON and generated DecodeZAP read ([MaxDecodeDepth]). js is only read;
-// on error dst is returned unchanged.
+// AppendJSON and generated DecodeZAP read ([MaxDecodeDepth]), a message
+// (or a record in a list) of 2 GiB or more, which [codec.Builder] does not
+// write, or a dst so long that the message would pass its first 4 GiB.
+// js is only read; on error dst is returned unchanged.
 func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if s == nil {
 		return dst, &EncodeError{Reason: "no struct type to encode as"}
@@ -114,6 +116,14 @@ func (e *encoder) message(dst []byte, s *schema.Struct, obj map[string]any, dept
 	b.SetRoot(ref)
 	out := b.Finish()
 	if err := b.Err(); err != nil {
+		// The Builder's limits, which a large document reaches: they
+		// are the caller's to know, not a bug.
+		if size := len(out) - len(dst); size > math.MaxInt32 {
+			return dst, e.errorf("message of %d bytes, too large: the Builder writes at most 2 GiB - 1 (%d bytes)", size, math.MaxInt32)
+		}
+		if len(out) > math.MaxUint32 {
+			return dst, e.errorf("message ending %d bytes into dst: the Builder starts objects within the first 4 GiB of its buffer", len(out))
+		}
 		return dst, e.errorf("BUG: builder: %v", err)
 	}
 	return out, nil
