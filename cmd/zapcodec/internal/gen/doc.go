@@ -50,6 +50,14 @@
 // The element of a nested list is a view TFElemList of the same shape (and
 // TFElemElemList below it, and so on).
 //
+// A field whose Go name is Error or String, or a method whose signature go
+// vet checks whatever its parameters (MarshalJSON, UnmarshalJSON, Unwrap,
+// Is, As, GobEncode, ReadByte and the like), has the accessor FField
+// instead (ErrorField, with its twin ErrorBytes): named F, it would make
+// every view an error or a fmt.Stringer, or a method go vet reports. An
+// interface method of such a vet-checked name is refused, since its
+// client method would have that name.
+//
 // # Decoding
 //
 // DecodeZAP checks once that a record's fixed section lies inside the

@@ -238,6 +238,35 @@ func GoName(s string) string {
 	return "X" + s
 }
 
+// vetMethods are the method names whose signature go vet's stdmethods
+// check requires whatever their parameters (MarshalJSON must be
+// MarshalJSON() ([]byte, error), and so on); the names it checks only
+// when the first parameter has a given type (Format, ReadFrom, Scan,
+// Seek, WriteTo) are left out, since no generated method has such a
+// parameter. A view accessor of that name is renamed (viewAccessor), and
+// an interface method of that name is refused: its client method would
+// have it.
+var vetMethods = map[string]string{
+	"As": "errors.As", "Is": "errors.Is", "Unwrap": "errors.Unwrap",
+	"GobDecode": "gob.GobDecoder", "GobEncode": "gob.GobEncoder",
+	"MarshalJSON": "json.Marshaler", "UnmarshalJSON": "json.Unmarshaler",
+	"MarshalXML": "xml.Marshaler", "UnmarshalXML": "xml.Unmarshaler",
+	"ReadByte": "io.ByteReader", "ReadRune": "io.RuneReader",
+	"UnreadByte": "io.ByteScanner", "UnreadRune": "io.RuneScanner",
+	"WriteByte": "io.ByteWriter",
+}
+
+// viewAccessor returns the name of the view accessor of the field whose Go
+// name is n: n, or n+"Field" when n is a method name go vet checks the
+// signature of (vetMethods), or Error or String, with which a text field's
+// accessor would make every view an error or a fmt.Stringer.
+func viewAccessor(n string) string {
+	if _, ok := vetMethods[n]; ok || n == "Error" || n == "String" {
+		return n + "Field"
+	}
+	return n
+}
+
 // recordMethods are the methods of every generated record type; a field
 // may not share their names.
 var recordMethods = []string{"AppendZAP", "SizeZAP", "DecodeZAP", "AppendBinary", "MarshalBinary", "UnmarshalBinary"}
@@ -292,7 +321,7 @@ func checkNames(f *schema.File) error {
 				return &schema.Error{Pos: fl.Pos, Msg: fmt.Sprintf("field %s: Go name %s collides with field %s at %s", fl.Name, n, prev.Name, prev.Pos)}
 			}
 			fields[n] = fl
-			acc := []string{n}
+			acc := []string{viewAccessor(n)}
 			if k := fl.Type.Kind; k == schema.KindText || k == schema.KindBytesFixed {
 				acc = append(acc, n+"Bytes")
 			}
@@ -343,6 +372,9 @@ func checkNames(f *schema.File) error {
 				return &schema.Error{Pos: m.Pos, Msg: fmt.Sprintf("method %s: Go name %s collides with method %s at %s", m.Name, n, prev.Name, prev.Pos)}
 			}
 			methods[n] = m
+			if iface, ok := vetMethods[n]; ok {
+				return &schema.Error{Pos: m.Pos, Msg: fmt.Sprintf("method %s: its client method %s would have a signature go vet rejects (%s has the method %s): rename the method", m.Name, n, iface, n)}
+			}
 			cm := []struct{ name, what string }{{n, "method " + it.Name + "." + m.Name}}
 			if sendStub(m) {
 				cm = append(cm, struct{ name, what string }{"Send" + n, "the pipelined send of method " + it.Name + "." + m.Name})

@@ -3,7 +3,11 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
 	"go/token"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec/schema"
@@ -54,6 +58,76 @@ func TestAwkwardNames(t *testing.T) {
 			if err := typeCheck(files); err != nil {
 				t.Errorf("generated Go does not compile: %v\n%s", err, src)
 			}
+		}
+	}
+}
+
+// TestVetMethodNames: a field whose Go name is a method go vet checks the
+// signature of (MarshalJSON, UnmarshalJSON, Unwrap, Is ...) gave the view
+// an accessor of that name with the wrong signature, which go vet
+// reports in the generated file; a text field named error or string gave
+// every view an Error() string or String() string method, making it an
+// error or a fmt.Stringer. Such accessors are renamed F+"Field", for every
+// kind of field, and an interface method of such a name (its client
+// method would have it) is refused with a positioned *schema.Error.
+func TestVetMethodNames(t *testing.T) {
+	t.Parallel()
+	kinds := []string{"u32", "text", "bytes", "bytes_fixed[2]", "T", "list<T>", "list<text>"}
+	names := []string{"error", "string"}
+	for n := range vetMethods {
+		names = append(names, strings.ToLower(n[:1])+n[1:])
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, kind := range kinds {
+			src := fmt.Sprintf("package p\nstruct T\n    %s %s\n    y u8\n", name, kind)
+			f, err := schema.Parse("t.zap", []byte(src))
+			if err != nil {
+				t.Fatalf("%q: %v", src, err)
+			}
+			files, err := Generate(f, Options{})
+			if err != nil {
+				t.Fatalf("%q: %v", src, err)
+			}
+			if err := typeCheck(files); err != nil {
+				t.Fatalf("generated Go does not compile: %v\n%s", err, src)
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), files[0].Name, files[0].Data, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := GoName(name) + "Field"
+			found := false
+			for _, d := range af.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Recv == nil {
+					continue
+				}
+				m := fd.Name.Name
+				if _, vet := vetMethods[m]; vet || m == "Error" || m == "String" {
+					t.Errorf("field %s %s: generated method %s", name, kind, m)
+				}
+				found = found || m == want
+			}
+			if !found {
+				t.Errorf("field %s %s: no view accessor %s", name, kind, want)
+			}
+		}
+		src := fmt.Sprintf("package p\nstruct T\n    a u8\ninterface S\n    get(req: T) returns (resp: T)\n    %s(req: T) returns (resp: T)\n", name)
+		f, err := schema.Parse("t.zap", []byte(src))
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		files, err := Generate(f, Options{})
+		if _, vet := vetMethods[GoName(name)]; !vet {
+			if err != nil {
+				t.Errorf("method %s: %v", name, err)
+			}
+			continue
+		}
+		var se *schema.Error
+		if !errors.As(err, &se) || se.Pos.Line != 6 || !strings.Contains(se.Msg, "go vet") {
+			t.Errorf("method %s: %v (%d files), want a *schema.Error at line 6 naming go vet", name, err, len(files))
 		}
 	}
 }

@@ -487,45 +487,46 @@ func (g *generator) view(s *schema.Struct) {
 	g.p("func (v %s) IsNull() bool { return v.o.IsNull() }\n", v)
 	for _, f := range s.Fields {
 		n, off := GoName(f.Name), f.Offset
+		a := viewAccessor(n)
 		at := fmt.Sprintf("bytes [%d, %d)", off, off+f.Width)
 		fdoc := func() { g.schemaDoc(true, f.Doc, f.Comment) }
 		switch k := f.Type.Kind; k {
 		case schema.KindText:
-			g.p("// %s returns field %s (text, slot %s). The result aliases the message.", n, f.Name, at)
+			g.p("// %s returns field %s (text, slot %s). The result aliases the message.", a, f.Name, at)
 			fdoc()
-			g.p("func (v %s) %s() string { return v.o.Text(%d) }\n", v, n, off)
+			g.p("func (v %s) %s() string { return v.o.Text(%d) }\n", v, a, off)
 			g.p("// %sBytes returns field %s as bytes. The result aliases the message.", n, f.Name)
 			g.p("// It is nil when the field is null (AppendZAP writes an empty value so)")
 			g.p("// or its value does not lie inside the message, and empty but not nil")
 			g.p("// for an empty value at an offset (which other writers may leave).")
 			g.p("func (v %s) %sBytes() []byte { return v.o.Bytes(%d) }\n", v, n, off)
 		case schema.KindBytes:
-			g.p("// %s returns field %s (bytes, slot %s). The result aliases the message.", n, f.Name, at)
+			g.p("// %s returns field %s (bytes, slot %s). The result aliases the message.", a, f.Name, at)
 			g.p("// It is nil when the field is null (AppendZAP writes an empty value so)")
 			g.p("// or its value does not lie inside the message, and empty but not nil")
 			g.p("// for an empty value at an offset (which other writers may leave).")
 			fdoc()
-			g.p("func (v %s) %s() []byte { return v.o.Bytes(%d) }\n", v, n, off)
+			g.p("func (v %s) %s() []byte { return v.o.Bytes(%d) }\n", v, a, off)
 		case schema.KindBytesFixed:
-			g.p("// %s returns a copy of field %s (%s, %s).", n, f.Name, f.Type, at)
+			g.p("// %s returns a copy of field %s (%s, %s).", a, f.Name, f.Type, at)
 			fdoc()
-			g.p("func (v %s) %s() (a [%d]byte) {", v, n, f.Type.N)
+			g.p("func (v %s) %s() (a [%d]byte) {", v, a, f.Type.N)
 			g.p("copy(a[:], v.o.BytesFixed(%d, %d))", off, f.Type.N)
 			g.p("return a")
 			g.p("}\n")
 			g.p("// %sBytes returns field %s in place, nil when outside the message. The result aliases the message.", n, f.Name)
 			g.p("func (v %s) %sBytes() []byte { return v.o.BytesFixed(%d, %d) }\n", v, n, off, f.Type.N)
 		case schema.KindStruct:
-			g.p("// %s returns a view of nested field %s (slot %s); it is null when the slot is.", n, f.Name, at)
+			g.p("// %s returns a view of nested field %s (slot %s); it is null when the slot is.", a, f.Name, at)
 			fdoc()
 			u := GoName(f.Type.Struct.Name)
-			g.p("func (v %s) %s() %sView { return %sView{v.o.Object(%d)} }\n", v, n, u, u, off)
+			g.p("func (v %s) %s() %sView { return %sView{v.o.Object(%d)} }\n", v, a, u, u, off)
 		case schema.KindList:
 			g.fieldListViews(t, s, f)
 		default:
-			g.p("// %s returns field %s (%s, %s).", n, f.Name, f.Type, at)
+			g.p("// %s returns field %s (%s, %s).", a, f.Name, f.Type, at)
 			fdoc()
-			g.p("func (v %s) %s() %s { return v.o.%s(%d) }\n", v, n, scalars[k].goType, scalars[k].get, off)
+			g.p("func (v %s) %s() %s { return v.o.%s(%d) }\n", v, a, scalars[k].goType, scalars[k].get, off)
 		}
 	}
 }
@@ -590,10 +591,11 @@ func article(word string) string {
 // the view and iterator types of every list level it holds.
 func (g *generator) fieldListViews(t string, s *schema.Struct, f *schema.Field) {
 	n, off := GoName(f.Name), f.Offset
+	a := viewAccessor(n)
 	lists, iters := listTypeNames(t, n, f.Type)
-	g.p("// %s returns a view of list field %s (%s, slot bytes [%d, %d)).", n, f.Name, f.Type, off, off+f.Width)
+	g.p("// %s returns a view of list field %s (%s, slot bytes [%d, %d)).", a, f.Name, f.Type, off, off+f.Width)
 	g.schemaDoc(true, f.Doc, f.Comment)
-	g.p("func (v %s) %s() %s { return %s{v.o.List(%d)} }\n", t+"View", n, lists[0], lists[0], off)
+	g.p("func (v %s) %s() %s { return %s{v.o.List(%d)} }\n", t+"View", a, lists[0], lists[0], off)
 	what := "list field " + s.Name + "." + f.Name
 	e := f.Type.Elem
 	for lvl := range lists {
