@@ -1020,8 +1020,8 @@ func (c *EthLogsClient) StreamLogs(ctx context.Context, req *LogFilter) (*EthLog
 		return nil, rpc.ErrNoStreams
 	}
 	x := &EthLogsStreamLogsClientStream{}
-	x.sbuf = req.AppendZAP(x.sbuf)
-	s, err := o.OpenStream(ctx, c.base+EthLogsStreamLogsOrdinal, x.sbuf)
+	first := req.AppendZAP(nil)
+	s, err := o.OpenStream(ctx, c.base+EthLogsStreamLogsOrdinal, first)
 	if err != nil {
 		return nil, err
 	}
@@ -1036,7 +1036,6 @@ func (c *EthLogsClient) StreamLogs(ctx context.Context, req *LogFilter) (*EthLog
 type EthLogsStreamLogsServerStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
-	rbuf []byte // holds what Recv returns a view of
 }
 
 // Stream returns the underlying rpc.Stream.
@@ -1055,7 +1054,6 @@ func (x *EthLogsStreamLogsServerStream) Send(m *Logs) error {
 // stream's buffers have grown.
 type EthLogsStreamLogsClientStream struct {
 	s    *rpc.Stream
-	sbuf []byte // encodes what Send sends
 	rbuf []byte // holds what Recv returns a view of
 }
 

@@ -587,8 +587,7 @@ func RegisterFeedServer(s *rpc.Server, impl FeedServer, opts ...rpc.MountOption)
 		resp := zapFeedUploadPool.Get()
 		err := impl.Upload(ctx, x, resp)
 		if err == nil {
-			x.sbuf = resp.AppendZAP(x.sbuf[:0])
-			err = st.Send(x.sbuf)
+			err = st.Send(resp.AppendZAP(nil))
 		}
 		zapFeedUploadPool.Put(resp) // zeroes it
 		return err
@@ -638,8 +637,8 @@ func (c *FeedClient) Subscribe(ctx context.Context, req *Filter) (*FeedSubscribe
 		return nil, rpc.ErrNoStreams
 	}
 	x := &FeedSubscribeClientStream{}
-	x.sbuf = req.AppendZAP(x.sbuf)
-	s, err := o.OpenStream(ctx, c.base+FeedSubscribeOrdinal, x.sbuf)
+	first := req.AppendZAP(nil)
+	s, err := o.OpenStream(ctx, c.base+FeedSubscribeOrdinal, first)
 	if err != nil {
 		return nil, err
 	}
@@ -738,7 +737,6 @@ func (c *FeedClient) Sink(ctx context.Context) (*FeedSinkClientStream, error) {
 type FeedSubscribeServerStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
-	rbuf []byte // holds what Recv returns a view of
 }
 
 // Stream returns the underlying rpc.Stream.
@@ -757,7 +755,6 @@ func (x *FeedSubscribeServerStream) Send(m *Log) error {
 // stream's buffers have grown.
 type FeedSubscribeClientStream struct {
 	s    *rpc.Stream
-	sbuf []byte // encodes what Send sends
 	rbuf []byte // holds what Recv returns a view of
 }
 
@@ -783,7 +780,6 @@ func (x *FeedSubscribeClientStream) Recv() (LogView, error) {
 // stream's buffers have grown.
 type FeedUploadServerStream struct {
 	s    *rpc.Stream
-	sbuf []byte // encodes what Send sends
 	rbuf []byte // holds what Recv returns a view of
 }
 
@@ -814,7 +810,7 @@ func (x *FeedUploadServerStream) Recv() (ChunkView, error) {
 type FeedUploadClientStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
-	rbuf []byte // holds what Recv returns a view of
+	rbuf []byte // holds what CloseAndRecv reads
 }
 
 // Stream returns the underlying rpc.Stream.
@@ -944,7 +940,6 @@ func (x *FeedChatClientStream) CloseSend() error { return x.s.CloseSend() }
 type FeedHeadsServerStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
-	rbuf []byte // holds what Recv returns a view of
 }
 
 // Stream returns the underlying rpc.Stream.
@@ -963,7 +958,6 @@ func (x *FeedHeadsServerStream) Send(m *Log) error {
 // stream's buffers have grown.
 type FeedHeadsClientStream struct {
 	s    *rpc.Stream
-	sbuf []byte // encodes what Send sends
 	rbuf []byte // holds what Recv returns a view of
 }
 
@@ -989,7 +983,6 @@ func (x *FeedHeadsClientStream) Recv() (LogView, error) {
 // stream's buffers have grown.
 type FeedSinkServerStream struct {
 	s    *rpc.Stream
-	sbuf []byte // encodes what Send sends
 	rbuf []byte // holds what Recv returns a view of
 }
 
@@ -1020,7 +1013,7 @@ func (x *FeedSinkServerStream) Recv() (ChunkView, error) {
 type FeedSinkClientStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
-	rbuf []byte // holds what Recv returns a view of
+	rbuf []byte // holds what CloseAndRecv reads
 }
 
 // Stream returns the underlying rpc.Stream.

@@ -15,7 +15,9 @@ import (
 // is not a stream is the server's one message before its end. Each side
 // gets a typed wrapper of *rpc.Stream whose Send encodes into a buffer of
 // its own and whose Recv returns a view of a buffer of its own, so that a
-// message costs no allocation once the buffers have grown.
+// message costs no allocation once the buffers have grown; a side that
+// only sends has no receive buffer, and one that only receives no send
+// buffer.
 
 // streaming reports whether m is a streaming method.
 func streaming(m *schema.Method) bool { return m.ReqStream || m.RespStream }
@@ -64,8 +66,9 @@ func (g *generator) streamRegister(it *schema.Interface, m *schema.Method) {
 		args = append(args, "resp")
 		g.p("err := impl.%s(%s)", mn, strings.Join(args, ", "))
 		g.p("if err == nil {")
-		g.p("x.sbuf = resp.AppendZAP(x.sbuf[:0])")
-		g.p("err = st.Send(x.sbuf)")
+		// Sent once: a buffer of its own (the stream type's sbuf is
+		// for Send, which a side that sends a result has not).
+		g.p("err = st.Send(resp.AppendZAP(nil))")
 		g.p("}")
 		g.p("%s.Put(resp) // zeroes it", pool)
 		g.p("return err")
@@ -101,8 +104,11 @@ func (g *generator) streamClientMethod(it *schema.Interface, m *schema.Method, c
 	g.p("x := &%s{}", st)
 	init := "nil"
 	if m.Req != nil && !m.ReqStream {
-		g.p("x.sbuf = req.AppendZAP(x.sbuf)")
-		init = "x.sbuf"
+		// Sent once, at the open: a buffer of its own (the stream
+		// type's sbuf is for Send, which a side that sends a request
+		// has not).
+		g.p("first := req.AppendZAP(nil)")
+		init = "first"
 	}
 	g.p("s, err := o.OpenStream(ctx, c.base+%s%sOrdinal, %s)", i, mn, init)
 	g.p("if err != nil {")
@@ -151,10 +157,19 @@ func (g *generator) streamType(it *schema.Interface, m *schema.Method, server bo
 	g.p("// One goroutine may Send while another Recvs; neither is safe for")
 	g.p("// concurrent use with itself. A message costs no allocation once the")
 	g.p("// stream's buffers have grown.")
+	// A buffer for each direction this side uses: sbuf for Send, rbuf for
+	// Recv and for a client's CloseAndRecv (which reads to the end).
+	closeAndRecv := !server && m.ReqStream && !m.RespStream
 	g.p("type %s struct {", t)
 	g.p("s    *rpc.Stream")
-	g.p("sbuf []byte // encodes what Send sends")
-	g.p("rbuf []byte // holds what Recv returns a view of")
+	if send != nil {
+		g.p("sbuf []byte // encodes what Send sends")
+	}
+	if recv != nil {
+		g.p("rbuf []byte // holds what Recv returns a view of")
+	} else if closeAndRecv {
+		g.p("rbuf []byte // holds what CloseAndRecv reads")
+	}
 	g.p("}\n")
 	g.p("// Stream returns the underlying rpc.Stream.")
 	g.p("func (x *%s) Stream() *rpc.Stream { return x.s }\n", t)
