@@ -606,21 +606,42 @@ func TestZeroSizeRoot(t *testing.T) {
 // TestZeroSizeChild: a nested struct of size 0 built last lands at the
 // message end, its slot pointing at size, as the canonical runtime writes
 // it (messages-more.json, zero_size_child_at_end) and as AppendMessage and
-// generated records do. It decodes as {} and the JSON encodes back to the
-// same bytes; a non-empty struct there fails on its fixed section.
+// generated records do. Readers take a nested object there for null (the
+// canonical reader, codec's Object.Object and so generated DecodeZAP and
+// views: WIRE.md §4, docs/wire.md §5); AppendJSON gave {}, so JSON and the
+// generated record disagreed on the same bytes. It decodes as null, as
+// codec reads it; a non-empty struct there fails on its fixed section.
 func TestZeroSizeChild(t *testing.T) {
 	f, err := schema.Parse("c.zap", []byte("struct E {}\nstruct N { X u32 }\nstruct R { C E; V u32 }\nstruct RN { C N; V u32 }\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	canonical, _ := hex.DecodeString("5a4150000100000010000000180000000800000009000000")
+	m, err := codec.Parse(canonical)
+	if err != nil || !m.Root().Object(0).IsNull() {
+		t.Fatalf("codec reads the zero-size child as not null (%v)", err)
+	}
 	got, err := AppendJSON(nil, f.Struct("R"), canonical)
-	if err != nil || string(got) != `{"C":{},"V":9}` {
+	if err != nil || string(got) != `{"C":null,"V":9}` {
 		t.Fatalf("canonical zero-size child: %s, %v", got, err)
 	}
-	built, err := AppendMessage(nil, f.Struct("R"), got)
+	// {} writes the canonical bytes, which read back as null.
+	built, err := AppendMessage(nil, f.Struct("R"), []byte(`{"C":{},"V":9}`))
 	if err != nil || !bytes.Equal(built, canonical) {
-		t.Fatalf("AppendMessage(%s) = %x, %v; want %x", got, built, err, canonical)
+		t.Fatalf("AppendMessage({C:{}}) = %x, %v; want %x", built, err, canonical)
+	}
+	// A zero-size child that is not last is present.
+	f2, err := schema.Parse("c2.zap", []byte("struct E {}\nstruct R2 { C E; T text }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := `{"C":{},"T":"x"}`
+	built, err = AppendMessage(nil, f2.Struct("R2"), []byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := AppendJSON(nil, f2.Struct("R2"), built); err != nil || string(got) != js {
+		t.Fatalf("zero-size child before a text value: %s, %v", got, err)
 	}
 	_, err = AppendJSON(nil, f.Struct("RN"), canonical)
 	var de *DecodeError

@@ -74,7 +74,8 @@
 // the last thing in the message. The object then starts at the message's
 // end, where readers take an object for null (docs/wire.md §5), so
 // DecodeZAP gives nil and the view is null, as for any writer of these
-// bytes (codec.Builder writes the same). Anything written after it, a
+// bytes (codec.Builder writes the same), and as codec/dynamic's AppendJSON
+// gives null. Anything written after it, a
 // later list element or a non-empty text, say, keeps it non-nil.
 //
 // What DecodeZAP allocates is charged, before it is allocated, to a budget
