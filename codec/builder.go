@@ -503,26 +503,33 @@ func (o ObjectBuilder) SetBytes(off int, p []byte) {
 }
 
 // SetObject points the nested-object slot at off to the finished object r
-// (a signed offset: r may lie before or after this object). A zero r leaves
-// the slot null.
+// (a signed offset: r may lie before or after this object). A zero r
+// makes the slot null, also when it was set before.
 func (o ObjectBuilder) SetObject(off int, r Ref) {
-	if !o.fits(off, ObjectSlotSize) || r == 0 {
+	if !o.fits(off, ObjectSlotSize) {
 		return
 	}
-	rel := int64(o.b.base) + int64(r) - int64(int(o.at)+off)
+	var rel int64 // 0: null
+	if r != 0 {
+		rel = int64(o.b.base) + int64(r) - int64(int(o.at)+off)
+	}
 	binary.LittleEndian.PutUint32(o.b.buf[int(o.at)+off:], uint32(int32(rel)))
 }
 
 // SetList points the list slot at off to the finished list l. An empty list
-// is written as {0, 0}.
+// is written as {0, 0}, whatever its position, also over a list set to
+// the slot before (as the canonical builder does: empty_list_before_object
+// in messages-more.json).
 func (o ObjectBuilder) SetList(off int, l ListRef) {
-	if !o.fits(off, ListSlotSize) || l.count == 0 {
+	if !o.fits(off, ListSlotSize) {
 		return
 	}
-	f := o.b.buf[int(o.at)+off:]
-	rel := int64(o.b.base) + int64(l.pos) - int64(int(o.at)+off)
-	binary.LittleEndian.PutUint32(f, uint32(int32(rel)))
-	binary.LittleEndian.PutUint32(f[4:], l.count)
+	var v uint64 // {0, 0}: empty
+	if l.count != 0 {
+		rel := int64(o.b.base) + int64(l.pos) - int64(int(o.at)+off)
+		v = uint64(uint32(int32(rel))) | uint64(l.count)<<32
+	}
+	binary.LittleEndian.PutUint64(o.b.buf[int(o.at)+off:], v)
 }
 
 // Finish writes the object's text and bytes values, in the order they were

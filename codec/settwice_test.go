@@ -245,3 +245,43 @@ func TestSetTwiceSpilled(t *testing.T) {
 		t.Errorf("child at %d", childRef)
 	}
 }
+
+// TestSetEmptyListOrNullObjectOverEarlier: SetList of an empty list writes
+// {0, 0} whatever was in the slot, a list set before included, as the
+// canonical builder does (empty_list_before_object in messages-more.json:
+// "SetList with count 0 writes {0,0} regardless of the offset"); SetObject
+// of a zero Ref makes the slot null, an object set before included, as its
+// doc says. Both left the earlier list or object in the slot.
+func TestSetEmptyListOrNullObjectOverEarlier(t *testing.T) {
+	t.Parallel()
+	var b codec.Builder
+	b.Reset(nil)
+	l := b.StartList(4)
+	l.AddUint32(7)
+	full := l.Finish()
+	e := b.StartList(4)
+	empty := e.Finish()
+	c := b.StartObject(8)
+	child := c.Finish()
+	o := b.StartObject(24)
+	o.SetList(0, full)
+	o.SetList(0, empty)
+	o.SetObject(8, child)
+	o.SetObject(8, 0)
+	o.SetUint64(16, ^uint64(0))
+	o.SetList(16, codec.ListRef{}) // the zero ListRef is an empty list too
+	b.SetRoot(o.Finish())
+	m, err := codec.Parse(b.Finish())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := m.Root()
+	for _, off := range []int{0, 8, 16} {
+		if v := root.Uint64(off); v != 0 {
+			t.Errorf("slot @%d = %#x, want 0", off, v)
+		}
+	}
+	if !root.List(0).IsNull() || !root.Object(8).IsNull() {
+		t.Errorf("list @0 null %v, object @8 null %v; want both null", root.List(0).IsNull(), root.Object(8).IsNull())
+	}
+}
