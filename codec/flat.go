@@ -81,4 +81,9 @@ func AppendTailBytes(dst []byte, slot int, p []byte) []byte {
 var (
 	errFlatTooLarge = fmt.Errorf("%w: AppendFlat of a message of 4 GiB or more (its size field has 32 bits)", ErrBuilder)
 	errTailTooLarge = fmt.Errorf("%w: AppendTail of a value of 4 GiB or more, or 4 GiB or more past its slot (a slot's offset and length have 32 bits)", ErrBuilder)
+	// Those of the other helpers of generated code (generated.go,
+	// varlist.go).
+	errMessageTooLarge = fmt.Errorf("%w: PutHeader of a message of 4 GiB or more (its size field has 32 bits)", ErrBuilder)
+	errSlotTooFar      = fmt.Errorf("%w: an object or list 2 GiB or more from its slot (a slot's offset has 32 bits, signed), or a list of 2^32 elements or more", ErrBuilder)
+	errElementTooLarge = fmt.Errorf("%w: a list element of 4 GiB or more (its size word has 32 bits)", ErrBuilder)
 )

@@ -7,6 +7,7 @@ package codec_test
 import (
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/internal/bigbuf"
@@ -70,4 +71,54 @@ func TestAppendFlatPast4GiB(t *testing.T) {
 			t.Fatalf("AppendTail 4 GiB - 1 past its slot: length %d, offset byte %#x", len(dst), dst[o])
 		}
 	})
+}
+
+// TestGeneratedHelpersPast32Bits: the other helpers of generated code
+// (records with nested objects and lists) wrote sizes, offsets and counts
+// that do not fit their 32-bit words modulo 2³² (2³¹ for the signed
+// offsets), silently; they must panic with an error that wraps
+// ErrBuilder, writing nothing. The buffers are mapped address space
+// (internal/bigbuf): only the pages written are touched.
+func TestGeneratedHelpersPast32Bits(t *testing.T) {
+	const gib = 1 << 30
+	space := bigbuf.New(t, 4*gib+64)
+	zeroAt := func(t *testing.T, what string, p []byte) {
+		t.Helper()
+		for i, c := range p {
+			if c != 0 {
+				t.Fatalf("%s wrote byte %d before it refused", what, i)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		f    func()
+		at   int // where nothing may be written, 16 bytes from there
+	}{
+		{"PutHeader of 4 GiB", func() { codec.PutHeader(space[:4*gib], 0, 16) }, 0},
+		{"PutObjectSlot 2 GiB ahead", func() { codec.PutObjectSlot(space, 16, 16+2*gib) }, 16},
+		{"PutObjectSlot 2 GiB + 1 behind", func() { codec.PutObjectSlot(space, 2*gib+17, 16) }, 2*gib + 17},
+		{"PutListSlot 2 GiB ahead", func() { codec.PutListSlot(space, 16, 16+2*gib, 1) }, 16},
+		{"PutListSlot of 2^32 elements", func() { codec.PutListSlot(space, 16, 24, 1<<32) }, 16},
+		{"AppendBytesElement of 4 GiB", func() { codec.AppendBytesElement(space[:0], space[:4*gib]) }, 0},
+		{"AppendTextElement of 4 GiB", func() { codec.AppendTextElement(space[:0], unsafe.String(&space[0], 4*gib)) }, 0},
+		{"FinishElement of 4 GiB", func() { codec.FinishElement(space[:4+4*gib], 4) }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := panicValue(tc.f)
+			if err, ok := v.(error); !ok || !errors.Is(err, codec.ErrBuilder) {
+				t.Fatalf("panic %v, want an error that wraps ErrBuilder", v)
+			}
+			zeroAt(t, tc.name, space[tc.at:tc.at+16])
+		})
+	}
+	// Just inside the limits, they write.
+	codec.PutObjectSlot(space, 16, 16+2*gib-1)
+	if got := space[16:20]; got[0] != 0xFF || got[3] != 0x7F {
+		t.Fatalf("PutObjectSlot 2 GiB - 1 ahead wrote % x", got)
+	}
+	codec.PutObjectSlot(space, 2*gib+16, 16)
+	if got := space[2*gib+16 : 2*gib+20]; got[0] != 0 || got[3] != 0x80 {
+		t.Fatalf("PutObjectSlot 2 GiB behind wrote % x", got)
+	}
 }

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 )
 
@@ -67,8 +68,13 @@ func AppendHeader(dst []byte) []byte { return append(dst, zeroHeader[:]...) }
 
 // PutHeader is for generated code: it writes the header of the version-1
 // message that starts at base and ends at len(dst), whose root object is
-// at position root.
+// at position root. A message holds at most 4 GiB - 1 bytes: PutHeader
+// panics with an error that wraps [ErrBuilder], writing nothing, when it
+// is longer.
 func PutHeader(dst []byte, base, root int) {
+	if uint64(len(dst)-base) > math.MaxUint32 {
+		panic(errMessageTooLarge)
+	}
 	h := dst[base : base+HeaderSize]
 	binary.LittleEndian.PutUint64(h, magicWord|uint64(Version1)<<32)
 	binary.LittleEndian.PutUint64(h[offRoot:], uint64(uint32(root-base))|uint64(uint32(len(dst)-base))<<32)
@@ -101,17 +107,29 @@ func AppendListStart(dst []byte, base int) ([]byte, int) {
 }
 
 // PutObjectSlot is for generated code: it points the nested-object slot at
-// position slot to the object at position at.
+// position slot to the object at position at. The slot holds a signed
+// 32-bit offset: PutObjectSlot panics with an error that wraps
+// [ErrBuilder], writing nothing, when at is 2 GiB or more away (a message
+// of 2 GiB or more, which [Builder] refuses too).
 func PutObjectSlot(dst []byte, slot, at int) {
+	if rel := at - slot; int64(rel) != int64(int32(rel)) {
+		panic(errSlotTooFar)
+	}
 	binary.LittleEndian.PutUint32(dst[slot:], uint32(int32(at-slot)))
 }
 
 // PutListSlot is for generated code: it points the list slot at position
 // slot to the count elements starting at position at. An empty list leaves
-// the slot {0, 0}, as [ObjectBuilder.SetList] does.
+// the slot {0, 0}, as [ObjectBuilder.SetList] does. The slot holds a
+// signed 32-bit offset and a 32-bit count: PutListSlot panics with an
+// error that wraps [ErrBuilder], writing nothing, when at is 2 GiB or more
+// away or count does not fit.
 func PutListSlot(dst []byte, slot, at, count int) {
 	if count == 0 {
 		return
+	}
+	if rel := at - slot; int64(rel) != int64(int32(rel)) || uint64(count) > math.MaxUint32 {
+		panic(errSlotTooFar)
 	}
 	binary.LittleEndian.PutUint64(dst[slot:], uint64(uint32(int32(at-slot)))|uint64(uint32(count))<<32)
 }

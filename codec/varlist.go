@@ -272,13 +272,22 @@ func AppendUint64Element(dst []byte, v uint64) []byte {
 	return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(dst, 8), v)
 }
 
-// AppendBytesElement appends one element holding p: its size, then p.
+// AppendBytesElement appends one element holding p: its size, then p. The
+// size word has 32 bits: it panics with an error that wraps [ErrBuilder],
+// appending nothing, when p is 4 GiB or more.
 func AppendBytesElement(dst []byte, p []byte) []byte {
+	if uint64(len(p)) > math.MaxUint32 {
+		panic(errElementTooLarge)
+	}
 	return append(binary.LittleEndian.AppendUint32(dst, uint32(len(p))), p...)
 }
 
-// AppendTextElement appends one element holding s: its size, then s.
+// AppendTextElement appends one element holding s: its size, then s. As
+// [AppendBytesElement], it panics when s is 4 GiB or more.
 func AppendTextElement(dst []byte, s string) []byte {
+	if uint64(len(s)) > math.MaxUint32 {
+		panic(errElementTooLarge)
+	}
 	return append(binary.LittleEndian.AppendUint32(dst, uint32(len(s))), s...)
 }
 
@@ -299,10 +308,14 @@ func StartElement(dst []byte) ([]byte, int) {
 
 // FinishElement writes the size of the element started at at (len(dst) -
 // at) into its size word. dst must be the slice StartElement returned,
-// appended to.
+// appended to. The size word has 32 bits: it panics with an error that
+// wraps [ErrBuilder] when the element is 4 GiB or more.
 func FinishElement(dst []byte, at int) {
-	if at < ElementHeaderSize || at > len(dst) || uint64(len(dst)-at) > math.MaxUint32 {
+	if at < ElementHeaderSize || at > len(dst) {
 		return
+	}
+	if uint64(len(dst)-at) > math.MaxUint32 {
+		panic(errElementTooLarge)
 	}
 	binary.LittleEndian.PutUint32(dst[at-ElementHeaderSize:], uint32(len(dst)-at))
 }
