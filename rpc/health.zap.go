@@ -23,6 +23,9 @@ var _ encoding.BinaryAppender = (*HealthCheckRequest)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *HealthCheckRequest) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 8, len(m.Service))
 	dst = codec.AppendTail(dst, o+0, m.Service)
@@ -123,6 +126,9 @@ var _ encoding.BinaryAppender = (*HealthCheckResponse)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *HealthCheckResponse) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 4, 0)
 	binary.LittleEndian.PutUint32(dst[o+0:], m.Status)

@@ -31,6 +31,9 @@ var _ encoding.BinaryAppender = (*GetBalanceRequest)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *GetBalanceRequest) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 44, len(m.Method))
 	copy(dst[o+0:], m.Account[:])
@@ -159,6 +162,9 @@ var _ encoding.BinaryAppender = (*GetBalanceResponse)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *GetBalanceResponse) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 80, 0)
 	copy(dst[o+0:], m.Balance[:])
@@ -287,6 +293,9 @@ var _ encoding.BinaryAppender = (*LogFilter)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *LogFilter) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 28, 0)
 	binary.LittleEndian.PutUint64(dst[o+0:], m.FromBlock)
@@ -400,6 +409,9 @@ var _ encoding.BinaryAppender = (*Log)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Log) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 108, len(m.Data))
 	copy(dst[o+0:], m.Address[:])
@@ -604,6 +616,9 @@ var _ encoding.BinaryAppender = (*Logs)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Logs) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)

@@ -24,6 +24,9 @@ var _ encoding.BinaryAppender = (*HelloRequest)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *HelloRequest) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 8, len(m.Name))
 	dst = codec.AppendTail(dst, o+0, m.Name)
@@ -124,6 +127,9 @@ var _ encoding.BinaryAppender = (*HelloReply)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *HelloReply) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 8, len(m.Message))
 	dst = codec.AppendTail(dst, o+0, m.Message)

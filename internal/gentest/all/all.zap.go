@@ -40,6 +40,9 @@ var _ encoding.BinaryAppender = (*Scalars)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Scalars) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 51, 0)
 	if m.Flag {
@@ -194,6 +197,9 @@ var _ encoding.BinaryAppender = (*Point)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Point) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 8, 0)
 	binary.LittleEndian.PutUint32(dst[o+0:], uint32(m.X))
@@ -348,6 +354,9 @@ var _ encoding.BinaryAppender = (*Kitchen)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Kitchen) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)
@@ -948,6 +957,9 @@ var _ encoding.BinaryAppender = (*Pair)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Pair) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 10, len(m.B))
 	binary.LittleEndian.PutUint16(dst[o+0:], m.A)
@@ -1101,6 +1113,9 @@ var _ encoding.BinaryAppender = (*Sparse)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Sparse) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)
@@ -1510,6 +1525,9 @@ var _ encoding.BinaryAppender = (*Empty)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Empty) AppendZAP(dst []byte) []byte {
 	dst, _ = codec.AppendFlat(dst, 0, 0)
 	return dst
@@ -1628,6 +1646,9 @@ var _ encoding.BinaryAppender = (*Deep)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Deep) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)
@@ -3369,6 +3390,9 @@ var _ encoding.BinaryAppender = (*Empties)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Empties) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)
@@ -3594,6 +3618,9 @@ var _ encoding.BinaryAppender = (*Node)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Node) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)
@@ -3786,6 +3813,9 @@ var _ encoding.BinaryAppender = (*Block)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Block) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 4096, 0)
 	copy(dst[o+0:], m.Data[:])
@@ -3918,6 +3948,9 @@ var _ encoding.BinaryAppender = (*Blocks)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Blocks) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)

@@ -30,6 +30,9 @@ var _ encoding.BinaryAppender = (*Item)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Item) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 20, len(m.Name))
 	binary.LittleEndian.PutUint64(dst[o+0:], m.SKU)
@@ -187,6 +190,9 @@ var _ encoding.BinaryAppender = (*Address)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Address) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.City))
 	binary.LittleEndian.PutUint32(dst[o+0:], m.Zip)
@@ -340,6 +346,9 @@ var _ encoding.BinaryAppender = (*Order)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Order) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)

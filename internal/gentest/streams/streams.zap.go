@@ -29,6 +29,9 @@ var _ encoding.BinaryAppender = (*Filter)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Filter) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 16, 0)
 	binary.LittleEndian.PutUint64(dst[o+0:], m.From)
@@ -132,6 +135,9 @@ var _ encoding.BinaryAppender = (*Log)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Log) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 20, len(m.Data))
 	binary.LittleEndian.PutUint64(dst[o+0:], m.Block)
@@ -238,6 +244,9 @@ var _ encoding.BinaryAppender = (*Chunk)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Chunk) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.Data))
 	binary.LittleEndian.PutUint32(dst[o+0:], m.Seq)
@@ -340,6 +349,9 @@ var _ encoding.BinaryAppender = (*Summary)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Summary) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, 0)
 	binary.LittleEndian.PutUint32(dst[o+0:], m.Chunks)
@@ -436,6 +448,9 @@ var _ encoding.BinaryAppender = (*Msg)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Msg) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.Text))
 	binary.LittleEndian.PutUint32(dst[o+0:], m.Seq)

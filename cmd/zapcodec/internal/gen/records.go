@@ -80,6 +80,9 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("// AppendZAP appends m to dst as one whole ZAP message (version 1) and")
 	g.p("// returns the extended slice, growing dst at most once. It allocates")
 	g.p("// nothing when dst has SizeZAP bytes of spare capacity. m is only read.")
+	g.p("// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB")
+	g.p("// between a nested object or list and its slot) panics with an error")
+	g.p("// that wraps codec.ErrBuilder.")
 	g.p("func (m *%s) AppendZAP(dst []byte) []byte {", t)
 	if flat {
 		g.flatAppend(s)

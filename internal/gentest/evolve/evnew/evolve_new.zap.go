@@ -33,6 +33,9 @@ var _ encoding.BinaryAppender = (*Leaf)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Leaf) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)
@@ -341,6 +344,9 @@ var _ encoding.BinaryAppender = (*Rec)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Rec) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)

@@ -29,6 +29,9 @@ var _ encoding.BinaryAppender = (*Leaf)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Leaf) AppendZAP(dst []byte) []byte {
 	dst, o := codec.AppendFlat(dst, 12, len(m.Name))
 	binary.LittleEndian.PutUint32(dst[o+0:], m.A)
@@ -195,6 +198,9 @@ var _ encoding.BinaryAppender = (*Rec)(nil)
 // AppendZAP appends m to dst as one whole ZAP message (version 1) and
 // returns the extended slice, growing dst at most once. It allocates
 // nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
 func (m *Rec) AppendZAP(dst []byte) []byte {
 	dst = slices.Grow(dst, m.SizeZAP())
 	return m.zapAppend(dst)
