@@ -17,12 +17,13 @@ func init() {
 		summary: "ask a ZAP-RPC server for its health (exit 0 when serving)",
 		usage: `  zapcodec health -addr ADDR [-service NAME]
     Calls the health service of a zapcodec rpc server (method
-    rpc.HealthMethod) and prints the status: serving, not serving, draining
-    (the server is shutting down) or unknown (its status was set so, no
-    such service, or a check that failed or went unanswered, its error on
-    stderr). Exits 0 when serving, 1 otherwise (including when the server
-    cannot be reached, which prints only the error, or does not answer),
-    2 on bad usage. For load balancer and container health probes.
+    rpc.HealthMethod) and prints the status on one line: serving, not
+    serving, draining (the server is shutting down) or unknown (its status
+    was set so, no such service, a server that cannot be reached, or a
+    check that failed or went unanswered; the error goes to stderr).
+    Exits 0 when serving, 1 for every other status (unknown included,
+    whether the dial or the check failed), 2 on bad usage (which prints
+    no status). For load balancer and container health probes.
   -addr ADDR       server address (a socket path with -network unix)
   -network NET     tcp or unix (default tcp)
   -service NAME    a mounted service, e.g. eth.Eth (default: the server as a whole)
@@ -63,6 +64,10 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	c, err := rpc.Dial(ctx, *network, *addr)
 	if err != nil {
+		// A server that cannot be reached is as unknown as one that does
+		// not answer: the same line and exit code, so a probe that reads
+		// stdout sees a status whichever step failed.
+		fmt.Fprintf(stdout, "%s\n", rpc.HealthUnknown)
 		fmt.Fprintf(stderr, "zapcodec health: %v\n", err)
 		return 1
 	}

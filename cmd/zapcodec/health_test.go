@@ -56,9 +56,10 @@ func TestHealthCommand(t *testing.T) {
 			t.Errorf("health %v: exit %d, stdout %q, stderr %q; want %d, %q, stderr with %q", tc.args, code, out, errOut, tc.code, tc.out, tc.err)
 		}
 	}
-	// A server that is gone: exit 1.
+	// A server that is gone: the dial fails, and the command says so as a
+	// failed check does: "unknown" on stdout, the error on stderr, exit 1.
 	s.Close()
-	if code, _, errOut := runHealthCmd("-addr", addr); code != 1 || errOut == "" {
-		t.Errorf("closed server: exit %d, stderr %q", code, errOut)
+	if code, out, errOut := runHealthCmd("-addr", addr); code != 1 || out != "unknown\n" || errOut == "" {
+		t.Errorf("closed server: exit %d, stdout %q, stderr %q; want 1, \"unknown\\n\", an error", code, out, errOut)
 	}
 }
