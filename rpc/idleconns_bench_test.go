@@ -18,7 +18,8 @@ import (
 
 // The idle-connection benchmark runs the server in a child process (this
 // test binary, re-executed with idleChildEnv set): the process file limit
-// (20,000 here) cannot hold both ends of 10,000 connections. The child
+// (20,000 here) cannot hold both ends of 10,000 connections. Under a limit
+// too low for one end (skipUnlessFiles) the benchmarks skip. The child
 // serves until its stdin closes and answers each "MEM" line with its heap,
 // goroutine stacks and resident set after a collection.
 const idleChildEnv = "ZAPRPC_IDLE_CHILD"
@@ -146,10 +147,32 @@ func BenchmarkIdleConns10k(b *testing.B) {
 	})
 }
 
+// idleFilesBesides is a generous count of the files a process of the
+// idle-connection benchmarks holds besides its connections: the standard
+// files, the pipes to the child, the listener, the poller, the test binary.
+const idleFilesBesides = 64
+
+// skipUnlessFiles skips b unless this process may hold n connections and the
+// files it needs besides. Each end of the connections lives in its own
+// process, the child (this binary again) under the same hard limit, so the
+// check of this one stands for both. Without it a low limit failed the
+// benchmark part-way, on a dial or in the child, with "too many open files".
+func skipUnlessFiles(b *testing.B, n int) {
+	b.Helper()
+	limit, ok := openFileLimit()
+	if !ok {
+		return
+	}
+	if need := uint64(n + idleFilesBesides); limit < need {
+		b.Skipf("%d connections need about %d open files in each of two processes (the connections and %d besides), and the limit here is %d (the hard limit, which Go raises the soft one to): raise it (ulimit -n %d) to run this", n, need, idleFilesBesides, limit, need)
+	}
+}
+
 func benchIdleConns(b *testing.B, n int, childTest string, call func(net.Conn, int) error) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads /proc/self/statm")
 	}
+	skipUnlessFiles(b, n)
 	b.ReportAllocs()
 	for range b.N {
 		m := startMemChild(b, childTest)
@@ -208,6 +231,7 @@ func BenchmarkIdleCPU(b *testing.B) {
 			if runtime.GOOS != "linux" {
 				b.Skip("Getrusage semantics")
 			}
+			skipUnlessFiles(b, n)
 			b.ReportAllocs()
 			for range b.N {
 				m := startMemChild(b, "TestIdleConnsChild")
@@ -235,5 +259,27 @@ func BenchmarkIdleCPU(b *testing.B) {
 				b.ReportMetric(float64(cpu1-cpu0)/1e6, "cpu-ms/10s")
 			}
 		})
+	}
+}
+
+// Under a file limit too low for 10,000 connections, BenchmarkIdleConns10k
+// skips and says why, where it used to fail part-way with "too many open
+// files". The benchmark runs in this binary again, under a shell's lower
+// limit (soft and hard: Go raises the soft one to the hard one); once
+// skipped it dials nothing.
+func TestIdleConnsSkipsUnderLowFileLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses sh's ulimit -n and a Linux-only benchmark")
+	}
+	if os.Getenv(idleChildEnv) != "" {
+		t.Skip("not in the child")
+	}
+	if limit, ok := openFileLimit(); !ok || limit < 256 {
+		t.Skip("the file limit is below 256 already, or unknown")
+	}
+	cmd := exec.Command("sh", "-c", `ulimit -n 256 && exec "$0" -test.run='^$' -test.bench='^BenchmarkIdleConns10k$' -test.benchtime=1x -test.v`, os.Args[0])
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- SKIP: BenchmarkIdleConns10k") || !strings.Contains(string(out), "limit here is 256") {
+		t.Fatalf("BenchmarkIdleConns10k under ulimit -n 256: %v, output:\n%s", err, out)
 	}
 }
