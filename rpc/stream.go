@@ -469,10 +469,10 @@ func putQueue(q []byte) []byte {
 // before it has read all of it says nothing, and cannot be asked: it
 // ignores every addition WIRE.md §8 allows, and a request, which it
 // would answer, is not one. The client takes it for a canonical one once
-// no hello came helloWait after ours was queued, or, when ours was still
-// queued then (a backed-up queue), helloWait after a look that found it
-// gone (awaitHello). The hello comes a round trip after ours leaves, so
-// it is awaited while the round trip is under helloWait. One that comes
+// no hello came helloWait after a look that found ours gone from the
+// write queue (awaitHello): the hello comes a round trip after ours
+// leaves, so it is awaited while the round trip is under helloWait,
+// however long ours waited in the queue. One that comes
 // later is taken as it comes (onWindow): its window holds from then on,
 // and until then the client sent without one, which the server takes as
 // a canonical client's sends (its read loop waits for room).
@@ -485,7 +485,19 @@ var (
 	// hello to leave the queue (a connection whose writes stall that
 	// long fails its write timeout).
 	maxHelloWaits = 60
+	// helloAfter runs f after d, as time.AfterFunc: a variable for tests,
+	// which run awaitHello's looks themselves.
+	helloAfter = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
 )
+
+// firstHelloLook: awaitHello first looks whether our hello left the
+// queue helloWait/firstHelloLook after queueing it, so a hello that left
+// at once (a connection that keeps up) is decided that plus helloWait
+// after it was queued. The looks while it is still queued are twice as
+// far apart each time, up to helloWait, so a hello that waited q in the
+// queue is found gone at most q plus the first step later (and at most
+// helloWait later).
+const firstHelloLook = 64
 
 // mayOwe reports whether a sender with out bytes outstanding on a stream
 // may send now.
@@ -504,13 +516,22 @@ func (t *streamSet) mayOwe(out int64) bool {
 
 // awaitHello is started by a client when it queues its hello; mark is
 // the outbox's takes (outbox.taken) then: ours leaves with the next take.
-// When no hello has come helloWait later, the server is a canonical one;
-// unless ours was still queued then (a backed-up queue): the wait then
-// goes on until helloWait after a look that finds it gone. It ends at
-// the first look after the connection closed: its timer would otherwise
-// keep the closed client in memory for up to maxHelloWaits looks.
+// It looks whether ours left, first helloWait/firstHelloLook later, then
+// twice as long after each look that finds it still queued (at most
+// helloWait apart); helloWait after the look that finds it gone, with no
+// hello come, the server is a canonical one. The round trip gets the whole
+// of helloWait from when ours left (give or take the last step): it used
+// to be counted from when ours was queued, so a hello that waited 0.9 s
+// behind a blocked write (the first look found it gone) left the round
+// trip 0.1 s. After maxHelloWaits helloWaits of looks that find ours still
+// queued, the server is taken for canonical whatever the queue holds. It
+// ends at the first look after the connection closed: its timer would
+// otherwise keep the closed client in memory until then.
 func (t *streamSet) awaitHello(mark uint64) {
-	tries, left := 0, false
+	step := max(helloWait/firstHelloLook, 1)
+	limit := time.Duration(maxHelloWaits) * helloWait
+	var waited time.Duration
+	left := false
 	var look func()
 	look = func() {
 		t.helloChecks.Add(1)
@@ -518,17 +539,25 @@ func (t *streamSet) awaitHello(mark uint64) {
 			t.helloEnds.Add(1)
 			return
 		}
-		tries++
-		if !left && tries < maxHelloWaits {
-			if left = t.out.takenSince(mark); !left || tries > 1 {
-				time.AfterFunc(helloWait, look)
+		if !left {
+			waited += step
+			if t.out.takenSince(mark) {
+				// Ours left since the last look: the round trip's wait
+				// starts here.
+				left = true
+				helloAfter(helloWait, look)
+				return
+			}
+			if waited < limit {
+				step = min(2*step, helloWait)
+				helloAfter(step, look)
 				return
 			}
 		}
 		t.canonicalPeer()
 		t.helloEnds.Add(1)
 	}
-	time.AfterFunc(helloWait, look)
+	helloAfter(step, look)
 }
 
 // canonicalEvidence notes a frame of a stream from a server whose hello

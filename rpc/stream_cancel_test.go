@@ -251,6 +251,56 @@ func TestStreamHelloWaitAfterHelloLeaves(t *testing.T) {
 	}
 }
 
+// The round trip the hello is awaited for counts from when the client's
+// hello left its queue, not from when it was queued: a hello that waited
+// in the queue until just before the client's first look (0.9 s of a 1 s
+// helloWait, say) still gets helloWait for the server's answer. The looks
+// are run here by hand (helloAfter), the first only once the hello has
+// left: the client used to take the server for a canonical one at that
+// look, leaving the round trip what remained of helloWait.
+func TestStreamHelloWaitCountsFromLeaving(t *testing.T) {
+	type timer struct {
+		d time.Duration
+		f func()
+	}
+	timers := make(chan timer, 8)
+	oldAfter := helloAfter
+	helloAfter = func(d time.Duration, f func()) { timers <- timer{d, f} }
+	defer func() { helloAfter = oldAfter }()
+	c, peer := pipeClient(t)
+	opened := openBehindBlockedWrite(t, c)
+	first := receive(t, "the first look's timer", timers)
+	peer.recvRequest() // the call's write ends; the hello and the open follow
+	if kind, env, ok := peer.recv(); !ok || kind != wire.KindStreamWindow {
+		t.Fatalf("frame kind %d %x, want the client's hello", kind, env)
+	}
+	go func() { // the open, and nothing else
+		for {
+			if _, _, ok := peer.recv(); !ok {
+				return
+			}
+		}
+	}()
+	if err := receive(t, "OpenStream", opened); err != nil {
+		t.Fatal(err)
+	}
+	first.f() // the first look, after the hello left
+	if c.streams.noHello.Load() {
+		t.Fatal("the server was taken for canonical at the first look after the hello left: the round trip got what remained of helloWait")
+	}
+	next := receive(t, "the look after the hello left", timers)
+	if next.d != helloWait {
+		t.Fatalf("the round trip's wait is %v, want helloWait (%v)", next.d, helloWait)
+	}
+	next.f() // helloWait after it left, and no hello came
+	if !c.streams.noHello.Load() {
+		t.Fatal("no hello helloWait after ours left, and the server was not taken for canonical")
+	}
+	if n := c.streams.helloEnds.Load(); n != 1 {
+		t.Fatalf("the hello wait ended %d times, want 1", n)
+	}
+}
+
 // openBehindBlockedWrite makes c's next frames wait in its queue: a call
 // whose write blocks (c's peer reads nothing yet), then an OpenStream,
 // whose hello and open queue behind it. It returns what OpenStream
