@@ -50,3 +50,38 @@ func TestLongAliasChain(t *testing.T) {
 		t.Fatalf("alias %s: %+v", a.Name, a.Type)
 	}
 }
+
+// TestDeepListsThroughAliases: aliases of lists of aliases of lists (type
+// a0 = list<a1>, type a1 = list<a2>, ...) nest lists as deeply as the
+// chain is long, which the parser cannot see; resolving them took a
+// recursion per level, and 200,000 of them overflowed the stack (a fatal
+// error, not a panic). They are refused with the depth they have,
+// positioned at the outermost list, the recursion stopping past
+// MaxListDepth.
+func TestDeepListsThroughAliases(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(16 << 20)) // far below the levels' frames
+	const n = 200_000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "type a%d = list<a%d>\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "type a%d = u8\n", n)
+	f, err := Parse("f.zap", []byte(b.String()))
+	want := fmt.Sprintf("f.zap:1:11: lists nested %d deep; at most 8 levels of list<list<...>> are allowed", n)
+	if f != nil || err == nil || err.Error() != want {
+		t.Fatalf("got %v, %v; want %s", f, err, want)
+	}
+	// Nine levels in two aliases, in either order, report as they did
+	// before: 9 deep, at the outermost list of the alias holding it.
+	for _, src := range []string{
+		"type a = list<list<list<list<list<b>>>>>\ntype b = list<list<list<list<u8>>>>\n",
+		"type b = list<list<list<list<u8>>>>\ntype a = list<list<list<list<list<b>>>>>\n",
+	} {
+		_, err := Parse("f.zap", []byte(src))
+		line := 1 + strings.Index(src, "type a")/len("type b = list<list<list<list<u8>>>>\n")
+		want := fmt.Sprintf("f.zap:%d:10: lists nested 9 deep; at most 8 levels of list<list<...>> are allowed", line)
+		if err == nil || err.Error() != want {
+			t.Fatalf("%q: %v; want %s", src, err, want)
+		}
+	}
+}

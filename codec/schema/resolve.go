@@ -12,6 +12,12 @@ type resolver struct {
 	aliases map[string]*Alias
 	structs map[string]*Struct
 	stack   []string // aliases being resolved, for cycle messages
+	// lists counts the list types being resolved (resolve's recursion
+	// through list elements and the aliases they name), outer is the
+	// position of the first of them: every one of them nests the type
+	// resolved last, so the recursion stops at MaxListDepth of them.
+	lists int
+	outer Pos
 }
 
 func (r *resolver) file(f *File) error {
@@ -99,7 +105,21 @@ func (r *resolver) resolve(t *Type) (*Type, error) {
 		}
 		return nil, errorf(t.Pos, "unknown type %s", t.ref)
 	case t.Kind == KindList:
+		// Aliases of lists of aliases of lists nest lists without a
+		// limit the parser sees (type a0 = list<a1>, type a1 =
+		// list<a2>, ...), and each level is a recursion here: millions
+		// of them overflowed the stack. The levels on the stack all
+		// nest, so the recursion stops past MaxListDepth, and the
+		// depth reported is counted ahead without one.
+		if r.lists == MaxListDepth {
+			return nil, errorf(r.outer, "lists nested %d deep; at most %d levels of list<list<...>> are allowed", MaxListDepth+r.listsAhead(t), MaxListDepth)
+		}
+		if r.lists == 0 {
+			r.outer = t.Pos
+		}
+		r.lists++
 		e, err := r.resolve(t.Elem)
+		r.lists--
 		if err != nil {
 			return nil, err
 		}
@@ -111,6 +131,31 @@ func (r *resolver) resolve(t *Type) (*Type, error) {
 		return &c, nil
 	}
 	return t, nil
+}
+
+// listsAhead counts the lists t nests, t included, following the aliases
+// its elements name in a loop (an alias resolved by its type, any other
+// by its expression), each alias at most once: the depth the recursion of
+// resolve would have found.
+func (r *resolver) listsAhead(t *Type) int {
+	seen := map[*Alias]bool{}
+	d := 0
+	for t != nil {
+		if t.Kind == KindList {
+			d++
+			t = t.Elem
+			continue
+		}
+		a, ok := r.aliases[t.ref]
+		if t.ref == "" || !ok || seen[a] {
+			break
+		}
+		seen[a] = true
+		if t = a.expr; a.state == 2 {
+			t = a.Type
+		}
+	}
+	return d
 }
 
 // layout resolves s's field types, assigns offsets and checks overlaps.
