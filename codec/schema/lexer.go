@@ -16,6 +16,7 @@ const (
 	tokIdent           // [A-Za-z_][A-Za-z0-9_]*
 	tokNumber          // [0-9][A-Za-z0-9_]*, checked by the parser
 	tokPunct           // one of { } ( ) < > [ ] = @ : ; , -
+	tokBad             // where lex stopped at a character outside the dialect
 )
 
 type token struct {
@@ -31,6 +32,8 @@ func (t token) describe() string {
 		return "end of file"
 	case tokNewline:
 		return "end of line"
+	case tokBad:
+		return "a character outside the dialect"
 	}
 	return fmt.Sprintf("%q", t.text)
 }
@@ -54,8 +57,10 @@ type comment struct {
 // comments apart, by line. Spaces,
 // tabs and carriage returns separate tokens; a tab in the indentation counts
 // as one column, like a space (the whitespace form only compares the columns
-// of lines of one block). It rejects any character outside the dialect. The
-// result always ends with a tokEOF.
+// of lines of one block). The result ends with a tokEOF; at a character
+// outside the dialect it ends there instead, with a tokBad, and the error
+// is returned too: the parser reads the tokens before it, so that a syntax
+// error there is reported first (errors come in source order).
 //
 // A UTF-8 byte order mark that starts src (editors on Windows write one) is
 // skipped, and the first line's columns count from after it, as an editor
@@ -114,11 +119,13 @@ func lex(filename string, src []byte) ([]token, map[int]comment, error) {
 			i++
 			toks = append(toks, token{tokPunct, string(src[start:i]), pos(start)})
 		default:
-			r, size := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return nil, nil, errorf(pos(i), "invalid UTF-8 byte 0x%02x", c)
+			var err *Error
+			if r, size := utf8.DecodeRune(src[i:]); r == utf8.RuneError && size <= 1 {
+				err = errorf(pos(i), "invalid UTF-8 byte 0x%02x", c)
+			} else {
+				err = errorf(pos(i), "unexpected character %q", r)
 			}
-			return nil, nil, errorf(pos(i), "unexpected character %q", r)
+			return append(toks, token{tokBad, "", err.Pos}), comments, err
 		}
 	}
 	if hasTok {

@@ -30,14 +30,17 @@ func ParseFiles(srcs ...Source) (*File, error) {
 		structs: map[string]*Struct{},
 	}
 	for _, s := range srcs {
-		toks, comments, err := lex(s.Name, s.Src)
-		if err != nil {
+		toks, comments, lexErr := lex(s.Name, s.Src)
+		p.f.Files = append(p.f.Files, s.Name)
+		p.toks, p.i, p.comments, p.docLine, p.sawBad = toks, 0, comments, 0, false
+		// The tokens before a character lex refused are parsed first: a
+		// syntax error among them comes before it in the file. One the
+		// parser found on reaching that character is the character's.
+		if err := p.file(); err != nil && (lexErr == nil || !p.sawBad) {
 			return nil, err
 		}
-		p.f.Files = append(p.f.Files, s.Name)
-		p.toks, p.i, p.comments, p.docLine = toks, 0, comments, 0
-		if err := p.file(); err != nil {
-			return nil, err
+		if lexErr != nil {
+			return nil, lexErr
 		}
 	}
 	r := &resolver{aliases: p.aliases, structs: p.structs}
@@ -67,6 +70,7 @@ type declared struct {
 type parser struct {
 	toks     []token
 	i        int
+	sawBad   bool            // the parser looked at the tokBad that ends toks
 	comments map[int]comment // of the current file, by line
 	docLine  int             // the line whose comments went to a declaration last
 	f        *File
@@ -76,7 +80,16 @@ type parser struct {
 	structs  map[string]*Struct
 }
 
-func (p *parser) peek() token { return p.toks[p.i] }
+func (p *parser) peek() token { return p.at(p.i) }
+
+// at returns the token at index j, noting when it is where lex stopped.
+func (p *parser) at(j int) token {
+	t := p.toks[j]
+	if t.kind == tokBad {
+		p.sawBad = true
+	}
+	return t
+}
 
 // docs returns the comments of the declaration whose name is at pos: doc,
 // the comment lines alone on the lines right above it (no blank line
@@ -107,10 +120,10 @@ func (p *parser) docs(pos Pos) (doc, trailing string) {
 	return strings.Join(lines, "\n"), trailing
 }
 
-// next consumes a token; at the end it keeps returning tokEOF.
+// next consumes a token; at the end it keeps returning tokEOF (or tokBad).
 func (p *parser) next() token {
-	t := p.toks[p.i]
-	if t.kind != tokEOF {
+	t := p.at(p.i)
+	if t.kind != tokEOF && t.kind != tokBad {
 		p.i++
 	}
 	return t
@@ -381,7 +394,7 @@ func (p *parser) typeIn(depth int, outer Pos) (*Type, error) {
 		}
 		return &Type{Kind: KindBytesFixed, N: n, Pos: t.pos}, nil
 	case "list":
-		if !p.peek().is("<") || p.toks[p.i+1].is(">") {
+		if !p.peek().is("<") || p.at(p.i+1).is(">") {
 			return nil, errorf(t.pos, "list needs an element type: list<T>")
 		}
 		if depth == 0 {
@@ -519,5 +532,5 @@ func (p *parser) streamAhead() bool {
 	if t.kind != tokIdent || t.text != "stream" || p.i+1 >= len(p.toks) {
 		return false
 	}
-	return p.toks[p.i+1].kind == tokIdent
+	return p.at(p.i+1).kind == tokIdent
 }

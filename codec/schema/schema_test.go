@@ -315,3 +315,26 @@ func TestInterfaceLookups(t *testing.T) {
 		t.Fatal("a lookup of a missing method found one")
 	}
 }
+
+// TestErrorsInSourceOrder: a syntax error is reported before a character
+// outside the dialect further down the file (the package doc promises
+// syntax errors in source order; the character used to win wherever it
+// was, as the whole file was split into tokens first). A syntax error the
+// parser finds on reaching the character is the character's.
+func TestErrorsInSourceOrder(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"struct {\n    a u8\nstruct B\n    x u8 $\n", `f.zap:1:8: expected struct name, got "{"`},
+		{"type a = list<u8\nstruct B $\n", `f.zap:1:17: expected ">" after list element type, got end of line`},
+		{"struct A {\n    a u8\n    b $\n}\n", "f.zap:3:7: unexpected character '$'"},
+		{"struct A $\n", "f.zap:1:10: unexpected character '$'"},
+		{"struct A\n    a u8 \xff\n", "f.zap:2:10: invalid UTF-8 byte 0xff"},
+		{"$\nstruct {\n", "f.zap:1:1: unexpected character '$'"},
+		{"struct A { a list<$ }\n", "f.zap:1:19: unexpected character '$'"},
+		{"interface I {\n    m(stream $) \n}\n", "f.zap:2:14: unexpected character '$'"},
+	} {
+		f, err := Parse("f.zap", []byte(tc.src))
+		if f != nil || err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v, %v; want %s", tc.src, f, err, tc.want)
+		}
+	}
+}
