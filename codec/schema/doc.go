@@ -52,4 +52,10 @@
 // declaration order. Columns count bytes from 1. A UTF-8 byte order mark
 // at the start of a file (editors on Windows write one) is skipped, and the
 // first line's columns count from after it; anywhere else it is an error.
+//
+// # Memory
+//
+// The source is split into tokens as the parser reads them, so a parse
+// holds what it built (the declarations read so far) and the source, not
+// a token for each byte of it; Parse does not retain src.
 package schema

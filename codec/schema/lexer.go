@@ -16,13 +16,19 @@ const (
 	tokIdent           // [A-Za-z_][A-Za-z0-9_]*
 	tokNumber          // [0-9][A-Za-z0-9_]*, checked by the parser
 	tokPunct           // one of { } ( ) < > [ ] = @ : ; , -
-	tokBad             // where lex stopped at a character outside the dialect
+	tokBad             // a character outside the dialect: the lexer stops there
 )
 
 type token struct {
 	kind tokKind
 	text string
 	pos  Pos
+	off  int // byte offset of the token in the source
+	// first marks the first token of its line; doc is then the comment
+	// lines alone on the lines right above it (no blank line between),
+	// joined by "\n".
+	first bool
+	doc   string
 }
 
 // describe names the token for error messages.
@@ -41,95 +47,172 @@ func (t token) describe() string {
 func isLetter(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
 
+// words are the type names and keywords of the dialect, which the lexer
+// returns without copying them out of the source.
+var words = map[string]string{}
+
+func init() {
+	for w := range builtins {
+		words[w] = w
+	}
+	for _, w := range []string{"bytes_fixed", "list", "package", "type", "struct", "interface", "returns", "stream"} {
+		words[w] = w
+	}
+}
+
 // byteOrderMark is U+FEFF in UTF-8.
 var byteOrderMark = []byte{0xEF, 0xBB, 0xBF}
 
-// comment is one "# ..." comment: its line, its text without the "#" and
-// one following space, and whether it is alone on its line (own) or
-// follows tokens (trailing).
-type comment struct {
-	line int
-	text string
-	own  bool
-}
-
-// lex splits src into tokens, dropping blank lines, and returns the
-// comments apart, by line. Spaces,
-// tabs and carriage returns separate tokens; a tab in the indentation counts
-// as one column, like a space (the whitespace form only compares the columns
-// of lines of one block). The result ends with a tokEOF; at a character
-// outside the dialect it ends there instead, with a tokBad, and the error
-// is returned too: the parser reads the tokens before it, so that a syntax
-// error there is reported first (errors come in source order).
+// lexer splits a source into tokens one at a time, as the parser asks
+// (it looks at most two tokens ahead), so that what a parse holds follows
+// the declarations it read, not the tokens of the whole file: a file of
+// ten million "{" held 1.7 GB of tokens before its first one was refused.
+// Blank lines make no token. Spaces, tabs and carriage returns separate
+// tokens; a tab in the indentation counts as one column, like a space (the
+// whitespace form only compares the columns of lines of one block).
 //
 // A UTF-8 byte order mark that starts src (editors on Windows write one) is
 // skipped, and the first line's columns count from after it, as an editor
 // shows them; one anywhere else is an unexpected character.
-func lex(filename string, src []byte) ([]token, map[int]comment, error) {
-	var toks []token
-	comments := map[int]comment{}
-	line, lineStart := 1, 0
-	pos := func(i int) Pos { return Pos{filename, line, i - lineStart + 1} }
-	hasTok := false // the current line produced a token
-	i := 0
+//
+// Comments make no token either: the lines alone on their lines right
+// above a line's first token go to it as its doc (see token), and the
+// comment ending a line is read from the source by trailing.
+type lexer struct {
+	filename        string
+	src             []byte
+	i               int
+	line, lineStart int
+	hasTok          bool // the current line produced a token
+	// run is the doc under way: the comment lines alone on their lines
+	// ending at runEnd, one after another.
+	run    []string
+	runEnd int
+	err    *Error // why the lexer stopped at a tokBad
+}
+
+func newLexer(filename string, src []byte) *lexer {
+	l := &lexer{filename: filename, src: src, line: 1}
 	if bytes.HasPrefix(src, byteOrderMark) {
-		i, lineStart = len(byteOrderMark), len(byteOrderMark)
+		l.i, l.lineStart = len(byteOrderMark), len(byteOrderMark)
 	}
-	for i < len(src) {
+	return l
+}
+
+func (l *lexer) pos(i int) Pos { return Pos{l.filename, l.line, i - l.lineStart + 1} }
+
+// next returns the next token. At the end of the source it returns a
+// tokEOF, at a character outside the dialect a tokBad (l.err says why),
+// and then the same again.
+func (l *lexer) next() token {
+	if l.err != nil {
+		return token{kind: tokBad, pos: l.err.Pos, off: l.i}
+	}
+	src := l.src
+	for l.i < len(src) {
+		i := l.i
 		c := src[i]
 		switch {
 		case c == '\n':
-			if hasTok {
-				toks = append(toks, token{tokNewline, "", pos(i)})
+			l.i++
+			nl := token{kind: tokNewline, pos: l.pos(i), off: i}
+			l.line, l.lineStart = l.line+1, l.i
+			if l.hasTok {
+				l.hasTok = false
+				return nl
 			}
-			i++
-			line, lineStart = line+1, i
-			hasTok = false
 			continue
 		case c == ' ' || c == '\r' || c == '\t':
-			i++
+			l.i++
 			continue
 		case c == '#':
-			start := i + 1
-			for i < len(src) && src[i] != '\n' {
-				i++
+			end := i + 1
+			for end < len(src) && src[end] != '\n' {
+				end++
 			}
-			text := strings.TrimRight(string(src[start:i]), " \t\r")
-			text = strings.TrimPrefix(text, " ")
-			if !utf8.ValidString(text) {
-				text = strings.ToValidUTF8(text, "\uFFFD")
+			l.i = end
+			if !l.hasTok {
+				if l.runEnd != l.line-1 {
+					l.dropRun()
+				}
+				l.run, l.runEnd = append(l.run, commentText(src[i+1:end])), l.line
 			}
-			comments[line] = comment{line, text, !hasTok}
 			continue
 		}
-		hasTok = true
-		start := i
+		t := token{pos: l.pos(i), off: i}
+		if !l.hasTok {
+			t.first = true
+			if len(l.run) > 0 && l.runEnd == l.line-1 {
+				t.doc = strings.Join(l.run, "\n")
+			}
+			l.dropRun()
+			l.hasTok = true
+		}
 		switch {
 		case isLetter(c):
-			for i < len(src) && (isLetter(src[i]) || isDigit(src[i])) {
-				i++
+			for l.i < len(src) && (isLetter(src[l.i]) || isDigit(src[l.i])) {
+				l.i++
 			}
-			toks = append(toks, token{tokIdent, string(src[start:i]), pos(start)})
-		case isDigit(c):
-			for i < len(src) && (isLetter(src[i]) || isDigit(src[i])) {
-				i++
-			}
-			toks = append(toks, token{tokNumber, string(src[start:i]), pos(start)})
-		case c < utf8.RuneSelf && strings.IndexByte("{}()<>[]=@:;,-", c) >= 0:
-			i++
-			toks = append(toks, token{tokPunct, string(src[start:i]), pos(start)})
-		default:
-			var err *Error
-			if r, size := utf8.DecodeRune(src[i:]); r == utf8.RuneError && size <= 1 {
-				err = errorf(pos(i), "invalid UTF-8 byte 0x%02x", c)
+			t.kind = tokIdent
+			if w, ok := words[string(src[i:l.i])]; ok {
+				t.text = w // no copy of the words a schema repeats
 			} else {
-				err = errorf(pos(i), "unexpected character %q", r)
+				t.text = string(src[i:l.i])
 			}
-			return append(toks, token{tokBad, "", err.Pos}), comments, err
+		case isDigit(c):
+			for l.i < len(src) && (isLetter(src[l.i]) || isDigit(src[l.i])) {
+				l.i++
+			}
+			t.kind, t.text = tokNumber, string(src[i:l.i])
+		case c < utf8.RuneSelf && strings.IndexByte("{}()<>[]=@:;,-", c) >= 0:
+			l.i++
+			t.kind, t.text = tokPunct, string(src[i:l.i])
+		default:
+			if r, size := utf8.DecodeRune(src[i:]); r == utf8.RuneError && size <= 1 {
+				l.err = errorf(t.pos, "invalid UTF-8 byte 0x%02x", c)
+			} else {
+				l.err = errorf(t.pos, "unexpected character %q", r)
+			}
+			t.kind = tokBad
+		}
+		return t
+	}
+	if l.hasTok {
+		l.hasTok = false
+		return token{kind: tokNewline, pos: l.pos(len(src)), off: len(src)}
+	}
+	return token{kind: tokEOF, pos: l.pos(len(src)), off: len(src)}
+}
+
+// dropRun ends the doc under way, letting go of its lines.
+func (l *lexer) dropRun() {
+	clear(l.run)
+	l.run = l.run[:0]
+}
+
+// trailing returns the comment that ends the line of the token at off,
+// "" when it has none. (No token holds a "#": the first one on the line
+// starts the comment.)
+func (l *lexer) trailing(off int) string {
+	for j := off; j < len(l.src) && l.src[j] != '\n'; j++ {
+		if l.src[j] == '#' {
+			end := j + 1
+			for end < len(l.src) && l.src[end] != '\n' {
+				end++
+			}
+			return commentText(l.src[j+1 : end])
 		}
 	}
-	if hasTok {
-		toks = append(toks, token{tokNewline, "", pos(len(src))})
+	return ""
+}
+
+// commentText is the text of a comment, the bytes after its "#": without
+// one leading space and the trailing white space, invalid UTF-8 replaced.
+func commentText(b []byte) string {
+	text := strings.TrimRight(string(b), " \t\r")
+	text = strings.TrimPrefix(text, " ")
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	return append(toks, token{tokEOF, "", pos(len(src))}), comments, nil
+	return text
 }

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"strconv"
-	"strings"
 )
 
 // Source is one schema file for [ParseFiles].
@@ -30,17 +29,19 @@ func ParseFiles(srcs ...Source) (*File, error) {
 		structs: map[string]*Struct{},
 	}
 	for _, s := range srcs {
-		toks, comments, lexErr := lex(s.Name, s.Src)
 		p.f.Files = append(p.f.Files, s.Name)
-		p.toks, p.i, p.comments, p.docLine, p.sawBad = toks, 0, comments, 0, false
-		// The tokens before a character lex refused are parsed first: a
-		// syntax error among them comes before it in the file. One the
-		// parser found on reaching that character is the character's.
-		if err := p.file(); err != nil && (lexErr == nil || !p.sawBad) {
-			return nil, err
+		p.lx, p.ahead, p.docLine, p.sawBad = newLexer(s.Name, s.Src), p.ahead[:0], 0, false
+		p.lineDoc, p.lineDocLine = "", 0
+		// The tokens before a character the lexer refuses are parsed
+		// first: a syntax error among them comes before it in the file.
+		// One the parser found on reaching that character is the
+		// character's.
+		err := p.file()
+		if p.sawBad {
+			err = p.lx.err
 		}
-		if lexErr != nil {
-			return nil, lexErr
+		if err != nil {
+			return nil, err
 		}
 	}
 	r := &resolver{aliases: p.aliases, structs: p.structs}
@@ -68,63 +69,68 @@ type declared struct {
 }
 
 type parser struct {
-	toks     []token
-	i        int
-	sawBad   bool            // the parser looked at the tokBad that ends toks
-	comments map[int]comment // of the current file, by line
-	docLine  int             // the line whose comments went to a declaration last
-	f        *File
-	pkgPos   Pos // first package clause, when f.Package != ""
-	names    map[string]declared
-	aliases  map[string]*Alias
-	structs  map[string]*Struct
+	lx     *lexer  // of the current file
+	ahead  []token // tokens the parser looked at and did not consume
+	sawBad bool    // the parser looked at a tokBad
+	// lineDoc is the doc of the line of the token consumed last
+	// (lineDocLine), from the line's first token.
+	lineDoc     string
+	lineDocLine int
+	docLine     int // the line whose comments went to a declaration last
+	f           *File
+	pkgPos      Pos // first package clause, when f.Package != ""
+	names       map[string]declared
+	aliases     map[string]*Alias
+	structs     map[string]*Struct
 }
 
-func (p *parser) peek() token { return p.at(p.i) }
+func (p *parser) peek() token { return p.at(0) }
 
-// at returns the token at index j, noting when it is where lex stopped.
-func (p *parser) at(j int) token {
-	t := p.toks[j]
+// at returns the token k places ahead (0: the next one), noting when it
+// is a character the lexer refused.
+func (p *parser) at(k int) token {
+	t := p.look(k)
 	if t.kind == tokBad {
 		p.sawBad = true
 	}
 	return t
 }
 
-// docs returns the comments of the declaration whose name is at pos: doc,
-// the comment lines alone on the lines right above it (no blank line
-// between), and trailing, the comment at the end of its line. A trailing
-// comment, and the doc above a line, go to the first declaration of the
-// line (a struct, not its fields, on a one-line struct).
-func (p *parser) docs(pos Pos) (doc, trailing string) {
-	if pos.Line == p.docLine {
+// look returns the token k places ahead, taking tokens from the lexer up
+// to it (k is at most 1: the parser holds at most two).
+func (p *parser) look(k int) token {
+	for len(p.ahead) <= k {
+		p.ahead = append(p.ahead, p.lx.next())
+	}
+	return p.ahead[k]
+}
+
+// docs returns the comments of the declaration whose name is name, the
+// token consumed last: doc, the comment lines alone on the lines right
+// above it (no blank line between), and trailing, the comment at the end
+// of its line. A trailing comment, and the doc above a line, go to the
+// first declaration of the line (a struct, not its fields, on a one-line
+// struct).
+func (p *parser) docs(name token) (doc, trailing string) {
+	line := name.pos.Line
+	if line == p.docLine {
 		return "", ""
 	}
-	p.docLine = pos.Line
-	if c, ok := p.comments[pos.Line]; ok && !c.own {
-		trailing = c.text
-		delete(p.comments, pos.Line)
+	p.docLine = line
+	if p.lineDocLine == line {
+		doc = p.lineDoc
 	}
-	first := pos.Line
-	for {
-		c, ok := p.comments[first-1]
-		if !ok || !c.own {
-			break
-		}
-		first--
-	}
-	var lines []string
-	for l := first; l < pos.Line; l++ {
-		lines = append(lines, p.comments[l].text)
-	}
-	return strings.Join(lines, "\n"), trailing
+	return doc, p.lx.trailing(name.off)
 }
 
 // next consumes a token; at the end it keeps returning tokEOF (or tokBad).
 func (p *parser) next() token {
-	t := p.at(p.i)
+	t := p.at(0)
 	if t.kind != tokEOF && t.kind != tokBad {
-		p.i++
+		p.ahead = p.ahead[:copy(p.ahead, p.ahead[1:])]
+		if t.first {
+			p.lineDoc, p.lineDocLine = t.doc, t.pos.Line
+		}
 	}
 	return t
 }
@@ -231,7 +237,7 @@ func (p *parser) alias() error {
 		return err
 	}
 	a := &Alias{Name: name.text, Pos: name.pos, expr: t}
-	a.Doc, a.Comment = p.docs(name.pos)
+	a.Doc, a.Comment = p.docs(name)
 	p.f.Aliases = append(p.f.Aliases, a)
 	p.aliases[a.Name] = a
 	return p.endLine("alias " + a.Name)
@@ -244,7 +250,7 @@ func (p *parser) structDecl() error {
 		return err
 	}
 	s := &Struct{Name: name.text, Pos: name.pos}
-	s.Doc, s.Comment = p.docs(name.pos)
+	s.Doc, s.Comment = p.docs(name)
 	p.f.Structs = append(p.f.Structs, s)
 	p.structs[s.Name] = s
 	seen := map[string]*Field{}
@@ -328,7 +334,7 @@ func (p *parser) field(s *Struct, seen map[string]*Field) error {
 		return err
 	}
 	f := &Field{Name: name.text, Pos: name.pos, expr: t}
-	f.Doc, f.Comment = p.docs(name.pos)
+	f.Doc, f.Comment = p.docs(name)
 	if p.peek().is("@") {
 		p.next()
 		n := p.next()
@@ -394,15 +400,20 @@ func (p *parser) typeIn(depth int, outer Pos) (*Type, error) {
 		}
 		return &Type{Kind: KindBytesFixed, N: n, Pos: t.pos}, nil
 	case "list":
-		if !p.peek().is("<") || p.at(p.i+1).is(">") {
+		if !p.peek().is("<") || p.at(1).is(">") {
 			return nil, errorf(t.pos, "list needs an element type: list<T>")
 		}
 		if depth == 0 {
 			outer = t.pos
 		}
 		if depth == MaxListDepth {
+			// Counted by consuming the rest (this is the error), without
+			// holding tokens; a character the lexer refuses ends the
+			// count, not the error, which comes before it.
 			d := depth + 1
-			for j := p.i + 1; j+1 < len(p.toks) && p.toks[j].kind == tokIdent && p.toks[j].text == "list" && p.toks[j+1].is("<"); j += 2 {
+			p.next() // "<"
+			for t := p.look(0); t.kind == tokIdent && t.text == "list" && p.look(1).is("<"); t = p.look(0) {
+				p.ahead = p.ahead[:0]
 				d++
 			}
 			return nil, errorf(outer, "lists nested %d deep; at most %d levels of list<list<...>> are allowed", d, MaxListDepth)
@@ -432,7 +443,7 @@ func (p *parser) iface() error {
 		return err
 	}
 	it := &Interface{Name: name.text, Pos: name.pos}
-	it.Doc, it.Comment = p.docs(name.pos)
+	it.Doc, it.Comment = p.docs(name)
 	p.f.Interfaces = append(p.f.Interfaces, it)
 	seen := map[string]*Method{}
 	if open := p.peek(); open.is("{") {
@@ -463,7 +474,7 @@ func (p *parser) method(it *Interface, seen map[string]*Method) error {
 		return errorf(name.pos, "duplicate method %s in interface %s (first declared at %s)", name.text, it.Name, prev.Pos)
 	}
 	m := &Method{Name: name.text, Pos: name.pos, Ordinal: uint32(len(it.Methods) + 1)}
-	m.Doc, m.Comment = p.docs(name.pos)
+	m.Doc, m.Comment = p.docs(name)
 	var err error
 	if err = p.expect("(", "after method name "+m.Name); err != nil {
 		return err
@@ -529,8 +540,8 @@ func (p *parser) param(method, what string) (string, *Type, bool, error) {
 // parameter name or a type).
 func (p *parser) streamAhead() bool {
 	t := p.peek()
-	if t.kind != tokIdent || t.text != "stream" || p.i+1 >= len(p.toks) {
+	if t.kind != tokIdent || t.text != "stream" {
 		return false
 	}
-	return p.at(p.i+1).kind == tokIdent
+	return p.at(1).kind == tokIdent
 }
