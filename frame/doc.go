@@ -115,7 +115,7 @@
 //
 // [Writer] coalesces frames in one buffer that leaves in a single Write per
 // [Writer.Flush]; a payload of at least the writev threshold goes out with
-// its header through net.Buffers without being copied. [Writer.Begin] and
+// its header without being copied (one writev on a TCP or Unix socket). [Writer.Begin] and
 // [Writer.End] let an encoder append a payload straight into the output
 // buffer; the length is patched in place. Neither Reader nor Writer is safe
 // for concurrent use.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strings"
 	"testing"
 )
@@ -517,6 +518,62 @@ func TestReaderResumesAfterReadError(t *testing.T) {
 		}
 		if want := "1:2 2:300 3:1"; strings.Join(got, " ") != want {
 			t.Fatalf("cut %d: frames %q, want %q", cut, strings.Join(got, " "), want)
+		}
+	}
+}
+
+// badCountConn is a net.Conn (not a socket of package net) whose Write
+// takes half of each buffer and says so without an error, or returns a
+// count of -1: both break io.Writer's contract.
+type badCountConn struct {
+	net.Conn
+	negative bool
+	got      []byte
+}
+
+func (c *badCountConn) Write(p []byte) (int, error) {
+	if c.negative {
+		return -1, nil
+	}
+	n := len(p) / 2
+	c.got = append(c.got, p[:n]...)
+	return n, nil
+}
+
+// TestWriterWritevBadCounts: the large-payload path over a net.Conn that is
+// not a socket (a wrapper, a tls.Conn) writes the payload only once the
+// bytes before it are all written, and takes a count outside 0..len(p) for
+// an error. It used to write through net.Buffers, which wrote the payload
+// after a short write of the header, where the peer would read it as the
+// header's rest, and panicked (slice bounds out of range) on a count of -1.
+func TestWriterWritevBadCounts(t *testing.T) {
+	t.Parallel()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	short := &badCountConn{Conn: a}
+	w := NewWriter(short, WithWritevThreshold(64))
+	payload := bytes.Repeat([]byte{0xAB}, 100)
+	if err := w.WriteFrame(1, payload); !errors.Is(err, io.ErrShortWrite) {
+		t.Fatalf("short write: %v, want io.ErrShortWrite", err)
+	}
+	if want := cat(le(101), []byte{1}); !bytes.Equal(short.got, want[:len(want)/2]) {
+		t.Fatalf("the stream got %x, want the first half of the header %x alone", short.got, want)
+	}
+	for _, wc := range []struct {
+		name  string
+		write func(*Writer) error
+	}{
+		{"writev", func(w *Writer) error { return w.WriteFrame(1, payload) }},
+		{"flush", func(w *Writer) error { w.WriteFrame(1, payload[:10]); return w.Flush() }},
+	} {
+		w := NewWriter(&badCountConn{Conn: a, negative: true}, WithWritevThreshold(64))
+		err := wc.write(w)
+		if err == nil || !strings.Contains(err.Error(), "invalid count") {
+			t.Fatalf("%s, a count of -1: %v, want an invalid count error", wc.name, err)
+		}
+		if err2 := w.Flush(); err2 != err {
+			t.Fatalf("%s: after the error Flush = %v, want it again", wc.name, err2)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,8 +24,9 @@ const (
 // accumulate in one buffer and leave in a single Write per Flush (many small
 // answers, one syscall). A payload of at least the writev threshold is not
 // copied: the pending bytes, its header and the payload go out together in
-// one net.Buffers write (writev on a net.Conn; two Writes on other
-// writers).
+// one writev on a *net.TCPConn or *net.UnixConn, in two Writes on any other
+// writer (a net.Conn wrapper or a tls.Conn included), the second only
+// after the first wrote all its bytes.
 //
 // The buffer is written out by itself when a frame would take it past the
 // buffer size; otherwise nothing reaches the stream until Flush. A Writer
@@ -375,10 +377,11 @@ func (fw *Writer) flush() error {
 }
 
 // writev writes the pending bytes (ending with payload's header) and
-// payload together: one writev on a net.Conn, two checked Writes elsewhere.
+// payload together: one writev on a TCP or Unix socket, two checked Writes
+// elsewhere.
 func (fw *Writer) writev(payload []byte) error {
 	var err error
-	if _, ok := fw.w.(net.Conn); ok {
+	if isSocket(fw.w) {
 		fw.vecArr[0] = fw.buf
 		fw.vecArr[1] = payload
 		fw.vec = fw.vecArr[:]
@@ -392,7 +395,10 @@ func (fw *Writer) writev(payload []byte) error {
 		fw.vec = nil
 	} else {
 		// net.Buffers would also do two Writes here, but without
-		// noticing a short one.
+		// noticing a short one: it wrote the payload after a short
+		// write of the bytes before it, where the peer reads them (a
+		// net.Conn wrapper, a tls.Conn), and a negative count made it
+		// panic.
 		err = writeAll(fw.w, fw.buf)
 		if err == nil {
 			err = writeAll(fw.w, payload)
@@ -407,11 +413,27 @@ func (fw *Writer) writev(payload []byte) error {
 	return err
 }
 
+// isSocket reports whether net.Buffers writes to w with one writev and
+// counts what the kernel took: a *net.TCPConn or *net.UnixConn.
+func isSocket(w io.Writer) bool {
+	switch w.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
+}
+
+// errWriteCount: the underlying writer returned a count outside 0..len(p).
+var errWriteCount = errors.New("frame: underlying writer returned an invalid count")
+
 // writeAll writes p with one Write and turns a short write without an error
-// into io.ErrShortWrite.
+// into io.ErrShortWrite, and a count outside 0..len(p) into an error.
 func writeAll(w io.Writer, p []byte) error {
 	n, err := w.Write(p)
-	if err == nil && n < len(p) {
+	switch {
+	case n < 0 || n > len(p):
+		return errWriteCount
+	case err == nil && n < len(p):
 		err = io.ErrShortWrite
 	}
 	return err
