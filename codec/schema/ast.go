@@ -282,6 +282,13 @@ type Error struct {
 // Error returns "file:line:col: msg".
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
+// errorf makes an Error. A string argument longer than maxQuoted (a name
+// as long as the file, say) is cut there, with its length.
 func errorf(pos Pos, format string, args ...any) *Error {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > maxQuoted {
+			args[i] = cut(s)
+		}
+	}
 	return &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
 }

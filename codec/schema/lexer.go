@@ -31,8 +31,18 @@ type token struct {
 	doc   string
 }
 
-// describe names the token for error messages.
-func (t token) describe() string {
+// maxQuoted is how much of a token, or of any text, an error message
+// shows (errorf): an identifier or a number may be as long as the file,
+// and a message stays a line.
+const maxQuoted = 128
+
+// described is a token named for an error message: errorf shows it whole
+// (describe has cut it).
+type described string
+
+// describe names the token for error messages, a long one cut (see
+// maxQuoted) with its length.
+func (t token) describe() described {
 	switch t.kind {
 	case tokEOF:
 		return "end of file"
@@ -41,8 +51,23 @@ func (t token) describe() string {
 	case tokBad:
 		return "a character outside the dialect"
 	}
-	return fmt.Sprintf("%q", t.text)
+	if len(t.text) > maxQuoted {
+		return described(fmt.Sprintf("%q%s", t.text[:maxQuoted], cutNote(t.text)))
+	}
+	return described(fmt.Sprintf("%q", t.text))
 }
+
+// cut returns text for an error message: up to maxQuoted bytes, with its
+// length when longer. (Tokens are ASCII, and so are the texts made of
+// them: any cut falls between characters.)
+func cut(text string) string {
+	if len(text) > maxQuoted {
+		return text[:maxQuoted] + cutNote(text)
+	}
+	return text
+}
+
+func cutNote(text string) string { return fmt.Sprintf("... (%d bytes)", len(text)) }
 
 func isLetter(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 func isDigit(c byte) bool  { return '0' <= c && c <= '9' }

@@ -338,3 +338,29 @@ func TestErrorsInSourceOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLongTokensInErrors: an error message shows at most 128 bytes of a
+// token or a name, with its length: an identifier or a number may be as
+// long as the file, and the message quoted all of it (a megabyte-long
+// line for a megabyte-long name).
+func TestLongTokensInErrors(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	digits := strings.Repeat("9", 1<<20)
+	shown := strings.Repeat("x", 128) + "... (1048576 bytes)"
+	for _, tc := range []struct{ src, want string }{
+		{long + "\n", `f.zap:1:1: unexpected "` + shown[:128] + `"... (1048576 bytes); expected package, type, struct or interface`},
+		{"struct " + long + " {}\nstruct " + long + " {}\n", "f.zap:2:8: duplicate struct " + shown + " (first declared at f.zap:1:8)"},
+		{"struct A\n    X " + long + "\n", "f.zap:2:7: unknown type " + shown},
+		{"struct A\n    X u8 @" + digits + "\n", "f.zap:2:11: offset of field X is too large: " + strings.Repeat("9", 128) + "... (1048576 bytes) (max 16777216)"},
+	} {
+		_, err := Parse("f.zap", []byte(tc.src))
+		if err == nil || err.Error() != tc.want {
+			got := "<nil>"
+			if err != nil {
+				got = err.Error()
+				got = got[:min(len(got), 400)]
+			}
+			t.Errorf("got %s (first 400 bytes); want %s", got, tc.want)
+		}
+	}
+}
