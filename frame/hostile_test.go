@@ -577,3 +577,42 @@ func TestWriterWritevBadCounts(t *testing.T) {
 		}
 	}
 }
+
+// zeroReader returns (0, nil) zeros times, then its data.
+type zeroReader struct {
+	zeros int
+	data  []byte
+}
+
+func (r *zeroReader) Read(p []byte) (int, error) {
+	if r.zeros > 0 {
+		r.zeros--
+		return 0, nil
+	}
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestReaderNoProgress: a reader that returns (0, nil) a hundred times in a
+// row makes Next return io.ErrNoProgress, as its doc says, without losing
+// anything: a Next after it reads on.
+func TestReaderNoProgress(t *testing.T) {
+	t.Parallel()
+	src := &zeroReader{zeros: 250, data: cat(le(3), []byte{1, 'h', 'i'})}
+	r := NewReader(src)
+	for i := range 2 {
+		if _, _, err := r.Next(); err != io.ErrNoProgress {
+			t.Fatalf("Next %d: %v, want io.ErrNoProgress", i, err)
+		}
+	}
+	if kind, p, err := r.Next(); err != nil || kind != 1 || string(p) != "hi" {
+		t.Fatalf("Next after the reader went on: %d %q %v", kind, p, err)
+	}
+	if _, _, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next at the end: %v, want io.EOF", err)
+	}
+}

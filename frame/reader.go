@@ -245,8 +245,10 @@ func (fr *Reader) total(h []byte) (int, error) {
 // exceeds the maximum frame size, and ErrEmptyFrame for a canonical
 // length of 0: both are reported as soon as the 4 length bytes are in,
 // before any further byte is read or any buffer is taken for the body;
-// otherwise the error of the underlying reader, after which Next may be
-// called again (see [Reader]).
+// io.ErrNoProgress when the underlying reader returned no bytes and no
+// error 100 times in a row (io.Reader discourages that; a reader that
+// goes on may give bytes to a later Next); otherwise the error of the
+// underlying reader, after which Next may be called again (see [Reader]).
 //
 // The payload aliases the buffer the frame was read into, never a copy
 // made for the caller: the Reader's inline 512-byte buffer (a frame that
