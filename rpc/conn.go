@@ -119,6 +119,9 @@ type serverConn struct {
 	// goroutine of the latest pokeWrite began to set its deadline (monoNow).
 	rPoking, wPoking, wClosing atomic.Bool
 	wPokedAt                   atomic.Int64
+	// beatE is c's membership of the beat, joined at its first write the
+	// scans do not watch (joinBeat), nil before and once c is closed.
+	beatE atomic.Pointer[beatEntry]
 
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
 	waitStart  int64 // when the current wait between frames began, 0 none
@@ -203,6 +206,7 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
 	c.out.wlisted = &c.wdListed // the scans bound its writes while listed (writewatch.go)
+	c.out.watchOff = c.joinBeat // the beat backs up the deadlines of the others
 	c.out.sent = &s.stats.bytesOut
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.sc = c
@@ -243,6 +247,9 @@ func (c *serverConn) close(reason error) {
 		c.promises.close()
 	}
 	c.streams.closeAll(ErrClosed)
+	if e := c.beatE.Swap(nil); e != nil {
+		beats.leave(e)
+	}
 	go func() {
 		c.nc.Close()
 		c.s.removeConn(c)

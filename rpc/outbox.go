@@ -122,6 +122,13 @@ type outbox struct {
 	// last made progress (monoNow), 0 when none is under way.
 	wlisted *atomic.Bool
 	wsince  atomic.Int64
+	// watchOff, when not nil (a server connection's), is called by the
+	// writer role before the first write that the watchdog's scans do
+	// not watch (one that began off their list): it sets ww and makes
+	// the connection a member of the beat, which closes the connection
+	// when a past deadline did not end such a write (see
+	// serverConn.beat).
+	watchOff func()
 	// offList counts the writes of a server connection that began off the
 	// watchdog's list, under a write deadline of their own (tests).
 	offList atomic.Int64
@@ -187,8 +194,8 @@ type outbox struct {
 }
 
 // writeWatch is the state of the beat's watch of an outbox's writes (see
-// outbox.watchWrite). Its own allocation, so that a server's connection,
-// whose outbox is not watched, does not carry it.
+// outbox.watchWrite). Its own allocation, so that a server's connection
+// carries it only once it wrote off the watchdog's list (joinBeat).
 type writeWatch struct {
 	seq uint64 // published writes begun (see write); the writer role's
 	// state is seq<<2 | writeBusy while a published write is under way (0
@@ -816,6 +823,14 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 		o.wsince.Store(0)
 		o.offList.Add(1)
 	}
+	if o.ww == nil && o.watchOff != nil && o.timeout > 0 {
+		// A server's write that no scan watches: its socket deadline
+		// bounds it, unless the net.Conn ignores deadlines (a wrapper
+		// that drops them, one that holds a lock over Write): the beat
+		// watches it too, and closes the connection a write timeout
+		// after its own past deadline did nothing.
+		o.watchOff()
+	}
 	var ctxDL time.Time
 	var poll, cancelable bool
 	if ctx.Done() != nil && o.resumable {
@@ -849,7 +864,10 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	// ever, past its ctx's end and the write timeout; the beat now
 	// closes the connection a write timeout after its kick did nothing.
 	published := ww != nil && o.timeout > 0
-	watched := published && !cancelable
+	// A server's published write keeps its socket deadlines (the beat is
+	// only its backstop); a client's without a ctx that can end sets
+	// none.
+	watched := published && !cancelable && o.wlisted == nil
 	switch {
 	case watched:
 		if !o.wdl.IsZero() {

@@ -109,3 +109,38 @@ func (c *serverConn) pokeWrite(now int64) {
 // errDeadlineIgnored: a write made no progress for a write timeout after
 // a past write deadline was set on the connection to end it.
 var errDeadlineIgnored = fmt.Errorf("%w (a past write deadline did not end the write)", errWriteTimeout)
+
+// joinBeat makes c a member of the beat, which watches its writes that
+// the watchdog's scans do not (those that begin while c is off their
+// list: a worker's answer, a stream's message, a go-away). Such a write
+// sets a write deadline of its own; over a net.Conn that ignores it (a
+// wrapper whose SetWriteDeadline does nothing) it blocked for ever. The
+// beat sets a past deadline on a write it sees under way for the write
+// timeout, and closes the connection a write timeout after that did
+// nothing (see beat). Called by the writer role, once, before c's first
+// such write: a connection that never writes off the list (nor goes
+// away) costs the beat nothing.
+func (c *serverConn) joinBeat() {
+	c.out.ww = &writeWatch{}
+	c.beatE.Store(beats.join(c, max(c.out.timeout/4, 1)))
+	if c.closed.Load() {
+		// close may have looked before the store: one of the two
+		// leaves (leave is idempotent).
+		if e := c.beatE.Swap(nil); e != nil {
+			beats.leave(e)
+		}
+	}
+}
+
+// beat is the beat's look at c's write under way, if any (see
+// outbox.watchWrite): one still stuck a write timeout after the past
+// deadline the beat set closes the connection.
+func (c *serverConn) beat(now int64) {
+	if c.closed.Load() {
+		return
+	}
+	if c.out.watchWrite(now) && c.wClosing.CompareAndSwap(false, true) {
+		// close takes the server's lock and may wait: not on the beat.
+		go c.close(errDeadlineIgnored)
+	}
+}
