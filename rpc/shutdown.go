@@ -128,7 +128,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if n == 0 {
 			return nil
 		}
-		now := time.Now()
+		now := monoNow()
 		for _, c := range conns {
 			if !c.goAwaySent.Load() { // accepted meanwhile
 				go c.goAway()

@@ -185,7 +185,7 @@ type streamSet struct {
 	next      uint32 // client: the next stream id to try (odd)
 	helloSent bool   // client: our hello is queued; server: answered
 	err       error  // the connection is gone: no new stream
-	graceAt   int64  // server: when Shutdown first found streams open after go-away
+	graceAt   int64  // server: when Shutdown first found streams open after go-away (monoNow)
 	graceDone bool   // server: Shutdown ended the streams
 }
 

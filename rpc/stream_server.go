@@ -374,19 +374,22 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 // shutdownStreams is Shutdown's tick for a connection told to go away:
 // the streams still open grace after Shutdown first found them are ended
 // with status 503 (the peer's Recv returns it; the handlers' ctx is
-// canceled and their Send and Recv fail).
-func (c *serverConn) shutdownStreams(now time.Time, grace time.Duration) {
+// canceled and their Send and Recv fail). now is a monoNow value: the
+// grace is measured on the monotonic clock, so a step of the wall clock
+// (NTP, an operator) during Shutdown neither cuts the streams at once
+// nor keeps them open past the grace (it was measured between wall
+// clock readings, time.Time.UnixNano).
+func (c *serverConn) shutdownStreams(now int64, grace time.Duration) {
 	t := &c.streams
 	t.mu.Lock()
 	if len(t.m) == 0 {
 		t.mu.Unlock()
 		return
 	}
-	ns := now.UnixNano()
 	if t.graceAt == 0 {
-		t.graceAt = ns
+		t.graceAt = max(now, 1) // 0: not yet begun
 	}
-	if ns-t.graceAt < int64(grace) {
+	if now-t.graceAt < int64(grace) {
 		t.mu.Unlock()
 		return
 	}

@@ -377,6 +377,38 @@ func TestStreamShutdown(t *testing.T) {
 	}
 }
 
+// Shutdown's grace for open streams is measured on the monotonic clock
+// (monoNow values), not between wall clock readings (time.Time's
+// UnixNano), which a step of the system clock during Shutdown moved: a
+// step back kept the streams open past the grace, one forward cut them
+// at once. The grace ends exactly grace after Shutdown first found the
+// streams open, by that clock.
+func TestStreamShutdownGraceMonotonic(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sBlock, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+	sc := serverConnOf(t, s)
+	const grace = time.Hour
+	t0 := monoNow()
+	sc.shutdownStreams(t0, grace)
+	sc.shutdownStreams(t0+int64(grace)-1, grace)
+	if n := s.streamsOpen(); n != 1 {
+		t.Fatalf("%d streams open within the grace, want 1", n)
+	}
+	sc.shutdownStreams(t0+int64(grace), grace)
+	_, err = st.Recv(nil)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != StatusUnavailable {
+		t.Fatalf("stream past the grace: %v, want a 503 end", err)
+	}
+}
+
 // streamsOpen counts the server's open streams (tests).
 func (s *Server) streamsOpen() int {
 	s.mu.Lock()
