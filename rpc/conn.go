@@ -113,6 +113,9 @@ type serverConn struct {
 	writePokes atomic.Int64
 	// wdUnlists counts the times the watchdog took c off its list (tests).
 	wdUnlists atomic.Int64
+	// roomWaits counts the read loop's waits for room in the outbox
+	// before it handed a call to a worker (answerRoom; tests).
+	roomWaits atomic.Int64
 	// A goroutine sets the past read (write) deadline of a scan's
 	// pokeRead (pokeWrite) now; wClosing: pokeWrite closed the connection,
 	// the write deadline having failed to end a write. wPokedAt: when the
@@ -582,6 +585,10 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		// So do the calls read right after the watchdog took the read loop
 		// from a slow handler, up to the next wait (a burst of slow calls
 		// then starts at once instead of one per watchdog tick or two).
+		if !c.answerRoom() {
+			c.spare = j
+			return reqClosed
+		}
 		if c.promises != nil {
 			j.pslot, j.pseq = c.promises.record(req.PromiseID)
 		}
@@ -590,6 +597,39 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		return reqNext
 	}
 	return c.runInline(j, g)
+}
+
+// answerRoom is the read loop's backpressure on calls that go to
+// workers: while the outbox holds outboxLimit bytes that no write has
+// taken (the peer does not read its answers), it waits for room before
+// it hands over another call (and reads no more frames meanwhile), as an
+// inline call's answer waits for room in moveAnswers. Without it a peer
+// that pipelined calls and never read their answers had the read loop go
+// on reading up to the in-flight limit: each of up to 256 calls took a
+// worker, which ran its handler and then waited, its request and answer
+// held, for room in the queue, until the write timeout closed the
+// connection. A call the read loop handed over before the queue filled
+// still runs (it was taken on). It reports false when the connection
+// closed.
+func (c *serverConn) answerRoom() bool {
+	o := &c.out
+	o.mu.Lock()
+	full := o.err == nil && o.queued() >= outboxLimit
+	o.mu.Unlock()
+	if !full {
+		return true
+	}
+	c.roomWaits.Add(1)
+	// Answers the read loop owes leave first, and its unit of inflight is
+	// given back: the wait may be long (acquire does the same).
+	if err := c.flushOwed(); err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return false
+	}
+	c.hold()
+	o.room(noCtx) // the write timeout breaks a peer that takes nothing
+	o.mu.Unlock()
+	return !c.closed.Load()
 }
 
 // promiseFailed records, with pipelining on, a call the read loop

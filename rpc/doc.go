@@ -21,7 +21,8 @@
 // (by up to about 20 ms when it began just as calls stopped on every other
 // connection: the watchdog's timer backs off while calls flow, see
 // watchdog.go). At most [WithMaxInFlight] calls run per connection (beyond that
-// the connection is not read: backpressure); worker goroutines are reused.
+// the connection is not read: backpressure, as while its queue of answers
+// is full); worker goroutines are reused.
 // Answers that are ready together leave in one write.
 //
 // [Server.Shutdown] sends every connection a go-away frame (kind 6,

@@ -262,7 +262,13 @@ func WithWriteTimeout(d time.Duration) Option {
 // WithMaxInFlight sets how many calls of one connection the server runs at
 // once (default DefaultMaxInFlight, 256; n <= 0 means the default). When
 // that many are running, the server stops reading the connection until one
-// finishes.
+// finishes. It also stops while the connection's queue of answers is full
+// (4 MiB not yet taken by a write: a peer that does not read them), until
+// room frees: a peer that pipelines calls and never reads its answers
+// holds the handlers of the calls it sent before that, at most n, not n
+// whatever it sends; the write timeout ([WithWriteTimeout]) then closes
+// the connection. Each connection's limits are its own: such a peer does
+// not slow the calls of another.
 func WithMaxInFlight(n int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		if n <= 0 {
