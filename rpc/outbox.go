@@ -809,14 +809,25 @@ func (o *outbox) halt(err error) (first bool) {
 // writes neither reads the clock nor resets a timer, and a write that
 // takes no byte is failed between one and two timeouts after it began.
 func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
-	if o.wlisted != nil && ctx.Done() == nil && o.timeout > 0 {
+	// cut: a server's write for a ctx that can end (a stream handler's
+	// Send, see streamSet.flush) sets no deadline for that ctx. It runs
+	// as a write without one, and the ctx's end interrupts it with a past
+	// deadline (the stream's AfterFunc, see Stream.writing), after which
+	// the rest is handed over (errHandOff). Only where a write cut by a
+	// deadline can go on (resumable): elsewhere the server passes no ctx.
+	var cut, noEnd bool
+	if o.wlisted != nil {
+		noEnd = ctx.Done() == nil
+		cut = !noEnd && o.resumable
+	}
+	if o.wlisted != nil && o.timeout > 0 && (noEnd || cut) {
 		// A server connection: see writeWatched. wsince is stored before
 		// wdListed is read; the scan that takes the connection off the
 		// list clears wdListed before it reads wsince: one of the two
 		// sees the other.
 		o.wsince.Store(monoNow())
 		if o.wlisted.Load() {
-			n, err := o.writeWatched(p, q)
+			n, err := o.writeWatched(ctx, cut, p, q)
 			o.wsince.Store(0)
 			return n, err
 		}
@@ -833,7 +844,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	}
 	var ctxDL time.Time
 	var poll, cancelable bool
-	if ctx.Done() != nil && o.resumable {
+	if ctx.Done() != nil && o.resumable && !cut {
 		cancelable = true
 		if d, ok := ctx.Deadline(); ok {
 			ctxDL = d
@@ -883,6 +894,11 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	}
 	written := 0
 	for {
+		if cut && ctx.Err() != nil {
+			// After any deadline this write set: a past one the ctx's end
+			// set later lands on the write.
+			return written, errHandOff
+		}
 		var w uint64
 		if published {
 			ww.seq++
@@ -928,6 +944,9 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), err
+		}
+		if cut && ctx.Err() != nil {
+			return written, errHandOff // the past deadline of ctx's end
 		}
 		now = time.Now()
 		if o.wdl.IsZero() || o.wdl.After(now) {

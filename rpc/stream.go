@@ -117,6 +117,10 @@ type Stream struct {
 	capv, mdv []byte // server: the open's cap and metadata (copies)
 
 	wmu sync.Mutex // orders this stream's frames: messages before the end
+	// writing: a handler's Send is between its check of ctx and the end
+	// of its write (server only): the ctx's end interrupts the
+	// connection's write then (see interruptWrite).
+	writing atomic.Bool
 
 	mu   sync.Mutex
 	cond sync.Cond // on mu: a message, an end, room, credit or an abort
@@ -225,8 +229,9 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // client, Send returns by ctx's end whatever the server does: when ctx
 // ends while Send writes the connection's queue (its message in it),
 // another goroutine writes the rest and Send returns nil, its message
-// sent. (A handler's Send that writes the queue is bounded by the write
-// timeout.) A message goes
+// sent. So does a handler's Send, whose ctx's end interrupts the write
+// (over TLS, or a wrapper not known to let a cut write go on, it is
+// bounded by the write timeout alone). A message goes
 // on the wire whole or not at all: a write that breaks midway (the peer
 // took no byte for the write timeout, [WithWriteTimeout]) closes the
 // connection, and every stream and call on it fails. It returns
@@ -263,6 +268,9 @@ func (s *Stream) Send(msg []byte) error {
 			return err
 		}
 		if t.mayOwe(s.out) {
+			if t.sc != nil {
+				s.writing.Store(true) // after the check of ctx above
+			}
 			break
 		}
 		if t.readGone.Load() {
@@ -277,6 +285,9 @@ func (s *Stream) Send(msg []byte) error {
 	s.countOut(len(msg))
 	s.mu.Unlock()
 	err := t.writeFrame(s.ctx, wire.KindStreamMsg, s.id, msg, true)
+	if t.sc != nil {
+		s.writing.Store(false)
+	}
 	if err != nil && (errors.Is(err, frame.ErrFrameTooLarge) || err == s.ctx.Err()) {
 		s.mu.Lock()
 		s.out -= cost // not sent
@@ -712,9 +723,11 @@ func (s *Stream) credit(n uint32) {
 // frame that was queued goes out. On a client, the caller's write of the
 // queue is bounded by ctx too, as a Call's is: when ctx ends during it,
 // another goroutine writes the rest (see flushCtx) and writeFrame returns
-// nil (the frame is sent). A handler's writes set no deadline (a ctx
-// would arm one per write; the server's scans bound them, see
-// writeWatched): they end by the write timeout.
+// nil (the frame is sent). A handler's writes set no deadline for ctx (a
+// ctx would arm one per write; the server's scans bound them, see
+// writeWatched): they end by the write timeout, or by ctx's end, whose
+// past deadline (Stream.interruptWrite) hands the rest of the write to
+// another goroutine.
 func (t *streamSet) writeFrame(ctx context.Context, kind byte, id uint32, msg []byte, isMsg bool) error {
 	if n := 1 + 4 + len(msg); n > t.out.max {
 		// Refused before it is copied into the queue (end would refuse
@@ -827,9 +840,14 @@ func (s *Stream) addToGrant(o *outbox, n int64) bool {
 // flush is the write of a stream's frame that made its caller the
 // flusher (lead), with err the frame's: on a client bounded by the
 // stream's ctx (when it ends, another goroutine writes the rest and the
-// frame counts as sent: nil), on a server by the write timeout alone.
+// frame counts as sent: nil); on a server too, where ctx's end
+// interrupts the write (Stream.interruptWrite) rather than a deadline
+// of ctx's, but over a connection whose cut writes cannot go on (TLS) by
+// the write timeout alone.
 func (t *streamSet) flush(ctx context.Context, lead bool, err error) error {
-	if t.cl == nil {
+	if t.cl == nil && !t.out.resumable {
+		// A server's write that a deadline would tear (TLS): bounded by
+		// the write timeout alone.
 		ctx = noCtx
 	}
 	if err = t.out.flushIfCtx(ctx, lead, err); err != nil && err == ctx.Err() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -225,11 +226,13 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	t.count()
 	t.mu.Unlock()
 	// A Send waiting for a grant wakes when the ctx ends (its deadline,
-	// the base context); the other ends of the ctx abort the stream.
+	// the base context), and one writing is interrupted; the other ends
+	// of the ctx abort the stream.
 	st.setStop(context.AfterFunc(st.ctx, func() {
 		st.mu.Lock()
 		st.cond.Broadcast()
 		st.mu.Unlock()
+		st.interruptWrite()
 	}))
 	if len(req.Cap) > 0 {
 		st.capv = append([]byte(nil), req.Cap...)
@@ -245,6 +248,27 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	go c.runStream(st, h, init)
 	return true
 }
+
+// interruptWrite ends the wait of a handler's Send for the connection's
+// write, once the stream's ctx ended: Send may be the writer, stuck on a
+// peer that does not read, which no deadline of its ctx bounds (a
+// server's write sets none: outbox.write). A past write deadline ends
+// the write, which sees ctx's end and hands the rest to another
+// goroutine (errHandOff), and Send returns (nil: its message is in the
+// write). Only where a write cut by a deadline can go on (resumable; over
+// TLS such a Send is bounded by the write timeout alone). The deadline
+// may land on another goroutine's write instead (Send was not the
+// writer, or its write had ended): a deadline that is not its own
+// restarts that write (see writeWatched and outbox.write).
+func (st *Stream) interruptWrite() {
+	if o := st.set.out; st.writing.Load() && o.resumable {
+		interruptedSends.Add(1)
+		o.nc.SetWriteDeadline(pastDeadline)
+	}
+}
+
+// interruptedSends counts the writes interruptWrite ended (tests).
+var interruptedSends atomic.Int64
 
 // streamRefuse answers the open r from the read loop with an error end
 // (with all false, only to a peer that does flow control: a zapcodec

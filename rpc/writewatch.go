@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,7 +9,8 @@ import (
 )
 
 // writeWatched is outbox.write for a server connection on the watchdog's
-// list, without a ctx: no write deadline is set. The write timeout is
+// list, without a ctx (or with one it sets no deadline for: cut, below):
+// no write deadline is set. The write timeout is
 // enforced by the watchdog's scans, which set a write deadline in the past
 // (pokeWrite) once wsince is the write timeout old; the write then looks
 // at what happened: bytes taken are progress (wsince moves on and the
@@ -28,7 +30,13 @@ import (
 // pending in a P's heap, every scheduling on that P reads the clock
 // (DESIGN.md). A busy connection used to keep its write deadline pending
 // for good.
-func (o *outbox) writeWatched(p, q []byte) (int, error) {
+//
+// With cut (a stream handler's Send, see outbox.write), ctx's end
+// interrupts the write with a past deadline, and the write returns
+// errHandOff: the rest goes on in another goroutine. ctx is looked at
+// after every change of the deadline here, so that such a past deadline
+// is not lost under it.
+func (o *outbox) writeWatched(ctx context.Context, cut bool, p, q []byte) (int, error) {
 	if !o.wdl.IsZero() {
 		// Set by an earlier write while the connection was not listed.
 		o.nc.SetWriteDeadline(time.Time{})
@@ -40,6 +48,10 @@ func (o *outbox) writeWatched(p, q []byte) (int, error) {
 	}
 	written := 0
 	for {
+		if cut && ctx.Err() != nil {
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return written, errHandOff
+		}
 		n, err := o.writeOnce(p, q != nil, written)
 		written += n
 		if err == nil {
