@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -801,8 +802,47 @@ func (c *Client) claim(pid uint32) *slot {
 	}
 }
 
+// readLoop reads the connection's frames until it fails (readFrames).
+// An observer that calls runtime.Goexit on it (a stream observer told of
+// a stream's end, which the read loop reports when the server's end
+// comes) ends the goroutine: the connection is then closed, its calls and
+// streams fail, and the exit is logged (closeIfReadLoopExited), where it
+// would otherwise be left open and unread, its calls waiting for ever.
 func (c *Client) readLoop() {
 	defer close(c.readDone)
+	returned := false
+	defer c.closeIfReadLoopExited(&returned)
+	c.readFrames()
+	returned = true
+}
+
+// closeIfReadLoopExited, deferred by readLoop, fails the client unless
+// the read loop returned (*returned): runtime.Goexit ended it.
+func (c *Client) closeIfReadLoopExited(returned *bool) {
+	if *returned {
+		return
+	}
+	slog.Default().Error("rpc: stream observer called runtime.Goexit on the client's read loop; closing the connection",
+		"remote", addrString(c.peer))
+	c.fail(errReadLoopExited)
+}
+
+// addrString is a's text, "" for nil (a wrapper's RemoteAddr may be
+// nil).
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// errReadLoopExited is why a client closes whose read loop an observer
+// ended with runtime.Goexit (see readLoop).
+var errReadLoopExited = errors.New("rpc: the stream observer called runtime.Goexit on the client's read loop")
+
+// readFrames is the read loop's work: it reads and handles frames until
+// the connection fails, and fails the client then.
+func (c *Client) readFrames() {
 	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
 		return
 	}
@@ -990,15 +1030,18 @@ func (c *Client) fail(cause error) {
 	}
 	c.mu.Unlock()
 	c.out.shut(err)
-	c.streams.closeAll(err)
 	// The socket is closed last, in a goroutine of its own: a Close may
 	// block (a TLS connection sends its close-notify alert, with a 5 s
 	// deadline, when no write is under way; a wrapper may hold one lock
 	// over Write and Close), and neither the pending calls, nor the
 	// calls that find the client closed, nor the goroutines waiting for
 	// room in the outbox, nor the caller whose write failed wait for it.
-	// (Close waits for it: the read loop ends with it.)
-	go c.nc.Close()
+	// (Close waits for it: the read loop ends with it.) Deferred: a
+	// stream observer that calls runtime.Goexit as closeAll reports a
+	// stream's end ends this goroutine, and the socket closes all the
+	// same.
+	defer func() { go c.nc.Close() }()
+	c.streams.closeAll(err)
 }
 
 // failSlot ends the use of s for a client that closed: a waiting call

@@ -371,3 +371,80 @@ func TestReadLoopObserverGoexit(t *testing.T) {
 		})
 	}
 }
+
+// A client stream observer that calls runtime.Goexit (t.FailNow) as the
+// client's read loop reports a stream's end (the server's end frame) ends
+// the read loop: the connection is closed, so a call waiting on it, and
+// the calls after, fail with ErrClosed instead of waiting for ever, the
+// exit is logged, and Close returns. The same when the exit comes as the
+// connection's close reports the end of the streams still open: the
+// socket is closed all the same, and every stream ends. Before, the
+// connection was left open and unread.
+func TestClientStreamObserverGoexitAtEnd(t *testing.T) {
+	for _, atClose := range []bool{false, true} {
+		t.Run(map[bool]string{false: "server's end", true: "connection's close"}[atClose], func(t *testing.T) {
+			logs := defaultLog(t)
+			s, addr, _ := streamServer(t)
+			release := make(chan struct{})
+			s.HandleStream(77, func(ctx context.Context, init []byte, st *Stream) error {
+				if atClose {
+					<-ctx.Done()
+				}
+				return nil
+			})
+			s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+				<-release
+				return append(resp, req...), nil
+			})
+			defer close(release)
+			c := dial(t, addr, WithStreamObserver(func(ev StreamEvent) {
+				if ev.End {
+					runtime.Goexit()
+				}
+			}))
+			// Bounds only a broken client's wait (it hung for ever).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			calls := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, mSlow, []byte("x"), nil)
+				calls <- err
+			}()
+			var others []*Stream
+			if atClose {
+				for range 3 {
+					st, err := c.OpenStream(ctx, 77, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					others = append(others, st)
+				}
+				closed := make(chan struct{})
+				go func() {
+					defer close(closed)
+					c.Close() // its goroutine runs the observer, which exits
+				}()
+				receive(t, "the end of the goroutine that closed the client", closed)
+			} else if _, err := c.OpenStream(ctx, 77, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := receive(t, "the call waiting on the connection", calls); !errors.Is(err, ErrClosed) {
+				t.Fatalf("the call waiting on the connection: %v, want ErrClosed", err)
+			}
+			for i, st := range others {
+				if _, err := recvAll(st); !errors.Is(err, ErrClosed) {
+					t.Fatalf("stream %d: %v, want ErrClosed", i, err)
+				}
+			}
+			if _, err := c.Call(ctx, mEcho, nil, nil); !errors.Is(err, ErrClosed) {
+				t.Fatalf("a call after: %v, want ErrClosed", err)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !atClose && !contains(logs.String(), "stream observer called runtime.Goexit") {
+				t.Fatalf("not logged: %s", logs)
+			}
+		})
+	}
+}

@@ -902,7 +902,11 @@ func (t *streamSet) closed() bool {
 }
 
 // closeAll fails every stream: the connection is gone (err matches
-// ErrClosed). Messages already queued stay readable before err.
+// ErrClosed). Messages already queued stay readable before err. Every
+// stream ends before any end is reported: an observer that calls
+// runtime.Goexit as it is told of one (the goroutine that closes the
+// client ends) leaves the others' ends unreported, not their streams
+// open.
 func (t *streamSet) closeAll(err error) {
 	t.mu.Lock()
 	if t.err == nil {
@@ -920,6 +924,8 @@ func (t *streamSet) closeAll(err error) {
 	for _, s := range ss {
 		s.abort(noCtx, err, false, 0, "")
 		s.stopCtx()
+	}
+	for _, s := range ss {
 		s.clientEnd(0, err)
 	}
 }

@@ -79,9 +79,14 @@ type StreamEvent struct {
 // stream's start ends the goroutine of OpenStream, which never gets the
 // stream: the stream is dropped unopened (no end is reported). A server
 // observer that exits for an open refused without a handler ends the
-// read loop that reports it, and the connection is closed. It must not
-// exit for a client's stream end, which the client's read loop may
-// report: the connection would hang.
+// read loop that reports it, and the connection is closed. A client
+// observer that exits as it sees a stream's end ends the goroutine that
+// reports it: when that is the client's read loop (the server's end
+// came), the connection is closed (its calls and streams fail with
+// [ErrClosed]) and the exit is logged to slog.Default(); when it is the
+// goroutine of Close (or of a failure that closed the connection), the
+// connection closes as it would have and every stream ends, but the
+// ends not yet reported are not.
 // Observing allocates nothing per message: the counts are kept on the
 // stream.
 type StreamObserver func(StreamEvent)
