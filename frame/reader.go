@@ -71,6 +71,11 @@ type Reader struct {
 	err     error // sticky error
 
 	received atomic.Uint64 // bytes read from src, for Received
+	// frames counts the frames Next returned; framesAt is frames as of
+	// the latest read from src, for Frames (published as a read begins,
+	// not per frame).
+	frames   uint64
+	framesAt atomic.Uint64
 
 	small [smallSize]byte
 }
@@ -288,6 +293,7 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 					kind = fr.buf[start+4]
 				}
 				payload = fr.buf[start+fr.off : start+t : start+t]
+				fr.frames++
 				if poison.Enabled() {
 					fr.payload = payload // for release to poison
 				}
@@ -310,6 +316,9 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 // fill makes room for a frame of need bytes starting at buf[r] (need is 4
 // while its header is not in yet) and reads once.
 func (fr *Reader) fill(need int) error {
+	// What Frames reports: every frame returned so far, stored before a
+	// read that may block (one store per read, none per frame).
+	fr.framesAt.Store(fr.frames)
 	if fr.r == fr.w {
 		// Between frames with nothing buffered: the next read may block,
 		// so hold no pooled buffer while it does (the peer may go idle
@@ -450,6 +459,15 @@ func (fr *Reader) read(p []byte) error {
 // uses it to tell a peer that is still sending, slowly, from one that went
 // quiet.
 func (fr *Reader) Received() uint64 { return fr.received.Load() }
+
+// Frames returns the number of frames Next has returned, as of the
+// latest read from the stream (it is brought up to date each time the
+// Reader begins to read, not at every frame): while the Reader waits for
+// the stream, every frame returned before. Like Received it may be called
+// from any goroutine while another calls Next (one atomic load): beside
+// Received, it tells a peer that sends whole frames from one that
+// trickles the bytes of one.
+func (fr *Reader) Frames() uint64 { return fr.framesAt.Load() }
 
 // brk makes err sticky (a broken underlying reader) and returns it.
 func (fr *Reader) brk(err error) error {

@@ -29,6 +29,9 @@ func TestReceived(t *testing.T) {
 		if got := fr.Received(); got != uint64(len(stream)) {
 			t.Fatalf("Received %d, want %d", got, len(stream))
 		}
+		if got := fr.Frames(); got != 4 {
+			t.Fatalf("Frames %d after the end, want 4", got)
+		}
 	})
 
 	t.Run("tcp", func(t *testing.T) {
@@ -55,7 +58,55 @@ func TestReceived(t *testing.T) {
 		if got := fr.Received(); got != uint64(len(stream)) {
 			t.Fatalf("Received %d, want %d", got, len(stream))
 		}
+		if got := fr.Frames(); got != 4 {
+			t.Fatalf("Frames %d after the end, want 4", got)
+		}
 	})
+}
+
+// Frames counts the frames returned as of the Reader's latest read: a
+// frame whose bytes are not all in is not counted, however many came,
+// and every frame returned is counted once the Reader waits for more.
+func TestFrames(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	for range 3 {
+		if err := w.WriteFrame(1, []byte("abc")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stream := out.Bytes()
+	pr, pw := io.Pipe()
+	fr := NewReader(pr)
+	go func() {
+		pw.Write(stream[:len(stream)-1]) // the third frame but its last byte
+		pw.Write(stream[len(stream)-1:])
+		pw.Close()
+	}()
+	for i := range 2 {
+		if _, _, err := fr.Next(); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+	}
+	if got := fr.Frames(); got > 2 {
+		t.Fatalf("Frames %d after two frames", got)
+	}
+	if _, _, err := fr.Next(); err != nil { // reads the last byte
+		t.Fatal(err)
+	}
+	if got := fr.Frames(); got != 2 {
+		t.Fatalf("Frames %d once the third frame's last byte was read, want 2", got)
+	}
+	if _, _, err := fr.Next(); err != io.EOF {
+		t.Fatalf("the end: %v", err)
+	}
+	if got := fr.Frames(); got != 3 {
+		t.Fatalf("Frames %d at the end, want 3", got)
+	}
 }
 
 // drain reads frames until the end of the stream.

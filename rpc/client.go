@@ -92,11 +92,12 @@ type Client struct {
 	// checks: the watch of its writes (outbox.watchWrite) and the answer
 	// check (check, every answerTimeout/4). nil without either timeout.
 	// The rest belongs to the beat.
-	beatE     *beatEntry
-	nextCheck int64 // monoNow of the next answer check
-	wrSince   int64 // monoNow since which the outbox's writer goroutine is idle (endIdleWriter)
-	lastRx    uint64
-	quiet     int
+	beatE      *beatEntry
+	nextCheck  int64  // monoNow of the next answer check
+	wrSince    int64  // monoNow since which the outbox's writer goroutine is idle (endIdleWriter)
+	lastRx     uint64 // bytes received, at the last answer check
+	lastFrames uint64 // frames read, at the last answer check
+	quiet      int
 }
 
 // cacheLinePad separates words that different goroutines write from
@@ -1080,23 +1081,43 @@ func (c *Client) failSlot(s *slot, errp *error) {
 
 // check is the answer check, run by the beat every answerTimeout/4: a
 // client that had calls outstanding at five checks in a row (four periods,
-// one answer timeout) and received no byte since the first of them closes
-// the connection. What it has to write or close runs in a goroutine of
-// its own: the beat does not wait (see beater). A read loop that waits
-// for room in a stream the application does not read (see Stream.put)
-// receives nothing meanwhile, through no fault of the server's: that
-// time is not counted.
+// one answer timeout) and received no sign of life since the first of
+// them closes the connection. A sign of life is a whole frame (an answer,
+// a pong, any frame), or, within one period, bytes at minAnswerRate or
+// faster (a large answer arriving slowly): a server that trickles a byte
+// now and then, never finishing a frame, is not alive. What it has to
+// write or close runs in a goroutine of its own: the beat does not wait
+// (see beater). A read loop that waits for room in a stream the
+// application does not read (see Stream.put) receives nothing meanwhile,
+// through no fault of the server's: that time is not counted.
 func (c *Client) check() {
-	rx := c.r.Received() // bytes received: a large answer arriving slowly is life
-	if rx != c.lastRx || !c.pending() || c.streams.stalling.Load() > 0 {
-		c.lastRx, c.quiet = rx, 0
+	rx, frames := c.r.Received(), c.r.Frames()
+	period := max(c.opts.answerTimeout/4, 1)
+	life := frames != c.lastFrames || rx-c.lastRx >= minAnswerBytes(period)
+	c.lastRx, c.lastFrames = rx, frames
+	if life || !c.pending() || c.streams.stalling.Load() > 0 {
+		c.quiet = 0
 	} else if c.quiet++; c.quiet == 5 {
 		go c.fail(errNoAnswer)
 	} else if c.quiet == 2 {
-		// Half the timeout without a byte: ask a zapcodec server for a
-		// sign of life (a canonical one ignores the frame).
+		// Half the timeout without a sign of life: ask a zapcodec server
+		// for one (a canonical one ignores the frame).
 		go c.ping()
 	}
+}
+
+// minAnswerRate is the least rate, in bytes per second, at which bytes
+// that end no frame count as a sign of life for the answer check (see
+// check): a large answer arriving at it or faster keeps its connection,
+// as a frame sent to a server at WithMinReadRate's default earns more
+// time. 16 KiB/s.
+const minAnswerRate = DefaultMinReadRate
+
+// minAnswerBytes is the number of bytes that count as life over a period
+// of the answer check: minAnswerRate for that long, at least one.
+func minAnswerBytes(period time.Duration) uint64 {
+	n := uint64(period.Seconds() * minAnswerRate)
+	return max(n, 1)
 }
 
 // pending reports whether a call waits for its answer, abandoned ones
@@ -1151,7 +1172,8 @@ func (c *Client) Draining() bool { return c.goAway.Load() }
 
 // Closed reports whether the connection is closed or broken, including
 // closed by the client itself: a write that made no progress for the write
-// timeout, no byte received for the answer timeout while calls were
-// outstanding, or a table of pending calls full of abandoned ones.
+// timeout, no sign of life (a whole frame) for the answer timeout while
+// calls were outstanding, or a table of pending calls full of abandoned
+// ones.
 // rpc/cluster replaces a closed client with a new connection.
 func (c *Client) Closed() bool { return c.broken.Load() }

@@ -81,7 +81,8 @@
 // another goroutine, or the request is not sent at all when the queue is
 // full). A peer that takes no byte of a write for [DefaultWriteTimeout]
 // (30 s, both sides, [WithWriteTimeout]) loses its connection; a client
-// with calls outstanding that receives nothing for [DefaultAnswerTimeout]
+// with calls outstanding that receives no whole frame (nor bytes at
+// 16 KiB/s or faster) for [DefaultAnswerTimeout]
 // (60 s, [WithAnswerTimeout]) closes the connection, as does one whose
 // table of pending calls fills up with abandoned calls, so that
 // rpc/cluster dials a fresh one. A connection's write queue takes frames

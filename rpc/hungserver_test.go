@@ -385,3 +385,89 @@ func TestClientAnswersRequests(t *testing.T) {
 		t.Fatal("the client closed after answering")
 	}
 }
+
+// trickleListener answers each request it reads with an answer of size
+// body bytes, sent chunk bytes every pause, until the client closes the
+// connection (or the answer is all sent). It ignores pings, as a
+// canonical server does.
+func trickleListener(t *testing.T, size, chunk int, pause time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				rc := &rawConn{t: t, Conn: nc}
+				for {
+					kind, env, ok := rc.recv()
+					if !ok {
+						return
+					}
+					if kind != wire.KindRequest {
+						continue
+					}
+					req, err := wire.ParseRequest(env)
+					if err != nil {
+						return
+					}
+					body := bytes.Repeat([]byte("t"), size)
+					b := frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: body}))
+					for len(b) > 0 {
+						n := min(chunk, len(b))
+						if _, err := nc.Write(b[:n]); err != nil {
+							return
+						}
+						b = b[n:]
+						select {
+						case <-stop:
+							return
+						case <-time.After(pause):
+						}
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { close(stop); l.Close() })
+	return l.Addr().String()
+}
+
+// A server that trickles its answer, a byte now and then, no longer keeps
+// a call without a deadline waiting for ever: a byte is not a sign of
+// life, a whole frame is (or bytes at the least rate a healthy transfer
+// keeps, 16 KiB/s), so the answer timeout closes the connection. Before,
+// any byte received counted, and the call waited as long as the trickle
+// went on (here some three hours). An answer whose transfer takes longer
+// than the answer timeout, at a healthy rate, is still taken.
+func TestAnswerTimeoutTrickle(t *testing.T) {
+	t.Run("trickle", func(t *testing.T) {
+		addr := trickleListener(t, 1<<20, 1, 10*time.Millisecond)
+		c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Call(context.Background(), mEcho, []byte("x"), nil)
+			errc <- err
+		}()
+		if err := receive(t, "the call to a trickling server", errc); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "no answer") {
+			t.Fatalf("call to a trickling server: %v, want ErrClosed (no answer)", err)
+		}
+	})
+	t.Run("slow large answer", func(t *testing.T) {
+		// 256 KiB at 4 KiB every 16 ms: about a second, five answer
+		// timeouts, at some 15 times the least rate.
+		addr := trickleListener(t, 256<<10, 4<<10, 16*time.Millisecond)
+		c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
+		out, err := c.Call(context.Background(), mEcho, []byte("x"), nil)
+		if err != nil || len(out) != 256<<10 {
+			t.Fatalf("slow large answer: %d bytes, %v", len(out), err)
+		}
+	})
+}

@@ -49,9 +49,10 @@ const (
 	// a 16 MiB answer to a reader taking 10 MiB/s completes.
 	DefaultWriteTimeout = 30 * time.Second
 	// DefaultAnswerTimeout is how long a client waits, while it has calls
-	// outstanding (waiting or abandoned), without receiving a single byte
-	// from the server, before it takes the server for hung and closes the
-	// connection (see [WithAnswerTimeout]).
+	// outstanding (waiting or abandoned), without a sign of life from the
+	// server (a whole frame, or bytes at 16 KiB/s or faster), before it
+	// takes the server for hung and closes the connection (see
+	// [WithAnswerTimeout]).
 	DefaultAnswerTimeout = 60 * time.Second
 	// maxKeptBuffer: a per-call buffer grown above this is dropped when the
 	// call ends instead of being kept for the next call.
@@ -412,11 +413,16 @@ func WithDialer(d Dialer) ClientOption {
 
 // WithAnswerTimeout sets how long a client with calls outstanding
 // (waiting for their answers, or abandoned by their callers and still
-// holding their slots) may go without receiving any byte from the server
-// before it closes the connection as hung: its calls fail with ErrClosed,
-// [Client.Closed] turns true and rpc/cluster dials a new connection. The
-// check runs in the process-wide beat (beat.go) at least every d/4, so
-// the close comes between d and about 1.25 d after the last byte (plus
+// holding their slots) may go without a sign of life from the server
+// before it closes the connection as hung: a whole frame (an answer, a
+// pong to the ping the client sends after half of d, any frame), or,
+// within a quarter of d, bytes at 16 KiB/s or faster (a large answer
+// arriving slowly). Bytes that come slower and end no frame (a server
+// that trickles its answer a byte at a time) are not one. Its calls then
+// fail with ErrClosed, [Client.Closed] turns true and rpc/cluster dials a
+// new connection. The check runs in the process-wide beat (beat.go) at
+// least every d/4, so the close comes between d and about 1.25 d after
+// the last sign of life (plus
 // however late a busy machine wakes the beat). Time in which the client
 // does not read because a stream's buffer is full (its application does
 // not Recv, and the server, a canonical one, sent more than the stream's
