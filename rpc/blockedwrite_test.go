@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -430,5 +431,45 @@ func TestWriteTimeoutSparesSlowReader(t *testing.T) {
 	out, err := c.Call(ctx, mEcho, req, nil)
 	if err != nil || !bytes.Equal(out, req) {
 		t.Fatalf("12 MiB over a slow link: %d bytes, %v", len(out), err)
+	}
+}
+
+// A server that takes one byte of the client's write now and then, each
+// before the write timeout is up, no longer holds the write (and the call
+// without a deadline behind it) for ever: a write has the write timeout
+// plus a second per 16 KiB it carries, in all, however its bytes are
+// taken; then the connection is closed and the call fails with ErrClosed.
+// Before, the timeout restarted on every byte taken: this 4 KiB request
+// would have taken some ten minutes to leave, and the call then waited
+// for an answer that never came. (net.Pipe: no socket buffer between the
+// client's write and the reader; the answer check is off, so that only
+// the write's bound can end the call.)
+func TestWriteTimeoutBoundsTrickleReader(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		var one [1]byte
+		for {
+			if _, err := b.Read(one[:]); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+		}
+	}()
+	c := NewClient(a, WithWriteTimeout(200*time.Millisecond), WithAnswerTimeout(0))
+	defer c.Close()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mEcho, bytes.Repeat([]byte{7}, 4<<10), nil)
+		errc <- err
+	}()
+	if err := receive(t, "the call whose request the server trickles in", errc); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "write timeout") {
+		t.Fatalf("call: %v, want ErrClosed (write timeout)", err)
 	}
 }

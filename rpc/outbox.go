@@ -86,6 +86,30 @@ const writerIdle = time.Second
 // write timeout.
 var errWriteTimeout = errors.New("rpc: write timeout: the peer does not read")
 
+// errWriteTooSlow breaks a client's connection whose peer took so few
+// bytes of a write that its bound in all passed (see writeLimit).
+var errWriteTooSlow = fmt.Errorf("%w (in all: it takes the bytes slower than %d bytes/s)", errWriteTimeout, minWriteRate)
+
+// minWriteRate is the least rate, in bytes per second, at which a
+// client's write earns more time beyond the write timeout (see
+// writeLimit): the rate at which a server's read earns it by default
+// (DefaultMinReadRate, 16 KiB/s).
+const minWriteRate = DefaultMinReadRate
+
+// writeLimit returns the time by which a bounded outbox's write of n
+// bytes (the rest of it, from now on) must end: the write timeout plus a
+// second per minWriteRate bytes from now. limit is the one the write has
+// already (kept), zero none; the zero time when the outbox is not
+// bounded. A write sets it at its first clock reading: at its start when
+// it runs under a deadline, else when the beat interrupted it (a write
+// timeout or more after its start, see watchWrite).
+func (o *outbox) writeLimit(limit, now time.Time, n int) time.Time {
+	if !limit.IsZero() || !o.bounded || o.timeout <= 0 {
+		return limit
+	}
+	return now.Add(min(o.timeout+time.Duration(n)*(time.Second/minWriteRate), maxLimit))
+}
+
 // outbox is the write side of a connection, shared by every goroutine that
 // sends on it (callers on a client, workers and the read loop on a
 // server).
@@ -152,6 +176,12 @@ type outbox struct {
 	// wrIdle: no hand-over to the writer goroutine since the beat's last
 	// look (endIdleWriter sets it, handToWriter clears it).
 	wrIdle bool
+	// bounded (a client's; set before the first write): each write is
+	// bounded in all, not only between the bytes taken (see writeLimit),
+	// so that a peer that takes a byte now and then, each within the
+	// write timeout, cannot hold it for ever. Off: no such bound (a
+	// server's).
+	bounded bool
 	// keepWriter (a client's; set before the first write): the writer
 	// goroutine waits between hand-overs until the beat finds it idle;
 	// without it (a server's) each hand-over has a goroutine that ends
@@ -783,7 +813,10 @@ func (o *outbox) halt(err error) (first bool) {
 // Deadlines: a write that takes no byte for the write timeout fails with
 // errWriteTimeout. With a ctx, the socket's write deadline is also set to
 // ctx's deadline (or, for a ctx without one, to cancelPoll ahead, to look
-// at it again), so a blocked write returns when ctx ends.
+// at it again), so a blocked write returns when ctx ends. On a bounded
+// outbox (a client's) the write also has a bound in all (writeLimit),
+// set at its first clock reading and kept in the socket's deadline: past
+// it the write fails with errWriteTooSlow, however many bytes it took.
 //
 // Without a ctx, on a watched outbox (a client's), the write sets no
 // deadline at all (it takes one left by an earlier write off): the beat
@@ -864,6 +897,9 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	// during this write, so that its expiry means no progress since;
 	// the expiry of an older one only starts the count.
 	var now, progress time.Time // progress: when the last byte was taken, as far as we know
+	// limit: the write's bound in all (writeLimit), set at its first
+	// clock reading; zero while none is set.
+	var limit time.Time
 	fresh := false
 	ww := o.ww
 	// published: the beat sees the write under way (watchWrite). One
@@ -889,7 +925,8 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	case cancelable || !o.resumable || o.wdlCtx || o.wdl.IsZero() != (o.timeout <= 0):
 		now = time.Now()
 		progress = now
-		o.arm(now, progress, ctxDL, poll)
+		limit = o.writeLimit(limit, now, len(p)+len(q))
+		o.arm(now, progress, ctxDL, poll, limit)
 		fresh = true
 	}
 	written := 0
@@ -929,10 +966,12 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 				return min(written, len(p)), errWriteTimeout
 			default:
 				// Bytes were taken: from now, the write timeout is
-				// counted by a deadline on nc.
+				// counted by a deadline on nc, and the write has its
+				// bound in all.
 				now = time.Now()
 				progress = now
-				o.arm(now, progress, ctxDL, poll)
+				limit = o.writeLimit(limit, now, len(p)+len(q)-written)
+				o.arm(now, progress, ctxDL, poll, limit)
 				fresh = true
 				continue
 			}
@@ -973,6 +1012,13 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 		if n > 0 || !fresh {
 			progress = now
 		}
+		if limit = o.writeLimit(limit, now, len(p)+len(q)-written); !limit.IsZero() && !now.Before(limit) {
+			// Bytes may have been taken, but too few in all: a peer
+			// that takes one now and then must not hold the write
+			// (and every call behind it) for ever.
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), errWriteTooSlow
+		}
 		if cancelable && (ctx.Err() != nil || !ctxDL.IsZero() && !now.Before(ctxDL)) {
 			// ctx ended, or its deadline, set on nc, passed before ctx
 			// reported its end (its own timer runs a little later, or
@@ -990,14 +1036,15 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), err
 		}
-		o.arm(now, progress, ctxDL, poll)
+		o.arm(now, progress, ctxDL, poll, limit)
 		fresh = true
 	}
 }
 
 // arm sets the socket's write deadline for a write at now whose last
-// progress was at progress. Held by the writer role.
-func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool) {
+// progress was at progress, and which must end by limit (writeLimit;
+// zero: no such bound). Held by the writer role.
+func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool, limit time.Time) {
 	var want time.Time
 	if o.timeout > 0 {
 		want = progress.Add(o.timeout)
@@ -1005,6 +1052,11 @@ func (o *outbox) arm(now, progress, ctxDL time.Time, poll bool) {
 	exact := false
 	if !ctxDL.IsZero() && (want.IsZero() || ctxDL.Before(want)) {
 		want, exact = ctxDL, true
+	}
+	if !limit.IsZero() && (want.IsZero() || limit.Before(want)) {
+		// Set exactly, and marked as not the write timeout's (wdlCtx):
+		// the next write sets its own.
+		want, exact = limit, true
 	}
 	if poll {
 		if p := now.Add(cancelPoll); want.IsZero() || p.Before(want) {
