@@ -471,3 +471,79 @@ func TestAnswerTimeoutTrickle(t *testing.T) {
 		}
 	})
 }
+
+// canonicalListener answers each request at once, echoing its payload,
+// except those for mSlow, which it never answers (a handler that hangs);
+// it ignores pings and every other extension frame, as the canonical
+// runtime does. pings counts the pings it ignored.
+func canonicalListener(t *testing.T, pings *atomic.Int32) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				rc := &rawConn{t: t, Conn: nc}
+				for {
+					kind, env, ok := rc.recv()
+					if !ok {
+						return
+					}
+					if kind == wire.KindPing {
+						pings.Add(1)
+					}
+					if kind != wire.KindRequest {
+						continue
+					}
+					req, err := wire.ParseRequest(env)
+					if err != nil {
+						return
+					}
+					if req.Method == mSlow {
+						continue
+					}
+					a := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: req.Payload})
+					if _, err := nc.Write(frameBytes(wire.KindResponse, a)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// A canonical server, which ignores pings, is not taken for dead while it
+// answers calls, though a call abandoned on it is never answered: answers
+// to other calls are signs of life (the answer check counts frames), so
+// the ping the client sends when answers are sparse needs no pong. Here
+// calls come every 130 ms (the client pings when a check finds none
+// since the one before: answer timeout / 2), 8 answer timeouts long.
+func TestCanonicalServerAnsweringKeepsConn(t *testing.T) {
+	var pings atomic.Int32
+	addr := canonicalListener(t, &pings)
+	c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	if _, err := c.Call(ctx, mSlow, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the call never answered: %v, want the deadline", err)
+	}
+	cancel()
+	for i := range 13 {
+		if out, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil || string(out) != "x" {
+			t.Fatalf("call %d: %q %v (pings %d)", i, out, err, pings.Load())
+		}
+		time.Sleep(130 * time.Millisecond)
+	}
+	if c.Closed() {
+		t.Fatalf("closed: %v", c.err)
+	}
+	t.Logf("%d pings ignored", pings.Load())
+}
