@@ -35,9 +35,15 @@ var _ Caller = (*Client)(nil)
 //
 // Promise ids are (generation << 16) | (slot + 1): the slot indexes the
 // table of pending calls (no map), the generation changes each time a slot
-// is reused; a fresh client's first calls get ids 1, 2, 3... A slot whose call was abandoned (ctx done) stays reserved until
-// its late answer arrives or the connection closes, so a late answer can
-// never reach another call.
+// is reused; a fresh client's first calls get ids 1, 2, 3... The ids of a
+// slot come round again after 65,536 uses of it (the wire's promise_id
+// has 32 bits, 16 of them the slot's). A slot is reused only once its
+// call's answer came, or the call was never sent, or the connection
+// closed: a slot whose call was abandoned (ctx done, a promise released)
+// stays reserved until its late answer arrives, so a late answer can
+// never reach another call, however late it comes. (A server that
+// answered one call twice could reach a later call whose id is the same;
+// the client cannot tell such an answer from the right one.)
 type Client struct {
 	// Read-mostly: set up once (goAway and broken are written once).
 	// Kept off the cache lines that every call writes (free, the outbox),
@@ -142,7 +148,12 @@ type slot struct {
 	// spent is the pid of the promise whose Wait or Release began (see
 	// Promise.spend); promises only.
 	spent atomic.Uint32
-	_     [64 - unsafe.Sizeof(atomic.Uintptr{}) - 2*unsafe.Sizeof(atomic.Uint32{})]byte
+	// epoch counts the wraps of gen: with the pid, it tells a use of the
+	// slot from one 65,536 uses earlier whose pid was the same (a
+	// Promise keeps it, see Promise.owned). Written by acquire once every
+	// 65,536 uses.
+	epoch atomic.Uint32
+	_     [64 - unsafe.Sizeof(atomic.Uintptr{}) - 3*unsafe.Sizeof(atomic.Uint32{})]byte
 }
 
 // slotLine is the first cache line of a slot (see slot).
@@ -638,7 +649,9 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 		c.mu.Unlock()
 	}
 	s.pid = uint32(s.gen)<<16 | s.pid&0xFFFF
-	s.gen++
+	if s.gen++; s.gen == 0 {
+		s.epoch.Add(1) // the next use's pid is one 65,536 uses old
+	}
 	s.resp = resp
 	if done != nil {
 		// Before the call is waiting: a watch that sees it waiting

@@ -51,6 +51,9 @@ type Promise struct {
 	resp   []byte
 	start  int64
 	sent   uint32
+	// epoch is the slot's count of generation wraps at Send: with pid, it
+	// names the slot's use (see owned).
+	epoch uint32
 }
 
 // Sender sends calls without waiting for their answers (promise
@@ -128,7 +131,7 @@ func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, re
 	}
 	c.promises.Add(1)
 	s.spent.Store(0) // a pid 65,536 uses old may be this one's
-	p := Promise{c: c, s: s, pid: s.pid, resp: resp}
+	p := Promise{c: c, s: s, pid: s.pid, resp: resp, epoch: s.epoch.Load()}
 	if obs != nil {
 		p.method, p.start, p.sent = method, start, uint32(len(req))
 	}
@@ -144,13 +147,14 @@ func (p Promise) ID() uint32 { return p.pid }
 func (p Promise) Client() *Client { return p.c }
 
 // owned reports whether p's slot still serves p's call (best effort: it
-// catches a second Wait or Release after the slot was reused).
+// catches a second Wait or Release after the slot was reused, even 65,536
+// uses later, when the slot's pid is p's again: the epoch differs).
 func (p Promise) owned() bool {
 	if p.c == nil {
 		return false
 	}
 	v := p.s.st.Load()
-	if uint32(v>>32) != p.pid {
+	if uint32(v>>32) != p.pid || p.s.epoch.Load() != p.epoch {
 		return false
 	}
 	st := v & slotStateMask

@@ -605,3 +605,49 @@ func TestNewClientTLSHandshakeNotAnswered(t *testing.T) {
 		})
 	}
 }
+
+// A promise waited for (or released) once is refused a second Wait or
+// Release on any copy, even once its slot has served 65,536 more calls and
+// the promise id comes round again to a new promise's: the stale copy
+// does not take the new promise's answer (nor drop it), and the new
+// promise gets it. Before, sendPromise cleared the slot's spent mark for
+// the new promise, and the stale copy, whose id matched, was served. (Most
+// of the 65,535 calls between are stood in for by the slot's generation,
+// set to the last one; the wrap and the calls after it are real.)
+func TestStalePromiseAfterIDWraps(t *testing.T) {
+	_, addr, _ := testServer(t)
+	c := dial(t, addr)
+	ctx := context.Background()
+	for _, release := range []bool{false, true} {
+		p, err := c.Send(ctx, mEcho, []byte("old"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := p.Wait(ctx); err != nil || string(out) != "old" {
+			t.Fatalf("the first promise: %q, %v", out, err)
+		}
+		// The calls between: the last generation (as the uses since p
+		// left it), then real calls through the wrap up to p's.
+		p.s.gen = 0xFFFF
+		for p.s.gen != uint16(p.pid>>16) {
+			if out, err := c.Call(ctx, mEcho, []byte("between"), nil); err != nil || string(out) != "between" {
+				t.Fatalf("a call between: %q, %v", out, err)
+			}
+		}
+		q, err := c.Send(ctx, mEcho, []byte("new"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.s != p.s || q.pid != p.pid {
+			t.Fatalf("the new promise has slot %p id %#x, the old one %p %#x: not the case under test", q.s, q.pid, p.s, p.pid)
+		}
+		if release {
+			p.Release()
+		} else if out, err := p.Wait(ctx); err != errNoPromise {
+			t.Fatalf("the stale promise's second Wait: %q, %v, want errNoPromise", out, err)
+		}
+		if out, err := q.Wait(ctx); err != nil || string(out) != "new" {
+			t.Fatalf("the new promise (stale one released: %v): %q, %v", release, out, err)
+		}
+	}
+}
