@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/zapcodec/zapcodec/frame"
@@ -44,7 +45,9 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // [WithMaxStreams]) and its server handler, like an unread HTTP/2 stream:
 // cancel the ctx of a stream you give up on. Errors:
 // ctx's error, [ErrGoAway] after the server's go-away, [ErrTooManyStreams]
-// ([WithMaxStreams]), an error matching [ErrClosed].
+// ([WithMaxStreams]), frame.ErrFrameTooLarge for an open frame (init
+// with what ctx adds) over the maximum frame size (nothing is sent), an
+// error matching [ErrClosed].
 //
 // OpenStream returns by ctx's deadline whatever the server does, as
 // [Client.Call] does: an open that cannot be queued (the connection's
@@ -84,6 +87,14 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	// Under a chain of stream interceptors (ours, or a cluster's around
 	// this client), the open is recorded on it (see ChainStreamer).
 	oc, ctx := openOf(ctx)
+	var r wire.Request
+	callRequest(&r, ctx, ctx.Done(), method, 0, init)
+	if n := 1 + wire.RequestLen(&r); n > c.out.max {
+		// Never sent, as a Call's request that large: refused before the
+		// stream takes an id and before it is copied into the queue,
+		// whose buffer would keep its size until the next write.
+		return nil, fmt.Errorf("%w (len:%d max:%d)", frame.ErrFrameTooLarge, n, c.out.max)
+	}
 	t.mu.Lock()
 	if t.err != nil {
 		err := t.err
