@@ -81,7 +81,8 @@ const (
 // Stream errors, matched with errors.Is.
 var (
 	// ErrStreamClosed: Send or CloseSend after this side ended its
-	// direction (CloseSend, or a handler's stream after it returned).
+	// direction (CloseSend, or a handler's stream after it returned);
+	// also Recv on a handler's stream after the handler returned.
 	ErrStreamClosed = errors.New("rpc: stream closed for sending")
 	// ErrTooManyStreams: the client already has the maximum number of
 	// streams open on the connection ([WithMaxStreams]).
@@ -101,7 +102,10 @@ const (
 
 // Stream is one stream, on either side. One goroutine may Send (and
 // CloseSend) while another Recvs; Send is not safe for concurrent use with
-// itself, nor Recv with itself.
+// itself, nor Recv with itself. A CloseSend made while a Send of another
+// goroutine is under way waits for that Send to return, which may wait
+// for the peer's window: to stop a Send that waits so, cancel the
+// stream's ctx (on a client) or return from the handler.
 type Stream struct {
 	set        *streamSet
 	id, method uint32
@@ -338,8 +342,15 @@ func (s *Stream) CloseSend() error {
 // returned first. It blocks until a message or the end arrives; a
 // client's Recv returns ctx's error once OpenStream's ctx ends, a
 // handler's returns its ctx's error once that ends (the call's deadline,
-// the server's base context) and no message is queued. Once warm, Recv
-// allocates nothing (buf with room for the message).
+// the server's base context) and no message is queued; in a goroutine a
+// handler left running, once the handler has returned, it drops the
+// messages still queued and returns [ErrStreamClosed] (or the peer's end,
+// when that came first). Once warm, Recv allocates nothing (buf with
+// room for the message).
+//
+// The message is copied into buf: the bytes returned are the caller's,
+// never the stream's, and stay valid until the caller reuses buf (a Recv
+// into buf[:0] overwrites the message the previous one returned there).
 func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	s.mu.Lock()
 	for s.qh == len(s.q) {
