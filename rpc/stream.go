@@ -307,13 +307,14 @@ func (s *Stream) Send(msg []byte) error {
 // one after the peer ended the stream, does nothing and returns nil. In a
 // handler it is optional: returning ends the stream.
 //
-// Like Send, it is bounded by the stream's ctx: when ctx ends while it
-// waits for room in the connection's write queue, the end is not queued
-// and it returns ctx's error (on a client the stream then ends canceled;
-// in a handler the end is sent when the handler returns, with its
-// result); on a client, when ctx ends while it writes the queue, another
-// goroutine writes the rest and it returns nil, its end sent. Either way
-// no Send follows it.
+// Like Send, it is bounded by the stream's ctx: when ctx has ended, or
+// ends while it waits for room in the connection's write queue, the end
+// is not queued and it returns ctx's error (on a client the stream then
+// ends canceled, so the server never reads a clean end of a direction
+// its sender gave up on; in a handler the end is sent when the handler
+// returns, with its result); on a client, when ctx ends while it writes
+// the queue, another goroutine writes the rest and it returns nil, its
+// end sent. Either way no Send follows it.
 func (s *Stream) CloseSend() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -324,6 +325,17 @@ func (s *Stream) CloseSend() error {
 	}
 	s.sdone, s.serr = true, ErrStreamClosed
 	s.cond.Broadcast()
+	if err := s.ctx.Err(); err != nil {
+		// Checked as Send checks it: a clean end after the ctx ended
+		// would tell the peer that this direction is complete although
+		// its sender gave up (an upload cut short by its deadline, read
+		// as whole), when the cancel's goroutine has not yet run. The
+		// end owed is the cancel's error end on a client, the handler's
+		// result on a server (endStream).
+		s.endOwed = true
+		s.mu.Unlock()
+		return err
+	}
 	s.mu.Unlock()
 	err := s.set.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
 	if err != nil && err == s.ctx.Err() {

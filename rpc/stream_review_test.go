@@ -50,3 +50,38 @@ func TestOpenStreamTooLargeNotQueued(t *testing.T) {
 		t.Fatalf("the next stream: %q, %v", msgs, err)
 	}
 }
+
+// A client's CloseSend after its stream's ctx ended sends no clean end:
+// the server's handler must not read a truncated stream as complete (an
+// upload cut short by its deadline, taken as whole). CloseSend checked
+// the ctx only while it waited for room in the write queue, so a
+// CloseSend that came before the cancel's own goroutine ran sent a clean
+// end, and the handler read io.EOF before the cancel.
+func TestStreamCloseSendAfterCtxEndedSendsNoCleanEnd(t *testing.T) {
+	s, addr, _ := testServer(t)
+	ends := make(chan error, 1)
+	s.HandleStream(1, func(ctx context.Context, init []byte, st *Stream) error {
+		for {
+			if _, err := st.Recv(nil); err != nil {
+				ends <- err
+				return nil
+			}
+		}
+	})
+	c := dial(t, addr)
+	for i := range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		st, err := c.OpenStream(ctx, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, st.Send([]byte("part")))
+		cancel()
+		if err := st.CloseSend(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("CloseSend after the cancel: %v", err)
+		}
+		if err := receive(t, "the handler's end", ends); err == io.EOF {
+			t.Fatalf("stream %d: the handler read a clean end sent after the stream's ctx ended", i)
+		}
+	}
+}
