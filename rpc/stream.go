@@ -52,7 +52,9 @@ import (
 // Returning nil ends the server's direction of the stream cleanly;
 // returning an error ends it with that error (a *StatusError keeps its
 // code and message, any other error is status 500 with its text, or
-// "internal error" under [WithHideErrors], and is logged), which the
+// "internal error" under [WithHideErrors], and is logged unless it is the
+// error the stream's end gave the handler: its ctx's once that ended, as
+// by the client's cancel, or Recv's for a closed connection), which the
 // peer's [Stream.Recv] returns as a *[StatusError] (a canonical peer reads
 // a clean end). A panic ends the stream with status 500 and is logged; the
 // connection and the process go on. Messages the peer sends after the

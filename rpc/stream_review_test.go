@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/frame"
@@ -83,5 +84,64 @@ func TestStreamCloseSendAfterCtxEndedSendsNoCleanEnd(t *testing.T) {
 		if err := receive(t, "the handler's end", ends); err == io.EOF {
 			t.Fatalf("stream %d: the handler read a clean end sent after the stream's ctx ended", i)
 		}
+	}
+}
+
+// A stream ended from outside its handler (the client's cancel, the
+// client's connection closed) whose handler returns the error that ended
+// it (its ctx's, or Recv's ErrClosed) is not logged as a handler error:
+// a client's cancel is its only way to stop a server stream early, and
+// each such stream used to log an error. A handler's own error still is.
+func TestStreamEndedFromOutsideNotLoggedAsHandlerError(t *testing.T) {
+	s, addr, logs := testServer(t)
+	returned := make(chan error, 1)
+	s.HandleStream(1, func(ctx context.Context, init []byte, st *Stream) error {
+		<-ctx.Done()
+		returned <- ctx.Err()
+		return ctx.Err()
+	})
+	s.HandleStream(2, func(ctx context.Context, init []byte, st *Stream) error {
+		st.Send(init)
+		for {
+			if _, err := st.Recv(nil); err != nil {
+				returned <- err
+				return err
+			}
+		}
+	})
+	s.HandleStream(3, func(ctx context.Context, init []byte, st *Stream) error {
+		return errors.New("own failure")
+	})
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := c.OpenStream(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := receive(t, "the canceled stream's handler", returned); !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler's ctx: %v", err)
+	}
+	c2 := dial(t, addr)
+	st, err := c2.OpenStream(context.Background(), 2, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+	c2.Close()
+	if err := receive(t, "the closed connection's handler", returned); !errors.Is(err, ErrClosed) {
+		t.Fatalf("handler's Recv: %v", err)
+	}
+	st, err = c.OpenStream(context.Background(), 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err == nil || !contains(err.Error(), "own failure") {
+		t.Fatalf("Recv: %v, want the handler's error", err)
+	}
+	await(t, "every stream to end", func() bool { return s.streamsOpen() == 0 })
+	if n := strings.Count(logs.String(), "rpc: stream handler error"); n != 1 || !contains(logs.String(), "own failure") {
+		t.Fatalf("%d handler errors logged, want the handler's own alone:\n%s", n, logs.String())
 	}
 }

@@ -392,7 +392,33 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 		}
 		return se.Code, se.Message
 	}
+	if st.endedFromOutside(err) {
+		// Not the handler's failure: its stream ended (the client's
+		// cancel, its only way to stop a server stream early; the
+		// connection closed; the deadline) and the handler returned what
+		// that made its ctx, Send or Recv return, as it should. Each such
+		// stream used to log an error. The end's status and text are as
+		// for any other error.
+		if c.s.opts.hideErrors {
+			return StatusInternal, internalErrorText
+		}
+		return StatusInternal, err.Error()
+	}
 	return StatusInternal, c.handlerError("rpc: stream handler error", st.method, "stream", st.id, err)
+}
+
+// endedFromOutside reports whether err, a stream handler's error, is the
+// one its stream's end gave it: its ctx's error once that ended, or the
+// error Recv returns for the peer's end or the connection's (not io.EOF,
+// which no end from outside gives).
+func (st *Stream) endedFromOutside(err error) bool {
+	if ctxErr := st.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return true
+	}
+	st.mu.Lock()
+	rerr := st.rerr
+	st.mu.Unlock()
+	return rerr != nil && rerr != io.EOF && errors.Is(err, rerr)
 }
 
 // shutdownStreams is Shutdown's tick for a connection told to go away:
