@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
 )
 
 // A replica ejected again and again for failed calls, with no call
 // answered between, counts its ejections in a row (ReplicaStats.Ejections,
 // on which its back-off depends): admitted again, passing the probe, is no
-// end to the row. An answered call ends it, and so does a health check
-// passed after a full interval admitted.
+// end to the row. An answered call ends it, and so do two health checks
+// passed in a row after the admission.
 //
 // With a health interval shorter than the back-off, a tick used to wait in
 // the ticker's channel during every back-off; the replica's goroutine took
@@ -128,6 +131,71 @@ func TestJitter(t *testing.T) {
 			if got < d-d/5-1 || got < 0 || float64(got) > 1.2*float64(d)+1 {
 				t.Fatalf("jitter(%v) = %v", d, got)
 			}
+		}
+	}
+}
+
+// The first health check after a replica is admitted again does not end
+// its row of ejections, however the timers fall: only a real period of
+// health does (two checks passed in a row, a full interval between
+// them), or an answered call. Each round ejects the replica with failed
+// calls, then leaves it alone; an interceptor on its connections reads
+// the row as the readmission probe starts, and as the second and the
+// third health checks after it start (each after the check before it
+// ended, and ended the row or not). The periodic checks take 5 ms longer
+// than the probe, as a check on a busy replica may: that made the first
+// one end the row nearly every time.
+//
+// The row used to end when a check passed a full interval after the
+// admission, reckoned from the end of the check; the first check's
+// interval started before the admission (at the end of the back-off), so
+// it came a little too soon or a little too late depending on the dial,
+// the probe and the timer's delay, and ended the row about half the time.
+func TestFirstCheckAfterReadmissionKeepsRow(t *testing.T) {
+	type rows struct{ probe, second, third int }
+	reports := make(chan rows, 16)
+	var client atomic.Pointer[Client]
+	var since int // health calls since the last readmission probe (the replica's goroutine only)
+	var cur rows
+	ic := func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+		if c := client.Load(); c != nil && method == rpc.HealthMethod {
+			rs := c.Stats().Replicas[0]
+			switch {
+			case rs.State != "ready":
+				since, cur = 0, rows{probe: rs.Ejections}
+			case since == 2: // the probe was 0, the first check 1
+				cur.second = rs.Ejections
+			case since == 3:
+				cur.third = rs.Ejections
+				if cur.probe > 0 {
+					reports <- cur
+				}
+			}
+			since++
+			if rs.State == "ready" {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		return invoke(ctx, method, req, resp)
+	}
+	r := startReplica(t, "127.0.0.1")
+	c := dialT(t, r.addr, WithHealthCheck(20*time.Millisecond, time.Second),
+		WithEjection(2, 5*time.Millisecond, time.Second), WithMaxEjected(1),
+		WithClientOptions(rpc.WithClientInterceptors(ic)))
+	client.Store(c)
+	for round := range 12 {
+		await(t, "the replica ejected", func() bool {
+			if _, err := c.Call(context.Background(), mFail, nil, nil); err == nil {
+				t.Fatal("mFail succeeded")
+			}
+			return replicaState(c, r.addr) == "ejected"
+		})
+		got := receive(t, "the third health check after the readmission", reports)
+		if got.second != got.probe {
+			t.Fatalf("round %d: %d ejections in a row when admitted again, %d after its first health check: the first check ended the row", round, got.probe, got.second)
+		}
+		if got.third != 0 {
+			t.Fatalf("round %d: two health checks passed in a row after the readmission, and the replica still counts %d ejections in a row", round, got.third)
 		}
 	}
 }

@@ -139,7 +139,9 @@ func TestConnLossCountsOnce(t *testing.T) {
 // one: a replica ejected again and again (its back-off doubling),
 // admitted for a full interval and then lost with its server, had its row
 // ended by the check that found its connection broken, and its back-off
-// started again from the first step.
+// started again from the first step. Here the check that finds it broken
+// is the second after the admission, the one that ends the row when it
+// passes (see TestFirstCheckAfterReadmissionKeepsRow).
 func TestBrokenConnCheckIsNoPass(t *testing.T) {
 	r := startReplica(t, "127.0.0.1")
 	var repOf atomic.Pointer[replica]
@@ -148,11 +150,12 @@ func TestBrokenConnCheckIsNoPass(t *testing.T) {
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce)
 	// Holds the periodic checks of the replica admitted after 3
-	// ejections in a row (the probes that admit it are not held).
+	// ejections in a row once one has passed (the probes that admit it
+	// are not held).
 	hold := rpc.WithClientInterceptors(func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
 		if rep := repOf.Load(); method == rpc.HealthMethod && rep != nil {
 			rep.c.mu.Lock()
-			checking := rep.state == stateReady && rep.ejections >= 3
+			checking := rep.state == stateReady && rep.ejections >= 3 && rep.passes >= 1
 			rep.c.mu.Unlock()
 			if checking {
 				select {
@@ -179,17 +182,12 @@ func TestBrokenConnCheckIsNoPass(t *testing.T) {
 	if row < 3 {
 		t.Fatalf("admitted again after 3 ejections, the replica counts %d in a row", row)
 	}
-	// Its first periodic check is held; meanwhile its server goes down
-	// and the replica has been admitted a full interval.
-	receive(t, "a periodic health check", held)
+	// Its second periodic check is held; meanwhile its server goes
+	// down.
+	receive(t, "a second periodic health check", held)
 	cn := c.ready.Load().conns[0]
 	r.kill()
 	await(t, "the connection broken", func() bool { return cn.rc.Closed() })
-	await(t, "a full interval admitted", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return time.Since(rep.readyAt) > interval
-	})
 	releaseOnce()
 	// The check finds the connection broken, and the redial fails.
 	await(t, "the replica ejected", func() bool { return c.Stats().Replicas[0].State == "ejected" })

@@ -926,8 +926,8 @@ type ReplicaStats struct {
 	// on them now.
 	Conns, InFlight int
 	// Ejections counts ejections in a row, on which its back-off
-	// depends: 0 once it answers a call, or passes a health check
-	// after a full health interval admitted (see [WithEjection]).
+	// depends: 0 once it answers a call, or passes two health checks
+	// in a row after its admission (see [DefaultEjectBase]).
 	Ejections int
 	// Weight is the replica's weight (see [Endpoint]).
 	Weight float64

@@ -46,9 +46,9 @@
 // breaks and cannot be redialed, that fails [WithEjection] calls in a row,
 // or that fails or times out a health check, is ejected: it gets no call
 // for a back-off (doubling with each ejection in a row: the row ends when
-// it answers a call, or passes a health check after a full interval
-// admitted), then is dialed and probed again, and admitted only when
-// serving. A call fails when its answer is 500 and above (a handler's
+// it answers a call, or passes two health checks in a row once admitted
+// again, a full interval of health between them), then is dialed and
+// probed again, and admitted only when serving. A call fails when its answer is 500 and above (a handler's
 // failure) or 404 "no such method" ([rpc.IsNoSuchMethod]: a replica
 // deployed without it; a handler's own 404 does not count), when
 // its deadline passes while the replica has it (a wedged handler, whose

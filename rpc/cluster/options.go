@@ -38,9 +38,11 @@ const (
 	DefaultEjectAfter = 5
 	// DefaultEjectBase is the first ejection's back-off; each further
 	// ejection in a row doubles it, up to DefaultEjectMax (±20 % jitter).
-	// The row ends when the replica answers a call, or passes a health
-	// check after a full health interval admitted: passing the probe that
-	// admits it again does not end it.
+	// The row ends when the replica answers a call, or passes two
+	// periodic health checks in a row after it is admitted again (the
+	// first comes a health interval after the admission, the second an
+	// interval later): passing the probe that admits it again, or the
+	// first check after it, does not end it.
 	DefaultEjectBase = 500 * time.Millisecond
 	// DefaultEjectMax caps the back-off of an ejected replica.
 	DefaultEjectMax = 30 * time.Second

@@ -49,10 +49,13 @@ type replica struct {
 	weight    float64 // from the resolver (Endpoint.Weight), > 0
 	conns     []*Conn // WithConnsPerReplica entries; nil: none
 	state     repState
-	tried     bool      // admitted or ejected at least once (for Dial)
-	ejections int       // in a row: the back-off doubles with each
-	readyAt   time.Time // when it was last admitted
-	lastErr   error
+	tried     bool // admitted or ejected at least once (for Dial)
+	ejections int  // in a row: the back-off doubles with each
+	// passes counts the periodic health checks passed in a row since
+	// the replica was last admitted; the second ends the row of
+	// ejections (see passed).
+	passes  int
+	lastErr error
 }
 
 // errDraining: the replica's health check says it is going away.
@@ -76,22 +79,46 @@ func (r *replica) ok() {
 		r.fails.Store(0)
 	}
 	if r.rejoined.Load() {
-		r.endRow(false)
+		c := r.c
+		c.mu.Lock()
+		if r.state == stateReady {
+			r.endRowLocked()
+		}
+		c.mu.Unlock()
 	}
 }
 
-// endRow ends the admitted replica's row of ejections, so that its next
-// ejection backs off from the first step again: it answered a call, or
-// (steady) it passed a health check after a full health interval
-// admitted. Passing the check it gets at once when it is admitted again
-// says no more than the probe that admitted it; the row goes on.
-func (r *replica) endRow(steady bool) {
+// endRowLocked ends the admitted replica's row of ejections, so that its
+// next ejection backs off from the first step again.
+func (r *replica) endRowLocked() {
+	r.ejections = 0
+	r.rejoined.Store(false)
+}
+
+// passed notes a periodic health check the admitted replica passed. The
+// second in a row since its admission ends its row of ejections: the two
+// are a full health interval apart (the ticker starts afresh at the
+// admission), a real period of health while it got calls. The first
+// only follows the probe that admitted it, made before its connection
+// got calls.
+func (r *replica) passed() {
 	c := r.c
 	c.mu.Lock()
-	if r.state == stateReady && (!steady || time.Since(r.readyAt) >= c.o.healthInterval) {
-		r.ejections = 0
-		r.rejoined.Store(false)
+	if r.state == stateReady {
+		r.passes++
+		if r.passes >= 2 {
+			r.endRowLocked()
+		}
 	}
+	c.mu.Unlock()
+}
+
+// notPassed notes a periodic health check that was no pass (it could not
+// be made): the checks passed in a row start again.
+func (r *replica) notPassed() {
+	c := r.c
+	c.mu.Lock()
+	r.passes = 0
 	c.mu.Unlock()
 }
 
@@ -112,16 +139,6 @@ func (r *replica) run() {
 	defer r.exit()
 	health := time.NewTicker(c.o.healthInterval)
 	defer health.Stop()
-	// wait waits out the back-off, then starts the health interval
-	// afresh: a tick that came during the back-off would otherwise check
-	// the replica the moment it is admitted again.
-	wait := func() bool {
-		if !r.backoff() {
-			return false
-		}
-		health.Reset(c.o.healthInterval)
-		return true
-	}
 	// recheck: the last health check could not be made (its connection
 	// broke, or went away): connect probes the connection it dials in
 	// its place before that one gets calls, and that probe is the check.
@@ -133,21 +150,28 @@ func (r *replica) run() {
 		if r.ejectReq.Swap(false) {
 			if r.ejectFailing() {
 				recheck = false
-				if !wait() {
+				if !r.backoff() {
 					return
 				}
 				continue
 			}
 			r.fails.Store(0)
 		}
-		err := r.connect(recheck)
+		admitted, err := r.connect(recheck)
 		recheck = false
+		if admitted {
+			// The health interval starts afresh at the admission: a
+			// tick that came during the back-off, the dial or the probe
+			// would otherwise check the replica at once, and the
+			// checks are a full interval apart from the admission on.
+			health.Reset(c.o.healthInterval)
+		}
 		if err != nil {
 			if r.removed.Load() || c.ctx.Err() != nil {
 				return
 			}
 			r.eject(err)
-			if !wait() {
+			if !r.backoff() {
 				return
 			}
 			continue
@@ -159,17 +183,18 @@ func (r *replica) run() {
 		case <-health.C:
 			err := r.check()
 			if err == errNotChecked {
+				r.notPassed()
 				recheck = true
 				continue
 			}
 			if err != nil {
 				r.eject(err)
-				if !wait() {
+				if !r.backoff() {
 					return
 				}
 				continue
 			}
-			r.endRow(true)
+			r.passed()
 		}
 	}
 }
@@ -178,8 +203,8 @@ func (r *replica) run() {
 // going away, broken); a replica not admitted, or one whose health check
 // could not be made (recheck), is probed on its first new connection
 // before that connection gets calls, and admitted (kept) only when it is
-// serving.
-func (r *replica) connect(recheck bool) error {
+// serving. admitted is true when it admitted the replica.
+func (r *replica) connect(recheck bool) (admitted bool, err error) {
 	c := r.c
 	c.mu.Lock()
 	probe := r.state != stateReady || recheck
@@ -201,16 +226,16 @@ func (r *replica) connect(recheck bool) error {
 			case cn.rc.Draining():
 				why = "went away"
 			}
-			return fmt.Errorf("cluster: connection %s %v after it was made", why, time.Since(cn.born).Round(time.Millisecond))
+			return false, fmt.Errorf("cluster: connection %s %v after it was made", why, time.Since(cn.born).Round(time.Millisecond))
 		}
 		rc, err := r.dial()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if probe {
 			if err := r.probe(rc); err != nil {
 				rc.Close()
-				return err
+				return false, err
 			}
 			probe = false
 		}
@@ -219,7 +244,7 @@ func (r *replica) connect(recheck bool) error {
 		if c.closed || r.removed.Load() {
 			c.mu.Unlock()
 			rc.Close()
-			return errors.New("cluster: replica removed")
+			return false, errors.New("cluster: replica removed")
 		}
 		r.conns[k] = ncn
 		if r.state == stateReady {
@@ -231,7 +256,7 @@ func (r *replica) connect(recheck bool) error {
 	defer c.mu.Unlock()
 	if r.state != stateReady && !c.closed && !r.removed.Load() {
 		r.state, r.tried = stateReady, true
-		r.readyAt = time.Now()
+		r.passes = 0
 		r.rejoined.Store(r.ejections > 0)
 		// Calls that failed before it was admitted (late answers on the
 		// connections of its last ejection) do not count against it.
@@ -239,8 +264,9 @@ func (r *replica) connect(recheck bool) error {
 		r.ejectReq.Store(false)
 		c.publishLocked()
 		c.checkFirstLocked()
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 func (r *replica) dial() (*rpc.Client, error) {
