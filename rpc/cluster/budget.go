@@ -11,7 +11,8 @@ import (
 // retry (so that a ratio or a rate of a ten-thousandth still adds up):
 // every call deposits ratio of a retry (at most 1), every second adds
 // perSecond retries (reckoned lazily, when a retry asks, at most once a
-// millisecond), a retry takes a whole one, and the bucket holds at most
+// millisecond), a retry takes a whole one (given back when the retry found
+// no replica, and nothing was sent), and the bucket holds at most
 // max(10 s of perSecond, 10) retries, so a long calm spell cannot save up
 // a burst that multiplies the load of an outage. It starts holding one
 // second's worth. perSecond is held to maxRetryRate, so that the bucket
@@ -72,6 +73,17 @@ func (b *budget) retry() bool {
 		}
 		if b.tokens.CompareAndSwap(t, t-unit) {
 			return true
+		}
+	}
+}
+
+// refund gives back a retry that retry took and that was not sent (it
+// found no replica), as far as the bucket holds.
+func (b *budget) refund() {
+	for {
+		t := b.tokens.Load()
+		if t >= b.cap || b.tokens.CompareAndSwap(t, min(t+unit, b.cap)) {
+			return
 		}
 	}
 }

@@ -315,3 +315,22 @@ func TestBudgetBounds(t *testing.T) {
 		}
 	}
 }
+
+// refund gives a retry back, and never fills the budget past its cap.
+func TestBudgetRefund(t *testing.T) {
+	var b budget
+	b.init(0, 0) // holds 10 retries at most, starts empty
+	b.refund()
+	if got := b.tokens.Load(); got != unit {
+		t.Fatalf("an empty budget refunded holds %d, want %d", got, unit)
+	}
+	b.tokens.Store(b.cap - unit/2)
+	b.refund()
+	if got := b.tokens.Load(); got != b.cap {
+		t.Fatalf("a budget half a retry short of its cap refunded holds %d, want its cap %d", got, b.cap)
+	}
+	b.refund()
+	if got := b.tokens.Load(); got != b.cap {
+		t.Fatalf("a full budget refunded holds %d, want its cap %d", got, b.cap)
+	}
+}

@@ -297,8 +297,13 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		cn, err := c.pick(ctx, avoid, &until)
 		if err != nil {
 			c.failed.Add(1)
-			if refusalErr != nil && errors.Is(err, ErrNoReplica) {
-				return refusal, refusalErr
+			if refusalErr != nil && !resent {
+				// The retry found no connection: nothing was sent
+				// again, and the budget gets its retry back.
+				c.budget.refund()
+				if errors.Is(err, ErrNoReplica) {
+					return refusal, refusalErr
+				}
 			}
 			var none T
 			return none, err

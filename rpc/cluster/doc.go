@@ -79,7 +79,9 @@
 // refused with the not-run flag because it was going away) is sent again,
 // once, on another connection, and only while the caller's ctx is live
 // and the retry budget ([WithRetryBudget]: 10 % of calls plus 10 a second
-// by default) allows, so retries cannot multiply the load of an outage.
+// by default) allows, so retries cannot multiply the load of an outage;
+// a retry that finds no replica ready is not sent and takes nothing from
+// the budget.
 // A call that may have run (a handler's answer, a broken connection, a
 // ctx error) is never sent again.
 //

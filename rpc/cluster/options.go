@@ -319,7 +319,8 @@ func WithMaxEjected(fraction float64) Option {
 // second (default [DefaultMinRetries]). What goes unused is saved up to
 // 10 s of perSecond (at least 10 retries), the calls' share included, so
 // a calm spell cannot save up a burst; the budget starts with one
-// second's worth. ratio 0 and perSecond 0 turn retries off. Both are kept to a billionth of a retry (a ratio of 0.0001
+// second's worth. A retry that finds no replica ready is not sent and
+// spends nothing. ratio 0 and perSecond 0 turn retries off. Both are kept to a billionth of a retry (a ratio of 0.0001
 // allows a retry per 10,000 calls); a ratio above 1 counts as 1, a
 // perSecond above 1e8 as 1e8; a negative or NaN value keeps the default.
 func WithRetryBudget(ratio, perSecond float64) Option {

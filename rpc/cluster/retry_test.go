@@ -536,3 +536,26 @@ func TestRetryWithNoReplicaReturnsRefusal(t *testing.T) {
 		t.Fatalf("stats %+v, want one failed call and no retry (none was sent)", st)
 	}
 }
+
+// A retry that finds no replica ready spends nothing of the retry budget:
+// nothing was sent again. The budget here holds what the calls deposit
+// (a ratio of 1, no retries a second): the refused call deposits one
+// retry and its retry, which finds none, leaves it there. It took it for
+// good, so that every such call emptied the budget of the retries the
+// replicas' next refusals were due.
+func TestRetryWithNoReplicaSpendsNoBudget(t *testing.T) {
+	ref := countingRefuser(t, nil)
+	c := dialT(t, ref, WithConnsPerReplica(1), WithRetryBudget(1, 0))
+	if got := c.budget.tokens.Load(); got != 0 {
+		t.Fatalf("the budget starts with %d billionths, want none", got)
+	}
+	if _, err := c.Call(context.Background(), mEcho, []byte("r"), nil); !rpc.IsRetryable(err) {
+		t.Fatalf("a refused call whose retry found no replica: %v, want the refusal", err)
+	}
+	if st := c.Stats(); st.Retries != 0 || st.RetriesDenied != 0 {
+		t.Fatalf("stats %+v, want no retry sent, none denied", st)
+	}
+	if got := c.budget.tokens.Load(); got != unit {
+		t.Fatalf("the budget holds %d billionths of a retry after a retry that found no replica, want %d (the call's deposit)", got, unit)
+	}
+}
