@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
 )
@@ -63,5 +65,143 @@ func TestCloseClosesConnsInParallel(t *testing.T) {
 	released()
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// deafResolver answers its first n calls with addrs, then hangs, deaf
+// to its ctx, until release is closed (a registry client that ignores
+// cancellation); asked counts its calls. As a Watcher (deafWatcher), its
+// Watch hangs so.
+type deafResolver struct {
+	addrs   []string
+	n       int32
+	asked   atomic.Int32
+	release chan struct{}
+}
+
+func (d *deafResolver) Resolve(context.Context) ([]string, error) {
+	if d.asked.Add(1) <= d.n {
+		return d.addrs, nil
+	}
+	<-d.release
+	return d.addrs, nil
+}
+
+type deafWatcher struct{ *deafResolver }
+
+func (d deafWatcher) Watch(_ context.Context, update func([]string)) {
+	d.asked.Add(1)
+	update(d.addrs)
+	<-d.release
+}
+
+// A resolver that ignores its ctx holds neither Close nor Dial: Close
+// returns while a Resolve or a Watch still hangs (it finishes on its
+// own), and Dial returns when its ctx ends. Close waited for the
+// resolver for ever, and Dial waited for its first answer as long.
+func TestResolverIgnoringCtx(t *testing.T) {
+	r := startReplica(t, "127.0.0.1")
+	// closes fails the test when Close does not return (the 60 s only
+	// keeps the broken code from hanging the test).
+	closes := func(t *testing.T, c *Client) {
+		t.Helper()
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("gave up after 60 s: Close still waits for a resolver that ignores its ctx")
+		}
+	}
+	newDeaf := func(t *testing.T, n int32) *deafResolver {
+		d := &deafResolver{addrs: []string{r.addr}, n: n, release: make(chan struct{})}
+		t.Cleanup(func() { close(d.release) }) // after the test's Close
+		return d
+	}
+	t.Run("polled", func(t *testing.T) {
+		d := newDeaf(t, 1)
+		c := dialT(t, "deaf", WithResolver(d), WithRefresh(time.Millisecond))
+		await(t, "the resolver asked again", func() bool { return d.asked.Load() >= 2 })
+		closes(t, c)
+	})
+	t.Run("watcher", func(t *testing.T) {
+		d := newDeaf(t, 1)
+		c := dialT(t, "deaf", WithResolver(deafWatcher{d}))
+		await(t, "the watcher started", func() bool { return d.asked.Load() >= 2 })
+		closes(t, c)
+	})
+	t.Run("dial", func(t *testing.T) {
+		d := newDeaf(t, 0)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		dialed := make(chan *Client, 1)
+		go func() {
+			c, err := Dial(ctx, "deaf", WithResolver(d))
+			if err != nil {
+				t.Errorf("Dial: %v", err)
+			}
+			dialed <- c
+		}()
+		select {
+		case c := <-dialed:
+			if c != nil {
+				closes(t, c)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("gave up after 60 s: Dial still waits for a resolver that ignores its ctx")
+		}
+	})
+}
+
+// A resolution given up while the resolver's call hangs (deaf to its ctx)
+// leaves that call running, and the next resolution waits for it rather
+// than calling the resolver again beside it: a resolver that hangs costs
+// one goroutine, not one per resolution. An answer that came back between
+// two resolutions is stale: the next one asks afresh.
+func TestResolveOneCallAtATime(t *testing.T) {
+	d := &deafResolver{addrs: []string{"127.0.0.1:1"}, release: make(chan struct{})}
+	c := &Client{res: d}
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		if _, err := c.resolve(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("resolution %d: %v, want its ctx's end", i, err)
+		}
+		cancel()
+	}
+	if n := d.asked.Load(); n != 1 {
+		t.Fatalf("the resolver was asked %d times while its first call hung, want 1", n)
+	}
+	close(d.release)
+	eps, err := c.resolve(context.Background())
+	if err != nil || len(eps) != 1 || eps[0].Addr != "127.0.0.1:1" {
+		t.Fatalf("once the hung call answers: %v %v", eps, err)
+	}
+	if n := d.asked.Load(); n != 1 {
+		t.Fatalf("the resolver was asked %d times, want the hung call's answer taken", n)
+	}
+	// A call that answers after its resolution was given up on (here,
+	// its ctx was done before it started) is not taken by the next one.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.resolve(ctx) // takes the answer or not: the canceled ctx races it
+	await(t, "the call answered", func() bool { return c.resolving == nil || chanClosed(c.resolving.done) })
+	before := d.asked.Load()
+	if _, err := c.resolve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.asked.Load(); n != before+1 {
+		t.Fatalf("asked %d times, %d before the last resolution: it took an answer that came before it", n, before)
+	}
+}
+
+func chanClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -49,6 +49,10 @@ type Client struct {
 	resolveErrs   atomic.Int64
 
 	resolveNow chan struct{}
+	// resolving is the resolver's call that outlived the resolution
+	// that made it (it ignored its ctx), or nil; used by Dial, then by
+	// resolveLoop alone (see resolve).
+	resolving *resolveCall
 
 	mu        sync.Mutex
 	closed    bool
@@ -175,7 +179,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	// not answer must not hold Dial for as long as ctx lasts (for ever,
 	// with context.Background).
 	rctx, rcancel := context.WithTimeout(ctx, c.resolveTimeout())
-	eps, err := resolveEndpoints(rctx, res)
+	eps, err := c.resolve(rctx)
 	rcancel()
 	if err == nil && len(eps) == 0 {
 		err = errors.New("no address")
@@ -195,22 +199,61 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	case <-c.firstCh:
 	case <-ctx.Done():
 	}
-	c.wg.Add(1)
+	// A watcher runs in a goroutine Close does not wait for: one that
+	// ignores its ctx must not hold Close for ever. Its updates after
+	// Close change nothing (setEndpoints).
 	switch w := res.(type) {
 	case WeightedWatcher:
-		go func() {
-			defer c.wg.Done()
-			w.WatchWeighted(c.ctx, c.update)
-		}()
+		go w.WatchWeighted(c.ctx, c.update)
 	case Watcher:
-		go func() {
-			defer c.wg.Done()
-			w.Watch(c.ctx, func(addrs []string) { c.update(unweighted(addrs)) })
-		}()
+		go w.Watch(c.ctx, func(addrs []string) { c.update(unweighted(addrs)) })
 	default:
+		c.wg.Add(1)
 		go c.resolveLoop()
 	}
 	return c, nil
+}
+
+// resolveCall is one call of the resolver, made in a goroutine of its
+// own; done is closed once eps and err are set.
+type resolveCall struct {
+	done chan struct{}
+	eps  []Endpoint
+	err  error
+}
+
+// resolve asks the resolver for the addresses, within ctx. The resolver
+// runs in a goroutine of its own, so that one that ignores its ctx holds
+// neither Dial nor Close: resolve returns ctx's error when ctx ends
+// first, and leaves the call to finish on its own. The next resolve
+// waits for that call, if it is still running, rather than making a
+// second one beside it (so a resolver that hangs costs one goroutine,
+// not one per resolution), and takes its answer; an answer that came
+// between the two is dropped, and the resolver asked afresh.
+func (c *Client) resolve(ctx context.Context) ([]Endpoint, error) {
+	rc := c.resolving
+	c.resolving = nil
+	if rc != nil {
+		select {
+		case <-rc.done:
+			rc = nil // came back meanwhile: stale
+		default:
+		}
+	}
+	if rc == nil {
+		rc = &resolveCall{done: make(chan struct{})}
+		go func() {
+			defer close(rc.done)
+			rc.eps, rc.err = resolveEndpoints(ctx, c.res)
+		}()
+	}
+	select {
+	case <-rc.done:
+		return rc.eps, rc.err
+	case <-ctx.Done():
+		c.resolving = rc
+		return nil, ctx.Err()
+	}
 }
 
 // update takes a set a watcher pushed.
@@ -834,7 +877,7 @@ func (c *Client) resolveLoop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.resolveTimeout())
-		eps, err := resolveEndpoints(ctx, c.res)
+		eps, err := c.resolve(ctx)
 		cancel()
 		last = time.Now()
 		c.resolves.Add(1)
@@ -862,7 +905,10 @@ func (c *Client) resolveLoop() {
 
 // Close stops the client: calls still waiting fail with an error matching
 // rpc.ErrClosed, the connections close, the background work (resolution,
-// health checks) ends before Close returns.
+// health checks) ends before Close returns. The resolver's own calls are
+// not waited for: their ctx is done, and a Resolve (or Watch) that
+// ignores it finishes on its own goroutine, its answer unused; Close
+// returns all the same.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {

@@ -24,9 +24,13 @@ import (
 // and asks again soon (see [Dial]).
 //
 // Resolve must be safe for concurrent use when one resolver serves
-// several clients, and must return soon after ctx is done: the client
-// gives a resolution the health timeout or 5 s, whichever is longer, and
-// [Client.Close] waits for one in progress.
+// several clients, and should return soon after ctx is done: the client
+// gives a resolution the health timeout or 5 s, whichever is longer. The
+// client calls it on a goroutine of its own and stops waiting when ctx
+// is done, so a Resolve that ignores ctx holds neither [Dial] nor
+// [Client.Close]: it is left to finish on its own, and meanwhile the
+// client does not call it again (the next resolution waits for that
+// call's answer instead, within its own time).
 type Resolver interface {
 	Resolve(ctx context.Context) ([]string, error)
 }
@@ -56,7 +60,8 @@ type WeightedResolver interface {
 // the complete new set, without the client asking. A client whose
 // resolver is a Watcher calls Resolve once, at Dial, then runs Watch in a
 // goroutine of its own until it is closed (ctx is then done) and never
-// polls. Watch should call update once at its start with the current set
+// polls. Watch should return once ctx is done; [Client.Close] does not
+// wait for it, and an update after Close changes nothing. Watch should call update once at its start with the current set
 // (a change between Resolve and Watch would be lost otherwise); the rules
 // of an update's set are those of Resolve's result. update may be called
 // from any goroutine but not concurrently.
