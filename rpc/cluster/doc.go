@@ -55,13 +55,16 @@
 // health check may pass), or when its connection breaks (once, however
 // many calls were on it); other 4xx answers, a canceled ctx and a
 // deadline that had passed before the call was sent are the caller's.
-// Failed calls may keep at most half of the replicas ejected at once
-// ([WithMaxEjected]; at least one), so that a failure they all share (a
-// database down) does not take the service out: a replica the cap holds
-// back stays in rotation, its calls failing with its own errors rather
-// than [ErrNoReplica], and is ejected once it fails as many calls in a row
-// again and the share allows. A replica that cannot be dialed or fails a
-// health check is ejected whatever the share, and counts toward it. A
+// Failed calls and failed health checks may keep at most half of the
+// replicas ejected at once ([WithMaxEjected]; at least one), so that a
+// failure they all share (a database down, replicas too busy to answer
+// their checks in time) does not take the service out: a replica the cap
+// holds back stays in rotation, its calls failing with its own errors
+// rather than [ErrNoReplica], and is ejected once it fails as many calls
+// in a row, or a check, again and the share allows. Only a replica that
+// cannot be reached (no connection to it can be dialed, or one is lost as
+// soon as it is made) is out whatever the share, having no connection to
+// keep in rotation, and counts toward it. A
 // connection that breaks while its replica is up is redialed, the
 // replica not ejected. A health check that finds its connection broken
 // or going away is no pass (the row of ejections goes on): it is made

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,10 +376,10 @@ func ejectedCount(c *Client) int {
 	return n
 }
 
-// The share of replicas failed calls may eject (WithMaxEjected): at most
+// The share of replicas ejections may keep out (WithMaxEjected): at most
 // max(1, ⌊share × n⌋) of the n replicas out at once, the ejection asked
-// for included, counting the replicas out for any reason (a failed dial
-// or health check) but not removed ones.
+// for included, counting the replicas out for any reason (one that cannot
+// be reached too) but not removed ones.
 //
 // Before, a lone replica, or any share under 1/n, let no replica be
 // ejected for failed calls, and a share times n just under a whole number
@@ -454,8 +455,8 @@ func TestWithMaxEjected(t *testing.T) {
 // at most the allowed share, and calls keep reaching the others (their
 // errors, not ErrNoReplica); a lone replica may still be ejected (at
 // least one may always be); replicas out because a health check failed
-// count toward the share (the others are held back) but are not held
-// back themselves.
+// count toward the share (the others are held back), and are held back
+// themselves (TestHealthCheckEjectionsCapped).
 //
 // The "lone replica" case failed before: the default half of one replica
 // let none be ejected.
@@ -523,5 +524,123 @@ func callFail(t *testing.T, c *Client) {
 	t.Helper()
 	if _, err := c.Call(context.Background(), mFail, nil, nil); rpc.Code(err) != rpc.StatusInternal || errors.Is(err, ErrNoReplica) {
 		t.Fatalf("mFail: %v, want a 500 from a replica", err)
+	}
+}
+
+// The cap of WithMaxEjected holds for ejections by health check too: when
+// the checks of every replica fail, by timing out (replicas too busy to
+// answer in time) or by an answer of not serving, at most the allowed
+// share is ejected, and the others stay in rotation, their calls
+// answered. An interceptor on the connections counts the checks begun
+// (a check begun follows the decision on the one before it). Ejections
+// by health check were not capped: every replica was ejected, and every
+// call failed with ErrNoReplica.
+func TestHealthCheckEjectionsCapped(t *testing.T) {
+	for _, how := range []string{"timeout", "not serving"} {
+		t.Run(how, func(t *testing.T) {
+			var hang atomic.Bool
+			var checks atomic.Int32 // begun while hang or not serving
+			ic := func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+				if method == rpc.HealthMethod && hang.Load() {
+					checks.Add(1)
+					if how == "timeout" {
+						<-ctx.Done() // no answer within the health timeout
+						return nil, ctx.Err()
+					}
+				}
+				return invoke(ctx, method, req, resp)
+			}
+			rs := []*replicaSrv{startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")}
+			// Default share (half: one of two); a back-off of a minute,
+			// so that an ejected replica stays out for the rest of the
+			// test.
+			c := dialT(t, "static:///"+rs[0].addr+","+rs[1].addr,
+				WithHealthCheck(10*time.Millisecond, 20*time.Millisecond), WithEjection(0, time.Minute, time.Minute),
+				WithClientOptions(rpc.WithClientInterceptors(ic)))
+			if how == "not serving" {
+				for _, r := range rs {
+					r.server().Health().Set("", rpc.HealthNotServing)
+				}
+			}
+			hang.Store(true)
+			await(t, "a replica ejected by its health check", func() bool { return ejectedCount(c) > 0 })
+			// The other's checks go on failing: at most one is out.
+			n := checks.Load()
+			await(t, "5 more failed checks, or a second replica ejected", func() bool {
+				return ejectedCount(c) > 1 || checks.Load() >= n+5
+			})
+			if out := ejectedCount(c); out > 1 {
+				t.Fatalf("%d of 2 replicas ejected by failed health checks, beyond the cap of one: %+v", out, c.Stats().Replicas)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if out, err := c.Call(ctx, mEcho, []byte("x"), nil); err != nil || string(out) != "x" {
+				t.Fatalf("a call with one replica held in by the cap: %q %v", out, err)
+			}
+		})
+	}
+}
+
+// The cap holds for the check made again on a new connection too: a
+// replica whose check found its connection broken has the check made on
+// the connection dialed in its place, and when that check fails, the
+// replica is held in by the cap (with the new connection) as when its
+// periodic check fails.
+func TestRecheckEjectionCapped(t *testing.T) {
+	rs := []*replicaSrv{startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")}
+	d := &rawConnDialer{}
+	c := dialT(t, "static:///"+rs[0].addr+","+rs[1].addr,
+		WithHealthCheck(10*time.Millisecond, time.Second), WithEjection(0, 20*time.Millisecond, 40*time.Millisecond),
+		WithClientOptions(rpc.WithDialer(d)))
+	// The first replica fails every probe: it stays out.
+	rs[0].server().Health().Set("", rpc.HealthNotServing)
+	await(t, "the first replica ejected", func() bool { return replicaState(c, rs[0].addr) == "ejected" })
+	rs[1].server().Health().Set("", rpc.HealthNotServing)
+	// sockets returns the sockets dialed to the second replica.
+	sockets := func() []net.Conn {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		var out []net.Conn
+		for _, nc := range d.conns {
+			if nc.RemoteAddr().String() == rs[1].addr {
+				out = append(out, nc)
+			}
+		}
+		return out
+	}
+	old := sockets()
+	if len(old) != 1 {
+		t.Fatalf("%d sockets to the second replica, want 1", len(old))
+	}
+	// Lost sooner than the ejection base after it was made, a connection
+	// ejects its replica whatever the share (it would be redialed in a
+	// loop): this one is older.
+	await(t, "the connection older than the ejection base", func() bool {
+		for _, cn := range c.ready.Load().conns {
+			if cn.Addr() == rs[1].addr {
+				return time.Since(cn.born) > 20*time.Millisecond
+			}
+		}
+		return false
+	})
+	old[0].Close()
+	await(t, "the second replica ejected, or held in on a new connection", func() bool {
+		if ejectedCount(c) > 1 {
+			return true
+		}
+		for _, cn := range c.ready.Load().conns {
+			if cn.Addr() == rs[1].addr && !cn.rc.Closed() && len(sockets()) > 1 {
+				return true
+			}
+		}
+		return false
+	})
+	if out := ejectedCount(c); out > 1 {
+		t.Fatalf("%d of 2 replicas ejected, beyond the cap of one: %+v", out, c.Stats().Replicas)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.Call(ctx, mEcho, []byte("x"), nil); err != nil || string(out) != "x" {
+		t.Fatalf("a call with one replica held in by the cap: %q %v", out, err)
 	}
 }

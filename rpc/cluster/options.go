@@ -47,10 +47,11 @@ const (
 	// DefaultEjectMax caps the back-off of an ejected replica.
 	DefaultEjectMax = 30 * time.Second
 	// DefaultMaxEjectedFraction is the largest share of the replicas that
-	// failed calls may keep ejected at once (see [WithMaxEjected]): a
-	// failure every replica shares (their database is down, a bug in some
-	// method) must not take the whole service out while the replicas are
-	// up. gRPC's outlier detection (max_ejection_percent) and Envoy's have
+	// failed calls and failed health checks may keep ejected at once (see
+	// [WithMaxEjected]): a failure every replica shares (their database
+	// is down, a bug in some method, a load that makes every health check
+	// time out) must not take the whole service out while the replicas
+	// are up. gRPC's outlier detection (max_ejection_percent) and Envoy's have
 	// the same cap.
 	DefaultMaxEjectedFraction = 0.5
 	// DefaultRetryRatio and DefaultMinRetries set the retry budget:
@@ -267,8 +268,8 @@ func WithHealthService(name string) Option {
 // (default [DefaultEjectAfter], which says what counts as failed;
 // negative: failed calls never eject), and the back-off of the first
 // ejection and its cap (defaults [DefaultEjectBase], [DefaultEjectMax]);
-// zero keeps a default. Ejections for failed calls are capped by
-// [WithMaxEjected]. The back-off doubles with each ejection in a row (see
+// zero keeps a default. Ejections for failed calls, and for failed
+// health checks, are capped by [WithMaxEjected]. The back-off doubles with each ejection in a row (see
 // DefaultEjectBase), and any base and cap work: it never overflows.
 //
 // A deadline that passes while a replica has the call counts: callers
@@ -289,23 +290,27 @@ func WithEjection(after int, base, maxBackoff time.Duration) Option {
 	})
 }
 
-// WithMaxEjected sets the largest share of the replicas that failed calls
-// ([WithEjection]) may keep ejected at once: of n replicas (those the
-// resolver gave, admitted or not), at most fraction × n rounded down, but
-// always at least one, may be out when a replica is ejected for failed
-// calls. fraction is from 0 to 1 (default [DefaultMaxEjectedFraction];
-// 0: one replica at most; 1: all of them); any other value (negative,
-// above 1, NaN) keeps the default. To keep failed calls from ejecting any
-// replica, give WithEjection a negative count.
+// WithMaxEjected sets the largest share of the replicas that ejections
+// may keep out at once: of n replicas (those the resolver gave, admitted
+// or not), at most fraction × n rounded down, but always at least one,
+// may be out when an admitted replica is ejected, whether for failed
+// calls ([WithEjection]) or for a health check it failed or did not
+// answer in time ([WithHealthCheck]). fraction is from 0 to 1 (default
+// [DefaultMaxEjectedFraction]; 0: one replica at most; 1: all of them);
+// any other value (negative, above 1, NaN) keeps the default. To keep
+// failed calls from ejecting any replica, give WithEjection a negative
+// count.
 //
-// A replica that cannot serve (its connection cannot be dialed, or it
-// fails or times out a health check) is ejected whatever the share, and
-// counts toward it: with as many replicas out as the share allows,
-// failed calls eject no other. A replica the cap holds back stays in
-// rotation and gets calls (those that fail, fail with the replica's own
-// error, not [ErrNoReplica]); its count of failed calls in a row starts again, and it
-// is ejected when it reaches WithEjection's count once more and the share
-// then allows.
+// A replica that cannot be reached (no connection to it can be dialed,
+// or one is lost as soon as it is made) is out whatever the share, having
+// no connection to keep in rotation, and counts toward it: with as many
+// replicas out as the share allows, no other is ejected. A replica not
+// admitted yet, or not again since its ejection, is admitted only when it
+// passes its probe. A replica the cap holds back stays in rotation and
+// gets calls (those that fail, fail with the replica's own error, not
+// [ErrNoReplica]); its count of failed calls in a row starts again, and
+// it is ejected when it reaches WithEjection's count once more, or fails
+// its next health check, and the share then allows.
 func WithMaxEjected(fraction float64) Option {
 	return optionFunc(func(o *options) {
 		if fraction >= 0 && fraction <= 1 {

@@ -148,7 +148,7 @@ func (r *replica) run() {
 			return
 		}
 		if r.ejectReq.Swap(false) {
-			if r.ejectFailing() {
+			if r.ejectCapped(fmt.Errorf("cluster: %d calls in a row failed", r.fails.Load())) {
 				recheck = false
 				if !r.backoff() {
 					return
@@ -170,7 +170,9 @@ func (r *replica) run() {
 			if r.removed.Load() || c.ctx.Err() != nil {
 				return
 			}
-			r.eject(err)
+			if err != errEjected {
+				r.eject(err)
+			}
 			if !r.backoff() {
 				return
 			}
@@ -188,7 +190,9 @@ func (r *replica) run() {
 				continue
 			}
 			if err != nil {
-				r.eject(err)
+				if !r.ejectCapped(err) {
+					continue // held in by the cap: checked again at the next tick
+				}
 				if !r.backoff() {
 					return
 				}
@@ -203,11 +207,14 @@ func (r *replica) run() {
 // going away, broken); a replica not admitted, or one whose health check
 // could not be made (recheck), is probed on its first new connection
 // before that connection gets calls, and admitted (kept) only when it is
-// serving. admitted is true when it admitted the replica.
+// serving; an admitted replica whose check on its new connection fails
+// is ejected as far as WithMaxEjected allows (errEjected), else kept in
+// with that connection. admitted is true when it admitted the replica.
 func (r *replica) connect(recheck bool) (admitted bool, err error) {
 	c := r.c
 	c.mu.Lock()
-	probe := r.state != stateReady || recheck
+	ready := r.state == stateReady
+	probe := !ready || recheck
 	conns := slices.Clone(r.conns)
 	c.mu.Unlock()
 	for k, cn := range conns {
@@ -234,8 +241,17 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 		}
 		if probe {
 			if err := r.probe(rc); err != nil {
-				rc.Close()
-				return false, err
+				if !ready || rc.Closed() {
+					rc.Close()
+					return false, err
+				}
+				// The check of an admitted replica, made again on its
+				// new connection: ejected as far as WithMaxEjected
+				// allows, else held in with this connection.
+				if r.ejectCapped(err) {
+					rc.Close()
+					return false, errEjected
+				}
 			}
 			probe = false
 		}
@@ -300,6 +316,9 @@ func (r *replica) probe(rc *rpc.Client) error {
 	return fmt.Errorf("cluster: health check: %s", st)
 }
 
+// errEjected: connect ejected the replica itself (see ejectCapped).
+var errEjected = errors.New("cluster: replica ejected")
+
 // errNotChecked: the periodic health check could not be made (see
 // check).
 var errNotChecked = errors.New("cluster: health check not made")
@@ -310,8 +329,9 @@ var errNotChecked = errors.New("cluster: health check not made")
 // has that connection retired rather than the replica ejected, and
 // returns errNotChecked: it is no pass (the row of ejections goes on),
 // connect redials and makes the check on the new connection before that
-// one gets calls, and a failed dial or probe ejects the replica, as at
-// admission.
+// one gets calls: a failed dial ejects the replica, as at admission, and
+// a failed probe does as far as WithMaxEjected allows, as a failed check
+// does.
 func (r *replica) check() error {
 	c := r.c
 	var cn *Conn
@@ -348,17 +368,20 @@ func (r *replica) eject(err error) {
 	r.ejectLocked(err)
 }
 
-// ejectFailing ejects the replica for failed calls, when that leaves
-// enough replicas in (WithMaxEjected); false when it may not: the replica
-// then stays in, and its count of failed calls starts again (run).
-func (r *replica) ejectFailing() bool {
+// ejectCapped ejects the admitted replica for err (failed calls, a failed
+// health check), when that leaves enough replicas in (WithMaxEjected);
+// false when it may not: the replica then stays in rotation, its count of
+// failed calls starts again (run) and so do its health checks passed in
+// a row.
+func (r *replica) ejectCapped(err error) bool {
 	c := r.c
 	c.mu.Lock()
 	if !c.mayEjectLocked(r) {
+		r.passes = 0
 		c.mu.Unlock()
 		return false
 	}
-	r.ejectLocked(fmt.Errorf("cluster: %d calls in a row failed", r.fails.Load()))
+	r.ejectLocked(err)
 	return true
 }
 
@@ -450,10 +473,11 @@ func (r *replica) exit() {
 	c.checkFirstLocked()
 }
 
-// mayEjectLocked reports whether failed calls may eject r: at most
-// maxEjectedOf(n) of the n replicas (removed ones aside) may be out at
-// once, r included, whatever took the others out (a failed dial or health
-// check counts; those ejections are not capped themselves).
+// mayEjectLocked reports whether r may be ejected (for failed calls or a
+// failed health check): at most maxEjectedOf(n) of the n replicas
+// (removed ones aside) may be out at once, r included, whatever took the
+// others out (a replica that cannot be reached counts; it is out
+// whatever the share, having no connection to keep in rotation).
 func (c *Client) mayEjectLocked(r *replica) bool {
 	total, out := 0, 0
 	for _, x := range c.replicas {
@@ -468,7 +492,7 @@ func (c *Client) mayEjectLocked(r *replica) bool {
 	return out+1 <= maxEjectedOf(total, c.o.maxEjected)
 }
 
-// maxEjectedOf returns how many of n replicas failed calls may keep out at
+// maxEjectedOf returns how many of n replicas ejections may keep out at
 // once with the share WithMaxEjected gives: share × n rounded down, at
 // least 1. A product a hair under a whole number in floating point (0.29
 // × 100 = 28.999…) counts as that number.
