@@ -53,7 +53,8 @@ func init() {
                       ends as if -d were the last call's due time: calls
                       unanswered or unsent 10s after it are "abandoned"
   -timeout D          give up a call unanswered after D (0: no bound): it
-                      counts as failed, "timed out"; default 20s for a run
+                      counts as failed, "timed out" (its connection is
+                      kept, its late answer dropped); default 20s for a run
                       bounded by -n alone, so that it ends even against a
                       server that never answers, and none with -d: the
                       calls still unanswered 10s after its end are given

@@ -3,7 +3,10 @@ package loadgen
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
@@ -35,6 +38,12 @@ type directConn struct {
 	goAway  bool
 	ctx     context.Context // the ctx whose end cuts the connection's I/O
 	stopCtx func() bool
+	// cutMu orders a ctx's cut of the I/O (a past deadline, set from
+	// the ctx's AfterFunc) against its undoing when the call is
+	// abandoned: a cut registered before the last undoing (cutGen) does
+	// nothing.
+	cutMu  sync.Mutex
+	cutGen uint64
 }
 
 func newDirectConn(nc net.Conn) *directConn {
@@ -45,8 +54,12 @@ func newDirectConn(nc net.Conn) *directConn {
 var past = time.Unix(1, 0)
 
 // Call sends the request and waits for its answer. A non-200 answer is an
-// *rpc.StatusError; when ctx ends first (the run's grace is over), the
-// connection is cut and ctx's error returned.
+// *rpc.StatusError. When ctx ends first (the call's Timeout, or the run's
+// grace is over), the wait is cut and the call abandoned, as rpc.Client
+// abandons one: ctx's error is returned and the connection kept, the
+// late answer skipped by the next call (it reads past answers to other
+// promise ids). Only a request cut partway through its write (the
+// stream then holds half a frame) closes the connection.
 func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	if d.broken {
 		return resp, rpc.ErrClosed
@@ -58,12 +71,21 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 		return resp, err
 	}
 	if ctx != d.ctx && ctx.Done() != nil {
-		if d.stopCtx != nil {
-			d.stopCtx()
+		if d.stopCtx != nil && !d.stopCtx() {
+			// The last ctx ended after its call returned (the run's
+			// watch gave the call up as it was answered): undo its
+			// cut, made or to come, or the next call's I/O would fail.
+			d.uncut()
 		}
 		d.ctx = ctx
-		nc := d.nc
-		d.stopCtx = context.AfterFunc(ctx, func() { nc.SetDeadline(past) })
+		gen := d.cutGen // written only on this goroutine
+		d.stopCtx = context.AfterFunc(ctx, func() {
+			d.cutMu.Lock()
+			if d.cutGen == gen {
+				d.nc.SetDeadline(past)
+			}
+			d.cutMu.Unlock()
+		})
 	}
 	d.pid++
 	if d.pid == 0 {
@@ -73,12 +95,18 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 	b = wire.AppendRequest(b, &wire.Request{Method: method, PromiseID: d.pid, Payload: req})
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	d.buf = b
-	if _, err := d.nc.Write(b); err != nil {
+	if n, err := d.nc.Write(b); err != nil {
+		if n == 0 && d.cut(ctx, err) {
+			return resp, d.abandon(ctx) // nothing written
+		}
 		return resp, d.fail(ctx, err)
 	}
 	for {
 		kind, p, err := d.r.Next()
 		if err != nil {
+			if d.cut(ctx, err) {
+				return resp, d.abandon(ctx)
+			}
 			return resp, d.fail(ctx, err)
 		}
 		switch kind {
@@ -111,6 +139,33 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 			}
 		}
 	}
+}
+
+// cut reports whether err is the past deadline ctx's end set.
+func (d *directConn) cut(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// abandon gives up the call whose I/O ctx's end cut, keeping the
+// connection: it undoes the cut and returns ctx's error. Frames the cut
+// read only in part stay buffered in the frame reader, which the next
+// call resumes.
+func (d *directConn) abandon(ctx context.Context) error {
+	if d.stopCtx != nil {
+		d.stopCtx()
+	}
+	d.stopCtx, d.ctx = nil, nil
+	d.uncut()
+	return ctx.Err()
+}
+
+// uncut undoes a ctx's cut of the I/O, and makes a cut registered before
+// it do nothing.
+func (d *directConn) uncut() {
+	d.cutMu.Lock()
+	d.cutGen++
+	d.nc.SetDeadline(time.Time{})
+	d.cutMu.Unlock()
 }
 
 // fail breaks the connection; the error is ctx's when ctx cut it.

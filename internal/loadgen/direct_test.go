@@ -3,6 +3,8 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +96,52 @@ func TestDirectGraceCutsHungCall(t *testing.T) {
 	rep, _ := r.Run(context.Background())
 	if rep.Calls != 1 || rep.Errors["abandoned (no answer in time)"] != 1 {
 		t.Fatalf("calls %d errors %v, want the one call abandoned", rep.Calls, rep.Errors)
+	}
+}
+
+// deadlineConn counts the past deadlines set on its connection.
+type deadlineConn struct {
+	net.Conn
+	cuts atomic.Int32
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	if t.Equal(past) {
+		c.cuts.Add(1)
+	}
+	return c.Conn.SetDeadline(t)
+}
+
+// A ctx that ends after its call was answered (the run's watch of
+// timeouts gave the call up as its answer came) cuts the connection's I/O
+// with nothing in flight: the next call, under a new ctx, undoes the cut
+// and goes through. Its write failed on the past deadline, and the
+// connection was closed.
+func TestDirectLateCutUndone(t *testing.T) {
+	_, addr := startServer(t)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := &deadlineConn{Conn: nc}
+	d := newDirectConn(dc)
+	defer d.Close()
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	if out, err := d.Call(ctx1, mEcho, []byte("a"), nil); err != nil || string(out) != "a" {
+		t.Fatalf("first call: %q %v", out, err)
+	}
+	cancel1()
+	for deadline := time.Now().Add(30 * time.Second); dc.cuts.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("after 30 s the ended ctx had not cut the I/O")
+		}
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	if out, err := d.Call(ctx2, mEcho, []byte("b"), nil); err != nil || string(out) != "b" {
+		t.Fatalf("a call after a ctx ended with none in flight: %q %v", out, err)
+	}
+	if d.Closed() {
+		t.Fatal("the connection is closed")
 	}
 }

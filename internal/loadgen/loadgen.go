@@ -100,8 +100,8 @@ type Config struct {
 	// in flight): a call still unanswered Timeout after it was sent is
 	// given up (within an eighth of Timeout more, at least 1 ms), counted
 	// as failed with the error class "timed out", and its worker goes on
-	// with the next call; a direct connection (Direct) is closed instead,
-	// as its late answer would come where its next call reads. Without
+	// with the next call on the same connection, a direct one (Direct)
+	// too: its late answer is skipped. Without
 	// it, a run bounded by Calls alone against a server that never
 	// answers would never end. The bound is the load tool's own: no
 	// deadline is sent to the server (the calls' bytes are those of a

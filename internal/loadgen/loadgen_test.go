@@ -372,7 +372,7 @@ func TestOpenLoopCountsCallsNeverSent(t *testing.T) {
 			}
 			defer r.Close()
 			rep, err := r.Run(context.Background())
-			if err != nil && !(tc.direct && errors.Is(err, ErrNoConns)) { // a direct call cut breaks its connection
+			if err != nil { // a direct call cut at the end keeps its connection too
 				t.Fatal(err)
 			}
 			if rep.Calls != tc.want || rep.Failed != tc.want || rep.Errors["abandoned (no answer in time)"] != tc.want {
@@ -416,9 +416,10 @@ func runGuarded(t *testing.T, r *Runner) (*Report, error) {
 // TestTimeoutEndsCallsNeverAnswered: a run bounded by a count of calls
 // alone (no duration) against a server that never answers used to wait
 // for the first answers forever. Each call is now given up at the
-// Timeout and counted as failed ("timed out"), with its latency; an
-// rpc client's worker goes on with its next call, a direct connection
-// is closed.
+// Timeout and counted as failed ("timed out"), with its latency, and the
+// worker goes on with its next call on the same connection, an rpc
+// client's or a direct one (a direct connection was closed at its first
+// timeout, and its worker stopped).
 func TestTimeoutEndsCallsNeverAnswered(t *testing.T) {
 	addr := silentServer(t)
 	const timeout = 50 * time.Millisecond
@@ -432,7 +433,7 @@ func TestTimeoutEndsCallsNeverAnswered(t *testing.T) {
 	}{
 		{"rpc", false, 2, 0, 10, nil},
 		{"rpc open loop", false, 2, 1000, 10, nil},
-		{"direct", true, 1, 0, 2, ErrNoConns}, // one call per connection, then it is closed
+		{"direct", true, 1, 0, 10, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := New(context.Background(), Config{Addr: addr, Direct: tc.direct, Conns: 2, Concurrency: tc.conc,
@@ -458,33 +459,48 @@ func TestTimeoutEndsCallsNeverAnswered(t *testing.T) {
 	}
 }
 
-// A call that timed out does not take the worker's next calls with it:
-// against a server that never answers the first call but answers the
-// others, the first times out and the rest are answered.
+// A call that timed out does not take the worker's next calls with it,
+// nor its connection: against a server that answers the first call late
+// (once the second is answered) and the others at once, the first times
+// out, the rest are answered on the same connection, and the late answer
+// goes to none of them. A direct connection was closed at the timeout
+// (one slow answer cost a connection), and the run ended with its worker.
 func TestTimeoutThenAnswers(t *testing.T) {
-	s, addr := startServer(t)
-	var first sync.Once
-	s.Handle(mHang, func(ctx context.Context, req, resp []byte) ([]byte, error) {
-		hang := false
-		first.Do(func() { hang = true })
-		if hang {
-			<-ctx.Done() // the client's cancel of the call it gave up
-			return resp, nil
-		}
-		return append(resp, req...), nil
-	})
-	r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 1, Calls: 5,
-		Timeout: 50 * time.Millisecond, Method: mHang, Payload: []byte("x"), Check: echoed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	rep, err := runGuarded(t, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Calls != 5 || rep.OK != 4 || rep.Errors["timed out"] != 1 {
-		t.Fatalf("calls %d ok %d errors %v, want 5 calls: 1 timed out, 4 answered", rep.Calls, rep.OK, rep.Errors)
+	for _, direct := range []bool{false, true} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			s, addr := startServer(t)
+			var n atomic.Int32
+			second := make(chan struct{})
+			s.Handle(mHang, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+				switch n.Add(1) {
+				case 1:
+					select {
+					case <-second: // a late answer, after the next call's
+					case <-ctx.Done():
+					}
+					return append(resp, "late"...), nil
+				case 2:
+					defer close(second)
+				}
+				return append(resp, req...), nil
+			})
+			r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 1, Direct: direct, Calls: 5,
+				Timeout: 50 * time.Millisecond, Method: mHang, Request: request, Check: echoed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rep, err := runGuarded(t, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Calls != 5 || rep.OK != 4 || rep.Errors["timed out"] != 1 {
+				t.Fatalf("calls %d ok %d errors %v, want 5 calls: 1 timed out, 4 answered", rep.Calls, rep.OK, rep.Errors)
+			}
+			if st := s.Stats(); st.Accepted != 1 {
+				t.Fatalf("the server accepted %d connections, want the one kept", st.Accepted)
+			}
+		})
 	}
 }
 
