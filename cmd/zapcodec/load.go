@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +34,9 @@ func init() {
     arrival rate instead and measures latency from each call's intended send
     time (no coordinated omission). Prints a progress line a second on
     stderr, then calls/s, latency p50/p90/p99/p99.9/max, answers by status
-    and bytes in/out.
+    and bytes in/out. Exits 1 when the run fails, or when every call
+    failed (the report is printed all the same, and stderr says why), 2 on
+    a usage error.
   -addr ADDR          server address (default 127.0.0.1:7700; a socket path
                       with -network unix), or a cluster target:
                       dns:///host:port, dns+srv:///_zap._tcp.name,
@@ -284,7 +288,48 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return 1
 	}
+	if rep != nil && rep.Calls > 0 && rep.OK == 0 {
+		// A run that measured only failures measured no server: say so
+		// in the exit status too, so that a script does not take it
+		// for a result.
+		fmt.Fprintf(stderr, "zapcodec load: all %d calls failed (%s)\n", rep.Calls, failures(rep))
+		return 1
+	}
 	return 0
+}
+
+// failures names what the failed calls of rep ended with, the most
+// frequent first: their statuses other than 200 ("status 400: 50") and
+// their errors ("timed out: 6"), three at most.
+func failures(rep *loadgen.Report) string {
+	type kind struct {
+		what string
+		n    uint64
+	}
+	var ks []kind
+	for code, n := range rep.Statuses {
+		if code != "200" {
+			ks = append(ks, kind{"status " + code, n})
+		}
+	}
+	for class, n := range rep.Errors {
+		ks = append(ks, kind{class, n})
+	}
+	slices.SortFunc(ks, func(a, b kind) int {
+		if a.n != b.n {
+			return cmp.Compare(b.n, a.n)
+		}
+		return strings.Compare(a.what, b.what)
+	})
+	var parts []string
+	for i, k := range ks {
+		if i == 3 {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d", k.what, k.n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeHdr writes h's latency distribution to f, in milliseconds (the

@@ -175,13 +175,15 @@ func TestLoadPayloadForms(t *testing.T) {
 	}
 }
 
+// A run in which every call failed prints its report and exits 1, saying
+// why (it exited 0, as a run that measured the server does).
 func TestLoadTextReportAndStatuses(t *testing.T) {
 	t.Parallel()
 	addr := loadServer(t)
 	// A payload the server refuses: every answer is 400.
 	code, out, errOut := loadRun(t, "-addr", addr, "-n", "50", "-method", "1", "-payload-hex", "00")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "all 50 calls failed (status 400: 50)") {
+		t.Fatalf("every call failed: exit %d, stderr %q; want exit 1 saying why", code, errOut)
 	}
 	for _, want := range []string{"calls      50 (0 ok, 50 failed)", "statuses   400: 50", "p99.9", "bytes      in"} {
 		if !strings.Contains(out, want) {
@@ -263,8 +265,8 @@ func TestLoadTimeout(t *testing.T) {
 	case <-time.After(2 * time.Minute): // only keeps a broken run from hanging the test
 		t.Fatal("zapcodec load -n 6 -timeout 50ms had not ended after 2 minutes")
 	}
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "all 6 calls failed (timed out: 6)") {
+		t.Fatalf("exit %d, stderr %q; want exit 1, every call timed out", code, errOut)
 	}
 	rep := loadReport(t, out)
 	if rep.Calls != 6 || rep.Failed != 6 || rep.Errors["timed out"] != 6 {
