@@ -33,10 +33,13 @@ func init() {
     flight on each, for -d or -n calls; with -rate, sends at that fixed
     arrival rate instead and measures latency from each call's intended send
     time (no coordinated omission). Prints a progress line a second on
-    stderr, then calls/s, latency p50/p90/p99/p99.9/max, answers by status
-    and bytes in/out. Exits 1 when the run fails, or when every call
-    failed (the report is printed all the same, and stderr says why), 2 on
-    a usage error.
+    stderr (calls/s, calls ended, failed, and overdue: calls still waiting
+    past their deadline, that is due and not yet sent with -rate,
+    unanswered past -timeout, or in flight after the end of -d), then
+    calls/s, latency p50/p90/p99/p99.9/max, answers by status and bytes
+    in/out. Exits 1 when the run fails, or when every call failed (the
+    report is printed all the same, and stderr says why), 2 on a usage
+    error.
   -addr ADDR          server address (default 127.0.0.1:7700; a socket path
                       with -network unix), or a cluster target:
                       dns:///host:port, dns+srv:///_zap._tcp.name,
@@ -248,9 +251,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}()
 	}
 	start := time.Now()
-	c.Progress = func(p loadgen.Progress) {
-		fmt.Fprintf(stderr, "%5.1fs  %8.0f calls/s  %9d calls  %d failed\n", p.Elapsed.Seconds(), p.Rate, p.Calls, p.Failed)
-	}
+	c.Progress = func(p loadgen.Progress) { io.WriteString(stderr, progressLine(p)) }
 	r, err := loadgen.New(ctx, *c)
 	if err != nil {
 		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
@@ -330,6 +331,12 @@ func failures(rep *loadgen.Report) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", k.what, k.n))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// progressLine is the progress line of p: time, calls/s over the last
+// second, calls completed, failed, and overdue (loadgen.Progress.Overdue).
+func progressLine(p loadgen.Progress) string {
+	return fmt.Sprintf("%5.1fs  %8.0f calls/s  %9d calls  %d failed  %d overdue\n", p.Elapsed.Seconds(), p.Rate, p.Calls, p.Failed, p.Overdue)
 }
 
 // writeHdr writes h's latency distribution to f, in milliseconds (the

@@ -382,3 +382,12 @@ func TestLoadHdrKeptWhenRunFails(t *testing.T) {
 		t.Fatalf("rewritten -hdr file: %v (%+v)", err, p)
 	}
 }
+
+// The progress line shows the calls overdue beside those completed and
+// failed (it showed no overdue count).
+func TestLoadProgressLine(t *testing.T) {
+	got := progressLine(loadgen.Progress{Elapsed: 2500 * time.Millisecond, Calls: 1200, Failed: 3, Rate: 480, Overdue: 17})
+	if want := "  2.5s       480 calls/s       1200 calls  3 failed  17 overdue\n"; got != want {
+		t.Fatalf("progress line %q, want %q", got, want)
+	}
+}

@@ -138,6 +138,14 @@ type Progress struct {
 	Calls   uint64  // completed so far
 	Failed  uint64  // of which not OK
 	Rate    float64 // calls/s over the last interval
+	// Overdue counts the calls still waiting past their deadline: in
+	// open loop, the calls due that no worker has sent yet (the server
+	// holds every in-flight slot); calls sent and unanswered Timeout
+	// after (not given up yet); and, once sending stopped (the end of
+	// Duration, or Run's ctx), every call still in flight, which the
+	// grace waits for. A stalled server shows here while Calls stands
+	// still.
+	Overdue uint64
 }
 
 // Runner holds the connections of a load run. Create it with New, run
@@ -453,14 +461,17 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	var wg sync.WaitGroup
+	var running atomic.Int64 // workers not returned: after the end, each has a call in flight
 	for _, w := range r.workers {
 		w.scope.Store(nil)
 		if cfg.Timeout > 0 {
 			w.scope.Store(newCallScope(callCtx))
 		}
 		wg.Add(1)
+		running.Add(1)
 		go func() {
 			defer wg.Done()
+			defer running.Add(-1)
 			w.loop(ctx, callCtx, &cfg, sched, &done, &failed)
 		}()
 	}
@@ -487,13 +498,22 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 				select {
 				case <-finished:
 					return
-				case now := <-tick.C:
+				case <-tick.C:
+					// The snapshot's time, not the tick's: a tick
+					// received late carries the time it was due,
+					// and the counts are read now.
+					now := time.Now()
 					n := done.Load()
+					stopped := time.Time{}
+					if at := stoppedAt.Load(); at > 0 {
+						stopped = sched.start.Add(time.Duration(at - 1))
+					}
 					cfg.Progress(Progress{
 						Elapsed: now.Sub(sched.start),
 						Calls:   n,
 						Failed:  failed.Load(),
 						Rate:    float64(n-last) / now.Sub(lastAt).Seconds(),
+						Overdue: r.overdue(sched, cfg.Timeout, now, stopped, running.Load()),
 					})
 					last, lastAt = n, now
 				}
@@ -590,6 +610,48 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, ErrNoConns
 	}
 	return rep, nil
+}
+
+// overdue counts the calls waiting past their deadline at now (see
+// Progress.Overdue); stopped is when Run's ctx ended (zero: it did not),
+// running the workers not returned. It reads the workers' call scopes,
+// with a Timeout: what a worker publishes anyway, nothing more per call.
+// A call a worker took as sending stopped, and did not send, counts as
+// sent (at most one a worker, and only once Run's ctx ended).
+func (r *Runner) overdue(s *schedule, timeout time.Duration, now, stopped time.Time, running int64) uint64 {
+	end := s.end
+	if !stopped.IsZero() && (end.IsZero() || stopped.Before(end)) {
+		end = stopped
+	}
+	over := !end.IsZero() && !now.Before(end)
+	n := uint64(0)
+	if s.interval > 0 {
+		cutoff := now
+		if over {
+			cutoff = end
+		}
+		if due, taken := s.dueBefore(cutoff), s.next.Load(); taken < due {
+			n += due - taken
+		}
+	}
+	if over {
+		// Sending stopped: the workers still running wait on a call
+		// each (in open loop, one sent before the end).
+		return n + uint64(max(running, 0))
+	}
+	if timeout > 0 {
+		at := int64(now.Sub(s.start)) + 1
+		for _, w := range r.workers {
+			sc := w.scope.Load()
+			if sc == nil {
+				continue
+			}
+			if t := sc.sent.Load(); t == scopeTimedOut || t > 0 && at-t >= int64(timeout) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // addSat returns a+b for non-negative a and b, or the largest Duration

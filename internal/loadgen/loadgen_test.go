@@ -25,6 +25,7 @@ const (
 	mReject = 2 // answers 403
 	mLie    = 3 // answers a wrong body
 	mHang   = 4 // never answers its first call (TestTimeoutThenAnswers)
+	mHold   = 5 // answers once the test lets it (TestProgressOverdue)
 )
 
 // afterAnswers returns once s has answered 10 calls: a test that makes
@@ -914,5 +915,99 @@ func TestOpenLoopClientBehind(t *testing.T) {
 			t.Fatalf("direct %v: latency p50 %v max %v, want at least 10 and 60 ms (from the due times)", direct,
 				time.Duration(rep.Latency.P50), time.Duration(rep.Latency.Max))
 		}
+	}
+}
+
+// Progress counts the calls overdue: in open loop against a server that
+// holds its first call, the one worker waits on it while the calls due
+// pile up unsent, each of them overdue; once the run's duration is over,
+// the call in flight is overdue too (the grace waits for it), and so
+// every call due is. The progress line showed only calls completed and
+// failed, both standing still. The reports before the server lets the
+// call go are checked (it does once it has seen some after the end).
+func TestProgressOverdue(t *testing.T) {
+	s, addr := startServer(t)
+	release := make(chan struct{})
+	s.Handle(mHold, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return append(resp, req...), nil
+	})
+	const duration = 100 * time.Millisecond // at 1000 calls/s: 100 due
+	// dueBy is how many calls are due before e into the run.
+	dueBy := func(e time.Duration) uint64 { return uint64((e + time.Millisecond - 1) / time.Millisecond) }
+	var mu sync.Mutex
+	var seen []Progress
+	var released atomic.Bool
+	r, err := New(context.Background(), Config{Addr: addr, Conns: 1, Concurrency: 1, Rate: 1000, Duration: duration,
+		Grace: time.Minute, Method: mHold, Payload: []byte("x"), Interval: 5 * time.Millisecond,
+		Progress: func(p Progress) {
+			if !released.Load() {
+				mu.Lock()
+				seen = append(seen, p)
+				mu.Unlock()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ran := make(chan error, 1)
+	go func() {
+		_, err := r.Run(context.Background())
+		ran <- err
+	}()
+	await := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30 s still waiting for %s", what)
+			}
+		}
+	}
+	await("3 progress reports after the end", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, p := range seen {
+			if p.Elapsed >= duration {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	released.Store(true)
+	close(release)
+	if err := receiveErr(t, ran); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	during := 0
+	for _, p := range seen {
+		if p.Elapsed < duration {
+			// Due, less the one the worker took (if it took it yet).
+			if due := dueBy(p.Elapsed); p.Overdue+1 < due || p.Overdue > due {
+				t.Fatalf("at %v, %d calls due and at most one sent: %d overdue", p.Elapsed, due, p.Overdue)
+			}
+			during++
+		} else if p.Overdue != dueBy(duration) {
+			t.Fatalf("at %v, after the end: %d overdue, want all %d calls due", p.Elapsed, p.Overdue, dueBy(duration))
+		}
+	}
+	if during == 0 {
+		t.Fatal("no progress report during the run")
+	}
+}
+
+// receiveErr waits for Run's error on ch, failing the test after 2
+// minutes (the guard only keeps a broken run from hanging the test).
+func receiveErr(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Run had not returned after 2 minutes")
+		return nil
 	}
 }
