@@ -55,6 +55,11 @@ func init() {
                       is given)
   -n N                stop after N calls, 1 or more (with -d: whichever
                       comes first)
+  -warmup D           first make the same calls (connections, concurrency,
+                      -rate, -timeout) for D and discard them: they count
+                      nowhere (not in the report, nor the progress line),
+                      and the measured run starts once they have ended
+                      (default 0: no warm-up)
   -rate R             open loop: R calls per second in total, 1e-9 to
                       1e9 (default 0: closed loop); with -n alone, the run
                       ends as if -d were the last call's due time: calls
@@ -122,6 +127,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.IntVar(&c.Concurrency, "concurrency", 8, "calls in flight per connection")
 	fs.DurationVar(&c.Duration, "d", 0, "duration (default 10s unless -n)")
 	fs.Uint64Var(&c.Calls, "n", 0, "number of calls")
+	fs.DurationVar(&c.Warmup, "warmup", 0, "warm-up before the measured run, its calls not counted (0: none)")
 	fs.Float64Var(&c.Rate, "rate", 0, "open-loop calls per second (0: closed loop)")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "per-call timeout (0: none; default 20s with -n alone)")
 	fs.StringVar(&lf.method, "method", "", "method ordinal or name")
@@ -203,6 +209,10 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "zapcodec load: -d %v: want a positive duration (leave -d out for 10s, or for -n alone)\n", c.Duration)
 		return 2
 	}
+	if c.Warmup < 0 {
+		fmt.Fprintf(stderr, "zapcodec load: -warmup %v: want a duration, 0 or more (0: no warm-up)\n", c.Warmup)
+		return 2
+	}
 	if c.Calls == 0 && flagSet(fs, "n") {
 		fmt.Fprintf(stderr, "zapcodec load: -n 0: want 1 or more calls (leave -n out for no bound)\n")
 		return 2
@@ -263,8 +273,14 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	} else {
 		fmt.Fprintf(stderr, "%d connections open after %v\n", c.Conns, time.Since(start).Round(time.Millisecond))
 	}
+	if c.Warmup > 0 {
+		fmt.Fprintf(stderr, "warming up for %v (not counted)\n", c.Warmup)
+	}
 	rep, err := r.Run(ctx)
 	switch {
+	case rep == nil && errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "zapcodec load: interrupted during the warm-up, after %v: no call was measured\n", time.Since(start).Round(time.Millisecond))
+		return 1
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "zapcodec load: interrupted after %v; the report covers the calls made\n", time.Since(start).Round(time.Millisecond))
 	case err != nil:

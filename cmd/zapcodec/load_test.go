@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,6 +235,7 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "5", "-d", "0"}, 2, "-d 0s: want a positive duration"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "0"}, 2, "-n 0: want 1 or more calls"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "-1"}, 2, "invalid value"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-warmup", "-1s"}, 2, "-warmup -1s: want a duration, 0 or more"},
 	} {
 		code, _, errOut := loadRun(t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
@@ -389,5 +391,42 @@ func TestLoadProgressLine(t *testing.T) {
 	got := progressLine(loadgen.Progress{Elapsed: 2500 * time.Millisecond, Calls: 1200, Failed: 3, Rate: 480, Overdue: 17})
 	if want := "  2.5s       480 calls/s       1200 calls  3 failed  17 overdue\n"; got != want {
 		t.Fatalf("progress line %q, want %q", got, want)
+	}
+}
+
+// -warmup makes the same calls first and counts them nowhere: the server
+// runs more calls than the report holds (there was no -warmup).
+func TestLoadWarmup(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	addr := loadServerHook(t, func() { n.Add(1) })
+	code, out, errOut := loadRun(t, "-addr", addr, "-n", "50", "-c", "2", "-concurrency", "2", "-warmup", "100ms",
+		"-method", "1", "-payload-hex", loadRequestHex, "-json")
+	if code != 0 || !strings.Contains(errOut, "warming up for 100ms") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	rep := loadReport(t, out)
+	loadCheckClean(t, rep)
+	if rep.Calls != 50 {
+		t.Fatalf("the report holds %d calls, want the 50 measured", rep.Calls)
+	}
+	if got := n.Load(); got <= 50 {
+		t.Fatalf("the server ran %d calls: no warm-up", got)
+	}
+}
+
+// Ctrl-C during the warm-up: nothing was measured, and the exit status
+// says the run failed.
+func TestLoadWarmupInterrupted(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	addr := loadServerHook(t, func() { once.Do(cancel) })
+	stop := time.AfterFunc(30*time.Second, cancel) // only keeps a server that gets no call from hanging the test
+	defer stop.Stop()
+	var out, errOut bytes.Buffer
+	code := runLoadCtx(ctx, []string{"-addr", addr, "-n", "10", "-warmup", "1h", "-method", "1", "-payload-hex", loadRequestHex}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "interrupted during the warm-up") || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }

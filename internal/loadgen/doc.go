@@ -32,7 +32,8 @@
 // a cluster Target, whose sockets are the cluster client's, they are
 // counted from the calls (payloads, envelopes and frame headers).
 //
-// A warm run ([Runner.Run] after [Runner.Warm]) allocates nothing per call on
-// the client side beyond what package rpc does (nothing, when warm), unless
+// A warm run ([Runner.Run] after [Runner.Warm], or the measured part of a
+// run with Config.Warmup) allocates nothing per call on the client side
+// beyond what package rpc does (nothing, when warm), unless
 // Config.Request or Config.Check allocate.
 package loadgen

@@ -126,8 +126,18 @@ type Config struct {
 	// are valid only during the call. It is called from many goroutines.
 	Check func(req, resp []byte) error
 
+	// Warmup, when > 0, makes Run first make the run's own calls (the
+	// same connections, concurrency, rate and Timeout) for Warmup, and
+	// discard them: the calls made during the warm-up are counted nowhere
+	// (not in the report, not in Progress), and the measured run starts
+	// once they have ended (within Grace). Unlike [Runner.Warm], which
+	// makes closed-loop calls, it warms the server up at the run's own
+	// rate.
+	Warmup time.Duration
+
 	// Progress, when set, is called every Interval (default 1 s) during
-	// Run, from a goroutine of its own; never after Run returns.
+	// Run (not during its Warmup), from a goroutine of its own; never
+	// after Run returns.
 	Progress func(Progress)
 	Interval time.Duration
 }
@@ -357,8 +367,21 @@ func (r *Runner) Warm(ctx context.Context, d time.Duration) error {
 // Grace) and returns the report with ctx's error; in open loop, the calls
 // due before ctx ended that no worker could send count as abandoned. The error is also
 // ErrNoConns when every connection broke (the report
-// then holds what was measured until then).
+// then holds what was measured until then). With a Config.Warmup, the
+// warm-up comes first; when it fails (ctx ended, every connection
+// broke), Run returns a nil report and the error, which says so ("...
+// (during the warm-up)").
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
+	if d := r.cfg.Warmup; d > 0 {
+		cfg := r.cfg
+		cfg.Duration, cfg.Calls, cfg.Progress = d, 0, nil
+		if _, err := r.run(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("%w (during the warm-up)", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w (during the warm-up)", err)
+		}
+	}
 	return r.run(ctx, r.cfg)
 }
 

@@ -1011,3 +1011,58 @@ func receiveErr(t *testing.T, ch <-chan error) error {
 		return nil
 	}
 }
+
+// Config.Warmup makes the run's own calls first and counts them nowhere:
+// the server answers more calls than the report and the progress count,
+// which hold the measured ones only; Progress is not called during the
+// warm-up.
+func TestWarmup(t *testing.T) {
+	for _, rate := range []float64{0, 2000} {
+		t.Run(fmt.Sprintf("rate=%v", rate), func(t *testing.T) {
+			s, addr := startServer(t)
+			var mu sync.Mutex
+			var seen []Progress
+			r, err := New(context.Background(), Config{Addr: addr, Conns: 2, Concurrency: 2, Rate: rate, Calls: 100,
+				Warmup: 60 * time.Millisecond, Method: mEcho, Request: request, Check: echoed, Interval: time.Millisecond,
+				Progress: func(p Progress) { mu.Lock(); seen = append(seen, p); mu.Unlock() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rep, err := runGuarded(t, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Calls != 100 || rep.OK != 100 || rep.Histogram.Count() != 100 {
+				t.Fatalf("report: %d calls, %d ok, %d latencies; want the 100 measured", rep.Calls, rep.OK, rep.Histogram.Count())
+			}
+			answered := s.Stats().OK
+			if answered <= 100 {
+				t.Fatalf("the server answered %d calls: no warm-up", answered)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range seen {
+				if p.Calls > 100 {
+					t.Fatalf("progress counted %d calls, the warm-up's among them", p.Calls)
+				}
+			}
+		})
+	}
+}
+
+// A warm-up that ends with Run's ctx returns no report, saying so.
+func TestWarmupCanceled(t *testing.T) {
+	_, addr := startServer(t)
+	r, err := New(context.Background(), Config{Addr: addr, Calls: 10, Warmup: time.Hour, Method: mEcho, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	rep, err := r.Run(ctx)
+	if rep != nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "warm-up") {
+		t.Fatalf("Run canceled during its warm-up: %v, %v", rep, err)
+	}
+}
