@@ -482,10 +482,10 @@ func (res *result) print(w io.Writer) {
 			[2]string{"allocs/call client", fmt.Sprintf("%.4f (%d allocations in the client process)", res.clientAllocs, res.clientMallocs)},
 			[2]string{"allocs/call server", fmt.Sprintf("%.4f (%d allocations in the server process)", res.serverAlloc, res.serverMallocs)})
 	}
-	if rep.Calls > 0 {
+	if rep.Sent > 0 {
 		rows = append(rows, [2]string{"wire bytes/call", fmt.Sprintf("%.0f = %.0f request + %.0f answer (server counted %.0f)",
-			rep.BytesPerCall(), float64(rep.BytesOut)/float64(rep.Calls), float64(rep.BytesIn)/float64(rep.Calls),
-			float64(res.serverBytes)/float64(rep.Calls))})
+			rep.BytesPerCall(), float64(rep.BytesOut)/float64(rep.Sent), float64(rep.BytesIn)/float64(rep.Sent),
+			float64(res.serverBytes)/float64(rep.Sent))})
 	}
 	if len(rep.Errors) > 0 || len(rep.Statuses) != 1 {
 		rows = append(rows, [2]string{"statuses / errors", fmt.Sprintf("%v / %v", rep.Statuses, rep.Errors)})

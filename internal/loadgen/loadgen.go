@@ -206,6 +206,9 @@ type worker struct {
 	// run's start (0: none). They set the report's interval.
 	abandoned uint64
 	lastEnd   time.Duration
+	// notSent counts the worker's calls refused before they were written
+	// (see notWritten).
+	notSent uint64
 }
 
 // New checks cfg, applies the defaults and opens the connections.
@@ -446,7 +449,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		sh.hist.Reset()
 	}
 	for _, w := range r.workers {
-		w.calls, w.failed, w.hasUnsent, w.abandoned, w.lastEnd = 0, 0, false, 0, 0
+		w.calls, w.failed, w.hasUnsent, w.abandoned, w.lastEnd, w.notSent = 0, 0, false, 0, 0, 0
 		w.otherStatuses = 0
 		clear(w.statuses)
 		clear(w.errors)
@@ -597,9 +600,11 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		h.Merge(&sh.hist)
 	}
 	abandonedCalls := unsent
+	notSent := uint64(0)
 	for _, w := range r.workers {
 		rep.Calls += w.calls
 		rep.Failed += w.failed
+		notSent += w.notSent
 		abandonedCalls += w.abandoned
 		measured = max(measured, w.lastEnd)
 		for code, n := range w.statuses {
@@ -618,6 +623,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Errors[abandoned] += unsent
 	}
 	rep.OK = rep.Calls - rep.Failed
+	rep.Sent = rep.Calls - unsent - notSent
 	rep.Seconds = measured.Seconds()
 	rep.fill(h, rep.Calls-abandonedCalls)
 	if err := ctx.Err(); err != nil {
@@ -922,6 +928,9 @@ func (w *worker) tally(err error, ended time.Duration) bool {
 		w.lastEnd = ended
 		return true
 	}
+	if notWritten(err) {
+		w.notSent++
+	}
 	class := errorClass(err)
 	if class == abandoned {
 		w.abandoned++
@@ -930,6 +939,14 @@ func (w *worker) tally(err error, ended time.Duration) bool {
 	}
 	w.countError(class)
 	return true
+}
+
+// notWritten reports whether a call's error says it was refused before
+// its request was written: no replica of a cluster target was ready, or
+// the connection's table of pending calls was full. (A closed
+// connection or a go-away may come before or after the write.)
+func notWritten(err error) bool {
+	return errors.Is(err, cluster.ErrNoReplica) || errors.Is(err, rpc.ErrTooManyPending)
 }
 
 // maxStatusCodes bounds the distinct status codes a worker counts apart

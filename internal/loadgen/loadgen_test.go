@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/cluster"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -1064,5 +1065,68 @@ func TestWarmupCanceled(t *testing.T) {
 	rep, err := r.Run(ctx)
 	if rep != nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "warm-up") {
 		t.Fatalf("Run canceled during its warm-up: %v, %v", rep, err)
+	}
+}
+
+// Bytes per call are the bytes of the calls sent: in an open-loop run
+// against a server that never answers, each worker sends one call and
+// the rest of the calls due are never sent (abandoned); the bytes are
+// those of the calls sent, one request frame each, and divide by those
+// (Report.Sent). They were divided by every call due, sent or not.
+func TestBytesPerCallSent(t *testing.T) {
+	addr := silentServer(t)
+	for _, direct := range []bool{false, true} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			conc := 3
+			if direct {
+				conc = 1
+			}
+			r, err := New(context.Background(), Config{Addr: addr, Direct: direct, Conns: 2, Concurrency: conc,
+				Rate: 1000, Duration: 100 * time.Millisecond, Grace: 50 * time.Millisecond,
+				Method: mEcho, Payload: []byte("x")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rep, err := runGuarded(t, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			workers := uint64(2 * conc)
+			if rep.Calls != 100 || rep.Sent != workers {
+				t.Fatalf("%d calls, %d sent; want 100 due, one sent by each of the %d workers", rep.Calls, rep.Sent, workers)
+			}
+			frame := uint64(5 + wire.RequestOverhead + 1)
+			if rep.BytesOut != workers*frame || rep.BytesIn != 0 {
+				t.Fatalf("bytes out %d in %d, want %d out (a request frame a call sent)", rep.BytesOut, rep.BytesIn, workers*frame)
+			}
+			if got := rep.BytesPerCall(); got != float64(frame) {
+				t.Fatalf("%v bytes per call, want %d: the bytes of a call sent", got, frame)
+			}
+			var b strings.Builder
+			rep.WriteText(&b)
+			if want := fmt.Sprintf("(%d.0 per call sent)", frame); !strings.Contains(b.String(), want) {
+				t.Fatalf("text report lacks %q:\n%s", want, b.String())
+			}
+		})
+	}
+}
+
+// A call refused before it was written (no replica ready, a full
+// connection) is not sent; one whose connection closed may have been.
+func TestNotWritten(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("%w (last error: x)", cluster.ErrNoReplica), true},
+		{rpc.ErrTooManyPending, true},
+		{rpc.ErrClosed, false},
+		{rpc.ErrGoAway, false},
+		{context.Canceled, false},
+	} {
+		if got := notWritten(tc.err); got != tc.want {
+			t.Errorf("notWritten(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

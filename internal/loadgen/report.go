@@ -27,6 +27,12 @@ type Report struct {
 	Calls  uint64 `json:"calls"`  // completed (answered or failed), and abandoned
 	OK     uint64 `json:"ok"`     // status 200 and, with Check, a good answer
 	Failed uint64 `json:"failed"` // Calls - OK
+	// Sent counts the calls written to a connection: Calls less those
+	// never sent, the calls due in open loop that no worker could send
+	// (abandoned unsent) and the calls refused before they were written
+	// (no replica of a cluster target ready, a connection's table of
+	// pending calls full).
+	Sent uint64 `json:"sent"`
 	// CallsPerSec is the calls that ended (answered, or failed with an
 	// error of their own) per second of Seconds: the calls abandoned at
 	// the end of the grace (Errors["abandoned (no answer in time)"]) are
@@ -79,12 +85,13 @@ func (r *Report) fill(h *Histogram, ended uint64) {
 	}
 }
 
-// BytesPerCall returns the wire bytes (both ways) per completed call.
+// BytesPerCall returns the wire bytes (both ways) per call sent
+// (Report.Sent): calls never sent put no byte on the wire.
 func (r *Report) BytesPerCall() float64 {
-	if r.Calls == 0 {
+	if r.Sent == 0 {
 		return 0
 	}
-	return float64(r.BytesIn+r.BytesOut) / float64(r.Calls)
+	return float64(r.BytesIn+r.BytesOut) / float64(r.Sent)
 }
 
 // WriteText writes the report for people, bombardier style.
@@ -109,7 +116,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&b, "  errors     %s\n", counts(r.Errors))
 	}
-	fmt.Fprintf(&b, "  bytes      in %d, out %d (%.1f per call)\n", r.BytesIn, r.BytesOut, r.BytesPerCall())
+	fmt.Fprintf(&b, "  bytes      in %d, out %d (%.1f per call sent)\n", r.BytesIn, r.BytesOut, r.BytesPerCall())
 	_, err := io.WriteString(w, b.String())
 	return err
 }
