@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/cluster"
@@ -30,6 +31,17 @@ func (cc *clusterConn) Closed() bool { return false }
 
 func (cc *clusterConn) Close() error { return cc.c.Close() }
 
+// connecting reports whether a replica of c has not had its first try
+// yet.
+func connecting(c *cluster.Client) bool {
+	for _, r := range c.Stats().Replicas {
+		if r.State == "connecting" {
+			return true
+		}
+	}
+	return false
+}
+
 // observe counts a call's wire bytes (each attempt on the wire).
 func (cc *clusterConn) observe(ev rpc.CallEvent) {
 	cc.out.Add(uint64(5 + wire.RequestOverhead + ev.BytesOut))
@@ -40,7 +52,11 @@ func (cc *clusterConn) observe(ev rpc.CallEvent) {
 
 // dialCluster dials cfg.Target with cfg.Conns connections per replica
 // and waits, within ctx, until a replica is admitted: a load run against
-// a service none of whose replicas answers fails at once, saying why.
+// a service none of whose replicas answers fails at once, saying why. It
+// then waits, within ctx and cfg.DialTimeout, until every replica has had
+// its first try (admitted or not), so that the first calls spread over
+// all the replicas that are up: cluster.Dial returns at the first one
+// admitted, and a short run could make every call before the next.
 func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
 	cc := &clusterConn{}
 	opts := append([]rpc.ClientOption{rpc.WithObserver(cc.observe)}, cfg.ClientOptions...)
@@ -50,6 +66,17 @@ func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
 		cluster.WithClientOptions(opts...))
 	if err != nil {
 		return nil, err
+	}
+	wctx := ctx
+	if cfg.DialTimeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, cfg.DialTimeout)
+		defer cancel()
+	}
+	for connecting(c) {
+		if !sleepCtx(wctx, 5*time.Millisecond) {
+			break
+		}
 	}
 	st := c.Stats()
 	for _, r := range st.Replicas {

@@ -899,13 +899,15 @@ func (w *worker) sleep(stop context.Context, d time.Duration) {
 // found no replica of its cluster target.
 const noReplicaBackoff = 10 * time.Millisecond
 
-// sleepCtx sleeps for d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx sleeps for d or until ctx is done; false when ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
 	case <-t.C:
+		return true
 	}
 }
 
