@@ -48,8 +48,8 @@
 //	                WithMinReadRate; over WithTLSConfig also per TLS record):
 //	                a trickling peer is dropped ~10 s after its frame began;
 //	                a healthy transfer is never cut
-//	idle timeout    5 min without a request while no call runs: go-away,
-//	                then close (WithIdleTimeout)
+//	idle timeout    5 min without a request while no call runs and no
+//	                stream is open: go-away, then close (WithIdleTimeout)
 //	in-flight       256 calls per connection, then backpressure (WithMaxInFlight)
 //	frame size      16 MiB (WithFrameOptions(frame.WithMaxFrameSize(n)));
 //	                memory follows bytes received

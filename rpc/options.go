@@ -306,6 +306,14 @@ func WithMaxConns(n int) ServerOption {
 // DefaultIdleTimeout (5 min); d <= 0: no idle limit (a d beyond some
 // 36 years counts as 36 years, as for every limit of this package).
 //
+// An open stream counts as a running call for as long as it is open,
+// however long nothing moves on it, as gRPC-go's MaxConnectionIdle counts
+// open streams: a subscription that stays quiet is not cut. A peer that
+// vanished with a stream open is found by TCP keepalive (connections
+// accepted from a net.Listen listener probe after 15 s of silence, and
+// the kernel closes them after some two minutes of unanswered probes) or,
+// once the handler sends, by the write timeout.
+//
 // Why 5 minutes: net/http and gRPC-go keep idle connections forever by
 // default (http.Server.IdleTimeout 0; gRPC's MaxConnectionIdle infinite,
 // with keepalive pings every 2 h), which lets clients that vanished
