@@ -23,22 +23,28 @@ import (
 // received (whole or not: the bytes / 1).
 func silentListener(t *testing.T) string {
 	t.Helper()
+	return fakeServer(t, func(nc net.Conn) { io.Copy(io.Discard, nc) })
+}
+
+// fakeServer serves each connection it accepts on a loopback listener
+// with serve, in a goroutine of its own, and closes the connection when
+// serve returns; the listener closes when t ends. It returns the
+// listener's address.
+func fakeServer(t *testing.T, serve func(nc net.Conn)) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
 	go func() {
 		for {
 			nc, err := l.Accept()
 			if err != nil {
 				return
 			}
-			wg.Add(1)
 			go func() {
-				defer wg.Done()
-				io.Copy(io.Discard, nc)
-				nc.Close()
+				defer nc.Close()
+				serve(nc)
 			}()
 		}
 	}()
@@ -168,36 +174,21 @@ func TestBigErrorBodyIsCut(t *testing.T) {
 // wire.KindPing with a wire.KindPong: a zapcodec server whose handlers are slow.
 func pongListener(t *testing.T, pings *atomic.Int32) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
+	return fakeServer(t, func(nc net.Conn) {
+		rc := &rawConn{t: t, Conn: nc}
 		for {
-			nc, err := l.Accept()
-			if err != nil {
+			kind, env, ok := rc.recv()
+			if !ok {
 				return
 			}
-			go func() {
-				defer nc.Close()
-				rc := &rawConn{t: t, Conn: nc}
-				for {
-					kind, env, ok := rc.recv()
-					if !ok {
-						return
-					}
-					if kind == wire.KindPing {
-						pings.Add(1)
-						if _, err := nc.Write(frameBytes(wire.KindPong, env)); err != nil {
-							return
-						}
-					}
+			if kind == wire.KindPing {
+				pings.Add(1)
+				if _, err := nc.Write(frameBytes(wire.KindPong, env)); err != nil {
+					return
 				}
-			}()
+			}
 		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	return l.Addr().String()
+	})
 }
 
 // A server that answers pings is not taken for hung while a call waits
@@ -392,52 +383,38 @@ func TestClientAnswersRequests(t *testing.T) {
 // canonical server does.
 func trickleListener(t *testing.T, size, chunk int, pause time.Duration) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	stop := make(chan struct{})
-	go func() {
+	t.Cleanup(func() { close(stop) })
+	return fakeServer(t, func(nc net.Conn) {
+		rc := &rawConn{t: t, Conn: nc}
 		for {
-			nc, err := l.Accept()
+			kind, env, ok := rc.recv()
+			if !ok {
+				return
+			}
+			if kind != wire.KindRequest {
+				continue
+			}
+			req, err := wire.ParseRequest(env)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer nc.Close()
-				rc := &rawConn{t: t, Conn: nc}
-				for {
-					kind, env, ok := rc.recv()
-					if !ok {
-						return
-					}
-					if kind != wire.KindRequest {
-						continue
-					}
-					req, err := wire.ParseRequest(env)
-					if err != nil {
-						return
-					}
-					body := bytes.Repeat([]byte("t"), size)
-					b := frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: body}))
-					for len(b) > 0 {
-						n := min(chunk, len(b))
-						if _, err := nc.Write(b[:n]); err != nil {
-							return
-						}
-						b = b[n:]
-						select {
-						case <-stop:
-							return
-						case <-time.After(pause):
-						}
-					}
+			body := bytes.Repeat([]byte("t"), size)
+			b := frameBytes(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: body}))
+			for len(b) > 0 {
+				n := min(chunk, len(b))
+				if _, err := nc.Write(b[:n]); err != nil {
+					return
 				}
-			}()
+				b = b[n:]
+				select {
+				case <-stop:
+					return
+				case <-time.After(pause):
+				}
+			}
 		}
-	}()
-	t.Cleanup(func() { close(stop); l.Close() })
-	return l.Addr().String()
+	})
 }
 
 // A server that trickles its answer, a byte now and then, no longer keeps
@@ -478,47 +455,32 @@ func TestAnswerTimeoutTrickle(t *testing.T) {
 // runtime does. pings counts the pings it ignored.
 func canonicalListener(t *testing.T, pings *atomic.Int32) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
+	return fakeServer(t, func(nc net.Conn) {
+		rc := &rawConn{t: t, Conn: nc}
 		for {
-			nc, err := l.Accept()
+			kind, env, ok := rc.recv()
+			if !ok {
+				return
+			}
+			if kind == wire.KindPing {
+				pings.Add(1)
+			}
+			if kind != wire.KindRequest {
+				continue
+			}
+			req, err := wire.ParseRequest(env)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer nc.Close()
-				rc := &rawConn{t: t, Conn: nc}
-				for {
-					kind, env, ok := rc.recv()
-					if !ok {
-						return
-					}
-					if kind == wire.KindPing {
-						pings.Add(1)
-					}
-					if kind != wire.KindRequest {
-						continue
-					}
-					req, err := wire.ParseRequest(env)
-					if err != nil {
-						return
-					}
-					if req.Method == mSlow {
-						continue
-					}
-					a := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: req.Payload})
-					if _, err := nc.Write(frameBytes(wire.KindResponse, a)); err != nil {
-						return
-					}
-				}
-			}()
+			if req.Method == mSlow {
+				continue
+			}
+			a := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: req.Payload})
+			if _, err := nc.Write(frameBytes(wire.KindResponse, a)); err != nil {
+				return
+			}
 		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	return l.Addr().String()
+	})
 }
 
 // A canonical server, which ignores pings, is not taken for dead while it
