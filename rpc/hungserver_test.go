@@ -455,32 +455,38 @@ func TestAnswerTimeoutTrickle(t *testing.T) {
 // runtime does. pings counts the pings it ignored.
 func canonicalListener(t *testing.T, pings *atomic.Int32) string {
 	t.Helper()
-	return fakeServer(t, func(nc net.Conn) {
-		rc := &rawConn{t: t, Conn: nc}
-		for {
-			kind, env, ok := rc.recv()
-			if !ok {
-				return
-			}
-			if kind == wire.KindPing {
-				pings.Add(1)
-			}
-			if kind != wire.KindRequest {
-				continue
-			}
-			req, err := wire.ParseRequest(env)
-			if err != nil {
-				return
-			}
-			if req.Method == mSlow {
-				continue
-			}
-			a := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: req.Payload})
-			if _, err := nc.Write(frameBytes(wire.KindResponse, a)); err != nil {
-				return
-			}
+	return fakeServer(t, func(nc net.Conn) { serveCanonical(&rawConn{t: t, Conn: nc}, mSlow, pings) })
+}
+
+// serveCanonical serves rc as a canonical server does: it answers each
+// request at once, echoing its payload, except those for method silent,
+// which it never answers (a handler that hangs), and ignores pings
+// (counted in pings when it is not nil) and every other extension frame.
+// It returns when a read or write fails.
+func serveCanonical(rc *rawConn, silent uint32, pings *atomic.Int32) {
+	for {
+		kind, env, ok := rc.recv()
+		if !ok {
+			return
 		}
-	})
+		if kind == wire.KindPing && pings != nil {
+			pings.Add(1)
+		}
+		if kind != wire.KindRequest {
+			continue
+		}
+		req, err := wire.ParseRequest(env)
+		if err != nil {
+			return
+		}
+		if req.Method == silent {
+			continue
+		}
+		a := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: req.Payload})
+		if _, err := rc.Write(frameBytes(wire.KindResponse, a)); err != nil {
+			return
+		}
+	}
 }
 
 // A canonical server, which ignores pings, is not taken for dead while it

@@ -306,28 +306,7 @@ func TestAnswerCheckSkipsAnsweredPromise(t *testing.T) {
 		t.Fatal("the client is in the beat: the checks below would race with it")
 	}
 	peer := &rawConn{t, b}
-	go func() { // a canonical server: answers requests (but mSilent's), ignores pings
-		for {
-			kind, env, ok := peer.recv()
-			if !ok {
-				return
-			}
-			if kind != wire.KindRequest {
-				continue
-			}
-			req, err := wire.ParseRequest(env)
-			if err != nil {
-				return
-			}
-			if req.Method == mSilent {
-				continue
-			}
-			resp := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: req.PromiseID, Body: req.Payload})
-			if _, err := b.Write(frameBytes(wire.KindResponse, resp)); err != nil {
-				return
-			}
-		}
-	}()
+	go serveCanonical(peer, mSilent, nil) // answers requests (but mSilent's), ignores pings
 	p, err := c.Send(context.Background(), mEcho, []byte("x"), nil)
 	if err != nil {
 		t.Fatal(err)
