@@ -5,6 +5,7 @@
 package check
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -424,6 +425,15 @@ func listDiff(rec, list reflect.Value, path string, loose bool) string {
 		got := call(list, "At", reflect.ValueOf(i))
 		if d := elemDiff(rec.Index(i), got, fmt.Sprintf("%s.At(%d)", path, i), loose); d != "" {
 			return d
+		}
+		if e := rec.Index(i); e.Kind() == reflect.Array && hasMethod(list, "AtBytes") {
+			// bytes_fixed elements in place: the same bytes as At.
+			b := call(list, "AtBytes", reflect.ValueOf(i)).Bytes()
+			want := make([]byte, e.Len())
+			reflect.Copy(reflect.ValueOf(want), e)
+			if !bytes.Equal(b, want) && !(loose && b == nil && e.IsZero()) {
+				return fmt.Sprintf("%s.AtBytes(%d) = %x, record %x", path, i, b, want)
+			}
 		}
 	}
 	if got := call(list, "At", reflect.ValueOf(rec.Len())); !got.IsZero() {
