@@ -123,10 +123,12 @@ type Stream struct {
 	capv, mdv []byte // server: the open's cap and metadata (copies)
 
 	wmu sync.Mutex // orders this stream's frames: messages before the end
-	// writing: a handler's Send is between its check of ctx and the end
-	// of its write (server only): the ctx's end interrupts the
-	// connection's write then (see interruptWrite).
-	writing atomic.Bool
+	// writing counts a handler's Send, CloseSend and Recv (its grant)
+	// between their check of ctx and the end of their write (server
+	// only): the ctx's end interrupts the connection's write then (see
+	// interruptWrite). A count, not a flag: a Recv's grant may be written
+	// while another goroutine's Send is.
+	writing atomic.Int32
 
 	mu   sync.Mutex
 	cond sync.Cond // on mu: a message, an end, room, credit or an abort
@@ -275,7 +277,7 @@ func (s *Stream) Send(msg []byte) error {
 		}
 		if t.mayOwe(s.out) {
 			if t.sc != nil {
-				s.writing.Store(true) // after the check of ctx above
+				s.writing.Add(1) // after the check of ctx above
 			}
 			break
 		}
@@ -292,7 +294,7 @@ func (s *Stream) Send(msg []byte) error {
 	s.mu.Unlock()
 	err := t.writeFrame(s.ctx, wire.KindStreamMsg, s.id, msg, true)
 	if t.sc != nil {
-		s.writing.Store(false)
+		s.writing.Add(-1)
 	}
 	if err != nil && (errors.Is(err, frame.ErrFrameTooLarge) || err == s.ctx.Err()) {
 		s.mu.Lock()
@@ -314,9 +316,10 @@ func (s *Stream) Send(msg []byte) error {
 // is not queued and it returns ctx's error (on a client the stream then
 // ends canceled, so the server never reads a clean end of a direction
 // its sender gave up on; in a handler the end is sent when the handler
-// returns, with its result); on a client, when ctx ends while it writes
-// the queue, another goroutine writes the rest and it returns nil, its
-// end sent. Either way no Send follows it.
+// returns, with its result); when ctx ends while it writes the queue,
+// another goroutine writes the rest and it returns nil, its end sent
+// (a handler's over TLS is bounded by the write timeout alone). Either
+// way no Send follows it.
 func (s *Stream) CloseSend() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -339,7 +342,14 @@ func (s *Stream) CloseSend() error {
 		return err
 	}
 	s.mu.Unlock()
-	err := s.set.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
+	t := s.set
+	if t.sc != nil {
+		s.writing.Add(1) // after the check of ctx above
+	}
+	err := t.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
+	if t.sc != nil {
+		s.writing.Add(-1)
+	}
 	if err != nil && err == s.ctx.Err() {
 		// Not queued (see writeFrame): the peer must still get an end.
 		s.mu.Lock()
@@ -359,8 +369,12 @@ func (s *Stream) CloseSend() error {
 // the server's base context) and no message is queued; in a goroutine a
 // handler left running, once the handler has returned, it drops the
 // messages still queued and returns [ErrStreamClosed] (or the peer's end,
-// when that came first). Once warm, Recv allocates nothing (buf with
-// room for the message).
+// when that came first). A Recv whose grant to the peer (see
+// [WithStreamWindow]) makes it write the connection's queue returns by
+// its ctx's end, as Send does (over TLS a handler's is bounded by the
+// write timeout alone): another goroutine writes the rest and Recv
+// returns the message it took. Once warm, Recv allocates nothing (buf
+// with room for the message).
 //
 // The message is copied into buf: the bytes returned are the caller's,
 // never the stream's, and stay valid until the caller reuses buf (a Recv
@@ -416,7 +430,16 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	}
 	s.mu.Unlock()
 	if grant > 0 {
+		// A handler's write of the grant is interrupted at its ctx's end
+		// (interruptWrite), as its Send's is; a client's is bounded by
+		// its ctx (see flush).
+		if t.sc != nil {
+			s.writing.Add(1)
+		}
 		t.grant(s.ctx, s, grant)
+		if t.sc != nil {
+			s.writing.Add(-1)
+		}
 	}
 	if s.taps != nil {
 		if err := s.tapRecv(buf[n0:]); err != nil {

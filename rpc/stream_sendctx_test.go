@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,5 +79,102 @@ func TestStreamSendWindowWaitEndsWithCtx(t *testing.T) {
 	}
 	if sc := serverConnOf(t, s); sc.streams.creditWaits.Load() == 0 {
 		t.Errorf("no Send waited for the window: the test did not test it")
+	}
+}
+
+// countWrites is a net.Conn that counts the writes begun on it; it
+// unwraps to its conn with NetConn, so a server takes it for what that
+// conn is (a net.Pipe end: a cut write can go on).
+type countWrites struct {
+	net.Conn
+	n atomic.Int32
+}
+
+func (c *countWrites) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(p)
+}
+
+func (c *countWrites) NetConn() net.Conn { return c.Conn }
+
+// A handler's Recv whose grant makes it write the connection's queue,
+// stuck on a peer that does not read, returns once the handler's ctx
+// ends, not a write timeout later, as its Send does: the grant goes out
+// from another goroutine, Recv returns the message it took, and the next
+// Recv returns ctx's error. Over net.Pipe, whose write waits for the
+// peer's read: the server's hello is read, nothing after it.
+func TestStreamRecvGrantBlockedWriteEndsWithCtx(t *testing.T) {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	sconn := &countWrites{Conn: a}
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, _ := testServerOn(t, newOneConnListener(sconn), WithWriteTimeout(time.Hour),
+		WithBaseContext(func(net.Listener) context.Context { return base }))
+	const sRecv = 63
+	var received atomic.Int32
+	done := make(chan error, 1)
+	s.HandleStream(sRecv, func(ctx context.Context, init []byte, st *Stream) error {
+		var buf []byte
+		for {
+			m, err := st.Recv(buf[:0])
+			if err != nil {
+				done <- err
+				return err
+			}
+			buf = m
+			received.Add(1)
+		}
+	})
+	peer := &rawConn{t, b}
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
+	if kind, _, ok := peer.recv(); !ok || kind != wire.KindStreamWindow {
+		t.Fatalf("got frame kind %d (ok %v), want the server's hello", kind, ok)
+	}
+	peer.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sRecv, PromiseID: 1}))
+	// Eight messages of 4 KiB: the Recv of the eighth consumes half the
+	// window (8 × 4100 bytes) and grants it back.
+	msg := make([]byte, 1<<12)
+	for range 8 {
+		peer.send(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 1, msg))
+	}
+	await(t, "the grant's write (the server's second)", func() bool { return sconn.n.Load() >= 2 })
+	cancelBase()
+	if err := receive(t, "the handler's Recv to return at its ctx's end", done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Recv: %v, want context.Canceled", err)
+	}
+	if n := received.Load(); n != 8 {
+		t.Errorf("the handler received %d messages, want 8", n)
+	}
+}
+
+// The same for a handler's CloseSend, whose end the connection's write
+// is stuck on: it returns once the handler's ctx ends, its end sent.
+func TestStreamCloseSendBlockedWriteEndsWithCtx(t *testing.T) {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	sconn := &countWrites{Conn: a}
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, _ := testServerOn(t, newOneConnListener(sconn), WithWriteTimeout(time.Hour),
+		WithBaseContext(func(net.Listener) context.Context { return base }))
+	const sClose = 64
+	done := make(chan error, 1)
+	s.HandleStream(sClose, func(ctx context.Context, init []byte, st *Stream) error {
+		err := st.CloseSend()
+		done <- err
+		<-ctx.Done()
+		return err
+	})
+	peer := &rawConn{t, b}
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
+	if kind, _, ok := peer.recv(); !ok || kind != wire.KindStreamWindow {
+		t.Fatalf("got frame kind %d (ok %v), want the server's hello", kind, ok)
+	}
+	peer.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sClose, PromiseID: 1}))
+	await(t, "the end's write (the server's second)", func() bool { return sconn.n.Load() >= 2 })
+	cancelBase()
+	if err := receive(t, "the handler's CloseSend to return at its ctx's end", done); err != nil {
+		t.Fatalf("CloseSend: %v, want nil (its end handed over)", err)
 	}
 }

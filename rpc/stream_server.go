@@ -249,19 +249,21 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	return true
 }
 
-// interruptWrite ends the wait of a handler's Send for the connection's
-// write, once the stream's ctx ended: Send may be the writer, stuck on a
-// peer that does not read, which no deadline of its ctx bounds (a
-// server's write sets none: outbox.write). A past write deadline ends
-// the write, which sees ctx's end and hands the rest to another
-// goroutine (errHandOff), and Send returns (nil: its message is in the
-// write). Only where a write cut by a deadline can go on (resumable; over
-// TLS such a Send is bounded by the write timeout alone). The deadline
-// may land on another goroutine's write instead (Send was not the
-// writer, or its write had ended): a deadline that is not its own
-// restarts that write (see writeWatched and outbox.write).
+// interruptWrite ends the wait of a handler's Send (or CloseSend, or
+// Recv's grant) for the connection's write, once the stream's ctx ended:
+// it may be the writer, stuck on a peer that does not read, which no
+// deadline of its ctx bounds (a server's write sets none: outbox.write).
+// A past write deadline ends the write, which sees ctx's end and hands
+// the rest to another goroutine (errHandOff), and the caller returns:
+// Send with nil (its message is in the write), Recv with the message it
+// took (its grant is in the write). Only where a write cut by a deadline
+// can go on (resumable; over TLS such a write is bounded by the write
+// timeout alone). The deadline may land on another goroutine's write
+// instead (the caller was not the writer, or its write had ended): a
+// deadline that is not its own restarts that write (see writeWatched and
+// outbox.write).
 func (st *Stream) interruptWrite() {
-	if o := st.set.out; st.writing.Load() && o.resumable {
+	if o := st.set.out; st.writing.Load() > 0 && o.resumable {
 		interruptedSends.Add(1)
 		o.nc.SetWriteDeadline(pastDeadline)
 	}
