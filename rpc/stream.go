@@ -84,8 +84,10 @@ const (
 var (
 	// ErrStreamClosed: Send or CloseSend after this side ended its
 	// direction (CloseSend, or a handler's stream after it returned);
-	// also Recv on a handler's stream after the handler returned.
-	ErrStreamClosed = errors.New("rpc: stream closed for sending")
+	// also Recv on a handler's stream after the handler returned. Its
+	// text says which side closed the stream, not which direction: match
+	// the variable, not the text.
+	ErrStreamClosed = errors.New("rpc: stream closed on this side")
 	// ErrTooManyStreams: the client already has the maximum number of
 	// streams open on the connection ([WithMaxStreams]).
 	ErrTooManyStreams = errors.New("rpc: too many open streams")

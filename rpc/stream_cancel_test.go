@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -440,5 +441,37 @@ func TestStreamSendAfterCancelPeerNotReading(t *testing.T) {
 				t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
 			}
 		})
+	}
+}
+
+// ErrStreamClosed's text is true of every call that returns it: Recv in
+// a goroutine a handler left running, once the handler returned, as well
+// as Send after CloseSend (it said "closed for sending" for both).
+func TestStreamClosedTextFitsRecv(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	const sLeft = 45
+	result := make(chan error, 1)
+	s.HandleStream(sLeft, func(ctx context.Context, init []byte, st *Stream) error {
+		go func() {
+			<-ctx.Done() // canceled once the handler's stream ended
+			_, err := st.Recv(nil)
+			result <- err
+		}()
+		return nil
+	})
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sLeft, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != io.EOF {
+		t.Fatalf("client's Recv: %v, want io.EOF", err)
+	}
+	err = receive(t, "the left goroutine's Recv", result)
+	if !errors.Is(err, ErrStreamClosed) {
+		t.Fatalf("Recv after the handler returned: %v, want ErrStreamClosed", err)
+	}
+	if text := err.Error(); strings.Contains(text, "sending") {
+		t.Errorf("Recv returned %q: its text speaks of sending", text)
 	}
 }
