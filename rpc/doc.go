@@ -111,7 +111,8 @@
 // call's ctx deadline travels with the request as the time left (a
 // zapcodec extension field; the handler's ctx then has that deadline and
 // is done when it passes, and a call whose deadline passed before it
-// could run is answered 504 unrun, matching context.DeadlineExceeded);
+// could run is answered 504 unrun, matching context.DeadlineExceeded; a
+// stream open so is refused with an error end 504, its handler not run);
 // [WithCap] sets the canonical cap field, read with [CapFrom];
 // [WithMetadata] adds key/value pairs (an extension field), read with
 // [MetadataFrom]. [Client.Send] returns a [Promise], on which

@@ -42,7 +42,9 @@ import (
 // own copy. ctx is done when the peer cancels the stream (an error end),
 // the connection closes, Shutdown's grace ends, or the deadline of the
 // client's ctx passes (carried in the open like a call's, see
-// [Client.Call]); [CapFrom] and [MetadataFrom] read the open's cap and
+// [Client.Call]; an open whose deadline passed before the handler could
+// run is refused with an error end 504 and the handler does not run);
+// [CapFrom] and [MetadataFrom] read the open's cap and
 // metadata ([WithCap], [WithMetadata] on the client's ctx). The stream's Send and
 // Recv may be used until the handler returns, and not after: a Send still
 // under way then (on a goroutine the handler left running) returns
@@ -102,6 +104,9 @@ const (
 	streamPanicText  = "stream handler panic"
 	streamExitText   = "stream handler exited (runtime.Goexit)"
 	streamCancelText = "canceled"
+	// streamDeadlineText: an open whose deadline passed before its
+	// handler could run (504).
+	streamDeadlineText = "deadline exceeded before the stream's handler ran"
 )
 
 // Stream is one stream, on either side. One goroutine may Send (and

@@ -35,7 +35,9 @@ type StreamEvent struct {
 	// without a handler, the refusal's: 404 no such stream method, 503 read
 	// after the go-away, as the connection closes (no end is sent) or one
 	// stream too many ([WithMaxStreams]), 431 metadata over
-	// [WithMaxMetadata], 400 malformed metadata or envelope, or stream id 0
+	// [WithMaxMetadata], 504 its deadline (the client's, carried in the
+	// open) passed before the handler could run, 400 malformed metadata or
+	// envelope, or stream id 0
 	// or the id of a stream still running (whatever else is wrong with the
 	// open; no end is sent for it). On a client: 200 for the server's clean
 	// end, the status of its error end, StatusCanceled when the ctx of
@@ -116,8 +118,8 @@ func WithStreamObserver(f StreamObserver) Option {
 type StreamStats struct {
 	// Opened counts the streams whose handler started; Refused the opens
 	// refused without a handler (no such method, too many streams, going
-	// away, malformed, stream id 0, the id of a running stream, read as
-	// the connection closes), whether or not an error end answered them
+	// away, malformed, the deadline passed, stream id 0, the id of a
+	// running stream, read as the connection closes), whether or not an error end answered them
 	// (see [StreamEvent].Status).
 	Opened, Refused uint64
 	// Active is the number of stream handlers running now.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,6 +148,38 @@ func TestStreamObserverSeesRefusedOpens(t *testing.T) {
 			return rc.LocalAddr().String(), []wire.StreamEnd{rc.recvEnd()}
 		},
 		want: refused(sEcho, 1, StatusBadRequest, 4),
+	}, {
+		name: "deadline passed before the handler could run: 504",
+		drive: func(t *testing.T, obs ServerOption, _ *streamLog) (string, []wire.StreamEnd) {
+			s, addr, _ := streamServer(t, obs)
+			const sLate = 65
+			var ran atomic.Int32
+			s.HandleStream(sLate, func(ctx context.Context, init []byte, st *Stream) error {
+				ran.Add(1)
+				return nil
+			})
+			rc := rawDial(t, addr)
+			sc := serverConnOf(t, s)
+			// The read loop parses the open, whose deadline is 1 µs after
+			// it arrived, then waits for the stream table until that has
+			// passed.
+			sc.streams.mu.Lock()
+			rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sLate, PromiseID: 1, Payload: []byte("late"), Timeout: 1}))
+			awaitLockedIn(t, "rpc.(*serverConn).streamOpen")
+			sc.streams.mu.Unlock()
+			e := rc.recvEnd()
+			if string(e.Message) != streamDeadlineText {
+				t.Errorf("end %+v, want the text %q", e, streamDeadlineText)
+			}
+			if n := ran.Load(); n != 0 {
+				t.Errorf("the handler ran %d times", n)
+			}
+			if st := s.Stats().Streams; st.Refused != 1 || st.Opened != 0 || st.OtherStatus != 0 {
+				t.Errorf("Stats.Streams %+v, want 1 refused, none opened or ended", st)
+			}
+			return rc.LocalAddr().String(), []wire.StreamEnd{e}
+		},
+		want: refused(65, 1, StatusDeadlineExceeded, 4),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log streamLog
@@ -212,4 +246,19 @@ func TestStreamObserverPanicOnRefusedOpen(t *testing.T) {
 	if l := logs.String(); strings.Count(l, "rpc: stream observer panic") != 2 || !contains(l, "observer on a refused open") {
 		t.Fatalf("panics not logged: %s", l)
 	}
+}
+
+// awaitLockedIn waits until a goroutine waits for a mutex in fn (a
+// function's name as a goroutine's stack shows it).
+func awaitLockedIn(t *testing.T, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	await(t, "a goroutine waiting for a lock in "+fn, func() bool {
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, fn+"(") && strings.Contains(g, "Mutex).Lock") {
+				return true
+			}
+		}
+		return false
+	})
 }

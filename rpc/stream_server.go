@@ -137,6 +137,7 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 // streamOpen handles a kind 3 frame: it starts the stream's handler on a
 // goroutine of its own, or refuses the open.
 func (c *serverConn) streamOpen(p []byte) bool {
+	arrived := monoNow() // the deadline counts from here, as a call's does
 	req, err := wire.ParseRequest(p)
 	malformed := ""
 	if err != nil {
@@ -210,13 +211,24 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		t.mu.Unlock()
 		return c.streamRefuse(&req, StatusUnavailable, streamTooMany, true)
 	}
+	var dl int64
+	if req.Timeout != 0 {
+		dl = deadlineAfter(arrived, req.Timeout)
+		if monoNow() >= dl {
+			// The client has given up: refused without running the
+			// handler, as a call whose deadline passed before it could
+			// run is answered 504 unrun.
+			t.mu.Unlock()
+			return c.streamRefuse(&req, StatusDeadlineExceeded, streamDeadlineText, true)
+		}
+	}
 	if t.m == nil {
 		t.m = make(map[uint32]*Stream)
 	}
 	st := newStream(t, id, req.Method)
 	var ctx context.Context = c.ctx
-	if req.Timeout != 0 {
-		ctx, st.cancel = context.WithDeadline(ctx, monoTime(deadlineAfter(monoNow(), req.Timeout)))
+	if dl != 0 {
+		ctx, st.cancel = context.WithDeadline(ctx, monoTime(dl))
 	} else {
 		ctx, st.cancel = context.WithCancel(ctx)
 	}
