@@ -145,6 +145,16 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		if errors.As(err, &se) && se.Code != 0 && se.Code != StatusOK {
 			return se.Code, append(j.resp[:0], se.Message...)
 		}
+		if c.closed.Load() {
+			if ctxErr := j.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+				// The connection is gone (the client went away, most
+				// often) and the handler returned its ctx's error, as it
+				// should: canceled, as a stream so ended is, and as
+				// gRPC-go reports it; not a handler error (logged at
+				// Error, seen as 500). No answer can reach the client.
+				return StatusCanceled, nil
+			}
+		}
 		return c.internalError(j, err)
 	}
 	return StatusOK, out

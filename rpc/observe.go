@@ -23,7 +23,10 @@ type CallEvent struct {
 	// Status is the answer's status (200 OK, 404...). On a server it is
 	// the status the answer goes out with: an answer above the largest
 	// frame is sent as an empty 500, and its event says 500 whatever the
-	// handler returned. On a client it is 0 when no answer came: Err then
+	// handler returned; a handler that returned its ctx's error once the
+	// connection was gone (the client went away, Close) is seen as
+	// [StatusCanceled], as gRPC-go reports codes.Canceled, and is not
+	// logged as a handler error (no answer goes out). On a client it is 0 when no answer came: Err then
 	// says why (ctx ended, connection closed, go-away before the call was
 	// sent...).
 	Status uint32

@@ -31,7 +31,9 @@ type StreamEvent struct {
 	// handler returned nil, the handler's status otherwise (500 for a plain
 	// error or a panic), [StatusCanceled] when the client canceled the
 	// stream (any error end from the client counts so, whatever its
-	// status), 503 when Shutdown's grace ended it; for an open refused
+	// status) or went away (the connection closed, or the client sent its
+	// last frame) and the handler returned the error that gave it (its
+	// ctx's, Recv's or Send's), as gRPC-go reports codes.Canceled, 503 when Shutdown's grace ended it; for an open refused
 	// without a handler, the refusal's: 404 no such stream method, 503 read
 	// after the go-away, as the connection closes (no end is sent) or one
 	// stream too many ([WithMaxStreams]), 431 metadata over
@@ -126,7 +128,7 @@ type StreamStats struct {
 	Active int64
 	// Ended counts the streams whose handler ended, by the status of
 	// their end (see [StreamEvent].Status): OK (200), Canceled (by the
-	// client, [StatusCanceled]), Internal (500), Unavailable (503,
+	// client, or the client went away: [StatusCanceled]), Internal (500), Unavailable (503,
 	// Shutdown) and every other status.
 	OK, Canceled, Internal, Unavailable, OtherStatus uint64
 	// MsgsIn and MsgsOut count stream messages received and sent;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -143,5 +144,96 @@ func TestStreamEndedFromOutsideNotLoggedAsHandlerError(t *testing.T) {
 	await(t, "every stream to end", func() bool { return s.streamsOpen() == 0 })
 	if n := strings.Count(logs.String(), "rpc: stream handler error"); n != 1 || !contains(logs.String(), "own failure") {
 		t.Fatalf("%d handler errors logged, want the handler's own alone:\n%s", n, logs.String())
+	}
+}
+
+// A stream whose client went away, and whose handler returns the error
+// that gave it (its ctx's once the connection closed, here by a reset;
+// Recv's once the client closed its side, a FIN, which the server cannot
+// tell from a half-close), is counted and observed as canceled
+// (StatusCanceled), as gRPC-go reports codes.Canceled on a server whose
+// client went away: it was counted Internal (500), as a handler's failure.
+func TestStreamClientGoneCountedCanceled(t *testing.T) {
+	for _, viaRecv := range []bool{false, true} {
+		var log streamLog
+		s, addr, logs := testServer(t, WithStreamObserver(log.observe))
+		started := make(chan struct{})
+		s.HandleStream(1, func(ctx context.Context, init []byte, st *Stream) error {
+			close(started)
+			if viaRecv {
+				_, err := st.Recv(nil)
+				return err
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		c := dial(t, addr)
+		if !viaRecv {
+			resetOnClose(t, c)
+		}
+		if _, err := c.OpenStream(context.Background(), 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		receive(t, "the handler to start", started)
+		c.Close()
+		await(t, "the stream's end", func() bool { return s.Stats().Streams.Active == 0 })
+		if st := s.Stats().Streams; st.Canceled != 1 || st.Internal != 0 {
+			t.Errorf("via Recv %v: Stats.Streams %+v, want 1 canceled, none internal", viaRecv, st)
+		}
+		evs := log.take()
+		if len(evs) != 2 || !evs[1].End || evs[1].Status != StatusCanceled {
+			t.Errorf("via Recv %v: events %+v, want a start and an end with status %d", viaRecv, evs, StatusCanceled)
+		}
+		if l := logs.String(); contains(l, "handler error") {
+			t.Errorf("via Recv %v: logged as a handler error:\n%s", viaRecv, l)
+		}
+	}
+}
+
+// resetOnClose makes c's Close reset its TCP connection (SO_LINGER 0): the
+// server's read fails at once, where a FIN reads as a half-close, after
+// which the server still answers the calls running.
+func resetOnClose(t *testing.T, c *Client) {
+	t.Helper()
+	tc, ok := c.nc.(*net.TCPConn)
+	if !ok {
+		t.Fatalf("the client's connection is a %T", c.nc)
+	}
+	if err := tc.SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The same for a unary call: a handler that returns its ctx's error once
+// the client's connection is gone (reset) is observed as canceled
+// (StatusCanceled), not as a handler's failure (500), and is not logged
+// as a handler error.
+func TestCallClientGoneCountedCanceled(t *testing.T) {
+	var log eventLog
+	s, addr, logs := testServer(t, WithObserver(log.observe))
+	started := make(chan struct{})
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		close(started)
+		<-ctx.Done()
+		return resp, ctx.Err()
+	})
+	c := dial(t, addr)
+	resetOnClose(t, c)
+	go c.Call(context.Background(), mSlow, nil, nil)
+	receive(t, "the handler to start", started)
+	c.Close()
+	await(t, "the call's event", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return len(log.evs) == 1
+	})
+	if ev := log.evs[0]; ev.Status != StatusCanceled {
+		t.Errorf("event %+v, want status %d", ev, StatusCanceled)
+	}
+	if st := s.Stats(); st.Internal != 0 {
+		t.Errorf("Stats %+v: a call counted internal", st)
+	}
+	if l := logs.String(); contains(l, "handler error") {
+		t.Errorf("the call was logged as a handler error:\n%s", l)
 	}
 }

@@ -411,12 +411,19 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 		// cancel, its only way to stop a server stream early; the
 		// connection closed; the deadline) and the handler returned what
 		// that made its ctx, Send or Recv return, as it should. Each such
-		// stream used to log an error. The end's status and text are as
-		// for any other error.
-		if c.s.opts.hideErrors {
-			return StatusInternal, internalErrorText
+		// stream used to log an error. The end's text is as for any other
+		// error; its status too, but for a client that went away (the
+		// connection closed, or the client sent its last frame): that is
+		// counted canceled, as gRPC-go reports codes.Canceled on a server
+		// whose client went away (it was counted Internal).
+		status := uint32(StatusInternal)
+		if c.closed.Load() || c.eof.Load() {
+			status = StatusCanceled
 		}
-		return StatusInternal, err.Error()
+		if c.s.opts.hideErrors {
+			return status, internalErrorText
+		}
+		return status, err.Error()
 	}
 	return StatusInternal, c.handlerError("rpc: stream handler error", st.method, "stream", st.id, err)
 }

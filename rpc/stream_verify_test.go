@@ -320,7 +320,9 @@ func TestStreamHostileGrants(t *testing.T) {
 
 // A peer that half-closes the connection mid-stream (no end frame) gets
 // the answers to what it sent, then an error end (its direction did not
-// end cleanly), then the close.
+// end cleanly): StatusCanceled, as for a client that went away (the
+// server cannot tell a half-close from a close; it was 500), then the
+// close.
 func TestStreamPeerHalfClosesMidStream(t *testing.T) {
 	_, addr, _ := streamServer(t)
 	rc := rawDial(t, addr)
@@ -354,8 +356,8 @@ func TestStreamPeerHalfClosesMidStream(t *testing.T) {
 			end = &e
 		}
 	}
-	if echoes != 3 || end == nil || end.ID != 1 || end.Status != StatusInternal {
-		t.Fatalf("%d echoes, end %+v; want 3 and an error end 500", echoes, end)
+	if echoes != 3 || end == nil || end.ID != 1 || end.Status != StatusCanceled {
+		t.Fatalf("%d echoes, end %+v; want 3 and an error end %d", echoes, end, StatusCanceled)
 	}
 }
 
