@@ -104,6 +104,9 @@ const (
 	streamPanicText  = "stream handler panic"
 	streamExitText   = "stream handler exited (runtime.Goexit)"
 	streamCancelText = "canceled"
+	// streamIDInUse: an open that reuses the id of a stream its client
+	// canceled, whose handler still runs (503).
+	streamIDInUse = "stream id still in use by a canceled stream"
 	// streamDeadlineText: an open whose deadline passed before its
 	// handler could run (504).
 	streamDeadlineText = "deadline exceeded before the stream's handler ran"

@@ -475,3 +475,75 @@ func TestStreamClosedTextFitsRecv(t *testing.T) {
 		t.Errorf("Recv returned %q: its text speaks of sending", text)
 	}
 }
+
+// After about 2^31 opens on one connection the client's id counter wraps;
+// a new stream may then get the id of a stream it canceled whose server
+// handler still runs (the client forgot the id at its cancel; the server
+// keeps it until the handler returns). The server refused that open
+// without an end, and the new stream waited until its ctx ended; it now
+// ends it with 503 (the id is the new stream's alone on the client, so
+// the end can reach no other), and Recv says so. The counter is set near
+// the wrap.
+func TestStreamIDWrapOntoCanceledStream(t *testing.T) {
+	s, addr, _ := streamServer(t)
+	const sStubborn = 46
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	canceled := make(chan struct{})
+	s.HandleStream(sStubborn, func(ctx context.Context, init []byte, st *Stream) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		close(canceled)
+		<-release // runs on after the client's cancel
+		return nil
+	})
+	defer close(release)
+	c := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	old, err := c.OpenStream(ctx, sStubborn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, "the first handler to start", started)
+	cancel()
+	receive(t, "the server to see the cancel", canceled)
+	c.streams.mu.Lock()
+	c.streams.next = 1<<32 - 3 // two opens before the wrap
+	c.streams.mu.Unlock()
+	for range 2 {
+		st, err := c.OpenStream(context.Background(), sCount, u32msg(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs, err := recvAll(st); len(msgs) != 1 || err != io.EOF {
+			t.Fatalf("stream %d: %d messages, %v", st.ID(), len(msgs), err)
+		}
+	}
+	st, err := c.OpenStream(context.Background(), sCount, u32msg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ID() != old.ID() {
+		t.Fatalf("stream id %d after the wrap, want the canceled stream's %d", st.ID(), old.ID())
+	}
+	type result struct {
+		msgs int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		msgs, err := recvAll(st)
+		done <- result{len(msgs), err}
+	}()
+	r := receive(t, "the stream that reuses a running stream's id to end", done)
+	if Code(r.err) != StatusUnavailable || r.msgs != 0 {
+		t.Fatalf("%d messages, %v; want none and status %d", r.msgs, r.err, StatusUnavailable)
+	}
+	// The next id is free on both sides.
+	st, err = c.OpenStream(context.Background(), sCount, u32msg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := recvAll(st); len(msgs) != 1 || err != io.EOF {
+		t.Fatalf("stream %d: %d messages, %v", st.ID(), len(msgs), err)
+	}
+}

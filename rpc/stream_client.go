@@ -36,7 +36,11 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // frame, which a canonical server ignores).
 //
 // Stream ids are odd, counted from 1, and never those of a stream still
-// open on the connection; unary calls have their own promise ids.
+// open on the connection; unary calls have their own promise ids. After
+// about 2^31 opens on one connection the count wraps, and a stream may
+// get the id of one canceled earlier whose server handler still runs: a
+// zapcodec server ends it with status 503 (Recv returns it), and the
+// next open gets another id.
 //
 // ctx bounds the whole stream: when it ends before the stream does, the
 // client sends an error end with [StatusCanceled] (the server handler's

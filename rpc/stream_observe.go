@@ -33,18 +33,20 @@ type StreamEvent struct {
 	// stream (any error end from the client counts so, whatever its
 	// status) or went away (the connection closed, or the client sent its
 	// last frame) and the handler returned the error that gave it (its
-	// ctx's, Recv's or Send's), as gRPC-go reports codes.Canceled, 503 when Shutdown's grace ended it; for an open refused
-	// without a handler, the refusal's: 404 no such stream method, 503 read
-	// after the go-away, as the connection closes (no end is sent) or one
-	// stream too many ([WithMaxStreams]), 431 metadata over
-	// [WithMaxMetadata], 504 its deadline (the client's, carried in the
-	// open) passed before the handler could run, 400 malformed metadata or
-	// envelope, or stream id 0
-	// or the id of a stream still running (whatever else is wrong with the
-	// open; no end is sent for it). On a client: 200 for the server's clean
-	// end, the status of its error end, StatusCanceled when the ctx of
-	// OpenStream ended first, 0 when no end came (Err says why: the
-	// connection closed, the open could not be sent).
+	// ctx's, Recv's or Send's), as gRPC-go reports codes.Canceled, 503 when
+	// Shutdown's grace ended it; for an open refused without a handler, the
+	// refusal's: 404 no such stream method, 503 read after the go-away, as
+	// the connection closes (no end is sent), one stream too many
+	// ([WithMaxStreams]) or reusing the id of a stream the client canceled
+	// whose handler still runs (after the client's id counter wrapped), 431
+	// metadata over [WithMaxMetadata], 504 its deadline (the client's,
+	// carried in the open) passed before the handler could run, 400
+	// malformed metadata or envelope, or stream id 0 or the id of a stream
+	// still running that the client did not cancel (whatever else is wrong
+	// with the open; no end is sent for it). On a client: 200 for the
+	// server's clean end, the status of its error end, StatusCanceled when
+	// the ctx of OpenStream ended first, 0 when no end came (Err says why:
+	// the connection closed, the open could not be sent).
 	Status uint32
 	// Err is, on a client's end event, the error the stream ended with
 	// (nil for a clean end); nil on a server.

@@ -197,13 +197,22 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		c.streamUnanswered(&req, StatusUnavailable)
 		return false
 	}
-	if _, used := t.m[id]; used {
+	if old, used := t.m[id]; used {
+		t.mu.Unlock()
+		if old.canceledByPeer() {
+			// The client canceled the stream that has the id, whose
+			// handler still runs, and then reused the id (its counter
+			// wrapped after 2^31 opens): it forgot the old stream at
+			// its cancel, so an end reaches the new one alone. Refused
+			// with 503 (a new open gets a new id) rather than left
+			// waiting until its ctx ends.
+			return c.streamRefuse(&req, StatusUnavailable, streamIDInUse, true)
+		}
 		// A peer reusing the id of a stream still running (a zapcodec
 		// client skips the ids still open): an end would end that
 		// stream on the peer, so the open is refused without one, and
 		// the running stream goes on. streamRefuse does the same for
 		// an open it would refuse for another reason.
-		t.mu.Unlock()
 		c.streamUnanswered(&req, StatusBadRequest)
 		return true
 	}
@@ -290,12 +299,13 @@ var interruptedSends atomic.Int64
 // too); an open that reuses the id of a running stream gets no end and
 // status 400 instead. It reports false when the connection broke.
 func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all bool) bool {
-	if c.streams.lookup(r.PromiseID) != nil {
+	if old := c.streams.lookup(r.PromiseID); old != nil && !old.canceledByPeer() {
 		// The open reuses the id of a stream still running: its end
 		// would end that stream on the peer. It is refused as such,
 		// without an end (see streamOpen), whatever else is wrong with
 		// it. Checked here, not before every open: an open taken on
-		// looks at the set once.
+		// looks at the set once. (A stream the client canceled is one
+		// it forgot: the end reaches the new open alone.)
 		c.streamUnanswered(r, StatusBadRequest)
 		return true
 	}
@@ -304,6 +314,15 @@ func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, a
 		return true
 	}
 	return c.endOwed(wire.AppendStreamEndError(c.out.begin(wire.KindStreamEnd), r.PromiseID, status, text))
+}
+
+// canceledByPeer reports whether the client canceled st (its error end
+// came): the client has forgotten the stream, whose handler may still
+// run.
+func (st *Stream) canceledByPeer() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.acct.status == StatusCanceled
 }
 
 // streamUnanswered counts the open r refused with status (and its initial
