@@ -787,8 +787,7 @@ func (c *Client) setEndpoints(eps []Endpoint) error {
 	}
 	for a, r := range c.replicas {
 		if _, ok := want[a]; !ok && !r.removed.Load() {
-			r.removed.Store(true)
-			r.poke()
+			r.remove()
 		}
 	}
 	for a, w := range want {

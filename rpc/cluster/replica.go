@@ -35,9 +35,13 @@ func (s repState) String() string {
 // connections, probes it, ejects it and admits it again; callers only
 // mark things (a connection gone, a failed call) and poke it.
 type replica struct {
-	c        *Client
-	addr     string
-	kick     chan struct{}
+	c    *Client
+	addr string
+	kick chan struct{}
+	// ctx ends when the replica is removed or the client closes: its
+	// dials, probes and back-off end with it.
+	ctx      context.Context
+	cancel   context.CancelFunc
 	removed  atomic.Bool  // no longer in the resolver's set
 	fails    atomic.Int32 // calls in a row that failed
 	ejectReq atomic.Bool  // fails reached the threshold
@@ -62,7 +66,19 @@ type replica struct {
 var errDraining = errors.New("cluster: replica is draining")
 
 func newReplica(c *Client, addr string) *replica {
-	return &replica{c: c, addr: addr, kick: make(chan struct{}, 1), conns: make([]*Conn, c.o.connsPer)}
+	r := &replica{c: c, addr: addr, kick: make(chan struct{}, 1), conns: make([]*Conn, c.o.connsPer)}
+	r.ctx, r.cancel = context.WithCancel(c.ctx)
+	return r
+}
+
+// remove marks the replica removed from the resolver's set and ends what
+// it is waiting for (a dial, a probe, its back-off), so that a set that
+// flaps does not leave a dial or a probe per removed replica running for
+// the health timeout. Called with c.mu held.
+func (r *replica) remove() {
+	r.removed.Store(true)
+	r.cancel()
+	r.poke()
 }
 
 func (r *replica) poke() {
@@ -137,6 +153,7 @@ func (r *replica) run() {
 	c := r.c
 	defer c.wg.Done()
 	defer r.exit()
+	defer r.cancel()
 	health := time.NewTicker(c.o.healthInterval)
 	defer health.Stop()
 	// recheck: the last health check could not be made (its connection
@@ -144,7 +161,7 @@ func (r *replica) run() {
 	// its place before that one gets calls, and that probe is the check.
 	recheck := false
 	for {
-		if r.removed.Load() || c.ctx.Err() != nil {
+		if r.ctx.Err() != nil { // removed, or the client closed
 			return
 		}
 		if r.ejectReq.Swap(false) {
@@ -167,7 +184,7 @@ func (r *replica) run() {
 			health.Reset(c.o.healthInterval)
 		}
 		if err != nil {
-			if r.removed.Load() || c.ctx.Err() != nil {
+			if r.ctx.Err() != nil {
 				return
 			}
 			if err != errEjected {
@@ -179,11 +196,14 @@ func (r *replica) run() {
 			continue
 		}
 		select {
-		case <-c.ctx.Done():
+		case <-r.ctx.Done():
 			return
 		case <-r.kick:
 		case <-health.C:
 			err := r.check()
+			if r.ctx.Err() != nil {
+				return // the check was cut short: removed, or the client closed
+			}
 			if err == errNotChecked {
 				r.notPassed()
 				recheck = true
@@ -241,7 +261,7 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 		}
 		if probe {
 			if err := r.probe(rc); err != nil {
-				if !ready || rc.Closed() {
+				if !ready || rc.Closed() || r.ctx.Err() != nil {
 					rc.Close()
 					return false, err
 				}
@@ -286,7 +306,7 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 }
 
 func (r *replica) dial() (*rpc.Client, error) {
-	ctx, cancel := context.WithTimeout(r.c.ctx, r.c.o.healthTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.c.o.healthTimeout)
 	defer cancel()
 	return rpc.Dial(ctx, r.c.o.network, r.addr, r.c.o.clientOpts...)
 }
@@ -297,7 +317,7 @@ func (r *replica) dial() (*rpc.Client, error) {
 // check, rpc.HealthUnknown included (a zapcodec server answers the status
 // set, unknown too, and 404 only for a service it never knew).
 func (r *replica) probe(rc *rpc.Client) error {
-	ctx, cancel := context.WithTimeout(r.c.ctx, r.c.o.healthTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.c.o.healthTimeout)
 	defer cancel()
 	st, err := rpc.CheckHealth(ctx, rc, r.c.o.healthService)
 	if err != nil {
@@ -421,14 +441,11 @@ func (r *replica) backoff() bool {
 	defer t.Stop()
 	for {
 		select {
-		case <-c.ctx.Done():
+		case <-r.ctx.Done(): // removed, or the client closed
 			return false
 		case <-t.C:
-			return !r.removed.Load()
+			return r.ctx.Err() == nil
 		case <-r.kick:
-			if r.removed.Load() {
-				return false
-			}
 		}
 	}
 }

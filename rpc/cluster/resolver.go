@@ -17,7 +17,8 @@ import (
 // then every refresh interval ([WithRefresh]) and soon after a
 // connection to a replica fails. Each result is the complete set: an
 // address missing from it is removed (its connections finish their calls
-// and close), a new one is dialed, health-checked and admitted. An
+// and close; a dial or health check to it under way is given up at
+// once), a new one is dialed, health-checked and admitted. An
 // error, an empty set or one of more addresses than [WithMaxReplicas]
 // allows keeps the addresses the client has (a DNS server that hiccups
 // must not empty the service); at Dial the client starts with no replica
