@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -763,21 +764,27 @@ func (c *Client) publishLocked() {
 }
 
 // setEndpoints makes the replicas those of eps, with their weights. An
-// address given twice counts once, with its first weight. It fails,
+// address given twice counts once, with its first weight, and so do the
+// spellings of one IP address and port (see canonicalAddr). It fails,
 // changing nothing, when eps holds more addresses than WithMaxReplicas
 // allows.
 func (c *Client) setEndpoints(eps []Endpoint) error {
 	want := make(map[string]float64, min(len(eps), c.o.maxReplicas+1))
+	unix := strings.HasPrefix(c.o.network, "unix") // paths, as given
 	for _, ep := range eps {
 		w := ep.Weight
 		if !(w > 0) || math.IsInf(w, 1) {
 			w = 1
 		}
-		if _, dup := want[ep.Addr]; !dup {
+		a := ep.Addr
+		if !unix {
+			a = canonicalAddr(a)
+		}
+		if _, dup := want[a]; !dup {
 			if len(want) == c.o.maxReplicas {
 				return fmt.Errorf("more than %d addresses, the most the client keeps (WithMaxReplicas)", c.o.maxReplicas)
 			}
-			want[ep.Addr] = w
+			want[a] = w
 		}
 	}
 	c.mu.Lock()

@@ -13,7 +13,12 @@ import (
 )
 
 // Resolver gives the addresses ("host:port", or paths with the "unix"
-// network) of a service's replicas. The client calls Resolve at [Dial],
+// network) of a service's replicas. An address given twice counts once,
+// and so do the spellings of one IP address and port ("[::ffff:10.0.0.1]:80"
+// is "10.0.0.1:80", "[2001:DB8:0::1]:80" is "[2001:db8::1]:80"; the client
+// keys its replicas, names them in [Client.Stats] and dials them by the
+// spelling of net/netip); a host name is not looked up, and it and its
+// address are two replicas. The client calls Resolve at [Dial],
 // then every refresh interval ([WithRefresh]) and soon after a
 // connection to a replica fails. Each result is the complete set: an
 // address missing from it is removed (its connections finish their calls
@@ -367,6 +372,19 @@ func lookupTargets(ctx context.Context, r lookuper, network, name string, recs [
 func isNotFound(err error) bool {
 	var de *net.DNSError
 	return errors.As(err, &de) && de.IsNotFound
+}
+
+// canonicalAddr returns the spelling of an address the client keys its
+// replicas by: an IP address and port as net/netip writes them (lower
+// case, zeros compressed, an IPv4-mapped IPv6 address as IPv4, the port
+// without leading zeros), so that the spellings of one address make one
+// replica; anything else (a host name, a socket path) as given.
+func canonicalAddr(a string) string {
+	ap, err := netip.ParseAddrPort(a)
+	if err != nil {
+		return a
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
 }
 
 // resolveEndpoints asks res for the addresses, with their weights when it
