@@ -205,3 +205,27 @@ func chanClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// A second Close, made while the first waits for the background work to
+// end, returns once it has ended too, as Close promises: it returned at
+// once, with the replicas' goroutines and connections still running.
+func TestSecondCloseWaits(t *testing.T) {
+	r := startReplica(t, "127.0.0.1")
+	d := &slowCloseDialer{release: make(chan struct{})}
+	var released atomic.Bool
+	release := sync.OnceFunc(func() { released.Store(true); close(d.release) })
+	t.Cleanup(release)
+	c := dialT(t, r.addr, WithClientOptions(rpc.WithDialer(d)))
+	first := make(chan struct{})
+	go func() { c.Close(); close(first) }()
+	await(t, "the connection's Close to begin", func() bool { return d.closing.Load() >= 1 })
+	second := make(chan bool, 1)
+	go func() { c.Close(); second <- released.Load() }()
+	// Give the second Close time to return, if it does not wait.
+	time.Sleep(50 * time.Millisecond)
+	release()
+	if !receive(t, "the second Close", second) {
+		t.Fatal("a second Close returned while the first still waited for the connections to close")
+	}
+	receive(t, "the first Close", first)
+}

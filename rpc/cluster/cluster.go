@@ -55,6 +55,8 @@ type Client struct {
 	// resolveLoop alone (see resolve).
 	resolving *resolveCall
 
+	closeDone chan struct{} // closed when Close has finished
+
 	mu        sync.Mutex
 	closed    bool
 	replicas  map[string]*replica
@@ -168,6 +170,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 		readyCh:    make(chan struct{}),
 		firstCh:    make(chan struct{}),
 		resolveNow: make(chan struct{}, 1),
+		closeDone:  make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ready.Store(&readySet{conns: []*Conn{}})
@@ -914,11 +917,13 @@ func (c *Client) resolveLoop() {
 // health checks) ends before Close returns. The resolver's own calls are
 // not waited for: their ctx is done, and a Resolve (or Watch) that
 // ignores it finishes on its own goroutine, its answer unused; Close
-// returns all the same.
+// returns all the same. A Close made while another runs returns when
+// that one does.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.closeDone
 		return nil
 	}
 	c.closed = true
@@ -945,6 +950,7 @@ func (c *Client) Close() error {
 		cn.close()
 	}
 	c.wg.Wait()
+	close(c.closeDone)
 	return nil
 }
 
