@@ -248,6 +248,14 @@ func (c *Client) resolve(ctx context.Context) ([]Endpoint, error) {
 		rc = &resolveCall{done: make(chan struct{})}
 		go func() {
 			defer close(rc.done)
+			// On the client's goroutine, a resolver's panic would end
+			// the program, with no caller to recover it: it fails this
+			// resolution instead, as an error does.
+			defer func() {
+				if p := recover(); p != nil {
+					rc.eps, rc.err = nil, fmt.Errorf("the resolver panicked: %v", p)
+				}
+			}()
 			rc.eps, rc.err = resolveEndpoints(ctx, c.res)
 		}()
 	}

@@ -36,7 +36,10 @@ import (
 // is done, so a Resolve that ignores ctx holds neither [Dial] nor
 // [Client.Close]: it is left to finish on its own, and meanwhile the
 // client does not call it again (the next resolution waits for that
-// call's answer instead, within its own time).
+// call's answer instead, within its own time). A Resolve that panics
+// fails that resolution, the panic's value in the error ("the resolver
+// panicked: ..."), rather than ending the program from the client's
+// goroutine.
 type Resolver interface {
 	Resolve(ctx context.Context) ([]string, error)
 }
