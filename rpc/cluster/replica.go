@@ -246,12 +246,16 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 			// Gone as soon as it came: back off rather than redial in a
 			// loop (a server that sends go-away on every connection, or
 			// refuses every call unrun).
+			// Going away first: a call that met the go-away before it
+			// was written marked the connection refused too, and
+			// "refused a call unrun" is the sign of a server that
+			// refuses calls with no go-away (broken or hostile).
 			why := "lost"
 			switch {
-			case cn.refused.Load():
-				why = "refused a call unrun"
 			case cn.rc.Draining():
 				why = "went away"
+			case cn.refused.Load():
+				why = "refused a call unrun"
 			}
 			return false, fmt.Errorf("cluster: connection %s %v after it was made", why, time.Since(cn.born).Round(time.Millisecond))
 		}
