@@ -64,6 +64,11 @@ const (
 	// DefaultMaxReplicas is the most addresses a client keeps replicas
 	// for (see [WithMaxReplicas]).
 	DefaultMaxReplicas = 1024
+	// MaxConnsPerReplica is the most connections a client keeps to one
+	// replica ([WithConnsPerReplica]): each is a socket, a goroutine and
+	// a dial, and a few multiplexed connections carry all the calls one
+	// client makes.
+	MaxConnsPerReplica = 1024
 	// DefaultDrainTimeout is how long a connection that gets no more calls
 	// (its replica removed or ejected, or its server going away) is kept
 	// for the answers of its calls before it is closed anyway.
@@ -200,13 +205,14 @@ func WithBalancer(b Balancer) Option {
 }
 
 // WithConnsPerReplica sets how many connections the client keeps to each
-// replica (default 1). One multiplexed connection carries many calls at
+// replica (default 1; n <= 0 keeps it; more than [MaxConnsPerReplica]
+// counts as that many). One multiplexed connection carries many calls at
 // once; more help when one connection's read loop or socket is the
 // bottleneck (large answers, a replica with many cores and few clients).
 func WithConnsPerReplica(n int) Option {
 	return optionFunc(func(o *options) {
 		if n > 0 {
-			o.connsPer = n
+			o.connsPer = min(n, MaxConnsPerReplica)
 		}
 	})
 }
