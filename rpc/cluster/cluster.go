@@ -208,14 +208,35 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	// Close change nothing (setEndpoints).
 	switch w := res.(type) {
 	case WeightedWatcher:
-		go w.WatchWeighted(c.ctx, c.update)
+		go c.watch(func() { w.WatchWeighted(c.ctx, c.update) })
 	case Watcher:
-		go w.Watch(c.ctx, func(addrs []string) { c.update(unweighted(addrs)) })
+		go c.watch(func() { w.Watch(c.ctx, func(addrs []string) { c.update(unweighted(addrs)) }) })
 	default:
 		c.wg.Add(1)
 		go c.resolveLoop()
 	}
 	return c, nil
+}
+
+// watch runs a watcher's Watch. One that returns, or panics, before the
+// client is closed (a registry's stream that ended) would leave the
+// client with its set as it last was, for good: the client polls the
+// watcher's Resolve from then on, as a plain Resolver's.
+func (c *Client) watch(run func()) {
+	defer func() {
+		p := recover()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		if p != nil {
+			c.lastErr = fmt.Errorf("cluster: the watcher of %s panicked: %v; polling it instead", c.target, p)
+		}
+		c.wg.Add(1)
+		go c.resolveLoop()
+	}()
+	run()
 }
 
 // resolveCall is one call of the resolver, made in a goroutine of its

@@ -28,7 +28,8 @@
 // give it a share of the calls in proportion),
 // "static:///...". A polled resolver is asked again every [WithRefresh]
 // and soon after a connection fails; a [Watcher] (a service registry, or
-// [Push]) pushes its changes instead, a [WeightedWatcher] with weights.
+// [Push]) pushes its changes instead, a [WeightedWatcher] with weights
+// (and is polled once its Watch has returned).
 // Only the standard library's net.Resolver is used; a DNS server can be
 // named in the target ("dns://10.0.0.2:53/name:port"). A set of more
 // addresses than [WithMaxReplicas] allows (1024 by default) is refused

@@ -235,7 +235,7 @@ func WithMaxReplicas(n int) Option {
 
 // WithRefresh sets how often a polled resolver is asked again (default
 // [DefaultRefresh]); a connection failure asks it sooner, at most once per
-// min(d, 1 s). A [Watcher] is not polled.
+// min(d, 1 s). A [Watcher] is not polled while its Watch runs.
 func WithRefresh(d time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if d > 0 {

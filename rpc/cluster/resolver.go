@@ -68,8 +68,12 @@ type WeightedResolver interface {
 // etcd, Kubernetes endpoints) that learns of a change calls update with
 // the complete new set, without the client asking. A client whose
 // resolver is a Watcher calls Resolve once, at Dial, then runs Watch in a
-// goroutine of its own until it is closed (ctx is then done) and never
-// polls. Watch should return once ctx is done; [Client.Close] does not
+// goroutine of its own until it is closed (ctx is then done), and does
+// not poll while Watch runs. A Watch that returns, or panics, before
+// then (a registry's stream that ended) leaves the client polling
+// Resolve every refresh interval ([WithRefresh]) from then on, as a
+// plain Resolver's (a panic is told in [Client.Stats]' LastError).
+// Watch should return once ctx is done; [Client.Close] does not
 // wait for it, and an update after Close changes nothing. Watch should call update once at its start with the current set
 // (a change between Resolve and Watch would be lost otherwise); the rules
 // of an update's set are those of Resolve's result. update may be called
