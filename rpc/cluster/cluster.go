@@ -654,7 +654,7 @@ func (c *Client) account(cn *Conn, err error, live bool) {
 		// one failed call, however many calls it had in flight.
 		if !cn.closedUs.Load() && !c.isClosed() {
 			if cn.broke.CompareAndSwap(false, true) {
-				r.failed()
+				r.failed(err)
 			}
 			c.drop(cn)
 		}
@@ -668,7 +668,7 @@ func (c *Client) account(cn *Conn, err error, live bool) {
 		// deadline that had passed before the call was sent (the call
 		// never left) says nothing about the replica.
 		if live {
-			r.failed()
+			r.failed(err)
 		}
 	case errors.Is(err, context.Canceled):
 		// The caller gave up: says nothing about the replica.
@@ -681,7 +681,7 @@ func (c *Client) account(cn *Conn, err error, live bool) {
 		var se *rpc.StatusError
 		if errors.As(err, &se) {
 			if se.Code >= 500 || rpc.IsNoSuchMethod(err) {
-				r.failed()
+				r.failed(err)
 			} else {
 				r.ok()
 			}

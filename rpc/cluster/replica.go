@@ -42,9 +42,10 @@ type replica struct {
 	// dials, probes and back-off end with it.
 	ctx      context.Context
 	cancel   context.CancelFunc
-	removed  atomic.Bool  // no longer in the resolver's set
-	fails    atomic.Int32 // calls in a row that failed
-	ejectReq atomic.Bool  // fails reached the threshold
+	removed  atomic.Bool           // no longer in the resolver's set
+	fails    atomic.Int32          // calls in a row that failed
+	ejectReq atomic.Bool           // fails reached the threshold
+	lastFail atomic.Pointer[error] // the error of the call that set ejectReq
 	// rejoined: admitted again after an ejection, and no call answered
 	// since; the first answered call ends the row of ejections (ok).
 	rejoined atomic.Bool
@@ -138,13 +139,27 @@ func (r *replica) notPassed() {
 	c.mu.Unlock()
 }
 
-// failed notes a call that failed because of the replica.
-func (r *replica) failed() {
+// failed notes a call that failed with err because of the replica. The
+// failure that asks for an ejection keeps its error, which the ejection
+// gives as the reason (see lastFail).
+func (r *replica) failed(err error) {
 	n := r.fails.Add(1)
 	if after := r.c.o.ejectAfter; after > 0 && int(n) >= after && !r.ejectReq.Load() {
+		e := err // on the heap only here, once per ejection asked for
+		r.lastFail.Store(&e)
 		r.ejectReq.Store(true)
 		r.poke()
 	}
+}
+
+// failuresErr is the reason of an ejection for failed calls: how many
+// failed in a row, and the error of the one that asked for it.
+func (r *replica) failuresErr() error {
+	n := r.fails.Load()
+	if p := r.lastFail.Load(); p != nil && *p != nil {
+		return fmt.Errorf("cluster: %d calls in a row failed, the last with: %w", n, *p)
+	}
+	return fmt.Errorf("cluster: %d calls in a row failed", n)
 }
 
 // run is the replica's life: connect and probe, serve, check, eject and
@@ -165,7 +180,7 @@ func (r *replica) run() {
 			return
 		}
 		if r.ejectReq.Swap(false) {
-			if r.ejectCapped(fmt.Errorf("cluster: %d calls in a row failed", r.fails.Load())) {
+			if r.ejectCapped(r.failuresErr()) {
 				recheck = false
 				if !r.backoff() {
 					return
