@@ -1010,6 +1010,9 @@ type Stats struct {
 
 // ReplicaStats describes one replica.
 type ReplicaStats struct {
+	// Addr is the replica's address as the client dials it: as the
+	// resolver gave it, but an IP address and port spelled as net/netip
+	// spells them (see [Resolver]).
 	Addr string
 	// State is "ready" (gets calls), "connecting" (dialing or probing
 	// before its first admission) or "ejected".
