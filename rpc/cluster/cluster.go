@@ -186,7 +186,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	eps, err := c.resolve(rctx)
 	rcancel()
 	if err == nil && len(eps) == 0 {
-		err = errors.New("no address")
+		err = errNoAddress
 	}
 	if err == nil {
 		err = c.setEndpoints(eps)
@@ -289,14 +289,20 @@ func (c *Client) resolve(ctx context.Context) ([]Endpoint, error) {
 	}
 }
 
-// update takes a set a watcher pushed.
+// errNoAddress is the error of a resolution, or an update, that gave no
+// address.
+var errNoAddress = errors.New("no address")
+
+// update takes a set a watcher pushed. One with no address keeps the
+// replicas and counts as a failed resolution, as a Resolve that gives
+// none does.
 func (c *Client) update(eps []Endpoint) {
 	c.resolves.Add(1)
-	if len(eps) == 0 {
-		c.resolveErrs.Add(1)
-		return
+	err := errNoAddress
+	if len(eps) > 0 {
+		err = c.setEndpoints(eps)
 	}
-	if err := c.setEndpoints(eps); err != nil {
+	if err != nil {
 		c.resolveErrs.Add(1)
 		c.mu.Lock()
 		c.lastErr = fmt.Errorf("cluster: update of %s: %w", c.target, err)
@@ -920,7 +926,7 @@ func (c *Client) resolveLoop() {
 		last = time.Now()
 		c.resolves.Add(1)
 		if err == nil && len(eps) == 0 {
-			err = errors.New("no address")
+			err = errNoAddress
 		}
 		if err == nil {
 			err = c.setEndpoints(eps)
