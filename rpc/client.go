@@ -268,7 +268,6 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 	// takes the outbox's lock, which broke holds: in a goroutine).
 	c.out.soleDL = true
 	c.out.keepWriter = true // the beat ends it when idle (Client.beat)
-	c.out.bounded = true    // each write in all, not only between bytes taken (writeLimit)
 	c.out.onBreak = func(err error) { go c.fail(err) }
 	c.streams.setup(&c.out, o.streamWindow, o.maxStreams)
 	c.streams.cl = c

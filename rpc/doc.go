@@ -80,8 +80,8 @@
 // does (a write blocked by a peer that does not read is finished by
 // another goroutine, or the request is not sent at all when the queue is
 // full). A peer that takes no byte of a write for [DefaultWriteTimeout]
-// (30 s, both sides, [WithWriteTimeout]) loses its connection, and so,
-// on a client, does one that takes a write slower than 16 KiB/s in all;
+// (30 s, both sides, [WithWriteTimeout]) loses its connection, and so
+// does one that takes a write slower than 16 KiB/s in all;
 // a client with calls outstanding that receives no whole frame (nor
 // bytes at 16 KiB/s or faster) for [DefaultAnswerTimeout] (60 s,
 // [WithAnswerTimeout]) closes the connection, as does one whose

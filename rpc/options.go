@@ -46,9 +46,9 @@ const (
 	// acknowledged within 20 s, and net/http, whose WriteTimeout defaults
 	// to none, is routinely deployed with 10-60 s. Because the timer
 	// restarts on every byte taken, a slow but live reader is never cut:
-	// a 16 MiB answer to a reader taking 10 MiB/s completes. (A client's
-	// write also has a bound in all, the timeout plus a second per 16
-	// KiB: a reader at 16 KiB/s or faster is not cut by it.)
+	// a 16 MiB answer to a reader taking 10 MiB/s completes. (Each write
+	// also has a bound in all, on both sides, the timeout plus a second
+	// per 16 KiB: a reader at 16 KiB/s or faster is not cut by it.)
 	DefaultWriteTimeout = 30 * time.Second
 	// DefaultAnswerTimeout is how long a client waits, while it has calls
 	// outstanding (waiting or abandoned), without a sign of life from the
@@ -249,14 +249,15 @@ func checkFraming(opts []frame.Option) error {
 // Default DefaultWriteTimeout (30 s); d <= 0 means no limit (beyond 36
 // years: 36 years).
 //
-// On a client each write (a batch of frames, up to 4 MiB plus one frame)
-// is also bounded in all: d plus a second per 16 KiB it carries (the
-// server's default [WithMinReadRate]), counted from its start when it
-// runs under a deadline (a call whose ctx can end), else from when it had
-// run about d, so a peer that takes a byte now and then, each within d,
-// is dropped too (its calls fail with ErrClosed) instead of holding the
-// write, and the calls behind it, for ever. A reader at 16 KiB/s or
-// faster is not cut.
+// Each write (a batch of frames, up to 4 MiB plus one frame), on both
+// sides, is also bounded in all: d plus a second per 16 KiB it carries
+// (the server's default [WithMinReadRate]), counted from its start or at
+// most about d later (a write that completes within d reads no clock
+// for it), so a peer that takes a byte now and then, each within d, is
+// dropped too instead of holding the write, and the calls or answers
+// behind it, for ever: a client's calls fail with ErrClosed, a server
+// closes the connection (logged) and its other connections go on. A
+// reader at 16 KiB/s or faster is not cut.
 //
 // Writes never hold up the goroutines that only queue frames: up to 4 MiB
 // waits per connection (a frame is queued while less than that waits, so

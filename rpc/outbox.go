@@ -86,28 +86,40 @@ const writerIdle = time.Second
 // write timeout.
 var errWriteTimeout = errors.New("rpc: write timeout: the peer does not read")
 
-// errWriteTooSlow breaks a client's connection whose peer took so few
-// bytes of a write that its bound in all passed (see writeLimit).
+// errWriteTooSlow breaks a connection whose peer took so few bytes of a
+// write that its bound in all passed (see writeBound).
 var errWriteTooSlow = fmt.Errorf("%w (in all: it takes the bytes slower than %d bytes/s)", errWriteTimeout, minWriteRate)
 
-// minWriteRate is the least rate, in bytes per second, at which a
-// client's write earns more time beyond the write timeout (see
-// writeLimit): the rate at which a server's read earns it by default
-// (DefaultMinReadRate, 16 KiB/s).
+// minWriteRate is the least rate, in bytes per second, at which a write
+// earns more time beyond the write timeout (see writeBound): the rate at
+// which a server's read earns it by default (DefaultMinReadRate,
+// 16 KiB/s).
 const minWriteRate = DefaultMinReadRate
 
-// writeLimit returns the time by which a bounded outbox's write of n
-// bytes (the rest of it, from now on) must end: the write timeout plus a
-// second per minWriteRate bytes from now. limit is the one the write has
-// already (kept), zero none; the zero time when the outbox is not
-// bounded. A write sets it at its first clock reading: at its start when
-// it runs under a deadline, else when the beat interrupted it (a write
-// timeout or more after its start, see watchWrite).
+// writeBound is the time a write of n bytes has in all, on either side,
+// however its bytes are taken: the write timeout plus a second per
+// minWriteRate bytes. So a peer that takes a byte now and then, each
+// within the write timeout, cannot hold a write (and everything queued
+// behind it) for ever. Only for a write timeout > 0.
+func (o *outbox) writeBound(n int) time.Duration {
+	return min(o.timeout+time.Duration(n)*(time.Second/minWriteRate), maxLimit)
+}
+
+// writeLimit returns the time by which a write of n bytes (the rest of
+// it, from now on) must end: writeBound(n) from now. limit is the one the
+// write has already (kept), zero none; the zero time without a write
+// timeout. A write under socket deadlines (outbox.write) sets it at its
+// first clock reading, which the fast path (a write that completes at
+// once under a deadline kept from an earlier one) never makes: at its
+// start when it arms a deadline then, else when a deadline cut it (a
+// write timeout at most after its start) or the beat interrupted it (a
+// write timeout or more after its start, see watchWrite). A write the
+// watchdog's scans watch counts it from its start (see writeWatched).
 func (o *outbox) writeLimit(limit, now time.Time, n int) time.Time {
-	if !limit.IsZero() || !o.bounded || o.timeout <= 0 {
+	if !limit.IsZero() || o.timeout <= 0 {
 		return limit
 	}
-	return now.Add(min(o.timeout+time.Duration(n)*(time.Second/minWriteRate), maxLimit))
+	return now.Add(o.writeBound(n))
 }
 
 // outbox is the write side of a connection, shared by every goroutine that
@@ -176,12 +188,6 @@ type outbox struct {
 	// wrIdle: no hand-over to the writer goroutine since the beat's last
 	// look (endIdleWriter sets it, handToWriter clears it).
 	wrIdle bool
-	// bounded (a client's; set before the first write): each write is
-	// bounded in all, not only between the bytes taken (see writeLimit),
-	// so that a peer that takes a byte now and then, each within the
-	// write timeout, cannot hold it for ever. Off: no such bound (a
-	// server's).
-	bounded bool
 	// keepWriter (a client's; set before the first write): the writer
 	// goroutine waits between hand-overs until the beat finds it idle;
 	// without it (a server's) each hand-over has a goroutine that ends
@@ -813,10 +819,10 @@ func (o *outbox) halt(err error) (first bool) {
 // Deadlines: a write that takes no byte for the write timeout fails with
 // errWriteTimeout. With a ctx, the socket's write deadline is also set to
 // ctx's deadline (or, for a ctx without one, to cancelPoll ahead, to look
-// at it again), so a blocked write returns when ctx ends. On a bounded
-// outbox (a client's) the write also has a bound in all (writeLimit),
-// set at its first clock reading and kept in the socket's deadline: past
-// it the write fails with errWriteTooSlow, however many bytes it took.
+// at it again), so a blocked write returns when ctx ends. With a write
+// timeout, the write also has a bound in all (writeLimit), set at its
+// first clock reading and kept in the socket's deadline: past it the
+// write fails with errWriteTooSlow, however many bytes it took.
 //
 // Without a ctx, on a watched outbox (a client's), the write sets no
 // deadline at all (it takes one left by an earlier write off): the beat
@@ -858,9 +864,10 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 		// wdListed is read; the scan that takes the connection off the
 		// list clears wdListed before it reads wsince: one of the two
 		// sees the other.
-		o.wsince.Store(monoNow())
+		start := monoNow()
+		o.wsince.Store(start)
 		if o.wlisted.Load() {
-			n, err := o.writeWatched(ctx, cut, p, q)
+			n, err := o.writeWatched(ctx, cut, start, p, q)
 			o.wsince.Store(0)
 			return n, err
 		}

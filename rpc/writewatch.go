@@ -20,6 +20,18 @@ import (
 // timeout counted from then. A write that takes no byte therefore fails
 // between one write timeout and that plus the scans' interval (at most
 // wdSlow) after its last progress (or after a deadline that came early).
+//
+// The write also has a bound in all (writeBound, counted from start, its
+// reading of monoNow as it began): a peer that takes a byte now and then,
+// each within the write timeout, held it for ever, since every byte taken
+// restarted the count. At each deadline the write looks at the bound:
+// past it, the write fails with errWriteTooSlow; due before the scans'
+// next poke (a write timeout from then), a deadline on the socket at the
+// bound ends the write there. Such a deadline, a runtime timer, is set
+// only by a write that has run a write timeout already: the write that
+// completes at once, or within a write timeout, reads no clock and sets
+// no deadline for it.
+//
 // Over TLS, where a write cut by a deadline cannot go on (crypto/tls
 // fails every later one), the scans' deadline fails the write: each
 // write must end within the write timeout, as with a deadline on the
@@ -36,7 +48,7 @@ import (
 // errHandOff: the rest goes on in another goroutine. ctx is looked at
 // after every change of the deadline here, so that such a past deadline
 // is not lost under it.
-func (o *outbox) writeWatched(ctx context.Context, cut bool, p, q []byte) (int, error) {
+func (o *outbox) writeWatched(ctx context.Context, cut bool, start int64, p, q []byte) (int, error) {
 	if !o.wdl.IsZero() {
 		// Set by an earlier write while the connection was not listed.
 		o.nc.SetWriteDeadline(time.Time{})
@@ -67,15 +79,29 @@ func (o *outbox) writeWatched(ctx context.Context, cut bool, p, q []byte) (int, 
 			return min(written, len(p)), errWriteTimeout
 		}
 		now := monoNow()
+		end := start + int64(o.writeBound(len(p)+len(q)))
+		if now >= end {
+			// Bytes may have been taken, but too few in all.
+			o.vecArr, o.vec = [2][]byte{}, nil
+			return min(written, len(p)), errWriteTooSlow
+		}
 		if n == 0 && now-o.wsince.Load() >= int64(o.timeout) {
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return min(written, len(p)), errWriteTimeout
 		}
 		// Bytes were taken, or the deadline came early (a scan's, meant
 		// for the write before): the write timeout counts from now, and
-		// a scan pokes again when it is due (see pokeWrite).
+		// a scan pokes again when it is due (see pokeWrite). The past
+		// deadline is replaced by none, or by the bound in all when the
+		// scans would poke after it: noted in wdl as not the write
+		// timeout's, so that the next write clears it or sets its own.
 		o.wsince.Store(now)
-		o.nc.SetWriteDeadline(time.Time{})
+		var dl time.Time
+		if end-now < int64(o.timeout) {
+			dl = monoTime(end)
+		}
+		o.nc.SetWriteDeadline(dl)
+		o.wdl, o.wdlCtx = dl, !dl.IsZero()
 	}
 }
 
