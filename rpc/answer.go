@@ -221,7 +221,7 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 	var err error
 	if len(body) >= frame.DefaultWritevThreshold {
 		// A big body is not copied: it leaves with its headers in one
-		// writev (after the frames already waiting).
+		// writev on a socket (after the frames already waiting).
 		var hb [wire.ResponseOverhead]byte
 		head := wire.AppendResponseHeader(hb[:0], status, pid, len(body))
 		err = c.out.lock().WriteFrameParts(wire.KindResponse, head, body)

@@ -176,6 +176,10 @@ type outbox struct {
 	// stopped (TCP, Unix; see resumableConn). Not over TLS: crypto/tls
 	// fails every write after a timed-out one.
 	resumable bool
+	// socket: nc is a *net.TCPConn or *net.UnixConn, to which
+	// net.Buffers writes with one writev and the kernel's count (see
+	// writeOnce).
+	socket bool
 	// soleDL: nothing but the outbox sets nc's write deadline (a
 	// client's): a write that fails on a deadline that is not the
 	// outbox's is failing for good (see write).
@@ -261,6 +265,10 @@ var kickDeadline = time.Unix(1, 0)
 func (o *outbox) setup(nc net.Conn, timeout time.Duration, maxFrame int) {
 	o.nc, o.timeout, o.max, o.begun = nc, timeout, maxFrame, -1
 	o.resumable = resumableConn(nc)
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		o.socket = true
+	}
 	if o.max <= 0 {
 		o.max = frame.DefaultMaxFrameSize
 	}
@@ -810,7 +818,8 @@ func (o *outbox) halt(err error) (first bool) {
 	return first
 }
 
-// write writes p, then q (when q is not nil, together in one writev), as
+// write writes p, then q (when q is not nil, together in one writev on
+// a socket, see writeOnce), as
 // the holder of the writer role. It returns the bytes of p written and
 // nil, errHandOff when ctx ended (or its deadline passed) first (only
 // when q is nil: the caller hands p's rest over), or the error that broke
@@ -949,7 +958,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 			w = ww.seq<<2 | writeBusy
 			ww.state.Store(w)
 		}
-		n, err := o.writeOnce(p, q != nil, written)
+		n, err := o.writeOnce(p, q, written)
 		written += n
 		if published && !ww.state.CompareAndSwap(w, 0) {
 			// The beat saw this write under way for the write timeout
@@ -1151,7 +1160,8 @@ func (f *outboxFrames) WriteFrame(kind byte, payload []byte) error {
 // WriteFrameParts queues the frame kind, head+body. A body of at least
 // frame.DefaultWritevThreshold bytes is not copied: the caller takes the
 // writer role (waiting for the current writer to finish its batch) and
-// writes the queue, the frame's header, head and body in one writev, then
+// writes the queue, the frame's header, head and body in one writev (two
+// Writes on a net.Conn that is not a socket, see writeOnce), then
 // goes on writing what was queued meanwhile; body is not used after
 // WriteFrameParts returns. mu is held on return.
 func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
@@ -1213,26 +1223,74 @@ func (f *outboxFrames) WriteFrameParts(kind byte, head, body []byte) error {
 	return err
 }
 
-// writeOnce makes one attempt at the rest of a write: o.vec (set up for
-// p and q) when vectored, else p from written on. A write that returns
-// early without an error counts as io.ErrShortWrite.
-func (o *outbox) writeOnce(p []byte, vectored bool, written int) (int, error) {
-	if vectored {
-		n, err := o.vec.WriteTo(o.nc)
+// writeOnce makes one attempt at the rest of a write, of p and then q
+// (when not nil: a large answer body, written as it is, after p), written
+// bytes of them written already, and returns the bytes it wrote. On a TCP or Unix socket p and
+// q go out together, through o.vec (set up for them), in one writev,
+// whose count is the kernel's. On any other net.Conn (a wrapper, a
+// tls.Conn), where net.Buffers would Write each buffer without a look at
+// the counts (q after a short write of p, and a count of -1 made it
+// panic), p's rest goes out in one checked Write and q's in another once
+// p is all written. A write that returns early without an error counts as
+// io.ErrShortWrite.
+func (o *outbox) writeOnce(p, q []byte, written int) (int, error) {
+	var n int
+	var err error
+	switch {
+	case q == nil:
+		// writeChecked's, inline (an interface call is too costly for
+		// it to be inlined): the path of every write but a large body's.
+		rest := p[written:]
+		n, err = o.nc.Write(rest)
+		if uint(n) > uint(len(rest)) {
+			n, err = 0, badWriteCount(n, len(rest))
+		} else if err == nil && n < len(rest) {
+			err = io.ErrShortWrite
+		}
+	case o.socket:
+		var m int64
+		m, err = o.vec.WriteTo(o.nc)
 		if err == nil && len(o.vec) != 0 {
 			err = io.ErrShortWrite
 		}
-		if o.sent != nil && n > 0 {
-			o.sent.Add(uint64(n))
+		n = int(m)
+	default:
+		if written < len(p) {
+			n, err = o.writeChecked(p[written:])
 		}
-		return int(n), err
-	}
-	n, err := o.nc.Write(p[written:])
-	if err == nil && written+n < len(p) {
-		err = io.ErrShortWrite
+		if err == nil {
+			var m int
+			m, err = o.writeChecked(q[written+n-len(p):])
+			n += m
+		}
 	}
 	if o.sent != nil && n > 0 {
 		o.sent.Add(uint64(n))
 	}
 	return n, err
+}
+
+// errWriteCount breaks a connection whose net.Conn's Write returned a
+// count outside 0..len(p): a wrapper that breaks io.Writer's contract.
+// What it wrote is unknown, and the count cannot be used to go on.
+var errWriteCount = errors.New("rpc: the connection's Write returned an invalid count")
+
+// writeChecked writes b with one Write of nc: a count outside 0..len(b)
+// is errWriteCount (with a count of 0), a short write without an error
+// io.ErrShortWrite.
+func (o *outbox) writeChecked(b []byte) (int, error) {
+	n, err := o.nc.Write(b)
+	if uint(n) > uint(len(b)) {
+		return 0, badWriteCount(n, len(b))
+	}
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return n, err
+}
+
+// badWriteCount is the error of a Write that returned count n for size
+// bytes (see writeChecked).
+func badWriteCount(n, size int) error {
+	return fmt.Errorf("%w (%d for %d bytes)", errWriteCount, n, size)
 }

@@ -64,7 +64,7 @@ func (o *outbox) writeWatched(ctx context.Context, cut bool, start int64, p, q [
 			o.vecArr, o.vec = [2][]byte{}, nil
 			return written, errHandOff
 		}
-		n, err := o.writeOnce(p, q != nil, written)
+		n, err := o.writeOnce(p, q, written)
 		written += n
 		if err == nil {
 			o.vecArr, o.vec = [2][]byte{}, nil
