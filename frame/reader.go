@@ -71,11 +71,11 @@ type Reader struct {
 	err     error // sticky error
 
 	received atomic.Uint64 // bytes read from src, for Received
-	// frames counts the frames Next returned; framesAt is frames as of
-	// the latest read from src, for Frames (published as a read begins,
-	// not per frame).
-	frames   uint64
-	framesAt atomic.Uint64
+	// framed is the number of bytes of the stream up to the end of the
+	// last frame Next returned, as of the latest read from src, for
+	// Framed: set as a read begins (received less the bytes buffered past
+	// that frame), so that Next does no work for it per frame.
+	framed atomic.Uint64
 
 	small [smallSize]byte
 }
@@ -293,7 +293,6 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 					kind = fr.buf[start+4]
 				}
 				payload = fr.buf[start+fr.off : start+t : start+t]
-				fr.frames++
 				if poison.Enabled() {
 					fr.payload = payload // for release to poison
 				}
@@ -316,9 +315,9 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 // fill makes room for a frame of need bytes starting at buf[r] (need is 4
 // while its header is not in yet) and reads once.
 func (fr *Reader) fill(need int) error {
-	// What Frames reports: every frame returned so far, stored before a
-	// read that may block (one store per read, none per frame).
-	fr.framesAt.Store(fr.frames)
+	// What Framed reports, stored before a read that may block: the
+	// bytes buffered past r are those of frames not yet returned.
+	fr.framed.Store(fr.received.Load() - uint64(fr.w-fr.r))
 	if fr.r == fr.w {
 		// Between frames with nothing buffered: the next read may block,
 		// so hold no pooled buffer while it does (the peer may go idle
@@ -460,14 +459,16 @@ func (fr *Reader) read(p []byte) error {
 // quiet.
 func (fr *Reader) Received() uint64 { return fr.received.Load() }
 
-// Frames returns the number of frames Next has returned, as of the
-// latest read from the stream (it is brought up to date each time the
-// Reader begins to read, not at every frame): while the Reader waits for
-// the stream, every frame returned before. Like Received it may be called
-// from any goroutine while another calls Next (one atomic load): beside
-// Received, it tells a peer that sends whole frames from one that
-// trickles the bytes of one.
-func (fr *Reader) Frames() uint64 { return fr.framesAt.Load() }
+// Framed returns the number of bytes of the stream up to the end of the
+// last frame Next has returned, as of the latest read from the stream (it
+// is brought up to date each time the Reader begins to read, not at every
+// frame): while the Reader waits for the stream, the bytes of every frame
+// returned before. It grows when, and only when, a frame was completed
+// and returned (and once after a Reset, which drops what was buffered).
+// Like Received it may be called from any goroutine while
+// another calls Next (one atomic load): beside Received, it tells a peer
+// that sends whole frames from one that trickles the bytes of one.
+func (fr *Reader) Framed() uint64 { return fr.framed.Load() }
 
 // brk makes err sticky (a broken underlying reader) and returns it.
 func (fr *Reader) brk(err error) error {

@@ -29,8 +29,8 @@ func TestReceived(t *testing.T) {
 		if got := fr.Received(); got != uint64(len(stream)) {
 			t.Fatalf("Received %d, want %d", got, len(stream))
 		}
-		if got := fr.Frames(); got != 4 {
-			t.Fatalf("Frames %d after the end, want 4", got)
+		if got := fr.Framed(); got != uint64(len(stream)) {
+			t.Fatalf("Framed %d after the end, want %d", got, len(stream))
 		}
 	})
 
@@ -58,16 +58,17 @@ func TestReceived(t *testing.T) {
 		if got := fr.Received(); got != uint64(len(stream)) {
 			t.Fatalf("Received %d, want %d", got, len(stream))
 		}
-		if got := fr.Frames(); got != 4 {
-			t.Fatalf("Frames %d after the end, want 4", got)
+		if got := fr.Framed(); got != uint64(len(stream)) {
+			t.Fatalf("Framed %d after the end, want %d", got, len(stream))
 		}
 	})
 }
 
-// Frames counts the frames returned as of the Reader's latest read: a
-// frame whose bytes are not all in is not counted, however many came,
-// and every frame returned is counted once the Reader waits for more.
-func TestFrames(t *testing.T) {
+// Framed counts the bytes of the frames returned as of the Reader's
+// latest read: a frame whose bytes are not all in is not counted, however
+// many came, and every frame returned is counted once the Reader waits
+// for more.
+func TestFramed(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out)
@@ -80,6 +81,7 @@ func TestFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	stream := out.Bytes()
+	frameLen := uint64(len(stream) / 3)
 	pr, pw := io.Pipe()
 	fr := NewReader(pr)
 	go func() {
@@ -92,20 +94,20 @@ func TestFrames(t *testing.T) {
 			t.Fatalf("frame %d: %v", i, err)
 		}
 	}
-	if got := fr.Frames(); got > 2 {
-		t.Fatalf("Frames %d after two frames", got)
+	if got := fr.Framed(); got > 2*frameLen {
+		t.Fatalf("Framed %d after two frames of %d bytes", got, frameLen)
 	}
 	if _, _, err := fr.Next(); err != nil { // reads the last byte
 		t.Fatal(err)
 	}
-	if got := fr.Frames(); got != 2 {
-		t.Fatalf("Frames %d once the third frame's last byte was read, want 2", got)
+	if got := fr.Framed(); got != 2*frameLen {
+		t.Fatalf("Framed %d once the third frame's last byte was read, want %d", got, 2*frameLen)
 	}
 	if _, _, err := fr.Next(); err != io.EOF {
 		t.Fatalf("the end: %v", err)
 	}
-	if got := fr.Frames(); got != 3 {
-		t.Fatalf("Frames %d at the end, want 3", got)
+	if got := fr.Framed(); got != 3*frameLen {
+		t.Fatalf("Framed %d at the end, want %d", got, 3*frameLen)
 	}
 }
 

@@ -102,7 +102,7 @@ type Client struct {
 	nextCheck  int64  // monoNow of the next answer check
 	wrSince    int64  // monoNow since which the outbox's writer goroutine is idle (endIdleWriter)
 	lastRx     uint64 // bytes received, at the last answer check
-	lastFrames uint64 // frames read, at the last answer check
+	lastFramed uint64 // bytes of whole frames read (frame.Reader.Framed), at the last answer check
 	quiet      int
 }
 
@@ -1104,10 +1104,10 @@ func (c *Client) failSlot(s *slot, errp *error) {
 // application does not read (see Stream.put) receives nothing meanwhile,
 // through no fault of the server's: that time is not counted.
 func (c *Client) check() {
-	rx, frames := c.r.Received(), c.r.Frames()
+	rx, framed := c.r.Received(), c.r.Framed()
 	period := max(c.opts.answerTimeout/4, 1)
-	life := frames != c.lastFrames || rx-c.lastRx >= minAnswerBytes(period)
-	c.lastRx, c.lastFrames = rx, frames
+	life := framed != c.lastFramed || rx-c.lastRx >= minAnswerBytes(period)
+	c.lastRx, c.lastFramed = rx, framed
 	if life || !c.pending() || c.streams.stalling.Load() > 0 {
 		c.quiet = 0
 	} else if c.quiet++; c.quiet == 5 {
