@@ -121,7 +121,7 @@ func (e *encoder) message(dst []byte, s *schema.Struct, obj map[string]any, dept
 		if size := len(out) - len(dst); size > math.MaxInt32 {
 			return dst, e.errorf("message of %d bytes, too large: the Builder writes at most 2 GiB - 1 (%d bytes)", size, math.MaxInt32)
 		}
-		if len(out) > math.MaxUint32 {
+		if uint64(len(out)) > math.MaxUint32 {
 			return dst, e.errorf("message ending %d bytes into dst: the Builder starts objects within the first 4 GiB of its buffer", len(out))
 		}
 		return dst, e.errorf("BUG: builder: %v", err)
