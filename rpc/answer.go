@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -145,6 +146,17 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		if errors.As(err, &se) && se.Code != 0 && se.Code != StatusOK {
 			return se.Code, append(j.resp[:0], se.Message...)
 		}
+		if j.deadlineError(err) {
+			// The call's deadline passed and the handler returned what
+			// that made its ctx return, as it should: 504, as gRPC-go
+			// reports codes.DeadlineExceeded; not a handler error (it was
+			// logged at Error and answered 500). The answer is no refusal
+			// (the call ran).
+			if c.s.opts.hideErrors {
+				return StatusDeadlineExceeded, append(j.resp[:0], internalErrorText...)
+			}
+			return StatusDeadlineExceeded, append(j.resp[:0], err.Error()...)
+		}
 		if c.closed.Load() {
 			if ctxErr := j.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 				// The connection is gone (the client went away, most
@@ -158,6 +170,21 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		return c.internalError(j, err)
 	}
 	return StatusOK, out
+}
+
+// deadlineError reports whether err, a unary handler's error, is the one
+// its ctx gave it once the call's deadline passed: context.DeadlineExceeded
+// (wrapped or not) with the call's deadline, or the base context's, past.
+// A handler's own context.DeadlineExceeded before then (a shorter timeout
+// of its own on a call it made) is its failure, not the call's deadline.
+func (j *job) deadlineError(err error) bool {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if dl := j.dl.Load(); dl != 0 && monoNow() >= dl {
+		return true
+	}
+	return errors.Is(j.conn().ctx.Err(), context.DeadlineExceeded)
 }
 
 // internalErrorText is the answer body of a plain handler error under

@@ -26,7 +26,10 @@ type CallEvent struct {
 	// handler returned; a handler that returned its ctx's error once the
 	// connection was gone (the client went away, Close) is seen as
 	// [StatusCanceled], as gRPC-go reports codes.Canceled, and is not
-	// logged as a handler error (no answer goes out). On a client it is 0 when no answer came: Err then
+	// logged as a handler error (no answer goes out); one that returned
+	// its ctx's context.DeadlineExceeded once the call's deadline passed
+	// is answered and seen as [StatusDeadlineExceeded], as gRPC-go
+	// reports codes.DeadlineExceeded, and is not logged either. On a client it is 0 when no answer came: Err then
 	// says why (ctx ended, connection closed, go-away before the call was
 	// sent...).
 	Status uint32

@@ -33,7 +33,10 @@ type StreamEvent struct {
 	// stream (any error end from the client counts so, whatever its
 	// status) or went away (the connection closed, or the client sent its
 	// last frame) and the handler returned the error that gave it (its
-	// ctx's, Recv's or Send's), as gRPC-go reports codes.Canceled, 503 when
+	// ctx's, Recv's or Send's), as gRPC-go reports codes.Canceled, 504
+	// ([StatusDeadlineExceeded]) when the stream's deadline passed first
+	// and the handler returned the error that gave it, as gRPC-go reports
+	// codes.DeadlineExceeded, 503 when
 	// Shutdown's grace ended it; for an open refused without a handler, the
 	// refusal's: 404 no such stream method, 503 read after the go-away, as
 	// the connection closes (no end is sent), one stream too many
@@ -131,7 +134,8 @@ type StreamStats struct {
 	// Ended counts the streams whose handler ended, by the status of
 	// their end (see [StreamEvent].Status): OK (200), Canceled (by the
 	// client, or the client went away: [StatusCanceled]), Internal (500), Unavailable (503,
-	// Shutdown) and every other status.
+	// Shutdown) and every other status (504 among them: the deadline
+	// passed).
 	OK, Canceled, Internal, Unavailable, OtherStatus uint64
 	// MsgsIn and MsgsOut count stream messages received and sent;
 	// BytesIn and BytesOut their payload bytes (initial messages

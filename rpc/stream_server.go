@@ -431,12 +431,19 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 		// connection closed; the deadline) and the handler returned what
 		// that made its ctx, Send or Recv return, as it should. Each such
 		// stream used to log an error. The end's text is as for any other
-		// error; its status too, but for a client that went away (the
-		// connection closed, or the client sent its last frame): that is
-		// counted canceled, as gRPC-go reports codes.Canceled on a server
-		// whose client went away (it was counted Internal).
+		// error; its status too, but for a deadline that passed: 504
+		// (StatusDeadlineExceeded), as gRPC-go reports
+		// codes.DeadlineExceeded and as a call so ended is answered; and
+		// for a client that went away (the connection closed, or the
+		// client sent its last frame): that is counted canceled, as
+		// gRPC-go reports codes.Canceled on a server whose client went
+		// away. Both were counted Internal. The ctx keeps the error of
+		// what ended it first.
 		status := uint32(StatusInternal)
-		if c.closed.Load() || c.eof.Load() {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && errors.Is(st.ctx.Err(), context.DeadlineExceeded):
+			status = StatusDeadlineExceeded
+		case c.closed.Load() || c.eof.Load():
 			status = StatusCanceled
 		}
 		if c.s.opts.hideErrors {
