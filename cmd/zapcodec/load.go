@@ -46,8 +46,8 @@ func init() {
                       static:///a:1,b:2 (dns://server:53/... asks that DNS
                       server): the calls then go through one rpc/cluster
                       client, spread over the replicas, with -c connections
-                      to each; a connection not open within 10s fails the
-                      run
+                      to each (at most 1024); a connection not open within
+                      10s fails the run
   -network NET        tcp or unix (default tcp)
   -c N                connections, 1 or more (default 4)
   -concurrency N      calls in flight per connection, 1 or more (default 8)

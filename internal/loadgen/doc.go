@@ -2,7 +2,8 @@
 // engine behind `zapcodec load` and the examples/ethrpc demo.
 //
 // A run opens Config.Conns connections and keeps Config.Concurrency calls in
-// flight on each (one worker goroutine per in-flight slot). Closed loop (Rate
+// flight on each (one worker goroutine per in-flight slot); with a cluster
+// Target, Config.Conns to each replica, at most cluster.MaxConnsPerReplica. Closed loop (Rate
 // 0): a worker sends its next call as soon as the previous one is answered,
 // and latency is measured from the send. Open loop (Rate > 0): call k is due
 // at start + k/Rate whatever happened before, and its latency is measured from

@@ -75,7 +75,11 @@ type Config struct {
 	Direct bool
 
 	// Conns is the number of connections (default 1); Concurrency the
-	// calls in flight on each (default 1).
+	// calls in flight on each (default 1). With a cluster Target, Conns
+	// is per replica, and New refuses more than
+	// cluster.MaxConnsPerReplica (1024), which the cluster client would
+	// not open; the calls in flight are Conns*Concurrency in all, over
+	// all the replicas.
 	Conns, Concurrency int
 	// Duration bounds the run (default 10 s, unless Calls is set); Calls,
 	// when > 0, stops it after that many calls (whichever comes first when
@@ -263,6 +267,11 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Target != "" {
 		if cfg.Direct || cfg.Dial != nil {
 			return nil, errors.New("loadgen: a cluster Target rules out Direct and Dial")
+		}
+		if cfg.Conns > cluster.MaxConnsPerReplica {
+			// The cluster client would hold it to that many, and the
+			// report would give a count the run did not have.
+			return nil, fmt.Errorf("loadgen: %d connections per replica: a cluster client keeps at most %d (cluster.MaxConnsPerReplica)", cfg.Conns, cluster.MaxConnsPerReplica)
 		}
 		if cfg.Addr == "" {
 			cfg.Addr = cfg.Target

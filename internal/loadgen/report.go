@@ -14,7 +14,7 @@ type Report struct {
 	Network     string  `json:"network"`
 	Addr        string  `json:"addr"`
 	Method      uint32  `json:"method"`
-	Conns       int     `json:"conns"`
+	Conns       int     `json:"conns"` // Config.Conns: per replica with a cluster Target
 	Concurrency int     `json:"concurrency"`
 	TargetRate  float64 `json:"target_rate,omitempty"` // open loop only
 	// Seconds is the interval measured: from the start until sending
