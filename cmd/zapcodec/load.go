@@ -49,7 +49,9 @@ func init() {
                       to each (at most 1024); a connection not open within
                       10s fails the run
   -network NET        tcp or unix (default tcp)
-  -c N                connections, 1 or more (default 4)
+  -c N                connections, 1 or more (default 4); each is an open
+                      file: more than the process's limit (ulimit -n) fails
+                      at once, saying the limit and how to raise it
   -concurrency N      calls in flight per connection, 1 or more (default 8)
   -d DURATION         how long to run, more than 0 (default 10s, unless -n
                       is given)

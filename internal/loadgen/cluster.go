@@ -80,6 +80,18 @@ func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
 	}
 	st := c.Stats()
 	for _, r := range st.Replicas {
+		if r.LastError == nil {
+			continue
+		}
+		if x := explainOutOfFiles(r.LastError, cfg.Conns*len(st.Replicas)); x != r.LastError {
+			// Some replicas may be up, but the run would go on with
+			// fewer connections than it says, the client dialing the
+			// others again and again in vain.
+			c.Close()
+			return nil, fmt.Errorf("replica %s: %w", r.Addr, x)
+		}
+	}
+	for _, r := range st.Replicas {
 		if r.State == "ready" {
 			cc.c = c
 			return cc, nil
@@ -88,7 +100,9 @@ func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
 	var why []string
 	for _, r := range st.Replicas {
 		if r.LastError != nil {
-			why = append(why, r.LastError.Error())
+			// Out of open files, the error says the limit and how to
+			// raise it.
+			why = append(why, explainOutOfFiles(r.LastError, cfg.Conns*len(st.Replicas)).Error())
 		}
 	}
 	c.Close()

@@ -79,7 +79,10 @@ type Config struct {
 	// is per replica, and New refuses more than
 	// cluster.MaxConnsPerReplica (1024), which the cluster client would
 	// not open; the calls in flight are Conns*Concurrency in all, over
-	// all the replicas.
+	// all the replicas. Each connection is an open file: New refuses
+	// more than the process's limit of open files holds (beside a few
+	// files of its own), and a dial out of open files fails the run; both
+	// errors say the limit and how to raise it (ulimit -n).
 	Conns, Concurrency int
 	// Duration bounds the run (default 10 s, unless Calls is set); Calls,
 	// when > 0, stops it after that many calls (whichever comes first when
@@ -277,6 +280,18 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 			cfg.Addr = cfg.Target
 		}
 	}
+	if cfg.Dial == nil {
+		// A run past the limit of open files fails at once, saying it,
+		// rather than by a dial's "too many open files". With a cluster
+		// Target, Conns is per replica: the count is at least that.
+		what := fmt.Sprintf("%d connections", cfg.Conns)
+		if cfg.Target != "" {
+			what += " per replica"
+		}
+		if err := checkFileLimit(cfg.Conns, what); err != nil {
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+	}
 	r := &Runner{cfg: cfg}
 	if cfg.Target != "" {
 		cc, err := dialCluster(ctx, cfg)
@@ -290,7 +305,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		nc, err := r.dial(ctx)
 		if err != nil {
 			r.Close()
-			return nil, fmt.Errorf("loadgen: connection %d: %w", i, err)
+			return nil, fmt.Errorf("loadgen: connection %d: %w", i, explainOutOfFiles(err, cfg.Conns))
 		}
 		cc := &countingConn{Conn: nc}
 		r.counts = append(r.counts, cc)
