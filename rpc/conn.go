@@ -461,10 +461,19 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 				if c.inflight.Load() == 0 {
 					c.close(nil)
 				}
-			case c.closed.Load(), errors.Is(err, net.ErrClosed):
+			case c.closed.Load():
 				c.close(nil)
 			default:
-				c.close(fmt.Errorf("read: %w", err))
+				if werr := c.out.brokenBy(); werr != nil {
+					// A write failed and closed the socket (outbox.broke),
+					// and the read ended with it, before the writer
+					// closed the connection: its error is the reason.
+					c.close(fmt.Errorf("write: %w", werr))
+				} else if errors.Is(err, net.ErrClosed) {
+					c.close(nil)
+				} else {
+					c.close(fmt.Errorf("read: %w", err))
+				}
 			}
 			return true
 		}

@@ -787,6 +787,14 @@ func (o *outbox) broke(err error) {
 	}
 }
 
+// brokenBy returns the error that broke the stream (see broke), nil while
+// it is whole.
+func (o *outbox) brokenBy() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
 // shut breaks the stream from outside the writer role (the connection is
 // being closed): the frames queued are dropped, the goroutines waiting for
 // room return, and every later frame fails with err (or the error that
