@@ -51,10 +51,33 @@ func TestEjectionsInARow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := startReplica(t, "127.0.0.1")
+			// While the row is built, a periodic health check (one made
+			// while the replica is admitted) is held until the failed
+			// calls have asked for the replica's ejection: the row's
+			// length must not depend on the calls beating two checks
+			// 60 ms apart (a goroutine stalled that long under load let
+			// the checks end the row). A check held so still passes
+			// before the ejection is taken, as the tick's check did at
+			// the admission with the old code: one passed check must
+			// not end the row.
+			var rep atomic.Pointer[replica]
+			var building atomic.Bool
+			building.Store(true)
+			hold := func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+				if p := rep.Load(); method == rpc.HealthMethod && p != nil && building.Load() && readyCount(p.c) == 1 {
+					for building.Load() && !p.ejectReq.Load() && ctx.Err() == nil {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				return invoke(ctx, method, req, resp)
+			}
 			// The back-off (100 ms ±20 %) is longer than the 60 ms
-			// health interval: a tick comes during every back-off.
-			c := dialT(t, r.addr, WithHealthCheck(tc.interval, time.Second),
-				WithEjection(2, 100*time.Millisecond, 10*time.Second), WithMaxEjected(1))
+			// health interval: a tick comes during every back-off. (The
+			// health timeout only keeps a broken test from hanging.)
+			c := dialT(t, r.addr, WithHealthCheck(tc.interval, time.Minute),
+				WithEjection(2, 100*time.Millisecond, 10*time.Second), WithMaxEjected(1),
+				WithClientOptions(rpc.WithClientInterceptors(hold)))
+			rep.Store(replicaOf(c, r.addr))
 			// Calls that fail, one every few milliseconds, eject it
 			// within a moment of each admission (while it is out they
 			// fail with ErrNoReplica).
@@ -69,6 +92,7 @@ func TestEjectionsInARow(t *testing.T) {
 			if n := c.Stats().Replicas[0].Ejections; n < 3 {
 				t.Fatalf("3 ejections with no call answered between them, but the replica counts %d in a row", n)
 			}
+			building.Store(false)
 			tc.end(t, c)
 		})
 	}
