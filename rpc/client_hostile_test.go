@@ -341,10 +341,17 @@ func TestHostileStress(t *testing.T) {
 // A server that floods pings and never reads the pongs: the read loop
 // waits for room, the call returns by its ctx, the write timeout closes
 // the connection, and nothing is left running.
+//
+// The call's ctx ends once the call is seen under way, not at a time of
+// its own: it used to end 100 ms after the call began, half the write
+// timeout, and a test stalled for the rest (under load) met the
+// connection closed by the write timeout first. The write timeout, two
+// seconds, is now only a margin for the steps between the first pong's
+// write and the call's return.
 func TestHostilePingFlood(t *testing.T) {
 	before := runtime.NumGoroutine()
 	a, b := net.Pipe()
-	c := NewClient(a, WithWriteTimeout(200*time.Millisecond))
+	c := NewClient(a, WithWriteTimeout(2*time.Second))
 	stop := make(chan struct{})
 	go func() {
 		f := frameBytes(wire.KindPing, make([]byte, 8))
@@ -359,10 +366,16 @@ func TestHostilePingFlood(t *testing.T) {
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	_, err := c.Call(ctx, mEcho, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	called := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, mEcho, nil, nil)
+		called <- err
+	}()
+	await(t, "the call under way", func() bool { return c.Pending() == 1 })
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
+	err := receive(t, "the call's return", called)
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("call: %v, want its ctx's end", err)
 	}
 	await(t, "closed by the write timeout", c.Closed)
