@@ -156,10 +156,16 @@ func TestServerWriterEndsAfterDrain(t *testing.T) {
 // to a new one. Senders hand frames over one at a time, each waiting
 // until its frame has arrived (the writer is then idle), while
 // endIdleWriter is called as fast as it can with made-up times a
-// writerIdle apart; every frame must arrive. Run it with -race.
+// writerIdle apart; every frame must arrive. The writer ends only when
+// the ender looks at it twice between two hand-overs, which the
+// scheduler may never allow (with one P it hardly ever does): a sender
+// that has seen no end over its last pauseEvery frames waits for one
+// before it goes on, so that the senders, all waiting at some point,
+// leave the writer idle, and the hand-overs that follow the end race
+// with it. Run it with -race.
 func TestWriterHandOverWhileEnding(t *testing.T) {
 	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
-	const senders, frames = 2, 20000
+	const senders, frames, pauseEvery = 2, 20000, 1000
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
 	o := &outbox{}
@@ -202,6 +208,7 @@ func TestWriterHandOverWhileEnding(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			seen := ended // the writers ended as of the last pause
 			for i := range frames {
 				buf, err := o.beginCtx(ctx, wire.KindStreamMsg)
 				if err != nil {
@@ -222,6 +229,16 @@ func TestWriterHandOverWhileEnding(t *testing.T) {
 						return
 					}
 				}
+				if (i+1)%pauseEvery != 0 {
+					continue
+				}
+				for start := time.Now(); writersEnded.Load() == seen; runtime.Gosched() {
+					if time.Since(start) > 30*time.Second {
+						t.Errorf("sender %d waited 30 s for the idle writer goroutine to end", s)
+						return
+					}
+				}
+				seen = writersEnded.Load()
 			}
 		}()
 	}
