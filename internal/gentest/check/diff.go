@@ -132,7 +132,7 @@ func viewJSON(dst []byte, v reflect.Value, st *schema.Struct, typ reflect.Type) 
 		dst = append(dst, ':')
 		name := typ.Field(i).Name
 		if !hasMethod(v, name) {
-			name = "F" + name // a name go vet checks the signature of
+			name += "Field" // a name go vet checks the signature of (gen renames it so)
 		}
 		dst = viewValue(dst, call(v, name), f.Type, typ.Field(i).Type)
 	}
