@@ -355,6 +355,20 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // Send's success shows only that it was written).
 func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn) (T, error)) (T, error) {
 	c.calls.Add(1)
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-done:
+			// Ended before it began: ctx's error, as rpc.Client.Call
+			// gives, whether or not a replica is ready (it got
+			// ErrNoReplica when none was), and no deposit in the retry
+			// budget for a call that was never made. (A look at Done,
+			// not Err: a cancelCtx's Err takes its lock.)
+			c.failed.Add(1)
+			var none T
+			return none, ctx.Err()
+		default:
+		}
+	}
 	c.budget.call()
 	retried, unsent := false, 0
 	// refusal is the answer of the attempt a retry follows: a retry that

@@ -178,3 +178,28 @@ func TestDialResolverHangs(t *testing.T) {
 		t.Fatalf("a call before the name resolves: %v", err)
 	}
 }
+
+// A call whose ctx has ended before it is made returns ctx's error, as
+// rpc.Client.Call does, whether or not a replica is ready; it got
+// ErrNoReplica when none was.
+func TestCallWithEndedCtxGetsCtxError(t *testing.T) {
+	r := startReplica(t, "127.0.0.1")
+	addr := r.addr
+	r.kill()
+	c, err := Dial(context.Background(), addr, WithHealthCheck(0, time.Second), WithEjection(0, 50*time.Millisecond, 200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Call(ctx, mEcho, []byte("x"), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call with an ended ctx and no replica ready: %v, want context.Canceled", err)
+	}
+	if _, err := c.Send(ctx, mEcho, []byte("x"), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a send with an ended ctx and no replica ready: %v, want context.Canceled", err)
+	}
+	if st := c.Stats(); st.Calls != 2 || st.Failed != 2 {
+		t.Fatalf("Stats: %d calls, %d failed; want 2 and 2", st.Calls, st.Failed)
+	}
+}
