@@ -320,7 +320,20 @@ func TestGoAwayAtOnceBacksOff(t *testing.T) {
 // replica without counting as a retry, so it succeeds even with no retry
 // budget at all.
 func TestGoAwayBeforeWriteIsNotARetry(t *testing.T) {
-	a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+	c, _, b := goAwayBeforeWrite(t, WithRetryBudget(0, 0))
+	if st := c.Stats(); st.Retries != 0 || st.RetriesDenied != 0 || b.calls.Load() != 1 {
+		t.Fatalf("stats %+v, b ran %d calls", st, b.calls.Load())
+	}
+}
+
+// goAwayBeforeWrite starts replicas a and b and a client (with opts) that
+// picks a first, makes one call that picks a's connection, and has a shut
+// down gracefully before the call is written; it returns once the call
+// succeeded elsewhere (echoing its input), with the client and the two
+// replicas.
+func goAwayBeforeWrite(t *testing.T, opts ...Option) (c *Client, a, b *replicaSrv) {
+	t.Helper()
+	a, b = startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
 	entered, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	hold := func(ctx context.Context, m uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
@@ -330,8 +343,8 @@ func TestGoAwayBeforeWriteIsNotARetry(t *testing.T) {
 		}
 		return invoke(ctx, m, req, resp)
 	}
-	c := dialT(t, "static:///"+a.addr+","+b.addr, WithBalancer(firstAddr{a.addr}), WithRetryBudget(0, 0),
-		WithClientOptions(rpc.WithClientInterceptors(hold)))
+	opts = append([]Option{WithBalancer(firstAddr{a.addr}), WithClientOptions(rpc.WithClientInterceptors(hold))}, opts...)
+	c = dialT(t, "static:///"+a.addr+","+b.addr, opts...)
 	var connA *Conn
 	for _, cn := range c.ready.Load().conns {
 		if cn.Addr() == a.addr {
@@ -350,17 +363,10 @@ func TestGoAwayBeforeWriteIsNotARetry(t *testing.T) {
 	go a.shutdown()
 	await(t, "a's connection to read the go-away", func() bool { return connA.rc.Draining() })
 	close(release)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("call: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no answer after 30 s")
+	if err := receive(t, "the call", done); err != nil {
+		t.Fatalf("call: %v", err)
 	}
-	if st := c.Stats(); st.Retries != 0 || st.RetriesDenied != 0 || b.calls.Load() != 1 {
-		t.Fatalf("stats %+v, b ran %d calls", st, b.calls.Load())
-	}
+	return c, a, b
 }
 
 // Streams open through the cluster client (generated streaming clients
