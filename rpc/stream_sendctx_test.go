@@ -104,13 +104,7 @@ func (c *countWrites) NetConn() net.Conn { return c.Conn }
 // Recv returns ctx's error. Over net.Pipe, whose write waits for the
 // peer's read: the server's hello is read, nothing after it.
 func TestStreamRecvGrantBlockedWriteEndsWithCtx(t *testing.T) {
-	a, b := net.Pipe()
-	t.Cleanup(func() { a.Close(); b.Close() })
-	sconn := &countWrites{Conn: a}
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	s, _ := testServerOn(t, newOneConnListener(sconn), WithWriteTimeout(time.Hour),
-		WithBaseContext(func(net.Listener) context.Context { return base }))
+	s, sconn, peer, cancelBase := pipeStreamServer(t)
 	const sRecv = 63
 	var received atomic.Int32
 	done := make(chan error, 1)
@@ -126,11 +120,6 @@ func TestStreamRecvGrantBlockedWriteEndsWithCtx(t *testing.T) {
 			received.Add(1)
 		}
 	})
-	peer := &rawConn{t, b}
-	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
-	if kind, _, ok := peer.recv(); !ok || kind != wire.KindStreamWindow {
-		t.Fatalf("got frame kind %d (ok %v), want the server's hello", kind, ok)
-	}
 	peer.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sRecv, PromiseID: 1}))
 	// Eight messages of 4 KiB: the Recv of the eighth consumes half the
 	// window (8 × 4100 bytes) and grants it back.
@@ -151,13 +140,7 @@ func TestStreamRecvGrantBlockedWriteEndsWithCtx(t *testing.T) {
 // The same for a handler's CloseSend, whose end the connection's write
 // is stuck on: it returns once the handler's ctx ends, its end sent.
 func TestStreamCloseSendBlockedWriteEndsWithCtx(t *testing.T) {
-	a, b := net.Pipe()
-	t.Cleanup(func() { a.Close(); b.Close() })
-	sconn := &countWrites{Conn: a}
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	s, _ := testServerOn(t, newOneConnListener(sconn), WithWriteTimeout(time.Hour),
-		WithBaseContext(func(net.Listener) context.Context { return base }))
+	s, sconn, peer, cancelBase := pipeStreamServer(t)
 	const sClose = 64
 	done := make(chan error, 1)
 	s.HandleStream(sClose, func(ctx context.Context, init []byte, st *Stream) error {
@@ -166,15 +149,33 @@ func TestStreamCloseSendBlockedWriteEndsWithCtx(t *testing.T) {
 		<-ctx.Done()
 		return err
 	})
-	peer := &rawConn{t, b}
-	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
-	if kind, _, ok := peer.recv(); !ok || kind != wire.KindStreamWindow {
-		t.Fatalf("got frame kind %d (ok %v), want the server's hello", kind, ok)
-	}
 	peer.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sClose, PromiseID: 1}))
 	await(t, "the end's write (the server's second)", func() bool { return sconn.n.Load() >= 2 })
 	cancelBase()
 	if err := receive(t, "the handler's CloseSend to return at its ctx's end", done); err != nil {
 		t.Fatalf("CloseSend: %v, want nil (its end handed over)", err)
 	}
+}
+
+// pipeStreamServer serves one connection over net.Pipe, whose writes wait
+// for the peer's reads, with a write timeout of an hour and a base
+// context that cancelBase ends (the handlers' ctx with it). It returns
+// the server, its end of the pipe (counting its writes) and the peer's,
+// once the peer and the server exchanged hellos: the server's next write
+// waits for a read the peer does not make.
+func pipeStreamServer(t *testing.T) (s *Server, sconn *countWrites, peer *rawConn, cancelBase context.CancelFunc) {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	sconn = &countWrites{Conn: a}
+	base, cancelBase := context.WithCancel(context.Background())
+	t.Cleanup(cancelBase)
+	s, _ = testServerOn(t, newOneConnListener(sconn), WithWriteTimeout(time.Hour),
+		WithBaseContext(func(net.Listener) context.Context { return base }))
+	peer = &rawConn{t, b}
+	peer.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
+	if kind, _, ok := peer.recv(); !ok || kind != wire.KindStreamWindow {
+		t.Fatalf("got frame kind %d (ok %v), want the server's hello", kind, ok)
+	}
+	return s, sconn, peer, cancelBase
 }
