@@ -51,11 +51,15 @@ func TestStreamHandlerCloseSendNotQueuedStillEnds(t *testing.T) {
 	})
 	rc := rawDial(t, addr)
 	rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, 1<<30))
+	// The stream whose CloseSend is tested opens first: once the senders
+	// filled the queue, the read loop may be the one writing (its own
+	// frames leave first), blocked on the peer that does not read, and
+	// would read no open after theirs until the write timeout.
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: 2, PromiseID: 7, Timeout: 100000}))
 	// Several senders: while one writes (blocked), the others fill the queue.
 	for id := uint32(1); id <= 5; id += 2 {
 		rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: id}))
 	}
-	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: 2, PromiseID: 7, Timeout: 100000}))
 	if err := <-closeErr; err != context.DeadlineExceeded {
 		t.Fatalf("CloseSend: %v, want the ctx's error (its end not queued)", err)
 	}
