@@ -174,8 +174,10 @@ func TestResolveOneCallAtATime(t *testing.T) {
 	if n := d.asked.Load(); n != 1 {
 		t.Fatalf("the resolver was asked %d times while its first call hung, want 1", n)
 	}
-	close(d.release)
-	eps, err := c.resolve(context.Background())
+	// The hung call answers once the next resolution waits for it (its
+	// ctx's Done is looked at only then): had it answered before, its
+	// answer would be stale, and the resolver asked again.
+	eps, err := c.resolve(&releaseOnWait{Context: context.Background(), release: d.release})
 	if err != nil || len(eps) != 1 || eps[0].Addr != "127.0.0.1:1" {
 		t.Fatalf("once the hung call answers: %v %v", eps, err)
 	}
@@ -228,4 +230,17 @@ func TestSecondCloseWaits(t *testing.T) {
 		t.Fatal("a second Close returned while the first still waited for the connections to close")
 	}
 	receive(t, "the first Close", first)
+}
+
+// releaseOnWait is a ctx that never ends and closes release the first
+// time its Done is asked for: when a resolution begins to wait.
+type releaseOnWait struct {
+	context.Context
+	once    sync.Once
+	release chan struct{}
+}
+
+func (r *releaseOnWait) Done() <-chan struct{} {
+	r.once.Do(func() { close(r.release) })
+	return r.Context.Done()
 }
