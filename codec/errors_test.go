@@ -133,6 +133,12 @@ func TestCheckedBytes(t *testing.T) {
 		{"slot at MaxInt - 15", r, math.MaxInt - 15, math.MaxInt},
 		{"slot at MaxInt - 16", r, math.MaxInt - 16, math.MaxInt},
 		{"slot at MaxInt - 17", r, math.MaxInt - 17, math.MaxInt - 1},
+		// A negative offset: the slot's position, before the object;
+		// before the message, it saturates at 0.
+		{"slot at -1", r, -1, 15},
+		{"slot at -16", r, -16, 0},
+		{"slot at -17", r, -17, 0},
+		{"slot at MinInt", r, math.MinInt, 0},
 		{"value past the end", root(put(16+4, 1000)), 0, 16},
 		{"value wraps", root(put(16, 0xFFFFFFF8)), 0, 16},
 	} {

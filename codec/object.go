@@ -137,8 +137,10 @@ func (o Object) Bytes(off int) []byte {
 // reports what Bytes reads as nil because it is malformed: a slot that
 // does not lie inside the message, or a value that starts inside the
 // header or ends past the message, is a *[ParseError] with [ErrOutOfBounds]
-// and the slot's position (from the start of the message, o.Pos()+off,
-// at most MaxInt) as its Offset.
+// and the slot's position (from the start of the message, o.Pos()+off)
+// as its Offset, held to 0..MaxInt: a slot before the start of the
+// message (a negative off larger than o.Pos()) is reported at 0, one past
+// MaxInt at MaxInt.
 // A null slot (offset 0) gives nil and no error, as does a null Object; a
 // non-null slot of length 0 gives an empty, non-nil slice. The result
 // aliases the message like Bytes's. It allocates only when it fails.
@@ -148,10 +150,14 @@ func (o Object) CheckedBytes(off int) ([]byte, error) {
 		if o.b == nil {
 			return nil, nil
 		}
-		// The slot's position, o.pos+off, saturates at MaxInt: an off
-		// near MaxInt wrapped it to a negative offset.
+		// The slot's position, o.pos+off, saturates at 0 and MaxInt:
+		// an off near MaxInt wrapped it to a negative offset, and a
+		// negative off puts it before the message.
 		at := math.MaxInt
-		if off <= math.MaxInt-o.pos {
+		switch {
+		case off < -o.pos:
+			at = 0
+		case off <= math.MaxInt-o.pos:
 			at = o.pos + off
 		}
 		return nil, parseError(ErrOutOfBounds, at)

@@ -66,6 +66,8 @@ func TestReadsDoNotWrap(t *testing.T) {
 			}
 			if b, err := o.CheckedBytes(x); b != nil || err == nil {
 				t.Errorf("CheckedBytes(%d) = %d bytes, %v; want nil and an error", x, len(b), err)
+			} else if pe := parseErr(t, err); pe.Offset < 0 {
+				t.Errorf("CheckedBytes(%d) reports byte %d, before the message", x, pe.Offset)
 			}
 			if b, ok := m.BytesAt(x); b != nil || ok {
 				t.Errorf("Message.BytesAt(%d) = %d bytes, %v; want nil, false", x, len(b), ok)
