@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 
@@ -70,5 +71,38 @@ func TestListIterAfterEnd(t *testing.T) {
 				t.Fatalf("%s: Next true after the end", name)
 			}
 		}
+	}
+}
+
+// TestListZeroDistanceIsNull pins how a list slot of distance 0 reads: as
+// null and empty whatever its count, as the canonical reader reads it
+// (docs/wire.md §3). WIRE.md does not say so in words for lists (it does
+// for text, bytes and objects), but its empty_list_after_object fixture
+// has a slot {0, 0} whose start, the slot itself, lies inside the
+// message and which the canonical reader still reads as null, and that
+// reader's List returns the null list for a distance of 0 before it looks
+// at the count. A slot {0, 2} therefore does not read the slot's own
+// bytes as a list (which would give two elements: one of size 0, then one
+// of size 2), while a slot of distance 8 and count 0 is an empty list that
+// is not null.
+func TestListZeroDistanceIsNull(t *testing.T) {
+	t.Parallel()
+	body := []byte{0xAA, 0xBB, 0, 0, 0, 0, 0, 0}
+	msg := rawListMessage(body, 2)
+	binary.LittleEndian.PutUint32(msg[16:], 0) // the slot: {0, 2}
+	l := rootList(t, msg)
+	if !l.IsNull() || l.Len() != 0 {
+		t.Fatalf("slot {0, 2}: IsNull %v, Len %d; want null and empty", l.IsNull(), l.Len())
+	}
+	if l.Uint32(0) != 0 || l.Uint32(1) != 0 || l.BytesAt(1) != nil || l.VarFixed(1, 2) != nil || l.Data(1) != nil {
+		t.Fatal("slot {0, 2}: an element reads as if the list started at the slot")
+	}
+	if it := l.Iter(); it.Next() {
+		t.Fatalf("slot {0, 2}: Iter gives element %x", it.Bytes())
+	}
+
+	empty := rootList(t, rawListMessage(body, 0)) // {8, 0}
+	if empty.IsNull() || empty.Len() != 0 {
+		t.Fatalf("slot {8, 0}: IsNull %v, Len %d; want not null, empty", empty.IsNull(), empty.Len())
 	}
 }

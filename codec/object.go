@@ -206,8 +206,9 @@ func (o Object) Object(off int) Object {
 }
 
 // List reads the list slot at off (8 bytes: signed relative offset, element
-// count). A zero slot, a count larger than the message, or a start inside the
-// header or past the end gives an empty List. Element reads check their own
+// count). A slot of offset 0 (whatever its count, as the canonical reader
+// reads it: docs/wire.md §3), a count larger than the message, or a start
+// inside the header or past the end gives a null, empty List. Element reads check their own
 // bounds, so a count that overstates the elements present is harmless.
 func (o Object) List(off int) List {
 	p := o.at(off, ListSlotSize)
