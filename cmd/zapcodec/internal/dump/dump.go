@@ -128,6 +128,9 @@ type dumper struct {
 	// stream's messages decode as the method's message types.
 	streams map[uint32]*schema.Method
 	scratch []byte
+	// walked and scanned add up the work of the slot guesses of raw
+	// objects (guesser), for the tests.
+	walked, scanned int
 }
 
 func (d *dumper) printf(format string, a ...any) { fmt.Fprintf(d.w, format, a...) }
