@@ -20,8 +20,9 @@ const (
 	DefaultBufferSize = 64 << 10
 
 	// DefaultWritevThreshold is the payload size from which
-	// Writer.WriteFrame stops copying the payload and writes header and
-	// payload together with net.Buffers (writev): 64 KiB.
+	// Writer.WriteFrame stops copying the payload and writes it after the
+	// pending bytes and its header, in one writev on a TCP or Unix socket
+	// (two Writes on any other writer): 64 KiB.
 	DefaultWritevThreshold = 64 << 10
 
 	// minBufferSize is the smallest buffer size accepted.
@@ -109,8 +110,9 @@ func WithBufferSize(n int) Option {
 }
 
 // WithWritevThreshold sets the payload size from which Writer.WriteFrame
-// writes header and payload with one writev (net.Buffers) instead of
-// copying the payload into its buffer. Default DefaultWritevThreshold
+// writes the payload without copying it into its buffer: with its header
+// in one writev on a *net.TCPConn or *net.UnixConn, in two Writes on any
+// other writer (see [Writer]). Default DefaultWritevThreshold
 // (64 KiB); n <= 0 means the default. Reader ignores it.
 func WithWritevThreshold(n int) Option {
 	return optionFunc(func(o *options) {

@@ -220,8 +220,9 @@ func (fw *Writer) WriteFrame(kind byte, payload []byte) error {
 // then body (an envelope header and a large body the caller does not want
 // copied): the frame is the same as WriteFrame(kind, head+body). When
 // len(body) is at least the writev threshold, the pending bytes, the frame
-// header and head go out with body in one net.Buffers write (writev on a
-// net.Conn) and body is not copied; otherwise both parts are copied into
+// header and head go out with body, which is not copied, as a large
+// payload of WriteFrame does (one writev on a TCP or Unix socket, two
+// Writes elsewhere: see [Writer]); otherwise both parts are copied into
 // the buffer. Neither slice is retained after WriteFrameParts returns.
 func (fw *Writer) WriteFrameParts(kind byte, head, body []byte) error {
 	fw.abandon()
