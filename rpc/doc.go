@@ -36,7 +36,9 @@
 // Handler errors: a *[StatusError] (see [Errorf]) answers its code and
 // message; any other error answers 500 with the error's text as body
 // ([WithHideErrors] sends "internal error" instead) and is logged with the
-// method and the peer's address. The handler's ctx carries the values of
+// method and the peer's address; but a handler that returns its ctx's
+// context.DeadlineExceeded once the call's deadline passed is answered
+// 504, not logged. The handler's ctx carries the values of
 // the base context ([WithBaseContext]), is done when the connection dies
 // (reset, failed write, timeout, Close, end of Shutdown's grace), and
 // [CallInfo] reads the call's method and promise id through any wrapping.

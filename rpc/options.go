@@ -363,8 +363,10 @@ func WithMinReadRate(n int) ServerOption {
 // WithHideErrors makes the server answer a plain handler error (one that
 // is not a *[StatusError]) with status 500 and the body "internal error"
 // instead of the error's text, for services whose errors may carry
-// details callers should not see. The error is logged either way.
-// Default: the error's text is the answer body.
+// details callers should not see. The error is logged either way. (The
+// 504 of a handler that returned its ctx's error once the call's deadline
+// passed, see [Handler], carries "internal error" too, and is not
+// logged.) Default: the error's text is the answer body.
 func WithHideErrors() ServerOption {
 	return serverOption(func(o *serverOptions) { o.hideErrors = true })
 }

@@ -28,7 +28,12 @@ import (
 // with its message as body, unless that code is 0 or 200 (no error
 // status). Any other error answers 500 with the error's text as body (or
 // "internal error" under [WithHideErrors]) and is logged with the method
-// and the peer's address. A panic answers 500 and is
+// and the peer's address, but for the error the call's end gave the
+// handler, which is not logged: ctx's context.DeadlineExceeded (wrapped or
+// not) once the call's deadline passed answers 504
+// ([StatusDeadlineExceeded], without the not-run flag: the call ran), and
+// ctx's error once the connection is gone is seen as [StatusCanceled] (no
+// answer can be written). A panic answers 500 and is
 // logged the same way; the connection goes on. So does a call to
 // runtime.Goexit (t.FailNow in a test's handler): it ends the goroutine
 // the handler ran on, and another takes its place.

@@ -56,7 +56,10 @@ import (
 // code and message, any other error is status 500 with its text, or
 // "internal error" under [WithHideErrors], and is logged unless it is the
 // error the stream's end gave the handler: its ctx's once that ended, as
-// by the client's cancel, or Recv's for a closed connection), which the
+// by the client's cancel, or Recv's for a closed connection; such an
+// error ends the stream 504, [StatusDeadlineExceeded], when the stream's
+// deadline passed first, and counts as [StatusCanceled] when the client
+// went away), which the
 // peer's [Stream.Recv] returns as a *[StatusError] (a canonical peer reads
 // a clean end). A panic ends the stream with status 500 and is logged; the
 // connection and the process go on. Messages the peer sends after the
