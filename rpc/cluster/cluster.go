@@ -322,10 +322,12 @@ func (c *Client) update(eps []Endpoint) {
 // pending calls was full: [rpc.ErrTooManyPending]) is not a retry and
 // goes to another connection at once. A call that may have run (any
 // answer a handler gave, a broken connection, a ctx error) is never sent
-// again. With no admitted replica the call fails
-// with [ErrNoReplica] (or waits, see [WithWaitForReady]), but a retry
-// that finds none returns the refusal it followed; after Close, with an
-// error matching rpc.ErrClosed.
+// again. A call whose ctx has already ended returns ctx's error at once,
+// as [rpc.Client.Call] does, whether or not a replica is ready (nothing
+// is sent; [Stats] counts it failed). With no admitted replica the call
+// fails with [ErrNoReplica] (or waits, see [WithWaitForReady]), but a
+// retry that finds none returns the refusal it followed; after Close,
+// with an error matching rpc.ErrClosed.
 //
 // A warm call allocates nothing. Interceptors ([WithInterceptors]) run
 // once around the whole call.
