@@ -93,7 +93,10 @@
 // [SameText] read and compare its text values; [AppendHeader],
 // [AppendObject], [AppendListStart], [PutObjectSlot], [PutListSlot] and
 // [PutHeader] write a message with nested objects and lists laid out as the
-// Builder lays it out, without the Builder's bookkeeping. A generated
+// Builder lays it out, without the Builder's bookkeeping; having no error
+// to return, they panic with an error that wraps [ErrBuilder], writing
+// nothing, when a size, offset or count does not fit in its 32-bit word
+// (a message of 4 GiB or more). A generated
 // DecodeZAP reports malformed input as a [*FieldError] naming the field
 // ("Block.txs[3].to") and wrapping the cause ([ErrOutOfBounds], [ErrMagic],
 // ...), built with [InField] and [InElement].

@@ -59,7 +59,9 @@ func parseError(err error, off int) error { return &ParseError{Offset: off, Err:
 // was misused (a field written outside its object, a list element of the
 // wrong width, a call that writes while a list is open, a list builder used
 // after its Finish, an object or list builder used after Reset, a message
-// of 2 GiB or more). [AppendFlat] and [AppendTail], which have no error to
-// return, panic with an error that wraps it when a message or a value
-// does not fit in its 32-bit size.
+// of 2 GiB or more). The helpers of generated code, which have no error
+// to return ([AppendFlat], [AppendTail], [PutHeader], [PutObjectSlot],
+// [PutListSlot], [AppendBytesElement], [AppendTextElement],
+// [FinishElement]), panic with an error that wraps it, writing nothing,
+// when a size, an offset or a count does not fit in its 32-bit word.
 var ErrBuilder = errors.New("codec: builder misuse")
