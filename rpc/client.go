@@ -346,7 +346,8 @@ func (c *Client) beat(now int64) {
 // still sent (its answer will be dropped); a request whose write is
 // blocked when ctx ends is finished by another goroutine (the stream
 // cannot be cut mid-frame) while Call returns. Without a deadline, a peer that stops
-// reading is dropped after the write timeout ([WithWriteTimeout]) and one
+// reading is dropped after the write timeout ([WithWriteTimeout]), and so
+// is one that takes a write, in all, slower than 16 KiB/s past it; one
 // that stops answering after the answer timeout ([WithAnswerTimeout]).
 //
 // Errors: a non-200 answer is a *[StatusError] (errors.As); its Message
