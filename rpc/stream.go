@@ -254,8 +254,9 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // (over TLS, or a wrapper not known to let a cut write go on, it is
 // bounded by the write timeout alone). A message goes
 // on the wire whole or not at all: a write that breaks midway (the peer
-// took no byte for the write timeout, [WithWriteTimeout]) closes the
-// connection, and every stream and call on it fails. It returns
+// took no byte for the write timeout, or took the write slower than its
+// bound in all: [WithWriteTimeout]) closes the connection, and every
+// stream and call on it fails. It returns
 // [ErrStreamClosed] after CloseSend (or, in a handler, on a stream whose
 // handler returned), io.EOF after the peer ended the stream cleanly (on a
 // client: the server's handler returned; Recv tells the rest), the
