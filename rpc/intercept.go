@@ -10,15 +10,20 @@ import (
 // server's answer buffer, and calls next to run the rest of the chain and
 // finally the handler, or answers by itself without calling next. It may
 // replace next's result or error; the error it returns is answered like a
-// handler's (a *[StatusError] keeps its code, any other error answers
-// 500). A panic in an interceptor is handled like a handler panic (500,
-// logged, the connection goes on).
+// handler's (see [Handler]: a *[StatusError] keeps its code, ctx's
+// context.DeadlineExceeded once the call's deadline passed answers 504,
+// any other error 500). A panic in an interceptor is handled like a
+// handler panic (500, logged, the connection goes on).
 //
 // Buffers: req and resp follow the handler rules (see [Handler]): valid
 // only until the interceptor returns; an interceptor that keeps bytes of
 // either copies them. Interceptors do not run for calls answered without
 // a handler: an unknown method (404), a malformed envelope (400), a call
-// refused after go-away (503), nor for the health service ([HealthMethod]).
+// refused after go-away (503), metadata refused (431, 400), a target
+// without [WithPipelining] (400), a call whose connection closed before a
+// worker started it, one whose deadline passed before it could run
+// (504), one whose pipelining target failed (400), nor for the health
+// service ([HealthMethod]).
 type Interceptor func(ctx context.Context, method uint32, req, resp []byte, next Handler) ([]byte, error)
 
 // WithInterceptors installs interceptors around every handler registered
