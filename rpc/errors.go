@@ -141,13 +141,16 @@ func Errorf(code uint32, format string, args ...any) error {
 }
 
 // Code returns the status an error answers with: 200 for nil, the code of a
-// wrapped *StatusError, else 500.
+// wrapped *StatusError, else 500, as for a handler's error (see [Handler]):
+// codes 0 and 200 are no error status and count as 500. Code does not know
+// the call's deadline: a handler's context.DeadlineExceeded once that
+// passed is answered 504, where Code says 500.
 func Code(err error) uint32 {
 	if err == nil {
 		return StatusOK
 	}
 	var se *StatusError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) && se.Code != 0 && se.Code != StatusOK {
 		return se.Code
 	}
 	return StatusInternal
