@@ -54,20 +54,36 @@ func weightAt(cum []float64, k int) float64 {
 }
 
 // P2C is the default policy, the power of two choices: two connections
-// drawn at random, the one with the lower load ([Conn.Load]: calls in
-// flight, open streams and outstanding promises) gets the call. On
-// multiplexed connections the work in flight is the load (round robin over
-// connections ignores it: a replica that answers slowly piles up calls);
-// drawing two instead of taking the least loaded of all keeps many
-// clients from herding onto the same replica (Mitzenmacher, "The Power of
-// Two Choices in Randomized Load Balancing").
+// drawn at random, the cheaper gets the call. On multiplexed connections
+// the work in flight is the load (round robin over connections ignores
+// it: a replica that answers slowly piles up calls); drawing two instead
+// of taking the least loaded of all keeps many clients from herding onto
+// the same replica (Mitzenmacher, "The Power of Two Choices in Randomized
+// Load Balancing").
+//
+// The load ([Conn.Load]: calls in flight, open streams and outstanding
+// promises) alone cannot see a slow replica when calls come one at a
+// time: no connection has a call in flight when the call is picked. So
+// P2C also weighs each replica's answer latency ([Conn.Latency], as
+// Finagle's peak-EWMA and gRPC's weighted round robin do): a connection
+// whose cost, latency × (load + 1), is more than twice the other's
+// loses the draw; closer than that, the lower load wins, as it did
+// before. Latencies under 1 ms count as 1 ms (below that, answers differ
+// by the schedulers' noise more than by the replicas' work). The band
+// widens as the costlier one's latency ages without an answer (by one
+// band each 10 ms), so that a replica left out for being slow still gets
+// a call now and then and one that recovered is found: a caller that
+// makes one call at a time sends a replica 20 times slower than the
+// others (20 ms against 1 ms or less) about one call in 90 ms, where it
+// sent it its share.
 //
 // With replicas of different weights ([Endpoint], SRV records), the two
 // connections are drawn with chances proportional to their weights, and
-// their loads are compared relative to their weights (load over weight):
-// while the replicas keep up, each gets a share of the calls
-// proportional to its weight, and a replica twice as heavy takes twice
-// the load before it loses a draw.
+// their loads are compared relative to their weights (load over weight,
+// the weights relative to the heaviest, in the cost too): while the
+// replicas keep up, each gets a share of the calls proportional to its
+// weight, and a replica twice as heavy takes twice the load before it
+// loses a draw.
 func P2C() Balancer { return p2c{} }
 
 type p2c struct{}
@@ -79,7 +95,8 @@ func (p2c) Pick(conns []*Conn) int {
 	if j >= i {
 		j++
 	}
-	if conns[j].load() < conns[i].load() {
+	a, b := conns[i], conns[j]
+	if cheaper(&a.r.lat, &b.r.lat, a.load(), b.load(), 1, 1) {
 		return j
 	}
 	return i
@@ -90,11 +107,16 @@ func (p2c) pickWeighted(conns []*Conn, cum []float64) int {
 	j := drawWeighted(cum)
 	if j == i {
 		if j = drawWeighted(cum); j == i {
-			return i // one replica carries most of the weight
+			// One replica carries most of the weight: the other of the
+			// two is drawn alike, so that it still has to win its draw
+			// (on a tie, the first drawn wins: shares follow weights).
+			if j = rand.IntN(len(conns) - 1); j >= i {
+				j++
+			}
 		}
 	}
-	// load_j / w_j < load_i / w_i, without dividing.
-	if float64(conns[j].load())*weightAt(cum, i) < float64(conns[i].load())*weightAt(cum, j) {
+	a, b := conns[i], conns[j]
+	if cheaper(&a.r.lat, &b.r.lat, a.load(), b.load(), weightAt(cum, i), weightAt(cum, j)) {
 		return j
 	}
 	return i

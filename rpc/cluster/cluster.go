@@ -117,6 +117,22 @@ func (c *Conn) load() int32 {
 	return c.inflight.Load() + int32(c.rc.Streams()) + int32(c.rc.Promises())
 }
 
+// Latency returns the average latency of the answers of the connection's
+// replica, as [P2C] weighs it: the lower of its first two answers', then
+// moved a quarter of the way toward each slower answer (counted as at
+// most 4 times the average) and half way toward each faster one; 0 when
+// unknown (fewer than two answers since the replica was admitted). It is
+// as old as the replica's last answer: P2C gives an old one less weight
+// (see P2C). A call counts when its replica answered it (a handler's
+// status included, but not 500 and above nor "no such method", which
+// count as failed) or held it past its deadline, through this client's
+// Call; not a Send, a stream, nor a call that failed otherwise (a replica
+// that fails at once must not look fast). It costs three atomic loads.
+func (c *Conn) Latency() time.Duration {
+	l, _ := c.r.lat.get()
+	return time.Duration(l)
+}
+
 // Weight returns the weight of the connection's replica (see
 // [Endpoint]): 1 unless the resolver gave another.
 func (c *Conn) Weight() float64 { return math.Float64frombits(c.weight.Load()) }
@@ -414,17 +430,24 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		// ctx not done; a deadline that then ends it passed while the
 		// replica had it.
 		live := answered && ctx.Err() == nil
+		var start int64
+		if answered {
+			start = now()
+		}
 		held = cn
 		v, err := do(cn)
 		held = nil
 		cn.inflight.Add(-1)
 		if err == nil {
 			if answered {
+				cn.r.lat.observe(start, now())
 				cn.r.ok()
 			}
 			return v, nil
 		}
-		c.account(cn, err, live)
+		if c.account(cn, err, live) && answered {
+			cn.r.lat.observe(start, now())
+		}
 		if unsent < 4 && ctx.Err() == nil {
 			if err == rpc.ErrGoAway {
 				unsent++ // the connection went away before the call was written: not a retry
@@ -655,7 +678,10 @@ func (c *Client) noReplica() error {
 // connection and the replica. live is for a call (not a send, nor a
 // stream's open) sent with its ctx not done: a deadline that ends it
 // passed while the replica had it, and counts against the replica.
-func (c *Client) account(cn *Conn, err error, live bool) {
+// timed reports whether the time the call took is one of the replica's
+// latencies: it answered (a handler's own 4xx), or held a live call past
+// its deadline (at least that long).
+func (c *Client) account(cn *Conn, err error, live bool) (timed bool) {
 	r := cn.r
 	switch {
 	case rpc.IsRetryable(err):
@@ -691,6 +717,7 @@ func (c *Client) account(cn *Conn, err error, live bool) {
 		// never left) says nothing about the replica.
 		if live {
 			r.failed(err)
+			timed = true
 		}
 	case errors.Is(err, context.Canceled):
 		// The caller gave up: says nothing about the replica.
@@ -706,9 +733,11 @@ func (c *Client) account(cn *Conn, err error, live bool) {
 				r.failed(err)
 			} else {
 				r.ok()
+				timed = true
 			}
 		}
 	}
+	return timed
 }
 
 func (c *Client) isClosed() bool {

@@ -36,8 +36,12 @@
 // as a failed resolution is.
 //
 // Balancing: [P2C] (default) draws two connections and gives the call to
-// the one with the lower load (calls in flight, open streams and
-// outstanding promises: [Conn.Load]); [RoundRobin] ignores load; any
+// the cheaper: the one with the lower load (calls in flight, open streams
+// and outstanding promises: [Conn.Load]), unless one's latency × (load +
+// 1) is more than twice the other's ([Conn.Latency]: the replica's
+// average answer latency), so that a much slower replica gets few calls
+// even from a caller that makes one at a time; [RoundRobin] ignores load
+// and latency; any
 // [Balancer] can be plugged in. [WithConnsPerReplica] keeps several
 // connections per replica.
 //
@@ -95,9 +99,11 @@
 // ([WithClientOptions]) run once per attempt on the wire.
 //
 // Costs: a warm call allocates nothing; beside the call on its
-// connection it costs a few atomic operations (in-flight counts and the
-// loads of two connections, the call counter, the budget, the ctx's
-// error before the call is sent) and two random numbers (with weights,
-// two or three, and a binary search over the running sums of the
-// weights).
+// connection it costs a few atomic operations (in-flight counts, the
+// loads and latencies of two connections, the call counter, the budget,
+// the ctx's error before the call is sent, the replica's latency after
+// the answer), two reads of the monotonic clock (the call's start and
+// end; a third when P2C finds one replica much slower) and two random
+// numbers (with weights, two to four, and
+// a binary search over the running sums of the weights).
 package cluster

@@ -49,6 +49,8 @@ type replica struct {
 	// rejoined: admitted again after an ejection, and no call answered
 	// since; the first answered call ends the row of ejections (ok).
 	rejoined atomic.Bool
+	// lat is its answers' average latency (P2C weighs it).
+	lat latency
 
 	// Under c.mu.
 	weight    float64 // from the resolver (Endpoint.Weight), > 0
@@ -312,6 +314,9 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 	if r.state != stateReady && !c.closed && !r.removed.Load() {
 		r.state, r.tried = stateReady, true
 		r.passes = 0
+		// Its latency before the ejection (often the reason for it)
+		// says nothing of the replica now.
+		r.lat.reset()
 		r.rejoined.Store(r.ejections > 0)
 		// Calls that failed before it was admitted (late answers on the
 		// connections of its last ejection) do not count against it.

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// The latency P2C weighs (see [P2C]).
+const (
+	// latencyFade is how fast a replica's average latency loses its
+	// weight in a draw while the replica gets no answer: a connection
+	// whose cost is k times the other's loses the draw for about
+	// (k/latencyBand - 1) × latencyFade after its last answer (a replica
+	// of 200 ms a call beside one of 1 ms or less, for about a second; of
+	// 20 ms, for 90 ms; of 5 ms, for 15 ms), then competes on load alone
+	// until its next answer. So a replica left out for being slow still
+	// gets a call now and then, and one that recovered is found.
+	latencyFade = 10 * time.Millisecond
+	// latencyBand is how many times costlier than the other a connection
+	// must be (latency × (load over weight + 1)) for the latency to
+	// decide a draw; within it, the load decides, as without latency.
+	latencyBand = 2
+	// latencyFloor is the least latency a draw sees: below a millisecond,
+	// the answers of a replica differ by the noise of the two machines'
+	// schedulers more than by the replica's work, and replicas that fast
+	// compete on load.
+	latencyFloor = float64(time.Millisecond)
+)
+
+// epoch is the origin of now: time.Since reads the monotonic clock
+// alone.
+var epoch = time.Now()
+
+// now returns the monotonic time in nanoseconds since epoch, at least 1.
+func now() int64 { return max(int64(time.Since(epoch)), 1) }
+
+// latency is a replica's average answer latency: the lower of its first
+// two answers', then each answer slower than the average counting a
+// quarter, and as at most 4 times the average, and each faster one
+// half. One slow answer (a pause of the caller's process, which the
+// replica is not to blame for) raises it by 75 % at most, a replica that
+// became slow shows it within a few answers (from 0.1 ms to 20 ms a call,
+// it is out of most draws after six), and one whose average is too high
+// (slow first answers on a loaded machine) loses the excess quickly, in
+// the few calls it still gets. Its
+// words are read and written without a lock: answers that end at the
+// same moment may lose one of their updates, which an average does not
+// notice.
+type latency struct {
+	avg  atomic.Uint64 // float64 bits: nanoseconds
+	at   atomic.Int64  // now() of the last answer
+	seen atomic.Int32  // answers counted, up to 2: known from 2 on
+}
+
+// observe adds the latency of an answer to a call sent at start (a
+// now()) that came at t.
+func (l *latency) observe(start, t int64) {
+	d := float64(max(t-start, 0))
+	switch l.seen.Load() {
+	case 0:
+		l.seen.Store(1)
+	case 1:
+		d = min(d, math.Float64frombits(l.avg.Load()))
+		l.seen.Store(2)
+	default:
+		if avg := math.Float64frombits(l.avg.Load()); d < avg {
+			d = 0.5*avg + 0.5*d
+		} else {
+			d = 0.75*avg + 0.25*min(d, 4*avg)
+		}
+	}
+	l.avg.Store(math.Float64bits(d))
+	l.at.Store(t)
+}
+
+// get returns the average in nanoseconds, 0 when unknown (fewer than two
+// answers since the replica was admitted), and the now() of the last
+// answer.
+func (l *latency) get() (avg float64, at int64) {
+	if l.seen.Load() < 2 {
+		return 0, 0
+	}
+	return math.Float64frombits(l.avg.Load()), l.at.Load()
+}
+
+// reset forgets the average (a replica admitted again).
+func (l *latency) reset() { l.seen.Store(0) }
+
+// cheaper reports whether connection b is to win the draw against
+// connection a, given their loads na, nb and weights wa,
+// wb. When both latencies are known and one's cost, latency (at least
+// latencyFloor) × (load / weight + 1), is more than latencyBand times the other's, the cheaper
+// wins, the band widening as the costlier one's last answer ages (by
+// one band a latencyFade); else the one of the lower load over weight
+// (a on a tie). Weights are relative to the heaviest (at most 1; 1
+// without weights), so that replicas idle alike cost alike whatever
+// their weights. The costs are compared without dividing.
+func cheaper(a, b *latency, na, nb int32, wa, wb float64) bool {
+	fa, fb := float64(na), float64(nb)
+	la, ta := a.get()
+	lb, tb := b.get()
+	if la > 0 && lb > 0 {
+		la, lb = max(la, latencyFloor), max(lb, latencyFloor)
+		// cost = l × (n + w) / w
+		ca := la * (fa + wa) * wb
+		cb := lb * (fb + wb) * wa
+		// The clock is read only when a cost is out of the band before
+		// it widens (replicas of like latencies and loads: never).
+		if ca > latencyBand*cb && ca > latencyBand*cb*fade(now()-ta) {
+			return true
+		}
+		if cb > latencyBand*ca && cb > latencyBand*ca*fade(now()-tb) {
+			return false
+		}
+	}
+	return fb*wa < fa*wb
+}
+
+// fade returns how much wider the band is for a latency last refreshed
+// age ago: 1 + age/latencyFade.
+func fade(age int64) float64 { return 1 + float64(max(age, 0))/float64(latencyFade) }
