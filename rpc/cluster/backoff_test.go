@@ -223,3 +223,64 @@ func TestFirstCheckAfterReadmissionKeepsRow(t *testing.T) {
 		}
 	}
 }
+
+// After an outage of every replica, the first one back is found within
+// the first step of a back-off (WithEjection's base) once a call wants
+// one, not after the back-off its row of ejections has grown to: here an
+// hour, so that before, a call waiting for a replica (WithWaitForReady)
+// waited out its own wait and failed, and calls failing at once found
+// none for the hour. With a replica ready, no call wants one.
+func TestOutageBackoffCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait time.Duration // WithWaitForReady
+	}{{"waiting call", 30 * time.Second}, {"failing calls", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+			c := dialT(t, "static:///"+a.addr+","+b.addr, WithHealthCheck(time.Hour, 0),
+				WithEjection(1, 20*time.Millisecond, time.Hour), WithMaxEjected(1), WithWaitForReady(tc.wait))
+			for range 20 {
+				if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.mu.Lock()
+			wanted := c.wantAt
+			for _, r := range c.replicas {
+				r.ejections = 40 // a long row: the next back-off is the hour
+			}
+			c.mu.Unlock()
+			if wanted != 0 {
+				t.Fatal("a call found no replica ready while both were")
+			}
+			a.kill()
+			b.kill()
+			// Calls find the connections broken: the replicas are
+			// ejected, their redials fail, they back off for the hour.
+			await(t, "both replicas ejected", func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+				c.Call(ctx, mEcho, []byte("x"), nil)
+				cancel()
+				st := c.Stats()
+				return readyCount(c) == 0 && st.Replicas[0].Ejections > 40 && st.Replicas[1].Ejections > 40
+			})
+			a.start()
+			if tc.wait > 0 {
+				if _, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil {
+					t.Fatalf("a call waiting for a replica while one is back: %v", err)
+				}
+			} else {
+				await(t, "a call answered", func() bool {
+					_, err := c.Call(context.Background(), mEcho, []byte("x"), nil)
+					if err != nil && !errors.Is(err, ErrNoReplica) {
+						t.Fatal(err)
+					}
+					return err == nil
+				})
+			}
+			if n := readyCount(c); n != 1 {
+				t.Fatalf("%d replicas ready, want the one back", n)
+			}
+		})
+	}
+}

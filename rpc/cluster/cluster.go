@@ -64,6 +64,15 @@ type Client struct {
 	firstCh   chan struct{} // closed once Dial can return
 	firstDone bool
 	lastErr   error // of the latest failed resolution, dial or check
+	// A call's want of a replica while none is ready, which cuts the
+	// back-offs short (see replica.backoff): wantAt is the now() of the
+	// last call that found none, waiting counts the calls waiting for
+	// one (WithWaitForReady), and wantCh is closed at a want when
+	// wantWatched (a replica in back-off watches it).
+	wantAt      int64
+	waiting     int
+	wantCh      chan struct{}
+	wantWatched bool
 }
 
 // readySet is the connections that get calls, and their weights.
@@ -155,7 +164,8 @@ var (
 // the background: resolution is retried after 1 s, doubling up to the
 // refresh interval ([WithRefresh]) while no address is known, and a
 // replica that cannot be reached is retried after its ejection back-off
-// ([WithEjection]: 0.5 s doubling to 30 s by default). Meanwhile calls
+// ([WithEjection]: 0.5 s doubling to 30 s by default; 0.5 s while no
+// replica is ready and calls want one). Meanwhile calls
 // fail at once with an error matching [ErrNoReplica] that says what went
 // wrong, or wait within their ctx with [WithWaitForReady].
 //
@@ -184,6 +194,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 		res:        res,
 		replicas:   make(map[string]*replica),
 		readyCh:    make(chan struct{}),
+		wantCh:     make(chan struct{}),
 		firstCh:    make(chan struct{}),
 		resolveNow: make(chan struct{}, 1),
 		closeDone:  make(chan struct{}),
@@ -627,14 +638,22 @@ func elsewhere(conns []*Conn, i int, avoid *replica) int {
 // A call waits WithWaitForReady once in all, however often a replica is
 // admitted and gone again before its pick: its first wait sets *until, the
 // end of its waits.
+//
+// A call that finds no replica ready cuts short the back-offs of the
+// replicas (see replica.backoff), and so does a call waiting for one all
+// the while it waits.
 func (c *Client) waitReady(ctx context.Context, until *time.Time) error {
 	c.mu.Lock()
 	closed, ch := c.closed, c.readyCh
+	none := len(c.ready.Load().conns) == 0
+	if none && !closed {
+		c.wantLocked()
+	}
 	c.mu.Unlock()
 	if closed {
 		return fmt.Errorf("%w: the cluster client is closed", rpc.ErrClosed)
 	}
-	if len(c.ready.Load().conns) > 0 {
+	if !none {
 		return nil
 	}
 	if c.o.waitReady <= 0 {
@@ -652,6 +671,14 @@ func (c *Client) waitReady(ctx context.Context, until *time.Time) error {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	c.mu.Lock()
+	c.waiting++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.waiting--
+		c.mu.Unlock()
+	}()
 	select {
 	case <-ch:
 		return nil
@@ -660,6 +687,23 @@ func (c *Client) waitReady(ctx context.Context, until *time.Time) error {
 	case <-t.C:
 		return c.noReplica()
 	}
+}
+
+// wantLocked notes a call that found no replica ready, and wakes the
+// replicas watching for one.
+func (c *Client) wantLocked() {
+	c.wantAt = now()
+	if c.wantWatched {
+		close(c.wantCh)
+		c.wantCh = make(chan struct{})
+		c.wantWatched = false
+	}
+}
+
+// wantedLocked reports whether a call wants a replica, none being
+// ready: one waits for one, or found none after since (a now()).
+func (c *Client) wantedLocked(since int64) bool {
+	return len(c.ready.Load().conns) == 0 && (c.waiting > 0 || c.wantAt > since)
 }
 
 // noReplica is the error of a call that found no admitted replica: it

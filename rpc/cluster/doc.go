@@ -52,8 +52,11 @@
 // or that fails or times out a health check, is ejected: it gets no call
 // for a back-off (doubling with each ejection in a row: the row ends when
 // it answers a call, or passes two health checks in a row once admitted
-// again, a full interval of health between them), then is dialed and
-// probed again, and admitted only when serving. A call fails when its answer is 500 and above (a handler's
+// again, a full interval of health between them; while no replica is
+// ready and calls want one, the back-off ends once its first step has
+// passed, so that the first replica back after an outage of all is
+// found at once), then is dialed and probed again, and admitted only
+// when serving. A call fails when its answer is 500 and above (a handler's
 // failure) or 404 "no such method" ([rpc.IsNoSuchMethod]: a replica
 // deployed without it; a handler's own 404 does not count), when
 // its deadline passes while the replica has it (a wedged handler, whose

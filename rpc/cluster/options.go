@@ -42,7 +42,9 @@ const (
 	// periodic health checks in a row after it is admitted again (the
 	// first comes a health interval after the admission, the second an
 	// interval later): passing the probe that admits it again, or the
-	// first check after it, does not end it.
+	// first check after it, does not end it. While no replica is ready
+	// and a call wants one, a back-off ends once the base has passed
+	// (see [WithEjection]).
 	DefaultEjectBase = 500 * time.Millisecond
 	// DefaultEjectMax caps the back-off of an ejected replica.
 	DefaultEjectMax = 30 * time.Second
@@ -277,6 +279,13 @@ func WithHealthService(name string) Option {
 // zero keeps a default. Ejections for failed calls, and for failed
 // health checks, are capped by [WithMaxEjected]. The back-off doubles with each ejection in a row (see
 // DefaultEjectBase), and any base and cap work: it never overflows.
+//
+// While no replica is ready and a call wants one (it found none since the
+// back-off began, or waits for one: [WithWaitForReady]), every back-off
+// ends once base (±20 %) has passed: after an outage of every replica,
+// the first one back is found within base, not after the back-off its
+// row of ejections has grown to, and replicas still down are dialed at
+// most once a base each, and only while calls want one.
 //
 // A deadline that passes while a replica has the call counts: callers
 // whose deadlines are shorter than the time the service takes to answer

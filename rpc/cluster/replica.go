@@ -456,13 +456,31 @@ func (r *replica) ejectLocked(err error) {
 
 // backoff waits out the ejection; false when the replica was removed or
 // the client closed meanwhile.
+//
+// While no replica is ready and a call wants one (it found none since the
+// back-off began, or waits for one: WithWaitForReady), the back-off ends
+// early, once the first step of a back-off (WithEjection's base, ±20 %)
+// has passed: after an outage of every replica, the first one back is
+// found within that step, not after the back-off its row of ejections
+// has grown to (up to 30 s by default), and a replica still down is
+// tried no more often than the first step allows, and only while calls
+// want one. With a replica ready, the back-offs run in full.
 func (r *replica) backoff() bool {
 	c := r.c
 	c.mu.Lock()
 	n := r.ejections
 	c.mu.Unlock()
-	t := time.NewTimer(jitter(backoffFor(n, c.o.ejectBase, c.o.ejectMax)))
+	start := now()
+	d := jitter(backoffFor(n, c.o.ejectBase, c.o.ejectMax))
+	t := time.NewTimer(d)
 	defer t.Stop()
+	var early <-chan time.Time
+	if step := jitter(c.o.ejectBase); step < d {
+		e := time.NewTimer(step)
+		defer e.Stop()
+		early = e.C
+	}
+	var want chan struct{} // closed at a call's want; nil: not watched yet
 	for {
 		select {
 		case <-r.ctx.Done(): // removed, or the client closed
@@ -470,7 +488,19 @@ func (r *replica) backoff() bool {
 		case <-t.C:
 			return r.ctx.Err() == nil
 		case <-r.kick:
+			continue
+		case <-early:
+			early = nil
+		case <-want:
 		}
+		c.mu.Lock()
+		if c.wantedLocked(start) {
+			c.mu.Unlock()
+			return r.ctx.Err() == nil
+		}
+		want = c.wantCh
+		c.wantWatched = true
+		c.mu.Unlock()
 	}
 }
 
