@@ -354,7 +354,9 @@ func (c *Client) update(eps []Endpoint) {
 // is sent; [Stats] counts it failed). With no admitted replica the call
 // fails with [ErrNoReplica] (or waits, see [WithWaitForReady]), but a
 // retry that finds none returns the refusal it followed; after Close,
-// with an error matching rpc.ErrClosed.
+// with an error matching rpc.ErrClosed. An error the replica's
+// connection gave comes in a [*ReplicaError] that names the replica,
+// unless it is ctx's error, which is returned itself.
 //
 // A warm call allocates nothing. Interceptors ([WithInterceptors]) run
 // once around the whole call.
@@ -472,11 +474,11 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
-			refusal, refusalErr = v, err
+			refusal, refusalErr = v, onReplica(cn, err)
 			continue
 		}
 		c.failed.Add(1)
-		return v, err
+		return v, onReplica(cn, err)
 	}
 }
 
@@ -556,8 +558,37 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 			}
 		}
 		c.failed.Add(1)
-		return nil, err
+		return nil, onReplica(cn, err)
 	}
+}
+
+// ReplicaError is the error of a call (or a send, or a stream's open)
+// that failed on a replica: it names the replica, and wraps the error the
+// connection gave, so that errors.Is and errors.As see through it
+// ([rpc.StatusError], [rpc.IsRetryable], rpc.ErrClosed and the others
+// match as they do on an [rpc.Client]'s errors). A call that ended with
+// its ctx gets ctx's error itself, not wrapped (err == context.Canceled
+// holds, as on an rpc.Client), and so does one that found no replica
+// ([ErrNoReplica]). The errors of a promise's Wait and of a stream's
+// Recv and Send are the connection's own: they are not wrapped.
+type ReplicaError struct {
+	Addr string // the replica's address (see [ReplicaStats])
+	Err  error  // the error its connection gave
+}
+
+// Error returns the replica's address and the error's text.
+func (e *ReplicaError) Error() string { return "cluster: replica " + e.Addr + ": " + e.Err.Error() }
+
+// Unwrap returns the error the replica's connection gave.
+func (e *ReplicaError) Unwrap() error { return e.Err }
+
+// onReplica returns the error err of a call on cn as the caller gets it:
+// in a ReplicaError, unless it is a ctx's error.
+func onReplica(cn *Conn, err error) error {
+	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	return &ReplicaError{Addr: cn.r.addr, Err: err}
 }
 
 // mayRetry reports whether a call that failed with err is to be sent
