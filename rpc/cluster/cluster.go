@@ -474,11 +474,11 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		}
 		if c.mayRetry(ctx, err, &retried) {
 			avoid = cn.r
-			refusal, refusalErr = v, onReplica(cn, err)
+			refusal, refusalErr = v, c.onReplica(cn, err)
 			continue
 		}
 		c.failed.Add(1)
-		return v, onReplica(cn, err)
+		return v, c.onReplica(cn, err)
 	}
 }
 
@@ -558,7 +558,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 			}
 		}
 		c.failed.Add(1)
-		return nil, onReplica(cn, err)
+		return nil, c.onReplica(cn, err)
 	}
 }
 
@@ -569,7 +569,9 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 // match as they do on an [rpc.Client]'s errors). A call that ended with
 // its ctx gets ctx's error itself, not wrapped (err == context.Canceled
 // holds, as on an rpc.Client), and so does one that found no replica
-// ([ErrNoReplica]). The errors of a promise's Wait and of a stream's
+// ([ErrNoReplica]), and one whose connection Close closed (an error
+// matching rpc.ErrClosed that says the client is closed, as a call made
+// after Close gets). The errors of a promise's Wait and of a stream's
 // Recv and Send are the connection's own: they are not wrapped.
 type ReplicaError struct {
 	Addr string // the replica's address (see [ReplicaStats])
@@ -583,13 +585,22 @@ func (e *ReplicaError) Error() string { return "cluster: replica " + e.Addr + ":
 func (e *ReplicaError) Unwrap() error { return e.Err }
 
 // onReplica returns the error err of a call on cn as the caller gets it:
-// in a ReplicaError, unless it is a ctx's error.
-func onReplica(cn *Conn, err error) error {
+// in a ReplicaError, unless it is a ctx's error, or the connection's
+// close by Close (the error of a call made after Close: the replica had
+// no part in it).
+func (c *Client) onReplica(cn *Conn, err error) error {
 	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
 		return err
 	}
+	if cn.closedUs.Load() && errors.Is(err, rpc.ErrClosed) && c.isClosed() {
+		return errClientClosed
+	}
 	return &ReplicaError{Addr: cn.r.addr, Err: err}
 }
+
+// errClientClosed is the error of a call made after Close, or on a
+// connection Close closed.
+var errClientClosed = fmt.Errorf("%w: the cluster client is closed", rpc.ErrClosed)
 
 // mayRetry reports whether a call that failed with err is to be sent
 // again, and takes the retry from the budget.
@@ -682,7 +693,7 @@ func (c *Client) waitReady(ctx context.Context, until *time.Time) error {
 	}
 	c.mu.Unlock()
 	if closed {
-		return fmt.Errorf("%w: the cluster client is closed", rpc.ErrClosed)
+		return errClientClosed
 	}
 	if !none {
 		return nil

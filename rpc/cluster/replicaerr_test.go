@@ -52,3 +52,27 @@ func TestReplicaErrorNamesReplica(t *testing.T) {
 		t.Fatalf("a call on a broken connection, or once it is known broken: %v", err)
 	}
 }
+
+// A call on a connection that Close closed gets the error of a call made
+// after Close: the replica had no part in it. It named the replica.
+func TestCloseDuringCallSaysClosed(t *testing.T) {
+	r := startReplica(t, "127.0.0.1")
+	r.delay.Store(int64(2 * time.Second))
+	c := dialT(t, "static:///"+r.addr)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mEcho, []byte("x"), nil)
+		errs <- err
+	}()
+	await(t, "the call on the replica", func() bool { return r.calls.Load() == 1 })
+	c.Close()
+	err := receive(t, "the call's end", errs)
+	var re *ReplicaError
+	if !errors.Is(err, rpc.ErrClosed) || errors.As(err, &re) || !strings.Contains(err.Error(), "client is closed") {
+		t.Fatalf("a call in flight at Close: %v", err)
+	}
+	_, after := c.Call(context.Background(), mEcho, []byte("x"), nil)
+	if after == nil || after.Error() != err.Error() {
+		t.Fatalf("after Close: %v; during: %v", after, err)
+	}
+}
