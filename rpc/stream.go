@@ -35,7 +35,10 @@ import (
 // past the window). Between two zapcodec peers it does not happen while
 // the round trip is under helloWait: before the server's hello arrives a
 // client sends at most preHelloWindow per stream, which a zapcodec server
-// always buffers (see mayOwe and preHelloWindow).
+// always buffers (see mayOwe and preHelloWindow). A client that stops
+// waiting for the hello says so first (helloLate); a server's stream whose
+// client sent its hello and no such notice, and then went past the window,
+// is ended with an error (serverConn.streamOverrun) instead.
 
 // StreamHandler serves one streaming method. init is the initial message
 // of the open frame (empty when the client sent none); it is the handler's
@@ -107,6 +110,9 @@ const (
 	streamPanicText  = "stream handler panic"
 	streamExitText   = "stream handler exited (runtime.Goexit)"
 	streamCancelText = "canceled"
+	// streamOverrunText: a client that keeps our windows went past one
+	// (400).
+	streamOverrunText = "stream flow-control window exceeded"
 	// streamIDInUse: an open that reuses the id of a stream its client
 	// canceled, whose handler still runs (503).
 	streamIDInUse = "stream id still in use by a canceled stream"
@@ -195,6 +201,11 @@ type streamSet struct {
 	// stream came before it, so the server is taken for a canonical one
 	// and sends are no longer held to preHelloWindow.
 	noHello atomic.Bool
+	// server: the client sent the no-window notice (it took us for a
+	// canonical server, our hello having come late): its messages may go
+	// past our windows, which a full stream then takes as a canonical
+	// client's (the read loop waits for room), not as a violation.
+	peerNoWindow atomic.Bool
 	// helloChecks counts the looks of awaitHello's timer, helloEnds the
 	// looks after which it set no other (for tests).
 	helloChecks, helloEnds atomic.Int32
@@ -627,10 +638,27 @@ func (t *streamSet) awaitHello(mark uint64) {
 				return
 			}
 		}
-		t.canonicalPeer()
+		t.helloLate()
 		t.helloEnds.Add(1)
 	}
 	helloAfter(step, look)
+}
+
+// helloLate takes the server for a canonical one, no hello having come in
+// time (awaitHello), and tells it so first: the no-window notice goes in
+// the queue before any message that may go past the server's windows. A
+// zapcodec server whose hello was merely late then takes such messages as
+// a canonical client's (its read loop waits for room) rather than as a
+// peer that breaks the windows it agreed to, whose stream it ends (see
+// serverConn.streamOverrun). A canonical server ignores the notice.
+func (t *streamSet) helloLate() {
+	w := t.out.lock()
+	err := w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamNoWindow(nil))
+	lead := t.out.unlock()
+	t.canonicalPeer()
+	if err = t.out.flushIf(lead, err); err != nil {
+		t.broken(err)
+	}
 }
 
 // canonicalEvidence notes a frame of a stream from a server whose hello
@@ -1025,7 +1053,10 @@ func (t *streamSet) onMsg(p []byte, wait bool) bool {
 func (t *streamSet) onWindow(p []byte) (firstHello bool) {
 	id, n, ok := wire.ParseStreamWindow(p)
 	if !ok {
-		return false // not ours to read: ignored like an unknown kind
+		if t.sc != nil && wire.IsStreamNoWindow(p) {
+			t.peerNoWindow.Store(true)
+		}
+		return false // else not ours to read: ignored like an unknown kind
 	}
 	if id == 0 {
 		w := int64(min(max(n, 1), 1<<30))

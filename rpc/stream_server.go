@@ -85,6 +85,13 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 		return c.streamOpen(p)
 	case wire.KindStreamMsg:
 		if !t.onMsg(p, false) {
+			if t.peerFC.Load() && !t.peerNoWindow.Load() {
+				// A client that sent its hello, and no no-window notice
+				// since, went past the window it keeps: the stream ends
+				// with an error, and the read loop goes on.
+				c.streamOverrun(p)
+				return true
+			}
 			// The stream's buffer is full: the peer ignores our window (a
 			// canonical client). Wait for room, as the canonical runtime
 			// does, after the answers owed so far leave.
@@ -132,6 +139,62 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 		}
 	}
 	return true
+}
+
+// errStreamOverrun is what a handler's Send and Recv return once its
+// client went past the stream's window (streamOverrun).
+var errStreamOverrun = &StatusError{Code: StatusBadRequest, Message: streamOverrunText}
+
+// streamOverrun ends the stream of p, a message its buffer had no room
+// for, from a client that keeps our windows (it sent its hello and no
+// no-window notice): a zapcodec client never has more than the window
+// outstanding, so its stream's buffer has room for each message it
+// sends (a message finds less than the limit queued: what is queued was
+// sent, and not granted back, before it). Waiting for room, as for a
+// canonical client, would stop the connection's read loop, every call
+// and stream on it, until the handler read; dropping the message would
+// lose it unseen. The message is dropped and so are those queued: the
+// handler's Recv and Send return errStreamOverrun at once, its ctx is
+// canceled, and the client gets an error end 400 (unless our direction
+// had ended), written on a goroutine: the read loop goes on at once, and
+// a Send of the handler's under way is queued before the end. The later
+// messages of the stream are dropped as after any end.
+func (c *serverConn) streamOverrun(p []byte) {
+	id, _, _ := wire.ParseStreamMsg(p) // parsed by onMsg
+	st := c.streams.lookup(id)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	if st.rdone {
+		// Ended since put found it full (its handler returned, the
+		// connection closed): the message is dropped as after any end.
+		st.mu.Unlock()
+		return
+	}
+	st.rdone, st.rerr = true, errStreamOverrun
+	st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
+	send := !st.sdone || st.endOwed
+	if !st.sdone {
+		st.sdone, st.serr = true, errStreamOverrun
+	}
+	st.endOwed = false
+	if st.acct.status == 0 {
+		st.acct.status = StatusBadRequest
+	}
+	st.cond.Broadcast()
+	st.mu.Unlock()
+	st.cancel()
+	if send {
+		go func() {
+			st.wmu.Lock() // a Send's message, once queued, goes before the end
+			//lint:ignore SA2001 the lock is taken only to wait for the Send that holds it
+			st.wmu.Unlock()
+			if !c.closed.Load() {
+				c.streams.writeEnd(noCtx, id, StatusBadRequest, streamOverrunText)
+			}
+		}()
+	}
 }
 
 // streamOpen handles a kind 3 frame: it starts the stream's handler on a

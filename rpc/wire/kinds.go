@@ -42,6 +42,7 @@ const (
 	// other than 0 it grants the peer that many more bytes of messages on
 	// the stream (each message counts its length plus 4); for id 0 it is
 	// the hello: the sender does flow control and gives every stream it
-	// receives on a window of that many bytes.
+	// receives on a window of that many bytes. A body of 4 bytes, id 0
+	// alone, is the no-window notice (AppendStreamNoWindow).
 	KindStreamWindow = 9
 )

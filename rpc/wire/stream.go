@@ -45,6 +45,22 @@ func AppendStreamWindow(dst []byte, id, n uint32) []byte {
 	return binary.LittleEndian.AppendUint32(dst, n)
 }
 
+// AppendStreamNoWindow appends the body of the no-window notice, a
+// KindStreamWindow frame of 4 bytes, a stream id of 0 alone: the sender
+// stops keeping the receiver's windows (a client that took its server for
+// a canonical one, no hello having come in time), so its messages may go
+// past them from this frame on. An 8-byte reader ignores it (see
+// ParseStreamWindow), as a canonical one ignores the kind.
+func AppendStreamNoWindow(dst []byte) []byte {
+	return binary.LittleEndian.AppendUint32(dst, 0)
+}
+
+// IsStreamNoWindow reports whether p, the body of a KindStreamWindow
+// frame, is the no-window notice (see AppendStreamNoWindow).
+func IsStreamNoWindow(p []byte) bool {
+	return len(p) == 4 && binary.LittleEndian.Uint32(p) == 0
+}
+
 // ParseStreamMsg splits the body of a KindStreamMsg frame into the stream
 // id and the message. It fails only on a body shorter than the id. msg
 // aliases p and is valid only while p is unchanged; copy it to keep it.
