@@ -132,7 +132,10 @@ type Stream struct {
 	id, method uint32
 	// ctx bounds Send's waits: the handler's ctx on a server, the ctx
 	// given to OpenStream on a client.
-	ctx    context.Context
+	ctx context.Context
+	// done is ctx's Done on a client whose ctx can end (nil otherwise):
+	// Recv looks at it first (see cancelSeen).
+	done   <-chan struct{}
 	cancel context.CancelFunc // server: cancels the handler's ctx
 	stop   func() bool        // stops the AfterFunc on ctx; on mu
 	// stopped: the stream ended on a client, its AfterFunc is (to be)
@@ -389,7 +392,10 @@ func (s *Stream) CloseSend() error {
 // end the peer's *[StatusError] (see [StreamHandler]); messages that
 // arrived before an end, or before the connection closed, are all
 // returned first. It blocks until a message or the end arrives; a
-// client's Recv returns ctx's error once OpenStream's ctx ends, a
+// client's Recv returns ctx's error once OpenStream's ctx has ended, at
+// once, the messages still queued dropped (the stream is canceled then
+// if it was not yet), unless the server's end or the connection's close
+// came before the ctx's end: those keep their messages and end. A
 // handler's returns its ctx's error once that ends (the call's deadline,
 // the server's base context) and no message is queued; in a goroutine a
 // handler left running, once the handler has returned, it drops the
@@ -405,6 +411,13 @@ func (s *Stream) CloseSend() error {
 // never the stream's, and stay valid until the caller reuses buf (a Recv
 // into buf[:0] overwrites the message the previous one returned there).
 func (s *Stream) Recv(buf []byte) ([]byte, error) {
+	if s.done != nil {
+		select {
+		case <-s.done:
+			s.cancelSeen()
+		default:
+		}
+	}
 	s.mu.Lock()
 	for s.qh == len(s.q) {
 		if s.rdone {
@@ -472,6 +485,18 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// cancelSeen is a client's Recv that found the stream's ctx ended: the
+// stream is canceled now, as the AfterFunc on ctx would (it may not have
+// run yet: it runs on a goroutine of its own), so that Recv returns ctx's
+// error at once, not the messages still queued in the meantime. It does
+// nothing to a stream that had ended (the server's end, the connection's
+// close: Recv returns its messages and end, as after a cancel that comes
+// later) or was canceled already. The end's write is bounded by ctx,
+// which has ended: if it cannot go at once, another goroutine writes it.
+func (s *Stream) cancelSeen() {
+	s.clientCancel(s.ctx, s.ctx.Err())
 }
 
 // put queues a message that arrived (read loop). When the stream's buffer

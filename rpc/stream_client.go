@@ -165,6 +165,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		return nil, t.unopened(s, t.broken(err))
 	}
 	if ctx.Done() != nil {
+		s.done = ctx.Done()
 		s.setStop(context.AfterFunc(ctx, func() { s.clientCancel(noCtx, ctx.Err()) }))
 	}
 	if handedOff {
