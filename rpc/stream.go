@@ -336,8 +336,9 @@ func (s *Stream) Send(msg []byte) error {
 // CloseSend ends this side's direction of the stream cleanly (a kind 5
 // frame with the id alone, as the canonical runtime writes it); every
 // message sent before it reaches the peer first. A second CloseSend, or
-// one after the peer ended the stream, does nothing and returns nil. In a
-// handler it is optional: returning ends the stream.
+// one after the peer ended the stream, does nothing and returns nil (on
+// a client whose ctx ended first, ctx's error). In a handler it is
+// optional: returning ends the stream.
 //
 // Like Send, it is bounded by the stream's ctx: when ctx has ended, or
 // ends while it waits for room in the connection's write queue, the end
@@ -349,11 +350,25 @@ func (s *Stream) Send(msg []byte) error {
 // (a handler's over TLS is bounded by the write timeout alone). Either
 // way no Send follows it.
 func (s *Stream) CloseSend() error {
+	if s.done != nil {
+		select {
+		case <-s.done:
+			s.cancelSeen() // as Recv does
+		default:
+		}
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
 	if s.sdone {
+		err := s.serr
 		s.mu.Unlock()
+		if s.done != nil && err != nil && err == s.ctx.Err() {
+			// The client's cancel (its ctx's end) ended the direction,
+			// not a CloseSend or the server: ctx's error, whether the
+			// AfterFunc on ctx or cancelSeen ran the cancel.
+			return err
+		}
 		return nil
 	}
 	s.sdone, s.serr = true, ErrStreamClosed

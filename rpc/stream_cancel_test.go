@@ -411,7 +411,9 @@ func TestStreamSendAfterCancelPeerNotReading(t *testing.T) {
 		want error
 	}{
 		{"Send", func(st *Stream) error { return st.Send([]byte("x")) }, context.Canceled},
-		{"CloseSend", (*Stream).CloseSend, nil},
+		// ctx's error, as when the cancel has not run yet (it returned
+		// nil once it had: TestStreamCloseSendAfterCtxEndIsCtxError).
+		{"CloseSend", (*Stream).CloseSend, context.Canceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, peer := pipeClient(t) // the write timeout is an hour

@@ -9,8 +9,9 @@ import (
 )
 
 // heldCtx is a ctx the test cancels itself and whose AfterFuncs
-// (context.AfterFunc asks a ctx with an AfterFunc method to run them) run
-// only when the test says: the moment between a ctx's end and its
+// (context.AfterFunc asks a ctx with an AfterFunc method to run them) start
+// only when the test says (runHeld; context.AfterFunc's own function then
+// starts the stream's on a goroutine): the moment between a ctx's end and its
 // AfterFunc's run, which is otherwise a goroutine's start away, held open.
 type heldCtx struct {
 	done chan struct{}
@@ -123,5 +124,39 @@ func TestStreamRecvAfterCtxEndIsCtxError(t *testing.T) {
 	}
 	if _, err := c.Call(context.Background(), mEcho, []byte("ok"), nil); err != nil {
 		t.Fatalf("a call after: %v", err)
+	}
+}
+
+// A client's CloseSend after the stream's ctx ended returns ctx's error
+// whether the AfterFunc that cancels the stream ran before it or not. It
+// returned nil once that had run (the direction was done), ctx's error
+// before.
+func TestStreamCloseSendAfterCtxEndIsCtxError(t *testing.T) {
+	s, addr, _ := testServer(t)
+	const sHold = 90
+	s.HandleStream(sHold, func(ctx context.Context, init []byte, st *Stream) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	c := dial(t, addr)
+	for _, ran := range []bool{true, false} {
+		ctx := newHeldCtx()
+		st, err := c.OpenStream(ctx, sHold, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx.cancel()
+		if ran {
+			ctx.runHeld() // context.AfterFunc then runs it on a goroutine
+			await(t, "the cancel to take the stream out of the client's table", func() bool { return c.streams.open() == 0 })
+		}
+		if err := st.CloseSend(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("AfterFunc run before: %v; CloseSend: %v, want context.Canceled", ran, err)
+		}
+		ctx.runHeld()
+		if err := st.CloseSend(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("AfterFunc run before: %v; second CloseSend: %v, want context.Canceled", ran, err)
+		}
+		await(t, "the stream to leave the client's table", func() bool { return c.streams.open() == 0 })
 	}
 }
