@@ -563,12 +563,14 @@ func (c *serverConn) shutdownStreams(now int64, grace time.Duration) {
 		ss = append(ss, st)
 	}
 	t.mu.Unlock()
-	// On a goroutine: a peer that does not read must not stall Shutdown.
-	go func() {
-		for _, st := range ss {
-			st.abort(noCtx, errStreamShutdown, false, StatusUnavailable, streamShutdown)
-		}
-	}()
+	// A goroutine each: a peer that does not read must not stall
+	// Shutdown, nor one stream's end, waiting for room in the write
+	// queue, the cancel of the others (they were ended one after another
+	// on one goroutine, and the first end that waited for room held the
+	// other handlers running until the write timeout).
+	for _, st := range ss {
+		go st.abort(noCtx, errStreamShutdown, false, StatusUnavailable, streamShutdown)
+	}
 }
 
 // WithStreamWindow sets the flow-control window of each stream's receive
