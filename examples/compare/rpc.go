@@ -53,6 +53,7 @@ func Arms() []Arm {
 		{Name: "gRPC-go (protobuf)", Start: startGRPC},
 		{Name: "net/rpc (gob)", Start: startNetRPC},
 		{Name: "fasthttp + goccy JSON-RPC", Start: startFastHTTP},
+		{Name: "fasthttp + goccy JSON-RPC, pipelined", Start: startFastHTTPPipelined},
 		{Name: "floor: raw echo, 1 conn", Echo: true, Start: startFloorMux},
 		{Name: "floor: raw echo, conn per worker", Echo: true, Start: startFloor},
 	}

@@ -1,27 +1,41 @@
 package compare
 
-// The fasthttp arm: JSON-RPC 2.0 over HTTP/1.1 with github.com/valyala/fasthttp
+// The fasthttp arms: JSON-RPC 2.0 over HTTP/1.1 with github.com/valyala/fasthttp
 // on both sides and goccy/go-json as the codec (the goccy arm of
-// codec_json.go). The client is one fasthttp.HostClient whose connection
-// pool grows to one connection per worker (HTTP/1.1 has one call in flight
-// per connection).
+// codec_json.go), with either of fasthttp's two clients:
+//   - a fasthttp.HostClient, whose connection pool grows to one connection
+//     per worker (HTTP/1.1 without pipelining has one call in flight per
+//     connection);
+//   - a fasthttp.PipelineClient on one connection that every worker
+//     shares: HTTP/1.1 pipelining, requests written by one writer goroutine
+//     that flushes when no further request is queued, answers matched in
+//     order, as the zapcodec rpc arm multiplexes its workers over one
+//     connection and batches its writes. The server (the same for both)
+//     reads pipelined requests and flushes when no further request is
+//     buffered.
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
 type fasthttpServer struct {
-	l    net.Listener
-	s    *fasthttp.Server
-	addr string
+	l        net.Listener
+	s        *fasthttp.Server
+	addr     string
+	pipeline bool // Connect returns the pipelining client
 }
 
-func startFastHTTP(t *Table) (Server, error) {
+func startFastHTTP(t *Table) (Server, error) { return startFastHTTPServer(t, false) }
+
+func startFastHTTPPipelined(t *Table) (Server, error) { return startFastHTTPServer(t, true) }
+
+func startFastHTTPServer(t *Table, pipeline bool) (Server, error) {
 	l, err := listen()
 	if err != nil {
 		return nil, err
@@ -49,21 +63,47 @@ func startFastHTTP(t *Table) (Server, error) {
 	}
 	s := &fasthttp.Server{Handler: h, Name: "compare"}
 	go s.Serve(l)
-	return &fasthttpServer{l: l, s: s, addr: l.Addr().String()}, nil
+	return &fasthttpServer{l: l, s: s, addr: l.Addr().String(), pipeline: pipeline}, nil
 }
 
 func (f *fasthttpServer) Close() error { return f.s.Shutdown() }
 
+// fasthttpDoer is what the arms use of fasthttp.HostClient and
+// fasthttp.PipelineClient.
+type fasthttpDoer interface {
+	Do(req *fasthttp.Request, resp *fasthttp.Response) error
+	DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error
+}
+
 type fasthttpClient struct {
-	hc  *fasthttp.HostClient
+	hc  fasthttpDoer
 	uri string
 }
 
 func (f *fasthttpServer) Connect(context.Context) (Client, error) {
-	return &fasthttpClient{hc: &fasthttp.HostClient{Addr: f.addr, MaxConns: 1024}, uri: "http://" + f.addr + "/"}, nil
+	var hc fasthttpDoer = &fasthttp.HostClient{Addr: f.addr, MaxConns: 1024}
+	if f.pipeline {
+		// One connection (MaxConns 0 is 1), every request sent at once
+		// (MaxBatchDelay 0), up to 1024 pending: the defaults.
+		hc = &fasthttp.PipelineClient{Addr: f.addr, Logger: quietLogger{}}
+	}
+	return &fasthttpClient{hc: hc, uri: "http://" + f.addr + "/"}, nil
 }
 
-func (f *fasthttpClient) Close() error { f.hc.CloseIdleConnections(); return nil }
+// quietLogger drops fasthttp's log lines: the pipelining client logs the
+// end of its connection when the server closes it at the end of a run.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+// Close closes the HostClient's idle connections; the PipelineClient has
+// no Close: its connection ends when the server closes it.
+func (f *fasthttpClient) Close() error {
+	if hc, ok := f.hc.(*fasthttp.HostClient); ok {
+		hc.CloseIdleConnections()
+	}
+	return nil
+}
 
 type fasthttpCaller struct {
 	f    *fasthttpClient

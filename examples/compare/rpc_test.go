@@ -149,3 +149,40 @@ func TestLoadChecksAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestFastHTTPPipelined: the pipelined fasthttp arm carries every worker's
+// calls over one connection (HTTP/1.1 pipelining, as the zapcodec rpc arm
+// multiplexes one connection), where the other fasthttp arm opens one per
+// worker.
+func TestFastHTTPPipelined(t *testing.T) {
+	f := NewFixture()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		start func(*Table) (Server, error)
+		conns func(workers, open int) bool
+		want  string
+	}{
+		{startFastHTTPPipelined, func(_, open int) bool { return open == 1 }, "1"},
+		{startFastHTTP, func(workers, open int) bool { return open > 1 && open <= workers }, "2 to 8"},
+	} {
+		s, err := tc.start(f.Table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const workers = 8
+		if _, err := Load(ctx, c, f, false, LoadOptions{Workers: workers, Duration: 50 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		open := int(s.(*fasthttpServer).s.GetOpenConnectionsCount())
+		if !tc.conns(workers, open) {
+			t.Errorf("pipeline %v: %d workers used %d connections, want %s", s.(*fasthttpServer).pipeline, workers, open, tc.want)
+		}
+		c.Close()
+		s.Close()
+	}
+}

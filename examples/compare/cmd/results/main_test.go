@@ -82,3 +82,34 @@ func TestReportFastestNamesFloor(t *testing.T) {
 		t.Errorf("%d fastest-codec rows, want 5:\n%s", n, b.String())
 	}
 }
+
+// TestReportFastHTTPAtItsBest: the expectation against fasthttp is held
+// against the faster of its two arms (a connection per worker, pipelined
+// over one), whichever that is, and names it.
+func TestReportFastHTTPAtItsBest(t *testing.T) {
+	r := &codecResults{names: []string{zap}, cells: map[string]map[string]cell{}, req: map[string]int{}, resp: map[string]int{}}
+	for _, op := range []string{"DecodeRequest", "DecodeResponse", "EncodeRequest", "EncodeResponse", "Handler"} {
+		r.cells[op] = map[string]cell{zap: {ns: 20}}
+	}
+	for _, tc := range []struct {
+		perConn, pipelined float64
+		want               string
+	}{
+		{100, 250, "| 2.00× (500 vs " + fasthttpPipelinedArm + ", 250 calls/s) | **met** |"},
+		{400, 250, "| 1.25× (500 vs " + fasthttpArm + ", 400 calls/s) | **MISSED** |"},
+	} {
+		arms := []armResult{{name: "zapcodec rpc", perSec: 500}, {name: fasthttpArm, perSec: tc.perConn},
+			{name: fasthttpPipelinedArm, perSec: tc.pipelined}}
+		var b strings.Builder
+		report(&b, Config{BenchReps: 1, Reps: 1}, r, arms, "", "", 0)
+		var row string
+		for _, line := range strings.Split(b.String(), "\n") {
+			if strings.Contains(line, "1.5× fasthttp") {
+				row = line
+			}
+		}
+		if !strings.Contains(row, tc.want) {
+			t.Errorf("fasthttp at %v and %v calls/s (pipelined): row %q, want it to end %q", tc.perConn, tc.pipelined, row, tc.want)
+		}
+	}
+}

@@ -54,6 +54,24 @@ func (r *codecResults) ratio(op, vs string) float64 {
 	return r.cells[op][vs].ns / r.cells[op][zap].ns
 }
 
+// The fasthttp arms' names, as compare.Arms gives them.
+const (
+	fasthttpArm          = "fasthttp + goccy JSON-RPC"
+	fasthttpPipelinedArm = "fasthttp + goccy JSON-RPC, pipelined"
+)
+
+// fastestArm returns the arm of names with the most calls/s in byName;
+// ok is false when none of them was measured. An expectation against a
+// peer measured in more than one configuration is held against its best.
+func fastestArm(byName map[string]armResult, names []string) (best armResult, ok bool) {
+	for _, n := range names {
+		if a, found := byName[n]; found && (!ok || a.perSec > best.perSec) {
+			best, ok = a, true
+		}
+	}
+	return best, ok
+}
+
 func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, load1 string, took time.Duration) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# Comparison results: eth_getBalance\n\n")
@@ -97,7 +115,8 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 	p("The same handler behind each stack, client and server in this one process over loopback TCP, %d workers each with one call in flight, ", c.Workers)
 	p("warm connections, the same GOGC and GOMAXPROCS for every arm. Every answer is checked field by field against the table's (outside the measured latency). ")
 	p("Median of %d repetitions; allocs are per call for the whole process (client + server). ", c.Reps)
-	p("zapcodec rpc, gRPC and net/rpc multiplex all workers over one connection; fasthttp (HTTP/1.1) uses one connection per worker. ")
+	p("zapcodec rpc, gRPC and net/rpc multiplex all workers over one connection; fasthttp (HTTP/1.1) runs twice, with a connection per worker (fasthttp.HostClient) ")
+	p("and pipelined over one connection shared by all workers (fasthttp.PipelineClient: writes batched, answers matched in order). ")
 	p("The floors echo a length-prefixed frame of the hand-encoded request (no codec, no dispatch; the server flushes when no further request is buffered), ")
 	p("either over one connection shared by all workers (writes batched, echoes matched in order) or over a connection per worker.\n\n")
 	p("| arm | calls/s | p50 | p99 | allocs/call | calls/s of each repetition |\n|---|---|---|---|---|---|\n")
@@ -128,21 +147,26 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 	}
 	z, okz := byName["zapcodec rpc"]
 	for _, t := range []struct {
-		name, label string
-		want        float64
+		label string
+		want  float64
+		names []string // the peer's arms: the fastest of them is the one compared
 	}{
-		{"fasthttp + goccy JSON-RPC", "end to end ≥ 1.5× fasthttp + goccy JSON-RPC", 1.5},
-		{"gRPC-go (protobuf)", "end to end ≥ 3× gRPC-go", 3},
-		{"floor: raw echo, 1 conn", "end to end ≥ 80% of the floor (raw echo, one connection, batched writes)", 0.8},
-		{"floor: raw echo, conn per worker", "end to end ≥ 80% of the floor (raw echo, a connection per worker)", 0.8},
+		{"end to end ≥ 1.5× fasthttp + goccy JSON-RPC (its faster arm)", 1.5, []string{fasthttpArm, fasthttpPipelinedArm}},
+		{"end to end ≥ 3× gRPC-go", 3, []string{"gRPC-go (protobuf)"}},
+		{"end to end ≥ 80% of the floor (raw echo, one connection, batched writes)", 0.8, []string{"floor: raw echo, 1 conn"}},
+		{"end to end ≥ 80% of the floor (raw echo, a connection per worker)", 0.8, []string{"floor: raw echo, conn per worker"}},
 	} {
-		o, ok := byName[t.name]
+		o, ok := fastestArm(byName, t.names)
 		if !okz || !ok || o.perSec == 0 {
 			p("| %s | not measured | **MISSED** |\n", t.label)
 			continue
 		}
 		x := z.perSec / o.perSec
-		p("| %s | %.2f× (%.0f vs %.0f calls/s) | %s |\n", t.label, x, z.perSec, o.perSec, verdict(x >= t.want))
+		vs := ""
+		if len(t.names) > 1 {
+			vs = o.name + ", "
+		}
+		p("| %s | %.2f× (%.0f vs %s%.0f calls/s) | %s |\n", t.label, x, z.perSec, vs, o.perSec, verdict(x >= t.want))
 	}
 	p("\n")
 }
