@@ -35,9 +35,9 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 // TestSonicAllocs pins the sonic arm's allocations to what its no-copy
-// entry points leave: encode allocates the JSON-RPC shape's hex strings (2
-// for a request, 3 for a response) and the one EncodeInto makes per call,
-// with none for the result (sonic.Marshal returns a copy: one more);
+// entry points leave: encode allocates only the one EncodeInto makes per
+// call, none for the result (sonic.Marshal returns a copy: one more) nor
+// for the JSON-RPC shape's hex texts (written into the codec's scratch);
 // decode allocates nothing (sonic.Unmarshal copies the input and makes a
 // decoder: two more).
 func TestSonicAllocs(t *testing.T) {
@@ -55,14 +55,33 @@ func TestSonicAllocs(t *testing.T) {
 		run  func()
 		want float64
 	}{
-		{"EncodeRequest", func() { buf, _ = c.AppendRequest(buf[:0], &f.Requests[3]) }, 3},
-		{"EncodeResponse", func() { buf, _ = c.AppendResponse(buf[:0], &f.Responses[3]) }, 4},
+		{"EncodeRequest", func() { buf, _ = c.AppendRequest(buf[:0], &f.Requests[3]) }, 1},
+		{"EncodeResponse", func() { buf, _ = c.AppendResponse(buf[:0], &f.Responses[3]) }, 1},
 		{"DecodeRequest", func() { _ = c.DecodeRequest(e.Requests[3], &req) }, 0},
 		{"DecodeResponse", func() { _ = c.DecodeResponse(e.Responses[3], &resp) }, 0},
-		{"Handler", func() { buf, _ = c.Handle(buf[:0], e.Requests[3], f.Table) }, 4},
+		{"Handler", func() { buf, _ = c.Handle(buf[:0], e.Requests[3], f.Table) }, 1},
 	} {
 		if n := testing.AllocsPerRun(200, op.run); n != op.want {
 			t.Errorf("sonic %s: %v allocs, want %v", op.name, n, op.want)
+		}
+	}
+}
+
+// TestJSONEncodeAllocs: the JSON arms' encoders allocate only what the
+// library does (encoding/json's and goccy's Marshal return a new slice,
+// one allocation; sonic's EncodeInto makes one), none for the JSON-RPC
+// shape's hex texts, which are written into the codec's scratch.
+func TestJSONEncodeAllocs(t *testing.T) {
+	f := NewFixture()
+	for _, c := range []*jsonCodec{newStdJSON(), newGoccyJSON(), newSonicJSON()} {
+		buf := make([]byte, 0, 512)
+		for name, op := range map[string]func(){
+			"EncodeRequest":  func() { buf, _ = c.AppendRequest(buf[:0], &f.Requests[3]) },
+			"EncodeResponse": func() { buf, _ = c.AppendResponse(buf[:0], &f.Responses[3]) },
+		} {
+			if n := testing.AllocsPerRun(200, op); n != 1 {
+				t.Errorf("%s %s: %v allocs, want 1", c.Name(), name, n)
+			}
 		}
 	}
 }

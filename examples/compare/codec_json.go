@@ -9,7 +9,9 @@ package compare
 // encoder.EncodeInto, which appends to the caller's buffer (sonic.Marshal
 // encodes into a pooled buffer and returns a copy), and a reused
 // decoder.Decoder on the input itself (sonic.Unmarshal copies the input
-// into a string and makes a decoder per call).
+// into a string and makes a decoder per call). The hex texts an encode
+// needs are formatted into the codec's scratch, not allocated, so that an
+// encode's allocations are the library's own.
 
 import (
 	"encoding/hex"
@@ -87,6 +89,12 @@ type jsonCodec struct {
 	resp jsonResponse
 	in   Request
 	out  Response
+	// hex holds the 0x-hex texts of the message being encoded (up to
+	// three: balance, nonce, block hash), which its string fields alias
+	// until the next encode: the JSON-RPC shape's hex costs its
+	// formatting, not an allocation per field (the library copies the
+	// texts into its output).
+	hex [3][2 + 64]byte
 	// dst holds an Append method's dst while the library appends to it:
 	// a pointer to the codec's field, which is on the heap already, costs
 	// no allocation (a pointer to the dst argument would).
@@ -115,19 +123,18 @@ func newSonicJSON() *jsonCodec {
 
 func (c *jsonCodec) Name() string { return c.lib.name }
 
-// hexData is "0x" and the lowercase hex of p.
-func hexData(p []byte) string {
-	var buf [2 + 64]byte
-	b := append(buf[:0], "0x"...)
-	b = hex.AppendEncode(b, p)
-	return string(b)
+// hexData returns "0x" and the lowercase hex of p (at most 32 bytes),
+// written into the codec's scratch text i, which the result aliases.
+func (c *jsonCodec) hexData(i int, p []byte) string {
+	b := append(c.hex[i][:0], "0x"...)
+	return aliasString(hex.AppendEncode(b, p))
 }
 
-// hexQty is a JSON-RPC quantity: "0x" and hex digits without leading zeros.
-func hexQty(v uint64) string {
-	var buf [2 + 16]byte
-	b := append(buf[:0], "0x"...)
-	return string(strconv.AppendUint(b, v, 16))
+// hexQty returns a JSON-RPC quantity, "0x" and hex digits without leading
+// zeros, written into the codec's scratch text i, which the result aliases.
+func (c *jsonCodec) hexQty(i int, v uint64) string {
+	b := append(c.hex[i][:0], "0x"...)
+	return aliasString(strconv.AppendUint(b, v, 16))
 }
 
 func parseData(s string, dst []byte) error {
@@ -174,7 +181,7 @@ func parseQty(s string) (uint64, error) {
 
 func (c *jsonCodec) AppendRequest(dst []byte, r *Request) ([]byte, error) {
 	c.req = jsonRequest{JSONRPC: "2.0", ID: r.ID, Method: r.Method,
-		Params: [2]string{hexData(r.Account[:]), hexQty(r.Block)}}
+		Params: [2]string{c.hexData(0, r.Account[:]), c.hexQty(1, r.Block)}}
 	return c.appendJSON(dst, &c.req)
 }
 
@@ -199,7 +206,7 @@ func (c *jsonCodec) DecodeRequest(b []byte, r *Request) error {
 
 func (c *jsonCodec) AppendResponse(dst []byte, r *Response) ([]byte, error) {
 	c.resp = jsonResponse{JSONRPC: "2.0", ID: r.ID, Result: jsonBalance{
-		Balance: hexData(r.Balance[:]), Nonce: hexQty(r.Nonce), BlockHash: hexData(r.BlockHash[:])}}
+		Balance: c.hexData(0, r.Balance[:]), Nonce: c.hexQty(1, r.Nonce), BlockHash: c.hexData(2, r.BlockHash[:])}}
 	return c.appendJSON(dst, &c.resp)
 }
 
