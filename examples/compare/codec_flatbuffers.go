@@ -117,10 +117,12 @@ func (c *flatbuffersCodec) Handle(dst, req []byte, tb *Table) (out []byte, err e
 	if aliasString(t.Method()) != Method {
 		return dst, ErrMethod
 	}
-	var addr [20]byte
-	if err := fixedField("account", addr[:], t.AccountBytes()); err != nil {
-		return dst, err
+	// The account where it lies in the request, as the zapcodec handler
+	// looks it up through its view, not a copy.
+	acc := t.AccountBytes()
+	if len(acc) != 20 {
+		return dst, fmt.Errorf("%w: account has %d bytes, want 20", ErrMalformed, len(acc))
 	}
-	a, h := tb.Lookup(&addr, t.Block())
+	a, h := tb.Lookup((*[20]byte)(acc), t.Block())
 	return c.appendResponse(dst, a.Balance[:], a.Nonce, h[:], t.Id()), nil
 }

@@ -13,8 +13,12 @@ import (
 	"unsafe"
 
 	"github.com/bytedance/sonic"
+	flatbuffers "github.com/google/flatbuffers/go"
+	"github.com/zapcodec/zapcodec/examples/compare/internal/fb/ethfb"
 	"github.com/zapcodec/zapcodec/examples/compare/internal/mp"
+	"github.com/zapcodec/zapcodec/examples/compare/internal/pb"
 	"github.com/zapcodec/zapcodec/internal/fixture"
+	"google.golang.org/protobuf/proto"
 )
 
 // edgeRequests are records beside the fixture ring: all-zero, all-ones and
@@ -457,6 +461,39 @@ func TestMsgpLayout(t *testing.T) {
 	} {
 		if !slices.Equal(got, want) {
 			t.Errorf("mp.%s: size and offsets %v, Request's %v", name, got, want)
+		}
+	}
+}
+
+// TestHandlerAccountLength: the protobuf and FlatBuffers handlers, which
+// look the account up where it lies in the request, refuse an account of
+// another length than 20 bytes (shorter, or longer with a known account's
+// 20 bytes first) instead of panicking or reading its first 20 bytes.
+func TestHandlerAccountLength(t *testing.T) {
+	f := NewFixture()
+	r := f.Requests[0]
+	for _, n := range []int{0, 19, 21} {
+		acc := append(r.Account[:], 0xaa)[:n:n]
+		pbReq := &pb.GetBalanceRequest{Account: acc, Block: r.Block, Id: r.ID, Method: r.Method}
+		pbBytes, err := proto.Marshal(pbReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := flatbuffers.NewBuilder(64)
+		av, m := b.CreateByteVector(acc), b.CreateString(r.Method)
+		ethfb.GetBalanceRequestStart(b)
+		ethfb.GetBalanceRequestAddAccount(b, av)
+		ethfb.GetBalanceRequestAddBlock(b, r.Block)
+		ethfb.GetBalanceRequestAddId(b, r.ID)
+		ethfb.GetBalanceRequestAddMethod(b, m)
+		b.Finish(ethfb.GetBalanceRequestEnd(b))
+		for _, tc := range []struct {
+			c   Codec
+			req []byte
+		}{{newProtobuf(), pbBytes}, {newVTProtobuf(), pbBytes}, {newFlatbuffers(), b.FinishedBytes()}} {
+			if out, err := tc.c.Handle(nil, tc.req, f.Table); !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s, %d-byte account: %x, %v, want ErrMalformed", tc.c.Name(), n, out, err)
+			}
 		}
 	}
 }
