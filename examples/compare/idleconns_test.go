@@ -29,14 +29,17 @@ import (
 // each (a 100-byte echo from a raw socket, so nothing of a client library
 // is measured), then the child's heap, goroutine stacks and resident set
 // per connection after a collection. Arms: zaprpc (this repository's rpc
-// package, default options), net/http (http.Server defaults, keep-alive)
-// and fasthttp (fasthttp.Server defaults). The rpc package has the same
-// benchmark for its own server (rpc.BenchmarkIdleConns10k).
+// package, default options), net/http (http.Server defaults, keep-alive),
+// fasthttp (fasthttp.Server defaults) and fasthttp-lowmem (with
+// ReduceMemoryUsage, the option fasthttp's docs give for a server of
+// mostly idle keep-alive connections: it releases a connection's buffers
+// while it waits). The rpc package has the same benchmark for its own
+// server (rpc.BenchmarkIdleConns10k).
 func BenchmarkIdleConns10k(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads /proc/self/statm")
 	}
-	for _, arm := range []string{"zaprpc", "nethttp", "fasthttp"} {
+	for _, arm := range idleArms {
 		b.Run("server="+arm, func(b *testing.B) {
 			call := httpEcho
 			if arm == "zaprpc" {
@@ -51,6 +54,9 @@ func BenchmarkIdleConns10k(b *testing.B) {
 		})
 	}
 }
+
+// idleArms are the servers of BenchmarkIdleConns10k (serveIdleArm).
+var idleArms = []string{"zaprpc", "nethttp", "fasthttp", "fasthttp-lowmem"}
 
 const idleChildEnv = "COMPARE_IDLE_CHILD"
 
@@ -99,8 +105,9 @@ func serveIdleArm(arm string, l net.Listener) (stop func(), err error) {
 		})}
 		go s.Serve(l)
 		return func() { s.Close() }, nil
-	case "fasthttp":
-		s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBody(ctx.PostBody()) }}
+	case "fasthttp", "fasthttp-lowmem":
+		s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBody(ctx.PostBody()) },
+			ReduceMemoryUsage: arm == "fasthttp-lowmem"}
 		go s.Serve(l)
 		return func() { s.Shutdown() }, nil
 	}
@@ -268,7 +275,7 @@ func TestIdleEchoChecks(t *testing.T) {
 		}
 		return nil
 	}
-	for _, arm := range []string{"zaprpc", "nethttp", "fasthttp"} {
+	for _, arm := range idleArms {
 		serve := func(l net.Listener) (func(), error) { return serveIdleArm(arm, l) }
 		if err := try(t, serve, call(arm)); err != nil {
 			t.Errorf("%s: %v", arm, err)
