@@ -51,6 +51,7 @@ func Arms() []Arm {
 	return []Arm{
 		{Name: "zapcodec rpc", Start: startZapRPC},
 		{Name: "gRPC-go (protobuf)", Start: startGRPC},
+		{Name: "gRPC-go (protobuf), stream workers", Start: startGRPCWorkers},
 		{Name: "net/rpc (gob)", Start: startNetRPC},
 		{Name: "fasthttp + goccy JSON-RPC", Start: startFastHTTP},
 		{Name: "fasthttp + goccy JSON-RPC, pipelined", Start: startFastHTTPPipelined},

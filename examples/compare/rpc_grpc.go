@@ -1,8 +1,12 @@
 package compare
 
-// The gRPC arm: google.golang.org/grpc with the generated Eth service
+// The gRPC arms: google.golang.org/grpc with the generated Eth service
 // (internal/pb, committed) over HTTP/2 on one ClientConn that every worker
-// shares, default options but the codec, no TLS. The codec is vtCodec,
+// shares, default options but the codec, no TLS; the second arm's server
+// also runs its handlers on GOMAXPROCS reused stream workers
+// (grpc.NumStreamWorkers, which gRPC's doc says is most performant at the
+// number of CPUs; without it each call's handler gets a new goroutine,
+// whose stack may have to grow). The codec is vtCodec,
 // vtprotobuf's generated marshalling under gRPC's CodecV2 (the same bytes
 // as gRPC's default protobuf codec, made faster), forced on the server and
 // on the client's calls rather than registered, so that it replaces the
@@ -11,6 +15,7 @@ package compare
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/zapcodec/zapcodec/examples/compare/internal/pb"
 	"google.golang.org/grpc"
@@ -96,12 +101,20 @@ type grpcServer struct {
 	addr string
 }
 
-func startGRPC(t *Table) (Server, error) {
+func startGRPC(t *Table) (Server, error) { return startGRPCServer(t, false) }
+
+func startGRPCWorkers(t *Table) (Server, error) { return startGRPCServer(t, true) }
+
+func startGRPCServer(t *Table, workers bool) (Server, error) {
 	l, err := listen()
 	if err != nil {
 		return nil, err
 	}
-	s := grpc.NewServer(grpc.ForceServerCodecV2(grpcCodec))
+	opts := []grpc.ServerOption{grpc.ForceServerCodecV2(grpcCodec)}
+	if workers {
+		opts = append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+	}
+	s := grpc.NewServer(opts...)
 	pb.RegisterEthServer(s, &grpcService{t: t})
 	go s.Serve(l)
 	return &grpcServer{s: s, addr: l.Addr().String()}, nil

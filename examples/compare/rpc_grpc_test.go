@@ -29,11 +29,17 @@ func (c *countingCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return c.vtCodec.Unmarshal(data, v)
 }
 
-// TestGRPCUsesVTCodec: the gRPC arm's server and client both encode and
+// TestGRPCUsesVTCodec: the gRPC arms' servers and clients both encode and
 // decode with grpcCodec (vtprotobuf's methods), not gRPC's default
 // protobuf codec: each call marshals twice (the request at the client, the
 // answer at the server) and unmarshals twice.
 func TestGRPCUsesVTCodec(t *testing.T) {
+	for _, start := range []func(*Table) (Server, error){startGRPC, startGRPCWorkers} {
+		grpcUsesVTCodec(t, start)
+	}
+}
+
+func grpcUsesVTCodec(t *testing.T, start func(*Table) (Server, error)) {
 	cc := &countingCodec{}
 	old := grpcCodec
 	defer func() { grpcCodec = old }()
@@ -41,7 +47,7 @@ func TestGRPCUsesVTCodec(t *testing.T) {
 	f := NewFixture()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := startGRPC(f.Table)
+	s, err := start(f.Table)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,33 +83,41 @@ func TestReportFastestNamesFloor(t *testing.T) {
 	}
 }
 
-// TestReportFastHTTPAtItsBest: the expectation against fasthttp is held
-// against the faster of its two arms (a connection per worker, pipelined
-// over one), whichever that is, and names it.
-func TestReportFastHTTPAtItsBest(t *testing.T) {
+// TestReportPeersAtTheirBest: the expectations against fasthttp and gRPC
+// are held against the faster of each one's two arms (fasthttp with a
+// connection per worker and pipelined over one; gRPC's server with and
+// without stream workers), whichever that is, and name it.
+func TestReportPeersAtTheirBest(t *testing.T) {
 	r := &codecResults{names: []string{zap}, cells: map[string]map[string]cell{}, req: map[string]int{}, resp: map[string]int{}}
 	for _, op := range []string{"DecodeRequest", "DecodeResponse", "EncodeRequest", "EncodeResponse", "Handler"} {
 		r.cells[op] = map[string]cell{zap: {ns: 20}}
 	}
-	for _, tc := range []struct {
-		perConn, pipelined float64
-		want               string
+	for _, peer := range []struct {
+		row  string // what the expectation's row contains
+		a, b string // the peer's two arms
 	}{
-		{100, 250, "| 2.00× (500 vs " + fasthttpPipelinedArm + ", 250 calls/s) | **met** |"},
-		{400, 250, "| 1.25× (500 vs " + fasthttpArm + ", 400 calls/s) | **MISSED** |"},
+		{row: "1.5× fasthttp", a: fasthttpArm, b: fasthttpPipelinedArm},
+		{row: "3× gRPC-go", a: grpcArm, b: grpcWorkersArm},
 	} {
-		arms := []armResult{{name: "zapcodec rpc", perSec: 500}, {name: fasthttpArm, perSec: tc.perConn},
-			{name: fasthttpPipelinedArm, perSec: tc.pipelined}}
-		var b strings.Builder
-		report(&b, Config{BenchReps: 1, Reps: 1}, r, arms, "", "", 0)
-		var row string
-		for _, line := range strings.Split(b.String(), "\n") {
-			if strings.Contains(line, "1.5× fasthttp") {
-				row = line
+		for _, tc := range []struct {
+			a, b float64
+			want string
+		}{
+			{100, 125, "| 4.00× (500 vs " + peer.b + ", 125 calls/s) | **met** |"},
+			{400, 125, "| 1.25× (500 vs " + peer.a + ", 400 calls/s) | **MISSED** |"},
+		} {
+			arms := []armResult{{name: "zapcodec rpc", perSec: 500}, {name: peer.a, perSec: tc.a}, {name: peer.b, perSec: tc.b}}
+			var b strings.Builder
+			report(&b, Config{BenchReps: 1, Reps: 1}, r, arms, "", "", 0)
+			var row string
+			for _, line := range strings.Split(b.String(), "\n") {
+				if strings.Contains(line, peer.row) {
+					row = line
+				}
 			}
-		}
-		if !strings.Contains(row, tc.want) {
-			t.Errorf("fasthttp at %v and %v calls/s (pipelined): row %q, want it to end %q", tc.perConn, tc.pipelined, row, tc.want)
+			if !strings.Contains(row, tc.want) {
+				t.Errorf("%s at %v, %s at %v calls/s: row %q, want it to end %q", peer.a, tc.a, peer.b, tc.b, row, tc.want)
+			}
 		}
 	}
 }

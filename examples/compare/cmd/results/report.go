@@ -54,10 +54,13 @@ func (r *codecResults) ratio(op, vs string) float64 {
 	return r.cells[op][vs].ns / r.cells[op][zap].ns
 }
 
-// The fasthttp arms' names, as compare.Arms gives them.
+// The names of the peers' arms measured in two configurations, as
+// compare.Arms gives them.
 const (
 	fasthttpArm          = "fasthttp + goccy JSON-RPC"
 	fasthttpPipelinedArm = "fasthttp + goccy JSON-RPC, pipelined"
+	grpcArm              = "gRPC-go (protobuf)"
+	grpcWorkersArm       = "gRPC-go (protobuf), stream workers"
 )
 
 // fastestArm returns the arm of names with the most calls/s in byName;
@@ -115,7 +118,7 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 	p("The same handler behind each stack, client and server in this one process over loopback TCP, %d workers each with one call in flight, ", c.Workers)
 	p("warm connections, the same GOGC and GOMAXPROCS for every arm. Every answer is checked field by field against the table's (outside the measured latency). ")
 	p("Median of %d repetitions; allocs are per call for the whole process (client + server). ", c.Reps)
-	p("zapcodec rpc, gRPC and net/rpc multiplex all workers over one connection; fasthttp (HTTP/1.1) runs twice, with a connection per worker (fasthttp.HostClient) ")
+	p("zapcodec rpc, gRPC and net/rpc multiplex all workers over one connection; gRPC runs twice, its server with its defaults and with GOMAXPROCS reused stream workers (grpc.NumStreamWorkers); fasthttp (HTTP/1.1) runs twice, with a connection per worker (fasthttp.HostClient) ")
 	p("and pipelined over one connection shared by all workers (fasthttp.PipelineClient: writes batched, answers matched in order). ")
 	p("The floors echo a length-prefixed frame of the hand-encoded request (no codec, no dispatch; the server flushes when no further request is buffered), ")
 	p("either over one connection shared by all workers (writes batched, echoes matched in order) or over a connection per worker.\n\n")
@@ -152,7 +155,7 @@ func report(w io.Writer, c Config, r *codecResults, arms []armResult, load0, loa
 		names []string // the peer's arms: the fastest of them is the one compared
 	}{
 		{"end to end ≥ 1.5× fasthttp + goccy JSON-RPC (its faster arm)", 1.5, []string{fasthttpArm, fasthttpPipelinedArm}},
-		{"end to end ≥ 3× gRPC-go", 3, []string{"gRPC-go (protobuf)"}},
+		{"end to end ≥ 3× gRPC-go (its faster arm)", 3, []string{grpcArm, grpcWorkersArm}},
 		{"end to end ≥ 80% of the floor (raw echo, one connection, batched writes)", 0.8, []string{"floor: raw echo, 1 conn"}},
 		{"end to end ≥ 80% of the floor (raw echo, a connection per worker)", 0.8, []string{"floor: raw echo, conn per worker"}},
 	} {
