@@ -113,8 +113,14 @@ type fasthttpCaller struct {
 	buf  []byte
 }
 
+// NewCaller makes a caller whose request, its URI, method and content
+// type set once, each call reuses with a new body.
 func (f *fasthttpClient) NewCaller(context.Context) (Caller, error) {
-	return &fasthttpCaller{f: f, c: newGoccyJSON(), req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}, nil
+	req := fasthttp.AcquireRequest()
+	req.SetRequestURI(f.uri)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	return &fasthttpCaller{f: f, c: newGoccyJSON(), req: req, resp: fasthttp.AcquireResponse()}, nil
 }
 
 func (c *fasthttpCaller) Close() error {
@@ -131,10 +137,6 @@ func (c *fasthttpCaller) Call(ctx context.Context, req *Request, resp *Response)
 	if err != nil {
 		return err
 	}
-	c.req.Reset()
-	c.req.SetRequestURI(c.f.uri)
-	c.req.Header.SetMethod(fasthttp.MethodPost)
-	c.req.Header.SetContentType("application/json")
 	c.req.SetBody(c.buf)
 	if d, ok := ctx.Deadline(); ok {
 		err = c.f.hc.DoDeadline(c.req, c.resp, d)
