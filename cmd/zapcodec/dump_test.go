@@ -70,6 +70,10 @@ func dumpCases() []dumpCase {
 		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
 		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
 		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end
+		// zapcodec's envelope extensions (docs/wire.md §8): a deadline,
+		// metadata (two pairs; a key without its value; a length past the
+		// end), the not-run flag (extEnvelopes builds these bytes).
+		{"err_ext_envelopes", "ext_envelopes.hex", nil},
 		{"eth_frames", "eth_frames.hex", nil},
 		// The demo's streaming method (EthLogs.streamLogs): open, two
 		// messages, end; built with rpc/wire from records of the demo schema.
@@ -441,4 +445,72 @@ func TestDumpStdinAndFile(t *testing.T) {
 // white space.
 func unhexText(b []byte) ([]byte, error) {
 	return hex.DecodeString(strings.Join(strings.Fields(string(b)), ""))
+}
+
+// extEnvelopes returns the frames of testdata/dump/ext_envelopes.hex, one
+// hex line each: requests and a stream open with zapcodec's extension
+// fields (a deadline, metadata, malformed metadata) and answers with and
+// without the not-run flag.
+func extEnvelopes() []byte {
+	md := func(items ...string) []byte {
+		var b []byte
+		for _, s := range items {
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+			b = append(b, s...)
+		}
+		return b
+	}
+	var out []byte
+	frame := func(kind byte, env []byte) {
+		var b []byte
+		b = binary.LittleEndian.AppendUint32(b, uint32(1+len(env)))
+		b = append(append(b, kind), env...)
+		out = append(append(out, hex.EncodeToString(b)...), '\n')
+	}
+	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1, Payload: []byte("ZAP\x00"), Timeout: 1500000, Metadata: md("tenant", "acme", "bin", "\x00\xff")}))
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 1}))
+	frame(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: 2, PromiseID: 3, Timeout: 250}))
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 503, PromiseID: 5, Body: []byte("shutting down"), NotRun: true}))
+	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 6, Metadata: md("k", "v", "orphan")}))
+	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 7, Metadata: append(md("k", "v"), 9, 0, 0, 0, 'x')}))
+	return out
+}
+
+// TestDumpExtensions: dump showed a request's deadline and metadata
+// (docs/wire.md §8) nowhere, only the envelope's size betraying them, and
+// an answer's not-run flag not at all, so a 503 refused unrun looked like
+// one a handler returned. The input of the err_ext_envelopes golden case is
+// what extEnvelopes builds with rpc/wire; the listing shows each field.
+func TestDumpExtensions(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(dumpDir, "ext_envelopes.hex")
+	if dumpUpdating() {
+		if err := os.WriteFile(path, extEnvelopes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(in, extEnvelopes()) {
+		t.Fatalf("%s is not what extEnvelopes builds (go test -run TestDumpExtensions -update)", path)
+	}
+	var stdout, stderr bytes.Buffer
+	runDump(nil, bytes.NewReader(in), &stdout, &stderr)
+	for _, want := range []string{
+		"  deadline: 1.5s left when the request was written\n",
+		"  metadata, 31 bytes, 2 pairs:\n    \"tenant\": \"acme\"\n    \"bin\": \"\\x00\\xff\"\n",
+		"  deadline: 250µs left when the request was written\n",
+		"status 503 Unavailable, not run (the server refused it before its handler ran: safe to send again), body 13 bytes\n",
+		"  metadata, 20 bytes, 1 pair:\n    \"k\": \"v\"\n  error: at byte 331: metadata is not a whole number of key/value pairs",
+		"  error: at byte 416: metadata is not a whole number",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the listing lacks %q:\n%s", want, &stdout)
+		}
+	}
+	if strings.Count(stdout.String(), "not run") != 1 {
+		t.Errorf("want one answer marked not run:\n%s", &stdout)
+	}
 }

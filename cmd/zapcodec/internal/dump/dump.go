@@ -2,7 +2,9 @@
 // stream of transport frames, given raw or as hex text, shown raw (the
 // header and the root object's fixed section as words, with the slots that
 // resolve) or through a schema (the record as JSON with field names; RPC
-// envelopes with their method and payload). It is the zapcodec dump
+// envelopes with their method and payload). Envelopes show zapcodec's
+// extension fields (docs/wire.md §8) with or without a schema: a request's
+// deadline and metadata, an answer's not-run flag. It is the zapcodec dump
 // subcommand, which only parses flags and reads files.
 //
 // Input is checked by the packages that own each layer: the message

@@ -1,8 +1,11 @@
 package dump
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -28,6 +31,7 @@ func (d *dumper) request(indent string, env []byte, base int, name string) {
 	}
 	d.printf("%s, promise %d, method %d%s, target %d, cap %d bytes, payload %d bytes\n",
 		name, r.PromiseID, r.Method, mname, r.Target, len(r.Cap), len(r.Payload))
+	d.requestExtensions(indent, env, base, &r)
 	if m != nil {
 		if d.promises == nil {
 			d.promises = map[uint32]*schema.Method{}
@@ -96,7 +100,11 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	if m != nil {
 		mname = " (" + d.opts.Target.Interface.Name + "." + m.Name + ")"
 	}
-	d.printf("response, promise %d%s, status %d %s, body %d bytes\n", r.PromiseID, mname, r.Status, statusText(r.Status), len(r.Body))
+	notRun := ""
+	if r.NotRun {
+		notRun = ", not run (the server refused it before its handler ran: safe to send again)"
+	}
+	d.printf("response, promise %d%s, status %d %s%s, body %d bytes\n", r.PromiseID, mname, r.Status, statusText(r.Status), notRun, len(r.Body))
 	t := d.opts.Target
 	if t.none() || len(r.Body) == 0 {
 		return
@@ -125,9 +133,56 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	d.show(indent, r.Body, bodyAt, st)
 }
 
+// requestExtensions shows the zapcodec extension fields of a request or
+// stream-open envelope (docs/wire.md §8) that r holds: the caller's
+// deadline, as the time it had left, and the key/value metadata, one pair
+// a line, quoted. Metadata that is not a whole number of pairs (which a
+// zapcodec server answers with 400) is an input error at its value.
+func (d *dumper) requestExtensions(indent string, env []byte, base int, r *wire.Request) {
+	if r.Timeout != 0 {
+		left := strconv.FormatUint(r.Timeout, 10) + "µs"
+		if r.Timeout <= math.MaxInt64/uint64(time.Microsecond) {
+			left = (time.Duration(r.Timeout) * time.Microsecond).String()
+		}
+		d.printf("%sdeadline: %s left when the request was written\n", indent, left)
+	}
+	if len(r.Metadata) == 0 {
+		return
+	}
+	var pairs [][2][]byte
+	var item [2][]byte
+	b, n := r.Metadata, 0
+	for ; len(b) >= 4; n++ {
+		l := binary.LittleEndian.Uint32(b)
+		if uint64(l) > uint64(len(b)-4) {
+			break
+		}
+		item[n%2] = b[4 : 4+l]
+		b = b[4+l:]
+		if n%2 == 1 {
+			pairs = append(pairs, item)
+		}
+	}
+	s := "s"
+	if len(pairs) == 1 {
+		s = ""
+	}
+	d.printf("%smetadata, %d bytes, %d pair%s:\n", indent, len(r.Metadata), len(pairs), s)
+	for _, p := range pairs {
+		d.printf("%s  %s: %s\n", indent, strconv.Quote(string(p[0])), strconv.Quote(string(p[1])))
+	}
+	if len(b) > 0 || n%2 == 1 {
+		at := base + tailOffset(env, 36) + len(r.Metadata) - len(b)
+		if len(b) == 0 { // a key without its value
+			at -= 4 + len(item[0])
+		}
+		d.fail(indent, at, "metadata is not a whole number of key/value pairs (a zapcodec server answers 400)")
+	}
+}
+
 // tailOffset returns the position, inside an envelope that wire parsed,
 // of the bytes value whose slot is at fixed-section offset field (payload
-// 20, body 12): the slot's position plus the relative offset it holds.
+// 20, body 12, a request's metadata 36): the slot's position plus the relative offset it holds.
 func tailOffset(env []byte, field int) int {
 	m, _ := codec.Parse(env) // checked by wire.ParseRequest/ParseResponse
 	root := m.Root()
