@@ -106,7 +106,9 @@ func ReadHealthCheckRequest(b []byte) (HealthCheckRequestView, error) {
 // IsNull reports whether the viewed object is null (a nil nested record).
 func (v HealthCheckRequestView) IsNull() bool { return v.o.IsNull() }
 
-// Service returns field Service (text, slot bytes [0, 8)). The result aliases the message.
+// Service returns field Service (text, slot bytes [0, 8)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v HealthCheckRequestView) Service() string { return v.o.Text(0) }
 
 // ServiceBytes returns field Service as bytes. The result aliases the message.

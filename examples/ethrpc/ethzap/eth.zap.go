@@ -139,7 +139,9 @@ func (v GetBalanceRequestView) Block() uint64 { return v.o.Uint64(20) }
 // ID returns field ID (u64, bytes [28, 36)).
 func (v GetBalanceRequestView) ID() uint64 { return v.o.Uint64(28) }
 
-// Method returns field Method (text, slot bytes [36, 44)). The result aliases the message.
+// Method returns field Method (text, slot bytes [36, 44)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v GetBalanceRequestView) Method() string { return v.o.Text(36) }
 
 // MethodBytes returns field Method as bytes. The result aliases the message.
@@ -846,8 +848,11 @@ const (
 
 // EthServer is implemented by a server of interface Eth; register it with
 // RegisterEthServer. A request view aliases a buffer the server owns and is
-// valid only until the method returns. A result arrives set to its zero
-// value and is encoded after the method returns nil; it must not be kept.
+// valid only until the method returns, as is every string, slice and
+// view read from it: the buffer is reused for later calls, so copy
+// (strings.Clone, bytes.Clone) what the method keeps. A result arrives
+// set to its zero value and is encoded after the method returns nil; it
+// must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
 type EthServer interface {
 	// GetBalance serves Eth.getBalance.
@@ -942,8 +947,11 @@ const (
 
 // EthLogsServer is implemented by a server of interface EthLogs; register it with
 // RegisterEthLogsServer. A request view aliases a buffer the server owns and is
-// valid only until the method returns. A result arrives set to its zero
-// value and is encoded after the method returns nil; it must not be kept.
+// valid only until the method returns, as is every string, slice and
+// view read from it: the buffer is reused for later calls, so copy
+// (strings.Clone, bytes.Clone) what the method keeps. A result arrives
+// set to its zero value and is encoded after the method returns nil; it
+// must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
 //
 // A streaming method's error ends its stream with that status (the
@@ -1027,8 +1035,11 @@ func (c *EthLogsClient) GetLogs(ctx context.Context, req *LogFilter, resp *Logs)
 
 // StreamLogs opens a stream of EthLogs.streamLogs (a zapcodec streaming method),
 // with req as its initial message. ctx bounds the whole stream: when
-// it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
+// it ends first, the stream is canceled on both sides. A stream that is
+// neither read to its end nor canceled keeps its place on the connection
+// (rpc.WithMaxStreams: opens past it fail with rpc.ErrTooManyStreams) and
+// its server handler: cancel ctx to give one up. c's Caller must be an
+// rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *EthLogsClient) StreamLogs(ctx context.Context, req *LogFilter) (*EthLogsStreamLogsClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -1045,9 +1056,8 @@ func (c *EthLogsClient) StreamLogs(ctx context.Context, req *LogFilter) (*EthLog
 }
 
 // EthLogsStreamLogsServerStream is the server's side of a stream of EthLogs.streamLogs.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Send is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type EthLogsStreamLogsServerStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
@@ -1064,9 +1074,8 @@ func (x *EthLogsStreamLogsServerStream) Send(m *Logs) error {
 }
 
 // EthLogsStreamLogsClientStream is the client's side of a stream of EthLogs.streamLogs.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Recv is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type EthLogsStreamLogsClientStream struct {
 	s    *rpc.Stream
 	rbuf []byte // holds what Recv returns a view of

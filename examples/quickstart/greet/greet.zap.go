@@ -107,7 +107,9 @@ func ReadHelloRequest(b []byte) (HelloRequestView, error) {
 // IsNull reports whether the viewed object is null (a nil nested record).
 func (v HelloRequestView) IsNull() bool { return v.o.IsNull() }
 
-// Name returns field Name (text, slot bytes [0, 8)). The result aliases the message.
+// Name returns field Name (text, slot bytes [0, 8)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v HelloRequestView) Name() string { return v.o.Text(0) }
 
 // NameBytes returns field Name as bytes. The result aliases the message.
@@ -210,7 +212,9 @@ func ReadHelloReply(b []byte) (HelloReplyView, error) {
 // IsNull reports whether the viewed object is null (a nil nested record).
 func (v HelloReplyView) IsNull() bool { return v.o.IsNull() }
 
-// Message returns field Message (text, slot bytes [0, 8)). The result aliases the message.
+// Message returns field Message (text, slot bytes [0, 8)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v HelloReplyView) Message() string { return v.o.Text(0) }
 
 // MessageBytes returns field Message as bytes. The result aliases the message.
@@ -226,8 +230,11 @@ const (
 
 // GreeterServer is implemented by a server of interface Greeter; register it with
 // RegisterGreeterServer. A request view aliases a buffer the server owns and is
-// valid only until the method returns. A result arrives set to its zero
-// value and is encoded after the method returns nil; it must not be kept.
+// valid only until the method returns, as is every string, slice and
+// view read from it: the buffer is reused for later calls, so copy
+// (strings.Clone, bytes.Clone) what the method keeps. A result arrives
+// set to its zero value and is encoded after the method returns nil; it
+// must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
 type GreeterServer interface {
 	// Hello serves Greeter.hello.

@@ -718,7 +718,9 @@ func ReadKitchen(b []byte) (KitchenView, error) {
 // IsNull reports whether the viewed object is null (a nil nested record).
 func (v KitchenView) IsNull() bool { return v.o.IsNull() }
 
-// Title returns field Title (text, slot bytes [0, 8)). The result aliases the message.
+// Title returns field Title (text, slot bytes [0, 8)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v KitchenView) Title() string { return v.o.Text(0) }
 
 // TitleBytes returns field Title as bytes. The result aliases the message.
@@ -1086,7 +1088,9 @@ func (v PairView) IsNull() bool { return v.o.IsNull() }
 // A returns field A (u16, bytes [0, 2)).
 func (v PairView) A() uint16 { return v.o.Uint16(0) }
 
-// B returns field B (text, slot bytes [2, 10)). The result aliases the message.
+// B returns field B (text, slot bytes [2, 10)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v PairView) B() string { return v.o.Text(2) }
 
 // BBytes returns field B as bytes. The result aliases the message.
@@ -1404,8 +1408,9 @@ func (it *SparseNamedIter) Next() bool { return it.it.Next() }
 // Index returns the position of the current element.
 func (it *SparseNamedIter) Index() int { return it.it.Index() }
 
-// At returns element i ("" when out of range); it aliases the message.
-// Finding it walks the i elements before it: use Iter to visit them all.
+// At returns element i ("" when out of range); it aliases the message
+// (copy it, strings.Clone, to keep it past the message's reuse). Finding
+// it walks the i elements before it: use Iter to visit them all.
 func (l SparseNamedList) At(i int) string {
 	p := l.l.BytesAt(i)
 	if len(p) == 0 {
@@ -1414,7 +1419,8 @@ func (l SparseNamedList) At(i int) string {
 	return unsafe.String(&p[0], len(p))
 }
 
-// Value returns the current element; it aliases the message.
+// Value returns the current element; it aliases the message (copy it,
+// strings.Clone, to keep it past the message's reuse).
 func (it *SparseNamedIter) Value() string {
 	p := it.it.Bytes()
 	if len(p) == 0 {
@@ -3221,8 +3227,9 @@ func (it *DeepWordsElemElemIter) Next() bool { return it.it.Next() }
 // Index returns the position of the current element.
 func (it *DeepWordsElemElemIter) Index() int { return it.it.Index() }
 
-// At returns element i ("" when out of range); it aliases the message.
-// Finding it walks the i elements before it: use Iter to visit them all.
+// At returns element i ("" when out of range); it aliases the message
+// (copy it, strings.Clone, to keep it past the message's reuse). Finding
+// it walks the i elements before it: use Iter to visit them all.
 func (l DeepWordsElemElemList) At(i int) string {
 	p := l.l.BytesAt(i)
 	if len(p) == 0 {
@@ -3231,7 +3238,8 @@ func (l DeepWordsElemElemList) At(i int) string {
 	return unsafe.String(&p[0], len(p))
 }
 
-// Value returns the current element; it aliases the message.
+// Value returns the current element; it aliases the message (copy it,
+// strings.Clone, to keep it past the message's reuse).
 func (it *DeepWordsElemElemIter) Value() string {
 	p := it.it.Bytes()
 	if len(p) == 0 {
@@ -4168,8 +4176,11 @@ const (
 
 // ServiceServer is implemented by a server of interface Service; register it with
 // RegisterServiceServer. A request view aliases a buffer the server owns and is
-// valid only until the method returns. A result arrives set to its zero
-// value and is encoded after the method returns nil; it must not be kept.
+// valid only until the method returns, as is every string, slice and
+// view read from it: the buffer is reused for later calls, so copy
+// (strings.Clone, bytes.Clone) what the method keeps. A result arrives
+// set to its zero value and is encoded after the method returns nil; it
+// must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
 type ServiceServer interface {
 	// Get serves Service.get.
@@ -4437,8 +4448,11 @@ func (c *ServiceClient) BumpOn(ctx context.Context, p rpc.Promise, resp *Scalars
 
 // NothingServer is implemented by a server of interface Nothing; register it with
 // RegisterNothingServer. A request view aliases a buffer the server owns and is
-// valid only until the method returns. A result arrives set to its zero
-// value and is encoded after the method returns nil; it must not be kept.
+// valid only until the method returns, as is every string, slice and
+// view read from it: the buffer is reused for later calls, so copy
+// (strings.Clone, bytes.Clone) what the method keeps. A result arrives
+// set to its zero value and is encoded after the method returns nil; it
+// must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
 //
 // An interface without methods, whitespace form.

@@ -156,7 +156,9 @@ func (v ItemView) IsNull() bool { return v.o.IsNull() }
 // Tag returns field Tag (u32, bytes [0, 4)).
 func (v ItemView) Tag() uint32 { return v.o.Uint32(0) }
 
-// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
+// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v ItemView) Name() string { return v.o.Text(4) }
 
 // NameBytes returns field Name as bytes. The result aliases the message.
@@ -447,7 +449,9 @@ func (v EverythingView) Ratio() float32 { return v.o.Float32(32) }
 // Score returns field Score (f64, bytes [40, 48)).
 func (v EverythingView) Score() float64 { return v.o.Float64(40) }
 
-// Title returns field Title (text, slot bytes [48, 56)). The result aliases the message.
+// Title returns field Title (text, slot bytes [48, 56)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v EverythingView) Title() string { return v.o.Text(48) }
 
 // TitleBytes returns field Title as bytes. The result aliases the message.

@@ -156,7 +156,9 @@ func (v ItemView) IsNull() bool { return v.o.IsNull() }
 // Tag returns field Tag (u32, bytes [0, 4)).
 func (v ItemView) Tag() uint32 { return v.o.Uint32(0) }
 
-// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
+// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v ItemView) Name() string { return v.o.Text(4) }
 
 // NameBytes returns field Name as bytes. The result aliases the message.
@@ -866,7 +868,9 @@ func (v ListsView) IsNull() bool { return v.o.IsNull() }
 // Count returns field Count (u32, bytes [0, 4)).
 func (v ListsView) Count() uint32 { return v.o.Uint32(0) }
 
-// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
+// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v ListsView) Name() string { return v.o.Text(4) }
 
 // NameBytes returns field Name as bytes. The result aliases the message.
@@ -1371,8 +1375,9 @@ func (it *ListsTextsIter) Next() bool { return it.it.Next() }
 // Index returns the position of the current element.
 func (it *ListsTextsIter) Index() int { return it.it.Index() }
 
-// At returns element i ("" when out of range); it aliases the message.
-// Finding it walks the i elements before it: use Iter to visit them all.
+// At returns element i ("" when out of range); it aliases the message
+// (copy it, strings.Clone, to keep it past the message's reuse). Finding
+// it walks the i elements before it: use Iter to visit them all.
 func (l ListsTextsList) At(i int) string {
 	p := l.l.BytesAt(i)
 	if len(p) == 0 {
@@ -1381,7 +1386,8 @@ func (l ListsTextsList) At(i int) string {
 	return unsafe.String(&p[0], len(p))
 }
 
-// Value returns the current element; it aliases the message.
+// Value returns the current element; it aliases the message (copy it,
+// strings.Clone, to keep it past the message's reuse).
 func (it *ListsTextsIter) Value() string {
 	p := it.it.Bytes()
 	if len(p) == 0 {

@@ -167,7 +167,9 @@ func (v ItemView) SKU() uint64 { return v.o.Uint64(0) }
 // Qty returns field Qty (u32, bytes [8, 12)).
 func (v ItemView) Qty() uint32 { return v.o.Uint32(8) }
 
-// Name returns field Name (text, slot bytes [12, 20)). The result aliases the message.
+// Name returns field Name (text, slot bytes [12, 20)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v ItemView) Name() string { return v.o.Text(12) }
 
 // NameBytes returns field Name as bytes. The result aliases the message.
@@ -321,7 +323,9 @@ func (v AddressView) IsNull() bool { return v.o.IsNull() }
 // Zip returns field Zip (u32, bytes [0, 4)).
 func (v AddressView) Zip() uint32 { return v.o.Uint32(0) }
 
-// City returns field City (text, slot bytes [4, 12)). The result aliases the message.
+// City returns field City (text, slot bytes [4, 12)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v AddressView) City() string { return v.o.Text(4) }
 
 // CityBytes returns field City as bytes. The result aliases the message.
@@ -554,7 +558,9 @@ func (v OrderView) IsNull() bool { return v.o.IsNull() }
 // ID returns field ID (u64, bytes [0, 8)).
 func (v OrderView) ID() uint64 { return v.o.Uint64(0) }
 
-// Customer returns field Customer (text, slot bytes [8, 16)). The result aliases the message.
+// Customer returns field Customer (text, slot bytes [8, 16)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v OrderView) Customer() string { return v.o.Text(8) }
 
 // CustomerBytes returns field Customer as bytes. The result aliases the message.

@@ -535,7 +535,9 @@ func (v MsgView) IsNull() bool { return v.o.IsNull() }
 // Seq returns field Seq (u32, bytes [0, 4)).
 func (v MsgView) Seq() uint32 { return v.o.Uint32(0) }
 
-// Text returns field Text (text, slot bytes [4, 12)). The result aliases the message.
+// Text returns field Text (text, slot bytes [4, 12)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v MsgView) Text() string { return v.o.Text(4) }
 
 // TextBytes returns field Text as bytes. The result aliases the message.
@@ -556,8 +558,11 @@ const (
 
 // FeedServer is implemented by a server of interface Feed; register it with
 // RegisterFeedServer. A request view aliases a buffer the server owns and is
-// valid only until the method returns. A result arrives set to its zero
-// value and is encoded after the method returns nil; it must not be kept.
+// valid only until the method returns, as is every string, slice and
+// view read from it: the buffer is reused for later calls, so copy
+// (strings.Clone, bytes.Clone) what the method keeps. A result arrives
+// set to its zero value and is encoded after the method returns nil; it
+// must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
 //
 // A streaming method's error ends its stream with that status (the
@@ -644,8 +649,11 @@ func NewFeedClient(c rpc.Caller, opts ...rpc.MountOption) *FeedClient {
 
 // Subscribe opens a stream of Feed.subscribe (a zapcodec streaming method),
 // with req as its initial message. ctx bounds the whole stream: when
-// it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
+// it ends first, the stream is canceled on both sides. A stream that is
+// neither read to its end nor canceled keeps its place on the connection
+// (rpc.WithMaxStreams: opens past it fail with rpc.ErrTooManyStreams) and
+// its server handler: cancel ctx to give one up. c's Caller must be an
+// rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Subscribe(ctx context.Context, req *Filter) (*FeedSubscribeClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -663,8 +671,11 @@ func (c *FeedClient) Subscribe(ctx context.Context, req *Filter) (*FeedSubscribe
 
 // Upload opens a stream of Feed.upload (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
-// it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
+// it ends first, the stream is canceled on both sides. A stream that is
+// neither read to its end nor canceled keeps its place on the connection
+// (rpc.WithMaxStreams: opens past it fail with rpc.ErrTooManyStreams) and
+// its server handler: cancel ctx to give one up. c's Caller must be an
+// rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Upload(ctx context.Context) (*FeedUploadClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -681,8 +692,11 @@ func (c *FeedClient) Upload(ctx context.Context) (*FeedUploadClientStream, error
 
 // Chat opens a stream of Feed.chat (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
-// it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
+// it ends first, the stream is canceled on both sides. A stream that is
+// neither read to its end nor canceled keeps its place on the connection
+// (rpc.WithMaxStreams: opens past it fail with rpc.ErrTooManyStreams) and
+// its server handler: cancel ctx to give one up. c's Caller must be an
+// rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Chat(ctx context.Context) (*FeedChatClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -711,8 +725,11 @@ func (c *FeedClient) Ping(ctx context.Context) error {
 
 // Heads opens a stream of Feed.heads (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
-// it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
+// it ends first, the stream is canceled on both sides. A stream that is
+// neither read to its end nor canceled keeps its place on the connection
+// (rpc.WithMaxStreams: opens past it fail with rpc.ErrTooManyStreams) and
+// its server handler: cancel ctx to give one up. c's Caller must be an
+// rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Heads(ctx context.Context) (*FeedHeadsClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -729,8 +746,11 @@ func (c *FeedClient) Heads(ctx context.Context) (*FeedHeadsClientStream, error) 
 
 // Sink opens a stream of Feed.sink (a zapcodec streaming method),
 // with no initial message. ctx bounds the whole stream: when
-// it ends first, the stream is canceled on both sides. c's Caller
-// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
+// it ends first, the stream is canceled on both sides. A stream that is
+// neither read to its end nor canceled keeps its place on the connection
+// (rpc.WithMaxStreams: opens past it fail with rpc.ErrTooManyStreams) and
+// its server handler: cancel ctx to give one up. c's Caller must be an
+// rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.
 func (c *FeedClient) Sink(ctx context.Context) (*FeedSinkClientStream, error) {
 	o, ok := c.c.(rpc.StreamOpener)
 	if !ok {
@@ -746,9 +766,8 @@ func (c *FeedClient) Sink(ctx context.Context) (*FeedSinkClientStream, error) {
 }
 
 // FeedSubscribeServerStream is the server's side of a stream of Feed.subscribe.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Send is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedSubscribeServerStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
@@ -765,9 +784,8 @@ func (x *FeedSubscribeServerStream) Send(m *Log) error {
 }
 
 // FeedSubscribeClientStream is the client's side of a stream of Feed.subscribe.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Recv is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedSubscribeClientStream struct {
 	s    *rpc.Stream
 	rbuf []byte // holds what Recv returns a view of
@@ -790,9 +808,8 @@ func (x *FeedSubscribeClientStream) Recv() (LogView, error) {
 }
 
 // FeedUploadServerStream is the server's side of a stream of Feed.upload.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Recv is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedUploadServerStream struct {
 	s    *rpc.Stream
 	rbuf []byte // holds what Recv returns a view of
@@ -819,9 +836,9 @@ func (x *FeedUploadServerStream) Recv() (ChunkView, error) {
 }
 
 // FeedUploadClientStream is the client's side of a stream of Feed.upload.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// It is not safe for concurrent use: a CloseSend or CloseAndRecv waits
+// for a Send under way.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedUploadClientStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
@@ -876,8 +893,8 @@ func (x *FeedUploadClientStream) CloseAndRecv(resp *Summary) error {
 
 // FeedChatServerStream is the server's side of a stream of Feed.chat.
 // One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// concurrent use with itself.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedChatServerStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
@@ -913,8 +930,8 @@ func (x *FeedChatServerStream) Recv() (MsgView, error) {
 
 // FeedChatClientStream is the client's side of a stream of Feed.chat.
 // One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// concurrent use with itself.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedChatClientStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
@@ -949,9 +966,8 @@ func (x *FeedChatClientStream) Recv() (MsgView, error) {
 func (x *FeedChatClientStream) CloseSend() error { return x.s.CloseSend() }
 
 // FeedHeadsServerStream is the server's side of a stream of Feed.heads.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Send is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedHeadsServerStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends
@@ -968,9 +984,8 @@ func (x *FeedHeadsServerStream) Send(m *Log) error {
 }
 
 // FeedHeadsClientStream is the client's side of a stream of Feed.heads.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Recv is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedHeadsClientStream struct {
 	s    *rpc.Stream
 	rbuf []byte // holds what Recv returns a view of
@@ -993,9 +1008,8 @@ func (x *FeedHeadsClientStream) Recv() (LogView, error) {
 }
 
 // FeedSinkServerStream is the server's side of a stream of Feed.sink.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// Recv is not safe for concurrent use.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedSinkServerStream struct {
 	s    *rpc.Stream
 	rbuf []byte // holds what Recv returns a view of
@@ -1022,9 +1036,9 @@ func (x *FeedSinkServerStream) Recv() (ChunkView, error) {
 }
 
 // FeedSinkClientStream is the client's side of a stream of Feed.sink.
-// One goroutine may Send while another Recvs; neither is safe for
-// concurrent use with itself. A message costs no allocation once the
-// stream's buffers have grown.
+// It is not safe for concurrent use: a CloseSend or CloseAndRecv waits
+// for a Send under way.
+// A message costs no allocation once the stream's buffers have grown.
 type FeedSinkClientStream struct {
 	s    *rpc.Stream
 	sbuf []byte // encodes what Send sends

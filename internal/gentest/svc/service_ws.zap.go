@@ -411,7 +411,9 @@ func (l ShapeTagsList) At(i int) uint32 { return l.l.VarUint32(i) }
 // Value returns the current element (0 when it is not 4 bytes).
 func (it *ShapeTagsIter) Value() uint32 { return it.it.Uint32() }
 
-// Label returns field Label (text, slot bytes [14, 22)). The result aliases the message.
+// Label returns field Label (text, slot bytes [14, 22)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v ShapeView) Label() string { return v.o.Text(14) }
 
 // LabelBytes returns field Label as bytes. The result aliases the message.
@@ -429,8 +431,11 @@ const (
 
 // GeometryServer is implemented by a server of interface Geometry; register it with
 // RegisterGeometryServer. A request view aliases a buffer the server owns and is
-// valid only until the method returns. A result arrives set to its zero
-// value and is encoded after the method returns nil; it must not be kept.
+// valid only until the method returns, as is every string, slice and
+// view read from it: the buffer is reused for later calls, so copy
+// (strings.Clone, bytes.Clone) what the method keeps. A result arrives
+// set to its zero value and is encoded after the method returns nil; it
+// must not be kept.
 // An error answers the call with its status (see rpc.Errorf), 500 by default.
 type GeometryServer interface {
 	// Area serves Geometry.area.

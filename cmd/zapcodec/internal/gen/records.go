@@ -495,7 +495,9 @@ func (g *generator) view(s *schema.Struct) {
 		fdoc := func() { g.schemaDoc(true, f.Doc, f.Comment) }
 		switch k := f.Type.Kind; k {
 		case schema.KindText:
-			g.p("// %s returns field %s (text, slot %s). The result aliases the message.", a, f.Name, at)
+			g.p("// %s returns field %s (text, slot %s). The result aliases the message:", a, f.Name, at)
+			g.p("// it changes when those bytes are reused, so copy it (strings.Clone) to")
+			g.p("// keep it longer.")
 			fdoc()
 			g.p("func (v %s) %s() string { return v.o.Text(%d) }\n", v, a, off)
 			g.p("// %sBytes returns field %s as bytes. The result aliases the message.", n, f.Name)

@@ -93,8 +93,11 @@ func (g *generator) streamClientMethod(it *schema.Interface, m *schema.Method, c
 	} else {
 		g.p("// with no initial message. ctx bounds the whole stream: when")
 	}
-	g.p("// it ends first, the stream is canceled on both sides. c's Caller")
-	g.p("// must be an rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.")
+	g.p("// it ends first, the stream is canceled on both sides. A stream that is")
+	g.p("// neither read to its end nor canceled keeps its place on the connection")
+	g.p("// (rpc.WithMaxStreams: opens past it fail with rpc.ErrTooManyStreams) and")
+	g.p("// its server handler: cancel ctx to give one up. c's Caller must be an")
+	g.p("// rpc.StreamOpener (*rpc.Client, *cluster.Client), else rpc.ErrNoStreams.")
 	g.schemaDoc(true, m.Doc, m.Comment)
 	g.p("func (c *%s) %s(%s) (*%s, error) {", cli, mn, ps, st)
 	g.p("o, ok := c.c.(rpc.StreamOpener)")
@@ -153,13 +156,23 @@ func (g *generator) streamType(it *schema.Interface, m *schema.Method, server bo
 	if !server {
 		side = "client"
 	}
-	g.p("// %s is the %s's side of a stream of %s.%s.", t, side, it.Name, m.Name)
-	g.p("// One goroutine may Send while another Recvs; neither is safe for")
-	g.p("// concurrent use with itself. A message costs no allocation once the")
-	g.p("// stream's buffers have grown.")
 	// A buffer for each direction this side uses: sbuf for Send, rbuf for
 	// Recv and for a client's CloseAndRecv (which reads to the end).
 	closeAndRecv := !server && m.ReqStream && !m.RespStream
+	g.p("// %s is the %s's side of a stream of %s.%s.", t, side, it.Name, m.Name)
+	switch {
+	case send != nil && recv != nil:
+		g.p("// One goroutine may Send while another Recvs; neither is safe for")
+		g.p("// concurrent use with itself.")
+	case closeAndRecv:
+		g.p("// It is not safe for concurrent use: a CloseSend or CloseAndRecv waits")
+		g.p("// for a Send under way.")
+	case send != nil:
+		g.p("// Send is not safe for concurrent use.")
+	default:
+		g.p("// Recv is not safe for concurrent use.")
+	}
+	g.p("// A message costs no allocation once the stream's buffers have grown.")
 	g.p("type %s struct {", t)
 	g.p("s    *rpc.Stream")
 	if send != nil {

@@ -27,8 +27,11 @@ func (g *generator) stubs(it *schema.Interface) {
 	// Server interface.
 	g.p("// %s is implemented by a server of interface %s; register it with", srv, it.Name)
 	g.p("// Register%s. A request view aliases a buffer the server owns and is", srv)
-	g.p("// valid only until the method returns. A result arrives set to its zero")
-	g.p("// value and is encoded after the method returns nil; it must not be kept.")
+	g.p("// valid only until the method returns, as is every string, slice and")
+	g.p("// view read from it: the buffer is reused for later calls, so copy")
+	g.p("// (strings.Clone, bytes.Clone) what the method keeps. A result arrives")
+	g.p("// set to its zero value and is encoded after the method returns nil; it")
+	g.p("// must not be kept.")
 	g.p("// An error answers the call with its status (see rpc.Errorf), 500 by default.")
 	g.schemaDoc(true, it.Doc, it.Comment)
 	for _, m := range it.Methods {

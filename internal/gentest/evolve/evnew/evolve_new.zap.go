@@ -251,7 +251,9 @@ func (v LeafView) IsNull() bool { return v.o.IsNull() }
 // A returns field A (u32, bytes [0, 4)).
 func (v LeafView) A() uint32 { return v.o.Uint32(0) }
 
-// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
+// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v LeafView) Name() string { return v.o.Text(4) }
 
 // NameBytes returns field Name as bytes. The result aliases the message.
@@ -263,7 +265,9 @@ func (v LeafView) NameBytes() []byte { return v.o.Bytes(4) }
 // B returns field B (u64, bytes [12, 20)).
 func (v LeafView) B() uint64 { return v.o.Uint64(12) }
 
-// Note returns field Note (text, slot bytes [20, 28)). The result aliases the message.
+// Note returns field Note (text, slot bytes [20, 28)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v LeafView) Note() string { return v.o.Text(20) }
 
 // NoteBytes returns field Note as bytes. The result aliases the message.
@@ -735,7 +739,9 @@ func (v RecView) IsNull() bool { return v.o.IsNull() }
 // ID returns field ID (u64, bytes [0, 8)).
 func (v RecView) ID() uint64 { return v.o.Uint64(0) }
 
-// Label returns field Label (text, slot bytes [8, 16)). The result aliases the message.
+// Label returns field Label (text, slot bytes [8, 16)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v RecView) Label() string { return v.o.Text(8) }
 
 // LabelBytes returns field Label as bytes. The result aliases the message.
@@ -936,7 +942,9 @@ func (v RecView) HashBytes() []byte { return v.o.BytesFixed(44, 4) }
 // More returns field More (u32, bytes [48, 52)).
 func (v RecView) More() uint32 { return v.o.Uint32(48) }
 
-// Note returns field Note (text, slot bytes [52, 60)). The result aliases the message.
+// Note returns field Note (text, slot bytes [52, 60)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v RecView) Note() string { return v.o.Text(52) }
 
 // NoteBytes returns field Note as bytes. The result aliases the message.

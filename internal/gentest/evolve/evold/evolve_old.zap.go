@@ -170,7 +170,9 @@ func (v LeafView) IsNull() bool { return v.o.IsNull() }
 // A returns field A (u32, bytes [0, 4)).
 func (v LeafView) A() uint32 { return v.o.Uint32(0) }
 
-// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message.
+// Name returns field Name (text, slot bytes [4, 12)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v LeafView) Name() string { return v.o.Text(4) }
 
 // NameBytes returns field Name as bytes. The result aliases the message.
@@ -527,7 +529,9 @@ func (v RecView) IsNull() bool { return v.o.IsNull() }
 // ID returns field ID (u64, bytes [0, 8)).
 func (v RecView) ID() uint64 { return v.o.Uint64(0) }
 
-// Label returns field Label (text, slot bytes [8, 16)). The result aliases the message.
+// Label returns field Label (text, slot bytes [8, 16)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
 func (v RecView) Label() string { return v.o.Text(8) }
 
 // LabelBytes returns field Label as bytes. The result aliases the message.
