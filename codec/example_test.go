@@ -106,6 +106,9 @@ func builderSample(buf []byte) error {
 	o.SetText(4, "hello") // written when o finishes: keep it unchanged until then
 	b.SetRoot(o.Finish())
 	buf = b.Finish() // the whole message, aliasing buf
+	if err := b.Err(); err != nil {
+		return err // a misused call (a field outside its object, say) wrote nothing; Finish still gave a message
+	}
 
 	m, err := codec.Parse(buf) // a value: no allocation
 	if err != nil {
