@@ -74,7 +74,8 @@ func init() {
                       calls still unanswered 10s after its end are given
                       up ("abandoned")
   -method M           method ordinal, or with -schema a method name
-                      ("getBalance", "Eth.getBalance"); default: the -type
+                      ("getBalance", "Eth.getBalance"; not a streaming
+                      method: load makes unary calls); default: the -type
                       method's ordinal
   -payload-hex HEX    request payload as hex
   -payload-file FILE  request payload read from FILE, raw bytes
@@ -423,8 +424,11 @@ func (lf *loadFlags) resolve() error {
 			if typeMethod = loadFindMethod(f, lf.typeName); typeMethod == nil {
 				return fmt.Errorf("-type %q: no struct or method of that name in %s", lf.typeName, lf.schemaPath)
 			}
+			if err := loadUnary(typeMethod, "-type", lf.typeName); err != nil {
+				return err
+			}
 			if st = typeMethod.Req; st == nil {
-				return fmt.Errorf("-type %q: the method takes no request", lf.typeName)
+				return fmt.Errorf("-type %q: the method takes no request: name it with -method %s, with no payload", lf.typeName, lf.typeName)
 			}
 		}
 	}
@@ -462,7 +466,20 @@ func (lf *loadFlags) resolve() error {
 		if m == nil {
 			return fmt.Errorf("-method %q: no method of that name in %s", lf.method, lf.schemaPath)
 		}
+		if err := loadUnary(m, "-method", lf.method); err != nil {
+			return err
+		}
 		lf.cfg.Method = m.Ordinal
+	}
+	return nil
+}
+
+// loadUnary refuses a streaming method, named by flag as name: load makes
+// unary calls, which a server answers at a streaming method's ordinal with
+// 404 (no unary handler there), so every call of the run would fail.
+func loadUnary(m *schema.Method, flag, name string) error {
+	if m.ReqStream || m.RespStream {
+		return fmt.Errorf("%s %q: a streaming method; load makes unary calls only (a server answers them 404 there)", flag, name)
 	}
 	return nil
 }

@@ -198,6 +198,11 @@ func TestLoadUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	sch := filepath.Join(dir, "eth.zap")
 	os.WriteFile(sch, []byte(loadEthSchema), 0o644)
+	// A streaming method named by -type or -method ran every call unary at
+	// its ordinal, each answered 404; a method without a request named
+	// by -type did not say how to name it.
+	streams := filepath.Join(dir, "streams.zap")
+	os.WriteFile(streams, []byte("package s\nstruct F\n    N u32\ninterface Feed {\n    sub(req: F) returns (stream F)\n    up(stream F) returns (resp: F)\n    ping()\n}\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -215,6 +220,11 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-schema", sch, "-method", "nope"}, 2, `-method "nope": no method`},
 		{[]string{"-schema", sch, "-type", "getBalance", "-payload-json", `{"Block":"x"}`}, 2, `Block: bad u64 "x"`},
 		{[]string{"-schema", filepath.Join(dir, "none.zap"), "-method", "1"}, 2, "-schema"},
+		{[]string{"-schema", streams, "-type", "Feed.sub", "-payload-json", "{}"}, 2, `-type "Feed.sub": a streaming method; load makes unary calls only`},
+		{[]string{"-schema", streams, "-type", "up"}, 2, `-type "up": a streaming method`},
+		{[]string{"-schema", streams, "-method", "sub", "-payload-hex", "00"}, 2, `-method "sub": a streaming method`},
+		{[]string{"-schema", streams, "-method", "Feed.up"}, 2, `-method "Feed.up": a streaming method`},
+		{[]string{"-schema", streams, "-type", "Feed.ping"}, 2, `-type "Feed.ping": the method takes no request: name it with -method Feed.ping`},
 		{[]string{"-method", "1", "-network", "udp"}, 2, `-network "udp"`},
 		{[]string{"-method", "1", "extra"}, 2, "unexpected argument"},
 		{[]string{"-method", "1", "-client", "fast"}, 2, `-client "fast"`},
