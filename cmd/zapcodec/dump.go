@@ -31,7 +31,9 @@ func init() {
                       or interface ("Eth") for RPC envelopes and payloads:
                       requests decode as the method's request struct,
                       answers as its response struct, stream messages
-                      as the struct the stream carries
+                      as the struct the stream carries; any of these
+                      may be qualified by the schema's package, as
+                      service names are ("eth.Eth.getBalance")
   -response           a bare payload given with a method -type is the
                       method's response (default: its request)
 `,

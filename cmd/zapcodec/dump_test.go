@@ -423,6 +423,40 @@ func TestDumpAmbiguousMethod(t *testing.T) {
 	}
 }
 
+// TestDumpQualifiedType: -type refused a name qualified by the schema's
+// package, as service names are (generated IServiceName, zapcodec health
+// -service): "eth.Eth.getBalance" gave "no interface eth in the schema".
+// Qualified names now resolve as the bare ones do; a bare name that is
+// the package's own still means what it names in the schema.
+func TestDumpQualifiedType(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "q.zap")
+	src := "package q\nstruct A\n    X u32\nstruct q\n    Y u8\ninterface I {\n    get(req: A) returns (resp: A)\n}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := []byte("5a4150000100000010000000140000002a000000")
+	for _, tc := range []struct {
+		typ, want string
+		code      int
+	}{
+		{"q.A", `"X": 42`, 0},
+		{"q.I.get", `"X": 42`, 0},
+		{"q.I", "-type I names an interface: give one of its methods", 1},
+		{"q.get", `"X": 42`, 0},
+		{"q", `"Y": 42`, 0}, // the struct q, not the package
+		{"q.B", "-type q.B: no interface q in the schema", 2},
+		{"r.A", "-type r.A: no interface r in the schema", 2},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runDump([]string{"-schema", path, "-type", tc.typ}, bytes.NewReader(in), &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
+			t.Errorf("-type %s: exit %d, want %d and %q:\n%s%s", tc.typ, code, tc.code, tc.want, &stdout, &stderr)
+		}
+	}
+}
+
 // TestDumpStdinAndFile checks that a file argument and stdin give the same
 // listing, and "-" means stdin.
 func TestDumpStdinAndFile(t *testing.T) {

@@ -81,6 +81,8 @@ func init() {
   -payload-file FILE  request payload read from FILE, raw bytes
   -schema FILE.zap    with -type and -payload-json: encode the payload
   -type NAME          a struct, or a method whose request struct to encode
+                      (either may be qualified by the schema's package:
+                      "eth.Eth.getBalance")
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
                       hex strings); @FILE reads it from FILE
   -json               print the report as JSON
@@ -420,7 +422,7 @@ func (lf *loadFlags) resolve() error {
 	var st *schema.Struct
 	var typeMethod *schema.Method
 	if lf.typeName != "" {
-		if st = f.Struct(lf.typeName); st == nil {
+		if st = loadFindStruct(f, lf.typeName); st == nil {
 			if typeMethod = loadFindMethod(f, lf.typeName); typeMethod == nil {
 				return fmt.Errorf("-type %q: no struct or method of that name in %s", lf.typeName, lf.schemaPath)
 			}
@@ -484,9 +486,32 @@ func loadUnary(m *schema.Method, flag, name string) error {
 	return nil
 }
 
+// loadFindStruct finds the struct name, which may be qualified by the
+// schema's package ("eth.GetBalanceRequest").
+func loadFindStruct(f *schema.File, name string) *schema.Struct {
+	if s := f.Struct(name); s != nil {
+		return s
+	}
+	if rest, ok := strings.CutPrefix(name, f.Package+"."); ok && f.Package != "" {
+		return f.Struct(rest)
+	}
+	return nil
+}
+
 // loadFindMethod finds "Iface.method", or "method" when exactly one
-// interface has it.
+// interface has it; either may be qualified by the schema's package, as
+// service names are ("eth.Eth.getBalance").
 func loadFindMethod(f *schema.File, name string) *schema.Method {
+	if m := loadFindMethodIn(f, name); m != nil {
+		return m
+	}
+	if rest, ok := strings.CutPrefix(name, f.Package+"."); ok && f.Package != "" {
+		return loadFindMethodIn(f, rest)
+	}
+	return nil
+}
+
+func loadFindMethodIn(f *schema.File, name string) *schema.Method {
 	iface, meth, qualified := strings.Cut(name, ".")
 	if !qualified {
 		meth = name

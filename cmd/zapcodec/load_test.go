@@ -219,6 +219,13 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-schema", sch, "-type", "Nope", "-payload-json", "{}"}, 2, `-type "Nope": no struct or method`},
 		{[]string{"-schema", sch, "-method", "nope"}, 2, `-method "nope": no method`},
 		{[]string{"-schema", sch, "-type", "getBalance", "-payload-json", `{"Block":"x"}`}, 2, `Block: bad u64 "x"`},
+		// Names qualified by the schema's package, as service names are,
+		// resolve (the payload's error shows they did).
+		{[]string{"-schema", sch, "-type", "eth.Eth.getBalance", "-payload-json", `{"Block":"x"}`}, 2, `Block: bad u64 "x"`},
+		{[]string{"-schema", sch, "-type", "eth.GetBalanceRequest", "-payload-json", `{"Block":"x"}`}, 2, `Block: bad u64 "x"`},
+		{[]string{"-schema", sch, "-method", "eth.Eth.getBalance", "-addr", "127.0.0.1:1", "-n", "1"}, 1, "connection 0"}, // resolved: the run starts
+		{[]string{"-schema", sch, "-type", "eth.GetBalanceRequest", "-method", "eth.Eth.nope"}, 2, `-method "eth.Eth.nope": no method`},
+		{[]string{"-schema", sch, "-type", "btc.GetBalanceRequest"}, 2, `-type "btc.GetBalanceRequest": no struct or method`},
 		{[]string{"-schema", filepath.Join(dir, "none.zap"), "-method", "1"}, 2, "-schema"},
 		{[]string{"-schema", streams, "-type", "Feed.sub", "-payload-json", "{}"}, 2, `-type "Feed.sub": a streaming method; load makes unary calls only`},
 		{[]string{"-schema", streams, "-type", "up"}, 2, `-type "up": a streaming method`},

@@ -59,8 +59,22 @@ func (t Target) none() bool { return t.Struct == nil && t.Method == nil && t.Int
 
 // ResolveTarget finds what name stands for in f: a struct first, then
 // "Iface.method", an interface, and last a method name that must be unique
-// across the interfaces.
+// across the interfaces. Each may also be given qualified by the schema's
+// package, as service names are ("eth.Eth", "eth.Eth.getBalance": what a
+// generated IServiceName holds and zapcodec health takes).
 func ResolveTarget(f *schema.File, name string) (Target, error) {
+	t, err := resolveTarget(f, name)
+	if err != nil && f.Package != "" {
+		if rest, ok := strings.CutPrefix(name, f.Package+"."); ok {
+			if t, err2 := resolveTarget(f, rest); err2 == nil {
+				return t, nil
+			}
+		}
+	}
+	return t, err
+}
+
+func resolveTarget(f *schema.File, name string) (Target, error) {
 	if s := f.Struct(name); s != nil {
 		return Target{Struct: s}, nil
 	}
