@@ -29,6 +29,14 @@
 //	    shutdown()
 //	}
 //
+//	interface Feed {                 # streams, a zapcodec extension (the
+//	                                 # canonical compiler has none): "stream T"
+//	                                 # or "name: stream T", on either side
+//	    subscribe(req: Filter) returns (stream Log)
+//	    upload(in: stream Chunk) returns (resp: Summary)
+//	    chat(stream Msg) returns (stream Msg)
+//	}
+//
 // Types: bool u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 text bytes
 // bytes_fixed[N] list<T>, struct names and alias names. A struct may be
 // referenced before it is declared. A list element may be any of these,

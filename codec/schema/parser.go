@@ -525,6 +525,10 @@ func (p *parser) param(method, what string) (string, *Type, bool, error) {
 	if c := p.peek(); c.is(",") {
 		return "", nil, false, errorf(c.pos, "method %s takes at most one %s", method, what)
 	}
+	if c := p.peek(); stream && name == "" && c.is(":") {
+		// "stream req: T": the name came after the word stream.
+		return "", nil, false, errorf(c.pos, "a stream %s is written \"stream T\" or \"name: stream T\", not \"stream %s: T\"", what, t)
+	}
 	after := what
 	if name != "" {
 		after += " " + name

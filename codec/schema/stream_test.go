@@ -54,6 +54,9 @@ interface Logs {
 		{"struct A\n    X u32\ninterface I {\n    m(stream u32)\n}\n", "is not a struct"},
 		{"struct A\n    X u32\ninterface I {\n    m(stream A, stream A)\n}\n", "at most one parameter"},
 		{"struct A\n    X u32\ninterface I {\n    m() returns (stream Nope)\n}\n", "Nope"},
+		// The name after the word stream, as in "stream req: A".
+		{"struct A\n    X u32\ninterface I {\n    m(stream req: A) returns (resp: A)\n}\n", `bad.zap:4:17: a stream parameter is written "stream T" or "name: stream T", not "stream req: T"`},
+		{"struct A\n    X u32\ninterface I {\n    m(req: A) returns (stream out: A)\n}\n", `bad.zap:4:34: a stream result is written "stream T" or "name: stream T", not "stream out: T"`},
 	} {
 		if _, err := Parse("bad.zap", []byte(bad.src)); err == nil || !strings.Contains(err.Error(), bad.err) {
 			t.Errorf("%q: error %v, want one containing %q", bad.src, err, bad.err)
