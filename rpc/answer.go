@@ -41,9 +41,10 @@ func (c *serverConn) run(j *job) {
 // read loop role and flushes later (see readLoop).
 func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	if c.promises != nil {
-		// An answer above the largest frame goes out as an empty 500
-		// (writeAnswer, inlineAnswer): the calls pipelined on it see it
-		// failed, as its caller does.
+		// An answer above the largest frame goes out as a 500
+		// (answerTooLarge; an empty one from writeAnswer or inlineAnswer
+		// for an error text that large): the calls pipelined on it see
+		// it failed, as its caller does.
 		c.promises.complete(j.pslot, j.pseq, status == StatusOK && c.answerFits(len(body)), body)
 	}
 	if j.refused {
@@ -169,7 +170,24 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		}
 		return c.internalError(j, err)
 	}
+	if !c.answerFits(len(out)) {
+		return c.answerTooLarge(j, len(out))
+	}
 	return StatusOK, out
+}
+
+// answerTooLarge answers 500 for a handler's result of n bytes that no
+// frame can carry, saying so to the peer (the answer used to be an empty
+// 500, which told a client nothing) and in the log, as a handler error:
+// the server's frame limit must grow, or the result shrink.
+func (c *serverConn) answerTooLarge(j *job, n int) (uint32, []byte) {
+	return c.internalError(j, errors.New(answerTooLargeText(frameHeader+wire.ResponseOverhead+n-4, c.out.max)))
+}
+
+// answerTooLargeText is the text of answerTooLarge's error for an answer
+// whose frame would hold frameLen bytes (its length field) where max may.
+func answerTooLargeText(frameLen, max int) string {
+	return fmt.Sprintf("rpc: answer too large for a frame (len:%d max:%d): raise the maximum frame size on both sides (WithFrameOptions(frame.WithMaxFrameSize(n))) or send the result in parts (a stream)", frameLen, max)
 }
 
 // deadlineError reports whether err, a unary handler's error, is the one
@@ -311,7 +329,9 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 }
 
 // answerFits reports whether an answer with an n-byte body fits in a
-// frame: a larger one goes out as an empty 500.
+// frame. A handler's result that does not is answered 500 with a text
+// that says so (answerTooLarge); a larger error text, which should not
+// happen, goes out as an empty 500 (writeAnswer, inlineAnswer).
 func (c *serverConn) answerFits(n int) bool {
 	return frameHeader+wire.ResponseOverhead+n-4 <= c.out.max
 }

@@ -147,7 +147,7 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 		// The name is quoted cut: the peer's name, quoted, is up to four
 		// times its length, and a request of the largest frame would
 		// have the server build an answer of four such frames (sent as
-		// an empty 500, too large for a frame).
+		// a 500, too large for a frame).
 		if n := len(service); n > maxHealthNameQuoted {
 			return resp, Errorf(StatusNotFound, "rpc: health: no such service %q... (%d bytes)",
 				service[:textCut(service, maxHealthNameQuoted)], n)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -60,20 +61,39 @@ func TestInlineAnswersLargeBatch(t *testing.T) {
 // mTooBig answers 8 KiB.
 const mTooBig = 91
 
-// An inline answer above the maximum frame size is replaced by an empty
-// 500 (the connection goes on), as a worker's answer is.
+// A handler's answer above the maximum frame size is answered 500, inline
+// or on a worker (WithPipelining runs calls on workers), and the
+// connection goes on. The 500 used to be empty, telling the client
+// nothing, and the server logged nothing: its text and the log now say
+// the answer was too large for a frame, with the sizes (under
+// WithHideErrors the client gets "internal error", the log the same).
 func TestInlineAnswerTooLarge(t *testing.T) {
-	s, addr, _ := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(4<<10)))
-	s.Handle(mTooBig, func(_ context.Context, req, resp []byte) ([]byte, error) {
-		return append(resp, make([]byte, 8<<10)...), nil
-	})
-	c := dial(t, addr, WithFrameOptions(frame.WithMaxFrameSize(64<<10)))
-	out, err := c.Call(context.Background(), mTooBig, nil, nil)
-	var se *StatusError
-	if !errors.As(err, &se) || se.Code != StatusInternal || len(out) != 0 {
-		t.Fatalf("got %d bytes, %v; want an empty 500", len(out), err)
-	}
-	if out, err := c.Call(context.Background(), mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
-		t.Fatalf("next call: %q %v", out, err)
+	for _, tc := range []struct {
+		name string
+		opts []ServerOption
+		want string
+	}{
+		{"inline", nil, "rpc: answer too large for a frame (len:8229 max:4096): raise the maximum frame size"},
+		{"worker", []ServerOption{WithPipelining(0)}, "rpc: answer too large for a frame (len:8229 max:4096)"},
+		{"hidden", []ServerOption{WithHideErrors()}, internalErrorText},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, addr, logs := testServer(t, append(tc.opts, WithFrameOptions(frame.WithMaxFrameSize(4<<10)))...)
+			s.Handle(mTooBig, func(_ context.Context, req, resp []byte) ([]byte, error) {
+				return append(resp, make([]byte, 8<<10)...), nil
+			})
+			c := dial(t, addr, WithFrameOptions(frame.WithMaxFrameSize(64<<10)))
+			out, err := c.Call(context.Background(), mTooBig, nil, nil)
+			var se *StatusError
+			if !errors.As(err, &se) || se.Code != StatusInternal || !strings.HasPrefix(se.Message, tc.want) {
+				t.Fatalf("got %d bytes, %v; want a 500 saying %q", len(out), err, tc.want)
+			}
+			if out, err := c.Call(context.Background(), mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+				t.Fatalf("next call: %q %v", out, err)
+			}
+			if l := logs.String(); !strings.Contains(l, "answer too large for a frame (len:8229 max:4096)") || !strings.Contains(l, fmt.Sprintf("method=%d", mTooBig)) {
+				t.Fatalf("log: %q", l)
+			}
+		})
 	}
 }

@@ -22,7 +22,8 @@ type CallEvent struct {
 	Method uint32
 	// Status is the answer's status (200 OK, 404...). On a server it is
 	// the status the answer goes out with: an answer above the largest
-	// frame is sent as an empty 500, and its event says 500 whatever the
+	// frame is sent as a 500 whose text says so (an error text that
+	// large, as an empty 500), and its event says 500 whatever the
 	// handler returned; a handler that returned its ctx's error once the
 	// connection was gone (the client went away, Close) is seen as
 	// [StatusCanceled], as gRPC-go reports codes.Canceled, and is not
@@ -54,8 +55,8 @@ type CallEvent struct {
 	// BytesIn and BytesOut count payload bytes received and sent for the
 	// call: on a server the request payload in (0 when its envelope did
 	// not parse as far as the payload) and the answer body out as sent
-	// (the text of a refusal or an error, 0 for the empty 500 that
-	// replaces an answer too large), on a client the request payload out
+	// (the text of a refusal or an error, the 500's text that replaces
+	// an answer too large for a frame), on a client the request payload out
 	// (0 for a call that failed before its request was queued: nothing
 	// went out) and the answer body in (0 out for a call pipelined on a
 	// promise: its input is the promise's answer, which stays on the
@@ -149,8 +150,9 @@ func (c *serverConn) call(j *job) (status uint32, body []byte) {
 // sentAs is the status and body length that finish puts on the wire for
 // a call that returned status and an n-byte body, for its event to say
 // what the peer got: a call refused at its deadline carries
-// deadlineRefusal, an answer above the largest frame goes out as an
-// empty 500 (writeAnswer, inlineAnswer).
+// deadlineRefusal, an error text above the largest frame goes out as an
+// empty 500 (writeAnswer, inlineAnswer; a result above it is answered by
+// answerTooLarge before this).
 func (c *serverConn) sentAs(j *job, status uint32, n int) (uint32, int) {
 	switch {
 	case j.refused:

@@ -196,19 +196,19 @@ func TestObserverSeesEveryAnsweredCall(t *testing.T) {
 			{method: mEcho, status: StatusBadRequest, in: 0, out: len("promise target failed or unknown"), ran: true},
 		},
 	}, {
-		name: "answer above the frame limit, inline: empty 500",
+		name: "answer above the frame limit, inline: 500 saying so",
 		drive: func(t *testing.T, obs ServerOption) (string, []*wire.Response) {
 			rc := tooBig(t, obs)
 			return rc.LocalAddr().String(), []*wire.Response{rc.ask(&wire.Request{Method: mTooBig, PromiseID: 1, Payload: []byte("q")})}
 		},
-		want: []wantEvent{{method: mTooBig, status: StatusInternal, in: 1, out: 0, ran: true}},
+		want: []wantEvent{{method: mTooBig, status: StatusInternal, in: 1, out: len(answerTooLargeText(2*tooBigFrame+wire.ResponseOverhead+1, tooBigFrame)), ran: true}},
 	}, {
-		name: "answer above the frame limit, on a worker: empty 500",
+		name: "answer above the frame limit, on a worker: 500 saying so",
 		drive: func(t *testing.T, obs ServerOption) (string, []*wire.Response) {
 			rc := tooBig(t, obs, WithPipelining(0))
 			return rc.LocalAddr().String(), []*wire.Response{rc.ask(&wire.Request{Method: mTooBig, PromiseID: 1, Payload: []byte("q")})}
 		},
-		want: []wantEvent{{method: mTooBig, status: StatusInternal, in: 1, out: 0, ran: true}},
+		want: []wantEvent{{method: mTooBig, status: StatusInternal, in: 1, out: len(answerTooLargeText(2*tooBigFrame+wire.ResponseOverhead+1, tooBigFrame)), ran: true}},
 	}, {
 		name: "handler calls runtime.Goexit, inline: 500",
 		drive: func(t *testing.T, obs ServerOption) (string, []*wire.Response) {

@@ -276,7 +276,7 @@ func TestPipelineOnCallNotRun(t *testing.T) {
 	}
 }
 
-// An answer above the largest frame goes out as an empty 500, and a call
+// An answer above the largest frame goes out as a 500, and a call
 // pipelined on it is answered 400, as on any failed call (it used to run
 // on the body nobody received).
 func TestPipelineOnAnswerTooLarge(t *testing.T) {
