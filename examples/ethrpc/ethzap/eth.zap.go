@@ -921,12 +921,12 @@ func (c *EthClient) GetBalance(ctx context.Context, req *GetBalanceRequest, resp
 }
 
 // SendGetBalance sends a call of Eth.getBalance without waiting for its answer and
-// returns its promise: pipeline calls on it with the ...On methods whose
-// request is a GetBalanceResponse, take the answer with p.Wait (then GetBalanceResponse.DecodeZAP)
+// returns its promise: take the answer with p.Wait (then GetBalanceResponse.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 // The Caller's client interceptors do not run for it (see
-// rpc.Client.Send): the call carries ctx's cap and metadata only.
+// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,
+// and nothing an interceptor would add.
 func (c *EthClient) SendGetBalance(ctx context.Context, req *GetBalanceRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -1098,12 +1098,12 @@ func (x *EthLogsStreamLogsClientStream) Recv() (LogsView, error) {
 }
 
 // SendGetLogs sends a call of EthLogs.getLogs without waiting for its answer and
-// returns its promise: pipeline calls on it with the ...On methods whose
-// request is a Logs, take the answer with p.Wait (then Logs.DecodeZAP)
+// returns its promise: take the answer with p.Wait (then Logs.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 // The Caller's client interceptors do not run for it (see
-// rpc.Client.Send): the call carries ctx's cap and metadata only.
+// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,
+// and nothing an interceptor would add.
 func (c *EthLogsClient) SendGetLogs(ctx context.Context, req *LogFilter) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -303,12 +303,12 @@ func (c *GreeterClient) Hello(ctx context.Context, req *HelloRequest, resp *Hell
 }
 
 // SendHello sends a call of Greeter.hello without waiting for its answer and
-// returns its promise: pipeline calls on it with the ...On methods whose
-// request is a HelloReply, take the answer with p.Wait (then HelloReply.DecodeZAP)
+// returns its promise: take the answer with p.Wait (then HelloReply.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 // The Caller's client interceptors do not run for it (see
-// rpc.Client.Send): the call carries ctx's cap and metadata only.
+// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,
+// and nothing an interceptor would add.
 func (c *GreeterClient) SendHello(ctx context.Context, req *HelloRequest) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -4374,12 +4374,12 @@ func (c *ServiceClient) Bump(ctx context.Context, req *Scalars, resp *Scalars) e
 }
 
 // SendGet sends a call of Service.get without waiting for its answer and
-// returns its promise: pipeline calls on it with the ...On methods whose
-// request is a Kitchen, take the answer with p.Wait (then Kitchen.DecodeZAP)
+// returns its promise: take the answer with p.Wait (then Kitchen.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 // The Caller's client interceptors do not run for it (see
-// rpc.Client.Send): the call carries ctx's cap and metadata only.
+// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,
+// and nothing an interceptor would add.
 func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -4393,12 +4393,13 @@ func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (rpc.Promise, er
 }
 
 // SendStats sends a call of Service.stats without waiting for its answer and
-// returns its promise: pipeline calls on it with the ...On methods whose
-// request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
+// returns its promise: pipeline calls on it with BumpOn (their
+// request is a Scalars), take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 // The Caller's client interceptors do not run for it (see
-// rpc.Client.Send): the call carries ctx's cap and metadata only.
+// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,
+// and nothing an interceptor would add.
 func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {
@@ -4412,12 +4413,13 @@ func (c *ServiceClient) SendStats(ctx context.Context) (rpc.Promise, error) {
 }
 
 // SendBump sends a call of Service.bump without waiting for its answer and
-// returns its promise: pipeline calls on it with the ...On methods whose
-// request is a Scalars, take the answer with p.Wait (then Scalars.DecodeZAP)
+// returns its promise: pipeline calls on it with BumpOn (their
+// request is a Scalars), take the answer with p.Wait (then Scalars.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 // The Caller's client interceptors do not run for it (see
-// rpc.Client.Send): the call carries ctx's cap and metadata only.
+// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,
+// and nothing an interceptor would add.
 func (c *ServiceClient) SendBump(ctx context.Context, req *Scalars) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

@@ -542,12 +542,12 @@ func (c *GeometryClient) Ping(ctx context.Context) error {
 }
 
 // SendArea sends a call of Geometry.area without waiting for its answer and
-// returns its promise: pipeline calls on it with the ...On methods whose
-// request is a Point, take the answer with p.Wait (then Point.DecodeZAP)
+// returns its promise: take the answer with p.Wait (then Point.DecodeZAP)
 // or drop it with p.Release (one of the two, once). c's Caller must be
 // an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.
 // The Caller's client interceptors do not run for it (see
-// rpc.Client.Send): the call carries ctx's cap and metadata only.
+// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,
+// and nothing an interceptor would add.
 func (c *GeometryClient) SendArea(ctx context.Context, req *Shape) (rpc.Promise, error) {
 	s, ok := c.c.(rpc.Sender)
 	if !ok {

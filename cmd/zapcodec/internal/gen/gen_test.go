@@ -404,3 +404,34 @@ func generatedCode(t *testing.T, src string) string {
 	}
 	return string(files[0].Data)
 }
+
+// TestSendDoc: a Send<M> stub's doc told the caller to pipeline on its
+// promise "with the ...On methods whose request is" M's result even when
+// no such method exists, and said the call carries ctx's cap and
+// metadata only, though it carries ctx's deadline too. It now names the
+// <M>On methods that take the answer, or none, and the deadline.
+func TestSendDoc(t *testing.T) {
+	t.Parallel()
+	code := generatedCode(t, "package p\nstruct A\n    X u32\nstruct B\n    Y u32\nstruct C\n    Z u32\ninterface S {\n    get(req: A) returns (resp: B)\n    put(req: B) returns (resp: C)\n    fix(req: B) returns (resp: B)\n}\n")
+	doc := func(fn string) string {
+		i := strings.Index(code, "\nfunc (c *SClient) "+fn+"(")
+		if i < 0 {
+			t.Fatalf("no %s:\n%s", fn, code)
+		}
+		j := strings.LastIndex(code[:i], "\n\n")
+		return code[j:i]
+	}
+	for _, tc := range []struct{ fn, want, not string }{
+		{"SendGet", "pipeline calls on it with PutOn, FixOn (their\n// request is a B)", "...On"},
+		{"SendPut", "returns its promise: take the answer with p.Wait (then C.DecodeZAP)\n// or drop it", "pipeline"},
+		{"SendFix", "pipeline calls on it with PutOn, FixOn", "...On"},
+	} {
+		d := doc(tc.fn)
+		if !strings.Contains(d, tc.want) || strings.Contains(d, tc.not) {
+			t.Errorf("%s doc:%s\nwant %q and no %q", tc.fn, d, tc.want, tc.not)
+		}
+		if !strings.Contains(d, "the call carries ctx's deadline, cap and metadata") {
+			t.Errorf("%s doc does not name the deadline:%s", tc.fn, d)
+		}
+	}
+}

@@ -210,13 +210,25 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 			continue
 		}
 		mn := GoName(m.Name)
+		// The <M>On methods that take this answer as their request.
+		var ons []string
+		for _, o := range it.Methods {
+			if onStub(o, results) && o.Req == m.Resp {
+				ons = append(ons, GoName(o.Name)+"On")
+			}
+		}
 		g.p("// Send%s sends a call of %s.%s without waiting for its answer and", mn, it.Name, m.Name)
-		g.p("// returns its promise: pipeline calls on it with the ...On methods whose")
-		g.p("// request is %s %s, take the answer with p.Wait (then %s.DecodeZAP)", article(GoName(m.Resp.Name)), GoName(m.Resp.Name), GoName(m.Resp.Name))
+		if len(ons) > 0 {
+			g.p("// returns its promise: pipeline calls on it with %s (their", strings.Join(ons, ", "))
+			g.p("// request is %s %s), take the answer with p.Wait (then %s.DecodeZAP)", article(GoName(m.Resp.Name)), GoName(m.Resp.Name), GoName(m.Resp.Name))
+		} else {
+			g.p("// returns its promise: take the answer with p.Wait (then %s.DecodeZAP)", GoName(m.Resp.Name))
+		}
 		g.p("// or drop it with p.Release (one of the two, once). c's Caller must be")
 		g.p("// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.")
 		g.p("// The Caller's client interceptors do not run for it (see")
-		g.p("// rpc.Client.Send): the call carries ctx's cap and metadata only.")
+		g.p("// rpc.Client.Send): the call carries ctx's deadline, cap and metadata,")
+		g.p("// and nothing an interceptor would add.")
 		ps := "ctx context.Context"
 		if m.Req != nil {
 			ps += fmt.Sprintf(", req *%s", GoName(m.Req.Name))
