@@ -133,7 +133,7 @@
 // # RPC stubs (per interface I, method M with ordinal n)
 //
 //	const IMOrdinal uint32 = n
-//	const IServiceName = "schemapkg.I"
+//	const IServiceName = "schemapkg.I"        // "I" without a package clause
 //	type IServer interface{ M(ctx context.Context, req ReqView, resp *Resp) error }
 //	func RegisterIServer(s *rpc.Server, impl IServer, opts ...rpc.MountOption)
 //	type IClient struct{ ... }
