@@ -97,8 +97,10 @@ var (
 	// the variable, not the text.
 	ErrStreamClosed = errors.New("rpc: stream closed on this side")
 	// ErrTooManyStreams: the client already has the maximum number of
-	// streams open on the connection ([WithMaxStreams]).
-	ErrTooManyStreams = errors.New("rpc: too many open streams")
+	// streams open on the connection ([WithMaxStreams]). Its text says
+	// what most often fills them: streams given up without being read
+	// to their end or canceled, which stay open.
+	ErrTooManyStreams = errors.New("rpc: too many open streams on the connection (WithMaxStreams): a stream stays open until read to its end or its ctx is canceled")
 )
 
 // Texts of the error ends a server sends on its own.

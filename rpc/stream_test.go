@@ -326,6 +326,11 @@ func TestStreamMaxStreams(t *testing.T) {
 	if _, err := c2.OpenStream(context.Background(), sBlock, nil); err != ErrTooManyStreams {
 		t.Fatalf("second open: %v, want ErrTooManyStreams", err)
 	}
+	// Its text said only "too many open streams", where the usual cause
+	// is streams given up without a cancel, which stay open.
+	if msg := ErrTooManyStreams.Error(); !strings.Contains(msg, "WithMaxStreams") || !strings.Contains(msg, "its ctx is canceled") {
+		t.Fatalf("ErrTooManyStreams says %q: not the limit nor how streams end", msg)
+	}
 	_ = open
 }
 
