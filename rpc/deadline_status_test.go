@@ -40,7 +40,9 @@ func TestStreamDeadlinePassedEnds504(t *testing.T) {
 			if e.ID != 1 || e.Status != StatusDeadlineExceeded {
 				t.Errorf("end %+v, want status %d", e, StatusDeadlineExceeded)
 			}
-			await(t, "the stream's end", func() bool { return s.Stats().Streams.Active == 0 })
+			// The end is counted in Stats before the observer is told of
+			// it: wait for both.
+			await(t, "the stream's end", func() bool { return s.Stats().Streams.Active == 0 && log.count() >= 2 })
 			if st := s.Stats().Streams; st.OtherStatus != 1 || st.Internal != 0 || st.Canceled != 0 {
 				t.Errorf("Stats.Streams %+v, want 1 other status, none internal or canceled", st)
 			}

@@ -176,7 +176,9 @@ func TestStreamClientGoneCountedCanceled(t *testing.T) {
 		}
 		receive(t, "the handler to start", started)
 		c.Close()
-		await(t, "the stream's end", func() bool { return s.Stats().Streams.Active == 0 })
+		// The end is counted in Stats before the observer is told of
+		// it: wait for both.
+		await(t, "the stream's end", func() bool { return s.Stats().Streams.Active == 0 && log.count() >= 2 })
 		if st := s.Stats().Streams; st.Canceled != 1 || st.Internal != 0 {
 			t.Errorf("via Recv %v: Stats.Streams %+v, want 1 canceled, none internal", viaRecv, st)
 		}
