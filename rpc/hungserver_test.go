@@ -449,15 +449,6 @@ func TestAnswerTimeoutTrickle(t *testing.T) {
 	})
 }
 
-// canonicalListener answers each request at once, echoing its payload,
-// except those for mSlow, which it never answers (a handler that hangs);
-// it ignores pings and every other extension frame, as the canonical
-// runtime does. pings counts the pings it ignored.
-func canonicalListener(t *testing.T, pings *atomic.Int32) string {
-	t.Helper()
-	return fakeServer(t, func(nc net.Conn) { serveCanonical(&rawConn{t: t, Conn: nc}, mSlow, pings) })
-}
-
 // serveCanonical serves rc as a canonical server does: it answers each
 // request at once, echoing its payload, except those for method silent,
 // which it never answers (a handler that hangs), and ignores pings
@@ -493,25 +484,87 @@ func serveCanonical(rc *rawConn, silent uint32, pings *atomic.Int32) {
 // answers calls, though a call abandoned on it is never answered: answers
 // to other calls are signs of life (the answer check counts frames), so
 // the ping the client sends when answers are sparse needs no pong. Here
-// calls come every 130 ms (the client pings when a check finds none
-// since the one before: answer timeout / 2), 8 answer timeouts long.
+// the answers are as sparse as the client lets them be: the server holds
+// each until a ping comes, which the client sends when two checks in a
+// row found none (half the answer timeout), and answers it then, the
+// ping itself unanswered; 11 answers so paced span some 8 answer
+// timeouts.
+//
+// The pace is the client's own. It was the test's, a call every 130 ms
+// with an answer timeout of 200 ms: a test goroutine stalled some 120 ms
+// more (under load) left the client five checks without an answer, and
+// the client closed the connection, as it should. Now the client's
+// callers may stall (two of them: one call waits at the server while
+// the other's answer is read); the server has three checks, 300 ms,
+// from the ping to answer.
 func TestCanonicalServerAnsweringKeepsConn(t *testing.T) {
 	var pings atomic.Int32
-	addr := canonicalListener(t, &pings)
-	c := dial(t, addr, WithAnswerTimeout(200*time.Millisecond))
+	addr := fakeServer(t, func(nc net.Conn) { serveOnPing(&rawConn{t: t, Conn: nc}, &pings) })
+	c := dial(t, addr, WithAnswerTimeout(400*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	if _, err := c.Call(ctx, mSlow, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the call never answered: %v, want the deadline", err)
 	}
 	cancel()
-	for i := range 13 {
-		if out, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil || string(out) != "x" {
-			t.Fatalf("call %d: %q %v (pings %d)", i, out, err, pings.Load())
+	// Two callers: when a ping comes, a call waits at the server for it.
+	const answers = 11
+	var calls atomic.Int32
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for calls.Add(1) <= answers {
+				if out, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil || string(out) != "x" {
+					errc <- fmt.Errorf("call: %q %v (pings %d)", out, err, pings.Load())
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 {
+		if err := receive(t, "the calls to end", errc); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(130 * time.Millisecond)
 	}
 	if c.Closed() {
 		t.Fatalf("closed: %v", c.err)
 	}
 	t.Logf("%d pings ignored", pings.Load())
+}
+
+// serveOnPing serves rc as a canonical server whose answers are slow:
+// it never answers a request for mSlow (a handler that hangs), and holds
+// every other, answering the oldest held (echoing its payload) when a
+// ping comes; a ping that finds none held has the next request answered
+// at once. It sends nothing else (a canonical server ignores pings);
+// pings counts the pings. It returns when a read or write fails.
+func serveOnPing(rc *rawConn, pings *atomic.Int32) {
+	var held []wire.Request
+	owed := 0 // pings that found no request held
+	for {
+		kind, env, ok := rc.recv()
+		if !ok {
+			return
+		}
+		switch kind {
+		case wire.KindPing:
+			pings.Add(1)
+			owed++
+		case wire.KindRequest:
+			req, err := wire.ParseRequest(env)
+			if err != nil {
+				return
+			}
+			if req.Method != mSlow {
+				held = append(held, req)
+			}
+		}
+		for ; owed > 0 && len(held) > 0; owed-- {
+			a := wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: held[0].PromiseID, Body: held[0].Payload})
+			held = held[1:]
+			if _, err := rc.Write(frameBytes(wire.KindResponse, a)); err != nil {
+				return
+			}
+		}
+	}
 }
