@@ -652,10 +652,14 @@ func (t *streamSet) mayOwe(out int64) bool {
 // trip 0.1 s. After maxHelloWaits helloWaits of looks that find ours still
 // queued, the server is taken for canonical whatever the queue holds. It
 // ends at the first look after the connection closed: its timer would
-// otherwise keep the closed client in memory until then.
+// otherwise keep the closed client in memory until then. The variables
+// tests set (helloWait, maxHelloWaits, helloAfter) are read here, once:
+// the looks run in timers' goroutines, which a test that sets them later
+// does not wait for.
 func (t *streamSet) awaitHello(mark uint64) {
-	step := max(helloWait/firstHelloLook, 1)
-	limit := time.Duration(maxHelloWaits) * helloWait
+	wait, after := helloWait, helloAfter
+	step := max(wait/firstHelloLook, 1)
+	limit := time.Duration(maxHelloWaits) * wait
 	var waited time.Duration
 	left := false
 	var look func()
@@ -671,19 +675,19 @@ func (t *streamSet) awaitHello(mark uint64) {
 				// Ours left since the last look: the round trip's wait
 				// starts here.
 				left = true
-				helloAfter(helloWait, look)
+				after(wait, look)
 				return
 			}
 			if waited < limit {
-				step = min(2*step, helloWait)
-				helloAfter(step, look)
+				step = min(2*step, wait)
+				after(step, look)
 				return
 			}
 		}
 		t.helloLate()
 		t.helloEnds.Add(1)
 	}
-	helloAfter(step, look)
+	after(step, look)
 }
 
 // helloLate takes the server for a canonical one, no hello having come in

@@ -302,6 +302,45 @@ func TestStreamHelloWaitCountsFromLeaving(t *testing.T) {
 	}
 }
 
+// A client's hello wait reads the variables tests set (helloWait,
+// helloAfter) once, as it begins: its looks run in timers' goroutines,
+// which a later test that sets them does not wait for. A look that read
+// helloWait as it found the hello gone raced (-race) with such a test's
+// write: TestStreamCanonicalByEvidence failed now and then so, a look of
+// an earlier test's client having read it.
+func TestStreamHelloWaitReadsVariablesOnce(t *testing.T) {
+	type timer struct {
+		d     time.Duration
+		later bool // through the helloAfter set after the wait began
+		f     func()
+	}
+	timers := make(chan timer, 8)
+	oldAfter, oldWait := helloAfter, helloWait
+	defer func() { helloAfter, helloWait = oldAfter, oldWait }()
+	helloAfter = func(d time.Duration, f func()) { timers <- timer{d, false, f} }
+	helloWait = time.Hour
+	c, peer := pipeClient(t)
+	go func() { // the hello and the open, and nothing else
+		for {
+			if _, _, ok := peer.recv(); !ok {
+				return
+			}
+		}
+	}()
+	if _, err := c.OpenStream(context.Background(), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	first := receive(t, "the first look's timer", timers)
+	// What a later test sets while the wait goes on.
+	helloAfter = func(d time.Duration, f func()) { timers <- timer{d, true, f} }
+	helloWait = time.Millisecond
+	first.f() // the hello left: the round trip's wait begins
+	next := receive(t, "the look after the hello left", timers)
+	if next.later || next.d != time.Hour {
+		t.Fatalf("the round trip's wait is %v (through the helloAfter set later: %v), want the hour of helloWait as the wait began", next.d, next.later)
+	}
+}
+
 // openBehindBlockedWrite makes c's next frames wait in its queue: a call
 // whose write blocks (c's peer reads nothing yet), then an OpenStream,
 // whose hello and open queue behind it. It returns what OpenStream
