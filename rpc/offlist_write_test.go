@@ -42,6 +42,8 @@ func TestOffListWriteIgnoringDeadlineCloses(t *testing.T) {
 	await(t, "the connection to leave the watchdog's list", func() bool { return sc.wdUnlists.Load() > 0 && !sc.wdListed.Load() })
 	close(release)
 	await(t, "the server to drop the connection its write is stuck on", func() bool { return s.Stats().Dropped == 1 })
+	// The drop is counted just before it is logged.
+	await(t, "the close to be logged", func() bool { return contains(logs.String(), "closing connection") })
 	if n := sc.out.offList.Load(); n == 0 {
 		t.Errorf("the stuck write did not begin off the watchdog's list")
 	}
