@@ -386,9 +386,19 @@ func TestClientStreamObserverGoexitAtEnd(t *testing.T) {
 			logs := defaultLog(t)
 			s, addr, _ := streamServer(t)
 			release := make(chan struct{})
+			opened := make(chan struct{})
 			s.HandleStream(77, func(ctx context.Context, init []byte, st *Stream) error {
 				if atClose {
 					<-ctx.Done()
+					return nil
+				}
+				// The end, at which the observer exits and the connection
+				// closes, once OpenStream returned: one still under way
+				// (its writer yet to see that the open left) fails with
+				// that close.
+				select {
+				case <-opened:
+				case <-ctx.Done():
 				}
 				return nil
 			})
@@ -425,8 +435,11 @@ func TestClientStreamObserverGoexitAtEnd(t *testing.T) {
 					c.Close() // its goroutine runs the observer, which exits
 				}()
 				receive(t, "the end of the goroutine that closed the client", closed)
-			} else if _, err := c.OpenStream(ctx, 77, nil); err != nil {
-				t.Fatal(err)
+			} else {
+				if _, err := c.OpenStream(ctx, 77, nil); err != nil {
+					t.Fatal(err)
+				}
+				close(opened)
 			}
 			if err := receive(t, "the call waiting on the connection", calls); !errors.Is(err, ErrClosed) {
 				t.Fatalf("the call waiting on the connection: %v, want ErrClosed", err)
