@@ -313,7 +313,12 @@ func WithMaxConns(n int) ServerOption {
 // vanished with a stream open is found by TCP keepalive (connections
 // accepted from a net.Listen listener probe after 15 s of silence, and
 // the kernel closes them after some two minutes of unanswered probes) or,
-// once the handler sends, by the write timeout.
+// once the handler sends, by the write timeout. One wait has d as its
+// bound even with streams open: the read loop's wait for room in a
+// stream's full buffer (a peer that ignores the window, see "With a
+// canonical peer" in the package README). It reads nothing meanwhile, so
+// it could not learn that the peer left; after d of it the connection
+// is closed.
 //
 // Why 5 minutes: net/http and gRPC-go keep idle connections forever by
 // default (http.Server.IdleTimeout 0; gRPC's MaxConnectionIdle infinite,

@@ -275,3 +275,38 @@ func TestStreamStalledReadLoopNotTakenForHungServer(t *testing.T) {
 		t.Fatalf("Wait: %q, %v", out, err)
 	}
 }
+
+// A peer that ignores the window and overflows a stream whose handler does
+// not read (it waits for its ctx, as a server-streaming handler with
+// nothing to send does), then closes its socket: the read loop, waiting
+// for room, read nothing more and never learned that the peer left, so
+// the connection, both goroutines and the buffered messages stayed for
+// ever. The wait is now bounded by the idle timeout: the connection
+// closes, the handler's ctx ends and the server counts no connection.
+func TestStreamStallBoundedByIdleTimeout(t *testing.T) {
+	s, addr, _ := testServer(t, WithStreamWindow(8<<10), WithIdleTimeout(50*time.Millisecond), WithLogger(discardLogger()))
+	ended := make(chan struct{})
+	s.HandleStream(sSum, func(ctx context.Context, init []byte, st *Stream) error {
+		<-ctx.Done()
+		close(ended)
+		return nil
+	})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var b []byte
+	b = append(b, frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sSum, PromiseID: 1}))...)
+	pad := make([]byte, 1000)
+	for range 64 { // 64 KB into an 8 KiB window (16 KiB before a hello)
+		b = append(b, frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 1, pad))...)
+	}
+	if _, err := nc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the server's read loop to wait for room", func() bool { return s.streamStalls() > 0 })
+	nc.Close()
+	receive(t, "the handler's ctx to end", ended)
+	await(t, "the server to drop the connection", func() bool { return s.Stats().Active == 0 })
+}

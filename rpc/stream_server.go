@@ -99,7 +99,9 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 				c.close(fmt.Errorf("write: %w", err))
 				return false
 			}
+			stop := c.boundStall()
 			t.onMsg(p, true)
+			stop()
 			return !c.closed.Load()
 		}
 	case wire.KindStreamEnd:
@@ -195,6 +197,26 @@ func (c *serverConn) streamOverrun(p []byte) {
 			}
 		}()
 	}
+}
+
+// boundStall bounds the read loop's wait for room in a full stream buffer
+// (a peer that ignores the window) by the idle timeout: once that passes
+// with no room made, the connection is closed, which ends the wait and
+// the connection's streams. While it waits the read loop reads no byte,
+// so nothing else would learn that the peer left: a peer that overflowed
+// a stream whose handler does not read (a server-streaming handler with
+// nothing to send, say) and then closed its socket held the connection,
+// its read loop and handler goroutines and the buffered messages for
+// ever (TestStreamStallBoundedByIdleTimeout). The returned func ends the
+// bound; with no idle limit it does nothing.
+func (c *serverConn) boundStall() (stop func() bool) {
+	d := c.s.opts.idleTimeout
+	if d <= 0 {
+		return func() bool { return false }
+	}
+	return time.AfterFunc(d, func() {
+		c.close(fmt.Errorf("stream stall: the read loop waited %v (WithIdleTimeout) for a stream's handler to make room for a message sent past the window; no byte was read meanwhile", d))
+	}).Stop
 }
 
 // streamOpen handles a kind 3 frame: it starts the stream's handler on a
