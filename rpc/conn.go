@@ -48,6 +48,10 @@ type serverConn struct {
 	// limit.
 	free  jobFree
 	nJobs int
+	// trimAt (role holder only, monoNow) is when the jobs that sat unused
+	// in the free list are given back while the connection holds more
+	// than one (trimJobs); 0 while it holds one or none.
+	trimAt int64
 
 	inflight   atomic.Int32 // requests being parsed, run or answered
 	goAwaySent atomic.Bool

@@ -1,10 +1,12 @@
 package rpc
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,4 +149,71 @@ func idleConnCost(t *testing.T, s *Server, addr string, n, calls int) (heap, sta
 		nc.Close()
 	}
 	return (int64(after) - int64(before)) / int64(n), (int64(stackAfter) - int64(stackBefore)) / int64(n)
+}
+
+// A connection that once ran 256 calls of 200 KiB at once (a slow
+// handler) kept all 256 jobs, each with its 200 KiB request and answer
+// buffers (100 MiB), for as long as one small call came within each read
+// timeout: the wake-up that gives jobs back came only after a read
+// timeout without a call. The jobs left unused now go back a read
+// timeout apart however often calls come, also while a call runs on
+// (the wake-up then gives back only the jobs left unused: trimJobs).
+func TestJobsNotPinnedByTrickle(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		t.Run(map[bool]string{false: "quiet", true: "call running"}[held], func(t *testing.T) { jobsNotPinnedByTrickle(t, held) })
+	}
+}
+
+func jobsNotPinnedByTrickle(t *testing.T, held bool) {
+	s, addr, _ := testServer(t, WithReadTimeout(200*time.Millisecond), WithLogger(discardLogger()))
+	gate := make(chan struct{})
+	var running atomic.Int32
+	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		running.Add(1)
+		<-gate
+		return append(resp, req...), nil
+	})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	go io.Copy(io.Discard, nc)
+	base, _ := heapAfterGC()
+	const n = 256
+	payload := make([]byte, 200<<10)
+	for i := uint32(1); i <= n; i++ {
+		if _, err := nc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: i, Payload: payload}))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(t, "the slow calls to run", func() bool { return running.Load() == n })
+	close(gate)
+	await(t, "the slow calls to be answered", func() bool { return s.Stats().OK == n })
+	if held {
+		hold := make(chan struct{})
+		defer close(hold)
+		s.Handle(mSlow+1, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+			<-hold
+			return resp, nil
+		})
+		if _, err := nc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow + 1, PromiseID: n + 2}))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One small call every 10 ms, 20 a read timeout, for 10 read timeouts
+	// (at least: the sleeps may last longer).
+	small := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: n + 1, Payload: []byte("x")}))
+	for range 200 {
+		if _, err := nc.Write(small); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	heap, _ := heapAfterGC()
+	grown := int64(heap) - int64(base)
+	t.Logf("heap held by the connection after the burst, small calls still coming: %d KiB", grown>>10)
+	if grown > 8<<20 {
+		t.Fatalf("the connection holds %d MiB after its burst of %d calls of 200 KiB, with one small call every 10 ms: want the unused jobs given back", grown>>20, n)
+	}
 }

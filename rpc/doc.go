@@ -61,8 +61,8 @@
 // An idle connection costs the server about 3.2 KiB of heap and 4 KiB of
 // goroutine stack (BenchmarkIdleConns10k): buffers are pooled while data
 // flows and given back when it stops. It costs no CPU: it is not woken
-// before its idle limit (one whose calls ran on workers is woken once, a
-// read timeout after its last call, to give its jobs back), and the
+// before its idle limit (one whose calls ran on workers is woken once,
+// within a read timeout of its last call, to give its jobs back), and the
 // watchdog looks only at connections that ran calls in its last few scans
 // (BenchmarkIdleCPU: 10,000 idle connections use the CPU of 10). The locks and shared atomics a call
 // touches, and what each costs as cores are added, are listed in

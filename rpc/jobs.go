@@ -10,14 +10,18 @@ import (
 // the connection's free list, else a new one from the server-wide pool, up
 // to the in-flight limit). A connection that holds one job gives it back
 // to the pool whenever its read loop waits (releaseSpare); one that holds
-// more gives them all back when it has been quiet for a read-timeout
-// wake-up (DefaultReadTimeout with the read timeout off) with no call
-// running (releaseJobs). The free list is a slice under a mutex, not a channel
+// more gives them all back at a wake-up of its read loop (a read timeout
+// after it came to hold more than one, DefaultReadTimeout with the read
+// timeout off) that finds no call running (releaseJobs), and, at one that
+// finds calls running, the jobs that sat unused in the free list since
+// the wake-up before (trimJobs): a peer that keeps sending small calls
+// does not keep the jobs of an earlier burst. The free list is a slice under a mutex, not a channel
 // of in-flight-limit capacity: an idle connection keeps no 2 KiB channel
 // buffer.
 type jobFree struct {
 	mu      sync.Mutex
 	jobs    []*job
+	low     int           // fewest jobs the list held since the last trimJobs: jobs[:low] sat unused
 	waiting bool          // the read loop waits in acquire for a job
 	wake    chan struct{} // capacity 1: a job came back while it waited
 }
@@ -66,6 +70,7 @@ func (c *serverConn) takeFree(wait bool) *job {
 		j = f.jobs[n-1]
 		f.jobs[n-1] = nil
 		f.jobs = f.jobs[:n-1]
+		f.low = min(f.low, n-1)
 	} else if wait {
 		f.waiting = true
 	}
@@ -119,7 +124,7 @@ func (c *serverConn) releaseJobs() {
 	f := &c.free
 	f.mu.Lock()
 	jobs := f.jobs
-	f.jobs = nil
+	f.jobs, f.low = nil, 0
 	f.mu.Unlock()
 	if c.spare != nil {
 		jobs = append(jobs, c.spare)
@@ -128,6 +133,28 @@ func (c *serverConn) releaseJobs() {
 	for _, j := range jobs {
 		c.putJob(j)
 	}
+}
+
+// trimJobs gives back to the server-wide pool the jobs that sat in the
+// free list, never taken, since the last trim (the read loop calls it at
+// the wake-up trimAt sets, a read timeout apart, while the connection
+// holds more than one job). Without it a connection that once ran many
+// calls at once kept every job, each with buffers of up to 256 KiB, for
+// as long as one small call came within each read timeout: the quiet
+// wake-up that gives them back (releaseJobs) never came
+// (TestJobsNotPinnedByTrickle).
+func (c *serverConn) trimJobs() {
+	f := &c.free
+	f.mu.Lock()
+	k := min(f.low, len(f.jobs))
+	for _, j := range f.jobs[:k] {
+		c.putJob(j)
+	}
+	n := copy(f.jobs, f.jobs[k:])
+	clear(f.jobs[n:])
+	f.jobs = f.jobs[:n]
+	f.low = n
+	f.mu.Unlock()
 }
 
 // releaseSpare gives the connection's only job back to the server-wide pool

@@ -82,8 +82,10 @@ func (c *serverConn) frameAllowance(n int) int64 {
 // running as activity for the idle limit (see deadlineFired). A
 // connection that runs one call at a time gives its job back as it waits
 // (releaseSpare), so it is not woken before its idle limit at all; one
-// that held several jobs is woken once, a read timeout after its last
-// call, and then at its idle limit. (10,000 sessions each calling every
+// that held several jobs is woken a read timeout after it came to hold
+// them (trimAt), and again a read timeout later while calls still run
+// (each wake-up gives back the jobs left unused, trimJobs), then at its
+// idle limit. (10,000 sessions each calling every
 // few seconds used to cost 1,000 of these wake-ups a second, and two read
 // deadline changes each.)
 func (c *serverConn) betweenFrames(now int64) int64 {
@@ -94,6 +96,20 @@ func (c *serverConn) betweenFrames(now int64) int64 {
 		at = c.idleAway + int64(o.shutdownGrace)
 	case o.idleTimeout > 0:
 		at = c.idleSince + int64(o.idleTimeout)
+	}
+	if c.nJobs > 1 {
+		// Several jobs: those left unused go back a read timeout apart
+		// (trimJobs), however often calls come.
+		if c.trimAt == 0 {
+			rt := o.readTimeout
+			if rt <= 0 {
+				rt = DefaultReadTimeout
+			}
+			c.trimAt = now + int64(rt)
+		}
+		at = min(at, c.trimAt)
+	} else {
+		c.trimAt = 0
 	}
 	if o.readTimeout > 0 && (c.nJobs > 0 || c.inflight.Load() > 0) {
 		at = min(at, now+int64(o.readTimeout))
@@ -211,6 +227,10 @@ func (c *serverConn) deadlineFired() bool {
 	if !busy {
 		// Quiet between frames with no call running: hold no jobs.
 		c.releaseJobs()
+		c.trimAt = 0
+	} else if c.trimAt != 0 && now >= c.trimAt {
+		c.trimJobs()
+		c.trimAt = 0
 	}
 	if c.idleAway != 0 {
 		// Waiting for the peer to acknowledge the idle go-away.
