@@ -429,6 +429,11 @@ func DiffRead(b []byte, types map[string]Type, structs map[string]*schema.Struct
 			return fmt.Sprintf("%s: dynamic.AppendJSON reads\n%s\nDecodeZAP\n%s", name, js, got)
 		}
 		if jerr == nil {
+			if d := Oracle(js, rec, st); d != "" {
+				return fmt.Sprintf("%s: encoding/json reads dynamic.AppendJSON's output otherwise than DecodeZAP: %s", name, d)
+			}
+		}
+		if jerr == nil {
 			// What dynamic read, it writes again as AppendZAP writes the
 			// record, and that reads back as the same JSON (bools and NaNs
 			// become canonical on the way, which JSON does not show).
@@ -516,6 +521,9 @@ func DiffWrite(rec Record, typ Type, st *schema.Struct) string {
 	}
 	if !bytes.Equal(got, js) {
 		return fmt.Sprintf("dynamic.AppendJSON reads\n%s\nthe record is\n%s", got, js)
+	}
+	if d := Oracle(got, rec, st); d != "" {
+		return fmt.Sprintf("encoding/json reads dynamic.AppendJSON's output otherwise than the record: %s", d)
 	}
 	return ""
 }
