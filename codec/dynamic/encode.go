@@ -48,7 +48,9 @@ func (e *EncodeError) Error() string {
 // writes, so its output encodes back to the same message.
 //
 // Errors are *[EncodeError] naming the field: invalid JSON (anything but
-// white space after the object included), an unknown field, a value of
+// white space after the object included, an object naming a key twice,
+// which encoding/json would take with its last value, and arrays and
+// objects nested more than 10,000 deep, as encoding/json), an unknown field, a value of
 // the wrong JSON type or out of range, records nested deeper than
 // AppendJSON and generated DecodeZAP read ([MaxDecodeDepth]), a message
 // (or a record in a list) of 2 GiB or more, which [codec.Builder] does not
@@ -60,9 +62,9 @@ func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return dst, &EncodeError{Reason: "invalid JSON: " + err.Error()}
+	v, err := encValue(dec, 0)
+	if err != nil {
+		return dst, err
 	}
 	// Only white space may follow the value: Token reads the next one,
 	// and fails on anything that does not start one ("{} x"), which is
@@ -83,6 +85,72 @@ func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 		return dst, err
 	}
 	return out, nil
+}
+
+// encMaxJSONDepth bounds how deeply arrays and objects may nest in the
+// JSON AppendMessage reads, as encoding/json bounds its Decode: deeper
+// than any schema's records and lists nest, and encValue recurses once
+// per level.
+const encMaxJSONDepth = 10000
+
+// encValue reads the next JSON value of dec into the form Decode with
+// UseNumber gives (map[string]any, []any, json.Number, string, bool,
+// nil), token by token, so that an object naming a key twice is refused:
+// Decode keeps the last value silently, and other readers of the same
+// document may keep the first. depth counts the arrays and objects
+// around the value.
+func encValue(dec *json.Decoder, depth int) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, &EncodeError{Reason: "invalid JSON: " + err.Error()}
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil // a scalar; Token reports a stray ] or } as an error
+	}
+	if depth >= encMaxJSONDepth {
+		return nil, &EncodeError{Reason: fmt.Sprintf("invalid JSON: arrays and objects nested deeper than %d", encMaxJSONDepth)}
+	}
+	if d == '[' {
+		arr := []any{}
+		for dec.More() {
+			x, err := encValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, x)
+		}
+		if _, err := dec.Token(); err != nil { // the ]
+			return nil, &EncodeError{Reason: "invalid JSON: " + err.Error()}
+		}
+		return arr, nil
+	}
+	obj := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, &EncodeError{Reason: "invalid JSON: " + err.Error()}
+		}
+		key, ok := tok.(string) // Token refuses a key that is not a string
+		if !ok {
+			return nil, &EncodeError{Reason: fmt.Sprintf("invalid JSON: object key %v is not a string", tok)}
+		}
+		if _, dup := obj[key]; dup {
+			return nil, &EncodeError{Reason: fmt.Sprintf("invalid JSON: key %q twice in one object (the second ends at byte %d)", encShort(key), dec.InputOffset())}
+		}
+		x, err := encValue(dec, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		obj[key] = x
+	}
+	if _, err := dec.Token(); err != nil { // the }
+		return nil, &EncodeError{Reason: "invalid JSON: " + err.Error()}
+	}
+	return obj, nil
 }
 
 // encoder holds the field path of one AppendMessage call.

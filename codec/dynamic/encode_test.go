@@ -283,7 +283,7 @@ func TestEncodeFloatStrings(t *testing.T) {
 // a message comes only from one valid JSON value (nothing but white space
 // after it), and always decodes and re-encodes to itself.
 func FuzzAppendMessage(f *testing.F) {
-	for _, js := range []string{encAllJSON, `{}`, `{"Objs":[{"Tag":1}]}`, `{"U64":"0x10"}`, `{"F64s":[1e308,"+Inf"]}`, "{} \n"} {
+	for _, js := range []string{encAllJSON, `{}`, `{"Objs":[{"Tag":1}]}`, `{"U64":"0x10"}`, `{"F64s":[1e308,"+Inf"]}`, "{} \n", `{"U8":1,"U8":1}`, ` [ 1 , {"a" : [ ] } ] `} {
 		f.Add([]byte(js))
 	}
 	file := encParse(f)
@@ -293,6 +293,11 @@ func FuzzAppendMessage(f *testing.F) {
 		if err != nil {
 			if _, ok := err.(*EncodeError); !ok {
 				t.Fatalf("error of type %T: %v", err, err)
+			}
+			// What encoding/json takes is invalid JSON here only for a
+			// key named twice (or nesting it refuses too).
+			if json.Valid(js) && strings.Contains(err.Error(), "invalid JSON") && !strings.Contains(err.Error(), "twice") {
+				t.Fatalf("encoding/json takes %q, AppendMessage: %v", js, err)
 			}
 			return
 		}
@@ -403,6 +408,49 @@ func TestEncodeUnknownFieldsOfLargeObject(t *testing.T) {
 		_, err := AppendMessage(nil, s, tc.js)
 		if err == nil || !strings.Contains(err.Error(), `unknown field "F3000" of Big (fields: F0, F1,`) {
 			t.Errorf("%s: %v, want unknown field F3000", tc.name, err)
+		}
+	}
+}
+
+// TestEncodeDuplicateKeys: an object naming a key twice is refused, at
+// any depth; encoding/json's Decode, which AppendMessage used, kept the
+// last value silently, where another reader of the same document (a
+// gateway's filter, say) may keep the first.
+func TestEncodeDuplicateKeys(t *testing.T) {
+	s := encParse(t).Struct("All")
+	for _, js := range []string{
+		`{"U8":1,"U8":2}`,
+		`{"T":"a","T":"b"}`,
+		`{"One":{"Tag":1},"One":null}`,
+		`{"One":{"Tag":1,"Tag":2}}`,
+		`{"Objs":[{"Name":"x"},{"Name":"x","Name":"y"}]}`,
+		`{"T":"a","\u0054":"b"}`, // the same key, escaped
+	} {
+		msg, err := AppendMessage([]byte("pre"), s, []byte(js))
+		if err == nil || !strings.Contains(err.Error(), "twice") || string(msg) != "pre" {
+			t.Errorf("%s: %q, %v; want a duplicate-key error", js, msg, err)
+		}
+	}
+	// The same name in two objects is no duplicate.
+	if _, err := AppendMessage(nil, s, []byte(`{"One":{"Tag":1},"Objs":[{"Tag":2},{"Tag":3}]}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEncodeDeepJSON: JSON nested deeper than any schema nests, and far
+// deeper than encoding/json's Decode reads, fails with an error, never a
+// stack overflow; within the bound it reaches the schema's checks.
+func TestEncodeDeepJSON(t *testing.T) {
+	s := encParse(t).Struct("All")
+	for _, n := range []int{encMaxJSONDepth, encMaxJSONDepth + 1, 1 << 20} {
+		js := `{"G":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
+		_, err := AppendMessage(nil, s, []byte(js))
+		if err == nil {
+			t.Fatalf("depth %d: no error", n)
+		}
+		deep := strings.Contains(err.Error(), "nested deeper")
+		if deep != (n+1 > encMaxJSONDepth) {
+			t.Errorf("depth %d: %v", n, err)
 		}
 	}
 }
