@@ -399,7 +399,10 @@ func (e *encoder) hexValue(v any, n int) ([]byte, error) {
 	if !ok {
 		return nil, e.errorf("want a hex string, got %s", encKind(v))
 	}
-	h := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	h := s
+	if len(h) >= 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') {
+		h = h[2:] // one prefix: "0x0Xab" is not hex
+	}
 	p, err := hex.DecodeString(h)
 	if err != nil {
 		return nil, e.errorf("bad hex %q: %v", encShort(s), err)

@@ -454,3 +454,19 @@ func TestEncodeDeepJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeHexOnePrefix: bytes take one optional 0x (or 0X) prefix; a
+// second one was stripped too, so "0x0Xab" was taken as the byte ab.
+func TestEncodeHexOnePrefix(t *testing.T) {
+	s := encParse(t).Struct("All")
+	for _, js := range []string{`{"Raw":"0x0Xab"}`, `{"Raw":"0X0xab"}`, `{"Fix":"0x0x01020304"}`, `{"Rs":["0x0xab"]}`} {
+		if _, err := AppendMessage(nil, s, []byte(js)); err == nil || !strings.Contains(err.Error(), "bad hex") {
+			t.Errorf("%s: %v, want a bad-hex error", js, err)
+		}
+	}
+	for _, js := range []string{`{"Raw":"0xab"}`, `{"Raw":"0Xab"}`, `{"Raw":"ab"}`, `{"Raw":"0x"}`, `{"Raw":""}`} {
+		if _, err := AppendMessage(nil, s, []byte(js)); err != nil {
+			t.Errorf("%s: %v", js, err)
+		}
+	}
+}
