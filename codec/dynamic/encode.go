@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/codec/schema"
@@ -48,7 +49,10 @@ func (e *EncodeError) Error() string {
 // writes, so its output encodes back to the same message.
 //
 // Errors are *[EncodeError] naming the field: invalid JSON (anything but
-// white space after the object included, an object naming a key twice,
+// white space after the object included, bytes that are not UTF-8
+// (encoding/json would read them as U+FFFD; an escaped lone surrogate,
+// "\ud800", which is valid JSON, still becomes U+FFFD as encoding/json
+// reads it), an object naming a key twice,
 // which encoding/json would take with its last value, and arrays and
 // objects nested more than 10,000 deep, as encoding/json), an unknown field, a value of
 // the wrong JSON type or out of range, records nested deeper than
@@ -59,6 +63,12 @@ func (e *EncodeError) Error() string {
 func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if s == nil {
 		return dst, &EncodeError{Reason: "no struct type to encode as"}
+	}
+	// encoding/json reads bytes that are not UTF-8 inside a string as
+	// U+FFFD: text would change silently. JSON is UTF-8 (RFC 8259 §8.1),
+	// and AppendJSON refuses such text in a message.
+	if !utf8.Valid(js) {
+		return dst, &EncodeError{Reason: fmt.Sprintf("invalid JSON: not UTF-8 at byte %d", decInvalidUTF8At(js))}
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/codec"
 	"github.com/zapcodec/zapcodec/codec/schema"
@@ -295,8 +296,8 @@ func FuzzAppendMessage(f *testing.F) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			// What encoding/json takes is invalid JSON here only for a
-			// key named twice (or nesting it refuses too).
-			if json.Valid(js) && strings.Contains(err.Error(), "invalid JSON") && !strings.Contains(err.Error(), "twice") {
+			// key named twice or bytes that are not UTF-8.
+			if json.Valid(js) && utf8.Valid(js) && strings.Contains(err.Error(), "invalid JSON") && !strings.Contains(err.Error(), "twice") {
 				t.Fatalf("encoding/json takes %q, AppendMessage: %v", js, err)
 			}
 			return
@@ -468,5 +469,32 @@ func TestEncodeHexOnePrefix(t *testing.T) {
 		if _, err := AppendMessage(nil, s, []byte(js)); err != nil {
 			t.Errorf("%s: %v", js, err)
 		}
+	}
+}
+
+// TestEncodeNotUTF8: JSON holding bytes that are not UTF-8 is refused
+// with the position of the first; encoding/json read them inside a string
+// as U+FFFD, so the text of the message silently differed from the input.
+func TestEncodeNotUTF8(t *testing.T) {
+	s := encParse(t).Struct("All")
+	for _, tc := range []struct {
+		js string
+		at int
+	}{
+		{"{\"T\":\"a\xffb\"}", 7},
+		{"{\"Ts\":[\"ok\",\"\xed\xa0\x80\"]}", 13}, // a surrogate encoded in UTF-8
+		{"{\"T\":\"\xc3\"}", 6},                    // truncated sequence
+	} {
+		_, err := AppendMessage(nil, s, []byte(tc.js))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("not UTF-8 at byte %d", tc.at)) {
+			t.Errorf("%q: %v", tc.js, err)
+		}
+	}
+	msg, err := AppendMessage(nil, s, []byte(`{"T":"\u00ff\ufffd é"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := AppendJSON(nil, s, msg); !strings.Contains(string(out), `"T":"ÿ� é"`) {
+		t.Fatalf("valid text changed: %s", out)
 	}
 }
