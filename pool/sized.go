@@ -36,7 +36,8 @@ type SizedPool struct {
 // (a caller with a hard memory bound, such as a maximum frame size, passes
 // it; 0 means no limit), or n when that power of two exceeds math.MaxInt.
 // A buffer reused from the pool has any capacity of that power of two's
-// class, below twice the power of two (so below 4n), whatever capLimit.
+// class, below twice the power of two (so below 4n, or 128 for n under 32),
+// whatever capLimit.
 // The caller owns the buffer until it passes it to Put.
 func (p *SizedPool) Get(n, capLimit int) *Buffer {
 	if n < 0 {
