@@ -72,9 +72,9 @@ func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
-	v, err := encValue(dec, 0)
-	if err != nil {
-		return dst, err
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return dst, &EncodeError{Reason: "invalid JSON: " + err.Error()}
 	}
 	// Only white space may follow the value: Token reads the next one,
 	// and fails on anything that does not start one ("{} x"), which is
@@ -94,7 +94,41 @@ func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	// Decode keeps the last value of a key named twice in one object,
+	// silently, where another reader of the same document (a gateway's
+	// filter, say) may keep the first: refuse it. Every object of the
+	// document went through object (one anywhere else is an error), which
+	// counted the keys left after Decode; the document names more when
+	// one is repeated. Only then is it read again, token by token, to name
+	// the key.
+	if e.keys != encCountKeys(js) {
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.UseNumber()
+		if _, err := encValue(dec, 0); err != nil {
+			return dst, err
+		}
+		return dst, &EncodeError{Reason: fmt.Sprintf("BUG: dynamic: %d keys in the document, %d in its objects, none repeated", encCountKeys(js), e.keys)}
+	}
 	return out, nil
+}
+
+// encCountKeys returns how many keys the objects of js, valid JSON, name
+// in all: the colons outside strings.
+func encCountKeys(js []byte) int {
+	n := 0
+	for i := 0; i < len(js); i++ {
+		switch js[i] {
+		case ':':
+			n++
+		case '"':
+			for i++; i < len(js) && js[i] != '"'; i++ {
+				if js[i] == '\\' {
+					i++ // the escaped byte: \" does not end the string
+				}
+			}
+		}
+	}
+	return n
 }
 
 // encMaxJSONDepth bounds how deeply arrays and objects may nest in the
@@ -105,10 +139,10 @@ const encMaxJSONDepth = 10000
 
 // encValue reads the next JSON value of dec into the form Decode with
 // UseNumber gives (map[string]any, []any, json.Number, string, bool,
-// nil), token by token, so that an object naming a key twice is refused:
-// Decode keeps the last value silently, and other readers of the same
-// document may keep the first. depth counts the arrays and objects
-// around the value.
+// nil), token by token, and refuses an object naming a key twice, which
+// Decode takes: AppendMessage reads a document so when it found a key
+// repeated, to name it. depth counts the arrays and objects around the
+// value.
 func encValue(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
@@ -166,6 +200,7 @@ func encValue(dec *json.Decoder, depth int) (any, error) {
 // encoder holds the field path of one AppendMessage call.
 type encoder struct {
 	path []string
+	keys int // the keys of the objects encoded so far
 }
 
 func (e *encoder) errorf(format string, args ...any) error {
@@ -240,6 +275,7 @@ func (e *encoder) object(b *codec.Builder, s *schema.Struct, obj map[string]any,
 	if known != len(obj) {
 		return 0, e.unknownField(s, obj)
 	}
+	e.keys += known
 	return ob.Finish(), nil
 }
 

@@ -297,7 +297,8 @@ func FuzzAppendMessage(f *testing.F) {
 			}
 			// What encoding/json takes is invalid JSON here only for a
 			// key named twice or bytes that are not UTF-8.
-			if json.Valid(js) && utf8.Valid(js) && strings.Contains(err.Error(), "invalid JSON") && !strings.Contains(err.Error(), "twice") {
+			if json.Valid(js) && utf8.Valid(js) && !strings.Contains(err.Error(), "twice") &&
+				(strings.Contains(err.Error(), "invalid JSON") || strings.Contains(err.Error(), "BUG")) {
 				t.Fatalf("encoding/json takes %q, AppendMessage: %v", js, err)
 			}
 			return
@@ -432,26 +433,37 @@ func TestEncodeDuplicateKeys(t *testing.T) {
 			t.Errorf("%s: %q, %v; want a duplicate-key error", js, msg, err)
 		}
 	}
-	// The same name in two objects is no duplicate.
-	if _, err := AppendMessage(nil, s, []byte(`{"One":{"Tag":1},"Objs":[{"Tag":2},{"Tag":3}]}`)); err != nil {
-		t.Fatal(err)
+	// The same name in two objects is no duplicate, nor is a colon in a
+	// string (after escaped quotes and backslashes).
+	for _, js := range []string{
+		`{"One":{"Tag":1},"Objs":[{"Tag":2},{"Tag":3}]}`,
+		`{"T":"a:\":b\\","Ts":[":","\\\":"],"One":{"Name":"\\"}}`,
+	} {
+		if _, err := AppendMessage(nil, s, []byte(js)); err != nil {
+			t.Errorf("%s: %v", js, err)
+		}
 	}
 }
 
-// TestEncodeDeepJSON: JSON nested deeper than any schema nests, and far
-// deeper than encoding/json's Decode reads, fails with an error, never a
-// stack overflow; within the bound it reaches the schema's checks.
+// TestEncodeDeepJSON: JSON nested deeper than any schema nests fails
+// with an error, never a stack overflow: AppendMessage's Decode refuses
+// more than encMaxJSONDepth levels, and so does encValue, which reads a
+// document again to name a repeated key and recurses once per level.
 func TestEncodeDeepJSON(t *testing.T) {
 	s := encParse(t).Struct("All")
-	for _, n := range []int{encMaxJSONDepth, encMaxJSONDepth + 1, 1 << 20} {
+	for _, n := range []int{encMaxJSONDepth - 1, encMaxJSONDepth, 1 << 20} {
 		js := `{"G":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
 		_, err := AppendMessage(nil, s, []byte(js))
 		if err == nil {
 			t.Fatalf("depth %d: no error", n)
 		}
-		deep := strings.Contains(err.Error(), "nested deeper")
-		if deep != (n+1 > encMaxJSONDepth) {
+		if deep := strings.Contains(err.Error(), "depth"); deep != (n+1 > encMaxJSONDepth) {
 			t.Errorf("depth %d: %v", n, err)
+		}
+		dec := json.NewDecoder(strings.NewReader(js))
+		_, err = encValue(dec, 0)
+		if deep := err != nil && strings.Contains(err.Error(), "nested deeper"); deep != (n+1 > encMaxJSONDepth) {
+			t.Errorf("encValue, depth %d: %v", n, err)
 		}
 	}
 }
