@@ -354,7 +354,9 @@ func (c *Client) beat(now int64) {
 // holds at most [MaxErrorMessage] bytes of the answer body, and the whole
 // body is appended to resp and returned with the error. ctx's error when
 // ctx ends first (the call is abandoned, a late answer is dropped; the
-// call may or may not have run). [ErrGoAway] when the server announced
+// call may or may not have run); context.DeadlineExceeded, nothing sent,
+// when ctx's deadline has passed, even while its Done is not closed yet
+// (its timer late). [ErrGoAway] when the server announced
 // shutdown before the call was sent, or refused it unrun ([IsRetryable]).
 // An error matching [ErrClosed] when the connection is closed or breaks
 // before the answer arrives. frame.ErrFrameTooLarge when the request
@@ -445,7 +447,10 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 		return nil, err
 	}
 	var r wire.Request
-	callRequest(&r, ctx, done, method, target, req)
+	if !callRequest(&r, ctx, done, method, target, req) {
+		c.unsend(s)
+		return nil, context.DeadlineExceeded
+	}
 	r.PromiseID = s.pid
 
 	// Queued at once when there is room (the common case); else the
@@ -477,7 +482,12 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	if r.Timeout != 0 {
 		// The time left as of now: the wait for room may have taken some.
 		if dl, ok := ctx.Deadline(); ok {
-			r.Timeout = timeoutMicros(dl)
+			var passed bool
+			if r.Timeout, passed = timeoutMicros(dl); passed {
+				c.out.abandon(buf)
+				c.unsend(s)
+				return nil, context.DeadlineExceeded
+			}
 		}
 	}
 	buf = wire.AppendRequest(buf, &r)
@@ -603,19 +613,25 @@ func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, pay
 // callRequest sets *r to the request envelope of a call without its
 // promise id: payload, and what ctx adds (see appendCall); done is
 // ctx.Done(). send builds it before it takes the outbox's mutex, which
-// every caller of the connection waits for.
-func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, method, target uint32, payload []byte) {
+// every caller of the connection waits for. It reports false when ctx's
+// deadline has passed (see timeoutMicros): the caller does not send the
+// call (*r is complete all the same, with a timeout of 1 µs).
+func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, method, target uint32, payload []byte) bool {
 	r.Method, r.Target, r.Payload = method, target, payload
+	ok := true
 	// A ctx that can never be canceled (Done nil) has no deadline: its
 	// chain of parents is not walked for one.
 	if done != nil {
-		if dl, ok := ctx.Deadline(); ok {
-			r.Timeout = timeoutMicros(dl)
+		if dl, has := ctx.Deadline(); has {
+			var passed bool
+			r.Timeout, passed = timeoutMicros(dl)
+			ok = !passed
 		}
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md
 	}
+	return ok
 }
 
 // acquire takes a slot for a call whose answer is to be appended to resp

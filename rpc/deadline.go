@@ -9,7 +9,9 @@ import (
 //
 // Client: a call whose ctx has a deadline carries the time left, in
 // microseconds, in the request's timeout extension field (wire.AppendRequest);
-// relative, so the two hosts' clocks need not agree. The time the request
+// relative, so the two hosts' clocks need not agree. A call (or stream
+// open) whose deadline has passed is not sent: it fails with
+// context.DeadlineExceeded. The time the request
 // spends in the client's queue and on the network is not counted: the
 // server's deadline is a little later than the caller's.
 //
@@ -49,14 +51,17 @@ func deadlineAfter(now int64, micros uint64) int64 {
 }
 
 // timeoutMicros is what a request carries for a ctx deadline dl: the time
-// left in whole microseconds, at least 1 (0 would mean no deadline; a
-// server refuses a call whose deadline has passed when it would run it).
-func timeoutMicros(dl time.Time) uint64 {
-	left := time.Until(dl) / time.Microsecond
-	if left < 1 {
-		return 1
+// left in whole microseconds, at least 1 (0 would mean no deadline).
+// passed reports that no time is left: the client does not send such a
+// call (it fails with context.DeadlineExceeded, as gRPC-go's does, even
+// while the ctx's Done is not closed yet, its timer late): sent with 1 µs,
+// it could still find its deadline ahead on the server and run there.
+func timeoutMicros(dl time.Time) (micros uint64, passed bool) {
+	left := time.Until(dl)
+	if left <= 0 {
+		return 1, true
 	}
-	return uint64(left)
+	return max(uint64(left/time.Microsecond), 1), false
 }
 
 // deadlineRefusal is the body of the 504 answer to a call whose deadline

@@ -48,7 +48,9 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // neither read to its end nor canceled keeps its place (see
 // [WithMaxStreams]) and its server handler, like an unread HTTP/2 stream:
 // cancel the ctx of a stream you give up on. Errors:
-// ctx's error, [ErrGoAway] after the server's go-away, [ErrTooManyStreams]
+// ctx's error (context.DeadlineExceeded, nothing sent, once its deadline
+// has passed, even before its Done is closed), [ErrGoAway] after the
+// server's go-away, [ErrTooManyStreams]
 // ([WithMaxStreams]), frame.ErrFrameTooLarge for an open frame (init
 // with what ctx adds) over the maximum frame size (nothing is sent), an
 // error matching [ErrClosed].
@@ -92,7 +94,9 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	// this client), the open is recorded on it (see ChainStreamer).
 	oc, ctx := openOf(ctx)
 	var r wire.Request
-	callRequest(&r, ctx, ctx.Done(), method, 0, init)
+	if !callRequest(&r, ctx, ctx.Done(), method, 0, init) {
+		return nil, context.DeadlineExceeded
+	}
 	if n := 1 + wire.RequestLen(&r); n > c.out.max {
 		// Never sent, as a Call's request that large: refused before the
 		// stream takes an id and before it is copied into the queue,
