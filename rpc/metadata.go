@@ -18,6 +18,16 @@ import (
 // them from its ctx ([CapFrom], [MetadataFrom]). Both are encoded once,
 // when the ctx is made, so a call with a reused ctx copies bytes and
 // allocates nothing.
+//
+// Incoming and outgoing are kept apart, as gRPC's incoming and outgoing
+// metadata are: what a call carried is read from the handler's ctx, and
+// a call or stream the handler makes with that ctx (or one derived from
+// it) carries none of it, only what the handler (or an interceptor) adds
+// with WithCap and WithMetadata; so a client's credentials do not reach
+// the server's backends by accident. A handler that means to pass a
+// header on copies it: WithMetadata(ctx, "traceparent",
+// string(MetadataFrom(ctx).Get("traceparent"))).
+// TestIncomingMetadataNotForwarded checks it for calls and streams.
 
 // wireKey is the ctx key of a call's *wireOpts.
 type wireKey struct{}
@@ -186,7 +196,9 @@ func callJob(ctx context.Context) *job {
 // CapFrom returns the capability token (the envelope's cap field) of the
 // call a handler's ctx belongs to, nil when the call carried none or ctx
 // is not a handler's. The slice aliases the server's per-call buffer and
-// is valid only until the handler returns.
+// is valid only until the handler returns. The token is the handler's to
+// read: calls the handler makes with its ctx do not carry it (see
+// [WithCap] to send one).
 func CapFrom(ctx context.Context) []byte {
 	if j := callJob(ctx); j != nil {
 		return j.capv
@@ -200,6 +212,9 @@ func CapFrom(ctx context.Context) []byte {
 // MetadataFrom returns the metadata of the call a handler's ctx belongs
 // to; it is empty when the call carried none (a canonical client's never
 // does) or ctx is not a handler's. Valid only until the handler returns.
+// It is the handler's to read: calls the handler makes with its ctx do
+// not carry it (see [WithMetadata] to send pairs), as in gRPC, whose
+// incoming metadata is not outgoing.
 func MetadataFrom(ctx context.Context) Metadata {
 	if j := callJob(ctx); j != nil {
 		return Metadata{j.mdv}
