@@ -354,7 +354,8 @@ func (c *Client) beat(now int64) {
 // holds at most [MaxErrorMessage] bytes of the answer body, and the whole
 // body is appended to resp and returned with the error. ctx's error when
 // ctx ends first (the call is abandoned, a late answer is dropped; the
-// call may or may not have run); context.DeadlineExceeded, nothing sent,
+// call may or may not have run: unlike gRPC's, a cancel is not sent, and
+// the handler runs on to its end or the deadline the request carried); context.DeadlineExceeded, nothing sent,
 // when ctx's deadline has passed, even while its Done is not closed yet
 // (its timer late). [ErrGoAway] when the server announced
 // shutdown before the call was sent, or refused it unrun ([IsRetryable]).

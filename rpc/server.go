@@ -46,7 +46,11 @@ import (
 // done when the connection dies (the peer reset it, a write failed, a
 // timeout dropped it, Close, or the end of Shutdown's grace), the base
 // context is done, or the deadline the request carried passes (its
-// Deadline reports it). [CapFrom] and [MetadataFrom] read the call's cap
+// Deadline reports it). Unlike gRPC's, it is not done when the caller
+// cancels: the wire has no cancel for a call (a stream's has, see
+// [Client.OpenStream]), so the handler of a call its caller gave up runs
+// to its end or its deadline; give a call whose work should stop with
+// its caller a deadline. [CapFrom] and [MetadataFrom] read the call's cap
 // token and metadata. [CallInfo] reads the call's method and promise id from
 // it or from any context derived from it. It is a pooled value: do not
 // use it after the handler returns (copy what you need first).
