@@ -372,3 +372,26 @@ func TestUnaryCancelNotSent(t *testing.T) {
 		t.Errorf("the handler's ctx ended with %v after the caller's cancel; the documented behaviour is that it does not", err)
 	}
 }
+
+// WithHideErrors hides a handler's plain error, not a *StatusError, and
+// the error of a call the handler made is one: returned, wrapped or not,
+// it gives the front's caller the backend's code and message, as a gRPC
+// status error a handler returns does in gRPC-go (see WithHideErrors).
+func TestHideErrorsPassesBackendStatus(t *testing.T) {
+	back, backAddr, _ := testServer(t, WithLogger(discardLogger()))
+	back.Handle(mSeen, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		return nil, errors.New("backend detail")
+	})
+	bc := dial(t, backAddr)
+	front, frontAddr, _ := testServer(t, WithHideErrors(), WithLogger(discardLogger()))
+	front.Handle(mHop, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		_, err := bc.Call(ctx, mSeen, nil, nil)
+		return nil, fmt.Errorf("front: %w", err)
+	})
+	c := dial(t, frontAddr)
+	_, err := c.Call(context.Background(), mHop, nil, nil)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != StatusInternal || se.Message != "backend detail" {
+		t.Errorf("Call: %v; want the backend's 500 and text, as documented", err)
+	}
+}

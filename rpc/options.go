@@ -371,7 +371,11 @@ func WithMinReadRate(n int) ServerOption {
 // details callers should not see. The error is logged either way. (The
 // 504 of a handler that returned its ctx's error once the call's deadline
 // passed, see [Handler], carries "internal error" too, and is not
-// logged.) Default: the error's text is the answer body.
+// logged.) A *StatusError is not hidden, and that includes the error of
+// a call the handler made and returned, wrapped or not: the backend's
+// code and message go to the caller (as a gRPC status error a handler
+// returns does in gRPC-go); map such an error to one of your own to hide
+// it. Default: the error's text is the answer body.
 func WithHideErrors() ServerOption {
 	return serverOption(func(o *serverOptions) { o.hideErrors = true })
 }
