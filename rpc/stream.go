@@ -143,6 +143,13 @@ type Stream struct {
 	// stopped: the stream ended on a client, its AfterFunc is (to be)
 	// stopped; on mu.
 	stopped bool
+	// A client's cancel (clientCancel), on mu: canceling is set when one
+	// decides the stream's end, removed once it took the stream out of
+	// the set (it writes the end first, so that the id is not reused
+	// before it); unlisted, made only by a cancel that lost and must wait
+	// for that (see awaitRemoved), is closed then.
+	canceling, removed bool
+	unlisted           chan struct{}
 
 	capv, mdv []byte // server: the open's cap and metadata (copies)
 
@@ -790,6 +797,9 @@ func (s *Stream) abort(ctx context.Context, err error, drop bool, status uint32,
 	}
 	send := status != 0 && open
 	if send {
+		// On a client only clientCancel sends an end here: it is the
+		// cancel that decided the end (see awaitRemoved).
+		s.canceling = s.set.cl != nil
 		s.endOwed = false // this end is the one owed
 		if s.acct.status == 0 {
 			s.acct.status = status

@@ -191,8 +191,39 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 func (s *Stream) clientCancel(ctx context.Context, err error) {
 	if s.abort(ctx, err, true, StatusCanceled, streamCancelText) {
 		s.set.remove(s)
+		s.mu.Lock()
+		s.removed = true
+		if s.unlisted != nil {
+			close(s.unlisted)
+		}
+		s.mu.Unlock()
 		s.stopCtx()
 		s.clientEnd(StatusCanceled, err)
+	}
+}
+
+// awaitRemoved waits until a client's cancel that is under way in another
+// goroutine (the AfterFunc on the stream's ctx, as when an interceptor
+// canceled the ctx it derived) took the stream out of the set, or ctx
+// ends: a cancel that lost to it returns at once, and the caller of
+// OpenStream whose chain canceled the stream could otherwise see it still
+// counted (Client.Streams, ErrTooManyStreams) after the chain returned.
+// The other cancel writes the end first, which may wait for room; ctx
+// bounds this wait, as it bounds the write of an end of our own.
+func (s *Stream) awaitRemoved(ctx context.Context) {
+	s.mu.Lock()
+	if !s.canceling || s.removed {
+		s.mu.Unlock()
+		return
+	}
+	if s.unlisted == nil {
+		s.unlisted = make(chan struct{})
+	}
+	ch := s.unlisted
+	s.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
 	}
 }
 

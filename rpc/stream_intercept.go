@@ -153,12 +153,18 @@ func (oc *openCtx) finish(kept *Stream, why error) {
 	one, more := oc.one, oc.more
 	oc.one, oc.more, oc.done = nil, nil, true
 	oc.mu.Unlock()
+	// A stream whose cancel another goroutine began (the AfterFunc of a
+	// ctx an interceptor derived and canceled) is waited for until it
+	// left the set: the chain's caller, told of the failure or the panic,
+	// must not find it still counted.
 	if one != nil && one != kept {
 		one.clientCancel(oc.Context, why)
+		one.awaitRemoved(oc.Context)
 	}
 	for _, s := range more {
 		if s != kept {
 			s.clientCancel(oc.Context, why)
+			s.awaitRemoved(oc.Context)
 		}
 	}
 }
@@ -182,7 +188,11 @@ func (oc *openCtx) finish(kept *Stream, why error) {
 // goes to the caller, and the others are canceled when the chain returns
 // (an error end with [StatusCanceled] to the server; their Send and Recv
 // fail), since the caller never got them and nothing else would end
-// them. So an interceptor may open, look at the stream and refuse it by
+// them. When the chain returns (or its panic goes on), they no longer
+// count among the connection's streams ([Client.Streams],
+// [WithMaxStreams]), also one whose cancel another goroutine began (the
+// end of a ctx the interceptor derived and canceled): the chain waits
+// for that, up to the end of the caller's ctx. So an interceptor may open, look at the stream and refuse it by
 // returning an error, or open again and return the second stream,
 // without leaking the first. A stream an interceptor means to keep for
 // itself is opened under a ctx not derived from the one it was given; an
