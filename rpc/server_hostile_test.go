@@ -127,10 +127,9 @@ func TestSlowReadDeadlineConnDoesNotStallOthers(t *testing.T) {
 		return resp, nil
 	})
 	a := dial(t, l.Addr().String())
-	if _, err := a.Call(context.Background(), mEngage, nil, nil); err != nil {
+	if _, err := a.Call(context.Background(), mEcho, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	receive(t, "a read deadline to be set on the slow connection", slow.entered)
 	var sc *serverConn
 	await(t, "the slow connection's serverConn", func() bool {
 		s.mu.Lock()
@@ -140,6 +139,32 @@ func TestSlowReadDeadlineConnDoesNotStallOthers(t *testing.T) {
 		}
 		return sc != nil
 	})
+	// The call, run inline, lists the connection. A read deadline is set
+	// after it when the read loop's next wait begins while the connection
+	// is listed (the wait clears the deadline armed before the call), or
+	// when the scan that takes it off sets the one the wait wants. Neither
+	// is sure: a deadline is set lazily, only when the one in force would
+	// fire later than wanted (readtimeout.go), and a read loop that comes
+	// to its wait after the scans took the connection off finds the
+	// deadline armed before the call, which fires earlier, and leaves it,
+	// as the unlisting did. No deadline is set then until that one fires:
+	// the test calls again.
+	for entered := false; !entered; {
+		if _, err := a.Call(context.Background(), mEngage, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		await(t, "a read deadline to be set on the slow connection, or the connection taken off the list without one", func() bool {
+			select {
+			case <-slow.entered:
+				entered = true
+				return true
+			default:
+			}
+			// Off the list, and no read deadline being set for it
+			// (rPoking is held while the unlisting sets one).
+			return !sc.wdListed.Load() && !sc.rPoking.Load()
+		})
+	}
 	await(t, "the scans to take the slow connection off their list", func() bool { return !sc.wdListed.Load() })
 	b := dial(t, l.Addr().String())
 	errs := make(chan error, 1)
