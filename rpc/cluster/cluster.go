@@ -443,8 +443,8 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		// ctx not done; a deadline that then ends it passed while the
 		// replica had it.
 		live := answered && ctx.Err() == nil
-		var start int64
-		if answered {
+		var start int64 // 0: the call is not timed
+		if answered && cn.r.lat.timeNext() {
 			start = now()
 		}
 		held = cn
@@ -453,12 +453,14 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		cn.inflight.Add(-1)
 		if err == nil {
 			if answered {
-				cn.r.lat.observe(start, now())
+				if start != 0 {
+					cn.r.lat.observe(start, now())
+				}
 				cn.r.ok()
 			}
 			return v, nil
 		}
-		if c.account(cn, err, live) && answered {
+		if c.account(cn, err, live) && start != 0 {
 			cn.r.lat.observe(start, now())
 		}
 		if unsent < 4 && ctx.Err() == nil {

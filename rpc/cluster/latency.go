@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -26,6 +27,10 @@ const (
 	// schedulers more than by the replica's work, and replicas that fast
 	// compete on load.
 	latencyFloor = float64(time.Millisecond)
+	// latencySample: of the calls to a replica known to answer in less
+	// than half latencyFloor, one in latencySample on average is timed
+	// (see timeNext).
+	latencySample = 8
 )
 
 // epoch is the origin of now: time.Since reads the monotonic clock
@@ -72,6 +77,20 @@ func (l *latency) observe(start, t int64) {
 	}
 	l.avg.Store(math.Float64bits(d))
 	l.at.Store(t)
+}
+
+// timeNext reports whether the next call is to be timed: every call
+// while the average is unknown or at least half latencyFloor, else one
+// in latencySample, drawn at random. The two clock readings of a timed
+// call cost about as much as the rest of the balancer's work on a call
+// to a fast replica; for such a replica the draws need only learn that
+// it became slow, which a sample does within a few dozen calls. A slow
+// replica's calls are all timed, so that the time of its last answer,
+// which the draws weigh (see cheaper), stays fresh.
+func (l *latency) timeNext() bool {
+	return l.seen.Load() < 2 ||
+		math.Float64frombits(l.avg.Load()) >= latencyFloor/2 ||
+		rand.Uint32()%latencySample == 0
 }
 
 // get returns the average in nanoseconds, 0 when unknown (fewer than two
