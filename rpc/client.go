@@ -355,12 +355,12 @@ func (c *Client) beat(now int64) {
 // body is appended to resp and returned with the error. ctx's error when
 // ctx ends first (the call is abandoned, a late answer is dropped; the
 // call may or may not have run: unlike gRPC's, a cancel is not sent, and
-// the handler runs on to its end or the deadline the request carried); context.DeadlineExceeded, nothing sent,
-// when ctx's deadline has passed, even while its Done is not closed yet
-// (its timer late). [ErrGoAway] when the server announced
-// shutdown before the call was sent, or refused it unrun ([IsRetryable]).
-// An error matching [ErrClosed] when the connection is closed or breaks
-// before the answer arrives. frame.ErrFrameTooLarge when the request
+// the handler runs on to its end or the deadline the request carried);
+// context.DeadlineExceeded, nothing sent, when ctx's deadline has passed,
+// even while its Done is not closed yet (its timer late). [ErrGoAway]
+// when the server announced shutdown before the call was sent, or
+// refused it unrun ([IsRetryable]). An error matching [ErrClosed] when
+// the connection is closed or breaks before the answer arrives. frame.ErrFrameTooLarge when the request
 // exceeds the maximum frame size: at once, whether or not the
 // connection's queue is full; nothing is sent and the connection is
 // unaffected.
