@@ -192,13 +192,14 @@ func (oc *openCtx) finish(kept *Stream, why error) {
 // count among the connection's streams ([Client.Streams],
 // [WithMaxStreams]), also one whose cancel another goroutine began (the
 // end of a ctx the interceptor derived and canceled): the chain waits
-// for that, up to the end of the caller's ctx. So an interceptor may open, look at the stream and refuse it by
-// returning an error, or open again and return the second stream,
-// without leaking the first. A stream an interceptor means to keep for
-// itself is opened under a ctx not derived from the one it was given; an
-// interceptor that opens from other goroutines waits for those opens
-// before it returns (one that ends after the chain returned is not the
-// chain's, and is left to its goroutine).
+// for that, up to the end of the caller's ctx. So an interceptor may
+// open, look at the stream and refuse it by returning an error, or open
+// again and return the second stream, without leaking the first. A
+// stream an interceptor means to keep for itself is opened under a ctx
+// not derived from the one it was given; an interceptor that opens from
+// other goroutines waits for those opens before it returns (one that
+// ends after the chain returned is not the chain's, and is left to its
+// goroutine).
 //
 // A panic in a client stream interceptor is not recovered: the panic goes
 // on to the caller of OpenStream, as one in the caller's own code would
