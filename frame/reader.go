@@ -68,7 +68,8 @@ type Reader struct {
 	raCap   int  // largest read-ahead buffer used so far (<= rsize)
 	credit  int  // length of the last completed frame larger than smallSize
 	rerr    error
-	err     error // sticky error
+	err     error  // sticky error
+	start   uint64 // received at the last Reset: where the stream began
 
 	received atomic.Uint64 // bytes read from src, for Received
 	// framed is the number of bytes of the stream up to the end of the
@@ -119,6 +120,7 @@ func (fr *Reader) Reset(r io.Reader) {
 	fr.r, fr.w = 0, 0
 	fr.full, fr.raCap, fr.credit = false, 0, 0
 	fr.rerr, fr.err = nil, nil
+	fr.start = fr.received.Load()
 }
 
 // Buffered returns the number of bytes taken from the stream that no Next
@@ -236,7 +238,7 @@ func (fr *Reader) total(h []byte) (int, error) {
 	// more is negative as an int. The maximum is at most maxSize, so 4+n
 	// fits in an int.
 	if uint64(n) > uint64(fr.max) {
-		return 0, fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fr.max)
+		return 0, fr.foreign(fmt.Errorf("%w (len:%d max:%d)", ErrFrameTooLarge, n, fr.max))
 	}
 	return 4 + int(n), nil
 }
@@ -249,7 +251,12 @@ func (fr *Reader) total(h []byte) (int, error) {
 // ErrFrameTooLarge (wrapped, naming the length) when the length prefix
 // exceeds the maximum frame size, and ErrEmptyFrame for a canonical
 // length of 0: both are reported as soon as the 4 length bytes are in,
-// before any further byte is read or any buffer is taken for the body;
+// before any further byte is read or any buffer is taken for the body.
+// When the first frame of a stream fails so (or is cut short by the end
+// of the stream) and its bytes are those of an HTTP request or response,
+// the HTTP/2 preface or a TLS handshake or alert record, the error (still
+// wrapping the one above) says that the peer sent that instead of ZAP
+// frames: a plaintext endpoint reached by another protocol, or by TLS.
 // io.ErrNoProgress when the underlying reader returned no bytes and no
 // error 100 times in a row (io.Reader discourages that; a reader that
 // goes on may give bytes to a later Next); otherwise the error of the
@@ -305,7 +312,7 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 				if fr.w == fr.r {
 					return fr.fail(io.EOF)
 				}
-				return fr.fail(io.ErrUnexpectedEOF)
+				return fr.fail(fr.foreign(io.ErrUnexpectedEOF))
 			}
 			return 0, nil, err // nothing lost: the next call resumes
 		}
@@ -469,6 +476,52 @@ func (fr *Reader) Received() uint64 { return fr.received.Load() }
 // another calls Next (one atomic load): beside Received, it tells a peer
 // that sends whole frames from one that trickles the bytes of one.
 func (fr *Reader) Framed() uint64 { return fr.framed.Load() }
+
+// foreign names the protocol the peer speaks instead when the bytes at
+// the start of the stream, which failed as a first frame (err), are those
+// of an HTTP/1 request or response, the HTTP/2 preface, or a TLS
+// handshake or alert record: a plaintext ZAP endpoint talked to by
+// something else. The error wraps err. Other errors, or any frame but the
+// first, are returned as they are. Called only on a failing frame, so it
+// costs nothing per frame.
+func (fr *Reader) foreign(err error) error {
+	if fr.http || fr.received.Load()-uint64(fr.w-fr.r) != fr.start {
+		return err
+	}
+	if what := foreignProtocol(fr.buf[fr.r:fr.w]); what != "" {
+		return fmt.Errorf("%w: the peer sent %s, not ZAP frames: it speaks another protocol (or TLS) to a plaintext ZAP endpoint", err, what)
+	}
+	return err
+}
+
+// foreignProtocol names what the first bytes of a stream, h, are when they
+// are another protocol's opening rather than a ZAP frame; "" otherwise.
+func foreignProtocol(h []byte) string {
+	if len(h) < 4 {
+		return ""
+	}
+	if h[0] == 0x16 || h[0] == 0x15 {
+		// A TLS record: content type 22 (handshake) or 21 (alert), then
+		// the version's major byte 3 and minor 0 to 4 (SSL 3.0 to TLS
+		// 1.3's record version).
+		if h[1] == 0x03 && h[2] <= 0x04 {
+			if h[0] == 0x16 {
+				return "a TLS handshake"
+			}
+			return "a TLS alert"
+		}
+		return ""
+	}
+	switch string(h[:4]) {
+	case "GET ", "POST", "PUT ", "HEAD", "DELE", "OPTI", "PATC", "CONN", "TRAC":
+		return "an HTTP request"
+	case "PRI ":
+		return "an HTTP/2 connection preface"
+	case "HTTP":
+		return "an HTTP response"
+	}
+	return ""
+}
 
 // brk makes err sticky (a broken underlying reader) and returns it.
 func (fr *Reader) brk(err error) error {

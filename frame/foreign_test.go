@@ -1,0 +1,61 @@
+package frame
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestReaderNamesForeignProtocol: a stream that begins with another
+// protocol's opening (an HTTP request or response, the HTTP/2 preface, a
+// TLS record) fails its first frame with an error that names what the
+// peer sent, still wrapping the frame error; the same bytes later in the
+// stream, or a stream of ZAP frames, get no such name.
+func TestReaderNamesForeignProtocol(t *testing.T) {
+	hello := []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}
+	smallHello := []byte{0x16, 0x03, 0x01, 0x00, 0x40, 0x01, 0x00, 0x00, 0x3c, 0x03, 0x03}
+	alert := []byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46}
+	for _, tc := range []struct {
+		name, in, want string
+		is             error
+	}{
+		{"get", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request", ErrFrameTooLarge},
+		{"post", "POST /rpc HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request", ErrFrameTooLarge},
+		{"h2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "an HTTP/2 connection preface", ErrFrameTooLarge},
+		{"response", "HTTP/1.1 400 Bad Request\r\n\r\n", "an HTTP response", ErrFrameTooLarge},
+		{"client hello", string(hello), "a TLS handshake", ErrFrameTooLarge},
+		// A length that fits the limit: the stream ends inside the frame.
+		{"small client hello", string(smallHello), "a TLS handshake", io.ErrUnexpectedEOF},
+		{"alert", string(alert), "a TLS alert", io.ErrUnexpectedEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fr := NewReader(strings.NewReader(tc.in))
+			_, _, err := fr.Next()
+			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), "the peer sent "+tc.want+", not ZAP frames") {
+				t.Fatalf("Next: %v; want %v naming %q", err, tc.is, tc.want)
+			}
+			// Reset starts a new stream: its first frame is diagnosed too.
+			fr.Reset(strings.NewReader(tc.in))
+			if _, _, err := fr.Next(); !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Next after Reset: %v; want it to name %q", err, tc.want)
+			}
+		})
+	}
+
+	// After a good frame, the same bytes are only a bad frame.
+	in := cat(le(2), []byte{1, 'x'}, []byte("GET / HTTP/1.1\r\n\r\n"))
+	fr := NewReader(bytes.NewReader(in))
+	if _, _, err := fr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fr.Next(); !errors.Is(err, ErrFrameTooLarge) || strings.Contains(err.Error(), "peer sent") {
+		t.Fatalf("second frame: %v; want a plain ErrFrameTooLarge", err)
+	}
+	// A truncated ZAP frame is not named.
+	fr = NewReader(bytes.NewReader(cat(le(100), []byte{1, 'Z', 'A', 'P', 0})))
+	if _, _, err := fr.Next(); err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated frame: %v; want io.ErrUnexpectedEOF", err)
+	}
+}
