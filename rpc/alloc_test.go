@@ -254,7 +254,7 @@ func TestAllocsRefusedStreamObserved(t *testing.T) {
 		req   wire.Request
 		text  string
 	}{
-		{"metadata too large", false, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc"), Metadata: md}, metadataTooLarge},
+		{"metadata too large", false, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc"), Metadata: md}, tooLargeText(len(md), 16)},
 		{"unknown method", true, wire.Request{Method: 99, PromiseID: 1, Payload: []byte("abc")}, streamNoHandler},
 	} {
 		_, addr, _ := streamServer(t, WithStreamObserver(obs), WithMaxMetadata(16))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -234,7 +236,8 @@ const DefaultMaxMetadata = 16 << 10
 
 // WithMaxMetadata sets the largest encoded metadata (see [Metadata.Size])
 // a call may carry. A larger one is answered 431 with the not-run flag and
-// its handler does not run (not retryable: it would be refused again).
+// its handler does not run (not retryable: it would be refused again); the
+// answer's text gives the metadata's encoded size and the limit.
 // Metadata that does not decode into key/value pairs is answered 400.
 // Default DefaultMaxMetadata; n <= 0 means the default. The metadata
 // arrives inside the request frame, so the frame size limit
@@ -244,8 +247,23 @@ func WithMaxMetadata(n int) ServerOption {
 	return serverOption(func(o *serverOptions) { o.maxMetadata = n })
 }
 
-// metadataTooLarge is the body of the 431 answer.
-const metadataTooLarge = "metadata too large"
+// metadataTooLarge writes into buf the body of the 431 answer to metadata
+// of n encoded bytes over the server's limit lim (the limit is on the
+// encoded size, key/value pairs and their lengths together, not on the
+// number of pairs), and returns it as a string that aliases buf: the
+// caller writes it out before buf goes, so that a refusal allocates
+// nothing.
+func metadataTooLarge(buf *[metadataTextSize]byte, n, lim int) string {
+	b := append(buf[:0], "metadata too large: "...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, " bytes encoded, over the server's limit of "...)
+	b = strconv.AppendInt(b, int64(lim), 10)
+	b = append(b, " bytes"...)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// metadataTextSize holds metadataTooLarge's text with two 19-digit numbers.
+const metadataTextSize = 128
 
 // malformedMetadata is the body of the 400 answer to metadata that does
 // not decode into key/value pairs.
@@ -260,7 +278,8 @@ func (c *serverConn) checkMetadata(r *wire.Request) bool {
 		lim = DefaultMaxMetadata
 	}
 	if len(r.Metadata) > lim {
-		c.answerDirect(r, StatusMetadataTooLarge, metadataTooLarge, true)
+		var text [metadataTextSize]byte
+		c.answerDirect(r, StatusMetadataTooLarge, metadataTooLarge(&text, len(r.Metadata), lim), true)
 		return false
 	}
 	if !validMetadata(r.Metadata) {

@@ -126,7 +126,7 @@ func TestObserverSeesEveryAnsweredCall(t *testing.T) {
 			a := rc.ask(&wire.Request{Method: mEcho, PromiseID: 1, Payload: []byte("abcd"), Metadata: md})
 			return rc.LocalAddr().String(), []*wire.Response{a}
 		},
-		want: []wantEvent{{method: mEcho, status: StatusMetadataTooLarge, in: 4, out: len(metadataTooLarge)}},
+		want: []wantEvent{{method: mEcho, status: StatusMetadataTooLarge, in: 4, out: len(tooLargeText(len(metadataPair("k", strings.Repeat("v", 32))), 16))}},
 	}, {
 		name: "malformed metadata: 400",
 		drive: func(t *testing.T, obs ServerOption) (string, []*wire.Response) {

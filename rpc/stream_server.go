@@ -256,7 +256,8 @@ func (c *serverConn) streamOpen(p []byte) bool {
 			lim = DefaultMaxMetadata
 		}
 		if len(req.Metadata) > lim {
-			return c.streamRefuse(&req, StatusMetadataTooLarge, metadataTooLarge, true)
+			var text [metadataTextSize]byte
+			return c.streamRefuse(&req, StatusMetadataTooLarge, metadataTooLarge(&text, len(req.Metadata), lim), true)
 		}
 		if !validMetadata(req.Metadata) {
 			return c.streamRefuse(&req, StatusBadRequest, malformedMetadata, true)
