@@ -42,6 +42,11 @@
 // the tag zapdebug (go test -tags zapdebug ./...) and Put overwrites the
 // whole capacity of a returned buffer with 0xDB bytes before pooling it,
 // and package frame overwrites a payload when it becomes invalid, so a
-// late reader sees 0xDB bytes instead of plausible data. Without the tag
-// it costs one atomic load per Put.
+// late reader sees 0xDB bytes instead of plausible data. The tag also
+// makes Put panic on a second Put of a buffer that no Get took back since
+// (which would hand the same memory to two later Gets), found by the
+// poison itself: Get marks the buffers it hands out, and a Put that finds
+// a whole capacity of 0xDB bytes has a buffer that is still in the pool.
+// (A caller that filled a whole buffer with 0xDB bytes would be taken for
+// one.) Without the tag it costs one atomic load per Put.
 package pool

@@ -47,6 +47,8 @@ func (p *SizedPool) Get(n, capLimit int) *Buffer {
 	b, _ := p.classes[k].Get().(*Buffer)
 	if b == nil {
 		b = new(Buffer)
+	} else {
+		markGot(b)
 	}
 	if cap(b.B) < n {
 		b.B = make([]byte, n, newCap(n, k, capLimit))
@@ -73,19 +75,23 @@ func newCap(n, k, capLimit int) int {
 // Put returns b to the class of its capacity; b is gone after the call:
 // the caller must not touch b or any slice of b.B again. Built with
 // -tags zapdebug, Put first overwrites the whole capacity of b.B with 0xDB
-// bytes (see the package doc). A buffer under 64 bytes of capacity is not
-// kept. Put of nil does nothing.
+// bytes (see the package doc), and panics on a second Put of a buffer no
+// Get took back since. A buffer under 64 bytes of capacity is not kept.
+// Put of nil does nothing.
 func (p *SizedPool) Put(b *Buffer) {
 	if b == nil {
 		return
-	}
-	if poison.Enabled() {
-		poison.Fill(b.B)
 	}
 	// A buffer whose capacity is not a power of two (lowered by a
 	// capLimit, or grown by append) goes to the class below, where it
 	// satisfies every Get.
 	k := bits.Len(uint(cap(b.B))) - 1
+	if k >= minClassShift {
+		checkPut(b)
+	}
+	if poison.Enabled() {
+		poison.Fill(b.B)
+	}
 	if k < minClassShift {
 		return
 	}
