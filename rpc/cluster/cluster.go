@@ -940,9 +940,9 @@ func (c *Client) publishLocked() {
 
 // setEndpoints makes the replicas those of eps, with their weights. An
 // address given twice counts once, with its first weight, and so do the
-// spellings of one IP address and port (see canonicalAddr). It fails,
-// changing nothing, when eps holds more addresses than WithMaxReplicas
-// allows.
+// spellings of one IP address and port, or of one host name and port in
+// any case (see canonicalAddr). It fails, changing nothing, when eps holds
+// more addresses than WithMaxReplicas allows.
 func (c *Client) setEndpoints(eps []Endpoint) error {
 	want := make(map[string]float64, min(len(eps), c.o.maxReplicas+1))
 	unix := strings.HasPrefix(c.o.network, "unix") // paths, as given

@@ -17,8 +17,11 @@ import (
 // and so do the spellings of one IP address and port ("[::ffff:10.0.0.1]:80"
 // is "10.0.0.1:80", "[2001:DB8:0::1]:80" is "[2001:db8::1]:80"; the client
 // keys its replicas, names them in [Client.Stats] and dials them by the
-// spelling of net/netip); a host name is not looked up, and it and its
-// address are two replicas. The client calls Resolve at [Dial],
+// spelling of net/netip), and the spellings of one host name that differ
+// only in case ("Example.com:80" is "example.com:80": DNS names are
+// case-insensitive; the client keys, names and dials the lower-case one);
+// a host name is not looked up, and it and its address are two replicas.
+// The client calls Resolve at [Dial],
 // then every refresh interval ([WithRefresh]) and soon after a
 // connection to a replica fails. Each result is the complete set: an
 // address missing from it is removed (its connections finish their calls
@@ -385,13 +388,42 @@ func isNotFound(err error) bool {
 // replicas by: an IP address and port as net/netip writes them (lower
 // case, zeros compressed, an IPv4-mapped IPv6 address as IPv4, the port
 // without leading zeros), so that the spellings of one address make one
-// replica; anything else (a host name, a socket path) as given.
+// replica; a host name and port with the name in lower case (DNS names
+// are case-insensitive: "Example.com:80" and "example.com:80" are one
+// replica); anything else (an IPv6 literal with a zone, a socket path,
+// garbage) as given. Socket paths never come here (setEndpoints keeps
+// them as given).
 func canonicalAddr(a string) string {
 	ap, err := netip.ParseAddrPort(a)
 	if err != nil {
-		return a
+		return lowerHost(a)
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+}
+
+// lowerHost returns a, a host name and port, with the name in lower case;
+// a itself when it is not one (no port, or a host with a character a DNS
+// name does not have: a bracketed IPv6 literal, a path) or has no upper
+// case letter.
+func lowerHost(a string) string {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" || port == "" {
+		return a
+	}
+	upper := false
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_':
+		default:
+			return a
+		}
+	}
+	if !upper {
+		return a
+	}
+	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
 // resolveEndpoints asks res for the addresses, with their weights when it

@@ -31,8 +31,9 @@ func TestAddressSpellingsOneReplica(t *testing.T) {
 }
 
 // The canonical spelling of an address: an IP address and port as
-// net/netip writes them (an IPv4-mapped IPv6 address as IPv4), anything
-// else (a host name, a socket path, garbage) as given.
+// net/netip writes them (an IPv4-mapped IPv6 address as IPv4), a host name
+// and port with the name in lower case, anything else (a socket path,
+// garbage) as given.
 func TestCanonicalAddr(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"10.0.0.1:7700", "10.0.0.1:7700"},
@@ -42,6 +43,12 @@ func TestCanonicalAddr(t *testing.T) {
 		{"[2001:DB8::1]:7700", "[2001:db8::1]:7700"},
 		{"[fe80::1%eth0]:7700", "[fe80::1%eth0]:7700"},
 		{"eth.svc:7700", "eth.svc:7700"},
+		{"Eth.SVC:7700", "eth.svc:7700"},
+		{"Example.com:http", "example.com:http"},
+		{"[FE80::1%Eth0]:7700", "[fe80::1%Eth0]:7700"},
+		{"[FE80::1%Eth0]:x", "[FE80::1%Eth0]:x"},
+		{"Example.com", "Example.com"},
+		{"/tmp/A.sock:80", "/tmp/A.sock:80"},
 		{"/tmp/a.sock", "/tmp/a.sock"},
 		{"", ""},
 		{"10.0.0.1", "10.0.0.1"},
@@ -49,5 +56,25 @@ func TestCanonicalAddr(t *testing.T) {
 		if got := canonicalAddr(tc.in); got != tc.want {
 			t.Errorf("canonicalAddr(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// Host names that differ only in case name one host (DNS names are
+// case-insensitive): one replica, keyed by the name in lower case. Each
+// spelling was a replica of its own.
+func TestHostNameCaseOneReplica(t *testing.T) {
+	r := startReplica(t, "127.0.0.1")
+	_, port, err := net.SplitHostPort(r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialT(t, "host case", WithResolver(Static(
+		"LocalHost:"+port,
+		"localhost:"+port,
+		"LOCALHOST:"+port,
+	)))
+	st := c.Stats()
+	if want := "localhost:" + port; len(st.Replicas) != 1 || st.Replicas[0].Addr != want {
+		t.Fatalf("replicas %+v, want one, %s", st.Replicas, want)
 	}
 }
