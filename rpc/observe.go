@@ -30,9 +30,9 @@ type CallEvent struct {
 	// logged as a handler error (no answer goes out); one that returned
 	// its ctx's context.DeadlineExceeded once the call's deadline passed
 	// is answered and seen as [StatusDeadlineExceeded], as gRPC-go
-	// reports codes.DeadlineExceeded, and is not logged either. On a client it is 0 when no answer came: Err then
-	// says why (ctx ended, connection closed, go-away before the call was
-	// sent...).
+	// reports codes.DeadlineExceeded, and is not logged either. On a
+	// client it is 0 when no answer came: Err then says why (ctx ended,
+	// connection closed, go-away before the call was sent...).
 	Status uint32
 	// Err is, on a client, the error Call returned (nil on 200), or for a
 	// promise ([Client.Send]) the error its Wait returned, or
