@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +38,8 @@ func TestMetadataTooLargeSaysSizes(t *testing.T) {
 	}
 
 	// The largest numbers fit the buffer.
-	if got, w := tooLargeText(1<<62, 1<<62), "metadata too large: 4611686018427387904 bytes encoded, over the server's limit of 4611686018427387904 bytes"; got != w {
+	big := strconv.Itoa(math.MaxInt)
+	if got, w := tooLargeText(math.MaxInt, math.MaxInt), "metadata too large: "+big+" bytes encoded, over the server's limit of "+big+" bytes"; got != w {
 		t.Errorf("text %q, want %q", got, w)
 	}
 
