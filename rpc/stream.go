@@ -359,13 +359,7 @@ func (s *Stream) Send(msg []byte) error {
 // (a handler's over TLS is bounded by the write timeout alone). Either
 // way no Send follows it.
 func (s *Stream) CloseSend() error {
-	if s.done != nil {
-		select {
-		case <-s.done:
-			s.cancelSeen() // as Recv does
-		default:
-		}
-	}
+	s.cancelSeen()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
@@ -435,13 +429,7 @@ func (s *Stream) CloseSend() error {
 // never the stream's, and stay valid until the caller reuses buf (a Recv
 // into buf[:0] overwrites the message the previous one returned there).
 func (s *Stream) Recv(buf []byte) ([]byte, error) {
-	if s.done != nil {
-		select {
-		case <-s.done:
-			s.cancelSeen()
-		default:
-		}
-	}
+	s.cancelSeen()
 	s.mu.Lock()
 	for s.qh == len(s.q) {
 		if s.rdone {
@@ -511,16 +499,25 @@ func (s *Stream) Recv(buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// cancelSeen is a client's Recv that found the stream's ctx ended: the
-// stream is canceled now, as the AfterFunc on ctx would (it may not have
-// run yet: it runs on a goroutine of its own), so that Recv returns ctx's
-// error at once, not the messages still queued in the meantime. It does
-// nothing to a stream that had ended (the server's end, the connection's
-// close: Recv returns its messages and end, as after a cancel that comes
-// later) or was canceled already. The end's write is bounded by ctx,
-// which has ended: if it cannot go at once, another goroutine writes it.
+// cancelSeen is a client's Recv or CloseSend looking at the stream's ctx
+// first: when it has ended, the stream is canceled now, as the AfterFunc
+// on ctx would (it may not have run yet: it runs on a goroutine of its
+// own), so that Recv returns ctx's error at once, not the messages still
+// queued in the meantime, and CloseSend ctx's error. It does nothing to a
+// stream whose ctx cannot end or has not, that had ended (the server's
+// end, the connection's close: Recv returns its messages and end, as
+// after a cancel that comes later) or was canceled already. The end's
+// write is bounded by ctx, which has ended: if it cannot go at once,
+// another goroutine writes it.
 func (s *Stream) cancelSeen() {
-	s.clientCancel(s.ctx, s.ctx.Err())
+	if s.done == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		s.clientCancel(s.ctx, s.ctx.Err())
+	default:
+	}
 }
 
 // put queues a message that arrived (read loop). When the stream's buffer
