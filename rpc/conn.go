@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
 
@@ -52,6 +53,10 @@ type serverConn struct {
 	// in the free list are given back while the connection holds more
 	// than one (trimJobs); 0 while it holds one or none.
 	trimAt int64
+	// stall (role holder only) bounds the read loop's waits for room in a
+	// full stream buffer (boundStall): made at the first such wait, reset
+	// at each one after.
+	stall *time.Timer
 
 	inflight   atomic.Int32 // requests being parsed, run or answered
 	goAwaySent atomic.Bool

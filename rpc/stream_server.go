@@ -99,9 +99,11 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 				c.close(fmt.Errorf("write: %w", err))
 				return false
 			}
-			stop := c.boundStall()
+			bounded := c.boundStall()
 			t.onMsg(p, true)
-			stop()
+			if bounded {
+				c.stall.Stop()
+			}
 			return !c.closed.Load()
 		}
 	case wire.KindStreamEnd:
@@ -207,16 +209,24 @@ func (c *serverConn) streamOverrun(p []byte) {
 // a stream whose handler does not read (a server-streaming handler with
 // nothing to send, say) and then closed its socket held the connection,
 // its read loop and handler goroutines and the buffered messages for
-// ever (TestStreamStallBoundedByIdleTimeout). The returned func ends the
-// bound; with no idle limit it does nothing.
-func (c *serverConn) boundStall() (stop func() bool) {
+// ever (TestStreamStallBoundedByIdleTimeout). It reports whether it set
+// the bound (c.stall, which the caller stops once the wait is over): not
+// with no idle limit. A canonical client whose handler reads slower than
+// it sends stalls the read loop at each message, so the connection keeps
+// one timer for its stalls rather than making one at each.
+func (c *serverConn) boundStall() bool {
 	d := c.s.opts.idleTimeout
 	if d <= 0 {
-		return func() bool { return false }
+		return false
 	}
-	return time.AfterFunc(d, func() {
-		c.close(fmt.Errorf("stream stall: the read loop waited %v (WithIdleTimeout) for a stream's handler to make room for a message sent past the window; no byte was read meanwhile", d))
-	}).Stop
+	if c.stall == nil {
+		c.stall = time.AfterFunc(d, func() {
+			c.close(fmt.Errorf("stream stall: the read loop waited %v (WithIdleTimeout) for a stream's handler to make room for a message sent past the window; no byte was read meanwhile", d))
+		})
+	} else {
+		c.stall.Reset(d)
+	}
+	return true
 }
 
 // streamOpen handles a kind 3 frame: it starts the stream's handler on a
