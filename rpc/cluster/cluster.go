@@ -355,7 +355,11 @@ func (c *Client) update(eps []Endpoint) {
 // answer a handler gave, a broken connection, a ctx error) is never sent
 // again. A call whose ctx has already ended returns ctx's error at once,
 // as [rpc.Client.Call] does, whether or not a replica is ready (nothing
-// is sent; [Stats] counts it failed). With no admitted replica the call
+// is sent; [Stats] counts it failed); one whose deadline has passed,
+// its Done not closed yet (its timer late), is not sent by the
+// connection and fails with context.DeadlineExceeded, which does not
+// count against the replica it was routed to (neither towards its
+// ejection nor in its latency). With no admitted replica the call
 // fails with [ErrNoReplica] (or waits, see [WithWaitForReady]), but a
 // retry that finds none returns the refusal it followed; after Close,
 // with an error matching rpc.ErrClosed. An error the replica's
@@ -390,7 +394,8 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // Send's success shows only that it was written).
 func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn) (T, error)) (T, error) {
 	c.calls.Add(1)
-	if done := ctx.Done(); done != nil {
+	done := ctx.Done()
+	if done != nil {
 		select {
 		case <-done:
 			// Ended before it began: ctx's error, as rpc.Client.Call
@@ -444,9 +449,9 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 			c.retries.Add(1) // counted once the retry has a connection
 		}
 		// live: a call (answered) handed to the connection with its
-		// ctx not done; a deadline that then ends it passed while the
-		// replica had it.
-		live := answered && ctx.Err() == nil
+		// ctx not done and time left; a deadline that then ends it
+		// passed while the replica had it.
+		live := answered && timeLeft(ctx, done)
 		var start int64 // 0: the call is not timed
 		if answered && cn.r.lat.timeNext() {
 			start = now()
@@ -463,6 +468,14 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 				cn.r.ok()
 			}
 			return v, nil
+		}
+		if live && err == context.DeadlineExceeded && !isDone(done) {
+			// The connection gave ctx's error while Done is open: the
+			// deadline passed between timeLeft and the connection's own
+			// look, and the call was not sent (rpc.Client.Call). A call
+			// sent and abandoned at its deadline returns once Done is
+			// closed.
+			live = false
 		}
 		if c.account(cn, err, live) && start != 0 {
 			cn.r.lat.observe(start, now())
@@ -485,6 +498,34 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		}
 		c.failed.Add(1)
 		return v, c.onReplica(cn, err)
+	}
+}
+
+// timeLeft reports whether a call under ctx (done is ctx.Done()) is
+// sent: ctx is not done and its deadline, if any, has not passed. A ctx
+// that can never end has no deadline (rpc.Client does not look for one
+// either), and costs nothing; one with a deadline costs a clock reading.
+// rpc.Client fails a call whose deadline has passed with
+// context.DeadlineExceeded before sending it, even while Done is not
+// closed yet (its timer late): such a call says nothing of the replica.
+func timeLeft(ctx context.Context, done <-chan struct{}) bool {
+	if done == nil {
+		return true
+	}
+	if isDone(done) {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > 0
+}
+
+// isDone reports whether done (a ctx's Done, nil: never) is closed.
+func isDone(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -104,9 +104,9 @@
 // Costs: a warm call allocates nothing; beside the call on its
 // connection it costs a few atomic operations (in-flight counts, the
 // loads and latencies of two connections, the call counter, the budget,
-// the ctx's error before the call is sent, the replica's latency after
-// the answer), two reads of the monotonic clock (the call's start and
-// end; a third when P2C finds one replica much slower) and two random
-// numbers (with weights, two to four, and
-// a binary search over the running sums of the weights).
+// the replica's latency after the answer), two reads of the monotonic
+// clock (the call's start and end; a third when P2C finds one replica
+// much slower, and one more for a ctx with a deadline: whether it has
+// passed, see [Client.Call]) and two random numbers (with weights, two
+// to four, and a binary search over the running sums of the weights).
 package cluster
