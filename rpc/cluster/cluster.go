@@ -1206,7 +1206,8 @@ type ReplicaStats struct {
 	Conns, InFlight int
 	// Ejections counts ejections in a row, on which its back-off
 	// depends: 0 once it answers a call, or passes two health checks
-	// in a row after its admission (see [DefaultEjectBase]).
+	// in a row after its admission with no call failed meanwhile (see
+	// [DefaultEjectBase]).
 	Ejections int
 	// Weight is the replica's weight (see [Endpoint]).
 	Weight float64

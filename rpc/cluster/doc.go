@@ -52,7 +52,9 @@
 // or that fails or times out a health check, is ejected: it gets no call
 // for a back-off (doubling with each ejection in a row: the row ends when
 // it answers a call, or passes two health checks in a row once admitted
-// again, a full interval of health between them; while no replica is
+// again, a full interval of health between them, while its calls do not
+// fail (a check passed after a failed call, with no call answered since,
+// is no pass for the row); while no replica is
 // ready and calls want one, the back-off ends once its first step has
 // passed, so that the first replica back after an outage of all is
 // found at once), then is dialed and probed again, and admitted only

@@ -41,8 +41,10 @@ const (
 	// The row ends when the replica answers a call, or passes two
 	// periodic health checks in a row after it is admitted again (the
 	// first comes a health interval after the admission, the second an
-	// interval later): passing the probe that admits it again, or the
-	// first check after it, does not end it. While no replica is ready
+	// interval later) while its calls do not fail: passing the probe that
+	// admits it again, or the first check after it, does not end it, nor
+	// does a check passed after a failed call and before an answered one
+	// (its calls fail behind a healthy server). While no replica is ready
 	// and a call wants one, a back-off ends once the base has passed
 	// (see [WithEjection]).
 	DefaultEjectBase = 500 * time.Millisecond

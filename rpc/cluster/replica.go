@@ -119,13 +119,18 @@ func (r *replica) endRowLocked() {
 // are a full health interval apart (the ticker starts afresh at the
 // admission), a real period of health while it got calls. The first
 // only follows the probe that admitted it, made before its connection
-// got calls.
+// got calls. A check passed while the replica's last call failed (its
+// calls fail behind a healthy server: a handler's failure) is no pass
+// for the row: its health says nothing of its calls, and only an
+// answered call ends the row then (see ok), so that a replica that gets
+// its failing calls slowly still backs off longer at each ejection.
 func (r *replica) passed() {
 	c := r.c
 	c.mu.Lock()
 	if r.state == stateReady {
-		r.passes++
-		if r.passes >= 2 {
+		if r.fails.Load() != 0 {
+			r.passes = 0
+		} else if r.passes++; r.passes >= 2 {
 			r.endRowLocked()
 		}
 	}
