@@ -168,8 +168,9 @@ var (
 // the background: resolution is retried after 1 s, doubling up to the
 // refresh interval ([WithRefresh]) while no address is known, and a
 // replica that cannot be reached is retried after its ejection back-off
-// ([WithEjection]: 0.5 s doubling to 30 s by default; 0.5 s while no
-// replica is ready and calls want one). Meanwhile calls
+// ([WithEjection]: 0.5 s doubling to 30 s by default; while no replica
+// is ready and calls want one, 0.5 s doubling with each redial of the
+// outage to 30 s). Meanwhile calls
 // fail at once with an error matching [ErrNoReplica] that says what went
 // wrong, or wait within their ctx with [WithWaitForReady].
 //

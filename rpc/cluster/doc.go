@@ -55,9 +55,13 @@
 // again, a full interval of health between them, while its calls do not
 // fail (a check passed after a failed call, with no call answered since,
 // is no pass for the row); while no replica is
-// ready and calls want one, the back-off ends once its first step has
-// passed, so that the first replica back after an outage of all is
-// found at once), then is dialed and probed again, and admitted only
+// ready and calls want one, the back-off ends once the outage's own
+// step has passed, the first step at the outage's first redial,
+// doubling with each redial after it up to the cap, so that the first
+// replica back after an outage of all is found within about as long as
+// the outage lasted, not after the row's back-off, and replicas still
+// down are not redialed at the first step's pace), then is dialed and
+// probed again, and admitted only
 // when serving. A call fails when its answer is 500 and above (a handler's
 // failure) or 404 "no such method" ([rpc.IsNoSuchMethod]: a replica
 // deployed without it; a handler's own 404 does not count), when

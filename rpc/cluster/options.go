@@ -45,8 +45,8 @@ const (
 	// admits it again, or the first check after it, does not end it, nor
 	// does a check passed after a failed call and before an answered one
 	// (its calls fail behind a healthy server). While no replica is ready
-	// and a call wants one, a back-off ends once the base has passed
-	// (see [WithEjection]).
+	// and a call wants one, a back-off is cut short after the outage's
+	// own back-off (from the base, see [WithEjection]).
 	DefaultEjectBase = 500 * time.Millisecond
 	// DefaultEjectMax caps the back-off of an ejected replica.
 	DefaultEjectMax = 30 * time.Second
@@ -283,11 +283,15 @@ func WithHealthService(name string) Option {
 // DefaultEjectBase), and any base and cap work: it never overflows.
 //
 // While no replica is ready and a call wants one (it found none since the
-// back-off began, or waits for one: [WithWaitForReady]), every back-off
-// ends once base (±20 %) has passed: after an outage of every replica,
-// the first one back is found within base, not after the back-off its
-// row of ejections has grown to, and replicas still down are dialed at
-// most once a base each, and only while calls want one.
+// back-off began, or waits for one: [WithWaitForReady]), a back-off is
+// cut short after the outage's own step: base (±20 %) for a replica's
+// first redial of the outage, doubling with each redial after it up to
+// the cap (±20 % each), counted afresh once the replica is admitted.
+// After an outage of every replica, the first one back is found within
+// a step of that back-off (about as long as the outage has lasted, at
+// most the cap), not after the back-off its row of ejections had grown
+// to before it, and replicas still down are dialed as the back-off
+// allows, and only while calls want one.
 //
 // A deadline that passes while a replica has the call counts: callers
 // whose deadlines are shorter than the time the service takes to answer

@@ -61,7 +61,11 @@ type replica struct {
 	// passes counts the periodic health checks passed in a row since
 	// the replica was last admitted; the second ends the row of
 	// ejections (see passed).
-	passes  int
+	passes int
+	// outage counts its back-offs cut short, since it was last admitted,
+	// because no replica was ready and a call wanted one: the next one
+	// is cut short after the outage's own back-off step (see backoff).
+	outage  int
 	lastErr error
 }
 
@@ -318,7 +322,7 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 	defer c.mu.Unlock()
 	if r.state != stateReady && !c.closed && !r.removed.Load() {
 		r.state, r.tried = stateReady, true
-		r.passes = 0
+		r.passes, r.outage = 0, 0
 		// Its latency before the ejection (often the reason for it)
 		// says nothing of the replica now.
 		r.lat.reset()
@@ -464,26 +468,36 @@ func (r *replica) ejectLocked(err error) {
 //
 // While no replica is ready and a call wants one (it found none since the
 // back-off began, or waits for one: WithWaitForReady), the back-off ends
-// early, once the first step of a back-off (WithEjection's base, ±20 %)
-// has passed: after an outage of every replica, the first one back is
-// found within that step, not after the back-off its row of ejections
-// has grown to (up to 30 s by default), and a replica still down is
-// tried no more often than the first step allows, and only while calls
-// want one. With a replica ready, the back-offs run in full.
+// early, once the outage's own step has passed: the first step of a
+// back-off (WithEjection's base, ±20 %) for the replica's first back-off
+// cut short since it was last admitted, doubling with each one after it
+// up to WithEjection's cap, ±20 % each. After an outage of every
+// replica, the first one back is found within a step of the outage's own
+// back-off (about as long as the outage has lasted, at most the cap),
+// not after the back-off its row of ejections had grown to before (up
+// to 30 s by default, however short the outage), and a replica still
+// down is dialed as the back-off allows, and only while calls want one:
+// a dial per base at first, then fewer (it was a dial per base for as
+// long as the outage lasted, twice a second per replica by default).
+// With a replica ready, the back-offs run in full.
 func (r *replica) backoff() bool {
 	c := r.c
 	c.mu.Lock()
-	n := r.ejections
+	n, o := r.ejections, r.outage
 	c.mu.Unlock()
 	start := now()
 	d := jitter(backoffFor(n, c.o.ejectBase, c.o.ejectMax))
 	t := time.NewTimer(d)
 	defer t.Stop()
 	var early <-chan time.Time
-	if step := jitter(c.o.ejectBase); step < d {
+	step := jitter(backoffFor(o+1, c.o.ejectBase, c.o.ejectMax))
+	if step < d {
 		e := time.NewTimer(step)
 		defer e.Stop()
 		early = e.C
+	}
+	if backoffHook != nil {
+		backoffHook(r.addr, min(step, d))
 	}
 	var want chan struct{} // closed at a call's want; nil: not watched yet
 	for {
@@ -500,6 +514,7 @@ func (r *replica) backoff() bool {
 		}
 		c.mu.Lock()
 		if c.wantedLocked(start) {
+			r.outage++
 			c.mu.Unlock()
 			return r.ctx.Err() == nil
 		}
@@ -508,6 +523,11 @@ func (r *replica) backoff() bool {
 		c.mu.Unlock()
 	}
 }
+
+// backoffHook, when a test sets it, is told of each back-off of the
+// replica of addr as it begins: wait is how long it lasts at most while
+// calls want a replica and none is ready (its full length otherwise).
+var backoffHook func(addr string, wait time.Duration)
 
 // backoffFor returns the back-off of the n-th ejection in a row: base,
 // doubling with each ejection after the first, at most most. It doubles
