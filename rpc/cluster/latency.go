@@ -31,6 +31,20 @@ const (
 	// than half latencyFloor, one in latencySample on average is timed
 	// (see timeNext).
 	latencySample = 8
+	// latencyStep: an answer moves the stored average only when it moves
+	// it by more than 1/latencyStep of the average, or of half
+	// latencyFloor when the average is lower (below which the draws see
+	// no difference): the words are read by every pick on every caller's
+	// core, and a store on each timed answer made their cache line
+	// bounce between the cores. A steady latency x so leaves the average
+	// between x/1.125 and x/0.9375 (stored at every answer, it tends to
+	// x), far inside latencyBand.
+	latencyStep = 32
+	// latencyAtGrain is how far the time of the last answer may lag
+	// before an answer stores its own: the draws weigh the age of a
+	// latency in latencyFade units, and a lag of a sixteenth of one
+	// widens the band by a sixteenth at most.
+	latencyAtGrain = int64(latencyFade / 16)
 )
 
 // epoch is the origin of now: time.Since reads the monotonic clock
@@ -51,7 +65,10 @@ func now() int64 { return max(int64(time.Since(epoch)), 1) }
 // the few calls it still gets. Its
 // words are read and written without a lock: answers that end at the
 // same moment may lose one of their updates, which an average does not
-// notice.
+// notice. They are read by every pick, on every caller's core, and
+// written only when they change meaningfully (see latencyStep and
+// latencyAtGrain), so that a replica whose latency holds steady costs
+// its callers no write to a shared cache line per answer.
 type latency struct {
 	avg  atomic.Uint64 // float64 bits: nanoseconds
 	at   atomic.Int64  // now() of the last answer
@@ -69,11 +86,21 @@ func (l *latency) observe(start, t int64) {
 		d = min(d, math.Float64frombits(l.avg.Load()))
 		l.seen.Store(2)
 	default:
-		if avg := math.Float64frombits(l.avg.Load()); d < avg {
+		// Known: the words are written only when they change
+		// meaningfully (the hot path of a warm call).
+		avg := math.Float64frombits(l.avg.Load())
+		if d < avg {
 			d = 0.5*avg + 0.5*d
 		} else {
 			d = 0.75*avg + 0.25*min(d, 4*avg)
 		}
+		if math.Abs(d-avg) > max(avg, latencyFloor/2)/latencyStep {
+			l.avg.Store(math.Float64bits(d))
+		}
+		if t-l.at.Load() >= latencyAtGrain {
+			l.at.Store(t)
+		}
+		return
 	}
 	l.avg.Store(math.Float64bits(d))
 	l.at.Store(t)
