@@ -73,6 +73,9 @@ type Client struct {
 	waiting     int
 	wantCh      chan struct{}
 	wantWatched bool
+	// gone remembers the replicas the resolver dropped, for a while
+	// (see goneReplica); nil until one is.
+	gone map[string]goneReplica
 }
 
 // readySet is the connections that get calls, and their weights.
@@ -1015,6 +1018,7 @@ func (c *Client) setEndpoints(eps []Endpoint) error {
 	}
 	for a, r := range c.replicas {
 		if _, ok := want[a]; !ok && !r.removed.Load() {
+			c.rememberLocked(r)
 			r.remove()
 		}
 	}
@@ -1025,6 +1029,7 @@ func (c *Client) setEndpoints(eps []Endpoint) error {
 		}
 		r := newReplica(c, a)
 		r.weight = w
+		c.recallLocked(r)
 		c.replicas[a] = r
 		c.wg.Add(1)
 		go r.run()

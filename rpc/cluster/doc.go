@@ -33,7 +33,13 @@
 // Only the standard library's net.Resolver is used; a DNS server can be
 // named in the target ("dns://10.0.0.2:53/name:port"). A set of more
 // addresses than [WithMaxReplicas] allows (1024 by default) is refused
-// as a failed resolution is.
+// as a failed resolution is. A replica whose address a resolution drops
+// is remembered for the ejection back-off's cap ([WithEjection], or to
+// the end of its own back-off if later; at most as many as
+// WithMaxReplicas, the oldest forgotten first): given again meanwhile (a
+// resolver that flaps), it keeps its row of ejections, waits out the
+// rest of its back-off, and keeps its latency when it was admitted,
+// rather than coming back as a fresh replica.
 //
 // Balancing: [P2C] (default) draws two connections and gives the call to
 // the cheaper: the one with the lower load (calls in flight, open streams

@@ -67,6 +67,14 @@ type replica struct {
 	// is cut short after the outage's own back-off step (see backoff).
 	outage  int
 	lastErr error
+	// backoffEnd is the now() at which its back-off ends, while it
+	// backs off (0: it does not); resume is the end of the back-off of
+	// the replica it stands for (see recallLocked), which run waits out
+	// first; keepLat: its latency is that replica's, kept at its first
+	// admission.
+	backoffEnd int64
+	resume     int64
+	keepLat    bool
 }
 
 // errDraining: the replica's health check says it is going away.
@@ -186,6 +194,12 @@ func (r *replica) run() {
 	// broke, or went away): connect probes the connection it dials in
 	// its place before that one gets calls, and that probe is the check.
 	recheck := false
+	c.mu.Lock()
+	resume := r.resume
+	c.mu.Unlock()
+	if d := resume - now(); d > 0 && !r.wait(time.Duration(d)) {
+		return // removed, or the client closed
+	}
 	for {
 		if r.ctx.Err() != nil { // removed, or the client closed
 			return
@@ -324,8 +338,12 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 		r.state, r.tried = stateReady, true
 		r.passes, r.outage = 0, 0
 		// Its latency before the ejection (often the reason for it)
-		// says nothing of the replica now.
-		r.lat.reset()
+		// says nothing of the replica now; one the resolver dropped and
+		// gave again while it was admitted keeps its own.
+		if !r.keepLat {
+			r.lat.reset()
+		}
+		r.keepLat = false
 		r.rejoined.Store(r.ejections > 0)
 		// Calls that failed before it was admitted (late answers on the
 		// connections of its last ejection) do not count against it.
@@ -483,10 +501,27 @@ func (r *replica) ejectLocked(err error) {
 func (r *replica) backoff() bool {
 	c := r.c
 	c.mu.Lock()
-	n, o := r.ejections, r.outage
+	n := r.ejections
 	c.mu.Unlock()
+	return r.wait(jitter(backoffFor(n, c.o.ejectBase, c.o.ejectMax)))
+}
+
+// wait is backoff's wait of d, cut short in an outage as backoff says.
+func (r *replica) wait(d time.Duration) bool {
+	c := r.c
 	start := now()
-	d := jitter(backoffFor(n, c.o.ejectBase, c.o.ejectMax))
+	c.mu.Lock()
+	o := r.outage
+	r.backoffEnd = start + int64(d)
+	if r.backoffEnd < start { // past the longest time: ends never
+		r.backoffEnd = math.MaxInt64
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		r.backoffEnd = 0
+		c.mu.Unlock()
+	}()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	var early <-chan time.Time
@@ -521,6 +556,88 @@ func (r *replica) backoff() bool {
 		want = c.wantCh
 		c.wantWatched = true
 		c.mu.Unlock()
+	}
+}
+
+// goneReplica is what the client remembers of a replica the resolver
+// dropped, for a resolver that flaps (drops an address and gives it again
+// a moment later): its row of ejections and what remains of its back-off,
+// and its latency when it was admitted. Without it, a replica ejected
+// for failing came back as a fresh one, dialed and admitted at once.
+type goneReplica struct {
+	until      int64 // the now() up to which it is remembered
+	ejections  int
+	backoffEnd int64 // see replica.backoffEnd
+	lastErr    error
+	ready      bool // admitted: its latency holds
+	avg        uint64
+	at         int64
+	seen       int32
+}
+
+// rememberLocked notes what r, which the resolver dropped, was: for the
+// back-off's cap (or to the end of its back-off, if later), and at most
+// for as many addresses as WithMaxReplicas allows (the oldest
+// forgotten first; the expired ones at once), so that a resolver that
+// rotates addresses costs a bounded memory.
+func (c *Client) rememberLocked(r *replica) {
+	t := now()
+	if c.gone == nil {
+		c.gone = make(map[string]goneReplica)
+	}
+	if len(c.gone) >= c.o.maxReplicas {
+		oldest, first := "", true
+		for a, g := range c.gone {
+			if g.until <= t {
+				delete(c.gone, a)
+			} else if first || g.until < c.gone[oldest].until {
+				oldest, first = a, false
+			}
+		}
+		if len(c.gone) >= c.o.maxReplicas {
+			delete(c.gone, oldest)
+		}
+	}
+	until := t + int64(c.o.ejectMax)
+	if until < t {
+		until = math.MaxInt64
+	}
+	g := goneReplica{
+		until:      max(until, r.backoffEnd),
+		ejections:  r.ejections,
+		backoffEnd: r.backoffEnd,
+		lastErr:    r.lastErr,
+		ready:      r.state == stateReady,
+	}
+	if g.ready {
+		g.avg, g.at, g.seen = r.lat.avg.Load(), r.lat.at.Load(), r.lat.seen.Load()
+	}
+	c.gone[r.addr] = g
+}
+
+// recallLocked gives r, new for an address the resolver gives again,
+// what the client remembers of the replica it dropped there: its row of
+// ejections, the rest of its back-off (run waits it out before it dials)
+// and, when it was admitted, its latency. Called before r runs.
+func (c *Client) recallLocked(r *replica) {
+	g, ok := c.gone[r.addr]
+	if !ok {
+		return
+	}
+	delete(c.gone, r.addr)
+	t := now()
+	if g.until <= t {
+		return
+	}
+	r.ejections, r.lastErr = g.ejections, g.lastErr
+	if g.backoffEnd > t {
+		r.state, r.tried, r.resume = stateEjected, true, g.backoffEnd
+	}
+	if g.ready {
+		r.lat.avg.Store(g.avg)
+		r.lat.at.Store(g.at)
+		r.lat.seen.Store(g.seen)
+		r.keepLat = true
 	}
 }
 
