@@ -84,6 +84,18 @@ func weightAt(cum []float64, k int) float64 {
 // replicas keep up, each gets a share of the calls proportional to its
 // weight, and a replica twice as heavy takes twice the load before it
 // loses a draw.
+//
+// Its latency constants (the band of 2, the 1 ms floor, the 10 ms fade,
+// one call in 8 timed below half a millisecond, the average's weights)
+// are not options: they decide only between replicas far apart, where
+// the load cannot tell them apart, and within the band the load decides
+// as it did without latency, so that no setting of them makes P2C worse
+// than load alone on replicas alike. gRPC's weighted round robin exposes
+// its periods (blackout, expiration, update) because they must fit the
+// interval at which the servers report their load, which P2C, timing
+// answers as they come, has none of. A policy that weighs latency
+// otherwise is a [Balancer] of its own, reading [Conn.Load],
+// [Conn.Latency] and [Conn.Weight].
 func P2C() Balancer { return p2c{} }
 
 type p2c struct{}
