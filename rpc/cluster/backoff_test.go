@@ -224,9 +224,11 @@ func TestFirstCheckAfterReadmissionKeepsRow(t *testing.T) {
 	}
 }
 
-// After an outage of every replica, the first one back is found within
-// the first step of a back-off (WithEjection's base) once a call wants
-// one, not after the back-off its row of ejections has grown to: here an
+// After an outage of every replica, the first one back is found within a
+// step of the outage's own back-off (from WithEjection's base, doubling
+// with each redial of the outage: see TestOutageRedialsBackOff) once a
+// call wants one, not after the back-off its row of ejections has grown
+// to: here an
 // hour, so that before, a call waiting for a replica (WithWaitForReady)
 // waited out its own wait and failed, and calls failing at once found
 // none for the hour. With a replica ready, no call wants one.
