@@ -33,6 +33,12 @@ func (o Object) Fixed(n int) []byte {
 	return o.b[o.pos : o.pos+n : o.pos+n]
 }
 
+// MessageSize is for generated code: the length of the message o lies in,
+// header included ([Message.Size]), or 0 for a null Object. A generated
+// record's DecodeView bounds what it allocates by it, as DecodeZAP does by
+// the length of its input.
+func (o Object) MessageSize() int { return len(o.b) }
+
 // BytesIn is for generated code: [Object.Bytes] for the slot at off when
 // f is o's fixed section as [Object.Fixed] returned it and the slot lies
 // inside it, which spares the slot's own bounds check (the value's bounds

@@ -27,6 +27,14 @@ func checkGeneratedHelpers(t *testing.T, b []byte) {
 		return
 	}
 	root := m.Root()
+	// MessageSize is the message's, for the root and for every object
+	// under it; 0 for a null one.
+	if want := m.Size(); root.MessageSize() != want*boolInt(!root.IsNull()) || (ok && o.MessageSize() != want) {
+		t.Fatalf("MessageSize: root %d, RootOf's %d, message %d", root.MessageSize(), o.MessageSize(), want)
+	}
+	if c := root.Object(0); c.MessageSize() != m.Size()*boolInt(!c.IsNull()) {
+		t.Fatalf("MessageSize of a nested object (null %v): %d, message %d", c.IsNull(), c.MessageSize(), m.Size())
+	}
 	for n := 0; n <= 64; n++ {
 		o, f, err := codec.ParseFixed(b, n)
 		if err != nil || !sameObject(o, root) {
@@ -46,6 +54,14 @@ func checkGeneratedHelpers(t *testing.T, b []byte) {
 			}
 		}
 	}
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestGeneratedHelpers(t *testing.T) {
