@@ -84,3 +84,50 @@ func TestDeepViewAllocs(t *testing.T) {
 		t.Errorf("views: %v allocations, want 0", n)
 	}
 }
+
+// TestDecodeViewAllocs: DecodeView allocates only the copies it makes:
+// nothing into records that hold the same values already (warm), and one
+// string for a Pair whose text it copies anew.
+func TestDecodeViewAllocs(t *testing.T) {
+	k := Kitchen{
+		Title: "t", Blob: []byte("b"), Bytes: []byte{1, 2, 3}, Words: []uint32{4, 5}, Longs: []uint64{6},
+		Points: []Point{{1, 2}, {3, 4}}, Origin: &Point{7, 8}, Self: &Kitchen{Title: "inner", Tail: 9},
+	}
+	d := Deep{
+		Grid: [][]uint16{{1, 2}, nil, {3}}, Words: [][][]string{{{"a", "bc"}}}, Pairs: []Pair{{A: 1, B: "x"}},
+		Blobs: [][]byte{{1}, nil}, Trees: [][]Kitchen{{{Title: "leaf"}}},
+	}
+	kv, err := ReadKitchen(k.AppendZAP(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dv, err := ReadDeep(d.AppendZAP(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kr Kitchen
+	var dr Deep
+	warm := func() {
+		if kr.DecodeView(kv) != nil || dr.DecodeView(dv) != nil {
+			panic("DecodeView failed")
+		}
+	}
+	warm()
+	if n := testing.AllocsPerRun(100, warm); n != 0 {
+		t.Errorf("warm DecodeView: %v allocations, want 0", n)
+	}
+	pv, err := ReadPair((&Pair{A: 1, B: "text"}).AppendZAP(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Pair
+	fresh := func() {
+		p.B = ""
+		if p.DecodeView(pv) != nil {
+			panic("DecodeView failed")
+		}
+	}
+	if n := testing.AllocsPerRun(100, fresh); n != 1 {
+		t.Errorf("DecodeView of a Pair whose text is new: %v allocations, want 1 (the string)", n)
+	}
+}

@@ -85,10 +85,13 @@ func TestRPCPipelining(t *testing.T) {
 	if err := cli.BumpOn(ctx, p, &bumped); err != nil || bumped.Count != 42 {
 		t.Fatalf("BumpOn(Stats): %+v %v, want Count 42", bumped, err)
 	}
-	out, err := p.Wait(ctx)
+	// The typed promise decodes its answer, a Scalars.
 	var st Scalars
-	if err != nil || st.DecodeZAP(out) != nil || st.Count != 41 {
+	if err := p.Wait(ctx, &st); err != nil || st.Count != 41 {
 		t.Fatalf("Stats' own answer: %+v %v", st, err)
+	}
+	if err := p.Wait(ctx, &st); err == nil {
+		t.Fatal("a second Wait of one promise succeeded")
 	}
 	// A chain: Bump on Bump's answer.
 	p2, err := cli.SendBump(ctx, &Scalars{Count: 1, Big: 5})
@@ -171,9 +174,8 @@ func TestRPCPipeliningAtBase(t *testing.T) {
 	if err := cli.BumpOn(ctx, p, &bumped); err != nil || bumped.Count != 7 {
 		t.Fatalf("BumpOn(SendStats) at base 100: %+v %v, want Count 7", bumped, err)
 	}
-	out, err := p.Wait(ctx)
 	var st Scalars
-	if err != nil || st.DecodeZAP(out) != nil || st.Count != 6 {
+	if err := p.Wait(ctx, &st); err != nil || st.Count != 6 {
 		t.Fatalf("SendStats at base 100: %+v %v, want Count 6", st, err)
 	}
 }

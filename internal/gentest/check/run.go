@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"strings"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -31,8 +32,9 @@ type Type struct {
 // schema (e.g. "eth.zap"), but the one recording a canonical defect,
 // against the records in types (by struct name): AppendZAP reproduces the
 // bytes exactly, also after a prefix; SizeZAP is their length; the view of
-// the fixture bytes shows the values; DecodeZAP of the fixture bytes gives
-// the record back, also into a record holding stale random values.
+// the fixture bytes shows the values; DecodeZAP of the fixture bytes, and
+// DecodeView of their view, give the record back, also into a record
+// holding stale random values.
 func Fixtures(t *testing.T, schema string, types map[string]Type) {
 	cases := Generated(t)
 	byName := map[string]Case{}
@@ -90,10 +92,46 @@ func Fixtures(t *testing.T, schema string, types map[string]Type) {
 					t.Errorf("DecodeZAP: %s", d)
 				}
 			}
+			checkDecodeView(t, r, typ, want, rec)
 		})
 	}
 	if n == 0 {
 		t.Fatalf("generated.json has no case for %s", schema)
+	}
+}
+
+// DecodeView calls rec's DecodeView (every generated record has one) with
+// view, the view of its type that Read returned.
+func DecodeView(rec Record, view any) error {
+	out := reflect.ValueOf(rec).MethodByName("DecodeView").Call([]reflect.Value{reflect.ValueOf(view)})
+	err, _ := out[0].Interface().(error)
+	return err
+}
+
+// checkDecodeView checks that DecodeView of the view of msg, into a fresh
+// record and into one holding stale values, gives want, and that the
+// record keeps nothing of the message: want still comes back after every
+// byte of the message is overwritten.
+func checkDecodeView(t *testing.T, r *rand.Rand, typ Type, msg []byte, want Record) {
+	t.Helper()
+	for j, dst := range []Record{typ.New(), stale(r, typ)} {
+		cp := bytes.Clone(msg)
+		v, err := typ.Read(cp)
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		if err := DecodeView(dst, v); err != nil {
+			t.Fatalf("DecodeView #%d: %v\n%x", j, err, msg)
+		}
+		if d := Equal(want, dst); d != "" {
+			t.Fatalf("DecodeView #%d: %s\n%x", j, d, msg)
+		}
+		for k := range cp {
+			cp[k] = 0xA5
+		}
+		if d := Equal(want, dst); d != "" {
+			t.Fatalf("DecodeView #%d: the record changed with the message's bytes (it aliases them): %s\n%x", j, d, msg)
+		}
 	}
 }
 
@@ -105,7 +143,9 @@ func stale(r *rand.Rand, typ Type) Record {
 
 // RoundTrip checks n random records of every type, seeded: AppendZAP (after
 // a random prefix) writes SizeZAP bytes; the view shows the record; DecodeZAP
-// into a fresh record and into one holding stale values gives it back;
+// and DecodeView (of the view) into a fresh record and into one holding
+// stale values give it back, DecodeView's unchanged once the message's
+// bytes are overwritten;
 // MarshalBinary, AppendBinary and UnmarshalBinary agree with them; and
 // corrupting one byte or truncating the message never panics.
 func RoundTrip(t *testing.T, seed uint64, n int, types map[string]Type) {
@@ -144,6 +184,7 @@ func RoundTrip(t *testing.T, seed uint64, n int, types map[string]Type) {
 						t.Fatalf("#%d/%d: DecodeZAP: %s\n%x", i, j, d, msg)
 					}
 				}
+				checkDecodeView(t, r, typ, msg, rec)
 				dst := typ.New()
 				if err := dst.UnmarshalBinary(msg); err != nil || Equal(rec, dst) != "" {
 					t.Fatalf("#%d: UnmarshalBinary: %v %s", i, err, Equal(rec, dst))
@@ -167,6 +208,7 @@ func Poke(typ Type, b []byte) {
 	if v, err := typ.Read(b); err == nil {
 		rec := typ.New()
 		_ = View(rec, v) // walks every accessor of the view
+		_ = DecodeView(typ.New(), v)
 		_ = rec.DecodeZAP(b)
 		if err := rec.DecodeZAP(b); err == nil {
 			_ = View(rec, v)
@@ -203,9 +245,9 @@ func Allocs(t *testing.T, seed uint64, types map[string]Type) {
 	}
 }
 
-// FuzzDecode feeds arbitrary bytes to DecodeZAP and to every view
-// accessor of every type in types: errors are fine, panics and hangs are
-// not. A message that decodes must encode again to a message that decodes
+// FuzzDecode feeds arbitrary bytes to DecodeZAP, to every view accessor
+// and to DecodeView of every type in types: errors are fine, panics and
+// hangs are not, and DecodeView agrees with DecodeZAP. A message that decodes must encode again to a message that decodes
 // to the same record. The corpus starts with 4 random records of each type
 // (seeded with seed).
 func FuzzDecode(f *testing.F, seed uint64, types map[string]Type) {
@@ -221,7 +263,30 @@ func FuzzDecode(f *testing.F, seed uint64, types map[string]Type) {
 		for name, typ := range types {
 			Poke(typ, b)
 			rec := typ.New()
-			if err := rec.DecodeZAP(b); err != nil {
+			err := rec.DecodeZAP(b)
+			// DecodeView of b's view decodes the same object, with a
+			// budget from the message's size, which is len(b) or less: it
+			// fails where DecodeZAP fails, and may run out of budget
+			// (codec.ErrShared) where DecodeZAP, given more bytes, does
+			// not.
+			if v, rerr := typ.Read(b); rerr == nil {
+				fromView := typ.New()
+				verr := DecodeView(fromView, v)
+				switch {
+				case verr != nil:
+					checkDecodeError(t, name, verr)
+					if err == nil && !errors.Is(verr, codec.ErrShared) {
+						t.Fatalf("%s: DecodeView fails where DecodeZAP does not: %v", name, verr)
+					}
+				case err != nil:
+					t.Fatalf("%s: DecodeView accepts what DecodeZAP refuses (%v)", name, err)
+				default:
+					if d := Equal(rec, fromView); d != "" {
+						t.Fatalf("%s: DecodeView and DecodeZAP differ: %s", name, d)
+					}
+				}
+			}
+			if err != nil {
 				checkDecodeError(t, name, err)
 				continue
 			}

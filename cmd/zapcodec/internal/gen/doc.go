@@ -18,6 +18,7 @@
 //	func (m *T) AppendZAP(dst []byte) []byte   // one whole version-1 message
 //	func (m *T) SizeZAP() int                  // its exact length
 //	func (m *T) DecodeZAP(b []byte) error      // fills m, reusing m's memory
+//	func (m *T) DecodeView(v TView) error      // the same from a view, copying
 //	func (m *T) AppendBinary(dst []byte) ([]byte, error)
 //	func (m *T) MarshalBinary() ([]byte, error)
 //	func (m *T) UnmarshalBinary(b []byte) error
@@ -25,6 +26,8 @@
 //	func ReadT(b []byte) (TView, error)
 //	func (v TView) IsNull() bool
 //	func (v TView) F() ...                     // one accessor per field
+//	type TPromise struct{ rpc.Promise }        // if a client method returns or takes T
+//	func (p TPromise) Wait(ctx context.Context, resp *T) error
 //
 // Field types: bool, u8..u64 → uint8..uint64, i8..i64 → int8..int64, f32/f64
 // → float32/float64, text → string, bytes → []byte, bytes_fixed[N] → [N]byte,
@@ -59,6 +62,15 @@
 // client method would have that name.
 //
 // # Decoding
+//
+// DecodeView fills a record from a view of it (a request view that a
+// server method keeps past its return, a nested record's or a list
+// element's view) as DecodeZAP fills it from a message, with the same
+// code and errors: it copies every text, bytes and list value into m's own
+// memory and keeps nothing of the message, and allocates nothing more
+// than those copies and the nested records m lacks (nothing into a record
+// that holds the same values). Its budget (below) is that of the view's
+// whole message.
 //
 // DecodeZAP checks once that a record's fixed section lies inside the
 // message and then loads its scalars and bytes_fixed fields at constant
@@ -133,14 +145,16 @@
 // # RPC stubs (per interface I, method M with ordinal n)
 //
 //	const IMOrdinal uint32 = n
+//	func IMethodName(ordinal uint32) string  // "m" for IMOrdinal, "" for none
 //	const IServiceName = "schemapkg.I"        // "I" without a package clause
 //	type IServer interface{ M(ctx context.Context, req ReqView, resp *Resp) error }
+//	type UnimplementedIServer struct{}         // every method answers 404 rpc.NoSuchMethod
 //	func RegisterIServer(s *rpc.Server, impl IServer, opts ...rpc.MountOption)
 //	type IClient struct{ ... }
 //	func NewIClient(c rpc.Caller, opts ...rpc.MountOption) *IClient
 //	func (c *IClient) M(ctx context.Context, req *Req, resp *Resp) error
-//	func (c *IClient) SendM(ctx context.Context, req *Req) (rpc.Promise, error)
-//	func (c *IClient) MOn(ctx context.Context, p rpc.Promise, resp *Resp) error
+//	func (c *IClient) SendM(ctx context.Context, req *Req) (RespPromise, error)
+//	func (c *IClient) MOn(ctx context.Context, p ReqPromise, resp *Resp) error
 //
 // A method without a request drops req, one without a result drops resp.
 // SendM (promise pipelining, over an rpc.Sender) exists for a method with
@@ -151,4 +165,28 @@
 // I's ordinals overlap another mounted interface's); with rpc.At(base) it
 // serves M at base+n, and NewIClient given the same rpc.At(base) calls
 // there. Without an option both use the canonical ordinals 1..n.
+//
+// SendM returns the typed promise of its result, whose Wait(ctx, resp)
+// decodes the answer (the embedded rpc.Promise gives Release, and the
+// untyped p.Promise.Wait); MOn takes the typed promise of its request, so
+// only a call that answers with that struct can be pipelined into it.
+//
+// An implementation that embeds UnimplementedIServer keeps building when
+// the schema gains a method, as with gRPC-go's Unimplemented servers. Its
+// methods answer as a server without the method answers: status 404 with
+// the text rpc.NoSuchMethod, so rpc.IsNoSuchMethod reports the call on the
+// client (and rpc/cluster counts it against the replica, as it counts a
+// method a replica lacks). gRPC answers UNIMPLEMENTED there; rpc has no
+// such status, and a distinct one would make the two cases of a missing
+// method look different to the client. What does differ: the call reaches
+// its handler, so the server's interceptors run around it (they do not
+// for a method the server lacks), and a streaming method's stream opens
+// and then ends 404 rpc.NoSuchMethod, where a server without the stream
+// method refuses the open with 404 "no such stream method" (which
+// rpc.IsNoSuchMethod does not report).
+//
+// IMethodName names a method for logs, metrics and interceptors, which
+// see only the wire ordinal: IMethodName(method - base), base being the
+// mount's rpc.At offset (0 without one); IServiceName + "." + the name is
+// its full name.
 package gen

@@ -171,6 +171,10 @@ func TestErrors(t *testing.T) {
 		{"send stub", "package p\nstruct R { A u32 }\ninterface Svc { get() returns (r: R); sendGet() }\n", "", "t.zap:3:39: Go name SvcClient.SendGet of method Svc.sendGet collides with the pipelined send of method Svc.get at t.zap:3:17"},
 		{"send stub after", "package p\nstruct R { A u32 }\ninterface Svc { sendGet(); get() returns (r: R) }\n", "", "t.zap:3:28: Go name SvcClient.SendGet of the pipelined send of method Svc.get collides with method Svc.sendGet at t.zap:3:17"},
 		{"on stub", "package p\nstruct R { A u32 }\ninterface Svc { get() returns (r: R); put(r: R); putOn(p: R) }\n", "", "t.zap:3:50: Go name SvcClient.PutOn of method Svc.putOn collides with the pipelined call of method Svc.put at t.zap:3:39"},
+		{"field vs DecodeView", "package p\nstruct A\n    decodeView u8\n", "", "t.zap:3:5: field decodeView: Go name DecodeView collides with the record method DecodeView"},
+		{"unimplemented server", "package p\nstruct UnimplementedSServer {}\ninterface S { ping() }\n", "", "t.zap:3:11: Go name UnimplementedSServer of the unimplemented server of S collides with struct UnimplementedSServer at t.zap:2:8"},
+		{"method names", "package p\nstruct SMethodName {}\ninterface S { ping() }\n", "", "t.zap:3:11: Go name SMethodName of the method names of S collides with struct SMethodName at t.zap:2:8"},
+		{"promise", "package p\nstruct R { A u32 }\nstruct RPromise {}\ninterface S { get() returns (r: R) }\n", "", "t.zap:2:8: Go name RPromise of the promise of struct R collides with struct RPromise at t.zap:3:8"},
 		{"send vs on stub", "package p\nstruct R { A u32 }\ninterface Svc { on() returns (r: R); send(r: R) }\n", "", "t.zap:3:38: Go name SvcClient.SendOn of the pipelined call of method Svc.send collides with the pipelined send of method Svc.on at t.zap:3:17"},
 	}
 	for _, tt := range tests {
@@ -423,7 +427,7 @@ func TestSendDoc(t *testing.T) {
 	}
 	for _, tc := range []struct{ fn, want, not string }{
 		{"SendGet", "pipeline calls on it with PutOn, FixOn (their\n// request is a B)", "...On"},
-		{"SendPut", "returns its promise: take the answer with p.Wait (then C.DecodeZAP)\n// or drop it", "pipeline"},
+		{"SendPut", "returns its promise: take the answer with p.Wait(ctx, resp)\n// or drop it", "pipeline"},
 		{"SendFix", "pipeline calls on it with PutOn, FixOn", "...On"},
 	} {
 		d := doc(tc.fn)
@@ -433,5 +437,43 @@ func TestSendDoc(t *testing.T) {
 		if !strings.Contains(d, "the call carries ctx's deadline, cap and metadata") {
 			t.Errorf("%s doc does not name the deadline:%s", tc.fn, d)
 		}
+	}
+}
+
+// TestPromiseTypes: a struct gets a typed promise, beside its record (in
+// its own schema file), when a client method returns it (Send<M>) or takes
+// it (<M>On); a result sent on a stream, or only at the end of a client
+// stream that no method takes, gets none, and its name stays free.
+func TestPromiseTypes(t *testing.T) {
+	t.Parallel()
+	f, err := schema.ParseFiles(
+		schema.Source{Name: "a.zap", Src: []byte("package p\nstruct R { A u32 }\nstruct L { B u32 }\nstruct Q { C u32 }\nstruct W { D u32 }\nstruct LPromise {}\nstruct QPromise {}\n")},
+		schema.Source{Name: "b.zap", Src: []byte("interface S { get() returns (r: R); sub() returns (stream L); up(stream L) returns (q: Q); fin(stream L) returns (w: W); put(w: W) }\n")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := string(files[0].Data), string(files[1].Data)
+	for _, want := range []string{"type RPromise struct{ rpc.Promise }", "type WPromise struct{ rpc.Promise }", "func (p RPromise) Wait(ctx context.Context, resp *R) error"} {
+		if !strings.Contains(a, want) {
+			t.Errorf("a.zap.go has no %q", want)
+		}
+	}
+	for _, absent := range []string{"type LPromise struct{ rpc", "type QPromise struct{ rpc"} {
+		if strings.Contains(a, absent) {
+			t.Errorf("a.zap.go has %q", absent)
+		}
+	}
+	for _, want := range []string{"func (c *SClient) SendGet(ctx context.Context) (RPromise, error)", "func (c *SClient) PutOn(ctx context.Context, p WPromise) error"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("b.zap.go has no %q", want)
+		}
+	}
+	if strings.Contains(b, "Promise struct") {
+		t.Errorf("b.zap.go declares a promise type")
 	}
 }

@@ -216,6 +216,8 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("}\n")
 	}
 
+	g.decodeView(s, flat)
+
 	// Binary interfaces.
 	g.p("// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.")
 	g.p("func (m *%s) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }\n", t)
@@ -225,6 +227,83 @@ func (g *generator) record(s *schema.Struct) {
 	g.p("func (m *%s) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }\n", t)
 
 	g.view(s)
+	if g.results[s] {
+		g.promise(s)
+	}
+}
+
+// decodeView writes DecodeView, which fills a record from its view: what a
+// handler calls to keep its request past its return. It decodes the
+// view's object as DecodeZAP decodes a message's root (the same code: the
+// fields of a flat record read in place, zapDecode otherwise, with the
+// budget of the view's whole message), so it copies every text, bytes and
+// list value and keeps nothing of the message.
+func (g *generator) decodeView(s *schema.Struct, flat bool) {
+	t := GoName(s.Name)
+	g.p("// DecodeView fills m from the view v, as DecodeZAP fills it from a")
+	g.p("// message: a server method that wants its request past its return")
+	g.p("// decodes the request view into a record of its own this way. m keeps")
+	g.p("// nothing of v's message: every text, bytes and list value is copied")
+	g.p("// (into m's own strings and slices where they are the same or have room),")
+	g.p("// so the message's buffer may be reused or changed once it returns. It")
+	g.p("// allocates only those copies and the nested records m does not hold")
+	g.p("// yet. A null v (or a field outside the message) reads as the zero value.")
+	if flat {
+		g.p("// A record without nested records or lists always decodes: the error is")
+		g.p("// nil.")
+	} else {
+		g.p("// Errors are DecodeZAP's, with the path from v's object (%q, say):", examplePath(s))
+		g.p("// a view is read leniently, a decode is checked.")
+	}
+	g.p("func (m *%s) DecodeView(v %sView) error {", t, t)
+	switch {
+	case len(s.Fields) == 0:
+	case flat:
+		g.p("o := v.o")
+		g.decodeFields(s, false, "")
+	default:
+		g.use("math")
+		g.p("budget := math.MaxInt // %d bytes per byte of the message, and 64, as DecodeZAP", budgetFactor)
+		g.p("if n := v.o.MessageSize(); n < (math.MaxInt-64)/%d {", budgetFactor)
+		g.p("budget = %d*n + 64", budgetFactor)
+		g.p("}")
+		g.p("if err := m.zapDecode(v.o, 0, &budget); err != nil {")
+		g.p("return codec.InField(err, %q)", s.Name)
+		g.p("}")
+	}
+	g.p("return nil")
+	g.p("}\n")
+}
+
+// promise writes the typed promise of record s, the result of some method
+// of an interface of the package: what the client's Send<M> of such a
+// method returns and what its <M>On methods take.
+func (g *generator) promise(s *schema.Struct) {
+	g.use("context")
+	g.use(rpcPath)
+	t := GoName(s.Name)
+	pt := t + "Promise"
+	g.p("// %s is the promise of a call whose answer is %s %s, sent", pt, article(t), t)
+	g.p("// without waiting for it: what a client's Send<Method> returns for a")
+	g.p("// method with that result, and what its <Method>On takes for a method")
+	g.p("// with that request (pipelining the call on this one's answer). Take the")
+	g.p("// answer with Wait or drop it with Release, one of the two, once; the")
+	g.p("// embedded rpc.Promise gives Release, ID and the rest (its untyped Wait")
+	g.p("// is p.Promise.Wait).")
+	g.p("type %s struct{ rpc.Promise }\n", pt)
+	g.p("// Wait waits for the call's answer and decodes it into resp (reusing")
+	g.p("// resp's memory), with the errors of the client's plain call: a non-200")
+	g.p("// answer is an *rpc.StatusError, one that is not a valid %s is", t)
+	g.p("// DecodeZAP's error (a *codec.FieldError; resp may be partly filled).")
+	g.p("// When ctx ends first, the call is abandoned and Wait returns ctx's")
+	g.p("// error. Either way the promise is spent (rpc.Promise.Wait).")
+	g.p("func (p %s) Wait(ctx context.Context, resp *%s) error {", pt, t)
+	g.p("out, err := p.Promise.Wait(ctx)")
+	g.p("if err == nil {")
+	g.p("err = resp.DecodeZAP(out)")
+	g.p("}")
+	g.p("return err")
+	g.p("}\n")
 }
 
 // budgetFactor is how many bytes a generated DecodeZAP may allocate per

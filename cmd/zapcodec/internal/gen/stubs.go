@@ -23,6 +23,7 @@ func (g *generator) stubs(it *schema.Interface) {
 		}
 		g.p(")\n")
 	}
+	g.methodName(it)
 
 	// Server interface.
 	g.p("// %s is implemented by a server of interface %s; register it with", srv, it.Name)
@@ -33,6 +34,9 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("// set to its zero value and is encoded after the method returns nil; it")
 	g.p("// must not be kept.")
 	g.p("// An error answers the call with its status (see rpc.Errorf), 500 by default.")
+	g.p("// An implementation that embeds Unimplemented%s keeps building when", srv)
+	g.p("// the schema gains a method: it answers the new method as a server")
+	g.p("// without it would.")
 	g.schemaDoc(true, it.Doc, it.Comment)
 	for _, m := range it.Methods {
 		if streaming(m) {
@@ -50,6 +54,7 @@ func (g *generator) stubs(it *schema.Interface) {
 		g.p("%s(%s) error", GoName(m.Name), params(it, m, true))
 	}
 	g.p("}\n")
+	g.unimplemented(it)
 
 	svcName := it.Name
 	if g.f.Package != "" {
@@ -220,9 +225,9 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("// Send%s sends a call of %s.%s without waiting for its answer and", mn, it.Name, m.Name)
 		if len(ons) > 0 {
 			g.p("// returns its promise: pipeline calls on it with %s (their", strings.Join(ons, ", "))
-			g.p("// request is %s %s), take the answer with p.Wait (then %s.DecodeZAP)", article(GoName(m.Resp.Name)), GoName(m.Resp.Name), GoName(m.Resp.Name))
+			g.p("// request is %s %s), take the answer with p.Wait(ctx, resp)", article(GoName(m.Resp.Name)), GoName(m.Resp.Name))
 		} else {
-			g.p("// returns its promise: take the answer with p.Wait (then %s.DecodeZAP)", GoName(m.Resp.Name))
+			g.p("// returns its promise: take the answer with p.Wait(ctx, resp)")
 		}
 		g.p("// or drop it with p.Release (one of the two, once). c's Caller must be")
 		g.p("// an rpc.Sender (*rpc.Client, *cluster.Client), else rpc.ErrNoSender.")
@@ -233,10 +238,11 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		if m.Req != nil {
 			ps += fmt.Sprintf(", req *%s", GoName(m.Req.Name))
 		}
-		g.p("func (c *%s) Send%s(%s) (rpc.Promise, error) {", cli, mn, ps)
+		pt := GoName(m.Resp.Name) + "Promise"
+		g.p("func (c *%s) Send%s(%s) (%s, error) {", cli, mn, ps, pt)
 		g.p("s, ok := c.c.(rpc.Sender)")
 		g.p("if !ok {")
-		g.p("return rpc.Promise{}, rpc.ErrNoSender")
+		g.p("return %s{}, rpc.ErrNoSender", pt)
 		g.p("}")
 		g.p("bp := rpc.GetBuffer()")
 		if m.Req != nil {
@@ -246,7 +252,7 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		}
 		g.p("p, err := s.Send(ctx, c.base+%s%sOrdinal, buf, nil)", i, mn)
 		g.p("rpc.PutBuffer(bp, buf, nil)")
-		g.p("return p, err")
+		g.p("return %s{p}, err", pt)
 		g.p("}\n")
 	}
 	for _, m := range it.Methods {
@@ -256,11 +262,12 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		mn := GoName(m.Name)
 		g.p("// %sOn calls %s.%s with, as its request, the answer of the call p", mn, it.Name, m.Name)
 		g.p("// (%s %s): promise pipelining, one round trip for both calls; the server", article(GoName(m.Req.Name)), GoName(m.Req.Name))
-		g.p("// must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call).")
+		g.p("// must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call): wait")
+		g.p("// for its own answer or release it as well.")
 		if m.Resp != nil {
 			g.decodeErrorDoc(m.Resp)
 		}
-		ps := "ctx context.Context, p rpc.Promise"
+		ps := fmt.Sprintf("ctx context.Context, p %sPromise", GoName(m.Req.Name))
 		if m.Resp != nil {
 			ps += fmt.Sprintf(", resp *%s", GoName(m.Resp.Name))
 		}
@@ -299,4 +306,70 @@ func sendStub(m *schema.Method) bool { return m.Resp != nil && !streaming(m) }
 // results (pipelineResults) and it does not stream.
 func onStub(m *schema.Method, results map[*schema.Struct]bool) bool {
 	return m.Req != nil && results[m.Req] && !streaming(m)
+}
+
+// methodName writes <I>MethodName, which names a method of interface it by
+// its ordinal: interceptors and observers see only the wire ordinal.
+func (g *generator) methodName(it *schema.Interface) {
+	i := GoName(it.Name)
+	g.p("// %sMethodName returns the schema name of the method of interface %s", i, it.Name)
+	if len(it.Methods) > 0 {
+		m := it.Methods[0]
+		g.p("// at ordinal (%q for %s%sOrdinal), or \"\" when it has none there:", m.Name, i, GoName(m.Name))
+	} else {
+		g.p("// at ordinal, or \"\" when it has none there (it has no methods):")
+	}
+	g.p("// for logs, metrics and interceptors, which see only an ordinal. The")
+	g.p("// ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0")
+	g.p("// without it) from the wire ordinal an rpc.Interceptor, an")
+	g.p("// rpc.ClientInterceptor or a CallEvent gives. Its full name is")
+	g.p("// %sServiceName + \".\" + the method's name.", i)
+	g.p("func %sMethodName(ordinal uint32) string {", i)
+	if len(it.Methods) > 0 {
+		g.p("switch ordinal {")
+		for _, m := range it.Methods {
+			g.p("case %s%sOrdinal:", i, GoName(m.Name))
+			g.p("return %q", m.Name)
+		}
+		g.p("}")
+	}
+	g.p("return \"\"")
+	g.p("}\n")
+}
+
+// unimplemented writes Unimplemented<I>Server, which a server
+// implementation embeds so that a method added to the schema does not
+// break its build; each of its methods answers as a server without the
+// method does (404 rpc.NoSuchMethod), so that rpc.IsNoSuchMethod reports
+// it on the client as it reports a method the server lacks.
+func (g *generator) unimplemented(it *schema.Interface) {
+	i := GoName(it.Name)
+	srv := i + "Server"
+	u := "Unimplemented" + srv
+	g.p("// %s implements %s with methods that each answer", u, srv)
+	g.p("// status 404 with the text rpc.NoSuchMethod: as a server that has no")
+	g.p("// handler for the method does, so that rpc.IsNoSuchMethod reports it on")
+	g.p("// the client (and rpc/cluster takes it, as it takes a method a replica")
+	g.p("// lacks, for the replica's fault). Embed it in an implementation")
+	g.p("// (struct{ %s; ... }) so that it keeps building when the", u)
+	g.p("// schema gains a method; the methods the implementation defines take")
+	g.p("// the place of its own. Unlike a method the server lacks, the call")
+	g.p("// reaches its handler: the server's interceptors run around it.")
+	for _, m := range it.Methods {
+		if streaming(m) {
+			g.p("// A stream of a streaming method opens and then ends with that")
+			g.p("// status, where a server without the stream method refuses the open")
+			g.p("// with 404 \"no such stream method\" (not rpc.NoSuchMethod).")
+			break
+		}
+	}
+	g.p("type %s struct{}\n", u)
+	g.p("var _ %s = %s{}\n", srv, u)
+	for _, m := range it.Methods {
+		mn := GoName(m.Name)
+		g.p("// %s answers 404 rpc.NoSuchMethod: %s.%s is not implemented.", mn, it.Name, m.Name)
+		g.p("func (%s) %s(%s) error {", u, mn, params(it, m, true))
+		g.p("return &rpc.StatusError{Code: rpc.StatusNotFound, Message: rpc.NoSuchMethod}")
+		g.p("}\n")
+	}
 }
