@@ -177,3 +177,17 @@ func TestCheckedReadsAllocs(t *testing.T) {
 		t.Fatalf("Parse + CheckedBytes + BytesAt: %v allocs, want 0", n)
 	}
 }
+
+// TestAllocsSplit: Split allocates nothing when it succeeds.
+func TestAllocsSplit(t *testing.T) {
+	msg := splitSample(t, "no allocations")
+	stream := append(append([]byte(nil), msg...), msg...)
+	if n := testing.AllocsPerRun(100, func() {
+		m, rest, err := codec.Split(stream)
+		if err != nil || len(m) != len(msg) || len(rest) != len(msg) {
+			t.Fatal(m, rest, err)
+		}
+	}); n != 0 {
+		t.Fatalf("Split: %v allocations, want 0", n)
+	}
+}

@@ -28,7 +28,11 @@
 // List, ...) read one field each; [List] reads flat lists by index and
 // variable-element lists with [List.Iter], [List.BytesAt] and, for the
 // fixed-width elements the schema compiler writes for every list of
-// scalars, in O(1) with [List.VarUint32] and its siblings. Nothing
+// scalars, in O(1) with [List.VarUint32] and its siblings. [Split]
+// finds where the message at the start of a buffer ends, for messages
+// written back to back ([ScanMessages] reads them with a
+// bufio.Scanner), and tells a buffer that ends inside a message
+// ([ErrShort]: read more) from one that cannot start one. Nothing
 // allocates, and every
 // getter is total: a field that does not fit inside the message reads as
 // the zero value, so hostile bytes cannot make a reader panic or allocate.

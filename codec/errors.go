@@ -6,9 +6,9 @@ import (
 )
 
 // Sentinel errors for malformed input. The functions of this package that
-// reject input ([Parse], [Object.CheckedBytes]) return them wrapped in a
-// *[ParseError] that says where the input broke; match them with
-// errors.Is.
+// reject input ([Parse], [Split], [Object.CheckedBytes]) return them
+// wrapped in a *[ParseError] that says where the input broke; match them
+// with errors.Is.
 var (
 	// ErrTooSmall: the buffer is shorter than the header, or the size field
 	// is below the header size or past the end of the buffer.
@@ -17,6 +17,9 @@ var (
 	ErrMagic = errors.New("codec: invalid magic")
 	// ErrVersion: the header version is neither 1 nor 2.
 	ErrVersion = errors.New("codec: unsupported version")
+	// ErrShort: the buffer ends inside a message whose bytes so far are a
+	// valid beginning (see [Split]): more bytes may complete it.
+	ErrShort = errors.New("codec: buffer ends inside the message")
 	// ErrOutOfBounds: a slot, or the value it points to, does not lie
 	// inside the message (see [Object.CheckedBytes]).
 	ErrOutOfBounds = errors.New("codec: value outside the message")
@@ -24,9 +27,9 @@ var (
 
 // ParseError is the error of a function that rejected malformed input: Err
 // is the sentinel that says what was wrong ([ErrTooSmall], [ErrMagic],
-// [ErrVersion], [ErrOutOfBounds]) and Offset where: the position, from the
-// start of the buffer given to [Parse], of the first byte that could not be
-// accepted (the header field that is wrong, the slot that points outside
+// [ErrVersion], [ErrShort], [ErrOutOfBounds]) and Offset where: the
+// position, from the start of the buffer given to [Parse] (or [Split]),
+// of the first byte that could not be accepted (the header field that is wrong, the slot that points outside
 // the message, or the end of a buffer that is too short). errors.Is(err,
 // ErrMagic) and the like see through it; errors.As gives the offset.
 //

@@ -87,6 +87,26 @@ func ExampleParse() {
 	// broke at byte 4
 }
 
+// Messages written back to back: Split cuts the first off and returns
+// the rest; ErrShort says the bytes end inside a message (read more).
+func ExampleSplit() {
+	one := []byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x10\x00\x00\x00") // an empty message
+	stream := append(append(append([]byte(nil), one...), one...), one[:9]...)
+	for {
+		msg, rest, err := codec.Split(stream)
+		if err != nil {
+			fmt.Println(err, errors.Is(err, codec.ErrShort))
+			break
+		}
+		fmt.Println(len(msg), "bytes,", len(rest), "left")
+		stream = rest
+	}
+	// Output:
+	// 16 bytes, 25 left
+	// 16 bytes, 9 left
+	// codec: buffer ends inside the message at byte 9 true
+}
+
 // A message built field by field and read back: the README's "Messages by
 // hand" sample, the body of builderSample (TestREADMEBuilderSample keeps
 // the two equal).

@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,75 @@ func FuzzParse(f *testing.F) {
 			m.BytesAt(pos) // never panics
 		}
 		sink += uint64(m.Version()) + uint64(m.Flags()) + uint64(m.Type())
+	})
+}
+
+// FuzzSplit: Split never panics; on success msg and rest are b cut at the
+// message's size, which Parse reads the same; ErrShort only where more
+// bytes could complete a message (Parse accepts b with a size field's
+// worth of bytes appended, when that is small), any other error also
+// stops Parse; and a message Split found is found again whatever follows.
+func FuzzSplit(f *testing.F) {
+	addFixtureSeeds(f, func(b []byte) { f.Add(b, []byte(nil)) })
+	f.Add(varList100(), []byte("ZAP\x00\x01\x00"))
+	f.Add([]byte("ZAP\x00\x01\x00\x00\x00\x10\x00\x00\x00\x20\x00\x00\x00"), []byte{})
+	f.Fuzz(func(t *testing.T, b, more []byte) {
+		msg, rest, err := codec.Split(b)
+		if err != nil {
+			var pe *codec.ParseError
+			if !errors.As(err, &pe) || pe.Offset < 0 || pe.Offset > len(b) || msg != nil || !bytes.Equal(rest, b) {
+				t.Fatalf("Split error %v: msg %x, rest of %d bytes", err, msg, len(rest))
+			}
+			if _, perr := codec.Parse(b); perr == nil {
+				t.Fatalf("Split failed (%v) where Parse succeeds", err)
+			}
+			if !errors.Is(err, codec.ErrShort) {
+				// Nothing appended makes a message of b.
+				if _, _, err2 := codec.Split(append(append([]byte(nil), b...), more...)); err2 == nil {
+					t.Fatalf("Split(b) = %v, but b+%x splits", err, more)
+				}
+				return
+			}
+			if pe.Offset != len(b) {
+				t.Fatalf("ErrShort at %d of %d bytes", pe.Offset, len(b))
+			}
+			// Complete b: to the header first, then to its size when small.
+			c := append(append([]byte(nil), b...), make([]byte, max(0, codec.HeaderSize-len(b)))...)
+			copy(c[len(b):], codec.Magic[min(len(b), 4):])
+			if len(b) < 5 {
+				c[4] = 1
+			}
+			if len(b) <= 12 {
+				c[12] = codec.HeaderSize // the size field's missing bytes are 0
+			}
+			size := int(binary.LittleEndian.Uint32(c[12:]))
+			if size > 1<<16 || size < codec.HeaderSize {
+				// Too big to complete here, or completed by a missing
+				// size byte that is not 0 (a size of 16 MiB and more).
+				return
+			}
+			c = append(c, make([]byte, max(0, size-len(c)))...)
+			if m, _, err := codec.Split(c); err != nil {
+				t.Fatalf("ErrShort for %x, yet %x (completed) does not split: %v", b, c, err)
+			} else if err == nil && !bytes.Equal(m[:min(len(b), len(m))], b[:min(len(b), len(m))]) {
+				t.Fatal("completed message does not start with b")
+			}
+			return
+		}
+		if len(msg)+len(rest) != len(b) || !bytes.Equal(msg, b[:len(msg)]) || cap(msg) != len(msg) {
+			t.Fatalf("msg %d bytes (cap %d) + rest %d bytes of %d", len(msg), cap(msg), len(rest), len(b))
+		}
+		m, perr := codec.Parse(b)
+		if perr != nil || m.Size() != len(msg) {
+			t.Fatalf("Split gave %d bytes, Parse %d, %v", len(msg), m.Size(), perr)
+		}
+		if m2, perr := codec.Parse(msg); perr != nil || m2.Size() != len(msg) {
+			t.Fatalf("Parse(msg) = %d, %v", m2.Size(), perr)
+		}
+		joined := append(append([]byte(nil), b...), more...)
+		if m3, r3, err := codec.Split(joined); err != nil || !bytes.Equal(m3, msg) || len(r3) != len(rest)+len(more) {
+			t.Fatalf("with %x appended: %x, %v", more, m3, err)
+		}
 	})
 }
 

@@ -14,8 +14,10 @@ type Message struct {
 }
 
 // Parse checks the 16-byte header of b and returns a view of the message it
-// holds. Bytes past the header's size field are not part of the message.
-// Parse does not copy b and does not allocate unless it fails.
+// holds. Bytes past the header's size field are not part of the message
+// ([Split] returns them, for messages written back to back, and tells a
+// buffer that ends inside a message from a malformed one). Parse does
+// not copy b and does not allocate unless it fails.
 //
 // Errors are a *[ParseError] whose Offset says where b broke and whose
 // sentinel (errors.Is) says how: [ErrTooSmall] (len(b) < 16: offset
@@ -60,7 +62,7 @@ func parseFailure(b []byte) error {
 const magic32 = 'Z' | 'A'<<8 | 'P'<<16
 
 // magicBreak returns the position of the first byte of b that differs from
-// the magic; b is at least 4 bytes long and does not start with it.
+// the magic; b differs from it in one of its first min(len(b), 4) bytes.
 func magicBreak(b []byte) int {
 	i := 0
 	for i < 3 && b[i] == Magic[i] {
