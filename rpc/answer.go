@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/internal/poison"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -40,6 +41,9 @@ func (c *serverConn) run(j *job) {
 // finish answers a call and frees its job. inReader: the caller holds the
 // read loop role and flushes later (see readLoop).
 func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
+	// -tags zapdebug: a view of the request kept past the handler reads
+	// poison (see poisonRequest); compiled out otherwise.
+	late := zapdebug && poisonRequest(j.req, body)
 	if c.promises != nil {
 		// An answer above the largest frame goes out as a 500
 		// (answerTooLarge; an empty one from writeAnswer or inlineAnswer
@@ -52,6 +56,9 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		c.writeAnswerString(status, j.pid, deadlineRefusal, true, inReader)
 	} else {
 		c.writeAnswer(status, j.pid, body, inReader)
+	}
+	if zapdebug && late {
+		poison.Fill(j.req)
 	}
 	if j.dl.Load() != 0 {
 		j.endDeadline()

@@ -148,4 +148,17 @@
 // (see [Handler]). Call appends the answer body to the caller's resp and
 // returns it; nothing of the caller's req or resp is kept after Call
 // returns.
+//
+// Until a later call reuses it, a kept req still reads the request's
+// bytes, so a handler that keeps a view of it past its return (hands it
+// to a goroutine, stores it in a map) usually works in tests and fails
+// under load. Build with -tags zapdebug (as CI runs this package's tests)
+// and the server overwrites each call's req with 0xDB bytes once its
+// handler returned, before the answer is written: by the time the
+// caller has the answer, a kept view reads 0xDB, every time. (A handler
+// that answered with req itself, or a slice of it, has its answer
+// written first, then req poisoned.) Normal builds compile none of it.
+// The poison covers the request payload only, not the metadata and cap
+// views ([MetadataFrom], [CapFrom]) nor resp, which the answer is
+// written from.
 package rpc
