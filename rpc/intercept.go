@@ -77,14 +77,22 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 //
 // Interceptors run around [Client.Call] only (and so around the Call of
 // a generated client, and of rpc/cluster): not around a call sent without
-// waiting, [Client.Send] (a generated client's Send<Method>), nor one
-// pipelined on a promise, [Promise.Call] and [Promise.Send], whose
-// shape the synchronous Invoker cannot carry. Such a call's request
-// carries the deadline, cap and metadata of the ctx given to it
-// ([WithCap], [WithMetadata]) and nothing else: what an interceptor adds
-// to every call (an auth token in the metadata, say) the caller of Send,
-// Promise.Call or Promise.Send must add to that ctx itself. The observer
-// ([WithObserver]) does see these calls.
+// waiting, [Client.Send] (a generated client's Send<Method>) or
+// [Promise.Send], nor around one pipelined on a promise with
+// [Promise.Call]. Why: an Invoker returns the call's answer, and Send
+// returns before there is one, so an interceptor around it could neither
+// see the answer nor retry; it would be handed a result that does not
+// exist. Promise.Call does wait for its answer, but its request has no
+// payload of its own (the server runs it on the promise's answer and
+// drops any an interceptor would put there), and running the chain for
+// it alone would intercept the second call of a pipeline and never the
+// first: every promise call is left out, so that the rule has no hole.
+// Such a call's request carries the deadline, cap and metadata of the
+// ctx given to it ([WithCap], [WithMetadata]) and nothing else: what an
+// interceptor adds to every call (an auth token in the metadata, say)
+// the caller of Send, Promise.Call or Promise.Send must add to that ctx
+// itself. The observer ([WithObserver]) does see these calls, each once:
+// metrics and logs that must cover every call belong there.
 //
 // A panic in a client interceptor is not recovered: it runs on the
 // caller's goroutine, and the panic goes on to the caller of Call, as one
@@ -101,7 +109,7 @@ type ClientInterceptor func(ctx context.Context, method uint32, req, resp []byte
 // nothing per call. A panic in one goes on to the caller and leaves the
 // client usable (see [ClientInterceptor]). They do not run around
 // [Client.Send], [Promise.Call] or [Promise.Send], whose requests carry
-// only what their ctx has (see [ClientInterceptor]).
+// only what their ctx has ([ClientInterceptor] says why).
 func WithClientInterceptors(i ...ClientInterceptor) ClientOption {
 	i = append([]ClientInterceptor(nil), i...)
 	return clientOption(func(o *clientOptions) {

@@ -94,7 +94,9 @@ var ErrPromiseReleased = errors.New("rpc: promise released without taking its an
 // ([Promise.Call], [Promise.Send]): the request carries the cap and
 // metadata of the ctx given here ([WithCap], [WithMetadata]) and nothing
 // else, so what an interceptor adds to its calls (an auth token, say)
-// must be added to this ctx by the caller. The observer ([WithObserver])
+// must be added to this ctx by the caller (an interceptor returns the
+// answer, which Send does not wait for: see [ClientInterceptor] for why
+// no promise call runs them). The observer ([WithObserver])
 // sees the call once: when Wait returns (Start at Send, Duration until
 // the answer, or ctx's error), at Release (Status 0, Err
 // [ErrPromiseReleased]), or here when Send fails.
@@ -238,7 +240,10 @@ func (c *Client) drop(s *slot, pid uint32) {
 // server does not pipeline ([WithPipelining]), or p's call failed or is
 // too old for it to remember. p is not spent.
 //
-// As for [Client.Send], the client's interceptors do not run: the
+// As for [Client.Send], the client's interceptors do not run, though
+// Call waits for its answer: the request's payload is p's answer, on the
+// server, which an interceptor could not see nor change, and Send, the
+// first call of the pair, cannot run them (see [ClientInterceptor]). The
 // request carries the cap and metadata of ctx. The observer sees the
 // call as one made with [Client.Call], with BytesOut 0 (its input is
 // p's answer, which stays on the server).
