@@ -50,6 +50,13 @@ const (
 	// respFlagNotRun marks an answer the server sent without running the
 	// handler (a refusal after go-away): the call may be sent again.
 	respFlagNotRun = 1
+	// respMetadata is the response's metadata extension field (bytes,
+	// docs/wire.md §8), present only in answers whose handler set
+	// response metadata: the fixed section is then respMDFixedSize bytes
+	// (the flags word written, 0 without a flag), and the metadata's
+	// value follows the body's.
+	respMetadata    = 24
+	respMDFixedSize = 32
 
 	// Request extension fields (zapcodec, docs/wire.md §8), past the canonical
 	// 28-byte fixed section. They are written only when used: a request
@@ -108,6 +115,12 @@ type Response struct {
 	// server's own refusal sets it; no handler return value can. A
 	// canonical peer never sets it, and ignores it.
 	NotRun bool
+	// Metadata is a zapcodec extension (docs/wire.md §8): the key/value
+	// pairs the handler set for its caller, in the encoding of
+	// [Request].Metadata, empty when there are none. It aliases the
+	// parsed bytes like Body. A canonical peer never sets it, and ignores
+	// it.
+	Metadata []byte
 }
 
 // AppendRequest appends the request envelope for r to dst and returns the
@@ -196,18 +209,69 @@ func appendPlainRequest(dst []byte, method, promiseID, target uint32, payload []
 }
 
 // AppendResponse appends the answer envelope for r to dst and returns the
-// extended slice: without NotRun byte-identical to the canonical
-// rpc.BuildResponse, with it the fixed section of [AppendRefusalHeader]
-// (24 bytes, the flags extension field at offset 20). An empty body is a
-// {0,0} slot. dst may be nil; r.Body is only read. The envelope must not
-// pass 4 GiB (see [AppendRequest]).
+// extended slice: without NotRun and Metadata byte-identical to the
+// canonical rpc.BuildResponse; with NotRun alone the fixed section of
+// [AppendRefusalHeader] (24 bytes, the flags extension field at offset
+// 20); with Metadata that of [AppendResponseHeaderMD] (32 bytes, the
+// metadata's value after the body's). An empty body is a {0,0} slot.
+// dst may be nil; r's slices are only read. The envelope must not pass
+// 4 GiB (see [AppendRequest]).
 func AppendResponse(dst []byte, r *Response) []byte {
-	if r.NotRun {
+	switch {
+	case len(r.Metadata) > 0:
+		dst = AppendResponseHeaderMD(dst, r.Status, r.PromiseID, len(r.Body), r.NotRun, len(r.Metadata))
+		dst = append(dst, r.Body...)
+		return append(dst, r.Metadata...)
+	case r.NotRun:
 		dst = AppendRefusalHeader(dst, r.Status, r.PromiseID, len(r.Body))
-	} else {
+	default:
 		dst = AppendResponseHeader(dst, r.Status, r.PromiseID, len(r.Body))
 	}
 	return append(dst, r.Body...)
+}
+
+// ResponseLen returns the length of r's envelope: the number of bytes
+// AppendResponse appends for r.
+func ResponseLen(r *Response) int {
+	switch {
+	case len(r.Metadata) > 0:
+		return headerSize + respMDFixedSize + len(r.Body) + len(r.Metadata)
+	case r.NotRun:
+		return headerSize + respExtFixedSize + len(r.Body)
+	}
+	return ResponseOverhead + len(r.Body)
+}
+
+// ResponseMetadataOverhead is how many bytes more than [ResponseOverhead]
+// the header and fixed section of an answer with response metadata take
+// ([AppendResponseHeaderMD]): the flags word and the metadata's slot.
+const ResponseMetadataOverhead = respMDFixedSize - ResponseFixedSize
+
+// AppendResponseHeaderMD is [AppendResponseHeader] for an answer that
+// carries response metadata (docs/wire.md §8) of mdLen bytes, mdLen > 0:
+// the fixed section is 32 bytes, with the flags word at offset 20 (the
+// not-run bit when notRun) and the metadata's slot at 24. The caller must
+// append exactly bodyLen body bytes, then exactly mdLen metadata bytes,
+// right after it. A canonical reader reads the status, promise and body
+// at their offsets and ignores the rest.
+func AppendResponseHeaderMD(dst []byte, status, promiseID uint32, bodyLen int, notRun bool, mdLen int) []byte {
+	const overhead = headerSize + respMDFixedSize
+	start := len(dst)
+	dst = grow(dst, overhead)
+	b := dst[start:]
+	putHeader(b, uint32(overhead+bodyLen+mdLen))
+	f := b[headerSize:overhead]
+	binary.LittleEndian.PutUint32(f[respStatus:], status)
+	binary.LittleEndian.PutUint32(f[respPromise:], promiseID)
+	binary.LittleEndian.PutUint32(f[respPromise+4:], 0)
+	pos := putSlot(f[respBody:], headerSize+respBody, overhead, bodyLen)
+	var flags uint32
+	if notRun {
+		flags = respFlagNotRun
+	}
+	binary.LittleEndian.PutUint32(f[respFlags:], flags)
+	putSlot(f[respMetadata:], headerSize+respMetadata, pos, mdLen)
+	return dst
 }
 
 // AppendResponseHeader appends a response envelope's header and fixed
@@ -521,8 +585,11 @@ func parseRequest(b []byte) (Request, error) {
 
 // ParseResponse decodes an answer envelope with the same checks as
 // [ParseRequest] (fixed section of 20 bytes, body inside the message).
-// Body aliases b and is valid as long as b is unchanged. Never panics;
-// allocates only when it fails.
+// The extension fields (NotRun, Metadata) are read only when present:
+// when they lie before the first tail (see fixedEnd); Metadata must then
+// lie inside the message too (its content is for the client to check).
+// Body and Metadata alias b and are valid as long as b is unchanged.
+// Never panics; allocates only when it fails.
 func ParseResponse(b []byte) (Response, error) {
 	var r Response
 	err := ParseResponseTo(&r, b)
@@ -563,6 +630,7 @@ func ParseResponseTo(r *Response, b []byte) error {
 		r.PromiseID = binary.LittleEndian.Uint32(f[respPromise:])
 		r.Body = body
 		r.NotRun = false
+		r.Metadata = nil
 		return nil
 	}
 	return parseResponseTo(r, b)
@@ -603,8 +671,17 @@ func parseResponse(b []byte) (Response, error) {
 	if len(body) != 0 { // empty is nil, whether the slot is null or {x, 0}
 		r.Body = body
 	}
-	if at+respExtFixedSize <= fixedEnd(msg, at+respBody) {
+	if fe := fixedEnd(msg, at+respBody); at+respExtFixedSize <= fe {
 		r.NotRun = binary.LittleEndian.Uint32(msg[at+respFlags:])&respFlagNotRun != 0
+		if at+respMDFixedSize <= fe {
+			v, ok := m.BytesAt(at + respMetadata)
+			if !ok {
+				return r, slotError("response metadata outside the message", root, respMetadata, r.PromiseID)
+			}
+			if len(v) != 0 {
+				r.Metadata = v
+			}
+		}
 	}
 	return r, nil
 }

@@ -231,6 +231,9 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add(AppendRequest(nil, &Request{Method: 1, PromiseID: 2, Timeout: 1, Cap: []byte("c"), Payload: []byte("pp"),
 		Metadata: []byte{2, 0, 0, 0, 't', 'p', 0, 0, 0, 0}}))
 	f.Add(AppendResponse(nil, &Response{Status: 503, PromiseID: 4, Body: []byte("b"), NotRun: true}))
+	// Answers with response metadata.
+	f.Add(AppendResponse(nil, &Response{Status: 200, PromiseID: 5, Body: []byte("ok"), Metadata: []byte{1, 0, 0, 0, 'k', 1, 0, 0, 0, 'v'}}))
+	f.Add(AppendResponse(nil, &Response{Status: 500, PromiseID: 6, Metadata: []byte{1, 0, 0, 0, 'k', 0, 0, 0, 0}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		orig := append([]byte(nil), b...)
 		r, err := ParseRequest(b)
@@ -266,9 +269,10 @@ func FuzzEnvelope(f *testing.F) {
 				t.Fatalf("ParseResponse %+v, a canonical reader disagrees (%v)", a, perr)
 			}
 			checkView(t, m.Bytes(), a.Body)
+			checkView(t, m.Bytes(), a.Metadata)
 			again, err := ParseResponse(AppendResponse(nil, &a))
 			if err != nil || again.Status != a.Status || again.PromiseID != a.PromiseID || again.NotRun != a.NotRun ||
-				!bytes.Equal(again.Body, a.Body) {
+				!bytes.Equal(again.Body, a.Body) || !bytes.Equal(again.Metadata, a.Metadata) {
 				t.Fatalf("re-encode mismatch: %+v vs %+v (%v)", again, a, err)
 			}
 		}
@@ -436,6 +440,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		AppendResponse(nil, &Response{Status: 200, PromiseID: 7, Body: p}),
 		AppendResponse(nil, &Response{Status: 500, PromiseID: 7}),
 		AppendResponse(nil, &Response{Status: 503, PromiseID: 7, Body: p, NotRun: true}),
+		AppendResponse(nil, &Response{Status: 200, PromiseID: 7, Body: p, Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}),
 	} {
 		f.Add(b)
 		f.Add(b[:len(b)-1])
@@ -468,16 +473,17 @@ func FuzzCanonicalFastPath(f *testing.F) {
 			t.Fatalf("ParseRequestTo over a used Request: %+v (%v), ParseRequest %+v (%v)", dreq, dqerr, got, err)
 		}
 		// ParseResponseTo sets every field, whatever *r held.
-		dirty := Response{Status: 1, PromiseID: 2, Body: []byte("old"), NotRun: true}
+		dirty := Response{Status: 1, PromiseID: 2, Body: []byte("old"), NotRun: true, Metadata: []byte("m")}
 		derr := ParseResponseTo(&dirty, b)
 		if got, err := ParseResponse(b); (err == nil) != (derr == nil) || got.Status != dirty.Status ||
-			got.PromiseID != dirty.PromiseID || got.NotRun != dirty.NotRun || !sameSlice(got.Body, dirty.Body) {
+			got.PromiseID != dirty.PromiseID || got.NotRun != dirty.NotRun || !sameSlice(got.Body, dirty.Body) ||
+			!sameSlice(got.Metadata, dirty.Metadata) {
 			t.Fatalf("ParseResponseTo over a used Response: %+v (%v), ParseResponse %+v (%v)", dirty, derr, got, err)
 		}
 		if got, err := ParseResponse(b); err == nil {
 			slow, serr := parseResponse(b)
 			if serr != nil || got.Status != slow.Status || got.PromiseID != slow.PromiseID || got.NotRun != slow.NotRun ||
-				!sameSlice(got.Body, slow.Body) {
+				!sameSlice(got.Body, slow.Body) || !sameSlice(got.Metadata, slow.Metadata) {
 				t.Fatalf("ParseResponse %+v, general %+v (%v)", got, slow, serr)
 			}
 		} else if _, serr := parseResponse(b); serr == nil || serr.Error() != err.Error() {
@@ -500,7 +506,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 				t.Fatalf("fast path accepted an answer the general parser refuses: %v", err)
 			}
 			if fast.Status != slow.Status || fast.PromiseID != slow.PromiseID || fast.NotRun != slow.NotRun ||
-				!sameSlice(fast.Body, slow.Body) {
+				!sameSlice(fast.Body, slow.Body) || !sameSlice(fast.Metadata, slow.Metadata) {
 				t.Fatalf("fast %+v, general %+v", fast, slow)
 			}
 		}
@@ -592,4 +598,94 @@ func TestAppendPlainRequestMatchesGeneral(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Response metadata is an extension field past the canonical fixed
+// section (docs/wire.md §8). Without it every canonical answer of the
+// fixtures is written byte for byte as the canonical runtime wrote it;
+// with it, a canonical reader (status, promise and body at their offsets,
+// WIRE.md §5) reads each fixture answer exactly as before; it round-trips
+// with or without the not-run flag; a canonical answer whose body holds
+// bytes that would read as the field never has it; a metadata slot
+// outside the message is malformed.
+func TestResponseMetadataExtension(t *testing.T) {
+	md := []byte{2, 0, 0, 0, 'k', '1', 3, 0, 0, 0, 'v', 'a', 'l'}
+	f := loadFixtures(t)
+	n := 0
+	for _, e := range f.Envelopes {
+		if e.Kind != "response" {
+			continue
+		}
+		n++
+		want := unhex(t, e.Hex)
+		plain := Response{Status: e.In.Status, PromiseID: e.In.PromiseID, Body: unhex(t, e.In.Body)}
+		for _, none := range [][]byte{nil, {}} {
+			r := plain
+			r.Metadata = none
+			if got := AppendResponse(nil, &r); !bytes.Equal(got, want) {
+				t.Fatalf("%s, metadata %v: AppendResponse\n got %x\nwant %x", e.Name, none, got, want)
+			}
+		}
+		canon := canonicalAnswer(t, want)
+		for _, notRun := range []bool{false, true} {
+			r := plain
+			r.Metadata, r.NotRun = md, notRun
+			b := AppendResponse(nil, &r)
+			if len(b) != ResponseLen(&r) || len(b) != len(want)+ResponseMetadataOverhead+len(md) {
+				t.Fatalf("%s: %d bytes, ResponseLen %d, want %d", e.Name, len(b), ResponseLen(&r), len(want)+ResponseMetadataOverhead+len(md))
+			}
+			if got := canonicalAnswer(t, b); got != canon {
+				t.Fatalf("%s with metadata: a canonical reader reads %+v, without %+v", e.Name, got, canon)
+			}
+			p, err := ParseResponse(b)
+			if err != nil || p.Status != r.Status || p.PromiseID != r.PromiseID || !bytes.Equal(p.Body, r.Body) ||
+				p.NotRun != notRun || !bytes.Equal(p.Metadata, md) {
+				t.Fatalf("%s: parsed %+v %v, want %+v", e.Name, p, err, r)
+			}
+		}
+		if p, err := ParseResponse(want); err != nil || p.Metadata != nil {
+			t.Fatalf("%s: the canonical answer parses with metadata %x (%v)", e.Name, p.Metadata, err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no responses in rpc.json")
+	}
+	// A canonical answer whose body starts with a flags word and a
+	// metadata slot that would point into the message has no metadata.
+	tricky := make([]byte, 24)
+	binary.LittleEndian.PutUint64(tricky[4:], 8|uint64(4)<<32)
+	for _, r := range []Response{{Status: 200, PromiseID: 3, Body: tricky}, {Status: 503, PromiseID: 3, Body: tricky, NotRun: true}} {
+		p, err := ParseResponse(AppendResponse(nil, &r))
+		if err != nil || p.Metadata != nil || !bytes.Equal(p.Body, tricky) || p.NotRun != r.NotRun {
+			t.Fatalf("%+v: parsed %+v %v", r, p, err)
+		}
+	}
+	// A metadata slot pointing outside the message is malformed, with the
+	// promise id for the client to fail that call alone.
+	b := AppendResponse(nil, &Response{Status: 200, PromiseID: 9, Body: []byte("b"), Metadata: md})
+	binary.LittleEndian.PutUint32(b[headerSize+respMetadata+4:], 1<<31)
+	var ee *EnvelopeError
+	if _, err := ParseResponse(b); !errors.As(err, &ee) || !ee.HasPromise || ee.PromiseID != 9 ||
+		!strings.Contains(err.Error(), "metadata") {
+		t.Fatalf("metadata out of bounds: %v", err)
+	}
+}
+
+// canonicalView is what a canonical client reads of an answer (WIRE.md
+// §5): the status, the promise and the body, at their offsets.
+type canonicalView struct {
+	status, promise uint32
+	body            string
+}
+
+// canonicalAnswer reads b as a canonical client does, with codec's
+// generic reader (no knowledge of zapcodec's extension fields).
+func canonicalAnswer(t *testing.T, b []byte) canonicalView {
+	t.Helper()
+	m, err := codec.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Root()
+	return canonicalView{r.Uint32(respStatus), r.Uint32(respPromise), string(r.Bytes(respBody))}
 }
