@@ -517,3 +517,53 @@ func allocsRawTLSRoundTrip(t *testing.T) float64 {
 	}
 	return testing.AllocsPerRun(2000, trip)
 }
+
+// Response metadata costs a call that does not ask for it nothing: no
+// allocation, whether or not its handler sets some, also once a
+// WithResponseMetadata ctx exists in the process (every call then looks
+// its ctx up, as for WithMetadata). A call that asks, with a ctx it
+// reuses, allocates the caller's copy of the metadata and nothing else:
+// one allocation when the answer carries metadata, none when it does not.
+// The server side (SetResponseMetadata, the answer's extension field)
+// allocates nothing once warm.
+func TestAllocsResponseMetadata(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Handle(6, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		if err := SetResponseMetadata(ctx, "server-timing", "app;dur=1"); err != nil {
+			t.Error(err)
+		}
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr)
+	var md Metadata
+	asks := WithResponseMetadata(context.Background(), &md)
+	req := []byte("0123456789abcdef")
+	resp := make([]byte, 0, 64)
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		method uint32
+		want   float64
+	}{
+		{"not asked, none set", context.Background(), mEcho, 0},
+		{"not asked, handler sets", context.Background(), 6, 0},
+		{"asked, none set", asks, mEcho, 0},
+		{"asked, handler sets", asks, 6, 1},
+	} {
+		call := func() {
+			out, err := c.Call(tc.ctx, tc.method, req, resp[:0])
+			if err != nil || len(out) != len(req) {
+				t.Fatalf("%s: %q %v", tc.name, out, err)
+			}
+		}
+		for range 100 {
+			call()
+		}
+		if n := testing.AllocsPerRun(2000, call); n != tc.want {
+			t.Errorf("%s: %v allocs, want %v", tc.name, n, tc.want)
+		}
+	}
+	if string(md.Get("server-timing")) != "app;dur=1" {
+		t.Fatalf("metadata %q", mdPairs(md))
+	}
+}

@@ -55,7 +55,13 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		j.refused = false
 		c.writeAnswerString(status, j.pid, deadlineRefusal, true, inReader)
 	} else {
-		c.writeAnswer(status, j.pid, body, inReader)
+		md := j.rmd
+		if len(md) > 0 && len(md) > c.maxMetadata() {
+			// Set by a handler that then panicked or exited (a returning
+			// one's is checked by invokeBody): not sent.
+			md = nil
+		}
+		c.writeAnswer(status, j.pid, body, md, inReader)
 	}
 	if zapdebug && late {
 		poison.Fill(j.req)
@@ -66,6 +72,12 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	j.capv, j.mdv = nil, nil
 	if cap(j.ext) > maxKeptBuffer {
 		j.ext = nil
+	}
+	if len(j.rmd) > 0 {
+		j.rmd = j.rmd[:0]
+		if cap(j.rmd) > maxKeptBuffer {
+			j.rmd = nil
+		}
 	}
 	if cap(j.req) > maxKeptBuffer {
 		j.req = nil
@@ -146,6 +158,11 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 			j.resp = make([]byte, 0, cap(out))
 		}
 	}
+	if len(j.rmd) > 0 {
+		if status, body, ok := c.checkResponseMetadata(j); !ok {
+			return status, body
+		}
+	}
 	if err != nil {
 		// Code 0 is no status an answer can carry (and a stream's clean
 		// end), and 200 no error status (the client would read the text
@@ -177,8 +194,8 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		}
 		return c.internalError(j, err)
 	}
-	if !c.answerFits(len(out)) {
-		return c.answerTooLarge(j, len(out))
+	if !c.answerFits(len(out) + respMDExtra(j.rmd)) {
+		return c.answerTooLarge(j, len(out)+respMDExtra(j.rmd))
 	}
 	return StatusOK, out
 }
@@ -261,24 +278,32 @@ func (c *serverConn) refuse(r *wire.Request) {
 	c.answerDirect(r, StatusUnavailable, goAwayRefusal, true)
 }
 
-func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool) {
+// writeAnswer writes the answer of a call: status, body and the response
+// metadata md the handler set (none: the canonical envelope).
+func (c *serverConn) writeAnswer(status, pid uint32, body, md []byte, inReader bool) {
 	if c.closed.Load() {
 		return
 	}
 	if inReader && len(body) < frame.DefaultWritevThreshold {
-		c.inlineAnswer(status, pid, body)
+		c.inlineAnswer(status, pid, body, md)
 		return
 	}
 	var lead bool
 	var err error
-	if len(body) >= frame.DefaultWritevThreshold {
+	switch {
+	case len(md) > 0:
+		buf := c.out.begin(wire.KindResponse)
+		buf = wire.AppendResponseHeaderMD(buf, status, pid, len(body), false, len(md))
+		buf = append(append(buf, body...), md...)
+		lead, err = c.out.end(buf)
+	case len(body) >= frame.DefaultWritevThreshold:
 		// A big body is not copied: it leaves with its headers in one
 		// writev on a socket (after the frames already waiting).
 		var hb [wire.ResponseOverhead]byte
 		head := wire.AppendResponseHeader(hb[:0], status, pid, len(body))
 		err = c.out.lock().WriteFrameParts(wire.KindResponse, head, body)
 		lead = c.out.unlock()
-	} else {
+	default:
 		buf := c.out.begin(wire.KindResponse)
 		buf = wire.AppendResponseHeader(buf, status, pid, len(body))
 		buf = append(buf, body...)
@@ -301,7 +326,7 @@ func (c *serverConn) writeAnswer(status, pid uint32, body []byte, inReader bool)
 // lock for the answers of a read batch, or once it holds ansMove bytes.
 // The bytes are the ones writeAnswer would queue: an answer above the
 // maximum frame size becomes an empty 500.
-func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
+func (c *serverConn) inlineAnswer(status, pid uint32, body, md []byte) {
 	if c.ans == nil {
 		c.ans = outBufs.Get().(*outBuf)
 		c.ansB = c.ans.B
@@ -312,12 +337,17 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
 	// moveAnswers.
 	b := c.ansB
 	start := len(b)
-	if !c.answerFits(len(body)) {
-		status, body = StatusInternal, nil
+	if !c.answerFits(len(body) + respMDExtra(md)) {
+		status, body, md = StatusInternal, nil, nil
 	}
 	b = append(b, 0, 0, 0, 0, wire.KindResponse)
-	b = wire.AppendResponseHeader(b, status, pid, len(body))
-	b = append(b, body...)
+	if len(md) == 0 {
+		b = wire.AppendResponseHeader(b, status, pid, len(body))
+		b = append(b, body...)
+	} else {
+		b = wire.AppendResponseHeaderMD(b, status, pid, len(body), false, len(md))
+		b = append(append(b, body...), md...)
+	}
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 	c.ansB = b
 	c.local.answered(status)

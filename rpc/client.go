@@ -143,7 +143,12 @@ type slot struct {
 
 	// The Done channel (chanID) of the latest call with a ctx that can
 	// end, and that call's pid; written before the call is waiting.
-	doneID  atomic.Uintptr
+	doneID atomic.Uintptr
+	// rmd receives the response metadata of the slot's current call
+	// (WithResponseMetadata), nil when the call did not ask: written by
+	// acquire before the call is waiting, read by deliver only for an
+	// answer that carries metadata.
+	rmd     *Metadata
 	donePid atomic.Uint32
 	// spent is the pid of the promise whose Wait or Release began (see
 	// Promise.spend); promises only.
@@ -153,7 +158,7 @@ type slot struct {
 	// Promise keeps it, see Promise.owned). Written by acquire once every
 	// 65,536 uses.
 	epoch atomic.Uint32
-	_     [64 - unsafe.Sizeof(atomic.Uintptr{}) - 3*unsafe.Sizeof(atomic.Uint32{})]byte
+	_     [64 - unsafe.Sizeof(atomic.Uintptr{}) - unsafe.Sizeof((*Metadata)(nil)) - 3*unsafe.Sizeof(atomic.Uint32{})]byte
 }
 
 // slotLine is the first cache line of a slot (see slot).
@@ -373,7 +378,9 @@ func (c *Client) beat(now int64) {
 // 504 that matches context.DeadlineExceeded); the token of [WithCap] in
 // the canonical cap field; the pairs of [WithMetadata] in an extension
 // field. Without any of them the request is the canonical envelope,
-// byte for byte.
+// byte for byte. The answer's response metadata, which a handler sets
+// with [SetResponseMetadata], goes to the receiver of
+// [WithResponseMetadata] when ctx has one, and is ignored otherwise.
 //
 // Once warm, a call allocates nothing, with or without those. A ctx
 // that can end and that many calls share (64 in a row, see ctxwatch.go)
@@ -443,12 +450,13 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	if c.goAway.Load() {
 		return nil, ErrGoAway
 	}
-	s, err := c.acquire(resp, watchDone)
+	var r wire.Request
+	rmd, ok := callRequest(&r, ctx, done, method, target, req)
+	s, err := c.acquire(resp, watchDone, rmd)
 	if err != nil {
 		return nil, err
 	}
-	var r wire.Request
-	if !callRequest(&r, ctx, done, method, target, req) {
+	if !ok {
 		c.unsend(s)
 		return nil, context.DeadlineExceeded
 	}
@@ -616,10 +624,12 @@ func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, pay
 // ctx.Done(). send builds it before it takes the outbox's mutex, which
 // every caller of the connection waits for. It reports false when ctx's
 // deadline has passed (see timeoutMicros): the caller does not send the
-// call (*r is complete all the same, with a timeout of 1 µs).
-func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, method, target uint32, payload []byte) bool {
+// call (*r is complete all the same, with a timeout of 1 µs). rmd is the
+// receiver of the call's response metadata ([WithResponseMetadata]), nil
+// when ctx asks for none; callRequest empties it.
+func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, method, target uint32, payload []byte) (rmd *Metadata, ok bool) {
 	r.Method, r.Target, r.Payload = method, target, payload
-	ok := true
+	ok = true
 	// A ctx that can never be canceled (Done nil) has no deadline: its
 	// chain of parents is not walked for one.
 	if done != nil {
@@ -631,15 +641,19 @@ func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, met
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md
+		if rmd = w.rmd; rmd != nil {
+			*rmd = Metadata{}
+		}
 	}
-	return ok
+	return rmd, ok
 }
 
 // acquire takes a slot for a call whose answer is to be appended to resp
 // and which ends when done (a ctx's Done) is closed: the client's watch
 // of a ctx with that Done may cancel it (ctxwatch.go); nil: it may not.
+// rmd receives the answer's response metadata, nil for none.
 // On a closed connection it fails with notSent's error.
-func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
+func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slot, error) {
 	s := c.pop()
 	if s == nil {
 		c.mu.Lock()
@@ -670,6 +684,9 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}) (*slot, error) {
 		s.epoch.Add(1) // the next use's pid is one 65,536 uses old
 	}
 	s.resp = resp
+	if s.rmd != rmd {
+		s.rmd = rmd
+	}
 	if done != nil {
 		// Before the call is waiting: a watch that sees it waiting
 		// reads its Done (see ctxEnded).
@@ -775,14 +792,19 @@ func (c *Client) unsend(s *slot) {
 // lock on the way to a waiting call: the slot's state word names the
 // promise id, so one compare-and-swap both matches the answer to the
 // slot's current use and claims it (the channel orders the writes that
-// follow before the caller's reads).
-func (c *Client) deliver(pid, status uint32, notRun bool, body []byte) {
+// follow before the caller's reads). md is the answer's response
+// metadata, which goes to the call's receiver when it has one
+// (takeMetadata).
+func (c *Client) deliver(pid, status uint32, notRun bool, body, md []byte) {
 	s := c.claim(pid)
 	if s == nil {
 		return
 	}
 	s.resp = append(s.resp, body...)
 	s.status, s.notRun = status, notRun
+	if len(md) > 0 && s.rmd != nil {
+		c.takeMetadata(s, md)
+	}
 	s.ch <- struct{}{}
 }
 
@@ -899,7 +921,7 @@ func (c *Client) readFrames() {
 				c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
 				return
 			}
-			c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body)
+			c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, r.Metadata)
 		case wire.KindGoAway:
 			w := c.out.lock()
 			first := !c.goAway.Swap(true)

@@ -49,6 +49,7 @@ type job struct {
 	dl        atomic.Int64
 	ext       []byte // owned: copies of the call's cap and metadata
 	capv, mdv []byte // the current call's cap and metadata, in ext
+	rmd       []byte // owned: response metadata the handler set (SetResponseMetadata), reused
 	refused   bool   // answered without running: its deadline had passed
 	dmu       sync.Mutex
 	armed     bool          // under dmu: Done was called during this call

@@ -117,11 +117,15 @@
 // stream open so is refused with an error end 504, its handler not run);
 // [WithCap] sets the canonical cap field, read with [CapFrom];
 // [WithMetadata] adds key/value pairs (an extension field), read with
-// [MetadataFrom]. [Client.Send] returns a [Promise], on which
+// [MetadataFrom]; the other way, a unary handler or server interceptor
+// sets pairs for its answer with [SetResponseMetadata] (an extension
+// field of the response), which a caller receives with
+// [WithResponseMetadata]. [Client.Send] returns a [Promise], on which
 // [Promise.Call] pipelines a call whose input is the first call's answer
 // (envelope target; the server needs [WithPipelining]): both in one round
-// trip. None of these allocates per call once warm, and a call using none
-// of them is the canonical envelope byte for byte.
+// trip. None of these allocates per call once warm (a caller's copy of
+// response metadata is one allocation per answer that carries some), and
+// a call using none of them is the canonical envelope byte for byte.
 //
 // Streams (docs/wire.md §9; README.md "Streams"): [Server.HandleStream]
 // registers a [StreamHandler] per method ordinal, [Client.OpenStream]

@@ -186,5 +186,8 @@ func (c *serverConn) putJob(j *job) {
 	if cap(j.ext) > keptJobBuffer {
 		j.ext = nil
 	}
+	if cap(j.rmd) > keptJobBuffer {
+		j.rmd = nil
+	}
 	jobPool.Put(j)
 }

@@ -37,8 +37,9 @@ type wireKey struct{}
 // wireOpts is what a client ctx asks the request envelope to carry. It is
 // immutable once stored in a ctx.
 type wireOpts struct {
-	cap []byte // copied from the caller
-	md  []byte // encoded metadata
+	cap []byte    // copied from the caller
+	md  []byte    // encoded metadata
+	rmd *Metadata // receives the answer's metadata (WithResponseMetadata)
 }
 
 // wireInUse is set once a WithCap or WithMetadata ran in this process:
@@ -265,6 +266,16 @@ func metadataTooLarge(buf *[metadataTextSize]byte, n, lim int) string {
 // metadataTextSize holds metadataTooLarge's text with two 19-digit numbers.
 const metadataTextSize = 128
 
+// maxMetadata is the server's limit on encoded metadata, both what a
+// call carries and what its handler sets for the answer
+// ([WithMaxMetadata]).
+func (c *serverConn) maxMetadata() int {
+	if lim := c.s.opts.maxMetadata; lim > 0 {
+		return lim
+	}
+	return DefaultMaxMetadata
+}
+
 // malformedMetadata is the body of the 400 answer to metadata that does
 // not decode into key/value pairs.
 const malformedMetadata = "malformed metadata"
@@ -273,10 +284,7 @@ const malformedMetadata = "malformed metadata"
 // and its encoding; when it fails, it answers the call (from the read
 // loop) and reports false.
 func (c *serverConn) checkMetadata(r *wire.Request) bool {
-	lim := c.s.opts.maxMetadata
-	if lim <= 0 {
-		lim = DefaultMaxMetadata
-	}
+	lim := c.maxMetadata()
 	if len(r.Metadata) > lim {
 		var text [metadataTextSize]byte
 		c.answerDirect(r, StatusMetadataTooLarge, metadataTooLarge(&text, len(r.Metadata), lim), true)

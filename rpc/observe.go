@@ -157,7 +157,7 @@ func (c *serverConn) sentAs(j *job, status uint32, n int) (uint32, int) {
 	switch {
 	case j.refused:
 		return status, len(deadlineRefusal)
-	case !c.answerFits(n):
+	case !c.answerFits(n + respMDExtra(j.rmd)):
 		return StatusInternal, 0
 	}
 	return status, n

@@ -123,6 +123,7 @@ type clientOptions struct {
 	observer      Observer            // observe.go
 	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int                 // 0: DefaultMaxStreams
+	maxRespMD     int                 // 0: DefaultMaxMetadata (respmeta.go)
 
 	streamInterceptors []StreamClientInterceptor // stream_intercept.go
 	streamObserver     StreamObserver            // stream_observe.go

@@ -94,7 +94,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	// this client), the open is recorded on it (see ChainStreamer).
 	oc, ctx := openOf(ctx)
 	var r wire.Request
-	if !callRequest(&r, ctx, ctx.Done(), method, 0, init) {
+	if _, ok := callRequest(&r, ctx, ctx.Done(), method, 0, init); !ok {
 		return nil, context.DeadlineExceeded
 	}
 	if n := 1 + wire.RequestLen(&r); n > c.out.max {
