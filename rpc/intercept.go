@@ -12,8 +12,10 @@ import (
 // replace next's result or error; the error it returns is answered like a
 // handler's (see [Handler]: a *[StatusError] keeps its code, ctx's
 // context.DeadlineExceeded once the call's deadline passed answers 504,
-// any other error 500). A panic in an interceptor is handled like a
-// handler panic (500, logged, the connection goes on).
+// any other error 500). It may add response metadata with ctx
+// ([SetResponseMetadata]), before or after it calls next. A panic in an
+// interceptor is handled like a handler panic (500, logged, the
+// connection goes on).
 //
 // Buffers: req and resp follow the handler rules (see [Handler]): valid
 // only until the interceptor returns; an interceptor that keeps bytes of
