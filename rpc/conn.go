@@ -57,6 +57,10 @@ type serverConn struct {
 	// full stream buffer (boundStall): made at the first such wait, reset
 	// at each one after.
 	stall *time.Timer
+	// slotProbe (role holder only) wakes the read loop's wait for an
+	// in-flight slot each read timeout to look for a peer that left
+	// (probeWait): made at the first such wait, reset at each one after.
+	slotProbe *time.Timer
 
 	inflight   atomic.Int32 // requests being parsed, run or answered
 	goAwaySent atomic.Bool

@@ -3,6 +3,7 @@ package rpc
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Jobs of a server connection. A connection holds jobs only while calls
@@ -99,6 +100,8 @@ func (c *serverConn) acquire() *job {
 		return nil
 	}
 	c.hold()
+	c.armSlotProbe()
+	defer c.slotProbe.Stop()
 	for {
 		if j := c.takeFree(true); j != nil {
 			if c.closed.Load() {
@@ -114,6 +117,42 @@ func (c *serverConn) acquire() *job {
 		case <-c.done:
 			return nil
 		}
+		// No job came back: the wake-up was most likely slotProbe's.
+		if err := socketError(c.nc); err != nil {
+			c.close(fmt.Errorf("read: %w (seen while the read loop waited for one of its %d in-flight slots)", err, c.s.opts.maxInFlight))
+			return nil
+		}
+		c.armSlotProbe()
+	}
+}
+
+// armSlotProbe sets slotProbe to wake the read loop's wait for an
+// in-flight slot a read timeout from now (DefaultReadTimeout with the read
+// timeout off). While it waits the read loop reads no byte, so nothing
+// else would learn that the peer left: with handlers that wait on their
+// ctx only, no slot came back, and a connection whose peer had reset it
+// stayed, with its read loop, handlers and buffers, for ever
+// (TestSlotWaitSeesPeerReset). At each wake-up with no slot, acquire
+// looks at the socket's pending error (socketError: a reset, keepalive's
+// timeout), reading nothing, and closes the connection on one, which
+// cancels the calls' ctx. A peer's half-close sets no error and is no
+// leave: the calls in flight, and those still unread, are answered
+// (TestSlotWaitHalfCloseAnswered). A connection that is no socket (nor
+// TLS over one) has no such look.
+func (c *serverConn) armSlotProbe() {
+	d := c.s.opts.readTimeout
+	if d <= 0 {
+		d = DefaultReadTimeout
+	}
+	if c.slotProbe == nil {
+		c.slotProbe = time.AfterFunc(d, func() {
+			select {
+			case c.free.wake <- struct{}{}:
+			default:
+			}
+		})
+	} else {
+		c.slotProbe.Reset(d)
 	}
 }
 

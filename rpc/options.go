@@ -276,7 +276,11 @@ func WithWriteTimeout(d time.Duration) Option {
 // WithMaxInFlight sets how many calls of one connection the server runs at
 // once (default DefaultMaxInFlight, 256; n <= 0 means the default). When
 // that many are running, the server stops reading the connection until one
-// finishes. It also stops while the connection's queue of answers is full
+// finishes; meanwhile it looks at the socket each read timeout, so that a
+// peer that reset the connection (or whose keepalive failed) closes it and
+// cancels the running calls' ctx (a half-close is no leave: the calls are
+// answered; a connection that is no TCP or unix socket, or TLS over one,
+// has no such look, nor has one outside unix systems). It also stops while the connection's queue of answers is full
 // (4 MiB not yet taken by a write: a peer that does not read them), until
 // room frees: a peer that pipelines calls and never reads its answers
 // holds the handlers of the calls it sent before that, at most n, not n
