@@ -169,7 +169,8 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		// as the result): such an error answers as a plain one, 500.
 		var se *StatusError
 		if errors.As(err, &se) && se.Code != 0 && se.Code != StatusOK {
-			return se.Code, append(j.resp[:0], se.Message...)
+			status, text := handlerStatus(err, se, c.s.opts.hideErrors)
+			return status, append(j.resp[:0], text...)
 		}
 		if j.deadlineError(err) {
 			// The call's deadline passed and the handler returned what

@@ -33,8 +33,9 @@
 // closed; a [Server.Close] during it cuts it short, and it returns an error
 // matching [ErrServerClosed].
 //
-// Handler errors: a *[StatusError] (see [Errorf]) answers its code and
-// message; any other error answers 500 with the error's text as body
+// Handler errors: a *[StatusError] (see [Errorf]), wrapped or not,
+// answers its code and message, with the words of any wrapper around it;
+// any other error answers 500 with the error's text as body
 // ([WithHideErrors] sends "internal error" instead) and is logged with the
 // method and the peer's address; but a handler that returns its ctx's
 // context.DeadlineExceeded once the call's deadline passed is answered

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -128,6 +129,25 @@ func (e *StatusError) Is(target error) bool {
 		return e.Code == StatusDeadlineExceeded
 	}
 	return false
+}
+
+// handlerStatus returns the status and the text a handler's error err,
+// which wraps se (errors.As), answers or ends a stream with: se's code
+// (not 0 nor 200: the caller checks), and err's whole text with se's own
+// "rpc: status N: " words left out, so that the words a handler wrapped
+// around the status reach the caller ("loading user 7: no user"), as
+// gRPC-go's status.FromError keeps a wrapper's message; with hide
+// (WithHideErrors), or when err is se, se's message alone.
+func handlerStatus(err error, se *StatusError, hide bool) (uint32, string) {
+	code := se.Code
+	if hide || err == error(se) {
+		return code, se.Message
+	}
+	text, own := err.Error(), se.Error()
+	if i := strings.LastIndex(text, own); i >= 0 {
+		return code, text[:i] + se.Message + text[i+len(own):]
+	}
+	return code, text
 }
 
 // Errorf returns a *[StatusError] with the given code and a formatted

@@ -376,11 +376,13 @@ func WithMinReadRate(n int) ServerOption {
 // details callers should not see. The error is logged either way. (The
 // 504 of a handler that returned its ctx's error once the call's deadline
 // passed, see [Handler], carries "internal error" too, and is not
-// logged.) A *StatusError is not hidden, and that includes the error of
-// a call the handler made and returned, wrapped or not: the backend's
-// code and message go to the caller (as a gRPC status error a handler
-// returns does in gRPC-go); map such an error to one of your own to hide
-// it. Default: the error's text is the answer body.
+// logged.) A *StatusError's code and message are not hidden, and that
+// includes the error of a call the handler made and returned, wrapped or
+// not: the backend's code and message go to the caller (as a gRPC status
+// error a handler returns does in gRPC-go); map such an error to one of
+// your own to hide it. The words of a wrapper around a *StatusError are
+// hidden. Default: the error's text is the answer body (for a wrapped
+// *StatusError, the wrapper's words and the status's message).
 func WithHideErrors() ServerOption {
 	return serverOption(func(o *serverOptions) { o.hideErrors = true })
 }

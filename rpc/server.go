@@ -25,8 +25,10 @@ import (
 // pooled buffer put back by a deferred function is reused too early).
 //
 // An error that wraps a *[StatusError] (see [Errorf]) answers its code,
-// with its message as body, unless that code is 0 or 200 (no error
-// status). Any other error answers 500 with the error's text as body (or
+// unless that code is 0 or 200 (no error status), with the error's text
+// as body, the status's own "rpc: status N: " words left out: the
+// message, and the words a wrapper added ("loading user 7: no user";
+// the message alone under [WithHideErrors]). Any other error answers 500 with the error's text as body (or
 // "internal error" under [WithHideErrors]) and is logged with the method
 // and the peer's address, but for the error the call's end gave the
 // handler, which is not logged: ctx's context.DeadlineExceeded (wrapped or

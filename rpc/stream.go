@@ -56,7 +56,8 @@ import (
 //
 // Returning nil ends the server's direction of the stream cleanly;
 // returning an error ends it with that error (a *StatusError keeps its
-// code and message, any other error is status 500 with its text, or
+// code and message, with the words of any wrapper around it, as a unary
+// handler's does, see [Handler]; any other error is status 500 with its text, or
 // "internal error" under [WithHideErrors], and is logged unless it is the
 // error the stream's end gave the handler: its ctx's once that ended, as
 // by the client's cancel, or Recv's for a closed connection; such an

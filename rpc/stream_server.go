@@ -519,7 +519,7 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 		if se.Code == StatusOK || se.Code == 0 {
 			return 0, ""
 		}
-		return se.Code, se.Message
+		return handlerStatus(err, se, c.s.opts.hideErrors)
 	}
 	if st.endedFromOutside(err) {
 		// Not the handler's failure: its stream ended (the client's
