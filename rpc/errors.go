@@ -62,12 +62,15 @@ type StatusError struct {
 	BodyLen int
 
 	refused bool // the answer carried the server's not-run flag
+	// received: the error of an answer or stream end a peer sent (made
+	// by newStatusError), not one a handler made (see handlerStatus).
+	received bool
 }
 
 // newStatusError is the error of a non-200 answer with the given body: the
 // message keeps at most MaxErrorMessage bytes of it.
 func newStatusError(status uint32, body []byte, notRun bool) *StatusError {
-	e := &StatusError{Code: status, refused: notRun}
+	e := &StatusError{Code: status, refused: notRun, received: true}
 	if len(body) > MaxErrorMessage {
 		e.BodyLen = len(body)
 	}
@@ -137,9 +140,17 @@ func (e *StatusError) Is(target error) bool {
 // "rpc: status N: " words left out, so that the words a handler wrapped
 // around the status reach the caller ("loading user 7: no user"), as
 // gRPC-go's status.FromError keeps a wrapper's message; with hide
-// (WithHideErrors), or when err is se, se's message alone.
+// (WithHideErrors), or when err is se, se's message alone. A 404
+// [NoSuchMethod] the handler received from a peer (a call it made to a
+// backend that lacks the method) answers 500 instead: passed on as it
+// is, it would say that this server lacks the method (IsNoSuchMethod;
+// rpc/cluster takes a replica that answers it as one deployed without
+// the method), when the one lacking it is the backend.
 func handlerStatus(err error, se *StatusError, hide bool) (uint32, string) {
 	code := se.Code
+	if se.received && code == StatusNotFound && se.Message == NoSuchMethod {
+		code = StatusInternal
+	}
 	if hide || err == error(se) {
 		return code, se.Message
 	}
@@ -191,7 +202,9 @@ const NoSuchMethod = "no such method"
 // IsNoSuchMethod reports whether a failed call was answered 404
 // [NoSuchMethod]: the server has no handler for the method (one deployed
 // without it, say). A handler's own 404 (Errorf(StatusNotFound, ...),
-// "no such account") is not, unless its message is that text.
+// "no such account") is not, unless its message is that text. A handler
+// that returns the 404 "no such method" of a call it made (wrapped or
+// not) answers 500, not 404: the method its server serves is there.
 func IsNoSuchMethod(err error) bool {
 	var se *StatusError
 	return errors.As(err, &se) && se.Code == StatusNotFound && se.Message == NoSuchMethod

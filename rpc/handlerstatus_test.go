@@ -50,3 +50,45 @@ func TestWrappedStatusErrorKeepsText(t *testing.T) {
 		})
 	}
 }
+
+// A front whose handler returns, wrapped or not, the 404 "no such method"
+// its call to a backend got does not answer its own client 404 "no such
+// method": that would say the front lacks the method (IsNoSuchMethod,
+// which rpc/cluster reads as a replica deployed without it), when the
+// method is there and its backend lacks one. The front answers 500 with
+// the backend's text. A handler's own 404 "no such method" (a dispatcher
+// that knows the method is not served) stays as it is, and so does the
+// server's own answer to a method it has no handler for.
+func TestBackendNoSuchMethodNotPassedThrough(t *testing.T) {
+	const mOwn404 = 51
+	_, backAddr, _ := testServer(t, WithLogger(discardLogger()))
+	bc := dial(t, backAddr)
+	front, frontAddr, _ := testServer(t, WithLogger(discardLogger()))
+	front.Handle(mHop, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		_, err := bc.Call(ctx, mSeen, nil, nil) // the backend has no mSeen
+		if len(req) > 0 {
+			return nil, fmt.Errorf("asking the backend: %w", err)
+		}
+		return nil, err
+	})
+	front.Handle(mOwn404, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		return nil, Errorf(StatusNotFound, NoSuchMethod)
+	})
+	c := dial(t, frontAddr)
+	for _, tc := range []struct {
+		req  []byte
+		want string
+	}{{nil, NoSuchMethod}, {[]byte("wrap"), "asking the backend: " + NoSuchMethod}} {
+		_, err := c.Call(context.Background(), mHop, tc.req, nil)
+		var se *StatusError
+		if IsNoSuchMethod(err) || !errors.As(err, &se) || se.Code != StatusInternal || se.Message != tc.want {
+			t.Errorf("Call(%q): %v (IsNoSuchMethod %v); want status 500 with %q", tc.req, err, IsNoSuchMethod(err), tc.want)
+		}
+	}
+	if _, err := c.Call(context.Background(), mOwn404, nil, nil); !IsNoSuchMethod(err) {
+		t.Errorf("a handler's own 404 %q: %v; want it passed as it is", NoSuchMethod, err)
+	}
+	if _, err := c.Call(context.Background(), mSeen, nil, nil); !IsNoSuchMethod(err) {
+		t.Errorf("a method the front has no handler for: %v; want IsNoSuchMethod", err)
+	}
+}

@@ -28,7 +28,8 @@ import (
 // unless that code is 0 or 200 (no error status), with the error's text
 // as body, the status's own "rpc: status N: " words left out: the
 // message, and the words a wrapper added ("loading user 7: no user";
-// the message alone under [WithHideErrors]). Any other error answers 500 with the error's text as body (or
+// the message alone under [WithHideErrors]). A 404 [NoSuchMethod] from a
+// call the handler made answers 500 instead (see [IsNoSuchMethod]). Any other error answers 500 with the error's text as body (or
 // "internal error" under [WithHideErrors]) and is logged with the method
 // and the peer's address, but for the error the call's end gave the
 // handler, which is not logged: ctx's context.DeadlineExceeded (wrapped or
