@@ -14,6 +14,16 @@ var (
 	// the kind byte. A protocol violation: the peer is broken.
 	ErrEmptyFrame = errors.New("frame: frame of length 0 has no kind byte")
 
+	// ErrForeignProtocol: the stream begins with a TLS ClientHello whose
+	// record is short enough (under 256 bytes) that, read as a frame
+	// length, it is within the limit (16 03 01 00: 66,326 bytes), and the
+	// client waits for the server's answer: the reader says so at once,
+	// from the record's and the handshake's headers, instead of waiting
+	// for the rest of that frame. The error names the TLS handshake as
+	// other foreign openings are named (see [Reader.Next]); those fail the
+	// length check and wrap its error instead.
+	ErrForeignProtocol = errors.New("frame: not a ZAP frame stream")
+
 	// ErrNoBegin: Writer.End was called without a matching Begin, or with a
 	// buffer that does not extend the one Begin returned.
 	ErrNoBegin = errors.New("frame: End without matching Begin")

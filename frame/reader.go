@@ -257,6 +257,10 @@ func (fr *Reader) total(h []byte) (int, error) {
 // the HTTP/2 preface or a TLS handshake or alert record, the error (still
 // wrapping the one above) says that the peer sent that instead of ZAP
 // frames: a plaintext endpoint reached by another protocol, or by TLS.
+// A TLS ClientHello too short to fail so (under 256 bytes, read as a
+// length within the limit) fails with [ErrForeignProtocol], so named, as
+// soon as its first 11 bytes are in, rather than after a wait for the
+// rest of a frame that its client, waiting for an answer, never sends.
 // io.ErrNoProgress when the underlying reader returned no bytes and no
 // error 100 times in a row (io.Reader discourages that; a reader that
 // goes on may give bytes to a later Next); otherwise the error of the
@@ -306,6 +310,13 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 				return kind, payload, nil
 			}
 			need = t
+			if fr.buf[fr.r] == 0x16 && avail >= tlsHelloHeader {
+				// Perhaps a short TLS ClientHello, whose client waits
+				// for our answer rather than for the frame's rest.
+				if err := fr.foreignHello(); err != nil {
+					return fr.fail(err)
+				}
+			}
 		}
 		if err := fr.fill(need); err != nil {
 			if err == io.EOF {
@@ -492,6 +503,45 @@ func (fr *Reader) foreign(err error) error {
 		return fmt.Errorf("%w: the peer sent %s, not ZAP frames: it speaks another protocol (or TLS) to a plaintext ZAP endpoint", err, what)
 	}
 	return err
+}
+
+// foreignHelloText is the naming of foreign for the TLS handshake that
+// foreignHello refuses.
+const foreignHelloText = ": the peer sent a TLS handshake, not ZAP frames: it speaks another protocol (or TLS) to a plaintext ZAP endpoint"
+
+// tlsHelloHeader is how many bytes of a TLS record tell a ClientHello
+// (see isClientHello).
+const tlsHelloHeader = 11
+
+// foreignHello returns ErrForeignProtocol, naming a TLS handshake, when the
+// stream's first frame, not all there yet, begins with a TLS ClientHello
+// (see [ErrForeignProtocol]); nil otherwise. Called only before a read
+// for the rest of a frame that begins with 0x16, so it costs nothing per
+// frame.
+func (fr *Reader) foreignHello() error {
+	if fr.http || fr.received.Load()-uint64(fr.w-fr.r) != fr.start || !isClientHello(fr.buf[fr.r:fr.w]) {
+		return nil
+	}
+	return fmt.Errorf("%w%s", ErrForeignProtocol, foreignHelloText)
+}
+
+// isClientHello reports whether h, at least tlsHelloHeader bytes, begins a
+// TLS handshake record (type 22, version 3.0 to 3.4) that holds a
+// ClientHello (handshake type 1) of a legacy version 3.0 to 3.4, whose
+// length is at least that of the smallest ClientHello and fills the
+// record (or goes on past it, in the records that follow). A ZAP frame
+// with those 11 bytes would be of a kind the wire does not define, its
+// body beginning with a length that agrees with the frame's kind byte.
+func isClientHello(h []byte) bool {
+	if h[0] != 0x16 || h[1] != 0x03 || h[2] > 0x04 || h[5] != 0x01 || h[9] != 0x03 || h[10] > 0x04 {
+		return false
+	}
+	record := int(h[3])<<8 | int(h[4])
+	hello := int(h[6])<<16 | int(h[7])<<8 | int(h[8])
+	// A ClientHello holds at least its version (2), random (32), empty
+	// session id (1), one cipher suite (2+2) and one compression method
+	// (1+1): 41 bytes.
+	return hello >= 41 && hello+4 >= record
 }
 
 // foreignProtocol names what the first bytes of a stream, h, are when they

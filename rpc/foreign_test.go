@@ -16,6 +16,10 @@ func TestServerNamesForeignProtocol(t *testing.T) {
 		{"post", "POST /rpc HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "the peer sent an HTTP request"},
 		{"h2", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "the peer sent an HTTP/2 connection preface"},
 		{"tls", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", "the peer sent a TLS handshake"},
+		// A record under 256 bytes is a length within the limit; the
+		// client waits for our answer, and the server used to wait for
+		// the read deadline.
+		{"short tls", "\x16\x03\x01\x00\x40\x01\x00\x00\x3c\x03\x03", "the peer sent a TLS handshake"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, addr, logs := testServer(t)
