@@ -70,6 +70,10 @@ func dumpCases() []dumpCase {
 		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
 		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
 		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end
+		// Pings and pongs past the 8 bytes a ping may carry: the payload
+		// summarized as other bodies are (it was printed whole, up to the
+		// 64 MiB a frame may hold), the ping an error.
+		{"err_long_ping", "long_ping.hex", nil},
 		// zapcodec's envelope extensions (docs/wire.md §8): a deadline,
 		// metadata (two pairs; a key without its value; a length past the
 		// end), the not-run flag (extEnvelopes builds these bytes).

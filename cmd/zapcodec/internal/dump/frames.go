@@ -79,6 +79,10 @@ func guessHint(guessed bool, n int) string {
 	return ""
 }
 
+// maxPingPayload is the most bytes a ping carries (docs/wire.md §8): a
+// peer closes the connection on a longer one.
+const maxPingPayload = 8
+
 // frame dumps one canonical frame's kind and body (at base): the envelope
 // of a request, response or stream open, the stream frames, and the
 // kinds of zapcodec's own extensions (go-away, ping, pong, window).
@@ -121,9 +125,16 @@ func (d *dumper) frame(kind byte, body []byte, base int) {
 	case wire.KindGoAway:
 		d.printf("go-away, %d bytes\n", len(body))
 	case wire.KindPing:
-		d.printf("ping, %d bytes: %x\n", len(body), body)
+		d.printf("ping, %d bytes: %s\n", len(body), hexShort(body))
+		if len(body) > maxPingPayload {
+			d.fail("  ", base, "ping: %d bytes of payload, over the %d a ping may carry: a protocol error that closes the connection", len(body), maxPingPayload)
+		}
 	case wire.KindPong:
-		d.printf("pong, %d bytes: %x\n", len(body), body)
+		over := ""
+		if len(body) > maxPingPayload {
+			over = fmt.Sprintf(" (over the %d a ping may carry: it answers no ping)", maxPingPayload)
+		}
+		d.printf("pong, %d bytes%s: %s\n", len(body), over, hexShort(body))
 	default:
 		d.printf("kind %d (unknown: skipped), %d bytes\n", kind, len(body))
 	}
