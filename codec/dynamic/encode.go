@@ -60,6 +60,16 @@ func (e *EncodeError) Error() string {
 // (or a record in a list) of 2 GiB or more, which [codec.Builder] does not
 // write, or a dst so long that the message would pass its first 4 GiB.
 // js is only read; on error dst is returned unchanged.
+//
+// A document with several faults gets one error, the same one each time
+// (it does not follow map order), which is not always the first fault in
+// the input: bytes that are not UTF-8, then the first fault of JSON
+// syntax; then the records' faults in schema order, depth first (a
+// record's fields in the order the schema declares them, a nested record
+// or list element whole before the next field, and a record's keys that
+// name no field after its fields' values, the first in sorted order);
+// then the message's size; a key named twice only when nothing else is
+// wrong.
 func AppendMessage(dst []byte, s *schema.Struct, js []byte) ([]byte, error) {
 	if s == nil {
 		return dst, &EncodeError{Reason: "no struct type to encode as"}

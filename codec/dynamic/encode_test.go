@@ -510,3 +510,27 @@ func TestEncodeNotUTF8(t *testing.T) {
 		t.Fatalf("valid text changed: %s", out)
 	}
 }
+
+// TestEncodeErrorPrecedence pins the documented choice among several
+// faults of one document (see AppendMessage): syntax first, then the
+// records' faults in schema order, depth first, a record's unknown keys
+// after its fields' values, and a repeated key last; never the first
+// fault in input order when another comes earlier in the schema.
+func TestEncodeErrorPrecedence(t *testing.T) {
+	s := encParse(t).Struct("All")
+	for _, tc := range []struct{ js, want string }{
+		{`{"T":5,"U8":300,`, "invalid JSON"},
+		{`{"T":5,"U8":300}`, "U8: bad u8"},
+		{`{"Nope":1,"T":5}`, "T: want a string"},
+		{`{"U8s":5,"One":{"Zz":1}}`, `One: unknown field "Zz"`},
+		{`{"One":{"Tag":"x","Zz":1}}`, "One.Tag:"},
+		{`{"Zz":1,"Aa":2}`, `unknown field "Aa"`},
+		{`{"U8":1,"U8":2,"T":5}`, "T: want a string"},
+		{`{"U8":1,"U8":2,"Nope":5}`, `unknown field "Nope"`},
+	} {
+		_, err := AppendMessage(nil, s, []byte(tc.js))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want the error naming %q", tc.js, err, tc.want)
+		}
+	}
+}
