@@ -20,7 +20,10 @@
 // A length prefix above the maximum frame size ([WithMaxFrameSize], default
 // 16 MiB) fails with [ErrFrameTooLarge], and a canonical length of 0 with
 // [ErrEmptyFrame], as soon as the 4 length bytes are in: no further byte
-// is awaited or read, and no buffer is taken for the body.
+// is awaited or read, and no buffer is taken for the body. A stream whose
+// first bytes are a TLS ClientHello under 256 bytes, whose length prefix
+// is within the limit, fails with [ErrForeignProtocol] as soon as 11 of
+// them are in.
 //
 // # Memory
 //
