@@ -268,7 +268,7 @@ func TestRPCHandlerErrors(t *testing.T) {
 		{"not found", rpc.Errorf(rpc.StatusNotFound, "no such account"), 404, "no such account"},
 		{"unavailable", rpc.Errorf(rpc.StatusUnavailable, "later"), 503, "later"},
 		{"custom", rpc.Errorf(599, "odd"), 599, "odd"},
-		{"wrapped", fmt.Errorf("get: %w", rpc.Errorf(rpc.StatusForbidden, "inner")), 403, "inner"},
+		{"wrapped", fmt.Errorf("get: %w", rpc.Errorf(rpc.StatusForbidden, "inner")), 403, "get: inner"},
 		{"internal", rpc.Errorf(rpc.StatusInternal, "broke"), 500, "broke"},
 		{"plain", errors.New("disk full"), 500, "disk full"},
 		{"code 0", rpc.Errorf(0, "zero"), 500, "rpc: status 0: zero"},
