@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"testing"
 	"time"
@@ -16,9 +18,22 @@ import (
 // looks at the socket each read timeout: a reset (or any error the socket
 // holds) closes the connection and cancels the calls' ctx.
 func TestSlotWaitSeesPeerReset(t *testing.T) {
+	t.Run("tcp", func(t *testing.T) { testSlotWaitSeesPeerReset(t, false) })
+	// WithTLSConfig: the socket is under the server's *tls.Conn and the
+	// record bound of the read timeout (recordConn).
+	t.Run("tls", func(t *testing.T) { testSlotWaitSeesPeerReset(t, true) })
+}
+
+func testSlotWaitSeesPeerReset(t *testing.T, useTLS bool) {
 	const limit = 2
-	s, addr, _ := testServer(t, WithMaxInFlight(limit), WithReadTimeout(50*time.Millisecond),
-		WithLogger(discardLogger()))
+	opts := []ServerOption{WithMaxInFlight(limit), WithReadTimeout(50 * time.Millisecond), WithLogger(discardLogger())}
+	var roots *x509.CertPool
+	if useTLS {
+		var cert tls.Certificate
+		cert, roots = selfSigned(t)
+		opts = append(opts, WithTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	}
+	s, addr, _ := testServer(t, opts...)
 	started := make(chan struct{}, limit+1)
 	ended := make(chan error, limit+1)
 	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
@@ -27,15 +42,23 @@ func TestSlotWaitSeesPeerReset(t *testing.T) {
 		ended <- ctx.Err()
 		return resp, ctx.Err()
 	})
-	rc := rawDial(t, addr)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	rc := &rawConn{t, nc}
+	if useTLS {
+		rc.Conn = tls.Client(nc, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	}
 	for i := 1; i <= limit+2; i++ {
 		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: uint32(i)}))
 	}
 	for range limit {
 		receive(t, "a handler's start", started)
 	}
-	rc.Conn.(*net.TCPConn).SetLinger(0)
-	rc.Close()
+	nc.(*net.TCPConn).SetLinger(0)
+	nc.Close()
 	for range limit {
 		if err := receive(t, "a handler's ctx to end after the peer's reset", ended); err == nil {
 			t.Fatal("ctx done with a nil Err")

@@ -11,12 +11,16 @@ import (
 // socketError returns the error the kernel holds for nc's socket
 // (SO_ERROR: a reset by the peer, keepalive's timeout), without reading or
 // writing a byte; nil when it holds none, when nc (or the connection under
-// a *tls.Conn) is no socket, or when the look fails. A peer's FIN sets no
-// error: a half-close is no leave. Reading SO_ERROR clears it, which is
-// fine for its one caller: an error closes the connection.
+// a *tls.Conn, and under WithTLSConfig's recordConn) is no socket, or when
+// the look fails. A peer's FIN sets no error: a half-close is no leave.
+// Reading SO_ERROR clears it, which is fine for its one caller: an error
+// closes the connection.
 func socketError(nc net.Conn) error {
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc = tc.NetConn()
+	}
+	if rc, ok := nc.(*recordConn); ok { // WithTLSConfig's record bound
+		nc = rc.Conn
 	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
