@@ -175,7 +175,9 @@ func Errorf(code uint32, format string, args ...any) error {
 // wrapped *StatusError, else 500, as for a handler's error (see [Handler]):
 // codes 0 and 200 are no error status and count as 500. Code does not know
 // the call's deadline: a handler's context.DeadlineExceeded once that
-// passed is answered 504, where Code says 500.
+// passed is answered 504, where Code says 500. Of an answer a client got,
+// Code says its status, and so of the 404 [NoSuchMethod] of a backend,
+// which a handler that returns it answers 500 (see [IsNoSuchMethod]).
 func Code(err error) uint32 {
 	if err == nil {
 		return StatusOK
