@@ -165,7 +165,13 @@ func TestJobsNotPinnedByTrickle(t *testing.T) {
 }
 
 func jobsNotPinnedByTrickle(t *testing.T, held bool) {
-	s, addr, _ := testServer(t, WithReadTimeout(200*time.Millisecond), WithLogger(discardLogger()))
+	// The short read timeout makes the wake-ups come often; a frame's
+	// bytes earn it a second each (WithMinReadRate(1)), so that the burst
+	// is not cut when its writes stall under load: a 200 KiB frame of
+	// which a few KiB had come got less than half a second for the rest
+	// at the default rate, and the burst's write failed now and then
+	// ("broken pipe").
+	s, addr, _ := testServer(t, WithReadTimeout(200*time.Millisecond), WithMinReadRate(1), WithLogger(discardLogger()))
 	gate := make(chan struct{})
 	var running atomic.Int32
 	s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
