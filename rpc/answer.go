@@ -56,9 +56,11 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		c.writeAnswerString(status, j.pid, deadlineRefusal, true, inReader)
 	} else {
 		md := j.rmd
-		if len(md) > 0 && len(md) > c.maxMetadata() {
+		if len(md) > 0 && (len(md) > c.maxMetadata() || !c.answerFits(len(body)+respMDExtra(md))) {
 			// Set by a handler that then panicked or exited (a returning
-			// one's is checked by invokeBody): not sent.
+			// one's is checked by invokeBody), or too large for a frame
+			// with the error's text: not sent, so that the text goes
+			// out rather than an empty 500.
 			md = nil
 		}
 		c.writeAnswer(status, j.pid, body, md, inReader)
@@ -195,8 +197,11 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		}
 		return c.internalError(j, err)
 	}
-	if !c.answerFits(len(out) + respMDExtra(j.rmd)) {
-		return c.answerTooLarge(j, len(out)+respMDExtra(j.rmd))
+	if n := len(out) + respMDExtra(j.rmd); !c.answerFits(n) {
+		// The 500 that says so goes without the metadata, which may be
+		// what does not fit.
+		dropResponseMetadata(j)
+		return c.answerTooLarge(j, n)
 	}
 	return StatusOK, out
 }

@@ -152,12 +152,13 @@ func (c *serverConn) call(j *job) (status uint32, body []byte) {
 // what the peer got: a call refused at its deadline carries
 // deadlineRefusal, an error text above the largest frame goes out as an
 // empty 500 (writeAnswer, inlineAnswer; a result above it is answered by
-// answerTooLarge before this).
+// answerTooLarge before this). Response metadata that does not fit with
+// the text is left off (finish), so it changes neither.
 func (c *serverConn) sentAs(j *job, status uint32, n int) (uint32, int) {
 	switch {
 	case j.refused:
 		return status, len(deadlineRefusal)
-	case !c.answerFits(n + respMDExtra(j.rmd)):
+	case !c.answerFits(n):
 		return StatusInternal, 0
 	}
 	return status, n

@@ -48,7 +48,9 @@ var ErrResponseMetadata = errors.New("rpc: response metadata refused")
 // [Metadata.Size]) turn its answer into a 500 saying so ("rpc: response
 // metadata too large: ..."), logged as a handler error, without the
 // metadata. So does an answer whose result and metadata together do not
-// fit in a frame.
+// fit in a frame (a 500 "rpc: answer too large for a frame ..."); an
+// error answer whose text and metadata together do not fit goes without
+// the metadata.
 //
 // It returns [ErrNoResponseMetadata] for a ctx that is not a unary
 // handler's (a stream handler's among them), and panics on an odd number
@@ -76,11 +78,21 @@ func SetResponseMetadata(ctx context.Context, kv ...string) error {
 func (c *serverConn) checkResponseMetadata(j *job) (status uint32, body []byte, ok bool) {
 	lim := c.maxMetadata()
 	if n := len(j.rmd); n > lim {
-		j.rmd = j.rmd[:0]
+		dropResponseMetadata(j)
 		status, body = c.internalError(j, fmt.Errorf("rpc: response metadata too large: %d bytes encoded, over the server's limit of %d bytes (WithMaxMetadata)", n, lim))
 		return status, body, false
 	}
 	return 0, nil, true
+}
+
+// dropResponseMetadata drops the response metadata j's handler set, for
+// an answer that goes without it; a buffer larger than a connection keeps
+// is let go.
+func dropResponseMetadata(j *job) {
+	j.rmd = j.rmd[:0]
+	if cap(j.rmd) > maxKeptBuffer {
+		j.rmd = nil
+	}
 }
 
 // respMDExtra is how many bytes response metadata md adds to an answer

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -366,4 +367,41 @@ func FuzzResponseMetadata(f *testing.F) {
 			t.Fatalf("Range: %d pairs of %d bytes; Len %d, Size %d", n, size, md.Len(), md.Size())
 		}
 	})
+}
+
+// Response metadata that does not fit in a frame with the answer (each
+// under the server's limits) turns a result into the 500 that says the
+// answer is too large, without the metadata, as a result too large alone
+// does; an error answer keeps its text and loses the metadata. Both were
+// an empty 500: the metadata stayed with the 500, which then did not fit
+// either.
+func TestResponseMetadataAnswerTooLargeSaysSo(t *testing.T) {
+	events := make(chan CallEvent, 2)
+	s, addr, _ := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(4096)), WithObserver(func(ev CallEvent) { events <- ev }))
+	big := strings.Repeat("v", 4100)
+	s.Handle(5, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		SetResponseMetadata(ctx, "k", big)
+		if string(req) == "fail" {
+			return nil, Errorf(StatusUnavailable, "handler says no")
+		}
+		return append(resp, "ok"...), nil
+	})
+	c := dial(t, addr)
+	var md Metadata
+	ctx := WithResponseMetadata(context.Background(), &md)
+	var se *StatusError
+	_, err := c.Call(ctx, 5, []byte("x"), nil)
+	if !errors.As(err, &se) || se.Code != StatusInternal || !strings.Contains(se.Message, "answer too large for a frame") || md.Len() != 0 {
+		t.Fatalf("result with metadata over a frame: %v, metadata %d bytes", err, md.Size())
+	}
+	_, err = c.Call(ctx, 5, []byte("fail"), nil)
+	if !errors.As(err, &se) || se.Code != StatusUnavailable || se.Message != "handler says no" || md.Len() != 0 {
+		t.Fatalf("error with metadata over a frame: %v, metadata %d bytes", err, md.Size())
+	}
+	// The server's events say what the caller got.
+	for i, want := range []uint32{StatusInternal, StatusUnavailable} {
+		if ev := receive(t, "the call's event", events); ev.Status != want {
+			t.Fatalf("event %d: status %d, want %d", i, ev.Status, want)
+		}
+	}
 }
