@@ -141,14 +141,15 @@ func (e *StatusError) Is(target error) bool {
 // around the status reach the caller ("loading user 7: no user"), as
 // gRPC-go's status.FromError keeps a wrapper's message; with hide
 // (WithHideErrors), or when err is se, se's message alone. A 404
-// [NoSuchMethod] the handler received from a peer (a call it made to a
-// backend that lacks the method) answers 500 instead: passed on as it
-// is, it would say that this server lacks the method (IsNoSuchMethod;
-// rpc/cluster takes a replica that answers it as one deployed without
-// the method), when the one lacking it is the backend.
+// [NoSuchMethod] (or "no such stream method") the handler received from
+// a peer (a call or stream it made to a backend that lacks the method)
+// answers 500 instead: passed on as it is, it would say that this server
+// lacks the method (IsNoSuchMethod; rpc/cluster takes a replica that
+// answers it as one deployed without the method), when the one lacking
+// it is the backend.
 func handlerStatus(err error, se *StatusError, hide bool) (uint32, string) {
 	code := se.Code
-	if se.received && code == StatusNotFound && se.Message == NoSuchMethod {
+	if se.received && se.noSuchMethod() {
 		code = StatusInternal
 	}
 	if hide || err == error(se) {
@@ -202,14 +203,22 @@ func IsRetryable(err error) bool {
 const NoSuchMethod = "no such method"
 
 // IsNoSuchMethod reports whether a failed call was answered 404
-// [NoSuchMethod]: the server has no handler for the method (one deployed
-// without it, say). A handler's own 404 (Errorf(StatusNotFound, ...),
-// "no such account") is not, unless its message is that text. A handler
-// that returns the 404 "no such method" of a call it made (wrapped or
-// not) answers 500, not 404: the method its server serves is there.
+// [NoSuchMethod], or a stream was refused 404 "no such stream method" (the
+// text a zapcodec server ends the open of a stream method it lacks with):
+// the server has no handler for the method (one deployed without it,
+// say). A handler's own 404 (Errorf(StatusNotFound, ...), "no such
+// account") is not, unless its message is one of those texts. A handler
+// that returns such a 404 of a call or stream it made (wrapped or not)
+// answers 500, not 404: the method its server serves is there.
 func IsNoSuchMethod(err error) bool {
 	var se *StatusError
-	return errors.As(err, &se) && se.Code == StatusNotFound && se.Message == NoSuchMethod
+	return errors.As(err, &se) && se.noSuchMethod()
+}
+
+// noSuchMethod reports whether e is the 404 of a server that lacks the
+// method: [NoSuchMethod] for a call, streamNoHandler for a stream.
+func (e *StatusError) noSuchMethod() bool {
+	return e.Code == StatusNotFound && (e.Message == NoSuchMethod || e.Message == streamNoHandler)
 }
 
 // Status codes used by the canonical runtime.

@@ -92,3 +92,39 @@ func TestBackendNoSuchMethodNotPassedThrough(t *testing.T) {
 		t.Errorf("a method the front has no handler for: %v; want IsNoSuchMethod", err)
 	}
 }
+
+// A server lacking a stream method refuses its open with 404 "no such
+// stream method", and IsNoSuchMethod reports it as it reports a call's
+// 404 "no such method": the caller (and rpc/cluster) has one test for a
+// server without the method. A front whose handler returns that end of a
+// stream it opened to a backend answers 500, as for a call's.
+func TestStreamNoSuchMethod(t *testing.T) {
+	const mMissing = 999
+	_, backAddr, _ := testServer(t, WithLogger(discardLogger()))
+	bc := dial(t, backAddr)
+	open := func(ctx context.Context) error {
+		st, err := bc.OpenStream(ctx, mMissing, nil)
+		if err != nil {
+			return err
+		}
+		_, err = recvAll(st)
+		return err
+	}
+	err := open(context.Background())
+	var se *StatusError
+	if !IsNoSuchMethod(err) || !errors.As(err, &se) || se.Code != StatusNotFound {
+		t.Fatalf("a stream method the server lacks: %v (IsNoSuchMethod %v); want 404 and IsNoSuchMethod", err, IsNoSuchMethod(err))
+	}
+	if other := Errorf(StatusInternal, streamNoHandler); IsNoSuchMethod(other) {
+		t.Fatalf("IsNoSuchMethod(%v) is true", other)
+	}
+	front, frontAddr, _ := testServer(t, WithLogger(discardLogger()))
+	front.Handle(mHop, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		return nil, open(ctx)
+	})
+	c := dial(t, frontAddr)
+	_, err = c.Call(context.Background(), mHop, nil, nil)
+	if IsNoSuchMethod(err) || !errors.As(err, &se) || se.Code != StatusInternal || se.Message != streamNoHandler {
+		t.Fatalf("a front passing on its backend's stream refusal: %v (IsNoSuchMethod %v); want status 500 with %q", err, IsNoSuchMethod(err), streamNoHandler)
+	}
+}

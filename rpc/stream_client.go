@@ -62,7 +62,7 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 // StatusCanceled end, and OpenStream returns ctx's error.
 //
 // The server answers an open that no handler takes with an error end of
-// status 404, and one beyond its stream limit or after its go-away with
+// status 404 ([IsNoSuchMethod] reports it, as it does a call's), and one beyond its stream limit or after its go-away with
 // 503; a canonical server ends neither (Recv then waits until the
 // connection closes).
 //

@@ -754,7 +754,8 @@ type FeedServer interface {
 // reaches its handler: the server's interceptors run around it.
 // A stream of a streaming method opens and then ends with that
 // status, where a server without the stream method refuses the open
-// with 404 "no such stream method" (not rpc.NoSuchMethod).
+// with 404 "no such stream method" (rpc.IsNoSuchMethod reports
+// both).
 type UnimplementedFeedServer struct{}
 
 var _ FeedServer = UnimplementedFeedServer{}

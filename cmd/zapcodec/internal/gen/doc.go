@@ -183,7 +183,7 @@
 // for a method the server lacks), and a streaming method's stream opens
 // and then ends 404 rpc.NoSuchMethod, where a server without the stream
 // method refuses the open with 404 "no such stream method" (which
-// rpc.IsNoSuchMethod does not report).
+// rpc.IsNoSuchMethod reports too).
 //
 // IMethodName names a method for logs, metrics and interceptors, which
 // see only the wire ordinal: IMethodName(method - base), base being the

@@ -359,7 +359,8 @@ func (g *generator) unimplemented(it *schema.Interface) {
 		if streaming(m) {
 			g.p("// A stream of a streaming method opens and then ends with that")
 			g.p("// status, where a server without the stream method refuses the open")
-			g.p("// with 404 \"no such stream method\" (not rpc.NoSuchMethod).")
+			g.p("// with 404 \"no such stream method\" (rpc.IsNoSuchMethod reports")
+			g.p("// both).")
 			break
 		}
 	}
