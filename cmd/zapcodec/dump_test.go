@@ -511,13 +511,18 @@ func extEnvelopes() []byte {
 	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 503, PromiseID: 5, Body: []byte("shutting down"), NotRun: true}))
 	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 6, Metadata: md("k", "v", "orphan")}))
 	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 7, Metadata: append(md("k", "v"), 9, 0, 0, 0, 'x')}))
+	// Answers with response metadata: a result, an error, and metadata
+	// that ends inside a pair.
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 1, Body: []byte("ZAP\x00"), Metadata: md("trace", "t-1", "bin", "\x00\xff")}))
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 500, PromiseID: 6, Body: []byte("it broke"), Metadata: md("retry-after", "2s")}))
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 7, Metadata: md("k", "v", "orphan")}))
 	return out
 }
 
 // TestDumpExtensions: dump showed a request's deadline and metadata
 // (docs/wire.md §8) nowhere, only the envelope's size betraying them, and
 // an answer's not-run flag not at all, so a 503 refused unrun looked like
-// one a handler returned. The input of the err_ext_envelopes golden case is
+// one a handler returned; then an answer's metadata not at all. The input of the err_ext_envelopes golden case is
 // what extEnvelopes builds with rpc/wire; the listing shows each field.
 func TestDumpExtensions(t *testing.T) {
 	t.Parallel()
@@ -543,6 +548,10 @@ func TestDumpExtensions(t *testing.T) {
 		"status 503 Unavailable, not run (the server refused it before its handler ran: safe to send again), body 13 bytes\n",
 		"  metadata, 20 bytes, 1 pair:\n    \"k\": \"v\"\n  error: at byte 331: metadata is not a whole number of key/value pairs",
 		"  error: at byte 416: metadata is not a whole number",
+		// An answer's metadata (docs/wire.md §8 "Response: metadata").
+		"status 200 OK, body 4 bytes\n  metadata, 29 bytes, 2 pairs:\n    \"trace\": \"t-1\"\n    \"bin\": \"\\x00\\xff\"\n",
+		"status 500 Internal Error, body 8 bytes\n  metadata, 21 bytes, 1 pair:\n    \"retry-after\": \"2s\"\n",
+		"  metadata, 20 bytes, 1 pair:\n    \"k\": \"v\"\n  error: at byte 652: metadata is not a whole number of key/value pairs (a zapcodec client fails the call with rpc.ErrResponseMetadata)",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the listing lacks %q:\n%s", want, &stdout)

@@ -83,7 +83,8 @@ func (d *dumper) methodByOrdinal(ord uint32) *schema.Method {
 	return nil
 }
 
-// response dumps an answer envelope (at base) and, with a schema, its body.
+// response dumps an answer envelope (at base), its metadata (docs/wire.md
+// §8) and, with a schema, its body.
 func (d *dumper) response(indent string, env []byte, base int) {
 	r, err := wire.ParseResponse(env)
 	if err != nil {
@@ -105,6 +106,7 @@ func (d *dumper) response(indent string, env []byte, base int) {
 		notRun = ", not run (the server refused it before its handler ran: safe to send again)"
 	}
 	d.printf("response, promise %d%s, status %d %s%s, body %d bytes\n", r.PromiseID, mname, r.Status, statusText(r.Status), notRun, len(r.Body))
+	d.metadata(indent, r.Metadata, base+tailOffset(env, 24), "a zapcodec client fails the call with rpc.ErrResponseMetadata")
 	t := d.opts.Target
 	if t.none() || len(r.Body) == 0 {
 		return
@@ -146,12 +148,21 @@ func (d *dumper) requestExtensions(indent string, env []byte, base int, r *wire.
 		}
 		d.printf("%sdeadline: %s left when the request was written\n", indent, left)
 	}
-	if len(r.Metadata) == 0 {
+	d.metadata(indent, r.Metadata, base+tailOffset(env, 36), "a zapcodec server answers 400")
+}
+
+// metadata shows the key/value metadata md of a request, stream open or
+// response envelope (docs/wire.md §8), at position at of the input: one
+// pair a line, quoted. Metadata that is not a whole number of pairs is an
+// input error at its value; refused says what a zapcodec peer does with
+// it.
+func (d *dumper) metadata(indent string, md []byte, at int, refused string) {
+	if len(md) == 0 {
 		return
 	}
 	var pairs [][2][]byte
 	var item [2][]byte
-	b, n := r.Metadata, 0
+	b, n := md, 0
 	for ; len(b) >= 4; n++ {
 		l := binary.LittleEndian.Uint32(b)
 		if uint64(l) > uint64(len(b)-4) {
@@ -167,22 +178,22 @@ func (d *dumper) requestExtensions(indent string, env []byte, base int, r *wire.
 	if len(pairs) == 1 {
 		s = ""
 	}
-	d.printf("%smetadata, %d bytes, %d pair%s:\n", indent, len(r.Metadata), len(pairs), s)
+	d.printf("%smetadata, %d bytes, %d pair%s:\n", indent, len(md), len(pairs), s)
 	for _, p := range pairs {
 		d.printf("%s  %s: %s\n", indent, strconv.Quote(string(p[0])), strconv.Quote(string(p[1])))
 	}
 	if len(b) > 0 || n%2 == 1 {
-		at := base + tailOffset(env, 36) + len(r.Metadata) - len(b)
+		at += len(md) - len(b)
 		if len(b) == 0 { // a key without its value
 			at -= 4 + len(item[0])
 		}
-		d.fail(indent, at, "metadata is not a whole number of key/value pairs (a zapcodec server answers 400)")
+		d.fail(indent, at, "metadata is not a whole number of key/value pairs (%s)", refused)
 	}
 }
 
 // tailOffset returns the position, inside an envelope that wire parsed,
 // of the bytes value whose slot is at fixed-section offset field (payload
-// 20, body 12, a request's metadata 36): the slot's position plus the relative offset it holds.
+// 20, body 12, a request's metadata 36, a response's 24): the slot's position plus the relative offset it holds.
 func tailOffset(env []byte, field int) int {
 	m, _ := codec.Parse(env) // checked by wire.ParseRequest/ParseResponse
 	root := m.Root()
