@@ -41,9 +41,11 @@ func (c *serverConn) run(j *job) {
 // finish answers a call and frees its job. inReader: the caller holds the
 // read loop role and flushes later (see readLoop).
 func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
-	// -tags zapdebug: a view of the request kept past the handler reads
-	// poison (see poisonRequest); compiled out otherwise.
+	// -tags zapdebug: a view of the request, or of its cap and metadata
+	// (CapFrom, MetadataFrom), kept past the handler reads poison (see
+	// poisonRequest); compiled out otherwise.
 	late := zapdebug && poisonRequest(j.req, body)
+	lateExt := zapdebug && poisonRequest(j.ext, body)
 	if c.promises != nil {
 		// An answer above the largest frame goes out as a 500
 		// (answerTooLarge; an empty one from writeAnswer or inlineAnswer
@@ -67,6 +69,9 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	}
 	if zapdebug && late {
 		poison.Fill(j.req)
+	}
+	if zapdebug && lateExt {
+		poison.Fill(j.ext)
 	}
 	if j.dl.Load() != 0 {
 		j.endDeadline()

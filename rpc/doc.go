@@ -163,7 +163,8 @@
 // caller has the answer, a kept view reads 0xDB, every time. (A handler
 // that answered with req itself, or a slice of it, has its answer
 // written first, then req poisoned.) Normal builds compile none of it.
-// The poison covers the request payload only, not the metadata and cap
-// views ([MetadataFrom], [CapFrom]) nor resp, which the answer is
-// written from.
+// The poison covers the cap and metadata views ([CapFrom],
+// [MetadataFrom]) too, of a call and of a stream (by the time the client
+// has the stream's end), but not resp, which the answer is written from,
+// nor a stream handler's init, which is the handler's own.
 package rpc

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zapcodec/zapcodec/internal/poison"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -459,6 +460,13 @@ func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
 	started = true
 	status, text := c.invokeStream(st, h, init)
 	ended = true
+	if zapdebug && poison.Enabled() {
+		// -tags zapdebug: a view of the open's cap or metadata (CapFrom,
+		// MetadataFrom) kept past the handler reads poison by the time
+		// the client has the end. init is the handler's own: kept as it is.
+		poison.Fill(st.capv)
+		poison.Fill(st.mdv)
+	}
 	c.endStream(st, status, text)
 }
 
