@@ -160,7 +160,11 @@
 // SendM (promise pipelining, over an rpc.Sender) exists for a method with
 // a result; MOn, which calls M with the answer of the promise p as its
 // request, for a method whose request struct is a result that some method
-// of I answers in one message. Streaming methods get neither.
+// of I answers in one message. Streaming methods get neither. When only a
+// client-streaming method answers with that struct (at its stream's end,
+// which is no promise), no SendM gives the promise MOn takes: MOn is
+// still generated, and its doc says to wrap the rpc.Promise of a call
+// that answers one (rpc.Client.Send): MOn(ctx, ReqPromise{p}, &resp).
 // RegisterIServer mounts I on the server (rpc.Server.Mount: it panics when
 // I's ordinals overlap another mounted interface's); with rpc.At(base) it
 // serves M at base+n, and NewIClient given the same rpc.At(base) calls

@@ -443,12 +443,13 @@ func TestSendDoc(t *testing.T) {
 // TestPromiseTypes: a struct gets a typed promise, beside its record (in
 // its own schema file), when a client method returns it (Send<M>) or takes
 // it (<M>On); a result sent on a stream, or only at the end of a client
-// stream that no method takes, gets none, and its name stays free.
+// stream that no method takes, gets none, and its name stays free. An
+// <M>On whose promise no Send<M> returns says in its doc to wrap one.
 func TestPromiseTypes(t *testing.T) {
 	t.Parallel()
 	f, err := schema.ParseFiles(
 		schema.Source{Name: "a.zap", Src: []byte("package p\nstruct R { A u32 }\nstruct L { B u32 }\nstruct Q { C u32 }\nstruct W { D u32 }\nstruct LPromise {}\nstruct QPromise {}\n")},
-		schema.Source{Name: "b.zap", Src: []byte("interface S { get() returns (r: R); sub() returns (stream L); up(stream L) returns (q: Q); fin(stream L) returns (w: W); put(w: W) }\n")},
+		schema.Source{Name: "b.zap", Src: []byte("interface S { get() returns (r: R); sub() returns (stream L); up(stream L) returns (q: Q); fin(stream L) returns (w: W); put(w: W); use(r: R) }\n")},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -475,5 +476,21 @@ func TestPromiseTypes(t *testing.T) {
 	}
 	if strings.Contains(b, "Promise struct") {
 		t.Errorf("b.zap.go declares a promise type")
+	}
+	// No Send stub returns the WPromise PutOn takes (fin answers a W at
+	// its client stream's end): PutOn's doc says to wrap a raw promise.
+	// UseOn takes the RPromise SendGet returns, and says nothing of it.
+	doc := func(stub string) string {
+		i := strings.Index(b, "func (c *SClient) "+stub+"(")
+		if i < 0 {
+			t.Fatalf("b.zap.go has no %s", stub)
+		}
+		return b[strings.LastIndex(b[:i], "}\n")+2 : i]
+	}
+	if d := doc("PutOn"); !strings.Contains(d, "No Send method of this client returns WPromise: fin answers a W\n// at the end of a client stream") || !strings.Contains(d, "PutOn(ctx, WPromise{p})") {
+		t.Errorf("PutOn's doc does not say to wrap a promise:\n%s", d)
+	}
+	if d := doc("UseOn"); strings.Contains(d, "No Send method") || !strings.Contains(d, "UseOn calls S.use") {
+		t.Errorf("UseOn's doc:\n%s", d)
 	}
 }

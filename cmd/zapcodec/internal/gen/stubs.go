@@ -264,6 +264,18 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		g.p("// (%s %s): promise pipelining, one round trip for both calls; the server", article(GoName(m.Req.Name)), GoName(m.Req.Name))
 		g.p("// must run rpc.WithPipelining. p is not spent (see rpc.Promise.Call): wait")
 		g.p("// for its own answer or release it as well.")
+		if ends := streamEndResults(it, m.Req); ends != nil {
+			// No Send<M> of the interface returns this promise.
+			rt, rest := GoName(m.Req.Name), ""
+			if m.Resp != nil {
+				rest = ", &resp"
+			}
+			g.p("//")
+			g.p("// No Send method of this client returns %sPromise: %s answers %s %s", rt, strings.Join(ends, " and "), article(rt), rt)
+			g.p("// at the end of a client stream, which is no promise. Wrap the")
+			g.p("// rpc.Promise of a call that answers one, sent on the same connection")
+			g.p("// (rpc.Client.Send): %sOn(ctx, %sPromise{p}%s).", mn, rt, rest)
+		}
 		if m.Resp != nil {
 			g.decodeErrorDoc(m.Resp)
 		}
@@ -301,6 +313,25 @@ func pipelineResults(it *schema.Interface) map[*schema.Struct]bool {
 // sendStub reports whether method m gets a Send<M> stub: it has a result
 // and does not stream.
 func sendStub(m *schema.Method) bool { return m.Resp != nil && !streaming(m) }
+
+// streamEndResults returns the names of the methods of it that answer
+// with req only at the end of a client stream, when no method of it with
+// a Send<M> stub answers one (nil otherwise): an <M>On stub taking req
+// then gets its promise from no stub of the client, and its doc says to
+// wrap a raw rpc.Promise.
+func streamEndResults(it *schema.Interface, req *schema.Struct) []string {
+	var ends []string
+	for _, m := range it.Methods {
+		switch {
+		case m.Resp != req:
+		case sendStub(m):
+			return nil
+		case !m.RespStream:
+			ends = append(ends, m.Name)
+		}
+	}
+	return ends
+}
 
 // onStub reports whether method m gets an <M>On stub: its request is one of
 // results (pipelineResults) and it does not stream.
