@@ -21,7 +21,11 @@ var (
 	// from the record's and the handshake's headers, instead of waiting
 	// for the rest of that frame. The error names the TLS handshake as
 	// other foreign openings are named (see [Reader.Next]); those fail the
-	// length check and wrap its error instead.
+	// length check and wrap its error instead. A stream's first frame whose
+	// first 11 bytes read as such a record is refused too while it is not
+	// all read: a frame of 790 + 65,536·n bytes (n from 0 to 4) whose body
+	// begins 01, three bytes worth 41 or more, 03 and 00 to 04. No first
+	// frame of the rpc wire is one.
 	ErrForeignProtocol = errors.New("frame: not a ZAP frame stream")
 
 	// ErrNoBegin: Writer.End was called without a matching Begin, or with a

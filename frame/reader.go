@@ -529,9 +529,14 @@ func (fr *Reader) foreignHello() error {
 // TLS handshake record (type 22, version 3.0 to 3.4) that holds a
 // ClientHello (handshake type 1) of a legacy version 3.0 to 3.4, whose
 // length is at least that of the smallest ClientHello and fills the
-// record (or goes on past it, in the records that follow). A ZAP frame
-// with those 11 bytes would be of a kind the wire does not define, its
-// body beginning with a length that agrees with the frame's kind byte.
+// record (or goes on past it, in the records that follow). A frame can
+// begin with those 11 bytes too: one of 790 + 65,536·n bytes (n from 0
+// to 4; its kind byte is then the record length's low byte) whose body
+// begins 01, three bytes worth 41 or more, then 03 and 00 to 04. No
+// first frame an rpc peer writes does (a request or a stream open
+// begins with "ZAP\0", a ping holds at most 8 bytes), but another
+// protocol on package frame could write one, and a Reader refuses it
+// when it is the stream's first frame and not all read yet.
 func isClientHello(h []byte) bool {
 	if h[0] != 0x16 || h[1] != 0x03 || h[2] > 0x04 || h[5] != 0x01 || h[9] != 0x03 || h[10] > 0x04 {
 		return false
