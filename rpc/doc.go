@@ -42,7 +42,8 @@
 // 504, not logged. The handler's ctx carries the values of
 // the base context ([WithBaseContext]), is done when the connection dies
 // (reset, failed write, timeout, Close, end of Shutdown's grace), and
-// [CallInfo] reads the call's method and promise id through any wrapping.
+// [CallInfo] reads the call's method and promise id through any wrapping
+// ([MethodFrom] its name).
 //
 // Server defaults, chosen so that a service can keep them (see the options
 // for the reasoning and the comparison with net/http and gRPC-go):
@@ -101,10 +102,13 @@
 // chain is built once, a trivial interceptor allocates nothing);
 // [WithObserver] reports each call's method, status, duration, payload
 // bytes and peer on either side as a [CallEvent] passed by value (no
-// allocation, two clock reads). [Server.Mount] (called by generated
-// Register…Server functions) places several interfaces on one server,
-// each at its own offset ([At]; the clients take the same option), and
-// panics when two overlap. Every server answers the health service at the
+// allocation, two clock reads). [Server.Mount] (generated
+// Register…Server functions call [Server.MountNamed], with their method
+// names) places several interfaces on one server, each at its own offset
+// ([At]; the clients take the same option), and panics when two overlap;
+// [Server.MethodName] and [MethodFrom] give an interceptor or observer
+// the full name of a wire ordinal, "/greet.Greeter/hello" as gRPC spells
+// it, at no cost to a call that does not ask. Every server answers the health service at the
 // reserved ordinal [HealthMethod] ([Server.Health] sets statuses,
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
 // ask).

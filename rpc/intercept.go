@@ -6,7 +6,9 @@ import (
 
 // Interceptor runs around every handler of a server that has it (see
 // [WithInterceptors]): it sees the call's ctx, its wire method ordinal
-// (the mount offset included, see [At]), the request payload and the
+// (the mount offset included, see [At]; [MethodFrom](ctx) or
+// [Server.MethodName](method) gives its full name, "/greet.Greeter/hello",
+// as gRPC's info.FullMethod), the request payload and the
 // server's answer buffer, and calls next to run the rest of the chain and
 // finally the handler, or answers by itself without calling next. It may
 // replace next's result or error; the error it returns is answered like a
@@ -67,7 +69,10 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // has it (see [WithClientInterceptors]; not around its promise calls,
 // below): it may change ctx (to add metadata,
 // say), inspect or replace req, call invoke to run the rest of the chain
-// and the call itself, and replace the result or error. It must return
+// and the call itself, and replace the result or error. It sees the wire
+// ordinal only: a client knows no mounts, so its names come from the
+// generated <I>MethodName(method - base) of the interface called at that
+// base. It must return
 // resp extended (as [Caller].Call does) or a slice of its own; req and
 // resp are the caller's, so an interceptor keeps nothing of them after it
 // returns.

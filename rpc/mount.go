@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"fmt"
 	"sort"
 )
@@ -49,13 +50,19 @@ type mount struct {
 	service string
 	first   uint32 // wire ordinal of its method 1
 	last    uint32 // of its method n
+	// names holds the full names of its methods ("/service/method"),
+	// names[k-1] that of method k; nil when it was mounted without names
+	// (Mount), "" for a method its name function did not name.
+	names []string
 }
 
 // Mount reserves wire ordinals base+1..base+methods for the interface
 // named service (base from opts, see [At]) and returns base; generated
-// Register…Server functions call it before registering their handlers at
-// base + their ordinals with [Server.Handle]. The service's health status
-// ([Server.Health]) starts as HealthServing.
+// Register…Server functions call it (by way of [Server.MountNamed])
+// before registering their handlers at base + their ordinals with
+// [Server.Handle]. The service's health status ([Server.Health]) starts
+// as HealthServing. Its methods have no names: [Server.MethodName] gives
+// "" for them.
 //
 // Mount panics, like http.ServeMux on a duplicate pattern, when the range
 // overlaps a service mounted before, when service is mounted already or
@@ -63,6 +70,17 @@ type mount struct {
 // setup, and two interfaces answering at the same ordinals is a bug to
 // fix before serving. [Server.Handle] itself does not check mounts.
 func (s *Server) Mount(service string, methods int, opts ...MountOption) uint32 {
+	return s.MountNamed(service, methods, nil, opts...)
+}
+
+// MountNamed is [Server.Mount] for an interface whose methods have names:
+// name(k) is the name of its method k, 1..methods ("" for one without a
+// name; a nil name names none), asked once each, here. Generated
+// Register…Server functions call it with their <I>MethodName. The full
+// name of method k, which [Server.MethodName] and [MethodFrom] give for
+// wire ordinal base+k, is "/" + service + "/" + name(k), built here once.
+// It panics as Mount does.
+func (s *Server) MountNamed(service string, methods int, name func(ordinal uint32) string, opts ...MountOption) uint32 {
 	base := MountBase(opts...)
 	if service == "" {
 		panic("rpc: Mount: empty service name")
@@ -71,30 +89,94 @@ func (s *Server) Mount(service string, methods int, opts ...MountOption) uint32 
 		panic(fmt.Sprintf("rpc: Mount: service %q at base %d with %d methods goes past MaxMethod (%d)", service, base, methods, MaxMethod))
 	}
 	m := mount{service: service, first: base + 1, last: base + uint32(methods)}
+	if name != nil && methods > 0 {
+		m.names = make([]string, methods)
+		for k := range m.names {
+			if n := name(uint32(k + 1)); n != "" {
+				m.names[k] = "/" + service + "/" + n
+			}
+		}
+	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
-	for _, o := range s.mounts {
+	old := s.mountList()
+	for _, o := range old {
 		if o.service == service {
 			panic(fmt.Sprintf("rpc: Mount: service %q is mounted already (ordinals %d..%d)", service, o.first, o.last))
 		}
 	}
-	for _, o := range s.mounts {
+	for _, o := range old {
 		if methods > 0 && o.last >= o.first && m.first <= o.last && o.first <= m.last {
 			panic(fmt.Sprintf("rpc: Mount: service %q at ordinals %d..%d overlaps service %q at ordinals %d..%d; mount one of them elsewhere with rpc.At(base) (and give its clients the same rpc.At)",
 				service, m.first, m.last, o.service, o.first, o.last))
 		}
 	}
-	s.mounts = append(s.mounts, m)
+	ms := append(old[:len(old):len(old)], m) // a new array: readers hold the old one
+	s.mounts.Store(&ms)
 	s.Health().add(service)
 	return base
 }
 
+// mountList returns the services mounted on s (read-only).
+func (s *Server) mountList() []mount {
+	if p := s.mounts.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// MethodName returns the full name of the method served at wire ordinal
+// method (the mount base included, as an [Interceptor], a
+// [StreamInterceptor] and a [CallEvent] give it): "/greet.Greeter/hello"
+// for method hello of the service greet.Greeter, unary or streaming, as
+// gRPC-go's info.FullMethod spells it, so that code that reads or splits
+// a gRPC method name reads it too. The names come from the generated
+// Register…Server functions ([Server.MountNamed]). It returns "" for an
+// ordinal no named mount covers: one registered with [Server.Handle] or
+// [Server.HandleStream] alone, one of a service mounted with
+// [Server.Mount] (such as by code generated before MountNamed existed:
+// regenerate it to get names), [HealthMethod], or one nothing serves. It
+// says what the ordinal was mounted as, whether or not a handler serves
+// it now.
+//
+// It allocates nothing, takes no lock, and looks at each mounted service
+// at most once; the call path pays nothing for it when nobody asks. A
+// server's observer ([WithObserver]) calls it on the server it observes
+// (a variable it closes over, set once NewServer returns).
+func (s *Server) MethodName(method uint32) string {
+	for i, ms := 0, s.mountList(); i < len(ms); i++ {
+		if k := method - ms[i].first; uint64(k) < uint64(len(ms[i].names)) {
+			return ms[i].names[k]
+		}
+	}
+	return ""
+}
+
+// MethodFrom returns the full name ([Server.MethodName]) of the method
+// whose call or stream a handler's ctx, or any context derived from it,
+// belongs to: what an interceptor or handler that has no *Server at hand
+// logs, as a gRPC one logs grpc.Method(ctx). It is "" for a method
+// without a name and for any other ctx (a client's, say). Like
+// [CallInfo], call it only while the handler runs. It allocates nothing;
+// nothing is stored on the call for it.
+func MethodFrom(ctx context.Context) string {
+	if j := callJob(ctx); j != nil {
+		if s := j.conn().s; s != nil {
+			return s.MethodName(j.method)
+		}
+		return ""
+	}
+	if st := streamFrom(ctx); st != nil && st.set != nil && st.set.sc != nil {
+		return st.set.sc.s.MethodName(st.method)
+	}
+	return ""
+}
+
 // Services returns the names of the services mounted on s, sorted.
 func (s *Server) Services() []string {
-	s.hmu.Lock()
-	defer s.hmu.Unlock()
-	names := make([]string, 0, len(s.mounts))
-	for _, m := range s.mounts {
+	ms := s.mountList()
+	names := make([]string, 0, len(ms))
+	for _, m := range ms {
 		names = append(names, m.service)
 	}
 	sort.Strings(names)

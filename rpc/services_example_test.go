@@ -82,3 +82,30 @@ func ExampleServer_Mount() {
 	// "demo.Admin": not serving 200
 	// "demo.Other": unknown 404
 }
+
+// A logging interceptor names each call as gRPC-go's info.FullMethod does,
+// whatever base its service is mounted at.
+func ExampleServer_MethodName() {
+	logCalls := func(ctx context.Context, method uint32, req, resp []byte, next rpc.Handler) ([]byte, error) {
+		fmt.Println("call", method, rpc.MethodFrom(ctx))
+		return next(ctx, req, resp)
+	}
+	s := rpc.NewServer(rpc.WithInterceptors(logCalls))
+	// As a generated RegisterUsersServer(s, impl, rpc.At(100)) does:
+	names := func(k uint32) string { return map[uint32]string{1: "get", 2: "put"}[k] }
+	base := s.MountNamed("demo.Users", 2, names, rpc.At(100))
+	s.Handle(base+2, func(ctx context.Context, req, resp []byte) ([]byte, error) { return resp, nil })
+	fmt.Printf("%q %q %q\n", s.MethodName(101), s.MethodName(102), s.MethodName(103))
+
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	go s.Serve(l)
+	defer s.Close()
+	c, _ := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	defer c.Close()
+	_, err := c.Call(context.Background(), 102, nil, nil)
+	fmt.Println(err)
+	// Output:
+	// "/demo.Users/get" "/demo.Users/put" ""
+	// call 102 /demo.Users/put
+	// <nil>
+}

@@ -14,7 +14,8 @@ var ErrNoStreamFromInterceptor = errors.New("rpc: a stream interceptor returned 
 // StreamInterceptor runs around every stream handler of a server that has
 // it (see [WithStreamInterceptors]), as [Interceptor] does around unary
 // handlers: it sees the handler's ctx, the wire method ordinal (the mount
-// offset included), the open's initial message and the stream, and calls
+// offset included; [MethodFrom](ctx) or [Server.MethodName] gives its
+// full name), the open's initial message and the stream, and calls
 // next to run the rest of the chain and finally the handler, or ends the
 // stream by itself by returning without calling next (a *[StatusError]
 // keeps its code, so an auth interceptor refuses a stream with
