@@ -23,7 +23,10 @@ type Metrics struct {
 	BytesOut *prometheus.CounterVec   // zaprpc_payload_bytes_sent_total{side,method}
 
 	// MethodName names a method ordinal for the method label; nil: its
-	// decimal ordinal. Keep the set of names small (one per method).
+	// decimal ordinal. Keep the set of names small (one per method). For
+	// a server's metrics, the server's own (*rpc.Server).MethodName gives
+	// "/pkg.Service/method" for the services generated Register…Server
+	// functions mounted ("" for others).
 	MethodName func(method uint32) string
 }
 

@@ -1048,8 +1048,10 @@ const (
 // for logs, metrics and interceptors, which see only an ordinal. The
 // ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0
 // without it) from the wire ordinal an rpc.Interceptor, an
-// rpc.ClientInterceptor or a CallEvent gives. Its full name is
-// EthServiceName + "." + the method's name.
+// rpc.ClientInterceptor or a CallEvent gives. On a server,
+// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire
+// ordinal as it is and give the full name, "/" + EthServiceName +
+// "/" + the method's name, as gRPC spells it.
 func EthMethodName(ordinal uint32) string {
 	switch ordinal {
 	case EthGetBalanceOrdinal:
@@ -1096,13 +1098,14 @@ func (UnimplementedEthServer) GetBalance(ctx context.Context, req GetBalanceRequ
 // (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
 const EthServiceName = "eth.Eth"
 
-// RegisterEthServer mounts impl's methods on s (rpc.Server.Mount): at their
+// RegisterEthServer mounts impl's methods on s (rpc.Server.MountNamed, with
+// their names for rpc.Server.MethodName and rpc.MethodFrom): at their
 // ordinals, or at base + ordinal with rpc.At(base), which the clients of
 // this mount must be given too. It panics when the ordinals overlap those
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterEthServer(s *rpc.Server, impl EthServer, opts ...rpc.MountOption) {
-	base := s.Mount(EthServiceName, 1, opts...)
+	base := s.MountNamed(EthServiceName, 1, EthMethodName, opts...)
 	s.Handle(base+EthGetBalanceOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadGetBalanceRequest(req)
 		if err != nil {
@@ -1183,8 +1186,10 @@ const (
 // for logs, metrics and interceptors, which see only an ordinal. The
 // ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0
 // without it) from the wire ordinal an rpc.Interceptor, an
-// rpc.ClientInterceptor or a CallEvent gives. Its full name is
-// EthLogsServiceName + "." + the method's name.
+// rpc.ClientInterceptor or a CallEvent gives. On a server,
+// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire
+// ordinal as it is and give the full name, "/" + EthLogsServiceName +
+// "/" + the method's name, as gRPC spells it.
 func EthLogsMethodName(ordinal uint32) string {
 	switch ordinal {
 	case EthLogsGetLogsOrdinal:
@@ -1248,13 +1253,14 @@ func (UnimplementedEthLogsServer) StreamLogs(ctx context.Context, req LogFilterV
 // (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
 const EthLogsServiceName = "eth.EthLogs"
 
-// RegisterEthLogsServer mounts impl's methods on s (rpc.Server.Mount): at their
+// RegisterEthLogsServer mounts impl's methods on s (rpc.Server.MountNamed, with
+// their names for rpc.Server.MethodName and rpc.MethodFrom): at their
 // ordinals, or at base + ordinal with rpc.At(base), which the clients of
 // this mount must be given too. It panics when the ordinals overlap those
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterEthLogsServer(s *rpc.Server, impl EthLogsServer, opts ...rpc.MountOption) {
-	base := s.Mount(EthLogsServiceName, 2, opts...)
+	base := s.MountNamed(EthLogsServiceName, 2, EthLogsMethodName, opts...)
 	s.Handle(base+EthLogsGetLogsOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadLogFilter(req)
 		if err != nil {

@@ -308,8 +308,10 @@ const (
 // for logs, metrics and interceptors, which see only an ordinal. The
 // ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0
 // without it) from the wire ordinal an rpc.Interceptor, an
-// rpc.ClientInterceptor or a CallEvent gives. Its full name is
-// GreeterServiceName + "." + the method's name.
+// rpc.ClientInterceptor or a CallEvent gives. On a server,
+// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire
+// ordinal as it is and give the full name, "/" + GreeterServiceName +
+// "/" + the method's name, as gRPC spells it.
 func GreeterMethodName(ordinal uint32) string {
 	switch ordinal {
 	case GreeterHelloOrdinal:
@@ -356,13 +358,14 @@ func (UnimplementedGreeterServer) Hello(ctx context.Context, req HelloRequestVie
 // (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
 const GreeterServiceName = "greet.Greeter"
 
-// RegisterGreeterServer mounts impl's methods on s (rpc.Server.Mount): at their
+// RegisterGreeterServer mounts impl's methods on s (rpc.Server.MountNamed, with
+// their names for rpc.Server.MethodName and rpc.MethodFrom): at their
 // ordinals, or at base + ordinal with rpc.At(base), which the clients of
 // this mount must be given too. It panics when the ordinals overlap those
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterGreeterServer(s *rpc.Server, impl GreeterServer, opts ...rpc.MountOption) {
-	base := s.Mount(GreeterServiceName, 1, opts...)
+	base := s.MountNamed(GreeterServiceName, 1, GreeterMethodName, opts...)
 	s.Handle(base+GreeterHelloOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadHelloRequest(req)
 		if err != nil {

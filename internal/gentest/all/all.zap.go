@@ -4482,8 +4482,10 @@ const (
 // for logs, metrics and interceptors, which see only an ordinal. The
 // ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0
 // without it) from the wire ordinal an rpc.Interceptor, an
-// rpc.ClientInterceptor or a CallEvent gives. Its full name is
-// ServiceServiceName + "." + the method's name.
+// rpc.ClientInterceptor or a CallEvent gives. On a server,
+// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire
+// ordinal as it is and give the full name, "/" + ServiceServiceName +
+// "/" + the method's name, as gRPC spells it.
 func ServiceMethodName(ordinal uint32) string {
 	switch ordinal {
 	case ServiceGetOrdinal:
@@ -4577,13 +4579,14 @@ func (UnimplementedServiceServer) Bump(ctx context.Context, req ScalarsView, res
 // (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
 const ServiceServiceName = "all.Service"
 
-// RegisterServiceServer mounts impl's methods on s (rpc.Server.Mount): at their
+// RegisterServiceServer mounts impl's methods on s (rpc.Server.MountNamed, with
+// their names for rpc.Server.MethodName and rpc.MethodFrom): at their
 // ordinals, or at base + ordinal with rpc.At(base), which the clients of
 // this mount must be given too. It panics when the ordinals overlap those
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterServiceServer(s *rpc.Server, impl ServiceServer, opts ...rpc.MountOption) {
-	base := s.Mount(ServiceServiceName, 6, opts...)
+	base := s.MountNamed(ServiceServiceName, 6, ServiceMethodName, opts...)
 	s.Handle(base+ServiceGetOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadPair(req)
 		if err != nil {
@@ -4828,8 +4831,10 @@ func (c *ServiceClient) BumpOn(ctx context.Context, p ScalarsPromise, resp *Scal
 // for logs, metrics and interceptors, which see only an ordinal. The
 // ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0
 // without it) from the wire ordinal an rpc.Interceptor, an
-// rpc.ClientInterceptor or a CallEvent gives. Its full name is
-// NothingServiceName + "." + the method's name.
+// rpc.ClientInterceptor or a CallEvent gives. On a server,
+// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire
+// ordinal as it is and give the full name, "/" + NothingServiceName +
+// "/" + the method's name, as gRPC spells it.
 func NothingMethodName(ordinal uint32) string {
 	return ""
 }
@@ -4867,13 +4872,14 @@ var _ NothingServer = UnimplementedNothingServer{}
 // (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
 const NothingServiceName = "all.Nothing"
 
-// RegisterNothingServer mounts impl's methods on s (rpc.Server.Mount): at their
+// RegisterNothingServer mounts impl's methods on s (rpc.Server.MountNamed, with
+// their names for rpc.Server.MethodName and rpc.MethodFrom): at their
 // ordinals, or at base + ordinal with rpc.At(base), which the clients of
 // this mount must be given too. It panics when the ordinals overlap those
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterNothingServer(s *rpc.Server, impl NothingServer, opts ...rpc.MountOption) {
-	s.Mount(NothingServiceName, 0, opts...)
+	s.MountNamed(NothingServiceName, 0, NothingMethodName, opts...)
 }
 
 // NothingClient calls the methods of interface Nothing through an rpc.Caller (an

@@ -693,8 +693,10 @@ const (
 // for logs, metrics and interceptors, which see only an ordinal. The
 // ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0
 // without it) from the wire ordinal an rpc.Interceptor, an
-// rpc.ClientInterceptor or a CallEvent gives. Its full name is
-// FeedServiceName + "." + the method's name.
+// rpc.ClientInterceptor or a CallEvent gives. On a server,
+// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire
+// ordinal as it is and give the full name, "/" + FeedServiceName +
+// "/" + the method's name, as gRPC spells it.
 func FeedMethodName(ordinal uint32) string {
 	switch ordinal {
 	case FeedSubscribeOrdinal:
@@ -794,13 +796,14 @@ func (UnimplementedFeedServer) Sink(ctx context.Context, s *FeedSinkServerStream
 // (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
 const FeedServiceName = "streams.Feed"
 
-// RegisterFeedServer mounts impl's methods on s (rpc.Server.Mount): at their
+// RegisterFeedServer mounts impl's methods on s (rpc.Server.MountNamed, with
+// their names for rpc.Server.MethodName and rpc.MethodFrom): at their
 // ordinals, or at base + ordinal with rpc.At(base), which the clients of
 // this mount must be given too. It panics when the ordinals overlap those
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterFeedServer(s *rpc.Server, impl FeedServer, opts ...rpc.MountOption) {
-	base := s.Mount(FeedServiceName, 6, opts...)
+	base := s.MountNamed(FeedServiceName, 6, FeedMethodName, opts...)
 	s.HandleStream(base+FeedSubscribeOrdinal, func(ctx context.Context, init []byte, st *rpc.Stream) error {
 		x := &FeedSubscribeServerStream{s: st}
 		in, err := ReadFilter(init)

@@ -502,8 +502,10 @@ const (
 // for logs, metrics and interceptors, which see only an ordinal. The
 // ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0
 // without it) from the wire ordinal an rpc.Interceptor, an
-// rpc.ClientInterceptor or a CallEvent gives. Its full name is
-// GeometryServiceName + "." + the method's name.
+// rpc.ClientInterceptor or a CallEvent gives. On a server,
+// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire
+// ordinal as it is and give the full name, "/" + GeometryServiceName +
+// "/" + the method's name, as gRPC spells it.
 func GeometryMethodName(ordinal uint32) string {
 	switch ordinal {
 	case GeometryAreaOrdinal:
@@ -568,13 +570,14 @@ func (UnimplementedGeometryServer) Ping(ctx context.Context) error {
 // (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).
 const GeometryServiceName = "svc.Geometry"
 
-// RegisterGeometryServer mounts impl's methods on s (rpc.Server.Mount): at their
+// RegisterGeometryServer mounts impl's methods on s (rpc.Server.MountNamed, with
+// their names for rpc.Server.MethodName and rpc.MethodFrom): at their
 // ordinals, or at base + ordinal with rpc.At(base), which the clients of
 // this mount must be given too. It panics when the ordinals overlap those
 // of a service mounted before. A request that is not a valid message is
 // answered with status 400.
 func RegisterGeometryServer(s *rpc.Server, impl GeometryServer, opts ...rpc.MountOption) {
-	base := s.Mount(GeometryServiceName, 3, opts...)
+	base := s.MountNamed(GeometryServiceName, 3, GeometryMethodName, opts...)
 	s.Handle(base+GeometryAreaOrdinal, func(ctx context.Context, req, out []byte) ([]byte, error) {
 		in, err := ReadShape(req)
 		if err != nil {

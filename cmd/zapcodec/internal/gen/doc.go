@@ -165,7 +165,7 @@
 // which is no promise), no SendM gives the promise MOn takes: MOn is
 // still generated, and its doc says to wrap the rpc.Promise of a call
 // that answers one (rpc.Client.Send): MOn(ctx, ReqPromise{p}, &resp).
-// RegisterIServer mounts I on the server (rpc.Server.Mount: it panics when
+// RegisterIServer mounts I on the server (rpc.Server.MountNamed: it panics when
 // I's ordinals overlap another mounted interface's); with rpc.At(base) it
 // serves M at base+n, and NewIClient given the same rpc.At(base) calls
 // there. Without an option both use the canonical ordinals 1..n.
@@ -191,6 +191,15 @@
 //
 // IMethodName names a method for logs, metrics and interceptors, which
 // see only the wire ordinal: IMethodName(method - base), base being the
-// mount's rpc.At offset (0 without one); IServiceName + "." + the name is
-// its full name.
+// mount's rpc.At offset (0 without one). RegisterIServer mounts I with
+// rpc.Server.MountNamed(IServiceName, n, IMethodName, opts...), so the
+// server knows the names: rpc.Server.MethodName(method) and
+// rpc.MethodFrom(ctx) give a server interceptor, stream interceptor or
+// observer the full name of a wire ordinal, base included, spelled as
+// gRPC-go's info.FullMethod: "/" + IServiceName + "/" + the method's
+// schema name ("/greet.Greeter/hello"). That needs an rpc package with
+// MountNamed (generated code and runtime of different ages fail to build
+// rather than lose the names); code generated before it called
+// rpc.Server.Mount, which still builds and serves, its methods unnamed
+// (MethodName gives "") until it is regenerated.
 package gen

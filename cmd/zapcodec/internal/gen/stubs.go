@@ -64,16 +64,17 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).")
 	g.p("const %sServiceName = %q\n", i, svcName)
 
-	g.p("// Register%s mounts impl's methods on s (rpc.Server.Mount): at their", srv)
+	g.p("// Register%s mounts impl's methods on s (rpc.Server.MountNamed, with", srv)
+	g.p("// their names for rpc.Server.MethodName and rpc.MethodFrom): at their")
 	g.p("// ordinals, or at base + ordinal with rpc.At(base), which the clients of")
 	g.p("// this mount must be given too. It panics when the ordinals overlap those")
 	g.p("// of a service mounted before. A request that is not a valid message is")
 	g.p("// answered with status 400.")
 	g.p("func Register%s(s *rpc.Server, impl %s, opts ...rpc.MountOption) {", srv, srv)
 	if len(it.Methods) == 0 {
-		g.p("s.Mount(%sServiceName, 0, opts...)", i)
+		g.p("s.MountNamed(%sServiceName, 0, %sMethodName, opts...)", i, i)
 	} else {
-		g.p("base := s.Mount(%sServiceName, %d, opts...)", i, len(it.Methods))
+		g.p("base := s.MountNamed(%sServiceName, %d, %sMethodName, opts...)", i, len(it.Methods), i)
 	}
 	for _, m := range it.Methods {
 		if streaming(m) {
@@ -353,8 +354,10 @@ func (g *generator) methodName(it *schema.Interface) {
 	g.p("// for logs, metrics and interceptors, which see only an ordinal. The")
 	g.p("// ordinal is the schema's, 1..n: subtract the mount base (rpc.At; 0")
 	g.p("// without it) from the wire ordinal an rpc.Interceptor, an")
-	g.p("// rpc.ClientInterceptor or a CallEvent gives. Its full name is")
-	g.p("// %sServiceName + \".\" + the method's name.", i)
+	g.p("// rpc.ClientInterceptor or a CallEvent gives. On a server,")
+	g.p("// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire")
+	g.p("// ordinal as it is and give the full name, \"/\" + %sServiceName +", i)
+	g.p("// \"/\" + the method's name, as gRPC spells it.")
 	g.p("func %sMethodName(ordinal uint32) string {", i)
 	if len(it.Methods) > 0 {
 		g.p("switch ordinal {")
