@@ -954,6 +954,8 @@ func (c *Client) readFrames() {
 			c.streams.onClientEnd(p)
 		case wire.KindStreamWindow:
 			c.streams.onWindow(p)
+		case wire.KindStreamTrailer:
+			c.streams.onTrailer(p)
 			// A client serves no streams: a peer's open (kind 3) is
 			// dropped, as the canonical runtime drops an open no handler
 			// takes.

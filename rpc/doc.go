@@ -124,8 +124,9 @@
 // [WithMetadata] adds key/value pairs (an extension field), read with
 // [MetadataFrom]; the other way, a unary handler or server interceptor
 // sets pairs for its answer with [SetResponseMetadata] (an extension
-// field of the response), which a caller receives with
-// [WithResponseMetadata]. [Client.Send] returns a [Promise], on which
+// field of the response; a stream handler's go as a trailer, a frame of
+// kind 10 before its end), which a caller receives with
+// [WithResponseMetadata] (a stream's once Recv returned its end). [Client.Send] returns a [Promise], on which
 // [Promise.Call] pipelines a call whose input is the first call's answer
 // (envelope target; the server needs [WithPipelining]): both in one round
 // trip. None of these allocates per call once warm (a caller's copy of

@@ -16,13 +16,15 @@ import (
 // response envelope (docs/wire.md §8, "Response: metadata"), in the
 // encoding of request metadata. An answer without it is the canonical
 // envelope, byte for byte; a canonical client reads the status and the
-// body of one with it as usual. Streams carry none (for now: their end
-// frame could, see rpc/DESIGN.md).
+// body of one with it as usual. A stream handler's go as its trailer, in
+// a frame of kind 10 just before the server's end of the stream
+// (docs/wire.md §9, "Extension: trailer"), a kind a canonical client
+// ignores.
 
 // ErrNoResponseMetadata is returned by [SetResponseMetadata] for a ctx
-// that is not a unary handler's: a stream handler's (streams carry no
-// response metadata) or one no server made.
-var ErrNoResponseMetadata = errors.New("rpc: SetResponseMetadata: ctx is not a unary handler's (streams carry no response metadata)")
+// that is not a handler's (a unary or a stream handler's): one no server
+// made, such as a client's.
+var ErrNoResponseMetadata = errors.New("rpc: SetResponseMetadata: ctx is not a handler's")
 
 // ErrResponseMetadata is matched (errors.Is) by the error of a call that
 // asked for its answer's metadata ([WithResponseMetadata]) and got
@@ -52,23 +54,76 @@ var ErrResponseMetadata = errors.New("rpc: response metadata refused")
 // error answer whose text and metadata together do not fit goes without
 // the metadata.
 //
-// It returns [ErrNoResponseMetadata] for a ctx that is not a unary
-// handler's (a stream handler's among them), and panics on an odd number
-// of strings, as [WithMetadata] does. A canonical client ignores response
-// metadata; a zapcodec client reads it with [WithResponseMetadata].
+// With a stream handler's ctx (or one derived from it) the pairs are the
+// stream's trailer, as gRPC-go's ServerStream.SetTrailer: sent, copied,
+// in a frame of their own just before the server's end of the stream,
+// clean or error, whether the handler returns or calls
+// [Stream.CloseSend]. Once that end is decided (the handler returned or
+// called CloseSend, or the stream was aborted) it returns
+// [ErrStreamClosed] and sets nothing. A trailer above the server's
+// metadata limit turns the end into a 500 that says so, without the
+// trailer (CloseSend then returns the error); after a panic the panic's
+// 500 stays. The end of a stream aborted from outside (the client's
+// cancel, Shutdown's grace, a sender past its window) carries none.
+//
+// It returns [ErrNoResponseMetadata] for a ctx that is not a handler's,
+// and panics on an odd number of strings, as [WithMetadata] does. A
+// canonical client ignores response metadata; a zapcodec client reads it
+// with [WithResponseMetadata].
 func SetResponseMetadata(ctx context.Context, kv ...string) error {
 	if len(kv)%2 != 0 {
 		panic(fmt.Sprintf("rpc: SetResponseMetadata: odd number of strings (%d): want key, value pairs", len(kv)))
 	}
 	j := callJob(ctx)
 	if j == nil {
+		if st := streamFrom(ctx); st != nil && st.set.sc != nil {
+			return st.setTrailer(kv)
+		}
 		return ErrNoResponseMetadata
 	}
-	for _, s := range kv {
-		j.rmd = binary.LittleEndian.AppendUint32(j.rmd, uint32(len(s)))
-		j.rmd = append(j.rmd, s...)
-	}
+	j.rmd = appendPairs(j.rmd, kv)
 	return nil
+}
+
+// appendPairs appends the pairs kv, encoded, to md.
+func appendPairs(md []byte, kv []string) []byte {
+	for _, s := range kv {
+		md = binary.LittleEndian.AppendUint32(md, uint32(len(s)))
+		md = append(md, s...)
+	}
+	return md
+}
+
+// setTrailer adds the pairs kv to the trailer of st, a server's stream;
+// ErrStreamClosed once the server's end is decided (the handler
+// returned, called CloseSend, or the stream was aborted).
+func (st *Stream) setTrailer(kv []string) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.sdone {
+		return ErrStreamClosed
+	}
+	st.tmd = appendPairs(st.tmd, kv)
+	return nil
+}
+
+// takeTrailer takes the trailer st's handler set, nil for none, and the
+// text of the 500 its end becomes when the trailer is above the server's
+// metadata limit or does not fit in a frame ("" when it fits).
+func (c *serverConn) takeTrailer(st *Stream) (md []byte, tooLarge error) {
+	st.mu.Lock()
+	md, st.tmd = st.tmd, nil
+	st.mu.Unlock()
+	if len(md) == 0 {
+		return nil, nil
+	}
+	if lim := c.maxMetadata(); len(md) > lim {
+		return nil, fmt.Errorf("rpc: response metadata too large: %d bytes encoded, over the server's limit of %d bytes (WithMaxMetadata)", len(md), lim)
+	}
+	if n := 1 + wire.StreamMsgOverhead + len(md); n > c.streams.out.max {
+		return nil, fmt.Errorf("rpc: response metadata too large for a frame: %d bytes encoded, over the frame limit of %d bytes", len(md), c.streams.out.max-1-wire.StreamMsgOverhead)
+	}
+	return md, nil
 }
 
 // checkResponseMetadata checks the response metadata j's handler set
@@ -109,9 +164,16 @@ func respMDExtra(md []byte) int {
 // [SetResponseMetadata]) in *md, as gRPC-go's grpc.Header call option
 // does. *md is emptied when the call is sent and set when its answer
 // arrives, a success or an error (a *[StatusError]); it stays empty for
-// an answer without metadata (a canonical server's), for a call that
-// fails before its answer (ctx ended, connection closed) and for a
-// stream opened with ctx (streams carry none).
+// an answer without metadata (a canonical server's) and for a call that
+// fails before its answer (ctx ended, connection closed).
+//
+// A stream opened with ctx ([Client.OpenStream]) gets its trailer in *md
+// the same way, as gRPC-go's ClientStream.Trailer: emptied at the open,
+// set when the server's end arrives with a trailer before it (see
+// [SetResponseMetadata]). Read it only after [Stream.Recv] returned the
+// end: io.EOF or the error end's *[StatusError]; it stays empty for a
+// stream ended otherwise (canceled, the connection closed). A ctx (one
+// made by WithResponseMetadata) serves one call or stream at a time.
 //
 // Ownership: *md holds its own copy of the bytes, made for this call
 // (one allocation per answer that carries metadata): it is the caller's
@@ -124,8 +186,9 @@ func respMDExtra(md []byte) int {
 // An answer whose metadata exceeds the client's limit
 // ([WithMaxResponseMetadata], [DefaultMaxMetadata] by default) or is not a
 // whole number of key/value pairs fails the call with an error matching
-// [ErrResponseMetadata]; the handler ran. A call that did not ask ignores
-// the answer's metadata, as a canonical client does.
+// [ErrResponseMetadata]; the handler ran. For a stream, Recv returns that
+// error in place of the end. A call or stream that did not ask ignores
+// the metadata, as a canonical client does.
 //
 // Cost: a call without WithResponseMetadata pays nothing for it. Like
 // [WithCap] and [WithMetadata], the first use in a process makes every
@@ -141,9 +204,10 @@ func WithResponseMetadata(ctx context.Context, md *Metadata) context.Context {
 }
 
 // WithMaxResponseMetadata sets the largest encoded response metadata
-// (see [Metadata.Size]) the client accepts in an answer to a call that
-// asked for it ([WithResponseMetadata]); a larger one fails the call
-// with an error matching [ErrResponseMetadata]. Default
+// (see [Metadata.Size]) the client accepts in an answer to a call, or a
+// stream's trailer, that asked for it ([WithResponseMetadata]); a larger
+// one fails the call (the stream's Recv at its end) with an error
+// matching [ErrResponseMetadata]. Default
 // [DefaultMaxMetadata]; n <= 0 means the default. The metadata arrives
 // inside the answer's frame, so the frame size limit bounds what is read
 // either way; this bounds what is copied for the caller.
@@ -179,4 +243,75 @@ func refuseMetadata(n, lim int) *error {
 		err = fmt.Errorf("%w: %d bytes encoded, over the client's limit of %d bytes (WithMaxResponseMetadata)", ErrResponseMetadata, n, lim)
 	}
 	return &err
+}
+
+// closeSendTrailer writes the trailer of s, a server's stream whose
+// handler called CloseSend, just before its end. A trailer above the
+// limits (see takeTrailer) is not sent: the end goes as a 500 saying so,
+// written here, and its error is returned (CloseSend's).
+func (s *Stream) closeSendTrailer() error {
+	c := s.set.sc
+	md, tooLarge := c.takeTrailer(s)
+	if tooLarge != nil {
+		text := c.handlerError("rpc: stream handler error", s.method, "stream", s.id, tooLarge)
+		s.set.writeEnd(s.ctx, s.id, StatusInternal, text)
+		return tooLarge
+	}
+	if len(md) == 0 {
+		return nil
+	}
+	return s.set.writeFrame(s.ctx, wire.KindStreamTrailer, s.id, md, false)
+}
+
+// onTrailer handles a kind 10 frame (a stream's trailer) on a client:
+// kept, copied, for a stream whose open asked for it (WithResponseMetadata)
+// until the server's end gives it to the caller, or refused (over the
+// client's limit, not whole pairs), its error then Recv's at the end. A
+// stream that did not ask ignores it, as a canonical client does; so does
+// one that is not open. A second trailer replaces the first.
+func (t *streamSet) onTrailer(p []byte) {
+	id, md, err := wire.ParseStreamTrailer(p)
+	if err != nil {
+		return
+	}
+	s := t.lookup(id)
+	if s == nil {
+		return
+	}
+	lim := t.cl.opts.maxRespMD
+	if lim <= 0 {
+		lim = DefaultMaxMetadata
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rmd == nil || s.rdone {
+		return
+	}
+	s.tmd, s.terr = nil, nil
+	if len(md) > lim || !validMetadata(md) {
+		s.terr = *refuseMetadata(len(md), lim)
+		return
+	}
+	s.tmd = bytes.Clone(md)
+}
+
+// giveTrailer hands the trailer of s, a client's stream that the server
+// ended, to the caller's receiver and returns the error Recv returns in
+// place of end (io.EOF or the error end's): the trailer's refusal, if
+// any. The read loop calls it before the end is seen by Recv, which
+// orders its write of *s.rmd before the caller's reads.
+func (s *Stream) giveTrailer(end error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rmd == nil {
+		return end
+	}
+	if s.terr != nil {
+		return s.terr
+	}
+	if s.tmd != nil {
+		*s.rmd = Metadata{s.tmd}
+		s.tmd = nil
+	}
+	return end
 }

@@ -186,6 +186,15 @@ type Stream struct {
 	out  int64 // accounted bytes sent and not granted back by the peer
 	serr error // what Send returns once sdone
 
+	// Response metadata (the trailer), on mu. Server: tmd, the pairs its
+	// handler set (SetResponseMetadata), sent with its end. Client: rmd,
+	// the receiver of WithResponseMetadata on the open's ctx (nil: not
+	// asked), and what the trailer frame brought for it: tmd, a copy, or
+	// terr, its refusal, Recv's error at the end.
+	tmd  []byte
+	rmd  *Metadata
+	terr error
+
 	acct streamAcct  // on mu: counts for the observer and Stats (stream_observe.go)
 	taps []StreamTap // set before the stream is used (stream_intercept.go)
 }
@@ -358,7 +367,9 @@ func (s *Stream) Send(msg []byte) error {
 // returns, with its result); when ctx ends while it writes the queue,
 // another goroutine writes the rest and it returns nil, its end sent
 // (a handler's over TLS is bounded by the write timeout alone). Either
-// way no Send follows it.
+// way no Send follows it. A handler's CloseSend sends the trailer it set
+// ([SetResponseMetadata]) just before its end; one above the server's
+// metadata limit makes the end a 500 and CloseSend returns the error.
 func (s *Stream) CloseSend() error {
 	s.cancelSeen()
 	s.wmu.Lock()
@@ -393,7 +404,13 @@ func (s *Stream) CloseSend() error {
 	if t.sc != nil {
 		s.writing.Add(1) // after the check of ctx above
 	}
-	err := t.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
+	var err error
+	if t.sc != nil {
+		err = s.closeSendTrailer()
+	}
+	if err == nil {
+		err = t.writeFrame(s.ctx, wire.KindStreamEnd, s.id, nil, false)
+	}
 	if t.sc != nil {
 		s.writing.Add(-1)
 	}
@@ -424,7 +441,11 @@ func (s *Stream) CloseSend() error {
 // its ctx's end, as Send does (over TLS a handler's is bounded by the
 // write timeout alone): another goroutine writes the rest and Recv
 // returns the message it took. Once warm, Recv allocates nothing (buf
-// with room for the message).
+// with room for the message). On a client whose stream asked for its
+// trailer ([WithResponseMetadata]), the end's Recv returns an error
+// matching [ErrResponseMetadata] in place of io.EOF or the error end
+// when the trailer was refused (over the client's limit, not whole
+// pairs).
 //
 // The message is copied into buf: the bytes returned are the caller's,
 // never the stream's, and stay valid until the caller reuses buf (a Recv

@@ -118,6 +118,10 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	}
 	s := newStream(t, t.allocID(), method)
 	s.ctx = ctx
+	if w := wireFrom(ctx); w != nil && w.rmd != nil {
+		s.rmd = w.rmd
+		*s.rmd = Metadata{} // emptied at the open, as at a call's send
+	}
 	s.acct.start, s.acct.bytesOut = monoNow(), int64(len(init))
 	t.m[s.id] = s
 	t.count()
@@ -249,10 +253,15 @@ func (t *streamSet) onClientEnd(p []byte) {
 	t.remove(s)
 	s.stopCtx() // before Recv can see the end
 	if e.Status == 0 {
+		if err := s.giveTrailer(io.EOF); err != io.EOF {
+			s.ended(err, true, err)
+			s.clientEnd(StatusOK, err)
+			return
+		}
 		s.ended(io.EOF, true, io.EOF)
 		s.clientEnd(StatusOK, nil)
 	} else {
-		err := endError(e)
+		err := s.giveTrailer(endError(e))
 		s.ended(err, true, err)
 		s.clientEnd(e.Status, err)
 	}

@@ -107,7 +107,10 @@ func fixtureServer(t *testing.T) (string, *fixtureObs) {
 		return binary.LittleEndian.AppendUint32(resp, 0xFFFFFFFF), nil
 	})
 	s.Handle(3, func(_ context.Context, req, resp []byte) ([]byte, error) { return resp, nil }) // Ping
-	s.HandleStream(5, func(_ context.Context, init []byte, st *Stream) error {
+	// The stream handlers call SetResponseMetadata with no pairs: the
+	// server's end is the fixture's (no trailer frame).
+	s.HandleStream(5, func(ctx context.Context, init []byte, st *Stream) error {
+		SetResponseMetadata(ctx)
 		obs.add("init", init)
 		for v := uint32(100); v <= 102; v++ {
 			if err := st.Send(msgU32(v)); err != nil {
@@ -129,7 +132,8 @@ func fixtureServer(t *testing.T) (string, *fixtureObs) {
 			got = append(got, m)
 		}
 	}
-	s.HandleStream(6, func(_ context.Context, init []byte, st *Stream) error {
+	s.HandleStream(6, func(ctx context.Context, init []byte, st *Stream) error {
+		SetResponseMetadata(ctx)
 		obs.add("init", init)
 		got, err := recvToEOF(st)
 		if err != nil {

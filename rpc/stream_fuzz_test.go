@@ -3,8 +3,10 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/frame"
@@ -116,8 +118,10 @@ func FuzzStreamFrames(f *testing.F) {
 }
 
 // FuzzStreamClient feeds arbitrary bytes to a client as its server's
-// output while two streams are open and read: no panic, and both Recvs
-// end once the connection does.
+// output while two streams are open and read, the second asking for its
+// trailer (WithResponseMetadata): no panic, both Recvs end once the
+// connection does, and the second's trailer is whole pairs within the
+// client's limit, or its Recv's error says it was refused.
 func FuzzStreamClient(f *testing.F) {
 	f.Add(frameBytes(wire.KindStreamMsg, wire.AppendStreamMsg(nil, 1, []byte("a"))))
 	f.Add(bytes.Join([][]byte{
@@ -128,13 +132,33 @@ func FuzzStreamClient(f *testing.F) {
 		frameBytes(wire.KindStreamEnd, []byte{3, 0, 0, 0, 1}),
 		frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1})),
 	}, nil))
+	f.Add(bytes.Join([][]byte{
+		frameBytes(wire.KindStreamTrailer, wire.AppendStreamTrailer(nil, 3, encodeMD("k", "v"))),
+		frameBytes(wire.KindStreamTrailer, wire.AppendStreamTrailer(nil, 1, encodeMD("k", "v"))),
+		frameBytes(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 3)),
+	}, nil))
+	f.Add(bytes.Join([][]byte{
+		frameBytes(wire.KindStreamTrailer, wire.AppendStreamTrailer(nil, 3, []byte{0xFF, 0xFF, 0xFF, 0xFF, 'k'})),
+		frameBytes(wire.KindStreamTrailer, []byte{3, 0}),
+		frameBytes(wire.KindStreamEnd, wire.AppendStreamEndError(nil, 3, 403, "no")),
+	}, nil))
+	f.Add(bytes.Join([][]byte{
+		frameBytes(wire.KindStreamTrailer, wire.AppendStreamTrailer(nil, 3, encodeMD("k", strings.Repeat("v", 100)))),
+		frameBytes(wire.KindStreamEnd, wire.AppendStreamEnd(nil, 3)),
+	}, nil))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, b := net.Pipe()
-		c := NewClient(a, WithFrameOptions(frame.WithMaxFrameSize(1<<16)), WithStreamWindow(64))
+		const lim = 64
+		c := NewClient(a, WithFrameOptions(frame.WithMaxFrameSize(1<<16)), WithStreamWindow(64), WithMaxResponseMetadata(lim))
 		go io.Copy(io.Discard, b)
 		var ends [2]chan error
+		var md Metadata
 		for i := range ends {
-			st, err := c.OpenStream(context.Background(), 1, nil)
+			ctx := context.Background()
+			if i == 1 {
+				ctx = WithResponseMetadata(ctx, &md)
+			}
+			st, err := c.OpenStream(ctx, 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,8 +175,15 @@ func FuzzStreamClient(f *testing.F) {
 		}
 		b.Write(in)
 		b.Close()
+		var err error
 		for i := range ends {
-			<-ends[i]
+			err = <-ends[i]
+		}
+		if !validMetadata(md.b) || md.Size() > lim {
+			t.Fatalf("trailer of %d bytes, valid %v", md.Size(), validMetadata(md.b))
+		}
+		if errors.Is(err, ErrResponseMetadata) && md.Size() != 0 {
+			t.Fatalf("a refused trailer reached the caller: %q", md.b)
 		}
 		c.Close()
 	})

@@ -498,7 +498,15 @@ func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 	// stream right away, which must not be refused as one too many.
 	c.streams.remove(st)
 	if send && !c.closed.Load() {
-		c.streams.writeEnd(noCtx, st.id, status, text)
+		md, tooLarge := c.takeTrailer(st)
+		if tooLarge != nil && text != streamPanicText && text != streamExitText {
+			// As a call's answer: a 500 that says so, without the
+			// trailer (after a panic, the panic's 500 stays).
+			status, text = StatusInternal, c.handlerError("rpc: stream handler error", st.method, "stream", st.id, tooLarge)
+		}
+		if len(md) == 0 || c.streams.writeFrame(noCtx, wire.KindStreamTrailer, st.id, md, false) == nil {
+			c.streams.writeEnd(noCtx, st.id, status, text)
+		}
 	}
 	st.wmu.Unlock()
 	// Deferred: a stream observer that calls runtime.Goexit as it sees

@@ -45,4 +45,10 @@ const (
 	// receives on a window of that many bytes. A body of 4 bytes, id 0
 	// alone, is the no-window notice (AppendStreamNoWindow).
 	KindStreamWindow = 9
+	// KindStreamTrailer carries the response metadata (the trailer) a
+	// server's stream handler set, sent just before the server's end of
+	// the stream and only when there is some (zapcodec extension, a kind a
+	// canonical peer ignores): [u32 LE stream id][metadata], the metadata
+	// encoded as a request's (docs/wire.md §8 "Request: metadata").
+	KindStreamTrailer = 10
 )

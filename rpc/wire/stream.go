@@ -39,6 +39,22 @@ func AppendStreamEndError(dst []byte, id, status uint32, msg string) []byte {
 	return append(dst, msg...)
 }
 
+// AppendStreamTrailer appends the body of a KindStreamTrailer frame (the
+// stream id, then the encoded metadata md) to dst and returns the
+// extended slice.
+func AppendStreamTrailer(dst []byte, id uint32, md []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, id)
+	return append(dst, md...)
+}
+
+// ParseStreamTrailer splits the body of a KindStreamTrailer frame into the
+// stream id and the encoded metadata, which it does not decode. It fails
+// only on a body shorter than the id. md aliases p and is valid only while
+// p is unchanged; copy it to keep it.
+func ParseStreamTrailer(p []byte) (id uint32, md []byte, err error) {
+	return ParseStreamMsg(p)
+}
+
 // AppendStreamWindow appends the body of a KindStreamWindow frame.
 func AppendStreamWindow(dst []byte, id, n uint32) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, id)
