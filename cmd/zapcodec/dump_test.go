@@ -69,7 +69,10 @@ func dumpCases() []dumpCase {
 		{"err_rpc_frames_eth", "rpc_frames.hex", []string{"-schema", "eth.zap", "-type", "Eth"}}, // fixture payloads are not eth records
 		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
 		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
-		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end
+		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end, a stream trailer
+		// Stream trailers (kind 10) a client refuses: shorter than the
+		// stream id; metadata whose last key has no value.
+		{"err_ext_trailer_bad", "ext_trailer_bad.hex", nil},
 		// Pings and pongs past the 8 bytes a ping may carry: the payload
 		// summarized as other bodies are (it was printed whole, up to the
 		// 64 MiB a frame may hold), the ping an error.

@@ -4,7 +4,8 @@
 // resolve) or through a schema (the record as JSON with field names; RPC
 // envelopes with their method and payload). Envelopes show zapcodec's
 // extension fields (docs/wire.md §8) with or without a schema: a request's
-// deadline and metadata, an answer's metadata and not-run flag. It is the zapcodec dump
+// deadline and metadata, an answer's metadata and not-run flag, and a
+// stream trailer's (kind 10) metadata. It is the zapcodec dump
 // subcommand, which only parses flags and reads files.
 //
 // Input is checked by the packages that own each layer: the message

@@ -122,6 +122,14 @@ func (d *dumper) frame(kind byte, body []byte, base int) {
 		default:
 			d.printf("stream-window, stream %d, grants %d bytes\n", id, n)
 		}
+	case wire.KindStreamTrailer:
+		id, md, err := wire.ParseStreamTrailer(body)
+		if err != nil {
+			d.streamShort("stream-trailer", body, base)
+			return
+		}
+		d.printf("stream-trailer, stream %d, %d bytes\n", id, len(md))
+		d.metadata("  ", md, base+wire.StreamMsgOverhead, "a zapcodec client that asked fails the stream's end with rpc.ErrResponseMetadata")
 	case wire.KindGoAway:
 		d.printf("go-away, %d bytes\n", len(body))
 	case wire.KindPing:
