@@ -45,3 +45,49 @@ func ExampleSetResponseMetadata() {
 	// hi <nil> db;dur=53
 	// rpc: status 403: empty request 30
 }
+
+// A stream handler sets a trailer (gRPC-go's ServerStream.SetTrailer),
+// sent just before its end; the caller that opened the stream with
+// WithResponseMetadata reads it once Recv returned the end (io.EOF here).
+func ExampleSetResponseMetadata_stream() {
+	s := rpc.NewServer()
+	s.HandleStream(2, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		for i := range 3 {
+			if err := st.Send(fmt.Appendf(nil, "row %d", i)); err != nil {
+				return err
+			}
+		}
+		return rpc.SetResponseMetadata(ctx, "rows", "3")
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go s.Serve(l)
+	defer s.Shutdown(context.Background())
+	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	var md rpc.Metadata
+	st, err := c.OpenStream(rpc.WithResponseMetadata(context.Background(), &md), 2, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	st.CloseSend()
+	for {
+		m, err := st.Recv(nil)
+		if err != nil {
+			fmt.Printf("%v, rows=%s\n", err, md.Get("rows"))
+			break
+		}
+		fmt.Printf("%s\n", m)
+	}
+	// Output:
+	// row 0
+	// row 1
+	// row 2
+	// EOF, rows=3
+}
