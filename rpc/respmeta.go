@@ -254,6 +254,9 @@ func (s *Stream) closeSendTrailer() error {
 	md, tooLarge := c.takeTrailer(s)
 	if tooLarge != nil {
 		text := c.handlerError("rpc: stream handler error", s.method, "stream", s.id, tooLarge)
+		s.mu.Lock()
+		s.acct.status = StatusInternal // the end the observer sees, whatever the handler returns
+		s.mu.Unlock()
 		s.set.writeEnd(s.ctx, s.id, StatusInternal, text)
 		return tooLarge
 	}

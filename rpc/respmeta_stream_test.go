@@ -98,10 +98,16 @@ func TestStreamTrailerRoundTrip(t *testing.T) {
 
 // A stream handler's trailer above the server's metadata limit turns its
 // end into a 500 that says so, without the trailer, as a call's answer;
-// from CloseSend too, which returns the error. After a panic the panic's
-// 500 stays.
+// from CloseSend too, which returns the error. The stream observer sees
+// the 500 (the handler returns nil). After a panic the panic's 500 stays.
 func TestStreamTrailerTooLargeServer(t *testing.T) {
-	s, addr, logs := testServer(t, WithMaxMetadata(64))
+	ends := make(chan uint32, 8)
+	obs := func(ev StreamEvent) {
+		if ev.End {
+			ends <- ev.Status
+		}
+	}
+	s, addr, logs := testServer(t, WithMaxMetadata(64), WithStreamObserver(obs))
 	closeErr := make(chan error, 1)
 	s.HandleStream(7, func(ctx context.Context, init []byte, st *Stream) error {
 		SetResponseMetadata(ctx, "k", strings.Repeat("v", 100))
@@ -126,6 +132,9 @@ func TestStreamTrailerTooLargeServer(t *testing.T) {
 		want := "rpc: response metadata too large: 109 bytes encoded, over the server's limit of 64 bytes (WithMaxMetadata)"
 		if !errors.As(err, &se) || se.Code != StatusInternal || se.Message != want || md.Len() != 0 {
 			t.Fatalf("%s: %v, metadata %q", init, err, mdPairs(md))
+		}
+		if got := receive(t, "the observer's end", ends); got != StatusInternal {
+			t.Fatalf("%s: the observer saw status %d, want 500", init, got)
 		}
 	}
 	if err := receive(t, "CloseSend's error", closeErr); err == nil || !strings.Contains(err.Error(), "response metadata too large") {
