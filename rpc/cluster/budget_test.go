@@ -42,7 +42,7 @@ const (
 	rawKeep   rawNext = iota // write the answer, read on
 	rawDrop                  // close the connection, the request unanswered
 	rawClose                 // write the answer, then close the connection
-	rawGoAway                // write the answer and a go-away, read on
+	rawGoAway                // write the answer and a go-away, read on (refusing what follows 503 unrun)
 )
 
 // rawReplica is a server that speaks the wire by hand: answer says what to
@@ -84,6 +84,7 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 				defer wg.Done()
 				defer nc.Close()
 				r, w := frame.NewReader(nc), frame.NewWriter(nc)
+				goneAway := false
 				for {
 					kind, p, err := r.Next()
 					if err != nil {
@@ -96,6 +97,19 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 					if err != nil {
 						return
 					}
+					if goneAway {
+						// A request that crossed our go-away is refused
+						// unrun, as docs/wire.md §8 has a server do: the
+						// client may have sent it before the go-away
+						// reached it (a connection admitted on its
+						// health check's answer, the go-away behind it).
+						resp := wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true}
+						w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
+						if w.Flush() != nil {
+							return
+						}
+						continue
+					}
 					resp, next := answer(req)
 					if next == rawDrop {
 						return
@@ -103,6 +117,7 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 					w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
 					if next == rawGoAway {
 						w.WriteFrame(wire.KindGoAway, nil)
+						goneAway = true
 					}
 					if w.Flush() != nil || next == rawClose {
 						return
