@@ -532,9 +532,12 @@ func callFail(t *testing.T, c *Client) {
 // answer in time) or by an answer of not serving, at most the allowed
 // share is ejected, and the others stay in rotation, their calls
 // answered. An interceptor on the connections counts the checks begun
-// (a check begun follows the decision on the one before it). Ejections
-// by health check were not capped: every replica was ejected, and every
-// call failed with ErrNoReplica.
+// (a check begun follows the decision on the one before it); it fails a
+// check as its timeout does, at once, so that the checks may keep the
+// default timeout: a short one (it was 20 ms) timed out the admission's
+// dial or check on a loaded machine, and with its minute of back-off the
+// replica was never admitted. Ejections by health check were not capped:
+// every replica was ejected, and every call failed with ErrNoReplica.
 func TestHealthCheckEjectionsCapped(t *testing.T) {
 	for _, how := range []string{"timeout", "not serving"} {
 		t.Run(how, func(t *testing.T) {
@@ -544,8 +547,7 @@ func TestHealthCheckEjectionsCapped(t *testing.T) {
 				if method == rpc.HealthMethod && hang.Load() {
 					checks.Add(1)
 					if how == "timeout" {
-						<-ctx.Done() // no answer within the health timeout
-						return nil, ctx.Err()
+						return nil, context.DeadlineExceeded // no answer within the health timeout
 					}
 				}
 				return invoke(ctx, method, req, resp)
@@ -555,7 +557,7 @@ func TestHealthCheckEjectionsCapped(t *testing.T) {
 			// so that an ejected replica stays out for the rest of the
 			// test.
 			c := dialT(t, "static:///"+rs[0].addr+","+rs[1].addr,
-				WithHealthCheck(10*time.Millisecond, 20*time.Millisecond), WithEjection(0, time.Minute, time.Minute),
+				WithHealthCheck(10*time.Millisecond, 0), WithEjection(0, time.Minute, time.Minute),
 				WithClientOptions(rpc.WithClientInterceptors(ic)))
 			if how == "not serving" {
 				for _, r := range rs {
