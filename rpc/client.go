@@ -930,10 +930,18 @@ func (c *Client) readFrames() {
 				// Acknowledge: no request of ours follows this frame.
 				err = w.WriteFrame(wire.KindGoAway, nil)
 			}
-			err = c.out.flushIf(c.out.unlock(), err)
-			if err != nil {
-				c.fail(err)
-				return
+			// The acknowledgement leaves from a goroutine of its own: the
+			// server's read loop may be writing the answers it owes right
+			// now, and over a transport with no buffer (net.Pipe, as in
+			// package rpctest) a read loop that waited for its own write
+			// would never read that one, and both would wait until the
+			// write timeout broke the connection.
+			if lead := c.out.unlock(); lead || err != nil {
+				go func() {
+					if err := c.out.flushIf(lead, err); err != nil {
+						c.fail(err)
+					}
+				}()
 			}
 		case wire.KindPing:
 			if !c.replies(kind, p) {
