@@ -17,7 +17,13 @@
 // has read it (there is no socket buffer), deadlines work, and Close of
 // either end fails the other's reads and writes. The rpc package treats
 // it as it treats a TCP connection (a write cut by a ctx's end goes on
-// later, see rpc.NewClient).
+// later, see rpc.NewClient). Without a buffer, two peers whose reading
+// goroutines both write at once wait for each other until a write
+// timeout: an rpc client's read loop writes nothing to an rpc server (its
+// acknowledgement of a go-away leaves from a goroutine of its own), so an
+// rpc client and server do not; a peer of another make may (one that
+// pings the client, or sends it requests), and wants a loopback socket.
+// A buffered pipe, as bufconn's, is not written yet.
 package rpctest
 
 import (
