@@ -188,7 +188,10 @@ func respMDExtra(md []byte) int {
 // whole number of key/value pairs fails the call with an error matching
 // [ErrResponseMetadata]; the handler ran. For a stream, Recv returns that
 // error in place of the end. A call or stream that did not ask ignores
-// the metadata, as a canonical client does.
+// the metadata, as a canonical client does; an answer whose metadata
+// slot points outside its message is a malformed envelope all the same,
+// and fails the call with [ErrMalformed] whether it asked or not (the
+// envelope is checked before the call is matched).
 //
 // Cost: a call without WithResponseMetadata pays nothing for it. Like
 // [WithCap] and [WithMetadata], the first use in a process makes every
