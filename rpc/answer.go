@@ -81,10 +81,7 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		j.ext = nil
 	}
 	if len(j.rmd) > 0 {
-		j.rmd = j.rmd[:0]
-		if cap(j.rmd) > maxKeptBuffer {
-			j.rmd = nil
-		}
+		dropResponseMetadata(j)
 	}
 	if cap(j.req) > maxKeptBuffer {
 		j.req = nil

@@ -224,15 +224,26 @@ func WithMaxResponseMetadata(n int) ClientOption {
 // before it signals s.ch, which orders its writes before the caller's
 // reads.
 func (c *Client) takeMetadata(s *slot, md []byte) {
+	b, refusal := c.respMetadata(md)
+	if refusal != nil {
+		s.err = refusal
+		return
+	}
+	*s.rmd = Metadata{b}
+}
+
+// respMetadata returns the caller's copy of the response metadata md of
+// an answer or a stream's trailer, or md's refusal when it is over the
+// client's limit ([WithMaxResponseMetadata]) or not whole pairs.
+func (c *Client) respMetadata(md []byte) ([]byte, *error) {
 	lim := c.opts.maxRespMD
 	if lim <= 0 {
 		lim = DefaultMaxMetadata
 	}
 	if len(md) > lim || !validMetadata(md) {
-		s.err = refuseMetadata(len(md), lim)
-		return
+		return nil, refuseMetadata(len(md), lim)
 	}
-	*s.rmd = Metadata{bytes.Clone(md)}
+	return bytes.Clone(md), nil
 }
 
 // refuseMetadata returns the error of an answer whose n bytes of metadata
@@ -284,21 +295,18 @@ func (t *streamSet) onTrailer(p []byte) {
 	if s == nil {
 		return
 	}
-	lim := t.cl.opts.maxRespMD
-	if lim <= 0 {
-		lim = DefaultMaxMetadata
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rmd == nil || s.rdone {
 		return
 	}
 	s.tmd, s.terr = nil, nil
-	if len(md) > lim || !validMetadata(md) {
-		s.terr = *refuseMetadata(len(md), lim)
+	b, refusal := t.cl.respMetadata(md)
+	if refusal != nil {
+		s.terr = *refusal
 		return
 	}
-	s.tmd = bytes.Clone(md)
+	s.tmd = b
 }
 
 // giveTrailer hands the trailer of s, a client's stream that the server
