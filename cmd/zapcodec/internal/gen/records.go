@@ -173,14 +173,7 @@ func (g *generator) record(s *schema.Struct) {
 		g.p("}")
 		g.p("o = msg.Root()")
 		g.p("}")
-		g.use("math")
-		g.p("budget := math.MaxInt // %d bytes per byte of b, and 64; saturated (32-bit)", budgetFactor)
-		g.p("if len(b) < (math.MaxInt-64)/%d {", budgetFactor)
-		g.p("budget = %d*len(b) + 64", budgetFactor)
-		g.p("}")
-		g.p("if err := m.zapDecode(o, 0, &budget); err != nil {")
-		g.p("return codec.InField(err, %q)", s.Name)
-		g.p("}")
+		g.budgetedDecode(s, "o", "b, and 64; saturated (32-bit)", "len(b) <", "len(b)")
 	}
 	g.p("return nil")
 	g.p("}\n")
@@ -262,17 +255,25 @@ func (g *generator) decodeView(s *schema.Struct, flat bool) {
 		g.p("o := v.o")
 		g.decodeFields(s, false, "")
 	default:
-		g.use("math")
-		g.p("budget := math.MaxInt // %d bytes per byte of the message, and 64, as DecodeZAP", budgetFactor)
-		g.p("if n := v.o.MessageSize(); n < (math.MaxInt-64)/%d {", budgetFactor)
-		g.p("budget = %d*n + 64", budgetFactor)
-		g.p("}")
-		g.p("if err := m.zapDecode(v.o, 0, &budget); err != nil {")
-		g.p("return codec.InField(err, %q)", s.Name)
-		g.p("}")
+		g.budgetedDecode(s, "v.o", "the message, and 64, as DecodeZAP", "n := v.o.MessageSize(); n <", "n")
 	}
 	g.p("return nil")
 	g.p("}\n")
+}
+
+// budgetedDecode writes the decode of record s from object obj under a
+// budget of budgetFactor bytes per byte of the message, and 64: cond is
+// the test that the product does not overflow, up to its "<", and size
+// the message's size in it; per names the message in the comment.
+func (g *generator) budgetedDecode(s *schema.Struct, obj, per, cond, size string) {
+	g.use("math")
+	g.p("budget := math.MaxInt // %d bytes per byte of %s", budgetFactor, per)
+	g.p("if %s (math.MaxInt-64)/%d {", cond, budgetFactor)
+	g.p("budget = %d*%s + 64", budgetFactor, size)
+	g.p("}")
+	g.p("if err := m.zapDecode(%s, 0, &budget); err != nil {", obj)
+	g.p("return codec.InField(err, %q)", s.Name)
+	g.p("}")
 }
 
 // promise writes the typed promise of record s, the result of some method
