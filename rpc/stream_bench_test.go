@@ -118,16 +118,7 @@ func benchStreamServerMessages(b *testing.B, sopts []ServerOption, copts []Clien
 			if err != nil {
 				b.Fatal(err)
 			}
-			n := 0
-			for {
-				if _, err := st.Recv(buf[:0]); err != nil {
-					if err != io.EOF {
-						b.Fatal(err)
-					}
-					break
-				}
-				n++
-			}
+			n := recvToEnd(b, st, buf)
 			el := time.Since(start)
 			if n != b.N {
 				b.Fatalf("%d messages, want %d", n, b.N)
@@ -313,16 +304,7 @@ func BenchmarkStreamOpen(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				n := 0
-				for {
-					if _, err := st.Recv(buf[:0]); err != nil {
-						if err != io.EOF {
-							b.Fatal(err)
-						}
-						break
-					}
-					n++
-				}
+				n := recvToEnd(b, st, buf)
 				if n != 1 || trailer && md.Len() != 1 {
 					b.Fatalf("%d messages, trailer of %d pairs", n, md.Len())
 				}
@@ -336,5 +318,20 @@ func BenchmarkStreamOpen(b *testing.B) {
 				open()
 			}
 		})
+	}
+}
+
+// recvToEnd receives st's messages into buf until its clean end and
+// returns how many came; any other end fails b.
+func recvToEnd(b *testing.B, st *Stream, buf []byte) int {
+	n := 0
+	for {
+		if _, err := st.Recv(buf[:0]); err != nil {
+			if err != io.EOF {
+				b.Fatal(err)
+			}
+			return n
+		}
+		n++
 	}
 }
