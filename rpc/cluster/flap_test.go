@@ -97,3 +97,21 @@ func TestGoneReplicasBounded(t *testing.T) {
 		t.Error("still remembered once recalled")
 	}
 }
+
+// A replica dropped as it is ejected, before its back-off began (run was
+// on its way to it), is remembered with the back-off it was about to
+// begin: given again, it is not dialed at once. CI once saw the flap
+// test above lose the back-off in that window.
+func TestGoneBeforeBackoffBegan(t *testing.T) {
+	c := &Client{o: buildOptions([]Option{WithEjection(1, time.Minute, 10*time.Minute)})}
+	r := &replica{c: c, addr: "10.0.0.1:1", state: stateEjected, ejections: 2}
+	c.rememberLocked(r)
+	again := &replica{c: c, addr: r.addr}
+	c.recallLocked(again)
+	if again.state != stateEjected || again.ejections != 2 {
+		t.Fatalf("given again: %s with %d ejections in a row, want ejected with 2", again.state, again.ejections)
+	}
+	if left := time.Duration(again.resume - now()); left < time.Minute {
+		t.Errorf("given again with %v of back-off left, want the 2 minutes of its second ejection's", left)
+	}
+}

@@ -602,10 +602,19 @@ func (c *Client) rememberLocked(r *replica) {
 	if until < t {
 		until = math.MaxInt64
 	}
+	end := r.backoffEnd
+	if end == 0 && r.state == stateEjected {
+		// Ejected, its back-off not begun yet (run is on its way to
+		// it): the back-off it was about to begin, from now.
+		end = t + int64(backoffFor(r.ejections, c.o.ejectBase, c.o.ejectMax))
+		if end < t {
+			end = math.MaxInt64
+		}
+	}
 	g := goneReplica{
-		until:      max(until, r.backoffEnd),
+		until:      max(until, end),
 		ejections:  r.ejections,
-		backoffEnd: r.backoffEnd,
+		backoffEnd: end,
 		lastErr:    r.lastErr,
 		ready:      r.state == stateReady,
 	}
