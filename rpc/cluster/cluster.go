@@ -158,7 +158,9 @@ func (c *Conn) Latency() time.Duration {
 func (c *Conn) Weight() float64 { return math.Float64frombits(c.weight.Load()) }
 
 // Client returns the connection. Calls made on it directly bypass the
-// balancer, the retries and the accounting.
+// balancer, the retries and the accounting; the ends of streams opened
+// on it count toward its replica's ejection as those of the cluster's
+// own streams do (see [Client.OpenStream]).
 func (c *Conn) Client() *rpc.Client { return c.rc }
 
 var (
@@ -564,6 +566,22 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 // while streams are open on it is kept until they end (within the drain
 // timeout). Stream interceptors ([WithStreamInterceptors]) run once
 // around the open.
+//
+// The stream's end counts toward its replica's ejection as a call's
+// answer does (gRPC's outlier detection counts a stream by its final
+// status too): an error end of 500 and above, or 404 "no such stream
+// method" ([rpc.IsNoSuchMethod]: a replica deployed without the method),
+// is a failed call; a clean end, or a handler's own 4xx, an answered
+// one (it ends the replica's failures in a row); a connection that
+// broke, one failure, however many streams and calls were on it. The
+// caller's ends count nothing: its ctx ended, or the stream's deadline
+// passed on the server (504: the caller chose how long the stream
+// lives); nor does the 503 with which a server going away ends its
+// streams. The end is counted as the connection reads it, just after
+// Recv may have returned it. A stream's duration is not one of the
+// replica's latencies ([Conn.Latency]): it lasts as long as its caller
+// and its handler make it. A stream observer given to the connections
+// ([WithClientOptions]) replaces the one that counts the ends.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
 	if c.schain != nil {
 		st, err := c.schain(ctx, method, init)

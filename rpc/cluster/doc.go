@@ -75,6 +75,12 @@
 // health check may pass), or when its connection breaks (once, however
 // many calls were on it); other 4xx answers, a canceled ctx and a
 // deadline that had passed before the call was sent are the caller's.
+// A stream counts at its end, as gRPC's outlier detection counts a
+// stream by its final status: an error end of 500 and above (but the
+// 503 of a server going away) or 404 "no such stream method" is a
+// failed call, a clean end or another 4xx an answered one, a broken
+// connection a failure once; a stream canceled by its caller or ended
+// by its deadline counts nothing (see [Client.OpenStream]).
 // Failed calls and failed health checks may keep at most half of the
 // replicas ejected at once ([WithMaxEjected]; at least one), so that a
 // failure they all share (a database down, replicas too busy to answer

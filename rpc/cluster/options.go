@@ -151,7 +151,13 @@ func WithNetwork(network string) Option {
 // WithClientOptions passes options to every connection the client dials
 // ([rpc.Dial]): TLS, timeouts, an observer (which sees each attempt,
 // retries included). Interceptors given here run once per attempt; see
-// [WithInterceptors] for interceptors around the whole call.
+// [WithInterceptors] for interceptors around the whole call. The client
+// gives each connection a stream observer of its own, which counts the
+// ends of streams toward their replica's ejection (see
+// [Client.OpenStream]); a stream observer given here
+// ([rpc.WithStreamObserver]) replaces it, as a second one replaces the
+// first on an [rpc.Client]: it sees every stream, and stream ends then
+// count nothing.
 func WithClientOptions(opts ...rpc.ClientOption) Option {
 	opts = append([]rpc.ClientOption(nil), opts...)
 	return optionFunc(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })

@@ -299,7 +299,8 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 			}
 			return false, fmt.Errorf("cluster: connection %s %v after it was made", why, time.Since(cn.born).Round(time.Millisecond))
 		}
-		rc, err := r.dial()
+		ncn := &Conn{r: r}
+		rc, err := r.dial(ncn)
 		if err != nil {
 			return false, err
 		}
@@ -319,7 +320,7 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 			}
 			probe = false
 		}
-		ncn := &Conn{r: r, rc: rc, born: time.Now()}
+		ncn.rc, ncn.born = rc, time.Now()
 		c.mu.Lock()
 		if c.closed || r.removed.Load() {
 			c.mu.Unlock()
@@ -356,10 +357,17 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 	return false, nil
 }
 
-func (r *replica) dial() (*rpc.Client, error) {
+// dial dials a connection to the replica for cn, whose stream observer
+// counts the ends of its streams (see Conn.streamEnded); it is given
+// before the options of WithClientOptions, so that a stream observer of
+// the caller's replaces it (see WithClientOptions).
+func (r *replica) dial(cn *Conn) (*rpc.Client, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.c.o.healthTimeout)
 	defer cancel()
-	return rpc.Dial(ctx, r.c.o.network, r.addr, r.c.o.clientOpts...)
+	opts := make([]rpc.ClientOption, 0, 1+len(r.c.o.clientOpts))
+	opts = append(opts, rpc.WithStreamObserver(cn.streamEnded))
+	opts = append(opts, r.c.o.clientOpts...)
+	return rpc.Dial(ctx, r.c.o.network, r.addr, opts...)
 }
 
 // probe asks rc for the replica's health: nil when it is serving (or

@@ -1,7 +1,50 @@
 package cluster
 
-import "github.com/zapcodec/zapcodec/rpc"
+import (
+	"errors"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
 
 // A Client opens streams for generated streaming clients (see
 // [Client.OpenStream]).
 var _ rpc.StreamOpener = (*Client)(nil)
+
+// streamEnded is the stream observer of the connection (see
+// replica.dial): the end of a stream opened on it counts toward its
+// replica's ejection as a call's answer does, by how the stream ended
+// (gRPC's outlier detection counts a stream by its final status too). A
+// server's error end of 500 and above, or 404 "no such stream method"
+// ([rpc.IsNoSuchMethod]), is a failed call; a clean end, or a handler's
+// own 4xx, is an answer, which ends the replica's failures in a row; a
+// connection that broke counts once, however many streams (and calls)
+// were on it. The caller's ends count nothing: its ctx ended or it
+// canceled the stream ([rpc.StatusCanceled]), the stream's deadline
+// passed on the server (504: the caller chose how long the stream
+// lives), and so do the 503 of a server going away, which ends its
+// streams at the end of its Shutdown's grace, and an open that was not
+// sent (OpenStream looked at its error). A stream's duration is not one
+// of the replica's latencies: it lasts as long as its caller and its
+// handler make it, not as long as the replica takes to answer.
+func (cn *Conn) streamEnded(ev rpc.StreamEvent) {
+	if !ev.End {
+		return
+	}
+	switch ev.Status {
+	case 0:
+		// No end came: the connection broke or was closed, or the open
+		// was not sent.
+		if errors.Is(ev.Err, rpc.ErrClosed) {
+			cn.r.c.account(cn, ev.Err, false)
+		}
+	case rpc.StatusOK:
+		cn.r.ok()
+	case rpc.StatusCanceled, rpc.StatusDeadlineExceeded:
+	case rpc.StatusUnavailable:
+		if !cn.rc.Draining() {
+			cn.r.c.account(cn, ev.Err, false)
+		}
+	default:
+		cn.r.c.account(cn, ev.Err, false)
+	}
+}

@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
+)
+
+// A stream opened through the cluster counts at its end toward its
+// replica's ejection, as a call does (gRPC's outlier detection counts
+// streams by their final status too): a server's error end of 500 and
+// above, or 404 "no such stream method", is a failed call; a handler's
+// own 4xx and a clean end are answers, which end the failures in a row.
+// It used to count nothing: a replica whose streams all failed was never
+// ejected.
+func TestStreamEndCountsTowardEjection(t *testing.T) {
+	const (
+		mFail500 = 40 // stream: ends with a 500 at once
+		mFail400 = 41 // stream: ends with a 400 at once
+		mClean   = 42 // stream: ends cleanly at once
+		mNone    = 43 // no handler: the server refuses the open 404
+	)
+	a := startReplica(t, "127.0.0.1")
+	a.server().HandleStream(mFail500, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		return rpc.Errorf(rpc.StatusInternal, "broken replica")
+	})
+	a.server().HandleStream(mFail400, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		return rpc.Errorf(rpc.StatusBadRequest, "bad stream")
+	})
+	a.server().HandleStream(mClean, func(ctx context.Context, init []byte, st *rpc.Stream) error { return nil })
+	c := dialT(t, "static:///"+a.addr, WithEjection(4, time.Hour, time.Hour), WithHealthCheck(time.Hour, 0))
+	r := replicaOf(c, a.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// run opens a stream of m and reads it to its end, which must be
+	// want's (nil: clean).
+	run := func(m uint32, code uint32) {
+		t.Helper()
+		st, err := c.OpenStream(ctx, m, nil)
+		if err != nil {
+			t.Fatalf("open %d: %v", m, err)
+		}
+		_, err = st.Recv(nil)
+		if code == 0 && err != io.EOF || code != 0 && rpc.Code(err) != code {
+			t.Fatalf("stream %d ended with %v, want status %d", m, err, code)
+		}
+	}
+	fails := func(n int32) func() bool { return func() bool { return r.fails.Load() == n } }
+	// The end reaches the replica's count just after Recv returns it:
+	// awaited, not read at once.
+	run(mFail500, rpc.StatusInternal)
+	await(t, "one failure counted", fails(1))
+	run(mNone, rpc.StatusNotFound)
+	await(t, "two failures counted", fails(2))
+	run(mFail400, rpc.StatusBadRequest)
+	await(t, "the 400 to end the row", fails(0))
+	run(mFail500, rpc.StatusInternal)
+	await(t, "one failure counted", fails(1))
+	run(mClean, 0)
+	await(t, "the clean end to end the row", fails(0))
+	for range 4 {
+		run(mFail500, rpc.StatusInternal)
+	}
+	await(t, "the replica ejected after 4 failed streams", func() bool {
+		s := c.Stats()
+		return s.Ejections == 1 && s.Replicas[0].State == "ejected"
+	})
+	if err := c.Stats().Replicas[0].LastError; err == nil || rpc.Code(err) != rpc.StatusInternal {
+		t.Fatalf("ejected for %v, want the streams' 500", err)
+	}
+}
+
+// How each end of a stream counts (see Conn.streamEnded): the events a
+// connection's stream observer gets, given by hand, so that an end that
+// must count nothing is seen to count nothing.
+func TestStreamEndClassified(t *testing.T) {
+	a := startReplica(t, "127.0.0.1")
+	c := dialT(t, "static:///"+a.addr, WithEjection(100, time.Hour, time.Hour), WithHealthCheck(time.Hour, 0))
+	cn := c.ready.Load().conns[0]
+	r := cn.r
+	end := func(status uint32, err error) rpc.StreamEvent {
+		return rpc.StreamEvent{Client: true, End: true, Status: status, Err: err}
+	}
+	failing := end(rpc.StatusInternal, rpc.Errorf(rpc.StatusInternal, "x"))
+	for _, row := range []struct {
+		name string
+		ev   rpc.StreamEvent
+		want int32 // failures in a row after the event, from 1
+	}{
+		{"start", rpc.StreamEvent{Client: true}, 1},
+		{"500", failing, 2},
+		{"502", end(502, rpc.Errorf(502, "bad gateway")), 2},
+		{"404 no such stream method", end(rpc.StatusNotFound, rpc.Errorf(rpc.StatusNotFound, "no such stream method")), 2},
+		{"handler's 404", end(rpc.StatusNotFound, rpc.Errorf(rpc.StatusNotFound, "no such account")), 0},
+		{"400", end(rpc.StatusBadRequest, rpc.Errorf(rpc.StatusBadRequest, "x")), 0},
+		{"clean", end(rpc.StatusOK, nil), 0},
+		{"clean, trailer refused", end(rpc.StatusOK, errors.New("trailer too large")), 0},
+		// The caller's: its ctx ended, or it canceled the stream.
+		{"canceled", end(rpc.StatusCanceled, context.Canceled), 1},
+		{"ctx's deadline", end(rpc.StatusCanceled, context.DeadlineExceeded), 1},
+		// The stream's deadline, which the caller chose, passed on the
+		// server: a stream's life is not an answer awaited.
+		{"504", end(rpc.StatusDeadlineExceeded, rpc.Errorf(rpc.StatusDeadlineExceeded, "deadline")), 1},
+		// Not sent (OpenStream counted the refusal already).
+		{"not sent: go-away", end(0, rpc.ErrGoAway), 1},
+		{"not sent: ctx", end(0, context.DeadlineExceeded), 1},
+		{"wrapped 500", end(rpc.StatusInternal, fmt.Errorf("wrapped: %w", rpc.Errorf(rpc.StatusInternal, "x"))), 2},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			r.fails.Store(1)
+			cn.streamEnded(row.ev)
+			if n := r.fails.Load(); n != row.want {
+				t.Fatalf("%d failures in a row after the event, want %d", n, row.want)
+			}
+		})
+	}
+	// A broken connection: one failure, however many streams were on it,
+	// and the connection is replaced.
+	r.fails.Store(0)
+	broken := end(0, fmt.Errorf("%w: broken", rpc.ErrClosed))
+	cn.rc.Close() // as a break would: not the cluster's close
+	cn.streamEnded(broken)
+	cn.streamEnded(broken)
+	if n := r.fails.Load(); n != 1 {
+		t.Fatalf("%d failures for a broken connection's two streams, want 1", n)
+	}
+	if !cn.gone.Load() {
+		t.Fatal("the broken connection is still in the ready set")
+	}
+}
