@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,5 +132,136 @@ func TestStreamEndClassified(t *testing.T) {
 	}
 	if !cn.gone.Load() {
 		t.Fatal("the broken connection is still in the ready set")
+	}
+}
+
+// A stream whose open the cluster sent again to another replica (the
+// first connection refused it before writing it: it had as many streams
+// open as it may, or its server was going away) gives the caller's
+// response metadata receiver (rpc.WithResponseMetadata) the trailer of
+// the stream that answered: the refused attempt, which empties it at
+// its open like any, leaves nothing of its own in it.
+func TestRetriedStreamOpenResponseMetadata(t *testing.T) {
+	const (
+		mMeta = 44 // stream: ends at once, with a trailer naming its replica unless init is "none"
+		mHold = 45 // stream: held open until the client cancels it
+	)
+	for _, refusal := range []string{"too many streams", "go-away"} {
+		t.Run(refusal, func(t *testing.T) {
+			a, b := startReplica(t, "127.0.0.1"), startReplica(t, "127.0.0.1")
+			for _, r := range []*replicaSrv{a, b} {
+				name := r.addr
+				r.server().HandleStream(mMeta, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+					if string(init) != "none" {
+						if err := rpc.SetResponseMetadata(ctx, "from", name); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				r.server().HandleStream(mHold, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+					<-ctx.Done()
+					return nil
+				})
+			}
+			// hold, when set, holds the next open of a's connection
+			// until release is closed.
+			var hold atomic.Bool
+			entered, release := make(chan struct{}), make(chan struct{})
+			ic := func(ctx context.Context, method uint32, init []byte, open rpc.Streamer) (*rpc.Stream, error) {
+				if method == mMeta && hold.CompareAndSwap(true, false) {
+					close(entered)
+					<-release
+				}
+				return open(ctx, method, init)
+			}
+			c := dialT(t, "static:///"+a.addr+","+b.addr, WithBalancer(firstAddr{a.addr}), WithHealthCheck(time.Hour, 0),
+				WithClientOptions(rpc.WithMaxStreams(1), rpc.WithStreamClientInterceptors(ic)))
+			var md rpc.Metadata
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			mdCtx := rpc.WithResponseMetadata(ctx, &md)
+			run := func(init string) {
+				t.Helper()
+				st, err := c.OpenStream(mdCtx, mMeta, []byte(init))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := st.Recv(nil); err != io.EOF {
+					t.Fatalf("end: %v", err)
+				}
+			}
+			run("")
+			if got := string(md.Get("from")); got != a.addr || md.Len() != 1 {
+				t.Fatalf("trailer of the stream on a: from=%q (%d pairs), want %s", got, md.Len(), a.addr)
+			}
+			switch refusal {
+			case "too many streams":
+				// a's connection has its one stream open: the next open
+				// is refused there, unwritten.
+				hctx, hcancel := context.WithCancel(ctx)
+				defer hcancel()
+				if _, err := c.OpenStream(hctx, mHold, nil); err != nil {
+					t.Fatal(err)
+				}
+				run("")
+			case "go-away":
+				var connA *Conn
+				for _, cn := range c.ready.Load().conns {
+					if cn.Addr() == a.addr {
+						connA = cn
+					}
+				}
+				hold.Store(true)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					run("")
+				}()
+				<-entered // picked a's connection, not written yet
+				go a.shutdown()
+				await(t, "a's connection to read the go-away", connA.rc.Draining)
+				close(release)
+				receive(t, "the stream", done)
+			}
+			if got := string(md.Get("from")); got != b.addr || md.Len() != 1 {
+				t.Fatalf("trailer of the stream sent again to b: from=%q (%d pairs), want %s", got, md.Len(), b.addr)
+			}
+			if st := c.Stats(); st.Retries != 0 {
+				t.Fatalf("stats %+v: an open refused unwritten counted as a retry", st)
+			}
+			// A stream that ends with no trailer leaves the receiver empty.
+			run("none")
+			if md.Len() != 0 {
+				t.Fatalf("%d pairs after a stream without a trailer, want none", md.Len())
+			}
+		})
+	}
+}
+
+// A stream observer given to the connections (WithClientOptions) sees
+// every stream, in place of the one with which the client counts stream
+// ends (which it replaces, as on an rpc.Client).
+func TestConnStreamObserverKept(t *testing.T) {
+	const mEnd = 46 // stream: ends with a 500 at once
+	a := startReplica(t, "127.0.0.1")
+	a.server().HandleStream(mEnd, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		return rpc.Errorf(rpc.StatusInternal, "x")
+	})
+	ends := make(chan uint32, 4)
+	c := dialT(t, "static:///"+a.addr, WithClientOptions(rpc.WithStreamObserver(func(ev rpc.StreamEvent) {
+		if ev.End {
+			ends <- ev.Status
+		}
+	})))
+	st, err := c.OpenStream(context.Background(), mEnd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); rpc.Code(err) != rpc.StatusInternal {
+		t.Fatalf("end: %v", err)
+	}
+	if s := receive(t, "the observer's end event", ends); s != rpc.StatusInternal {
+		t.Fatalf("the observer saw status %d, want 500", s)
 	}
 }
