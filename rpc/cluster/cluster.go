@@ -40,15 +40,6 @@ type Client struct {
 	ready  atomic.Pointer[readySet] // connections of admitted replicas; never nil
 	budget budget
 
-	calls         atomic.Int64
-	streams       atomic.Int64
-	retries       atomic.Int64
-	retriesDenied atomic.Int64
-	failed        atomic.Int64
-	ejections     atomic.Int64
-	resolves      atomic.Int64
-	resolveErrs   atomic.Int64
-
 	resolveNow chan struct{}
 	// resolving is the resolver's call that outlived the resolution
 	// that made it (it ignored its ctx), or nil; used by Dial, then by
@@ -76,6 +67,20 @@ type Client struct {
 	// gone remembers the replicas the resolver dropped, for a while
 	// (see goneReplica); nil until one is.
 	gone map[string]goneReplica
+
+	// The counters of Stats. calls is written by every call, on every
+	// core: it comes last, after the fields under mu, so that its cache
+	// line holds none of the words every call reads (ready, the budget,
+	// the chains and the balancer), which its writes would take from
+	// the other cores' caches (TestCallCounterLineApart).
+	calls         atomic.Int64
+	streams       atomic.Int64
+	retries       atomic.Int64
+	retriesDenied atomic.Int64
+	failed        atomic.Int64
+	ejections     atomic.Int64
+	resolves      atomic.Int64
+	resolveErrs   atomic.Int64
 }
 
 // readySet is the connections that get calls, and their weights.

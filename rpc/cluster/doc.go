@@ -121,10 +121,16 @@
 //
 // Costs: a warm call allocates nothing; beside the call on its
 // connection it costs a few atomic operations (in-flight counts, the
-// loads and latencies of two connections, the call counter, the budget,
-// the replica's latency after the answer), two reads of the monotonic
-// clock (the call's start and end; a third when P2C finds one replica
+// loads and latencies of two connections, the call counter, a look at
+// the retry budget, the replica's latency after the answer), two reads
+// of the monotonic clock (the call's start and end; a third when P2C finds one replica
 // much slower, and one more for a ctx with a deadline: whether it has
 // passed, see [Client.Call]) and two random numbers (with weights, two
 // to four, and a binary search over the running sums of the weights).
+// The words every call writes on every core are the in-flight count of
+// its connection and the call counter (kept on a cache line apart from
+// the words every call reads); a call deposits in the retry budget
+// only while it is not full (the first few hundred calls of a client,
+// and a few after each retry), and stores the replica's latency only
+// when its answer moves it (see [Conn.Latency]).
 package cluster
