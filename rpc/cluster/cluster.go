@@ -374,7 +374,19 @@ func (c *Client) update(eps []Endpoint) {
 // its Done not closed yet (its timer late), is not sent by the
 // connection and fails with context.DeadlineExceeded, which does not
 // count against the replica it was routed to (neither towards its
-// ejection nor in its latency). With no admitted replica the call
+// ejection nor in its latency). A call whose deadline passed while it
+// waited for room in its connection's write queue (4 MiB the replica
+// had not taken: rpc.Client waits for room within ctx, see
+// [rpc.Client.Call]) was not sent, yet counts as a call the replica
+// held past its deadline: the replica, or the path to it, did not take
+// the queued bytes as fast as they came for as long as the call could
+// wait, which is how a replica that stopped reading looks (gRPC-go's
+// outlier detection counts every call that failed on the connection it
+// picked, one that waited for the transport's flow control too), and
+// rpc.Client returns ctx's error for both alike. A call that a
+// connection refuses at once because it is full
+// ([rpc.ErrTooManyPending]) goes to another connection, as said above,
+// and counts against no one. With no admitted replica the call
 // fails with [ErrNoReplica] (or waits, see [WithWaitForReady]), but a
 // retry that finds none returns the refusal it followed; after Close,
 // with an error matching rpc.ErrClosed. An error the replica's
@@ -878,7 +890,10 @@ func (c *Client) account(cn *Conn, err error, live bool) (timed bool) {
 		// and answers none (a wedged handler, its health check fine)
 		// fails, as gRPC's outlier detection counts DEADLINE_EXCEEDED. A
 		// deadline that had passed before the call was sent (the call
-		// never left) says nothing about the replica.
+		// never left) says nothing about the replica. One that passed
+		// while the call waited for room in the connection's full write
+		// queue comes as the same bare ctx error and counts: the
+		// replica did not take the queue in that time (see Call).
 		if live {
 			r.failed(err)
 			timed = true

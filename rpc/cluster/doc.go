@@ -72,7 +72,9 @@
 // failure) or 404 "no such method" ([rpc.IsNoSuchMethod]: a replica
 // deployed without it; a handler's own 404 does not count), when
 // its deadline passes while the replica has it (a wedged handler, whose
-// health check may pass), or when its connection breaks (once, however
+// health check may pass, or one that stopped reading: a call that waited
+// until its deadline for room in its connection's full write queue
+// counts so too, see [Client.Call]), or when its connection breaks (once, however
 // many calls were on it); other 4xx answers, a canceled ctx and a
 // deadline that had passed before the call was sent are the caller's.
 // A stream counts at its end, as gRPC's outlier detection counts a
