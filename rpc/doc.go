@@ -109,7 +109,8 @@
 // [Server.MethodName] and [MethodFrom] give an interceptor or observer
 // the full name of a wire ordinal, "/greet.Greeter/hello" as gRPC spells
 // it, at no cost to a call that does not ask. Every server answers the health service at the
-// reserved ordinal [HealthMethod] ([Server.Health] sets statuses,
+// reserved ordinal [HealthMethod], named [HealthMethodName]
+// ("/rpc.Health/check") ([Server.Health] sets statuses,
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
 // ask).
 //

@@ -21,6 +21,15 @@ import (
 // hide a server's health from its load balancer); the observer sees it.
 const HealthMethod uint32 = 0xFFFF_0001
 
+// HealthMethodName is the full name [Server.MethodName] and [MethodFrom]
+// give [HealthMethod]: method check of the service rpc.Health, spelled as
+// the names of generated services are ("/" + package + "." + interface +
+// "/" + method, as schema methods are written), where gRPC's health
+// service is "/grpc.health.v1.Health/Check". An interceptor never sees
+// it (interceptors do not run for health checks); an observer, and a
+// log or metric keyed by method name, do.
+const HealthMethodName = "/rpc.Health/check"
+
 // HealthStatus is the health of a server or of one of its services.
 type HealthStatus uint32
 

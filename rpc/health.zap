@@ -1,4 +1,5 @@
-# The health service of package rpc (method ordinal rpc.HealthMethod).
+# The health service of package rpc (method ordinal rpc.HealthMethod,
+# named rpc.HealthMethodName, "/rpc.Health/check").
 package rpc
 
 struct HealthCheckRequest

@@ -109,10 +109,13 @@ func TestServerMethodName(t *testing.T) {
 		}
 	}
 
-	for _, m := range []uint32{0, 1, 100, 103, 199, 204, 300, 302, 500, 501, MaxMethod, HealthMethod, math.MaxUint32} {
+	for _, m := range []uint32{0, 1, 100, 103, 199, 204, 300, 302, 500, 501, MaxMethod, HealthMethod - 1, HealthMethod + 1, math.MaxUint32} {
 		if got := s.MethodName(m); got != "" {
 			t.Errorf("MethodName(%d) = %q, want \"\"", m, got)
 		}
+	}
+	if got := s.MethodName(HealthMethod); got != HealthMethodName {
+		t.Errorf("MethodName(HealthMethod) = %q, want %q", got, HealthMethodName)
 	}
 	if got := MethodFrom(ctx); got != "" {
 		t.Errorf("MethodFrom of a ctx of no handler: %q", got)
@@ -122,5 +125,64 @@ func TestServerMethodName(t *testing.T) {
 	}
 	if got, want := s.Services(), []string{"admin.Admin", "greet.Greeter", "none.None", "old.Old"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Services() = %v, want %v", got, want)
+	}
+}
+
+// The health method has a name, gRPC's health check's in this package's
+// spelling, on every server (no mount needed), and an observer sees it.
+func TestHealthMethodName(t *testing.T) {
+	if HealthMethodName != "/rpc.Health/check" {
+		t.Fatalf("HealthMethodName = %q", HealthMethodName)
+	}
+	if got := NewServer().MethodName(HealthMethod); got != HealthMethodName {
+		t.Fatalf("MethodName(HealthMethod) on a server with no mounts = %q, want %q", got, HealthMethodName)
+	}
+	var srv atomic.Pointer[Server]
+	names := make(chan string, 1)
+	s, addr, _ := testServer(t, WithObserver(func(ev CallEvent) {
+		if ev.Method == HealthMethod {
+			names <- srv.Load().MethodName(ev.Method)
+		}
+	}))
+	srv.Store(s)
+	if st, err := CheckHealth(context.Background(), dial(t, addr), ""); err != nil || st != HealthServing {
+		t.Fatalf("CheckHealth = %v, %v", st, err)
+	}
+	if got := <-names; got != HealthMethodName {
+		t.Fatalf("the observer named the health check %q, want %q", got, HealthMethodName)
+	}
+}
+
+// With many services mounted, in no order of their bases, with empty
+// mounts inside the ranges of others and unnamed ones between them,
+// MethodName finds every named method and nothing else (it looks the
+// mount up by binary search over the named mounts, sorted by base).
+func TestMethodNameManyMounts(t *testing.T) {
+	s := NewServer()
+	const n = 500
+	want := map[uint32]string{}
+	for i := range n {
+		// Bases 10*k for k a permutation of 1..n: mounted out of order.
+		k := uint32((i*211)%n + 1)
+		base := 10 * k
+		svc := fmt.Sprintf("s%d.S", k)
+		switch k % 5 {
+		case 0: // unnamed
+			s.Mount(svc, 3, At(base))
+		case 1: // empty, its range inside the next mount's below
+			s.MountNamed(svc, 0, nameList("ghost"), At(base+12))
+		default:
+			s.MountNamed(svc, 4, nameList("a", "", "c", "d"), At(base))
+			for j, m := range []string{"a", "", "c", "d"} {
+				if m != "" {
+					want[base+uint32(j)+1] = "/" + svc + "/" + m
+				}
+			}
+		}
+	}
+	for m := uint32(0); m <= 10*n+20; m++ {
+		if got := s.MethodName(m); got != want[m] {
+			t.Fatalf("MethodName(%d) = %q, want %q", m, got, want[m])
+		}
 	}
 }

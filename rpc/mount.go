@@ -111,16 +111,34 @@ func (s *Server) MountNamed(service string, methods int, name func(ordinal uint3
 				service, m.first, m.last, o.service, o.first, o.last))
 		}
 	}
-	ms := append(old[:len(old):len(old)], m) // a new array: readers hold the old one
-	s.mounts.Store(&ms)
+	// New arrays: readers hold the old ones.
+	t := &mountSet{all: append(old[:len(old):len(old)], m)}
+	if p := s.mounts.Load(); p != nil {
+		t.named = p.named
+	}
+	if m.names != nil {
+		// Named mounts have methods and do not overlap: sorted by first,
+		// the only one that can hold an ordinal is the last that starts
+		// at or below it.
+		i := sort.Search(len(t.named), func(i int) bool { return t.named[i].first > m.first })
+		t.named = append(t.named[:i:i], append([]mount{m}, t.named[i:]...)...)
+	}
+	s.mounts.Store(t)
 	s.Health().add(service)
 	return base
+}
+
+// mountSet is what is mounted on a server, copied on write (under hmu)
+// and read without a lock.
+type mountSet struct {
+	all   []mount // every mount, in the order mounted
+	named []mount // the mounts with names (so with methods), sorted by first
 }
 
 // mountList returns the services mounted on s (read-only).
 func (s *Server) mountList() []mount {
 	if p := s.mounts.Load(); p != nil {
-		return *p
+		return p.all
 	}
 	return nil
 }
@@ -135,19 +153,39 @@ func (s *Server) mountList() []mount {
 // ordinal no named mount covers: one registered with [Server.Handle] or
 // [Server.HandleStream] alone, one of a service mounted with
 // [Server.Mount] (such as by code generated before MountNamed existed:
-// regenerate it to get names), [HealthMethod], or one nothing serves. It
-// says what the ordinal was mounted as, whether or not a handler serves
-// it now.
+// regenerate it to get names), or one nothing serves. [HealthMethod]
+// is [HealthMethodName]. It says what the ordinal was mounted as, whether
+// or not a handler serves it now.
 //
-// It allocates nothing, takes no lock, and looks at each mounted service
-// at most once; the call path pays nothing for it when nobody asks. A
-// server's observer ([WithObserver]) calls it on the server it observes
-// (a variable it closes over, set once NewServer returns).
+// It allocates nothing, takes no lock, and finds the mount by binary
+// search, in time logarithmic in the number of services mounted with
+// names; the call path pays nothing for it when nobody asks. A server's
+// observer ([WithObserver]) calls it on the server it observes (a
+// variable it closes over, set once NewServer returns).
 func (s *Server) MethodName(method uint32) string {
-	for i, ms := 0, s.mountList(); i < len(ms); i++ {
-		if k := method - ms[i].first; uint64(k) < uint64(len(ms[i].names)) {
-			return ms[i].names[k]
+	if method == HealthMethod {
+		return HealthMethodName
+	}
+	p := s.mounts.Load()
+	if p == nil {
+		return ""
+	}
+	// The last named mount whose first ordinal is at most method.
+	ms := p.named
+	lo, hi := 0, len(ms)
+	for lo < hi {
+		if mid := int(uint(lo+hi) >> 1); ms[mid].first <= method {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
+	}
+	if lo == 0 {
+		return ""
+	}
+	m := &ms[lo-1]
+	if k := method - m.first; uint64(k) < uint64(len(m.names)) {
+		return m.names[k]
 	}
 	return ""
 }

@@ -20,7 +20,8 @@ type CallEvent struct {
 	// server, a request whose envelope did not parse gives the ordinal
 	// it carried, or 0 when its fixed section was cut short; the
 	// server's [Server.MethodName] gives its full name (an observer
-	// closes over its server), "" for one no generated service names.
+	// closes over its server; [HealthMethodName] for the health check),
+	// "" for one no generated service names.
 	Method uint32
 	// Status is the answer's status (200 OK, 404...). On a server it is
 	// the status the answer goes out with: an answer above the largest

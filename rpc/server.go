@@ -72,7 +72,7 @@ type Server struct {
 
 	hmu      sync.Mutex
 	handlers atomic.Pointer[[]Handler] // index: method ordinal; copied on write
-	mounts   atomic.Pointer[[]mount]   // copied on write, under hmu (mount.go)
+	mounts   atomic.Pointer[mountSet]  // copied on write, under hmu (mount.go)
 	health   Health                    // health.go
 
 	// streamHandlers: by method ordinal; copied on write (stream_server.go)
