@@ -59,13 +59,21 @@
 // back, given up earlier by another Reader or Writer, can be up to four
 // times the size asked for: that memory was already there). Two exceptions,
 // each sized by what the same peer sent before, keep busy streams at a
-// single copy: a frame no longer than the previous frame above 512 bytes
-// gets a buffer of its whole length at once (that peer has just sent that
-// much); and a Reader that read ahead on a busy stream goes straight back
-// to the read-ahead size it reached there (never above the read-ahead
-// limit) as soon as a read fills its buffer again, even the inline buffer
-// of a drained Reader: after a busy period at the default limit, the
-// first 512 bytes of a new frame may hold 64 KiB.
+// single copy, or close to it: a frame no longer than the previous frame
+// above 512 bytes (that peer has sent that much before) gets a buffer of
+// its whole length at once when that length is at most the read-ahead
+// limit, or less than 256 times the bytes of the frame received so far
+// (its first 512 bytes, for a frame of up to 128 KiB; a larger frame
+// grows as any does until 1/256 of it is in, then takes its buffer); and
+// a Reader that read ahead on a busy stream goes straight back to the
+// read-ahead size it reached there (never above the read-ahead limit) as
+// soon as a read fills its buffer again, even the inline buffer of a
+// drained Reader: after a busy period at the default limit, the first
+// 512 bytes of a new frame may hold 64 KiB. Neither decays, since neither
+// needs to: what each lets a frame hold is bounded by the read-ahead
+// limit or by that frame's own bytes, not by how much the peer sent once,
+// so a peer that sent one 16 MiB frame cannot, hours later, make the
+// Reader take 16 MiB for the header of another.
 //
 // On a *net.TCPConn or *net.UnixConn (on unix), a drained Reader whose
 // last frame above 512 bytes was at most the read-ahead limit (or that

@@ -32,6 +32,19 @@ const (
 	// as large (before rounding to the pool's power-of-two class), so the
 	// memory a Reader holds follows the bytes it received.
 	growFactor = 4
+
+	// creditFactor: a frame no longer than the previous frame above
+	// smallSize (the credit) takes a buffer of its whole length at once
+	// when that length is at most the read-ahead limit, or at most
+	// creditFactor times the bytes of it the Reader holds: so the credit
+	// speeds a large frame's buffer up but never lets it run ahead of the
+	// bytes received by more than that, however long ago it was earned.
+	// 256: the first 512 bytes of a frame (a full inline buffer) bring a
+	// frame of up to 128 KiB, twice the default read-ahead limit, into its
+	// own buffer at once (a 64 KiB payload's frame is 5 bytes over the
+	// limit), and a larger one after at most 1/256 of it was moved, in
+	// the steps of growFactor.
+	creditFactor = 256
 )
 
 // Reader reads length-prefixed frames from a stream. Create it with
@@ -400,11 +413,12 @@ func (fr *Reader) keepForRaw() bool {
 //     read-ahead limit; or, for a frame that does not fit, to the frame's
 //     length when that is at most twice as much, else to that much;
 //   - or to a frame's length when the previous frame larger than the
-//     inline buffer was at least as long (credit: the peer just sent that
-//     much).
+//     inline buffer was at least as long (credit: the peer sent that much
+//     before) and that length is at most the read-ahead limit or
+//     creditFactor times the bytes of the frame held.
 //
 // So what a Reader holds follows the bytes it received, never a length
-// prefix alone.
+// prefix alone, nor a credit earned long before.
 func (fr *Reader) target(need int) (n int, ahead bool) {
 	n = len(fr.buf)
 	if fr.full && n < fr.rsize {
@@ -414,7 +428,7 @@ func (fr *Reader) target(need int) (n int, ahead bool) {
 	if need <= n {
 		return n, ahead
 	}
-	if need <= fr.credit {
+	if need <= fr.credit && (need <= fr.rsize || need/creditFactor < fr.w-fr.r) {
 		return need, false
 	}
 	if fr.w-fr.r < len(fr.buf) {

@@ -1,0 +1,75 @@
+package frame
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/pool"
+)
+
+// TestCreditFollowsBytesReceived: a peer that sent one large frame (1 MB)
+// earns the credit of the package doc's first exception, but what the
+// credit lets the next large frame take follows the bytes of that frame:
+// after small frames and a pause, the first 6 bytes of another 1 MB frame
+// cost no pooled buffer, its first 512 bytes at most the first chunk, and
+// a buffer of its whole length comes only once 1/creditFactor of it is
+// in (here after 16 KiB), still before the rest of it is read, so the
+// frame is still read into its own buffer with few bytes moved. It used
+// to take the whole 1 MB (a 2 MiB pool class) on its first 6 bytes, at
+// any time after the first frame, for ever.
+func TestCreditFollowsBytesReceived(t *testing.T) {
+	t.Parallel()
+	const size = 1_000_000
+	body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	frame := cat(le(size+1), []byte{7}, body)
+	var small []byte // 100 frames of 50 bytes
+	for range 100 {
+		small = append(small, cat(le(50), []byte{1}, make([]byte, 49))...)
+	}
+	src := &pausingReader{chunks: [][]byte{frame}}
+	r := NewReader(src)
+	r.bodies = new(pool.SizedPool) // capacities exactly as asked
+	if _, p, err := r.Next(); err != nil || !bytes.Equal(p, body) {
+		t.Fatalf("first large frame: %d bytes, %v", len(p), err)
+	}
+	src.chunks = [][]byte{small}
+	for i := 0; ; i++ {
+		if _, _, err := r.Next(); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) || i != 100 {
+				t.Fatalf("after %d small frames: %v", i, err)
+			}
+			break
+		}
+	}
+	if r.Held() != 0 {
+		t.Fatalf("a drained Reader holds %d bytes", r.Held())
+	}
+	received := 0
+	for _, upto := range []int{6, 512, 4 << 10, 16 << 10, 64 << 10, len(frame)} {
+		src.chunks = [][]byte{frame[received:upto]}
+		received = upto
+		kind, p, err := r.Next()
+		if upto == len(frame) {
+			if err != nil || kind != 7 || !bytes.Equal(p, body) {
+				t.Fatalf("second large frame: kind %d, %d bytes, %v", kind, len(p), err)
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("after %d bytes of the frame: Next = %v, want the deadline", received, err)
+		}
+		h := r.Held()
+		if bound := max(heldBound(received), 2*creditFactor*received); h > bound {
+			t.Errorf("holds %d bytes after %d bytes of a frame (bound %d)", h, received, bound)
+		}
+		if received == 6 && h != 0 {
+			t.Errorf("holds %d bytes after a header and one byte of a frame, want 0", h)
+		}
+		if received >= len(frame)/creditFactor+1 && h < len(frame) {
+			t.Errorf("holds %d bytes after %d bytes of a frame of %d it has the credit for, want the whole frame's buffer",
+				h, received, len(frame))
+		}
+	}
+}
