@@ -61,8 +61,13 @@ func (e *DecodeError) Error() string {
 // not fit as zero, AppendJSON is strict: a header, slot, list or element
 // that does not lie inside msg, text that is not UTF-8, nesting deeper than
 // [MaxDecodeDepth], or values shared so often that the output would grow
-// out of proportion to msg, stop it with a *[DecodeError] naming the byte
-// offset and field. Bytes past the header's size are ignored. On error the
+// out of proportion to msg (the values and the bytes of text, bytes and
+// bytes_fixed data printed, each counted once per path to it, past 2 per
+// byte of msg plus 64), stop it with a *[DecodeError] naming the byte
+// offset and field. That count is its own: a generated DecodeZAP counts
+// Go memory, so on a message whose objects are shared (which no writer
+// makes) it may decode what AppendJSON refuses, or refuse what it prints;
+// both take every message a writer makes. Bytes past the header's size are ignored. On error the
 // returned slice holds dst plus a partial, invalid document; callers discard
 // it. Work and output are bounded by a constant times len(msg) for any
 // input; it never panics. msg is only read. s is trusted: it is a struct
@@ -79,6 +84,16 @@ func AppendJSON(dst []byte, s *schema.Struct, msg []byte) ([]byte, error) {
 // decBudget returns the budget of a decoder for a message of n bytes:
 // 2n + 64, saturated at math.MaxInt (on 32-bit platforms 2n overflows
 // for a message over 1 GiB, which would leave no budget at all).
+//
+// A generated DecodeZAP has a budget of another kind, 6 bytes of Go
+// memory per byte of its input (plus 64): each counts what it makes, JSON
+// here and Go records there, and each factor admits every message a
+// writer makes in that count (the costliest here is a record of 1-byte
+// fields, about 1 unit per byte; there a list of empty bytes values, 6
+// bytes per byte). Both take every message a writer makes; on one that
+// shares objects either may refuse what the other takes (the
+// doc of cmd/zapcodec/internal/gen says when, and why they are not made
+// to agree; internal/gentest/all's TestDynamicBudgetDiffers pins it).
 func decBudget(n int) int {
 	if n > (math.MaxInt-64)/2 {
 		return math.MaxInt

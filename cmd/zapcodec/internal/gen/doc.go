@@ -91,7 +91,9 @@
 // later list element or a non-empty text, say, keeps it non-nil.
 //
 // What DecodeZAP allocates is charged, before it is allocated, to a budget
-// of 6 bytes per byte of the message (plus 64): the Go size of each nested
+// of 6 bytes per byte of its input b, bytes past the message's end
+// included (DecodeView's: per byte of the view's whole message), plus 64:
+// the Go size of each nested
 // record and list element and each byte of text or bytes. A message whose
 // objects are not shared stays within it (a list of empty bytes values,
 // the costliest, takes a 24-byte slice per 4-byte element); one that
@@ -100,6 +102,27 @@
 // codec.ErrShared instead of growing its records out of proportion. A
 // list's elements are allocated in one piece, once the list's bytes are
 // known to be able to hold them.
+//
+// codec/dynamic's AppendJSON, which reads the same messages into JSON,
+// has a budget of another kind: 2 units per byte of its input (plus 64),
+// one per value (object, field, list element) and one per byte of text,
+// bytes and bytes_fixed data, because what it makes is JSON, whose length
+// follows the values it prints, not Go memory. Each factor admits every
+// message a writer makes, in its own count (the costliest such message
+// takes DecodeZAP 6 Go bytes per byte, a list of empty bytes values, the
+// factor itself; AppendJSON about 1 unit per byte, a record of 1-byte
+// fields, half its factor), so both decode every message a writer makes.
+// On a message that shares objects, which no writer makes, either may
+// refuse what the other takes: 1 KiB Nodes shared along 2^3 paths decode
+// (Go memory 2.3 times the message) but AppendJSON refuses them (2.3
+// units per byte); a list of 1,000 u64s that 10 records share
+// prints but does not decode (8 Go bytes per u64, 1 unit). They are not
+// made to agree: AppendJSON cannot count in Go sizes without the
+// generated layout, and a budget under which it took every message
+// DecodeZAP takes would be at least 18 units per byte (a shared
+// list<bytes_fixed[1]> costs it 3 units per element, DecodeZAP 1 byte),
+// nine times the JSON a hostile message could make it print
+// (internal/gentest/all, TestDynamicBudgetDiffers).
 //
 // # Layout
 //
