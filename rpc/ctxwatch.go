@@ -12,7 +12,7 @@ import (
 // 1.35× the CPU of calls whose ctx cannot end (with one P; 1.5× with
 // two), most of it in the select, which locks both channels, queues the
 // caller on both and, once woken, takes it off the one that did not fire
-// (rpc/README.md, "Calls with a ctx that can end"). When the callers
+// (rpc/PERF-HISTORY.md, "Calls with a ctx that can end"). When the callers
 // share their ctx (a fan-out of one request's calls, an errgroup, a load
 // generator), every one of them queues on the same Done channel.
 //

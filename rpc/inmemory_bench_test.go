@@ -106,7 +106,7 @@ func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{} }
 
 // serverBenchBatch is the requests a read returns in the in-memory server
 // benchmarks: about the batches a server reads from 256 callers on one
-// loopback connection (117–141 answers per write, rpc/README.md).
+// loopback connection (117–141 answers per write, rpc/PERF-HISTORY.md).
 const serverBenchBatch = 128
 
 // echoRequestFrame is the frame of an echo call of a size-byte payload.
