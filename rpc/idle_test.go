@@ -168,10 +168,11 @@ func TestWatchdogSkipsIdleConns(t *testing.T) {
 
 // While calls flow, the read loops make the watchdog's scans as they block
 // (scanDue) and the watchdog's own timer backs off (a timer due within a
-// millisecond made every sleep of every thread arm a kernel timer: README,
-// "Many sessions"). A handler that does not return is still taken over,
-// both while another connection keeps calling and after its calls stop
-// (the backstop), and the calls behind it on its connection are answered.
+// millisecond made every sleep of every thread arm a kernel timer:
+// docs/BENCHMARK-HISTORY.md, "Many sessions"). A handler that does not
+// return is still taken over, both while another connection keeps calling
+// and after its calls stop (the backstop), and the calls behind it on its
+// connection are answered.
 func TestWatchdogScansFromReadLoops(t *testing.T) {
 	// No read or idle deadline: no read loop wakes up on its own to scan.
 	s, addr, _ := testServer(t, WithReadTimeout(0), WithIdleTimeout(0))

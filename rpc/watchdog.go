@@ -107,9 +107,9 @@ func (s *Server) worker(j *job) {
 // a 1 ms ticker added 4 to 5 µs of server CPU to every call of a
 // sequential ping-pong over 10,000 connections (a 10 ms one well under
 // 1 µs), which was most of the gap to a plain goroutine-per-connection
-// server (README, "Many sessions"). And the backstop timer itself is not
-// a runtime timer on Linux (see wdTimer): one pending in a P's heap makes
-// every scheduling on that P read the clock.
+// server (docs/BENCHMARK-HISTORY.md, "Many sessions"). And the backstop
+// timer itself is not a runtime timer on Linux (see wdTimer): one pending
+// in a P's heap makes every scheduling on that P read the clock.
 //
 // The scans also bound the waits and writes of the listed connections,
 // which set no read or write deadline (see serverConn.deadline and
