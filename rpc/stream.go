@@ -138,11 +138,10 @@ type Stream struct {
 	ctx context.Context
 	// done is ctx's Done on a client whose ctx can end (nil otherwise):
 	// Recv looks at it first (see cancelSeen).
-	done   <-chan struct{}
-	cancel context.CancelFunc // server: cancels the handler's ctx
-	stop   func() bool        // stops the AfterFunc on ctx; on mu
-	// stopped: the stream ended on a client, its AfterFunc is (to be)
-	// stopped; on mu.
+	done <-chan struct{}
+	stop func() bool // client: stops the AfterFunc on ctx; on mu
+	// stopped: the stream ended, the AfterFunc on a client's ctx is (to
+	// be) stopped, the end of a handler's ctx wakes nothing; on mu.
 	stopped bool
 	// A client's cancel (clientCancel), on mu: canceling is set when one
 	// decides the stream's end, removed once it took the stream out of
@@ -153,6 +152,17 @@ type Stream struct {
 	unlisted           chan struct{}
 
 	capv, mdv []byte // server: the open's cap and metadata (copies)
+
+	// Server: the handler's ctx is the stream itself, seen as a
+	// streamCtx (stream_ctx.go), so that an open allocates no ctx.
+	dl      int64         // its deadline (monoNow), 0 none
+	ctxDone chan struct{} // closed when it ends
+	ctxEnd  atomic.Bool   // ctxErr is set (read without cmu)
+	cmu     sync.Mutex
+	ctxErr  error       // on cmu: why it ended, nil while it has not
+	dtimer  *time.Timer // on cmu: ends it at dl
+	afs     []afterFunc // on cmu: callbacks of ctxs derived from it (AfterFunc)
+	afID    uint32      // on cmu: the ids of afs
 
 	wmu sync.Mutex // orders this stream's frames: messages before the end
 	// writing counts a handler's Send, CloseSend and Recv (its grant)
@@ -245,6 +255,9 @@ type streamSet struct {
 	err       error  // the connection is gone: no new stream
 	graceAt   int64  // server: when Shutdown first found streams open after go-away (monoNow)
 	graceDone bool   // server: Shutdown ended the streams
+	// server: the connection's context has its AfterFunc that ends the
+	// streams' ctxs (serverConn.ctxEndsStreams).
+	ctxWatched bool
 }
 
 func (t *streamSet) setup(out *outbox, window, max int) {
@@ -829,8 +842,8 @@ func (s *Stream) abort(ctx context.Context, err error, drop bool, status uint32,
 	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	if s.cancel != nil {
-		s.cancel()
+	if s.set.sc != nil {
+		s.endCtx(context.Canceled)
 	}
 	if send {
 		// The end follows the frame of a Send (or CloseSend) under way,
@@ -848,8 +861,9 @@ func (s *Stream) abort(ctx context.Context, err error, drop bool, status uint32,
 	return changed
 }
 
-// stopCtx stops the stream's AfterFunc on its ctx: the stream is over.
-// Safe against OpenStream setting it (see setStop).
+// stopCtx stops the stream's AfterFunc on its ctx (a client's), or the
+// wake of its waits at its ctx's end (a handler's, see ctxEnded): the
+// stream is over. Safe against OpenStream setting it (see setStop).
 func (s *Stream) stopCtx() {
 	s.mu.Lock()
 	f := s.stop

@@ -122,7 +122,7 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 				err := endError(e)
 				st.endedWith(StatusCanceled) // whatever status it carries: a peer cannot pose as a failing handler
 				st.ended(err, true, err)
-				st.cancel()
+				st.endCtx(context.Canceled)
 			}
 		}
 	case wire.KindStreamWindow:
@@ -189,7 +189,7 @@ func (c *serverConn) streamOverrun(p []byte) {
 	}
 	st.cond.Broadcast()
 	st.mu.Unlock()
-	st.cancel()
+	st.endCtx(context.Canceled)
 	if send {
 		go func() {
 			st.wmu.Lock() // a Send's message, once queued, goes before the end
@@ -332,26 +332,23 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		t.m = make(map[uint32]*Stream)
 	}
 	st := newStream(t, id, req.Method)
-	var ctx context.Context = c.ctx
-	if dl != 0 {
-		ctx, st.cancel = context.WithDeadline(ctx, monoTime(dl))
-	} else {
-		ctx, st.cancel = context.WithCancel(ctx)
-	}
-	st.ctx = context.WithValue(ctx, streamKey{}, st)
+	// A Send waiting for a grant wakes when the ctx ends (its deadline,
+	// the base context), and one writing is interrupted (ctxEnded); the
+	// other ends of the ctx abort the stream.
+	st.initCtx(dl)
 	st.acct.start = monoNow()
 	t.m[id] = st
 	t.count()
+	if !t.ctxWatched {
+		// The connection's context ends its streams' ctxs: one watch
+		// for all of them, made at the connection's first stream.
+		t.ctxWatched = true
+		context.AfterFunc(c.ctx, c.ctxEndsStreams)
+	}
 	t.mu.Unlock()
-	// A Send waiting for a grant wakes when the ctx ends (its deadline,
-	// the base context), and one writing is interrupted; the other ends
-	// of the ctx abort the stream.
-	st.setStop(context.AfterFunc(st.ctx, func() {
-		st.mu.Lock()
-		st.cond.Broadcast()
-		st.mu.Unlock()
-		st.interruptWrite()
-	}))
+	if err := c.ctx.Err(); err != nil {
+		st.endCtx(err) // the watch may have looked before st was in the set
+	}
 	if len(req.Cap) > 0 {
 		st.capv = append([]byte(nil), req.Cap...)
 	}
@@ -365,6 +362,23 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	c.inflight.Add(1) // runStream's doneOne ends it
 	go c.runStream(st, h, init)
 	return true
+}
+
+// ctxEndsStreams ends the ctxs of the connection's streams when its
+// context ends (the base context's end, or the connection's close), as
+// it ended them when each was derived from it.
+func (c *serverConn) ctxEndsStreams() {
+	err := c.ctx.Err()
+	t := &c.streams
+	t.mu.Lock()
+	ss := make([]*Stream, 0, len(t.m))
+	for _, st := range t.m {
+		ss = append(ss, st)
+	}
+	t.mu.Unlock()
+	for _, st := range ss {
+		st.endCtx(err)
+	}
 }
 
 // interruptWrite ends the wait of a handler's Send (or CloseSend, or
@@ -487,7 +501,7 @@ func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 	// room in the queue (the ctx): the end must not wait for a grant
 	// that may never come.
 	st.stopCtx()
-	st.cancel()
+	st.endCtx(context.Canceled)
 	st.wmu.Lock() // a Send's message, once queued, goes before the end
 	st.mu.Lock()
 	send := open || st.endOwed // a CloseSend whose end was not queued

@@ -1,0 +1,94 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+type baseKey struct{}
+
+// A stream handler's ctx (streamCtx, the stream itself) behaves as the
+// context package's did: the base context's values, the open's deadline,
+// context.Cause, ctxs derived from it ended with it (registered through
+// its AfterFunc, no goroutine), and a ctx kept past the handler found
+// ended.
+func TestStreamHandlerCtx(t *testing.T) {
+	const sCtx = 79
+	base := context.WithValue(context.Background(), baseKey{}, "base")
+	s, addr, _ := testServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
+	type seen struct {
+		value          any
+		dl             bool
+		err, cause     error
+		derived        error
+		derivedCause   error
+		kept           context.Context
+		streamFromSelf bool
+	}
+	got := make(chan seen, 1)
+	s.HandleStream(sCtx, func(ctx context.Context, init []byte, st *Stream) error {
+		d, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var v seen
+		v.value = ctx.Value(baseKey{})
+		_, v.dl = ctx.Deadline()
+		v.streamFromSelf = streamFrom(d) == st
+		if err := st.Send(nil); err != nil {
+			return err
+		}
+		<-ctx.Done() // the client's cancel, or the deadline
+		<-d.Done()
+		v.err, v.cause = ctx.Err(), context.Cause(ctx)
+		v.derived, v.derivedCause = d.Err(), context.Cause(d)
+		v.kept = ctx
+		got <- v
+		return ctx.Err()
+	})
+	c := dial(t, addr)
+	for _, deadline := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		want := context.Canceled
+		if deadline {
+			want = context.DeadlineExceeded
+		}
+		if deadline {
+			// A peer that does not cancel at its deadline (a client
+			// would, and its cancel would come first).
+			rc := rawDial(t, addr)
+			rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sCtx, PromiseID: 1, Timeout: 50_000}))
+		} else {
+			st, err := c.OpenStream(ctx, sCtx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Recv(nil); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		}
+		var v seen
+		select {
+		case v = <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handler's ctx did not end")
+		}
+		cancel()
+		if v.value != "base" || v.dl != deadline || !v.streamFromSelf {
+			t.Errorf("deadline %v: value %v, has deadline %v, streamFrom of a derived ctx is the stream: %v", deadline, v.value, v.dl, v.streamFromSelf)
+		}
+		if v.err != want || v.cause != want || !errors.Is(v.derived, want) || v.derivedCause != want {
+			t.Errorf("deadline %v: Err %v, Cause %v, derived %v (cause %v); want %v", deadline, v.err, v.cause, v.derived, v.derivedCause, want)
+		}
+		await(t, "the handler to end", func() bool { return s.streamsOpen() == 0 })
+		select {
+		case <-v.kept.Done():
+		default:
+			t.Errorf("deadline %v: a ctx kept past its handler is not done", deadline)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package rpc
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// What a stream's open and end allocate, once the connection is warm: a
+// stream opened without an initial message, whose handler sends one
+// 64-byte message and returns, read to its end. The process's
+// allocations are counted, so both sides' are in.
+const (
+	// streamOpenServerAllocs: the Stream, its ctx's Done channel, and
+	// the handler's goroutine.
+	streamOpenServerAllocs = 3
+	// streamOpenClientAllocs: the Stream OpenStream returns.
+	streamOpenClientAllocs = 1
+)
+
+// sOneMsg sends one 64-byte message and returns.
+const sOneMsg = 78
+
+func oneMsgServer(t *testing.T) string {
+	t.Helper()
+	s, addr, _ := testServer(t)
+	msg := make([]byte, 64)
+	s.HandleStream(sOneMsg, func(ctx context.Context, init []byte, st *Stream) error {
+		return st.Send(msg)
+	})
+	return addr
+}
+
+// Client and server: the stream costs both sides' counts together.
+func TestAllocsStreamOpen(t *testing.T) {
+	if raceEnabled {
+		t.Skip("-race allocates")
+	}
+	c := dial(t, oneMsgServer(t))
+	buf := make([]byte, 0, 128)
+	open := func() {
+		st, err := c.OpenStream(context.Background(), sOneMsg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := st.Recv(buf[:0]); err != nil || len(m) != 64 {
+			t.Fatalf("Recv: %d bytes, %v", len(m), err)
+		}
+		if _, err := st.Recv(buf[:0]); err != io.EOF {
+			t.Fatalf("Recv at the end: %v, want io.EOF", err)
+		}
+	}
+	for range 200 { // warm: the hello, buffers
+		open()
+	}
+	want := float64(streamOpenServerAllocs + streamOpenClientAllocs)
+	if n := testing.AllocsPerRun(2000, open); n != want {
+		t.Fatalf("%v allocations per stream (open, one message, end; both sides), want %v", n, want)
+	}
+}
+
+// The server alone: a peer that writes the open by hand and reads the
+// message and the end with a frame.Reader allocates nothing itself.
+func TestAllocsStreamOpenServer(t *testing.T) {
+	if raceEnabled {
+		t.Skip("-race allocates")
+	}
+	nc, err := net.Dial("tcp", oneMsgServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// The stream's id is free again once the server's end is read: every
+	// open may use id 1.
+	open := frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sOneMsg, PromiseID: 1}))
+	r := frame.NewReader(nc)
+	one := func() {
+		if _, err := nc.Write(open); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []byte{wire.KindStreamMsg, wire.KindStreamEnd} {
+			kind, p, err := r.Next()
+			if err != nil || kind != want || len(p) < 4 || binary.LittleEndian.Uint32(p) != 1 {
+				t.Fatalf("frame kind %d (%d bytes), %v; want kind %d of stream 1", kind, len(p), err, want)
+			}
+		}
+	}
+	for range 200 {
+		one()
+	}
+	if n := testing.AllocsPerRun(2000, one); n != streamOpenServerAllocs {
+		t.Fatalf("%v allocations per stream on the server (open, one message, end), want %v", n, streamOpenServerAllocs)
+	}
+}
