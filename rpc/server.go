@@ -79,12 +79,14 @@ type Server struct {
 	streamHandlers atomic.Pointer[map[uint32]StreamHandler]
 
 	// work hands a job (a pipelined call, or a read loop taken from a slow
-	// handler) to an idle worker goroutine; when none is idle, a new worker
-	// is started and stays (see dispatch). A nil job tells an
+	// handler) to an idle worker goroutine, streamWork a stream whose
+	// handler is to run; when none is idle, a new worker is started and
+	// stays (see dispatch, dispatchStream). A nil job tells an
 	// idle worker to exit; all idle workers exit once the server closes.
-	work     chan *job
-	workers  atomic.Int64
-	idleWork atomic.Int64
+	work       chan *job
+	streamWork chan *Stream
+	workers    atomic.Int64
+	idleWork   atomic.Int64
 	// The reaper of idle workers parks while fewer than two are idle
 	// (reapWorkers); a worker going idle wakes it.
 	reapParked atomic.Bool
@@ -146,7 +148,10 @@ type Stats struct {
 	// and pongs, go-aways), headers included. BytesOut counts a write as
 	// it returns, so it may lag an answer its client already has.
 	BytesIn, BytesOut uint64
-	Workers           int64 // worker goroutines alive
+	// Workers counts the worker goroutines alive: running a call handed
+	// from a read loop, a read loop taken from a slow handler, or a
+	// stream's handler, or idle (half the idle ones end each second).
+	Workers int64
 	// Streams counts streams and their messages (Calls and the answers
 	// by status above are unary calls only).
 	Streams StreamStats
@@ -155,13 +160,14 @@ type Stats struct {
 // NewServer returns a server with no handlers.
 func NewServer(opts ...ServerOption) *Server {
 	s := &Server{
-		opts:      buildServerOptions(opts),
-		work:      make(chan *job),
-		wdWake:    make(chan struct{}, 1),
-		reapWake:  make(chan struct{}, 1),
-		listeners: make(map[*net.Listener]struct{}),
-		conns:     make(map[*serverConn]struct{}),
-		done:      make(chan struct{}),
+		opts:       buildServerOptions(opts),
+		work:       make(chan *job),
+		streamWork: make(chan *Stream),
+		wdWake:     make(chan struct{}, 1),
+		reapWake:   make(chan struct{}, 1),
+		listeners:  make(map[*net.Listener]struct{}),
+		conns:      make(map[*serverConn]struct{}),
+		done:       make(chan struct{}),
 	}
 	empty := []Handler{}
 	s.handlers.Store(&empty)

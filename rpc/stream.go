@@ -153,6 +153,11 @@ type Stream struct {
 
 	capv, mdv []byte // server: the open's cap and metadata (copies)
 
+	// Server: the handler and its initial message, from the open to the
+	// worker that runs it (runStream).
+	h    StreamHandler
+	init []byte
+
 	// Server: the handler's ctx is the stream itself, seen as a
 	// streamCtx (stream_ctx.go), so that an open allocates no ctx.
 	dl      int64         // its deadline (monoNow), 0 none

@@ -273,7 +273,7 @@ func median(d []time.Duration) time.Duration {
 // caller asks for (WithResponseMetadata); trailer=0: neither. Its floor
 // is a round trip by hand, BenchmarkFloor/size=64/callers=1; a stream
 // costs more: its open, message and end are three frames, and its
-// handler runs on a goroutine of its own.
+// handler is handed to a worker goroutine.
 func BenchmarkStreamOpen(b *testing.B) {
 	const sOpen = sBig + 10
 	for _, trailer := range []bool{false, true} {

@@ -16,9 +16,9 @@ import (
 // 64-byte message and returns, read to its end. The process's
 // allocations are counted, so both sides' are in.
 const (
-	// streamOpenServerAllocs: the Stream, its ctx's Done channel, and
-	// the handler's goroutine.
-	streamOpenServerAllocs = 3
+	// streamOpenServerAllocs: the Stream and its ctx's Done channel (the
+	// handler runs on an idle worker).
+	streamOpenServerAllocs = 2
 	// streamOpenClientAllocs: the Stream OpenStream returns.
 	streamOpenClientAllocs = 1
 )

@@ -230,8 +230,8 @@ func (c *serverConn) boundStall() bool {
 	return true
 }
 
-// streamOpen handles a kind 3 frame: it starts the stream's handler on a
-// goroutine of its own, or refuses the open.
+// streamOpen handles a kind 3 frame: it hands the stream's handler to a
+// worker goroutine (an idle one, or a new one), or refuses the open.
 func (c *serverConn) streamOpen(p []byte) bool {
 	arrived := monoNow() // the deadline counts from here, as a call's does
 	req, err := wire.ParseRequest(p)
@@ -359,8 +359,9 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	if len(req.Payload) > 0 {
 		init = append([]byte(nil), req.Payload...)
 	}
+	st.h, st.init = h, init
 	c.inflight.Add(1) // runStream's doneOne ends it
-	go c.runStream(st, h, init)
+	c.s.dispatchStream(st)
 	return true
 }
 
@@ -452,9 +453,12 @@ func (c *serverConn) streamUnanswered(r *wire.Request, status uint32) {
 	}
 }
 
-// runStream runs a stream's handler and ends the server's direction with
-// its result (unless CloseSend, an abort or the connection ended it).
-func (c *serverConn) runStream(st *Stream, h StreamHandler, init []byte) {
+// runStream runs a stream's handler (st.h, with st.init) on a worker and
+// ends the server's direction with its result (unless CloseSend, an
+// abort or the connection ended it).
+func (c *serverConn) runStream(st *Stream) {
+	h, init := st.h, st.init
+	st.h, st.init = nil, nil // the stream does not keep them past its handler
 	started, ended := false, false
 	defer func() {
 		if !ended {

@@ -59,8 +59,27 @@ func (s *Server) dispatch(j *job) {
 	}
 }
 
-// worker runs jobs until told to exit; a nil j starts it idle.
-func (s *Server) worker(j *job) {
+// dispatchStream hands st, a stream whose handler is to run, to an idle
+// worker, or starts a new one: a goroutine per stream cost an
+// allocation per open (the go statement's arguments), an idle worker's
+// hand-over none.
+func (s *Server) dispatchStream(st *Stream) {
+	select {
+	case s.streamWork <- st:
+	default:
+		s.workers.Add(1)
+		go s.streamWorker(st)
+	}
+}
+
+// worker runs jobs and streams until told to exit; a nil j starts it
+// idle.
+func (s *Server) worker(j *job) { s.workLoop(j, nil) }
+
+// streamWorker is a worker started for st.
+func (s *Server) streamWorker(st *Stream) { s.workLoop(nil, st) }
+
+func (s *Server) workLoop(j *job, st *Stream) {
 	defer s.workers.Add(-1)
 	for {
 		if j != nil {
@@ -72,15 +91,20 @@ func (s *Server) worker(j *job) {
 			} else {
 				j.c.run(j)
 			}
+		} else if st != nil {
+			st.set.sc.runStream(st)
 		}
 		s.idleWorker()
 		select {
 		case j = <-s.work:
-		case <-s.done:
+			st = nil
+		case st = <-s.streamWork:
 			j = nil
+		case <-s.done:
+			j, st = nil, nil
 		}
 		s.idleWork.Add(-1)
-		if j == nil {
+		if j == nil && st == nil {
 			return
 		}
 	}
