@@ -103,24 +103,35 @@ func (st *Stream) setTrailer(kv []string) error {
 	if st.sdone {
 		return ErrStreamClosed
 	}
+	if st.tmd == nil {
+		// A buffer of the stream queues' pool, given back once the
+		// trailer is written (takeTrailer's caller) or refused: a
+		// stream's trailer allocated its pairs' bytes (twice for one
+		// pair: the length, then the bytes).
+		st.tmd = getQueue()
+	}
 	st.tmd = appendPairs(st.tmd, kv)
 	return nil
 }
 
 // takeTrailer takes the trailer st's handler set, nil for none, and the
 // text of the 500 its end becomes when the trailer is above the server's
-// metadata limit or does not fit in a frame ("" when it fits).
+// metadata limit or does not fit in a frame ("" when it fits). The
+// caller gives md back (putQueue) once it is written.
 func (c *serverConn) takeTrailer(st *Stream) (md []byte, tooLarge error) {
 	st.mu.Lock()
 	md, st.tmd = st.tmd, nil
 	st.mu.Unlock()
 	if len(md) == 0 {
+		putQueue(md)
 		return nil, nil
 	}
 	if lim := c.maxMetadata(); len(md) > lim {
+		putQueue(md)
 		return nil, fmt.Errorf("rpc: response metadata too large: %d bytes encoded, over the server's limit of %d bytes (WithMaxMetadata)", len(md), lim)
 	}
 	if n := 1 + wire.StreamMsgOverhead + len(md); n > c.streams.out.max {
+		putQueue(md)
 		return nil, fmt.Errorf("rpc: response metadata too large for a frame: %d bytes encoded, over the frame limit of %d bytes", len(md), c.streams.out.max-1-wire.StreamMsgOverhead)
 	}
 	return md, nil
@@ -277,7 +288,9 @@ func (s *Stream) closeSendTrailer() error {
 	if len(md) == 0 {
 		return nil
 	}
-	return s.set.writeFrame(s.ctx, wire.KindStreamTrailer, s.id, md, false)
+	err := s.set.writeFrame(s.ctx, wire.KindStreamTrailer, s.id, md, false)
+	putQueue(md) // copied into the write queue, or not sent
+	return err
 }
 
 // onTrailer handles a kind 10 frame (a stream's trailer) on a client:

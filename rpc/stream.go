@@ -603,7 +603,8 @@ func (s *Stream) put(msg []byte, wait bool) (full bool) {
 // queues holds the receive queues of ended streams: a stream takes one
 // for its first message and gives it back when its receive side is done
 // and drained, so a connection that opens stream after stream does not
-// grow a queue from nothing each time.
+// grow a queue from nothing each time. A handler's trailer is built in
+// one too (setTrailer), given back once written.
 var queues = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxKeptQueue: a queue grown above this (a large window) is not kept.

@@ -23,8 +23,12 @@ const (
 	streamOpenClientAllocs = 1
 )
 
-// sOneMsg sends one 64-byte message and returns.
-const sOneMsg = 78
+// sOneMsg sends one 64-byte message and returns; sOneMsgTrailer sets a
+// trailer of one pair first.
+const (
+	sOneMsg        = 78
+	sOneMsgTrailer = 80
+)
 
 func oneMsgServer(t *testing.T) string {
 	t.Helper()
@@ -33,34 +37,54 @@ func oneMsgServer(t *testing.T) string {
 	s.HandleStream(sOneMsg, func(ctx context.Context, init []byte, st *Stream) error {
 		return st.Send(msg)
 	})
+	s.HandleStream(sOneMsgTrailer, func(ctx context.Context, init []byte, st *Stream) error {
+		if err := SetResponseMetadata(ctx, "k", "v"); err != nil {
+			return err
+		}
+		return st.Send(msg)
+	})
 	return addr
 }
 
-// Client and server: the stream costs both sides' counts together.
+// Client and server: the stream costs both sides' counts together. With
+// a trailer of one pair asked for, one more: the client's copy of it,
+// which the caller's Metadata keeps (as a call's response metadata); the
+// server builds it in a pooled buffer.
 func TestAllocsStreamOpen(t *testing.T) {
 	if raceEnabled {
 		t.Skip("-race allocates")
 	}
 	c := dial(t, oneMsgServer(t))
 	buf := make([]byte, 0, 128)
-	open := func() {
-		st, err := c.OpenStream(context.Background(), sOneMsg, nil)
-		if err != nil {
-			t.Fatal(err)
+	for _, trailer := range []bool{false, true} {
+		ctx, method := context.Background(), uint32(sOneMsg)
+		var md Metadata
+		want := float64(streamOpenServerAllocs + streamOpenClientAllocs)
+		if trailer {
+			ctx, method = WithResponseMetadata(ctx, &md), sOneMsgTrailer
+			want++
 		}
-		if m, err := st.Recv(buf[:0]); err != nil || len(m) != 64 {
-			t.Fatalf("Recv: %d bytes, %v", len(m), err)
+		open := func() {
+			st, err := c.OpenStream(ctx, method, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, err := st.Recv(buf[:0]); err != nil || len(m) != 64 {
+				t.Fatalf("Recv: %d bytes, %v", len(m), err)
+			}
+			if _, err := st.Recv(buf[:0]); err != io.EOF {
+				t.Fatalf("Recv at the end: %v, want io.EOF", err)
+			}
+			if trailer && string(md.Get("k")) != "v" {
+				t.Fatalf("trailer k=%q, want v", md.Get("k"))
+			}
 		}
-		if _, err := st.Recv(buf[:0]); err != io.EOF {
-			t.Fatalf("Recv at the end: %v, want io.EOF", err)
+		for range 200 { // warm: the hello, buffers
+			open()
 		}
-	}
-	for range 200 { // warm: the hello, buffers
-		open()
-	}
-	want := float64(streamOpenServerAllocs + streamOpenClientAllocs)
-	if n := testing.AllocsPerRun(2000, open); n != want {
-		t.Fatalf("%v allocations per stream (open, one message, end; both sides), want %v", n, want)
+		if n := testing.AllocsPerRun(2000, open); n != want {
+			t.Fatalf("trailer %v: %v allocations per stream (open, one message, end; both sides), want %v", trailer, n, want)
+		}
 	}
 }
 

@@ -525,6 +525,7 @@ func (c *serverConn) endStream(st *Stream, status uint32, text string) {
 		if len(md) == 0 || c.streams.writeFrame(noCtx, wire.KindStreamTrailer, st.id, md, false) == nil {
 			c.streams.writeEnd(noCtx, st.id, status, text)
 		}
+		putQueue(md) // copied into the write queue, or not sent
 	}
 	st.wmu.Unlock()
 	// Deferred: a stream observer that calls runtime.Goexit as it sees
