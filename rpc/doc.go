@@ -145,7 +145,9 @@
 // Recv returns (a canonical peer reads a clean end); a panic ends only its
 // stream. At most [WithMaxStreams] streams are open per connection;
 // Shutdown gives open streams the shutdown grace, then ends them with 503.
-// Once warm, Send and Recv allocate nothing. [WithStreamInterceptors] and
+// Once warm, Send and Recv allocate nothing; a stream's open and end
+// allocate its Stream on each side (README.md, "Cost" under "Streams").
+// [WithStreamInterceptors] and
 // [WithStreamClientInterceptors] chain code around stream handlers and
 // opens (a [StreamTap] sees each message), [WithStreamObserver] reports
 // each stream's start and end as a [StreamEvent], and [Server.Stats]

@@ -537,7 +537,7 @@ func (o *outbox) flushCtx(ctx context.Context, others bool) error {
 	}
 	o.flushing, o.claimed = true, false
 	o.mu.Unlock()
-	if ctx.Done() != nil && !o.resumable {
+	if canEnd(ctx) && !o.resumable {
 		// A blocked write could not be cut at ctx's end and resumed: let
 		// the connection's writer goroutine write, and return now.
 		o.handToWriter()
@@ -873,7 +873,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	// deadline can go on (resumable): elsewhere the server passes no ctx.
 	var cut, noEnd bool
 	if o.wlisted != nil {
-		noEnd = ctx.Done() == nil
+		noEnd = !canEnd(ctx)
 		cut = !noEnd && o.resumable
 	}
 	if o.wlisted != nil && o.timeout > 0 && (noEnd || cut) {
@@ -901,7 +901,7 @@ func (o *outbox) write(ctx context.Context, p, q []byte) (int, error) {
 	}
 	var ctxDL time.Time
 	var poll, cancelable bool
-	if ctx.Done() != nil && o.resumable && !cut {
+	if canEnd(ctx) && o.resumable && !cut {
 		cancelable = true
 		if d, ok := ctx.Deadline(); ok {
 			ctxDL = d

@@ -160,9 +160,10 @@ type Stream struct {
 
 	// Server: the handler's ctx is the stream itself, seen as a
 	// streamCtx (stream_ctx.go), so that an open allocates no ctx.
-	dl      int64         // its deadline (monoNow), 0 none
-	ctxDone chan struct{} // closed when it ends
-	ctxEnd  atomic.Bool   // ctxErr is set (read without cmu)
+	dl      int64                         // its deadline (monoNow), 0 none
+	ctxDone chan struct{}                 // on cmu: closed when it ends; made at the first Done
+	doneP   atomic.Pointer[chan struct{}] // &ctxDone once made (Done's fast path)
+	ctxEnd  atomic.Bool                   // ctxErr is set (read without cmu)
 	cmu     sync.Mutex
 	ctxErr  error       // on cmu: why it ended, nil while it has not
 	dtimer  *time.Timer // on cmu: ends it at dl

@@ -14,7 +14,7 @@ import (
 // It used to be the context package's WithCancel (or WithDeadline) and
 // WithValue of the connection's context, and an AfterFunc on them that
 // woke the stream's waits at its end: nine allocations per open, where
-// this one costs its Done channel. A stream is never reused, so a
+// this one costs none, or its Done channel once asked for. A stream is never reused, so a
 // goroutine the handler left running that looks at its ctx later finds
 // it ended, never another stream's.
 type streamCtx Stream
@@ -25,7 +25,6 @@ var _ context.Context = (*streamCtx)(nil)
 // of its own). Called by the read loop before st is in its set.
 func (st *Stream) initCtx(dl int64) {
 	st.dl = dl
-	st.ctxDone = make(chan struct{})
 	st.ctx = (*streamCtx)(st)
 	if dl != 0 {
 		st.cmu.Lock()
@@ -49,7 +48,9 @@ func (st *Stream) endCtx(err error) {
 	}
 	st.ctxErr = err
 	st.ctxEnd.Store(true)
-	close(st.ctxDone)
+	if st.ctxDone != nil {
+		close(st.ctxDone)
+	}
 	run, t := st.afs, st.dtimer
 	st.afs, st.dtimer = nil, nil
 	st.cmu.Unlock()
@@ -91,8 +92,36 @@ func (x *streamCtx) Deadline() (time.Time, bool) {
 	return d, true
 }
 
-// Done is closed when the stream's ctx ends (see StreamHandler).
-func (x *streamCtx) Done() <-chan struct{} { return x.ctxDone }
+// Done is closed when the stream's ctx ends (see StreamHandler). It is
+// made at the first Done: a handler that never asks (nor anything it
+// calls with its ctx) costs no channel. The stream's own waits are on its
+// cond, which the ctx's end wakes (ctxEnded), and the writes of its
+// frames ask canEnd rather than Done.
+func (x *streamCtx) Done() <-chan struct{} {
+	if p := x.doneP.Load(); p != nil {
+		return *p
+	}
+	x.cmu.Lock()
+	defer x.cmu.Unlock()
+	if x.ctxDone == nil {
+		if x.ctxErr != nil {
+			return closedDone
+		}
+		x.ctxDone = make(chan struct{})
+	}
+	x.doneP.Store(&x.ctxDone)
+	return x.ctxDone
+}
+
+// canEnd reports whether ctx can end (its Done is not nil), without
+// making a handler's ctx's channel (see streamCtx.Done): every handler's
+// ctx can end.
+func canEnd(ctx context.Context) bool {
+	if _, ok := ctx.(*streamCtx); ok {
+		return true
+	}
+	return ctx.Done() != nil
+}
 
 // Err is nil until Done is closed, then why it was: context.Canceled
 // (the stream ended, the connection closed), context.DeadlineExceeded

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -90,5 +91,36 @@ func TestStreamHandlerCtx(t *testing.T) {
 		default:
 			t.Errorf("deadline %v: a ctx kept past its handler is not done", deadline)
 		}
+	}
+}
+
+// A handler's ctx whose Done nobody asked for while it ran (its channel
+// is made at the first Done) is found done by a goroutine that asks
+// after the handler returned.
+func TestStreamHandlerCtxDoneAskedLate(t *testing.T) {
+	const sKeep = 81
+	s, addr, _ := testServer(t)
+	kept := make(chan context.Context, 1)
+	s.HandleStream(sKeep, func(ctx context.Context, init []byte, st *Stream) error {
+		kept <- ctx
+		return nil
+	})
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sKeep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != io.EOF {
+		t.Fatalf("Recv: %v, want io.EOF", err)
+	}
+	ctx := <-kept
+	await(t, "the handler to end", func() bool { return s.streamsOpen() == 0 })
+	select {
+	case <-ctx.Done():
+	default:
+		t.Fatal("the ctx of a handler that returned is not done")
+	}
+	if err := ctx.Err(); err != context.Canceled {
+		t.Fatalf("Err: %v, want context.Canceled", err)
 	}
 }

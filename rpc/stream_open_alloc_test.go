@@ -16,9 +16,10 @@ import (
 // 64-byte message and returns, read to its end. The process's
 // allocations are counted, so both sides' are in.
 const (
-	// streamOpenServerAllocs: the Stream and its ctx's Done channel (the
-	// handler runs on an idle worker).
-	streamOpenServerAllocs = 2
+	// streamOpenServerAllocs: the Stream (the handler runs on an idle
+	// worker; its ctx is the Stream, whose Done channel it did not ask
+	// for).
+	streamOpenServerAllocs = 1
 	// streamOpenClientAllocs: the Stream OpenStream returns.
 	streamOpenClientAllocs = 1
 )
