@@ -932,10 +932,11 @@ func (c *Client) readFrames() {
 			}
 			// The acknowledgement leaves from a goroutine of its own: the
 			// server's read loop may be writing the answers it owes right
-			// now, and over a transport with no buffer (net.Pipe, as in
-			// package rpctest) a read loop that waited for its own write
-			// would never read that one, and both would wait until the
-			// write timeout broke the connection.
+			// now, and over a transport with no room (net.Pipe; a socket
+			// or an rpctest.Pipe whose buffer is full) a read loop that
+			// waited for its own write would never read that one, and
+			// both would wait until the write timeout broke the
+			// connection.
 			if lead := c.out.unlock(); lead || err != nil {
 				go func() {
 					if err := c.out.flushIf(lead, err); err != nil {

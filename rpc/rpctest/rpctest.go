@@ -1,6 +1,6 @@
 // Package rpctest runs an rpc.Server and its clients in one process
 // without a network: a [Listener] whose Dial returns one end of an
-// in-memory connection (net.Pipe) and hands the other to the server's
+// in-memory connection ([Pipe]) and hands the other to the server's
 // Accept, as gRPC-go's bufconn does. No port is opened, nothing is left
 // behind, and the race detector sees every byte pass between the two
 // sides. It imports the standard library only.
@@ -13,17 +13,18 @@
 //	c, err := rpc.Dial(ctx, "tcp", "rpctest", rpc.WithDialer(l)) // network and address are ignored
 //	// or: nc, err := l.Dial(); c := rpc.NewClient(nc)
 //
-// The connection is a net.Pipe: each write waits until the other side
-// has read it (there is no socket buffer), deadlines work, and Close of
-// either end fails the other's reads and writes. The rpc package treats
-// it as it treats a TCP connection (a write cut by a ctx's end goes on
-// later, see rpc.NewClient). Without a buffer, two peers whose reading
-// goroutines both write at once wait for each other until a write
-// timeout: an rpc client's read loop writes nothing to an rpc server (its
-// acknowledgement of a go-away leaves from a goroutine of its own), so an
-// rpc client and server do not; a peer of another make may (one that
-// pings the client, or sends it requests), and wants a loopback socket.
-// A buffered pipe, as bufconn's, is not written yet.
+// The connection buffers each way, as a socket does ([DefaultBufferSize],
+// 64 KiB; [Options].BufferSize): a write returns once its bytes are
+// buffered and waits for the peer's reads only while the buffer is full.
+// So two peers whose reading goroutines both write now and then (an
+// answer, a ping's answer, a go-away's acknowledgement) do not wait for
+// each other, as they would over net.Pipe, where every write waits for a
+// read; only one that writes more than the buffer holds while the other
+// is not reading waits, as over TCP. Deadlines work, and Close of either
+// end fails the other's writes, its reads once they have taken what was
+// buffered (see [Pipe]). The rpc package treats it as it treats a TCP
+// connection (a write cut by a ctx's end goes on later, see
+// rpc.NewClient).
 package rpctest
 
 import (
@@ -31,6 +32,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrClosed is the error of a dial on a [Listener] that was closed (by
@@ -48,11 +50,18 @@ type Listener struct {
 	conns chan net.Conn // unbuffered: a dial returns once Accept took its end
 	done  chan struct{} // closed by Close
 	once  sync.Once
+	size  int           // of each direction of a connection's buffer
+	dials atomic.Uint64 // names the client ends: "rpctest-1", ...
 }
 
-// NewListener returns an open Listener.
-func NewListener() *Listener {
-	return &Listener{conns: make(chan net.Conn), done: make(chan struct{})}
+// NewListener returns an open Listener whose connections buffer
+// [DefaultBufferSize] bytes each way.
+func NewListener() *Listener { return NewListenerWithOptions(Options{}) }
+
+// NewListenerWithOptions returns an open Listener whose connections are
+// configured by o (see [Options]).
+func NewListenerWithOptions(o Options) *Listener {
+	return &Listener{conns: make(chan net.Conn), done: make(chan struct{}), size: o.bufferSize()}
 }
 
 // Accept waits for a dial and returns the server's end of its
@@ -80,7 +89,7 @@ func (l *Listener) Close() error {
 
 // Addr returns the listener's address: network "pipe", address
 // "rpctest".
-func (l *Listener) Addr() net.Addr { return addr{} }
+func (l *Listener) Addr() net.Addr { return pipeAddr("rpctest") }
 
 // Dial connects to the listener and returns the client's end of the
 // connection once Accept has taken the server's end. It waits for as
@@ -102,7 +111,7 @@ func (l *Listener) DialContext(ctx context.Context, network, addr string) (net.C
 		return nil, ErrClosed // before making a pipe for nothing
 	default:
 	}
-	client, server := net.Pipe()
+	client, server := newPipe(l.size, pipeAddr(fmt.Sprintf("rpctest-%d", l.dials.Add(1))), pipeAddr("rpctest"))
 	var err error
 	select {
 	case l.conns <- server:
@@ -117,10 +126,11 @@ func (l *Listener) DialContext(ctx context.Context, network, addr string) (net.C
 	return nil, err
 }
 
-// addr is the Listener's net.Addr.
-type addr struct{}
+// pipeAddr is the net.Addr of a Listener and of the ends of a Pipe: network
+// "pipe", the string its address.
+type pipeAddr string
 
-func (addr) Network() string { return "pipe" }
-func (addr) String() string  { return "rpctest" }
+func (pipeAddr) Network() string  { return "pipe" }
+func (a pipeAddr) String() string { return string(a) }
 
 var _ net.Listener = (*Listener)(nil)

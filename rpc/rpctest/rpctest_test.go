@@ -108,8 +108,8 @@ func TestUnaryAndStream(t *testing.T) {
 }
 
 // TestBusy: many callers with payloads larger than the write buffers,
-// and streams both ways at once, over connections that have no socket
-// buffer (each write waits for the peer's read): nothing waits for ever.
+// and streams both ways at once, over connections whose buffers they
+// fill: nothing waits for ever.
 func TestBusy(t *testing.T) {
 	l, _, _ := serve(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only against a hang
