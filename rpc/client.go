@@ -147,7 +147,7 @@ type slot struct {
 	// rmd receives the response metadata of the slot's current call
 	// (WithResponseMetadata), nil when the call did not ask: written by
 	// acquire before the call is waiting, read by deliver only for an
-	// answer that carries metadata.
+	// answer that carries metadata, cleared by release.
 	rmd     *Metadata
 	donePid atomic.Uint32
 	// spent is the pid of the promise whose Wait or Release began (see
@@ -577,7 +577,6 @@ func (c *Client) settle(s *slot) bool {
 	default:
 		return false
 	}
-	s.resp, s.err = nil, nil
 	c.release(s)
 	return true
 }
@@ -586,7 +585,6 @@ func (c *Client) settle(s *slot) bool {
 // frees the slot.
 func (c *Client) answer(s *slot, resp []byte) ([]byte, error) {
 	out, status, notRun, errp := s.resp, s.status, s.notRun, s.err
-	s.resp, s.err = nil, nil
 	c.release(s)
 	if errp != nil {
 		return resp, *errp
@@ -709,7 +707,6 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slo
 		if !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
 			<-s.ch
 		}
-		s.resp, s.err = nil, nil
 		c.release(s)
 		c.mu.Lock()
 		err := c.notSent(c.err)
@@ -775,15 +772,25 @@ func (c *Client) busySlots() int {
 	return len(*t) - int(c.free.Load()>>16&0xFFFF)
 }
 
-// release makes s idle and puts it on the free stack.
-func (c *Client) release(s *slot) { c.push(s) }
+// release makes s idle and puts it on the free stack. It first drops
+// what the slot held of its last call: its caller's buffer, metadata
+// receiver and error, which an idle slot would otherwise keep alive (for
+// the garbage collector) until its next use. rmd is written only when it
+// was set: it shares a cache line with what acquire reads anyway, and a
+// call without response metadata leaves the line as it found it.
+func (c *Client) release(s *slot) {
+	s.resp, s.err = nil, nil
+	if s.rmd != nil {
+		s.rmd = nil
+	}
+	c.push(s)
+}
 
 // unsend gives back the slot of a call that was not written.
 func (c *Client) unsend(s *slot) {
 	if w := uint64(s.pid) << 32; !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
 		<-s.ch // failed by fail(), or canceled by a watch, meanwhile
 	}
-	s.resp, s.err = nil, nil
 	c.release(s)
 }
 
@@ -839,8 +846,7 @@ func (c *Client) claim(pid uint32) *slot {
 		case w | slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
 				c.abandoned.Add(-1)
-				s.resp = nil // the caller's buffer: not kept alive by an idle slot
-				c.push(s)
+				c.release(s)
 				return nil
 			}
 		case w | slotCanceled:
@@ -1129,8 +1135,7 @@ func (c *Client) failSlot(s *slot, errp *error) {
 		case slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
 				c.abandoned.Add(-1)
-				s.resp = nil // see claim
-				c.push(s)
+				c.release(s)
 				return
 			}
 		case slotCanceled:

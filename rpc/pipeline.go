@@ -228,7 +228,6 @@ func (c *Client) drop(s *slot, pid uint32) {
 		return
 	}
 	<-s.ch
-	s.resp, s.err = nil, nil
 	c.release(s)
 }
 
