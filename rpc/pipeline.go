@@ -54,6 +54,10 @@ type Promise struct {
 	// epoch is the slot's count of generation wraps at Send: with pid, it
 	// names the slot's use (see owned).
 	epoch uint32
+	// bp is the pooled buffer of a promise of SendPooled: *bp is the
+	// request, resp its spare room. WaitPooled hands it back, Release
+	// puts it in the pool; nil for other promises.
+	bp *[]byte
 }
 
 // Sender sends calls without waiting for their answers (promise
@@ -176,16 +180,52 @@ func (p Promise) spend() bool {
 // with the answer body appended, with the errors of [Client.Call]. When
 // ctx ends first the call is abandoned (its late answer is dropped) and
 // Wait returns ctx's error. Either way the promise is spent.
+//
+// For a promise of [SendPooled] (a generated client's Send<Method>), the
+// answer is in a pooled buffer that Wait does not give back to the pool
+// (the garbage collector takes it): see [Promise.WaitPooled].
 func (p Promise) Wait(ctx context.Context) ([]byte, error) {
-	if !p.owned() || !p.spend() {
-		return p.resp, errNoPromise
+	out, _, err := p.WaitPooled(ctx)
+	return out, err
+}
+
+// SendPooled is for generated code: s.Send of the request buf, encoded
+// into *bp (bp from [GetBuffer]; buf may have grown out of it), whose
+// answer is appended to buf's spare room. The promise owns bp until
+// [Promise.WaitPooled] hands it back or [Promise.Release] puts it in the
+// pool; when the send fails, SendPooled puts it back at once. bp and buf
+// must not be used afterwards.
+func SendPooled(ctx context.Context, s Sender, method uint32, bp *[]byte, buf []byte) (Promise, error) {
+	p, err := s.Send(ctx, method, buf, buf[len(buf):])
+	if err != nil {
+		PutBuffer(bp, buf, nil)
+		return p, err
 	}
-	out, err := p.c.wait(ctx, ctx.Done(), p.s, p.resp)
+	*bp = buf
+	p.bp = bp
+	return p, nil
+}
+
+// WaitPooled is [Promise.Wait] for generated code: it also returns the
+// buffer the promise owned ([SendPooled]; nil for other promises, and
+// when this call did not serve the promise: a second Wait), into which
+// out was read. The caller decodes out, then gives the buffer back with
+// PutBuffer(bp, *bp, out); neither may be used afterwards. The client no
+// longer writes to it, also when ctx ended first.
+func (p Promise) WaitPooled(ctx context.Context) (out []byte, bp *[]byte, err error) {
+	if !p.owned() || !p.spend() {
+		if p.bp != nil {
+			// Not p.resp: its memory may be back in the pool already.
+			return nil, nil, errNoPromise
+		}
+		return p.resp, nil, errNoPromise
+	}
+	out, err = p.c.wait(ctx, ctx.Done(), p.s, p.resp)
 	p.c.promises.Add(-1) // counted until the answer is taken
 	if obs := p.c.opts.observer; obs != nil {
 		p.observe(obs, out, err)
 	}
-	return out, err
+	return out, p.bp, err
 }
 
 // observe reports to obs the end of p's call, which returned out and err
@@ -207,6 +247,10 @@ func (p Promise) Release() {
 	p.c.drop(p.s, p.pid)
 	if obs := p.c.opts.observer; obs != nil {
 		p.observe(obs, p.resp, ErrPromiseReleased)
+	}
+	if p.bp != nil {
+		// The client no longer writes to it (drop).
+		PutBuffer(p.bp, *p.bp, nil)
 	}
 }
 

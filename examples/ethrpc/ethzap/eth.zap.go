@@ -355,10 +355,16 @@ type GetBalanceResponsePromise struct{ rpc.Promise }
 // DecodeZAP's error (a *codec.FieldError; resp may be partly filled).
 // When ctx ends first, the call is abandoned and Wait returns ctx's
 // error. Either way the promise is spent (rpc.Promise.Wait).
+//
+// A promise of the client's Send<Method> has its answer read into a
+// pooled buffer, which Wait decodes and gives back (rpc.SendPooled).
 func (p GetBalanceResponsePromise) Wait(ctx context.Context, resp *GetBalanceResponse) error {
-	out, err := p.Promise.Wait(ctx)
+	out, bp, err := p.Promise.WaitPooled(ctx)
 	if err == nil {
 		err = resp.DecodeZAP(out)
+	}
+	if bp != nil {
+		rpc.PutBuffer(bp, *bp, out)
 	}
 	return err
 }
@@ -1030,10 +1036,16 @@ type LogsPromise struct{ rpc.Promise }
 // DecodeZAP's error (a *codec.FieldError; resp may be partly filled).
 // When ctx ends first, the call is abandoned and Wait returns ctx's
 // error. Either way the promise is spent (rpc.Promise.Wait).
+//
+// A promise of the client's Send<Method> has its answer read into a
+// pooled buffer, which Wait decodes and gives back (rpc.SendPooled).
 func (p LogsPromise) Wait(ctx context.Context, resp *Logs) error {
-	out, err := p.Promise.Wait(ctx)
+	out, bp, err := p.Promise.WaitPooled(ctx)
 	if err == nil {
 		err = resp.DecodeZAP(out)
+	}
+	if bp != nil {
+		rpc.PutBuffer(bp, *bp, out)
 	}
 	return err
 }
@@ -1170,8 +1182,7 @@ func (c *EthClient) SendGetBalance(ctx context.Context, req *GetBalanceRequest) 
 	}
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
-	p, err := s.Send(ctx, c.base+EthGetBalanceOrdinal, buf, nil)
-	rpc.PutBuffer(bp, buf, nil)
+	p, err := rpc.SendPooled(ctx, s, c.base+EthGetBalanceOrdinal, bp, buf)
 	return GetBalanceResponsePromise{p}, err
 }
 
@@ -1397,7 +1408,6 @@ func (c *EthLogsClient) SendGetLogs(ctx context.Context, req *LogFilter) (LogsPr
 	}
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
-	p, err := s.Send(ctx, c.base+EthLogsGetLogsOrdinal, buf, nil)
-	rpc.PutBuffer(bp, buf, nil)
+	p, err := rpc.SendPooled(ctx, s, c.base+EthLogsGetLogsOrdinal, bp, buf)
 	return LogsPromise{p}, err
 }

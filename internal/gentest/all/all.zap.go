@@ -242,10 +242,16 @@ type ScalarsPromise struct{ rpc.Promise }
 // DecodeZAP's error (a *codec.FieldError; resp may be partly filled).
 // When ctx ends first, the call is abandoned and Wait returns ctx's
 // error. Either way the promise is spent (rpc.Promise.Wait).
+//
+// A promise of the client's Send<Method> has its answer read into a
+// pooled buffer, which Wait decodes and gives back (rpc.SendPooled).
 func (p ScalarsPromise) Wait(ctx context.Context, resp *Scalars) error {
-	out, err := p.Promise.Wait(ctx)
+	out, bp, err := p.Promise.WaitPooled(ctx)
 	if err == nil {
 		err = resp.DecodeZAP(out)
+	}
+	if bp != nil {
+		rpc.PutBuffer(bp, *bp, out)
 	}
 	return err
 }
@@ -1070,10 +1076,16 @@ type KitchenPromise struct{ rpc.Promise }
 // DecodeZAP's error (a *codec.FieldError; resp may be partly filled).
 // When ctx ends first, the call is abandoned and Wait returns ctx's
 // error. Either way the promise is spent (rpc.Promise.Wait).
+//
+// A promise of the client's Send<Method> has its answer read into a
+// pooled buffer, which Wait decodes and gives back (rpc.SendPooled).
 func (p KitchenPromise) Wait(ctx context.Context, resp *Kitchen) error {
-	out, err := p.Promise.Wait(ctx)
+	out, bp, err := p.Promise.WaitPooled(ctx)
 	if err == nil {
 		err = resp.DecodeZAP(out)
+	}
+	if bp != nil {
+		rpc.PutBuffer(bp, *bp, out)
 	}
 	return err
 }
@@ -4764,8 +4776,7 @@ func (c *ServiceClient) SendGet(ctx context.Context, req *Pair) (KitchenPromise,
 	}
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
-	p, err := s.Send(ctx, c.base+ServiceGetOrdinal, buf, nil)
-	rpc.PutBuffer(bp, buf, nil)
+	p, err := rpc.SendPooled(ctx, s, c.base+ServiceGetOrdinal, bp, buf)
 	return KitchenPromise{p}, err
 }
 
@@ -4784,8 +4795,7 @@ func (c *ServiceClient) SendStats(ctx context.Context) (ScalarsPromise, error) {
 	}
 	bp := rpc.GetBuffer()
 	buf := (*bp)[:0]
-	p, err := s.Send(ctx, c.base+ServiceStatsOrdinal, buf, nil)
-	rpc.PutBuffer(bp, buf, nil)
+	p, err := rpc.SendPooled(ctx, s, c.base+ServiceStatsOrdinal, bp, buf)
 	return ScalarsPromise{p}, err
 }
 
@@ -4804,8 +4814,7 @@ func (c *ServiceClient) SendBump(ctx context.Context, req *Scalars) (ScalarsProm
 	}
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
-	p, err := s.Send(ctx, c.base+ServiceBumpOrdinal, buf, nil)
-	rpc.PutBuffer(bp, buf, nil)
+	p, err := rpc.SendPooled(ctx, s, c.base+ServiceBumpOrdinal, bp, buf)
 	return ScalarsPromise{p}, err
 }
 

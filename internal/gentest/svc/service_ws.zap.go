@@ -192,10 +192,16 @@ type PointPromise struct{ rpc.Promise }
 // DecodeZAP's error (a *codec.FieldError; resp may be partly filled).
 // When ctx ends first, the call is abandoned and Wait returns ctx's
 // error. Either way the promise is spent (rpc.Promise.Wait).
+//
+// A promise of the client's Send<Method> has its answer read into a
+// pooled buffer, which Wait decodes and gives back (rpc.SendPooled).
 func (p PointPromise) Wait(ctx context.Context, resp *Point) error {
-	out, err := p.Promise.Wait(ctx)
+	out, bp, err := p.Promise.WaitPooled(ctx)
 	if err == nil {
 		err = resp.DecodeZAP(out)
+	}
+	if bp != nil {
+		rpc.PutBuffer(bp, *bp, out)
 	}
 	return err
 }
@@ -676,7 +682,6 @@ func (c *GeometryClient) SendArea(ctx context.Context, req *Shape) (PointPromise
 	}
 	bp := rpc.GetBuffer()
 	buf := req.AppendZAP((*bp)[:0])
-	p, err := s.Send(ctx, c.base+GeometryAreaOrdinal, buf, nil)
-	rpc.PutBuffer(bp, buf, nil)
+	p, err := rpc.SendPooled(ctx, s, c.base+GeometryAreaOrdinal, bp, buf)
 	return PointPromise{p}, err
 }

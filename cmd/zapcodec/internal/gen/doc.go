@@ -194,8 +194,11 @@
 // there. Without an option both use the canonical ordinals 1..n.
 //
 // SendM returns the typed promise of its result, whose Wait(ctx, resp)
-// decodes the answer (the embedded rpc.Promise gives Release, and the
-// untyped p.Promise.Wait); MOn takes the typed promise of its request, so
+// decodes the answer (SendM encodes the request into a pooled buffer,
+// the answer is read into its spare room, and Wait gives it back: like
+// M, it allocates nothing for a result without text, bytes or lists;
+// the embedded rpc.Promise gives Release, and the untyped
+// p.Promise.Wait); MOn takes the typed promise of its request, so
 // only a call that answers with that struct can be pipelined into it.
 //
 // An implementation that embeds UnimplementedIServer keeps building when

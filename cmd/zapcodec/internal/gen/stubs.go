@@ -251,8 +251,7 @@ func (g *generator) pipelineStubs(it *schema.Interface, cli string) {
 		} else {
 			g.p("buf := (*bp)[:0]")
 		}
-		g.p("p, err := s.Send(ctx, c.base+%s%sOrdinal, buf, nil)", i, mn)
-		g.p("rpc.PutBuffer(bp, buf, nil)")
+		g.p("p, err := rpc.SendPooled(ctx, s, c.base+%s%sOrdinal, bp, buf)", i, mn)
 		g.p("return %s{p}, err", pt)
 		g.p("}\n")
 	}
