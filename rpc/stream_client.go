@@ -252,17 +252,25 @@ func (t *streamSet) onClientEnd(p []byte) {
 	}
 	t.remove(s)
 	s.stopCtx() // before Recv can see the end
+	// A refused trailer replaces the end as what Recv returns; the
+	// observer sees that, with status 0, as for a call whose response
+	// metadata is refused (not a 200 with an error).
 	if e.Status == 0 {
 		if err := s.giveTrailer(io.EOF); err != io.EOF {
 			s.ended(err, true, err)
-			s.clientEnd(StatusOK, err)
+			s.clientEnd(0, err)
 			return
 		}
 		s.ended(io.EOF, true, io.EOF)
 		s.clientEnd(StatusOK, nil)
 	} else {
-		err := s.giveTrailer(endError(e))
+		end := endError(e)
+		err := s.giveTrailer(end)
 		s.ended(err, true, err)
-		s.clientEnd(e.Status, err)
+		status := e.Status
+		if err != end {
+			status = 0
+		}
+		s.clientEnd(status, err)
 	}
 }

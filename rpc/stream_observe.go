@@ -49,7 +49,10 @@ type StreamEvent struct {
 	// with the open; no end is sent for it). On a client: 200 for the
 	// server's clean end, the status of its error end, StatusCanceled when
 	// the ctx of OpenStream ended first, 0 when no end came (Err says why:
-	// the connection closed, the open could not be sent).
+	// the connection closed, the open could not be sent) or when the
+	// client refused the stream's trailer ([WithMaxResponseMetadata]; Err
+	// is the refusal, which Recv returned in place of the end, as a call
+	// whose response metadata is refused is seen with Status 0).
 	Status uint32
 	// Err is, on a client's end event, the error the stream ended with
 	// (nil for a clean end); nil on a server.
