@@ -273,7 +273,9 @@ func refuseMetadata(n, lim int) *error {
 // closeSendTrailer writes the trailer of s, a server's stream whose
 // handler called CloseSend, just before its end. A trailer above the
 // limits (see takeTrailer) is not sent: the end goes as a 500 saying so,
-// written here, and its error is returned (CloseSend's).
+// written here, and its error is returned (CloseSend's). A trailer not
+// queued because the stream's ctx ended is kept for the end the handler's
+// return sends.
 func (s *Stream) closeSendTrailer() error {
 	c := s.set.sc
 	md, tooLarge := c.takeTrailer(s)
@@ -289,6 +291,16 @@ func (s *Stream) closeSendTrailer() error {
 		return nil
 	}
 	err := s.set.writeFrame(s.ctx, wire.KindStreamTrailer, s.id, md, false)
+	if err != nil && err == s.ctx.Err() {
+		// Not queued (the ctx ended while it waited for room, or wrote
+		// the queue to make some): the end is owed (CloseSend), and
+		// endStream sends the trailer just before it (and gives its
+		// buffer back).
+		s.mu.Lock()
+		s.tmd = md
+		s.mu.Unlock()
+		return err
+	}
 	putQueue(md) // copied into the write queue, or not sent
 	return err
 }

@@ -383,12 +383,13 @@ func (s *Stream) Send(msg []byte) error {
 // is not queued and it returns ctx's error (on a client the stream then
 // ends canceled, so the server never reads a clean end of a direction
 // its sender gave up on; in a handler the end is sent when the handler
-// returns, with its result); when ctx ends while it writes the queue,
-// another goroutine writes the rest and it returns nil, its end sent
-// (a handler's over TLS is bounded by the write timeout alone). Either
-// way no Send follows it. A handler's CloseSend sends the trailer it set
-// ([SetResponseMetadata]) just before its end; one above the server's
-// metadata limit makes the end a 500 and CloseSend returns the error.
+// returns, with its result, the trailer just before it); when ctx ends
+// while it writes the queue, another goroutine writes the rest and it
+// returns nil, its end sent (a handler's over TLS is bounded by the
+// write timeout alone). Either way no Send follows it. A handler's
+// CloseSend sends the trailer it set ([SetResponseMetadata]) just before
+// its end; one above the server's metadata limit makes the end a 500 and
+// CloseSend returns the error.
 func (s *Stream) CloseSend() error {
 	s.cancelSeen()
 	s.wmu.Lock()

@@ -1,12 +1,15 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -67,6 +70,104 @@ func TestStreamTrailerRefusedObserved(t *testing.T) {
 		mu.Unlock()
 		if ev.Status != tc.wantStatus || ev.Err != err && !(err == io.EOF && ev.Err == nil) {
 			t.Errorf("%s: event Status %d, Err %v; want %d and Recv's end (%v)", tc.name, ev.Status, ev.Err, tc.wantStatus, err)
+		}
+	}
+}
+
+// A handler's CloseSend whose trailer waits for room in the connection's
+// write queue (full, its write stuck on a peer that does not read) when
+// the stream's deadline passes returns ctx's error, nothing queued: the
+// end is then sent when the handler returns, and the trailer must go
+// just before it, not be lost with the write CloseSend gave up.
+func TestStreamCloseSendTrailerNotQueued(t *testing.T) {
+	untilReached(t, "the stream's deadline passed before its CloseSend waited for room", closeSendTrailerNotQueued)
+}
+
+func closeSendTrailerNotQueued(t *testing.T) (reached bool) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	sconn := &countWrites{Conn: a}
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, _ := testServerOn(t, newOneConnListener(sconn), WithWriteTimeout(time.Hour),
+		WithBaseContext(func(net.Listener) context.Context { return base }))
+	defer s.Close()
+	peer := &rawConn{t, b} // no hello: the server sends without windows
+	const sStuck, sFill, sTrailer = 70, 71, 72
+	msg := bytes.Repeat([]byte{7}, 1<<20)
+	full := func(o *outbox) bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.queued() >= outboxLimit
+	}
+	// The first message's write waits for the peer's read: its Send is
+	// the writer until the base ctx ends (when the test returns).
+	s.HandleStream(sStuck, func(ctx context.Context, _ []byte, st *Stream) error {
+		st.Send(msg)
+		<-ctx.Done()
+		return nil
+	})
+	filled := make(chan struct{})
+	s.HandleStream(sFill, func(ctx context.Context, _ []byte, st *Stream) error {
+		for !full(st.set.out) {
+			if err := st.Send(msg); err != nil {
+				return err
+			}
+		}
+		close(filled)
+		<-ctx.Done()
+		return nil
+	})
+	waited := make(chan bool, 1)
+	s.HandleStream(sTrailer, func(ctx context.Context, _ []byte, st *Stream) error {
+		SetResponseMetadata(ctx, "k", "v")
+		closed := make(chan error, 1)
+		go func() { closed <- st.CloseSend() }()
+		o := st.set.out
+		// Nothing else waits for room: once something does, CloseSend's
+		// trailer does, and the queue stays full until the peer reads.
+		w := false
+		for !w && ctx.Err() == nil {
+			o.mu.Lock()
+			w = o.wake != nil
+			o.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+		w = w && ctx.Err() == nil
+		err := <-closed
+		if w && !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("CloseSend: %v, want context.DeadlineExceeded (nothing queued)", err)
+		}
+		waited <- w
+		return nil
+	})
+	peer.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sStuck, PromiseID: 1}))
+	await(t, "the first message's write", func() bool { return sconn.n.Load() >= 1 })
+	peer.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sFill, PromiseID: 3}))
+	receive(t, "the queue to be full", filled)
+	peer.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sTrailer, PromiseID: 5, Timeout: 300_000}))
+	if !receive(t, "the trailer stream's handler", waited) {
+		return false
+	}
+	var trailer []byte
+	for {
+		kind, env, ok := peer.recv()
+		if !ok {
+			t.Fatal("connection closed before stream 5's end")
+		}
+		switch kind {
+		case wire.KindStreamTrailer:
+			if id, md, err := wire.ParseStreamTrailer(env); err == nil && id == 5 {
+				trailer = bytes.Clone(md)
+			}
+		case wire.KindStreamEnd:
+			if e, err := wire.ParseStreamEnd(env); err == nil && e.ID == 5 {
+				if !bytes.Equal(trailer, encodeMD("k", "v")) {
+					t.Errorf("stream 5 ended (status %d) after trailer %q, want k=v", e.Status, trailer)
+				}
+				return true
+			}
 		}
 	}
 }
