@@ -81,7 +81,10 @@ func TestStreamEndCountsTowardEjection(t *testing.T) {
 // must count nothing is seen to count nothing.
 func TestStreamEndClassified(t *testing.T) {
 	a := startReplica(t, "127.0.0.1")
-	c := dialT(t, "static:///"+a.addr, WithEjection(100, time.Hour, time.Hour), WithHealthCheck(time.Hour, 0))
+	// A back-off base of 1 ns: the broken connection below is not one
+	// "gone as soon as it came" (see replica.connect), which would eject
+	// the replica and so clear its count of failures under the test.
+	c := dialT(t, "static:///"+a.addr, WithEjection(100, time.Nanosecond, time.Hour), WithHealthCheck(time.Hour, 0))
 	cn := c.ready.Load().conns[0]
 	r := cn.r
 	end := func(status uint32, err error) rpc.StreamEvent {
