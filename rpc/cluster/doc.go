@@ -79,7 +79,8 @@
 // deadline that had passed before the call was sent are the caller's.
 // A stream counts at its end, as gRPC's outlier detection counts a
 // stream by its final status: an error end of 500 and above (but the
-// 503 of a server going away) or 404 "no such stream method" is a
+// 503 of a server going away, and its 503 "too many open streams": a
+// full replica is not a failing one) or 404 "no such stream method" is a
 // failed call, a clean end or another 4xx an answered one, a broken
 // connection a failure once; a stream canceled by its caller or ended
 // by its deadline counts nothing (see [Client.OpenStream]).

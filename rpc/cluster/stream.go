@@ -22,7 +22,9 @@ var _ rpc.StreamOpener = (*Client)(nil)
 // canceled the stream ([rpc.StatusCanceled]), the stream's deadline
 // passed on the server (504: the caller chose how long the stream
 // lives), and so do the 503 of a server going away, which ends its
-// streams at the end of its Shutdown's grace, and an open that was not
+// streams at the end of its Shutdown's grace, the 503 "too many open
+// streams" of a server whose connection is full (see refusedFull: load,
+// not failure), and an open that was not
 // sent (OpenStream looked at its error). A stream's duration is not one
 // of the replica's latencies: it lasts as long as its caller and its
 // handler make it, not as long as the replica takes to answer.
@@ -41,10 +43,27 @@ func (cn *Conn) streamEnded(ev rpc.StreamEvent) {
 		cn.r.ok()
 	case rpc.StatusCanceled, rpc.StatusDeadlineExceeded:
 	case rpc.StatusUnavailable:
-		if !cn.rc.Draining() {
+		if !cn.rc.Draining() && !refusedFull(ev.Err) {
 			cn.r.c.account(cn, ev.Err, false)
 		}
 	default:
 		cn.r.c.account(cn, ev.Err, false)
 	}
+}
+
+// streamTooManyText is the text of the 503 with which a zapcodec server
+// refuses, unrun, the open of a stream beyond its limit on the connection
+// (rpc.WithMaxStreams): TestStreamRefusedFullCountsNothing reads it from
+// a server.
+const streamTooManyText = "too many open streams"
+
+// refusedFull reports whether a stream ended with the server's refusal
+// of its open because the connection had as many streams open as the
+// server allows. That replica is full, not failing: the client picked
+// the connection, and a full connection is load, as one full on the
+// client's side ([rpc.ErrTooManyStreams]) is, which counts against no
+// one either.
+func refusedFull(err error) bool {
+	var se *rpc.StatusError
+	return errors.As(err, &se) && se.Code == rpc.StatusUnavailable && se.Message == streamTooManyText
 }

@@ -111,6 +111,10 @@ func TestStreamEndClassified(t *testing.T) {
 		// server: a stream's life is not an answer awaited.
 		{"504", end(rpc.StatusDeadlineExceeded, rpc.Errorf(rpc.StatusDeadlineExceeded, "deadline")), 1},
 		// Not sent (OpenStream counted the refusal already).
+		// A server full of streams (rpc.WithMaxStreams) refused the
+		// open unrun: load, not failure. A handler's own 503 fails.
+		{"503 too many open streams", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, streamTooManyText)), 1},
+		{"handler's 503", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, "backend down")), 2},
 		{"not sent: go-away", end(0, rpc.ErrGoAway), 1},
 		{"not sent: ctx", end(0, context.DeadlineExceeded), 1},
 		{"wrapped 500", end(rpc.StatusInternal, fmt.Errorf("wrapped: %w", rpc.Errorf(rpc.StatusInternal, "x"))), 2},
@@ -266,5 +270,69 @@ func TestConnStreamObserverKept(t *testing.T) {
 	}
 	if s := receive(t, "the observer's end event", ends); s != rpc.StatusInternal {
 		t.Fatalf("the observer saw status %d, want 500", s)
+	}
+}
+
+// A server whose connection has as many streams open as it allows
+// (rpc.WithMaxStreams) refuses the next open with an error end of 503
+// "too many open streams": that replica is full, not failing (the client
+// picked the connection; a connection full on the client's side,
+// rpc.ErrTooManyStreams, counts against no one either), so the refusal
+// counts nothing toward its ejection. Three such refusals used to eject
+// it (WithEjection(3, ...)) as three failed streams would.
+func TestStreamRefusedFullCountsNothing(t *testing.T) {
+	const (
+		mHold = 47 // stream: held open until the client cancels it
+		mFail = 48 // stream: ends with a 500 at once
+	)
+	a := startReplica(t, "127.0.0.1")
+	a.restartWith(rpc.WithMaxStreams(1))
+	a.server().HandleStream(mHold, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		<-ctx.Done()
+		return nil
+	})
+	a.server().HandleStream(mFail, func(ctx context.Context, init []byte, st *rpc.Stream) error {
+		return rpc.Errorf(rpc.StatusInternal, "broken replica")
+	})
+	c := dialT(t, "static:///"+a.addr, WithEjection(3, time.Nanosecond, time.Hour), WithHealthCheck(time.Hour, 0))
+	r := replicaOf(c, a.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	if _, err := c.OpenStream(hctx, mHold, nil); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the held stream to run", func() bool { return a.server().Stats().Streams.Opened == 1 })
+	for range 3 {
+		st, err := c.OpenStream(ctx, mFail, nil)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		_, err = st.Recv(nil)
+		if !refusedFull(err) {
+			t.Fatalf("the open of a full connection ended with %v, want the server's 503 %q", err, streamTooManyText)
+		}
+	}
+	hcancel()
+	// A stream that fails, once the held one is gone: its end is counted
+	// after the refusals', which come before it on the connection.
+	for {
+		st, err := c.OpenStream(ctx, mFail, nil)
+		if err != nil {
+			t.Fatalf("open after the refusals: %v", err)
+		}
+		_, err = st.Recv(nil)
+		if refusedFull(err) {
+			continue // the server had not yet seen the held stream's cancel
+		}
+		if rpc.Code(err) != rpc.StatusInternal {
+			t.Fatalf("stream ended with %v, want the handler's 500", err)
+		}
+		break
+	}
+	await(t, "the 500 counted", func() bool { return r.fails.Load() != 0 })
+	if n, s := r.fails.Load(), c.Stats(); n != 1 || s.Ejections != 0 {
+		t.Fatalf("%d failures in a row, %d ejections, after three refusals of a full server and one 500; want 1 and 0", n, s.Ejections)
 	}
 }
