@@ -22,12 +22,13 @@ var _ rpc.StreamOpener = (*Client)(nil)
 // canceled the stream ([rpc.StatusCanceled]), the stream's deadline
 // passed on the server (504: the caller chose how long the stream
 // lives), and so do the 503 of a server going away, which ends its
-// streams at the end of its Shutdown's grace, the 503 "too many open
+// streams at the end of its Shutdown's grace and refuses the opens it
+// reads meanwhile (see refusedGoingAway), the 503 "too many open
 // streams" of a server whose connection is full (see refusedFull: load,
-// not failure), and an open that was not
-// sent (OpenStream looked at its error). A stream's duration is not one
-// of the replica's latencies: it lasts as long as its caller and its
-// handler make it, not as long as the replica takes to answer.
+// not failure), and an open that was not sent (OpenStream looked at its
+// error). A stream's duration is not one of the replica's latencies: it
+// lasts as long as its caller and its handler make it, not as long as
+// the replica takes to answer.
 func (cn *Conn) streamEnded(ev rpc.StreamEvent) {
 	if !ev.End {
 		return
@@ -43,13 +44,20 @@ func (cn *Conn) streamEnded(ev rpc.StreamEvent) {
 		cn.r.ok()
 	case rpc.StatusCanceled, rpc.StatusDeadlineExceeded:
 	case rpc.StatusUnavailable:
-		if !cn.rc.Draining() && !refusedFull(ev.Err) {
+		if !cn.rc.Draining() && !refusedFull(ev.Err) && !refusedGoingAway(ev.Err) {
 			cn.r.c.account(cn, ev.Err, false)
 		}
 	default:
 		cn.r.c.account(cn, ev.Err, false)
 	}
 }
+
+// streamGoingAwayText is the text of the 503 with which a zapcodec
+// server going away refuses, unrun, an open it read once its go-away was
+// decided: it decides before it writes the go-away frame, so the refusal
+// may reach the client before the go-away does, while the connection is
+// not draining yet (rpc.Client.Draining).
+const streamGoingAwayText = "going away"
 
 // streamTooManyText is the text of the 503 with which a zapcodec server
 // refuses, unrun, the open of a stream beyond its limit on the connection
@@ -66,4 +74,12 @@ const streamTooManyText = "too many open streams"
 func refusedFull(err error) bool {
 	var se *rpc.StatusError
 	return errors.As(err, &se) && se.Code == rpc.StatusUnavailable && se.Message == streamTooManyText
+}
+
+// refusedGoingAway reports whether a stream ended with the refusal of its
+// open by a server going away (see streamGoingAwayText), which says
+// nothing of the replica, as a call refused for its go-away does not.
+func refusedGoingAway(err error) bool {
+	var se *rpc.StatusError
+	return errors.As(err, &se) && se.Code == rpc.StatusUnavailable && se.Message == streamGoingAwayText
 }

@@ -115,6 +115,11 @@ func TestStreamEndClassified(t *testing.T) {
 		// open unrun: load, not failure. A handler's own 503 fails.
 		{"503 too many open streams", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, streamTooManyText)), 1},
 		{"handler's 503", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, "backend down")), 2},
+		// A server going away refuses an open it reads once it has set
+		// its go-away flag, which it does before it writes the go-away
+		// frame (rpc's serverConn.goAway): the refusal can come first,
+		// while the connection is not draining yet.
+		{"503 going away, before the go-away", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, streamGoingAwayText)), 1},
 		{"not sent: go-away", end(0, rpc.ErrGoAway), 1},
 		{"not sent: ctx", end(0, context.DeadlineExceeded), 1},
 		{"wrapped 500", end(rpc.StatusInternal, fmt.Errorf("wrapped: %w", rpc.Errorf(rpc.StatusInternal, "x"))), 2},
