@@ -13,11 +13,12 @@ import (
 // earns the credit of the package doc's first exception, but what the
 // credit lets the next large frame take follows the bytes of that frame:
 // after small frames and a pause, the first 6 bytes of another 1 MB frame
-// cost no pooled buffer, its first 512 bytes at most the first chunk, and
-// a buffer of its whole length comes only once 1/creditFactor of it is
-// in (here after 16 KiB), still before the rest of it is read, so the
-// frame is still read into its own buffer with few bytes moved. It used
-// to take the whole 1 MB (a 2 MiB pool class) on its first 6 bytes, at
+// cost no pooled buffer, its first 512 bytes no more than any frame's
+// (heldBound), and a buffer of its whole length comes only once
+// 1/creditFactor of it is in (here 3,907 bytes),
+// still before the rest of it is read, so the frame is still read into
+// its own buffer with few bytes moved. It used to take the whole 1 MB (a
+// 1 MiB pool class) on its first 6 bytes, at
 // any time after the first frame, for ever.
 func TestCreditFollowsBytesReceived(t *testing.T) {
 	t.Parallel()
@@ -47,7 +48,7 @@ func TestCreditFollowsBytesReceived(t *testing.T) {
 		t.Fatalf("a drained Reader holds %d bytes", r.Held())
 	}
 	received := 0
-	for _, upto := range []int{6, 512, 4 << 10, 16 << 10, 64 << 10, len(frame)} {
+	for _, upto := range []int{6, 512, 2 << 10, len(frame) / creditFactor, len(frame)/creditFactor + 1, 16 << 10, 64 << 10, len(frame)} {
 		src.chunks = [][]byte{frame[received:upto]}
 		received = upto
 		kind, p, err := r.Next()
@@ -61,7 +62,13 @@ func TestCreditFollowsBytesReceived(t *testing.T) {
 			t.Fatalf("after %d bytes of the frame: Next = %v, want the deadline", received, err)
 		}
 		h := r.Held()
-		if bound := max(heldBound(received), 2*creditFactor*received); h > bound {
+		// Before 1/creditFactor of the frame is in, the credit gives
+		// nothing: the frame grows as any does (heldBound).
+		bound := heldBound(received)
+		if received > len(frame)/creditFactor {
+			bound = max(bound, 2*creditFactor*received)
+		}
+		if h > bound {
 			t.Errorf("holds %d bytes after %d bytes of a frame (bound %d)", h, received, bound)
 		}
 		if received == 6 && h != 0 {
