@@ -104,7 +104,7 @@ func TestGoneReplicasBounded(t *testing.T) {
 // test above lose the back-off in that window.
 func TestGoneBeforeBackoffBegan(t *testing.T) {
 	c := &Client{o: buildOptions([]Option{WithEjection(1, time.Minute, 10*time.Minute)})}
-	r := &replica{c: c, addr: "10.0.0.1:1", state: stateEjected, ejections: 2}
+	r := &replica{c: c, addr: "10.0.0.1:1", state: stateEjected, ejections: 2, backoffDue: true}
 	c.rememberLocked(r)
 	again := &replica{c: c, addr: r.addr}
 	c.recallLocked(again)
@@ -113,5 +113,33 @@ func TestGoneBeforeBackoffBegan(t *testing.T) {
 	}
 	if left := time.Duration(again.resume - now()); left < time.Minute {
 		t.Errorf("given again with %v of back-off left, want the 2 minutes of its second ejection's", left)
+	}
+}
+
+// A replica dropped after its back-off was over, as it was dialed and
+// probed (still ejected until it is admitted), is remembered with no
+// back-off left: given again, it is dialed at once, as it was about to
+// be, with its row of ejections. It used to be remembered with a whole
+// new back-off, as if it had just been ejected, and so backed off twice
+// for one ejection. One given again and dropped before run began the
+// rest of its back-off keeps that rest.
+func TestGoneAfterBackoffServed(t *testing.T) {
+	c := &Client{o: buildOptions([]Option{WithEjection(1, time.Minute, 10*time.Minute)})}
+	r := &replica{c: c, addr: "10.0.0.1:1", state: stateEjected, ejections: 2}
+	c.rememberLocked(r)
+	again := &replica{c: c, addr: r.addr}
+	c.recallLocked(again)
+	if again.state == stateEjected || again.ejections != 2 {
+		t.Fatalf("given again: %s with %d ejections in a row, want not ejected (no back-off left) with 2", again.state, again.ejections)
+	}
+	// Given again with 3 minutes of back-off left, dropped before run
+	// began to wait them out, given again once more.
+	again.state, again.resume = stateEjected, now()+int64(3*time.Minute)
+	c.rememberLocked(again)
+	third := &replica{c: c, addr: r.addr}
+	c.recallLocked(third)
+	if third.state != stateEjected || third.resume != again.resume {
+		t.Fatalf("given again a third time: %s, its back-off ending %v after the one it took over; want ejected, the same end",
+			third.state, time.Duration(third.resume-again.resume))
 	}
 }

@@ -75,6 +75,11 @@ type replica struct {
 	backoffEnd int64
 	resume     int64
 	keepLat    bool
+	// backoffDue: ejected, its back-off not begun yet (run is on its
+	// way to it); false once wait began it, so that an ejected replica
+	// whose back-off is over (being dialed and probed) is told from one
+	// about to back off (see rememberLocked).
+	backoffDue bool
 }
 
 // errDraining: the replica's health check says it is going away.
@@ -472,6 +477,7 @@ func (r *replica) ejectLocked(err error) {
 	c.lastErr = fmt.Errorf("%s: %w", r.addr, err)
 	if !c.closed && !r.removed.Load() {
 		r.state = stateEjected
+		r.backoffDue = true
 		r.ejections++
 		c.ejections.Add(1)
 	}
@@ -520,6 +526,7 @@ func (r *replica) wait(d time.Duration) bool {
 	start := now()
 	c.mu.Lock()
 	o := r.outage
+	r.backoffDue = false
 	r.backoffEnd = start + int64(d)
 	if r.backoffEnd < start { // past the longest time: ends never
 		r.backoffEnd = math.MaxInt64
@@ -611,13 +618,21 @@ func (c *Client) rememberLocked(r *replica) {
 		until = math.MaxInt64
 	}
 	end := r.backoffEnd
-	if end == 0 && r.state == stateEjected {
+	switch {
+	case end != 0:
+	case r.backoffDue:
 		// Ejected, its back-off not begun yet (run is on its way to
 		// it): the back-off it was about to begin, from now.
 		end = t + int64(backoffFor(r.ejections, c.o.ejectBase, c.o.ejectMax))
 		if end < t {
 			end = math.MaxInt64
 		}
+	default:
+		// Not backing off: its back-off is over (it is being dialed
+		// and probed, or admitted), or, for one given again, run has
+		// not begun the rest of the back-off it took over (resume; in
+		// the past once waited out).
+		end = r.resume
 	}
 	g := goneReplica{
 		until:      max(until, end),
