@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -120,6 +121,9 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 		{"interceptors", []ServerOption{WithInterceptors(trivial, trivial)}, []ClientOption{WithClientInterceptors(trivialC, trivialC)}},
 		{"observer", []ServerOption{WithObserver(obs)}, []ClientOption{WithObserver(obs)}},
 		{"both", []ServerOption{WithInterceptors(trivial), WithObserver(obs)}, []ClientOption{WithClientInterceptors(trivialC), WithObserver(obs)}},
+		// Several observers are made one at construction: each call
+		// hands its event to each in turn, allocating nothing.
+		{"three observers", []ServerOption{WithObserver(obs), WithObserver(obs), WithObserver(obs)}, []ClientOption{WithObserver(obs), WithObserver(obs), WithObserver(obs)}},
 	} {
 		_, addr, _ := testServer(t, tc.so...)
 		c := dial(t, addr, tc.co...)
@@ -148,10 +152,21 @@ func TestAllocsUnaryCallInterceptedObserved(t *testing.T) {
 // With an observer, a promise's calls allocate nothing either: the
 // promise carries what its event at Wait needs. Send then Wait, and a
 // pipelined pair (Send, Promise.Call, Wait), each seen once a call.
+// The same with two observers, each of which sees each call.
 func TestAllocsPromiseObserved(t *testing.T) {
+	for _, observers := range []int64{1, 2} {
+		t.Run(fmt.Sprint(observers, " observers"), func(t *testing.T) { allocsPromiseObserved(t, observers) })
+	}
+}
+
+func allocsPromiseObserved(t *testing.T, observers int64) {
 	var n atomic.Int64
 	cl, _ := pipelineServer(t, func() error { return nil })
-	c := dial(t, cl.Addr().String(), WithObserver(func(ev CallEvent) { n.Add(1) }))
+	var opts []ClientOption
+	for range observers {
+		opts = append(opts, WithObserver(func(ev CallEvent) { n.Add(1) }))
+	}
+	c := dial(t, cl.Addr().String(), opts...)
 	ctx := context.Background()
 	req := []byte("k")
 	a, b := make([]byte, 0, 64), make([]byte, 0, 64)
@@ -193,16 +208,16 @@ func TestAllocsPromiseObserved(t *testing.T) {
 		if allocs := testing.AllocsPerRun(runs, tc.run); allocs != 0 {
 			t.Errorf("%s, observed: %v allocs, want 0", tc.name, allocs)
 		}
-		if got := n.Load(); got != (runs+1)*tc.calls { // AllocsPerRun runs once more to warm up
-			t.Errorf("%s: %d events, want %d", tc.name, got, (runs+1)*tc.calls)
+		if got, want := n.Load(), (runs+1)*tc.calls*observers; got != want { // AllocsPerRun runs once more to warm up
+			t.Errorf("%s: %d events, want %d", tc.name, got, want)
 		}
 	}
 }
 
 // A call the server answers without a handler (here 404 and a target
 // without pipelining) allocates nothing on the server, with an observer
-// too: its event is passed by value like a handler's call's. The peer is
-// raw, with its frames made before the count.
+// too (or two): its event is passed by value like a handler's call's. The
+// peer is raw, with its frames made before the count.
 func TestAllocsUnrunCallObserved(t *testing.T) {
 	var n atomic.Int64
 	obs := func(ev CallEvent) { n.Add(int64(ev.BytesOut)) }
@@ -214,23 +229,8 @@ func TestAllocsUnrunCallObserved(t *testing.T) {
 		{"404", wire.Request{Method: 77, PromiseID: 1, Payload: []byte("abc")}, NoSuchMethod},
 		{"target without pipelining", wire.Request{Method: mEcho, PromiseID: 2, Target: 1}, pipeliningOff},
 	} {
-		_, addr, _ := testServer(t, WithObserver(obs))
-		rc := rawDial(t, addr)
-		req := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &tc.req))
-		answer := make([]byte, frameHeader+wire.ResponseOverhead+len(tc.body))
-		call := func() {
-			if _, err := rc.Write(req); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(rc, answer); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for range 100 {
-			call()
-		}
-		if a := testing.AllocsPerRun(2000, call); a != 0 {
-			t.Errorf("%s: %v allocs per call, want 0", tc.name, a)
+		for _, opts := range [][]ServerOption{{WithObserver(obs)}, {WithObserver(obs), WithObserver(obs)}} {
+			allocsUnrunCall(t, tc.name, tc.req, tc.body, opts)
 		}
 	}
 	if n.Load() == 0 {
@@ -238,8 +238,31 @@ func TestAllocsUnrunCallObserved(t *testing.T) {
 	}
 }
 
+// allocsUnrunCall checks that a call the server answers without a
+// handler, with the observers of opts, allocates nothing on the server.
+func allocsUnrunCall(t *testing.T, name string, r wire.Request, body string, opts []ServerOption) {
+	_, addr, _ := testServer(t, opts...)
+	rc := rawDial(t, addr)
+	req := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &r))
+	answer := make([]byte, frameHeader+wire.ResponseOverhead+len(body))
+	call := func() {
+		if _, err := rc.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(rc, answer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		call()
+	}
+	if a := testing.AllocsPerRun(2000, call); a != 0 {
+		t.Errorf("%s, %d observers: %v allocs per call, want 0", name, len(opts), a)
+	}
+}
+
 // An open the server refuses without a handler allocates nothing on the
-// server with a stream observer either: its start and end events are
+// server with a stream observer (or two) either: its start and end events are
 // passed by value. Here one refused for its metadata, and one for an
 // unknown method from a peer that sent its hello (a zapcodec one, which
 // is sent the 404). The peer is raw, with its frames made before the
@@ -257,36 +280,49 @@ func TestAllocsRefusedStreamObserved(t *testing.T) {
 		{"metadata too large", false, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc"), Metadata: md}, tooLargeText(len(md), 16)},
 		{"unknown method", true, wire.Request{Method: 99, PromiseID: 1, Payload: []byte("abc")}, streamNoHandler},
 	} {
-		_, addr, _ := streamServer(t, WithStreamObserver(obs), WithMaxMetadata(16))
-		rc := rawDial(t, addr)
-		if tc.hello {
-			rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
-			if kind, _, ok := rc.recv(); !ok || kind != wire.KindStreamWindow {
-				t.Fatalf("frame kind %d ok %v, want the server's hello", kind, ok)
+		for observers := 1; observers <= 2; observers++ {
+			opts := []ServerOption{WithMaxMetadata(16)}
+			for range observers {
+				opts = append(opts, WithStreamObserver(obs))
 			}
-		}
-		open := frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &tc.req))
-		end := make([]byte, frameHeader+len(wire.AppendStreamEndError(nil, 1, 400, tc.text)))
-		refusal := func() {
-			if _, err := rc.Write(open); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(rc, end); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for range 100 {
-			refusal()
-		}
-		if a := testing.AllocsPerRun(2000, refusal); a != 0 {
-			t.Errorf("%s: %v allocs per refused open, want 0", tc.name, a)
-		}
-		if end[4] != wire.KindStreamEnd {
-			t.Fatalf("frame kind %d, want a stream end", end[4])
+			allocsRefusedStream(t, tc.name, tc.hello, tc.req, tc.text, opts)
 		}
 	}
 	if n.Load() == 0 {
 		t.Error("observer never ran")
+	}
+}
+
+// allocsRefusedStream checks that an open of req the server refuses
+// without a handler (with text; after the peer's hello if hello), with
+// the stream observers of opts, allocates nothing on the server.
+func allocsRefusedStream(t *testing.T, name string, hello bool, req wire.Request, text string, opts []ServerOption) {
+	_, addr, _ := streamServer(t, opts...)
+	rc := rawDial(t, addr)
+	if hello {
+		rc.send(wire.KindStreamWindow, wire.AppendStreamWindow(nil, 0, DefaultStreamWindow))
+		if kind, _, ok := rc.recv(); !ok || kind != wire.KindStreamWindow {
+			t.Fatalf("frame kind %d ok %v, want the server's hello", kind, ok)
+		}
+	}
+	open := frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &req))
+	end := make([]byte, frameHeader+len(wire.AppendStreamEndError(nil, 1, 400, text)))
+	refusal := func() {
+		if _, err := rc.Write(open); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(rc, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		refusal()
+	}
+	if a := testing.AllocsPerRun(2000, refusal); a != 0 {
+		t.Errorf("%s, %d stream observers: %v allocs per refused open, want 0", name, len(opts)-1, a)
+	}
+	if end[4] != wire.KindStreamEnd {
+		t.Fatalf("frame kind %d, want a stream end", end[4])
 	}
 }
 
@@ -565,5 +601,65 @@ func TestAllocsResponseMetadata(t *testing.T) {
 	}
 	if string(md.Get("server-timing")) != "app;dur=1" {
 		t.Fatalf("metadata %q", mdPairs(md))
+	}
+}
+
+// Stream observers add no allocation to a stream, however many are
+// given: a whole stream (open, its end read) allocates as many times with
+// one or three stream observers on both sides as with none. (The open's
+// own allocations are counted elsewhere; here only the observers' share,
+// which must be none.) The observers made one are called with no
+// allocation either.
+func TestAllocsStreamObserved(t *testing.T) {
+	var n atomic.Int64
+	obs := func(ev StreamEvent) { n.Add(int64(ev.Status)) }
+	stream := func(observers int) float64 {
+		var opts []Option
+		for range observers {
+			opts = append(opts, WithStreamObserver(obs))
+		}
+		var so []ServerOption
+		var co []ClientOption
+		for _, o := range opts {
+			so, co = append(so, o), append(co, o)
+		}
+		_, addr, _ := streamServer(t, so...)
+		c := dial(t, addr, co...)
+		ctx := context.Background()
+		run := func() {
+			st, err := c.OpenStream(ctx, sStatus, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Recv(nil); Code(err) != 418 {
+				t.Fatalf("end: %v", err)
+			}
+		}
+		for range 100 {
+			run()
+		}
+		return testing.AllocsPerRun(2000, run)
+	}
+	none := stream(0)
+	for _, k := range []int{1, 3} {
+		if a := stream(k); a != none {
+			t.Errorf("%d stream observers on both sides: %v allocs per stream, want %v as with none", k, a, none)
+		}
+	}
+	if n.Load() == 0 {
+		t.Error("observer never ran")
+	}
+	for _, k := range []int{2, 3} {
+		fs := make([]StreamObserver, k)
+		cs := make([]Observer, k)
+		for i := range k {
+			fs[i], cs[i] = obs, func(ev CallEvent) { n.Add(int64(ev.Status)) }
+		}
+		so, co := joinStreamObservers(fs, nil), joinObservers(cs, nil)
+		sev := StreamEvent{Client: true, End: true, Status: 418, Err: ErrClosed}
+		cev := CallEvent{Client: true, Status: 200, Err: ErrClosed}
+		if a := testing.AllocsPerRun(1000, func() { so(sev); co(cev) }); a != 0 {
+			t.Errorf("%d observers made one: %v allocs per event, want 0", k, a)
+		}
 	}
 }

@@ -102,7 +102,8 @@
 // chain is built once, a trivial interceptor allocates nothing);
 // [WithObserver] reports each call's method, status, duration, payload
 // bytes and peer on either side as a [CallEvent] passed by value (no
-// allocation, two clock reads). [Server.Mount] (generated
+// allocation, two clock reads); every observer given sees every call, in
+// order, as every gRPC-go stats handler does. [Server.Mount] (generated
 // Register…Server functions call [Server.MountNamed], with their method
 // names) places several interfaces on one server, each at its own offset
 // ([At]; the clients take the same option), and panics when two overlap;
@@ -150,7 +151,8 @@
 // [WithStreamInterceptors] and
 // [WithStreamClientInterceptors] chain code around stream handlers and
 // opens (a [StreamTap] sees each message), [WithStreamObserver] reports
-// each stream's start and end as a [StreamEvent], and [Server.Stats]
+// each stream's start and end as a [StreamEvent] (to every stream
+// observer given, in order), and [Server.Stats]
 // counts streams and their messages.
 //
 // Buffers: a handler's req aliases a per-call buffer owned by the server

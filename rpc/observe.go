@@ -113,10 +113,49 @@ type Observer func(CallEvent)
 // when Send fails; a Wait or Release of a spent promise adds nothing.
 // Streams are seen by [WithStreamObserver]. A panic in f is recovered and
 // logged, and changes nothing else (see [Observer]). Default: none.
+//
+// Several WithObserver options add up, as gRPC-go's stats handlers given
+// with several grpc.WithStatsHandler do: every observer given to a client
+// or server sees every event, in the order given (rpc/cluster gives its
+// connections observers of its own beside the caller's). A panic in one
+// is recovered and logged on its own, and those after it still see the
+// event; one that calls runtime.Goexit ends the goroutine that reports
+// the event (see [Observer]), and those after it do not see that event.
+// A lone observer is called directly; several are made one function
+// when the client or server is made, which calls each in turn and
+// allocates nothing. A nil f is ignored: it adds no observer and removes
+// none.
 func WithObserver(f Observer) Option {
 	return bothOption{
-		s: func(o *serverOptions) { o.observer = f },
-		c: func(o *clientOptions) { o.observer = f },
+		s: func(o *serverOptions) {
+			if f != nil {
+				o.observers = append(o.observers, f)
+			}
+		},
+		c: func(o *clientOptions) {
+			if f != nil {
+				o.observers = append(o.observers, f)
+			}
+		},
+	}
+}
+
+// joinObservers makes the observers given (fs, in order, none nil) one:
+// nil for none, the observer itself for one (a direct call), else a
+// function, made once, that hands each event to each in turn through
+// observeCall, so that a panic in one (logged to log; nil:
+// slog.Default()) keeps the event from none of the others.
+func joinObservers(fs []Observer, log *slog.Logger) Observer {
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return func(ev CallEvent) {
+		for _, f := range fs {
+			observeCall(f, ev, log)
+		}
 	}
 }
 

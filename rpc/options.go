@@ -103,13 +103,15 @@ type serverOptions struct {
 	hideErrors    bool
 	baseContext   func(net.Listener) context.Context
 	interceptors  []Interceptor // intercept.go
-	observer      Observer      // observe.go
+	observers     []Observer    // WithObserver, in order (observe.go)
+	observer      Observer      // observers made one at construction
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
 	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int           // 0: DefaultMaxStreams
 
 	streamInterceptors []StreamInterceptor // stream_intercept.go
-	streamObserver     StreamObserver      // stream_observe.go
+	streamObservers    []StreamObserver    // WithStreamObserver, in order (stream_observe.go)
+	streamObserver     StreamObserver      // streamObservers made one at construction
 }
 
 type clientOptions struct {
@@ -120,13 +122,15 @@ type clientOptions struct {
 	dialer        Dialer
 	maxPending    int
 	interceptors  []ClientInterceptor // intercept.go
-	observer      Observer            // observe.go
+	observers     []Observer          // WithObserver, in order (observe.go)
+	observer      Observer            // observers made one at construction
 	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int                 // 0: DefaultMaxStreams
 	maxRespMD     int                 // 0: DefaultMaxMetadata (respmeta.go)
 
 	streamInterceptors []StreamClientInterceptor // stream_intercept.go
-	streamObserver     StreamObserver            // stream_observe.go
+	streamObservers    []StreamObserver          // WithStreamObserver, in order (stream_observe.go)
+	streamObserver     StreamObserver            // streamObservers made one at construction
 }
 
 func buildServerOptions(opts []ServerOption) serverOptions {
@@ -149,6 +153,8 @@ func buildServerOptions(opts []ServerOption) serverOptions {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
+	o.observer = joinObservers(o.observers, o.logger)
+	o.streamObserver = joinStreamObservers(o.streamObservers, o.logger)
 	return o
 }
 
@@ -163,6 +169,8 @@ func buildClientOptions(opts []ClientOption) clientOptions {
 			f.applyClient(&o)
 		}
 	}
+	o.observer = joinObservers(o.observers, nil)
+	o.streamObserver = joinStreamObservers(o.streamObservers, nil)
 	return o
 }
 

@@ -116,10 +116,49 @@ type StreamObserver func(StreamEvent)
 // before it got an id, such as [ErrTooManyStreams], is not seen). Calls
 // are seen by [WithObserver]. A panic in f is recovered and logged, and
 // changes nothing else (see [StreamObserver]). Default: none.
+//
+// Several WithStreamObserver options add up, as gRPC-go's stats handlers
+// given with several grpc.WithStatsHandler do: every stream observer
+// given to a client or server sees every event, in the order given
+// (rpc/cluster counts stream ends toward a replica's ejection with one
+// of its own, beside the caller's). A panic in one is recovered and
+// logged on its own, and those after it still see the event; one that
+// calls runtime.Goexit ends the goroutine that reports the event (see
+// [StreamObserver]), and those after it do not see that event. A lone
+// observer is called directly; several are made one function when the
+// client or server is made, which calls each in turn and allocates
+// nothing. A nil f is ignored: it adds no observer and removes none.
 func WithStreamObserver(f StreamObserver) Option {
 	return bothOption{
-		s: func(o *serverOptions) { o.streamObserver = f },
-		c: func(o *clientOptions) { o.streamObserver = f },
+		s: func(o *serverOptions) {
+			if f != nil {
+				o.streamObservers = append(o.streamObservers, f)
+			}
+		},
+		c: func(o *clientOptions) {
+			if f != nil {
+				o.streamObservers = append(o.streamObservers, f)
+			}
+		},
+	}
+}
+
+// joinStreamObservers makes the stream observers given (fs, in order,
+// none nil) one, as joinObservers does: nil, the one itself, or a
+// function made once that hands each event to each in turn through
+// observeStream (a panic in one, logged to log, keeps the event from
+// none of the others).
+func joinStreamObservers(fs []StreamObserver, log *slog.Logger) StreamObserver {
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return func(ev StreamEvent) {
+		for _, f := range fs {
+			observeStream(f, &ev, log)
+		}
 	}
 }
 

@@ -602,7 +602,7 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 // Recv may have returned it. A stream's duration is not one of the
 // replica's latencies ([Conn.Latency]): it lasts as long as its caller
 // and its handler make it. A stream observer given to the connections
-// ([WithClientOptions]) replaces the one that counts the ends.
+// ([WithClientOptions]) sees every stream, and the ends still count.
 func (c *Client) OpenStream(ctx context.Context, method uint32, init []byte) (*rpc.Stream, error) {
 	if c.schain != nil {
 		st, err := c.schain(ctx, method, init)

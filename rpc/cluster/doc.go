@@ -120,7 +120,9 @@
 // Middleware: [WithInterceptors] and [WithStreamInterceptors] run once
 // around a call (its retry included) or a stream's open; interceptors,
 // stream interceptors and observers given to the connections
-// ([WithClientOptions]) run once per attempt on the wire.
+// ([WithClientOptions]) run once per attempt on the wire (a stream
+// observer given there runs after the one with which each connection
+// counts its streams' ends, which it does not replace).
 //
 // Costs: a warm call allocates nothing; beside the call on its
 // connection it costs a few atomic operations (in-flight counts, the

@@ -155,9 +155,9 @@ func WithNetwork(network string) Option {
 // gives each connection a stream observer of its own, which counts the
 // ends of streams toward their replica's ejection (see
 // [Client.OpenStream]); a stream observer given here
-// ([rpc.WithStreamObserver]) replaces it, as a second one replaces the
-// first on an [rpc.Client]: it sees every stream, and stream ends then
-// count nothing.
+// ([rpc.WithStreamObserver]) is called beside it, after it, and sees
+// every stream the connection opens, as every observer given to an
+// [rpc.Client] is.
 func WithClientOptions(opts ...rpc.ClientOption) Option {
 	opts = append([]rpc.ClientOption(nil), opts...)
 	return optionFunc(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })

@@ -364,8 +364,9 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 
 // dial dials a connection to the replica for cn, whose stream observer
 // counts the ends of its streams (see Conn.streamEnded); it is given
-// before the options of WithClientOptions, so that a stream observer of
-// the caller's replaces it (see WithClientOptions).
+// before the options of WithClientOptions, so that it runs first and a
+// stream observer of the caller's runs after it (rpc calls every stream
+// observer given, in order).
 func (r *replica) dial(cn *Conn) (*rpc.Client, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.c.o.healthTimeout)
 	defer cancel()

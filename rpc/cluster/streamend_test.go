@@ -252,30 +252,58 @@ func TestRetriedStreamOpenResponseMetadata(t *testing.T) {
 }
 
 // A stream observer given to the connections (WithClientOptions) sees
-// every stream, in place of the one with which the client counts stream
-// ends (which it replaces, as on an rpc.Client).
+// every stream, and the stream observer with which each connection
+// counts its streams' ends toward its replica's ejection still counts
+// them: it runs first, and the caller's after it (a nil one given before
+// it changes nothing). The caller's used to replace it, and a replica whose
+// streams all failed was then never ejected.
 func TestConnStreamObserverKept(t *testing.T) {
 	const mEnd = 46 // stream: ends with a 500 at once
 	a := startReplica(t, "127.0.0.1")
 	a.server().HandleStream(mEnd, func(ctx context.Context, init []byte, st *rpc.Stream) error {
 		return rpc.Errorf(rpc.StatusInternal, "x")
 	})
-	ends := make(chan uint32, 4)
-	c := dialT(t, "static:///"+a.addr, WithClientOptions(rpc.WithStreamObserver(func(ev rpc.StreamEvent) {
-		if ev.End {
-			ends <- ev.Status
+	type seen struct {
+		end    bool
+		status uint32
+		fails  int32 // the replica's failures in a row as the caller's observer saw the event
+	}
+	events := make(chan seen, 8)
+	var r *replica
+	var ready atomic.Bool
+	c := dialT(t, "static:///"+a.addr, WithEjection(2, time.Hour, time.Hour), WithHealthCheck(time.Hour, 0),
+		WithClientOptions(rpc.WithStreamObserver(nil), rpc.WithStreamObserver(func(ev rpc.StreamEvent) {
+			if ready.Load() {
+				events <- seen{ev.End, ev.Status, r.fails.Load()}
+			}
+		})))
+	r = replicaOf(c, a.addr)
+	ready.Store(true)
+	for i := range 2 {
+		st, err := c.OpenStream(context.Background(), mEnd, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})))
-	st, err := c.OpenStream(context.Background(), mEnd, nil)
-	if err != nil {
-		t.Fatal(err)
+		if _, err := st.Recv(nil); rpc.Code(err) != rpc.StatusInternal {
+			t.Fatalf("end: %v", err)
+		}
+		if ev := receive(t, "the observer's start event", events); ev.end {
+			t.Fatalf("the observer saw %+v first, want the stream's start", ev)
+		}
+		ev := receive(t, "the observer's end event", events)
+		if !ev.end || ev.status != rpc.StatusInternal {
+			t.Fatalf("the observer saw %+v, want the end with status 500", ev)
+		}
+		if i == 0 && ev.fails != 1 {
+			// The connection's observer ran first: the end was counted
+			// before the caller's saw it.
+			t.Fatalf("%d failures in a row as the caller's observer saw the first 500 end, want 1", ev.fails)
+		}
 	}
-	if _, err := st.Recv(nil); rpc.Code(err) != rpc.StatusInternal {
-		t.Fatalf("end: %v", err)
-	}
-	if s := receive(t, "the observer's end event", ends); s != rpc.StatusInternal {
-		t.Fatalf("the observer saw status %d, want 500", s)
-	}
+	await(t, "the replica ejected after 2 failed streams", func() bool {
+		s := c.Stats()
+		return s.Ejections == 1 && s.Replicas[0].State == "ejected"
+	})
 }
 
 // A server whose connection has as many streams open as it allows
