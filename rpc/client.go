@@ -452,6 +452,9 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	}
 	var r wire.Request
 	rmd, ok := callRequest(&r, ctx, done, method, target, req)
+	if rmd != nil {
+		*rmd = Metadata{} // emptied when the call is sent
+	}
 	s, err := c.acquire(resp, watchDone, rmd)
 	if err != nil {
 		return nil, err
@@ -624,7 +627,8 @@ func appendCall(dst []byte, ctx context.Context, method, pid, target uint32, pay
 // deadline has passed (see timeoutMicros): the caller does not send the
 // call (*r is complete all the same, with a timeout of 1 µs). rmd is the
 // receiver of the call's response metadata ([WithResponseMetadata]), nil
-// when ctx asks for none; callRequest empties it.
+// when ctx asks for none; callRequest leaves it as it is (a call's send
+// empties it, a stream's open under its owner's lock: claimReceiver).
 func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, method, target uint32, payload []byte) (rmd *Metadata, ok bool) {
 	r.Method, r.Target, r.Payload = method, target, payload
 	ok = true
@@ -639,9 +643,7 @@ func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, met
 	}
 	if w := wireFrom(ctx); w != nil {
 		r.Cap, r.Metadata = w.cap, w.md
-		if rmd = w.rmd; rmd != nil {
-			*rmd = Metadata{}
-		}
+		rmd = w.rmd
 	}
 	return rmd, ok
 }

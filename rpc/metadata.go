@@ -40,6 +40,9 @@ type wireOpts struct {
 	cap []byte    // copied from the caller
 	md  []byte    // encoded metadata
 	rmd *Metadata // receives the answer's metadata (WithResponseMetadata)
+	// rown orders the writes of *rmd by streams (see rmdOwner), shared
+	// by the ctxs derived from one WithResponseMetadata.
+	rown *rmdOwner
 }
 
 // wireInUse is set once a WithCap or WithMetadata ran in this process:

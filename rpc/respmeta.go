@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -184,7 +185,12 @@ func respMDExtra(md []byte) int {
 // [SetResponseMetadata]). Read it only after [Stream.Recv] returned the
 // end: io.EOF or the error end's *[StatusError]; it stays empty for a
 // stream ended otherwise (canceled, the connection closed). A ctx (one
-// made by WithResponseMetadata) serves one call or stream at a time.
+// made by WithResponseMetadata) serves one call or stream at a time;
+// the streams opened with it that the caller never gets are no
+// exception: *md is for the last stream opened with ctx, so a stream a
+// stream interceptor opened and dropped (opening another), or one its
+// chain canceled before an open was sent again (by rpc/cluster, on
+// another connection), never writes it after the next open emptied it.
 //
 // Ownership: *md holds its own copy of the bytes, made for this call
 // (one allocation per answer that carries metadata): it is the caller's
@@ -208,13 +214,42 @@ func respMDExtra(md []byte) int {
 // [WithCap] and [WithMetadata], the first use in a process makes every
 // later call look its ctx up (see wireInUse).
 func WithResponseMetadata(ctx context.Context, md *Metadata) context.Context {
-	w := &wireOpts{}
+	wo := &struct { // one allocation for both
+		w wireOpts
+		o rmdOwner
+	}{}
+	w := &wo.w
 	if old := wireFrom(ctx); old != nil {
 		*w = *old
 	}
-	w.rmd = md
+	w.rmd, w.rown = md, &wo.o
 	wireInUse.Store(true) // before any ctx holds w
 	return context.WithValue(ctx, wireKey{}, w)
+}
+
+// rmdOwner orders the writes of a WithResponseMetadata receiver by the
+// streams opened with it (the ctxs derived from one WithResponseMetadata
+// share it). A stream's open empties the receiver and takes the next
+// turn (gen), and its end writes its trailer there only while no later
+// open took the receiver, both under mu: a stream opened with the
+// caller's ctx but never returned to the caller (a client stream
+// interceptor opened it, then another, which it returned, or an open
+// sent again by rpc/cluster elsewhere after the first connection's chain
+// canceled it) leaves the receiver to the stream that came after it,
+// whose open, on any connection, its end neither races nor follows.
+type rmdOwner struct {
+	mu  sync.Mutex
+	gen uint64
+}
+
+// claimReceiver makes s, a client's stream being opened, the stream that
+// the receiver md (owned by o) is for, and empties md.
+func (s *Stream) claimReceiver(md *Metadata, o *rmdOwner) {
+	o.mu.Lock()
+	o.gen++
+	s.rmd, s.rown, s.rgen = md, o, o.gen
+	*md = Metadata{}
+	o.mu.Unlock()
 }
 
 // WithMaxResponseMetadata sets the largest encoded response metadata
@@ -338,18 +373,29 @@ func (t *streamSet) onTrailer(p []byte) {
 // ended, to the caller's receiver and returns the error Recv returns in
 // place of end (io.EOF or the error end's): the trailer's refusal, if
 // any. The read loop calls it before the end is seen by Recv, which
-// orders its write of *s.rmd before the caller's reads.
+// orders its write of *s.rmd before the caller's reads. A stream that
+// ended otherwise first (canceled: by its caller, or by the chain of
+// interceptors that opened it and did not return it; its connection
+// closed) gives nothing: Recv does not return this end. Nor does one
+// whose receiver a later open took (see rmdOwner). Both are decided
+// under locks that the cancel (s.mu) and the later open (the owner's)
+// take too, so a trailer is written before them or not at all.
 func (s *Stream) giveTrailer(end error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rmd == nil {
+	if s.rmd == nil || s.rdone {
 		return end
 	}
 	if s.terr != nil {
 		return s.terr
 	}
 	if s.tmd != nil {
-		*s.rmd = Metadata{s.tmd}
+		o := s.rown
+		o.mu.Lock()
+		if o.gen == s.rgen {
+			*s.rmd = Metadata{s.tmd}
+		}
+		o.mu.Unlock()
 		s.tmd = nil
 	}
 	return end

@@ -206,10 +206,13 @@ type Stream struct {
 	// handler set (SetResponseMetadata), sent with its end. Client: rmd,
 	// the receiver of WithResponseMetadata on the open's ctx (nil: not
 	// asked), and what the trailer frame brought for it: tmd, a copy, or
-	// terr, its refusal, Recv's error at the end.
+	// terr, its refusal, Recv's error at the end; rown and rgen, the
+	// receiver's owner and the open's turn in it (see rmdOwner).
 	tmd  []byte
 	rmd  *Metadata
 	terr error
+	rown *rmdOwner
+	rgen uint64
 
 	acct streamAcct  // on mu: counts for the observer and Stats (stream_observe.go)
 	taps []StreamTap // set before the stream is used (stream_intercept.go)

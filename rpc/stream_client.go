@@ -119,8 +119,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 	s := newStream(t, t.allocID(), method)
 	s.ctx = ctx
 	if w := wireFrom(ctx); w != nil && w.rmd != nil {
-		s.rmd = w.rmd
-		*s.rmd = Metadata{} // emptied at the open, as at a call's send
+		s.claimReceiver(w.rmd, w.rown) // emptied at the open, as at a call's send
 	}
 	s.acct.start, s.acct.bytesOut = monoNow(), int64(len(init))
 	t.m[s.id] = s
