@@ -66,8 +66,17 @@ func TestPastDeadlineNotSent(t *testing.T) {
 		}
 	}
 	// A call without a deadline after them reaches the peer first.
-	go c.Call(context.Background(), mEcho, nil, nil)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), mEcho, nil, nil)
+		answered <- err
+	}()
 	if f, want := receive(t, "a request", got), fmt.Sprintf("kind %d timeout 0", wire.KindRequest); f != want {
 		t.Errorf("the peer got %s first; want %s (the call without a deadline)", f, want)
+	}
+	// The test ends once the peer has answered: its answer, written
+	// after the test ended, failed the ended test.
+	if err := receive(t, "the answer to the call without a deadline", answered); err != nil {
+		t.Errorf("the call without a deadline: %v", err)
 	}
 }
