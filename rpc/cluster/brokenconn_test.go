@@ -149,14 +149,25 @@ func TestBrokenConnCheckIsNoPass(t *testing.T) {
 	release := make(chan struct{})
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce)
-	// Holds the periodic checks of the replica admitted after 3
-	// ejections in a row once one has passed (the probes that admit it
-	// are not held).
+	// While the row is built, a periodic check (one of the admitted
+	// replica) is held until the failed calls have asked for the
+	// replica's ejection: the row must not depend on a failed call
+	// beating two checks after each admission (a test goroutine stalled
+	// 200 ms under load let two checks pass and end the row). Then the
+	// periodic checks of the replica admitted after 3 ejections in a
+	// row are held once one has passed. The probes that admit it are
+	// never held.
+	var building atomic.Bool
+	building.Store(true)
 	hold := rpc.WithClientInterceptors(func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
 		if rep := repOf.Load(); method == rpc.HealthMethod && rep != nil {
 			rep.c.mu.Lock()
-			checking := rep.state == stateReady && rep.ejections >= 3 && rep.passes >= 1
+			ready := rep.state == stateReady
+			checking := ready && rep.ejections >= 3 && rep.passes >= 1
 			rep.c.mu.Unlock()
+			for ready && building.Load() && !rep.ejectReq.Load() && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
 			if checking {
 				select {
 				case held <- struct{}{}:
@@ -177,6 +188,7 @@ func TestBrokenConnCheckIsNoPass(t *testing.T) {
 		c.Call(context.Background(), mFail, nil, nil)
 		return c.Stats().Ejections >= 3
 	})
+	building.Store(false)
 	await(t, "the replica admitted again", func() bool { return readyCount(c) == 1 })
 	row := c.Stats().Replicas[0].Ejections
 	if row < 3 {
