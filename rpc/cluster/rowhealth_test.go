@@ -21,18 +21,27 @@ import (
 // Each round: the replica admitted, a call fails, three health checks
 // start (the second has passed), a second call fails and ejects it; the
 // probe that readmits it reads its row.
+//
+// A periodic check of the admitted replica waits for the round's first
+// failed call: two checks passed before it (10 ms apart, so a test
+// goroutine stalled 20 ms under load) end the row, rightly (no call had
+// failed since the admission), and the test failed.
 func TestHealthChecksDoNotEndRowOfFailingReplica(t *testing.T) {
 	var client atomic.Pointer[Client]
 	var checks atomic.Int32 // health checks started
 	rows := make(chan int, 16)
 	count := func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
 		if method == rpc.HealthMethod {
-			checks.Add(1)
 			if c := client.Load(); c != nil {
 				if rs := c.Stats().Replicas[0]; rs.State != "ready" {
 					rows <- rs.Ejections
+				} else {
+					for rep := replicaOf(c, rs.Addr); rep.fails.Load() == 0 && ctx.Err() == nil; {
+						time.Sleep(time.Millisecond)
+					}
 				}
 			}
+			checks.Add(1)
 		}
 		return invoke(ctx, method, req, resp)
 	}
