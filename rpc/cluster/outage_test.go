@@ -41,62 +41,76 @@ func (d *downDialer) count(addr string) int {
 // cut-short ends the back-offs before the cap, as after an outage that
 // follows a long row. Counts of dials and the back-offs' lengths as the client chose
 // them, no clock.
+//
+// "late": the replica's goroutine runs late (a loaded machine), after
+// its back-off's whole length: both of its timers have fired, and the
+// back-off still counts as cut short by the outage, its next step
+// doubled. It did only when the select took the step's timer, at random:
+// a step did not double now and then under load.
 func TestOutageRedialsBackOff(t *testing.T) {
 	const base, most = 2 * time.Millisecond, 32 * time.Millisecond
-	var mu sync.Mutex
-	waits := map[string][]time.Duration{} // the back-offs' lengths while wanted, in order
-	backoffHook = func(addr string, wait time.Duration) {
-		mu.Lock()
-		waits[addr] = append(waits[addr], wait)
-		mu.Unlock()
-	}
-	t.Cleanup(func() { backoffHook = nil }) // after the client's Close
-	d := &downDialer{dials: map[string]int{}}
-	const a, b = "10.0.0.1:7700", "10.0.0.2:7700"
-	c, err := Dial(context.Background(), "static:///"+a+","+b, WithHealthCheck(time.Hour, time.Minute),
-		WithEjection(1, base, most), WithWaitForReady(time.Hour),
-		WithClientOptions(rpc.WithDialer(d)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.mu.Lock()
-	for _, r := range c.replicas {
-		r.ejections = 40 // a long row: each back-off is the cap, but for the outage's cut
-	}
-	c.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	waited := make(chan error, 1)
-	go func() {
-		_, err := c.Call(ctx, mEcho, nil, nil)
-		waited <- err
-	}()
-	const n = 10
-	await(t, "10 dials of each replica", func() bool { return d.count(a) >= n && d.count(b) >= n })
-	cancel()
-	if err := <-waited; err != context.Canceled {
-		t.Fatalf("the waiting call: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, addr := range []string{a, b} {
-		w := waits[addr]
-		t.Logf("%s: %d dials, back-offs %v", addr, d.count(addr), w)
-		if len(w) < n-1 {
-			t.Fatalf("%s: %d dials, %d back-offs between them", addr, d.count(addr), len(w))
-		}
-		// The first back-off may come before the row was made long
-		// (then its own timer ended it, at the first step, and the
-		// outage's steps begin again after it).
-		k := 1
-		if w[0] <= base*6/5 && w[1] <= base*6/5 {
-			w = w[1:]
-		}
-		for i, got := range w[:n-2] {
-			want := backoffFor(k+i, base, most)
-			if got < want*4/5 || got > want*6/5 {
-				t.Fatalf("%s: back-off %d of the outage lasts up to %v, want %v ±20 %% (base %v doubling to %v)", addr, i+1, got, want, base, most)
+	for _, tc := range []struct {
+		name string
+		late time.Duration // how late the goroutine runs at each back-off
+	}{{"prompt", 0}, {"late", most * 3 / 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			waits := map[string][]time.Duration{} // the back-offs' lengths while wanted, in order
+			backoffHook = func(addr string, wait time.Duration) {
+				mu.Lock()
+				waits[addr] = append(waits[addr], wait)
+				mu.Unlock()
+				time.Sleep(tc.late)
 			}
-		}
+			t.Cleanup(func() { backoffHook = nil }) // after the client's Close
+			d := &downDialer{dials: map[string]int{}}
+			const a, b = "10.0.0.1:7700", "10.0.0.2:7700"
+			c, err := Dial(context.Background(), "static:///"+a+","+b, WithHealthCheck(time.Hour, time.Minute),
+				WithEjection(1, base, most), WithWaitForReady(time.Hour),
+				WithClientOptions(rpc.WithDialer(d)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.mu.Lock()
+			for _, r := range c.replicas {
+				r.ejections = 40 // a long row: each back-off is the cap, but for the outage's cut
+			}
+			c.mu.Unlock()
+			ctx, cancel := context.WithCancel(context.Background())
+			waited := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, mEcho, nil, nil)
+				waited <- err
+			}()
+			const n = 10
+			await(t, "10 dials of each replica", func() bool { return d.count(a) >= n && d.count(b) >= n })
+			cancel()
+			if err := <-waited; err != context.Canceled {
+				t.Fatalf("the waiting call: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, addr := range []string{a, b} {
+				w := waits[addr]
+				t.Logf("%s: %d dials, back-offs %v", addr, d.count(addr), w)
+				if len(w) < n-1 {
+					t.Fatalf("%s: %d dials, %d back-offs between them", addr, d.count(addr), len(w))
+				}
+				// The first back-off may come before the row was made long
+				// (then its own timer ended it, at the first step, and the
+				// outage's steps begin again after it).
+				k := 1
+				if w[0] <= base*6/5 && w[1] <= base*6/5 {
+					w = w[1:]
+				}
+				for i, got := range w[:n-2] {
+					want := backoffFor(k+i, base, most)
+					if got < want*4/5 || got > want*6/5 {
+						t.Fatalf("%s: back-off %d of the outage lasts up to %v, want %v ±20 %% (base %v doubling to %v)", addr, i+1, got, want, base, most)
+					}
+				}
+			}
+		})
 	}
 }

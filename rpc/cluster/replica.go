@@ -556,6 +556,18 @@ func (r *replica) wait(d time.Duration) bool {
 		case <-r.ctx.Done(): // removed, or the client closed
 			return false
 		case <-t.C:
+			// The outage's step, shorter, passed before the back-off's
+			// length: with a call wanting a replica, the back-off is
+			// cut short by the outage (the next one's step doubles)
+			// whichever timer this select took. A goroutine that runs
+			// late finds both fired, and took this one at random.
+			if step < d {
+				c.mu.Lock()
+				if c.wantedLocked(start) {
+					r.outage++
+				}
+				c.mu.Unlock()
+			}
 			return r.ctx.Err() == nil
 		case <-r.kick:
 			continue
