@@ -411,15 +411,21 @@ func checkKeptWorks(t *testing.T, st *Stream, ended <-chan taggedEnd) {
 // although the server does not read, and the end still goes out once it
 // reads again. Before, the end was written without a ctx and OpenStream
 // waited for the write timeout.
+//
+// The ctx is canceled once the stream is open: its deadline of 100 ms
+// passed, on a loaded machine, before the peer read the open, and the
+// open failed.
 func TestStreamInterceptorOrphanPeerNotReading(t *testing.T) {
 	a, b := net.Pipe()
 	t.Cleanup(func() { a.Close(); b.Close() })
 	errDropped := errors.New("dropped by the interceptor")
+	dropping := make(chan struct{}, 1)
 	c := NewClient(a, WithWriteTimeout(time.Hour), WithStreamClientInterceptors(
 		func(ctx context.Context, method uint32, init []byte, open Streamer) (*Stream, error) {
 			if _, err := open(ctx, method, init); err != nil {
 				return nil, err
 			}
+			dropping <- struct{}{}
 			return nil, errDropped
 		}))
 	t.Cleanup(func() { c.Close() })
@@ -431,7 +437,7 @@ func TestStreamInterceptorOrphanPeerNotReading(t *testing.T) {
 		req, _ := wire.ParseRequest(env)
 		read <- req.PromiseID
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opened := make(chan error, 1)
 	go func() {
@@ -439,6 +445,8 @@ func TestStreamInterceptorOrphanPeerNotReading(t *testing.T) {
 		opened <- err
 	}()
 	id := receive(t, "the open", read)
+	receive(t, "the interceptor to drop the stream", dropping)
+	cancel() // the peer still does not read
 	if err := receive(t, "OpenStream", opened); err != errDropped {
 		t.Fatalf("OpenStream: %v, want the interceptor's error", err)
 	}
