@@ -102,7 +102,19 @@ func TestIdleConnNotWoken(t *testing.T) {
 	if err := <-slow; err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the wake-up that gives the jobs back", func() bool { return s.readWakes.Load() >= 1 })
+	// The wake-up that gives the jobs back is the first with no call
+	// running: those that came while the slow call still ran (a test
+	// goroutine a read timeout late to release it) gave back only the
+	// jobs unused, and the next one came a read timeout later. The
+	// slow call's job goes back to the free list before its end is
+	// counted, and the wake-up empties the list.
+	sc := serverConnOf(t, s)
+	await(t, "the slow call's end on the server", func() bool { return sc.inflight.Load() == 0 })
+	await(t, "the wake-up that gives the jobs back", func() bool {
+		sc.free.mu.Lock()
+		defer sc.free.mu.Unlock()
+		return len(sc.free.jobs) == 0
+	})
 	n := s.readWakes.Load()
 	time.Sleep(20 * rt)
 	if got := s.readWakes.Load() - n; got != 0 {
