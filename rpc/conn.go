@@ -536,8 +536,9 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 }
 
 // pipeliningOff is the body of the 400 answer to a call with a promise
-// target on a server without WithPipelining.
-const pipeliningOff = "promise pipelining is not enabled"
+// target on a server without WithPipelining. It names the option, so that
+// the caller who reads it knows which side turns pipelining on.
+const pipeliningOff = "promise pipelining is not enabled on this server (rpc.WithPipelining)"
 
 // Results of request.
 const (

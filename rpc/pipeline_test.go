@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,7 +185,10 @@ func TestPipelineFailedTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Call(ctx, mEcho, nil); !errors.As(err, &se) || se.Code != StatusBadRequest {
+	// Its message names the server's option, so that the caller knows what
+	// to turn on, and where.
+	if _, err := p.Call(ctx, mEcho, nil); !errors.As(err, &se) || se.Code != StatusBadRequest ||
+		!strings.Contains(se.Message, "server (rpc.WithPipelining)") {
 		t.Fatalf("without pipelining: %v", err)
 	}
 	if out, err := p.Wait(ctx); err != nil || string(out) != "x" {
