@@ -380,6 +380,9 @@ func (p *parser) typ() (*Type, error) { return p.typeIn(0, Pos{}) }
 func (p *parser) typeIn(depth int, outer Pos) (*Type, error) {
 	t := p.next()
 	if t.kind != tokIdent || topKeywords[t.text] || t.text == "returns" {
+		if t.is("[") {
+			return nil, errorf(t.pos, "expected a type, got %s (a list is list<T>)", t.describe())
+		}
 		return nil, errorf(t.pos, "expected a type, got %s", t.describe())
 	}
 	switch t.text {

@@ -103,6 +103,9 @@ func (r *resolver) resolve(t *Type) (*Type, error) {
 		if s, ok := r.structs[t.ref]; ok {
 			return &Type{Kind: KindStruct, Struct: s, Pos: t.Pos}, nil
 		}
+		if zap, ok := goTypeNames[t.ref]; ok {
+			return nil, errorf(t.Pos, "unknown type %s (the schema spells it %s)", t.ref, zap)
+		}
 		return nil, errorf(t.Pos, "unknown type %s", t.ref)
 	case t.Kind == KindList:
 		// Aliases of lists of aliases of lists nest lists without a
@@ -215,4 +218,13 @@ func (r *resolver) payload(m *Method, expr *Type, what string) (*Struct, error) 
 		return nil, errorf(expr.Pos, "method %s: %s type %s is not a struct", m.Name, what, written)
 	}
 	return t.Struct, nil
+}
+
+// goTypeNames gives the schema's spelling of the Go type names a Go
+// programmer writes by habit, for the error that refuses them.
+var goTypeNames = map[string]string{
+	"string": "text", "byte": "u8", "rune": "i32",
+	"int": "i64", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+	"uint": "u64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+	"float32": "f32", "float64": "f64", "boolean": "bool",
 }
