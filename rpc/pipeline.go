@@ -170,10 +170,23 @@ func (p Promise) owned() bool {
 // spend claims p for its one Wait or Release: false when one began
 // already, on this copy of p or another, in this goroutine or another
 // (two goroutines waiting for one signal would leave one of them waiting
-// on the slot's next call, or for ever).
+// on the slot's next call, or for ever). Called after owned, and checks
+// it again once claimed: between the two, another copy's Wait may have
+// taken the answer and the slot gone to the client's next promise, whose
+// Send cleared spent; the claim would then take that promise's call (its
+// answer, and a buffer of SendPooled handed back twice).
 func (p Promise) spend() bool {
 	v := p.s.spent.Load()
-	return v != p.pid && p.s.spent.CompareAndSwap(v, p.pid)
+	if v == p.pid || !p.s.spent.CompareAndSwap(v, p.pid) {
+		return false
+	}
+	if p.owned() {
+		return true
+	}
+	// The slot serves another call: leave its spent as it was (that
+	// call's pid may be p's, 65,536 uses later).
+	p.s.spent.CompareAndSwap(p.pid, v)
+	return false
 }
 
 // Wait waits for the call's answer and returns the resp given to Send
