@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -136,6 +137,15 @@ func (x *streamCtx) Err() error {
 	err := x.ctxErr
 	x.cmu.Unlock()
 	return err
+}
+
+// String names the ctx for fmt (a logged ctx, the context package's
+// names of ctxs derived from it): without it fmt would print the
+// Stream's fields, read unguarded while the connection writes them, as
+// the ctx of the context package's WithCancel has a String of its own.
+func (x *streamCtx) String() string {
+	return "rpc.Stream(method " + strconv.FormatUint(uint64(x.method), 10) +
+		", stream " + strconv.FormatUint(uint64(x.id), 10) + ")"
 }
 
 // Value returns the stream for streamKey, and the connection context's

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -122,5 +123,45 @@ func TestStreamHandlerCtxDoneAskedLate(t *testing.T) {
 	}
 	if err := ctx.Err(); err != context.Canceled {
 		t.Fatalf("Err: %v, want context.Canceled", err)
+	}
+}
+
+// A handler's ctx printed with fmt (a logged ctx) gives a name, as the
+// context package's ctxs do, not the Stream's fields, which fmt would
+// read while the read loop writes them (a data race under -race).
+func TestStreamHandlerCtxString(t *testing.T) {
+	const sStr = 83
+	s, addr, _ := testServer(t)
+	got := make(chan []string, 1)
+	s.HandleStream(sStr, func(ctx context.Context, init []byte, st *Stream) error {
+		var names []string
+		var buf []byte
+		for {
+			names = append(names[:0], fmt.Sprint(ctx), fmt.Sprint(context.WithValue(ctx, baseKey{}, 1)))
+			var err error
+			if buf, err = st.Recv(buf[:0]); err != nil {
+				break
+			}
+		}
+		got <- names
+		return nil
+	})
+	c := dial(t, addr)
+	st, err := c.OpenStream(context.Background(), sStr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if err := st.Send([]byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	names := <-got
+	want := []string{"rpc.Stream(method 83, stream 1)", "rpc.Stream(method 83, stream 1).WithValue(rpc.baseKey, int)"}
+	if names[0] != want[0] || names[1] != want[1] {
+		t.Fatalf("fmt of a handler's ctx: %q, want %q", names, want)
 	}
 }
