@@ -169,6 +169,7 @@ type Stream struct {
 	dtimer  *time.Timer // on cmu: ends it at dl
 	afs     []afterFunc // on cmu: callbacks of ctxs derived from it (AfterFunc)
 	afID    uint32      // on cmu: the ids of afs
+	byConn  bool        // on cmu: it ended with the connection's context, which has a cause (see streamCtx.Value)
 
 	wmu sync.Mutex // orders this stream's frames: messages before the end
 	// writing counts a handler's Send, CloseSend and Recv (its grant)

@@ -41,13 +41,26 @@ func (st *Stream) deadlinePassed() { st.endCtx(context.DeadlineExceeded) }
 // first one's error). It wakes the stream's waits, unless the stream is
 // over (ctxEnded), and then ends the ctxs derived from it. Called
 // without st.mu.
-func (st *Stream) endCtx(err error) {
+func (st *Stream) endCtx(err error) { st.endCtxBy(err, false) }
+
+// endCtxByConn ends a handler's ctx with the end of the connection's
+// context (err its Err): context.Cause of the handler's ctx then reports
+// the connection context's cause, as it did when the ctx was derived
+// from it (the base context's cause, say, when it was canceled with
+// context.WithCancelCause's cancel: see Value).
+func (st *Stream) endCtxByConn(err error) {
+	cause := context.Cause(st.set.sc.ctx)
+	st.endCtxBy(err, cause != nil && cause != err)
+}
+
+// endCtxBy is endCtx; byConn: see Stream.byConn.
+func (st *Stream) endCtxBy(err error, byConn bool) {
 	st.cmu.Lock()
 	if st.ctxErr != nil {
 		st.cmu.Unlock()
 		return
 	}
-	st.ctxErr = err
+	st.ctxErr, st.byConn = err, byConn
 	st.ctxEnd.Store(true)
 	if st.ctxDone != nil {
 		close(st.ctxDone)
@@ -150,13 +163,20 @@ func (x *streamCtx) String() string {
 
 // Value returns the stream for streamKey, and the connection context's
 // value for any other key but the context package's own (see
-// cancelCtxKey).
+// cancelCtxKey), for which it answers nil unless the ctx ended with the
+// connection's context and that has a cause of its own (byConn): then
+// the connection context's, whose cause context.Cause reports.
 func (x *streamCtx) Value(key any) any {
 	if _, ok := key.(streamKey); ok {
 		return (*Stream)(x)
 	}
 	if key == cancelCtxKey {
-		return nil
+		x.cmu.Lock()
+		byConn := x.byConn
+		x.cmu.Unlock()
+		if !byConn {
+			return nil
+		}
 	}
 	return x.set.sc.ctx.Value(key)
 }
@@ -194,7 +214,9 @@ func (x *streamCtx) AfterFunc(f func()) (stop func() bool) {
 // so does a ctx derived from ours). A handler's ctx answers nil, not its
 // connection context's: context.Cause then reports the stream's own
 // error (it reported the connection's cause, nil while that is open),
-// and a derived ctx registers with AfterFunc. Learned once, from the
+// and a derived ctx registers with AfterFunc. (Once the ctx ended with
+// the connection's context, and that has a cause, it answers with the
+// connection context's: see streamCtx.Value.) Learned once, from the
 // question context.Cause asks of keyProbe.
 var cancelCtxKey = func() any {
 	p := keyProbe{Context: context.Background()}

@@ -165,3 +165,53 @@ func TestStreamHandlerCtxString(t *testing.T) {
 		t.Fatalf("fmt of a handler's ctx: %q, want %q", names, want)
 	}
 }
+
+// A handler's ctx ended by the base context's end reports the base
+// context's cause (context.WithCancelCause's cancel), as a unary
+// handler's ctx does and as the stream's did when it was derived from
+// the connection's context; so do ctxs derived from it. One whose own
+// end came first (the client's cancel) reports its own error.
+func TestStreamHandlerCtxBaseCause(t *testing.T) {
+	const sCause = 84
+	reason := errors.New("base gone")
+	base, cancelBase := context.WithCancelCause(context.Background())
+	s, addr, _ := testServer(t, WithBaseContext(func(net.Listener) context.Context { return base }))
+	got := make(chan [3]error, 2)
+	s.HandleStream(sCause, func(ctx context.Context, init []byte, st *Stream) error {
+		d, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if len(init) == 0 {
+			if err := st.Send(nil); err != nil {
+				return err
+			}
+		}
+		<-ctx.Done()
+		<-d.Done()
+		got <- [3]error{ctx.Err(), context.Cause(ctx), context.Cause(d)}
+		return nil
+	})
+	c := dial(t, addr)
+	cctx, ccancel := context.WithCancel(context.Background())
+	canceled, err := c.OpenStream(cctx, sCause, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := canceled.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+	ccancel()
+	if e := <-got; e != [3]error{context.Canceled, context.Canceled, context.Canceled} {
+		t.Errorf("canceled by the client: Err, Cause, derived Cause = %v", e)
+	}
+	st, err := c.OpenStream(context.Background(), sCause, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(nil); err != nil {
+		t.Fatal(err)
+	}
+	cancelBase(reason)
+	if e := <-got; e != [3]error{context.Canceled, reason, reason} {
+		t.Errorf("ended by the base context: Err, Cause, derived Cause = %v, want canceled, %v, %v", e, reason, reason)
+	}
+}

@@ -347,7 +347,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	}
 	t.mu.Unlock()
 	if err := c.ctx.Err(); err != nil {
-		st.endCtx(err) // the watch may have looked before st was in the set
+		st.endCtxByConn(err) // the watch may have looked before st was in the set
 	}
 	if len(req.Cap) > 0 {
 		st.capv = append([]byte(nil), req.Cap...)
@@ -378,7 +378,7 @@ func (c *serverConn) ctxEndsStreams() {
 	}
 	t.mu.Unlock()
 	for _, st := range ss {
-		st.endCtx(err)
+		st.endCtxByConn(err)
 	}
 }
 
