@@ -227,6 +227,11 @@ func (c *pipeConn) write(p []byte) (int, error) {
 			n += b.put(p[n:])
 			b.changed()
 			b.mu.Unlock()
+			if n == len(p) {
+				// Done: not a look at the ends again, which the reader
+				// may have closed by now, having read these bytes.
+				return n, nil
+			}
 			continue
 		}
 		wake := b.waitChan()
