@@ -39,7 +39,11 @@ import (
 // answer can be written). A panic answers 500 and is
 // logged the same way; the connection goes on. So does a call to
 // runtime.Goexit (t.FailNow in a test's handler): it ends the goroutine
-// the handler ran on, and another takes its place.
+// the handler ran on, and another takes its place. Handlers, stream
+// handlers too, run on goroutines the server reuses (a read loop, a
+// worker): a handler that calls runtime.LockOSThread must unlock it, and
+// one that sets pprof labels must restore them, before it returns, or
+// the next handler on that goroutine inherits them.
 //
 // A handler may block: calls run in the connection's read loop, and one
 // still running after a millisecond or two is left there while a worker
