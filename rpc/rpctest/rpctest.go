@@ -13,6 +13,20 @@
 //	c, err := rpc.Dial(ctx, "tcp", "rpctest", rpc.WithDialer(l)) // network and address are ignored
 //	// or: nc, err := l.Dial(); c := rpc.NewClient(nc)
 //
+// Several servers, each at an address of its own (the replicas of an
+// rpc/cluster client), run on a [Network]: its Listen gives the listener
+// at an address, and it is itself the rpc.Dialer that dials the listener
+// at the address it is given. A dial of an address no listener is at
+// (none was, or it was closed) fails as a TCP dial to a closed port
+// does, matching syscall.ECONNREFUSED:
+//
+//	n := rpctest.NewNetwork()
+//	la, _ := n.Listen("a:7700")
+//	lb, _ := n.Listen("b:7700")
+//	go sa.Serve(la)
+//	go sb.Serve(lb)
+//	c, err := cluster.Dial(ctx, "a:7700,b:7700", cluster.WithClientOptions(rpc.WithDialer(n)))
+//
 // The connection buffers each way, as a socket does ([DefaultBufferSize],
 // 64 KiB; [Options].BufferSize): a write returns once its bytes are
 // buffered and waits for the peer's reads only while the buffer is full.
@@ -52,6 +66,10 @@ type Listener struct {
 	once  sync.Once
 	size  int           // of each direction of a connection's buffer
 	dials atomic.Uint64 // names the client ends: "rpctest-1", ...
+	addr  string        // "rpctest", or its address on a Network
+	// onClose, when not nil, runs once at Close: the Network it listens
+	// on forgets it.
+	onClose func()
 }
 
 // NewListener returns an open Listener whose connections buffer
@@ -61,7 +79,11 @@ func NewListener() *Listener { return NewListenerWithOptions(Options{}) }
 // NewListenerWithOptions returns an open Listener whose connections are
 // configured by o (see [Options]).
 func NewListenerWithOptions(o Options) *Listener {
-	return &Listener{conns: make(chan net.Conn), done: make(chan struct{}), size: o.bufferSize()}
+	return newListener(o, "rpctest")
+}
+
+func newListener(o Options, addr string) *Listener {
+	return &Listener{conns: make(chan net.Conn), done: make(chan struct{}), size: o.bufferSize(), addr: addr}
 }
 
 // Accept waits for a dial and returns the server's end of its
@@ -80,16 +102,22 @@ func (l *Listener) Accept() (net.Conn, error) {
 
 // Close stops the listener: waiting and later Accepts return
 // net.ErrClosed, and dials fail with [ErrClosed]. Connections already
-// accepted are not closed (the server closes its own). Close is
-// idempotent and returns nil.
+// accepted are not closed (the server closes its own). A listener of a
+// [Network] leaves it: its address is free again, and dials of it are
+// refused. Close is idempotent and returns nil.
 func (l *Listener) Close() error {
-	l.once.Do(func() { close(l.done) })
+	l.once.Do(func() {
+		close(l.done)
+		if l.onClose != nil {
+			l.onClose()
+		}
+	})
 	return nil
 }
 
 // Addr returns the listener's address: network "pipe", address
-// "rpctest".
-func (l *Listener) Addr() net.Addr { return pipeAddr("rpctest") }
+// "rpctest", or for a listener of a [Network] the address it listens at.
+func (l *Listener) Addr() net.Addr { return pipeAddr(l.addr) }
 
 // Dial connects to the listener and returns the client's end of the
 // connection once Accept has taken the server's end. It waits for as
@@ -111,7 +139,7 @@ func (l *Listener) DialContext(ctx context.Context, network, addr string) (net.C
 		return nil, ErrClosed // before making a pipe for nothing
 	default:
 	}
-	client, server := newPipe(l.size, pipeAddr(fmt.Sprintf("rpctest-%d", l.dials.Add(1))), pipeAddr("rpctest"))
+	client, server := newPipe(l.size, pipeAddr(fmt.Sprintf("rpctest-%d", l.dials.Add(1))), pipeAddr(l.addr))
 	var err error
 	select {
 	case l.conns <- server:
