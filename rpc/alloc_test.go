@@ -663,3 +663,34 @@ func TestAllocsStreamObserved(t *testing.T) {
 		}
 	}
 }
+
+// A warm health check that the server answers (the server as a whole, a
+// mounted service) allocates nothing, client and server: only the 404 of
+// an unknown name builds a message (the names the server knows).
+func TestAllocsHealthCheck(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Mount("shop.Shop", 2, At(100))
+	c := dial(t, addr)
+	ctx := context.Background()
+	for _, service := range []string{"", "shop.Shop"} {
+		var req []byte
+		if service != "" {
+			r := HealthCheckRequest{Service: service}
+			req = r.AppendZAP(nil)
+		}
+		resp := make([]byte, 0, 64)
+		call := func() {
+			out, err := c.Call(ctx, HealthMethod, req, resp[:0])
+			var r HealthCheckResponse
+			if err != nil || r.DecodeZAP(out) != nil || HealthStatus(r.Status) != HealthServing {
+				t.Fatalf("check %q: %v", service, err)
+			}
+		}
+		for i := 0; i < 100; i++ {
+			call()
+		}
+		if n := testing.AllocsPerRun(2000, call); n != 0 {
+			t.Errorf("health check of %q: %v allocs, want 0", service, n)
+		}
+	}
+}

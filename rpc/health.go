@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 )
 
@@ -15,7 +16,9 @@ import (
 // [HealthCheckResponse] whose Status is a [HealthStatus], the status
 // stored for the service (HealthUnknown too, when it was set so); only a
 // service name the server never knew is answered 404 (its text quotes at
-// most 128 bytes of the name, and its length). The schema is
+// most 128 bytes of the name, and its length, then names the services
+// the server knows, mounted or set: the first 8 in byte order within
+// about 256 bytes, each cut to 64, and a count of the rest). The schema is
 // rpc/health.zap.
 // Interceptors do not run for it (an authenticating interceptor must not
 // hide a server's health from its load balancer); the observer sees it.
@@ -137,6 +140,74 @@ func (h *Health) lookup(service string) (HealthStatus, bool) {
 // a health check quotes.
 const maxHealthNameQuoted = 128
 
+// The 404 of a health check of an unknown service lists the names the
+// server knows (so that a caller who asked for "Shop" learns it is
+// "shop.Shop"): the first maxHealthNamesListed in byte order, each cut to
+// maxHealthNameListed bytes, while the list stays within
+// maxHealthNamesBytes; the rest are counted.
+const (
+	maxHealthNamesListed = 8
+	maxHealthNameListed  = 64
+	maxHealthNamesBytes  = 256
+)
+
+// appendKnown appends to b, for the 404 of a check of an unknown
+// service, the names of the services h knows (those mounted or set, not
+// the server's ""): ` (known services: "a.A", "b.B" and 3 more)`, or
+// ` (no service is known by name; "" checks the server)`. It holds h.mu
+// for one pass over the names, keeping the smallest few, and is bounded
+// whatever their number.
+func (h *Health) appendKnown(b []byte) []byte {
+	var first [maxHealthNamesListed]string
+	n, total := 0, 0
+	h.mu.Lock()
+	for name := range h.m {
+		if name == "" {
+			continue
+		}
+		total++
+		// Insert name into first[:n], kept sorted, dropping the largest
+		// when it is full.
+		i := n
+		for i > 0 && first[i-1] > name {
+			i--
+		}
+		if i == len(first) {
+			continue
+		}
+		if n < len(first) {
+			n++
+		}
+		copy(first[i+1:n], first[i:n-1])
+		first[i] = name
+	}
+	h.mu.Unlock()
+	if total == 0 {
+		return append(b, ` (no service is known by name; "" checks the server)`...)
+	}
+	b = append(b, " (known services: "...)
+	start, listed := len(b), 0
+	for _, name := range first[:n] {
+		mark := len(b)
+		if listed > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendQuote(b, name[:textCut(name, maxHealthNameListed)])
+		if len(name) > maxHealthNameListed {
+			b = append(b, "..."...)
+		}
+		if listed > 0 && len(b)-start > maxHealthNamesBytes {
+			b = b[:mark] // the first is listed whatever its length
+			break
+		}
+		listed++
+	}
+	if rest := total - listed; rest > 0 {
+		b = fmt.Appendf(b, " and %d more", rest)
+	}
+	return append(b, ')')
+}
+
 // serveHealth is the handler of HealthMethod.
 func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 	j, _ := ctx.Value(callInfoKey{}).(*job)
@@ -157,11 +228,17 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 		// times its length, and a request of the largest frame would
 		// have the server build an answer of four such frames (sent as
 		// a 500, too large for a frame).
+		// The names the server knows follow, as few and as cut as
+		// appendKnown keeps them.
+		var msg []byte
 		if n := len(service); n > maxHealthNameQuoted {
-			return resp, Errorf(StatusNotFound, "rpc: health: no such service %q... (%d bytes)",
+			msg = fmt.Appendf(msg, "rpc: health: no such service %q... (%d bytes)",
 				service[:textCut(service, maxHealthNameQuoted)], n)
+		} else {
+			msg = fmt.Appendf(msg, "rpc: health: no such service %q", service)
 		}
-		return resp, Errorf(StatusNotFound, "rpc: health: no such service %q", service)
+		msg = j.c.s.health.appendKnown(msg)
+		return resp, &StatusError{Code: StatusNotFound, Message: string(msg)}
 	}
 	r := HealthCheckResponse{Status: uint32(st)}
 	return r.AppendZAP(resp), nil
@@ -173,7 +250,9 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 // returns HealthDraining and a nil error. A service whose status was set
 // to HealthUnknown returns HealthUnknown and a nil error. Any other
 // failure returns HealthUnknown and the error: a *StatusError with code
-// 404 for a service the server never knew, the call's error otherwise (a
+// 404 for a service the server never knew (its message names services
+// the server knows: "shop.Shop" for a check of "Shop", say; see
+// [HealthMethod]), the call's error otherwise (a
 // server of another implementation answers 404 "no such method").
 func CheckHealth(ctx context.Context, c Caller, service string) (HealthStatus, error) {
 	var req []byte

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -171,7 +172,8 @@ func TestHealthUnknownLongName(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != StatusNotFound || st != HealthUnknown {
 		t.Fatalf("check: %v %v, want unknown and a 404", st, err)
 	}
-	want := "rpc: health: no such service \"" + strings.Repeat(`\xff`, quoted) + "\"... (1048576 bytes)"
+	const none = ` (no service is known by name; "" checks the server)` // testServer mounts none
+	want := "rpc: health: no such service \"" + strings.Repeat(`\xff`, quoted) + "\"... (1048576 bytes)" + none
 	if se.BodyLen != 0 || se.Message != want { // BodyLen: the message was cut
 		t.Fatalf("404 (cut from %d bytes): %.300q, want %q", se.BodyLen, se.Message, want)
 	}
@@ -179,13 +181,58 @@ func TestHealthUnknownLongName(t *testing.T) {
 	// dropped whole.
 	name = strings.Repeat("a", quoted-1) + "€" + strings.Repeat("b", 100)
 	_, err = CheckHealth(context.Background(), c, name)
-	want = "rpc: health: no such service \"" + strings.Repeat("a", quoted-1) + "\"... (230 bytes)"
+	want = "rpc: health: no such service \"" + strings.Repeat("a", quoted-1) + "\"... (230 bytes)" + none
 	if !errors.As(err, &se) || se.Message != want {
 		t.Fatalf("check: %v, want the 404 %q", err, want)
 	}
 	// A short name is quoted whole.
 	_, err = CheckHealth(context.Background(), c, "no.Such")
-	if !errors.As(err, &se) || se.Message != `rpc: health: no such service "no.Such"` {
+	if !errors.As(err, &se) || se.Message != `rpc: health: no such service "no.Such"`+none {
 		t.Fatalf("check: %v", err)
+	}
+}
+
+// The 404 of a check of a service the server does not know names those
+// it does (mounted or set), so that a caller who asked for "Shop" learns
+// the name is "shop.Shop": at most 8, the first in byte order, each cut
+// to 64 bytes, within about 256 bytes, and a count of the rest.
+func TestHealthUnknownNamesKnown(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Mount("shop.Shop", 2, At(100))
+	c := dial(t, addr)
+	notFound := func(service string) string {
+		t.Helper()
+		st, err := CheckHealth(context.Background(), c, service)
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != StatusNotFound || st != HealthUnknown {
+			t.Fatalf("check %q: %v %v, want unknown and a 404", service, st, err)
+		}
+		return se.Message
+	}
+	if got, want := notFound("Shop"), `rpc: health: no such service "Shop" (known services: "shop.Shop")`; got != want {
+		t.Fatalf("404:\n got %s\nwant %s", got, want)
+	}
+
+	// A name set without a mount is known too; the first 8 in byte order
+	// are listed, the rest counted.
+	for i := range 11 {
+		s.Health().Set(fmt.Sprintf("svc.S%02d", i), HealthServing)
+	}
+	want := `rpc: health: no such service "Shop" (known services: "shop.Shop", "svc.S00", "svc.S01", "svc.S02", "svc.S03", "svc.S04", "svc.S05", "svc.S06" and 4 more)`
+	if got := notFound("Shop"); got != want {
+		t.Fatalf("404:\n got %s\nwant %s", got, want)
+	}
+
+	// Long names: each cut to 64 bytes, and the list stops within 256
+	// bytes (the first name is listed whatever its length).
+	long := strings.Repeat("x", 1000)
+	s.Health().Set("a."+long, HealthServing)
+	s.Health().Set("b."+long, HealthServing)
+	s.Health().Set("c."+long, HealthServing)
+	s.Health().Set("d."+long, HealthServing)
+	cut := func(p string) string { return `"` + p + strings.Repeat("x", 62) + `"...` }
+	want = `rpc: health: no such service "Shop" (known services: ` + cut("a.") + ", " + cut("b.") + ", " + cut("c.") + " and 13 more)"
+	if got := notFound("Shop"); got != want {
+		t.Fatalf("404:\n got %s\nwant %s", got, want)
 	}
 }
