@@ -106,6 +106,24 @@ func TestUsage(t *testing.T) {
 			t.Errorf("zapcodec %v: exit %d, output:\n%s\nwant exit %d and %q", tt.args, code, out, tt.code, tt.want)
 		}
 	}
+	// No subcommand, or an unknown one, is bad usage as for a Go tool:
+	// the usage goes to stderr alone (stdout stays empty, for a script
+	// that reads it) and the exit code is 2. -h and help print it to
+	// stdout and exit 0.
+	for _, args := range [][]string{nil, {"frobnicate"}, {""}, {"-bogus"}, {"help", "frobnicate"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(args, &stdout, &stderr)
+		if code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "usage: zapcodec <subcommand>") {
+			t.Errorf("zapcodec %q: exit %d, stdout %q, stderr %.80q; want exit 2, the usage on stderr alone", args, code, stdout.String(), stderr.String())
+		}
+	}
+	for _, args := range [][]string{{"-h"}, {"help"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(args, &stdout, &stderr)
+		if code != 0 || stderr.Len() != 0 || !strings.Contains(stdout.String(), "usage: zapcodec <subcommand>") {
+			t.Errorf("zapcodec %q: exit %d, stdout %.80q, stderr %q; want exit 0, the usage on stdout alone", args, code, stdout.String(), stderr.String())
+		}
+	}
 	// help SUBCOMMAND prints that subcommand's usage alone.
 	if code, out := runCmd("help", "gen"); code != 0 || !strings.HasPrefix(out, "gen: ") || strings.Contains(out, "\ndump: ") {
 		t.Errorf("zapcodec help gen: exit %d, output:\n%s\nwant gen's usage alone", code, out)
