@@ -340,10 +340,7 @@ func testFutureDeadline(t *testing.T, a, b net.Conn, buffered int) {
 	if n, err := a.Read(make([]byte, 1)); n != 0 || !isTimeout(err) {
 		t.Fatalf("Read = %d, %v; want a timeout", n, err)
 	}
-	if err := a.SetWriteDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := a.Write(make([]byte, buffered+1)); n != buffered || !isTimeout(err) {
+	if n, err := writeCut(a, make([]byte, buffered+1), buffered, 20*time.Millisecond); n != buffered || !isTimeout(err) {
 		t.Fatalf("Write = %d, %v; want %d and a timeout", n, err, buffered)
 	}
 	// The read deadline did not touch writes of the other end, nor the
@@ -436,13 +433,30 @@ func testDeadlineSetWhileWaiting(t *testing.T, a, b net.Conn, buffered int) {
 	}
 }
 
+// writeCut writes p, more than the buffered bytes that fit, to a with a
+// write deadline d from now, which cuts the write once it filled the
+// buffer. A deadline that passed before the write began (the goroutine
+// held up for d on a loaded machine) cuts it with nothing written: the
+// write is then tried again with a deadline twice as far, up to hang.
+func writeCut(a net.Conn, p []byte, buffered int, d time.Duration) (int, error) {
+	for {
+		if err := a.SetWriteDeadline(time.Now().Add(d)); err != nil {
+			return 0, err
+		}
+		n, err := a.Write(p)
+		if n != 0 || buffered == 0 || !isTimeout(err) || d >= hang {
+			return n, err
+		}
+		d *= 2
+	}
+}
+
 // testWriteDeadlineKeepsWritten: a write cut by its deadline reports the
 // bytes it buffered, and those reach the reader, followed by the next
 // write's.
 func testWriteDeadlineKeepsWritten(t *testing.T, a, b net.Conn, buffered int) {
 	first := randomBytes(buffered + 10)
-	a.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
-	n, err := a.Write(first)
+	n, err := writeCut(a, first, buffered, 10*time.Millisecond)
 	if n != buffered || !isTimeout(err) {
 		t.Fatalf("Write = %d, %v; want %d and a timeout", n, err, buffered)
 	}
