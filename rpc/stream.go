@@ -1103,10 +1103,7 @@ func (t *streamSet) closeAll(err error) {
 	if t.err == nil {
 		t.err = err
 	}
-	ss := make([]*Stream, 0, len(t.m))
-	for _, s := range t.m {
-		ss = append(ss, s)
-	}
+	ss := t.listLocked()
 	if t.cl != nil {
 		clear(t.m) // a server's handlers remove their own
 		t.count()
@@ -1121,15 +1118,22 @@ func (t *streamSet) closeAll(err error) {
 	}
 }
 
+// listLocked returns the streams of the set, a copy to act on once
+// t.mu is let go. Called with t.mu held.
+func (t *streamSet) listLocked() []*Stream {
+	ss := make([]*Stream, 0, len(t.m))
+	for _, s := range t.m {
+		ss = append(ss, s)
+	}
+	return ss
+}
+
 // readEnded ends the receive side of every stream: the peer sent its last
 // frame (it half-closed the connection).
 func (t *streamSet) readEnded(err error) {
 	t.readGone.Store(true)
 	t.mu.Lock()
-	ss := make([]*Stream, 0, len(t.m))
-	for _, s := range t.m {
-		ss = append(ss, s)
-	}
+	ss := t.listLocked()
 	t.mu.Unlock()
 	for _, s := range ss {
 		s.ended(err, false, nil)

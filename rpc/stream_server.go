@@ -372,10 +372,7 @@ func (c *serverConn) ctxEndsStreams() {
 	err := c.ctx.Err()
 	t := &c.streams
 	t.mu.Lock()
-	ss := make([]*Stream, 0, len(t.m))
-	for _, st := range t.m {
-		ss = append(ss, st)
-	}
+	ss := t.listLocked()
 	t.mu.Unlock()
 	for _, st := range ss {
 		st.endCtxByConn(err)
@@ -626,10 +623,7 @@ func (c *serverConn) shutdownStreams(now int64, grace time.Duration) {
 		return
 	}
 	t.graceDone = true // no stream opens after the go-away
-	ss := make([]*Stream, 0, len(t.m))
-	for _, st := range t.m {
-		ss = append(ss, st)
-	}
+	ss := t.listLocked()
 	t.mu.Unlock()
 	// A goroutine each: a peer that does not read must not stall
 	// Shutdown, nor one stream's end, waiting for room in the write
