@@ -23,6 +23,7 @@
 //	n := rpctest.NewNetwork()
 //	la, _ := n.Listen("a:7700")
 //	lb, _ := n.Listen("b:7700")
+//	sa, sb := rpc.NewServer(), rpc.NewServer() // handlers as above
 //	go sa.Serve(la)
 //	go sb.Serve(lb)
 //	c, err := cluster.Dial(ctx, "a:7700,b:7700", cluster.WithClientOptions(rpc.WithDialer(n)))
