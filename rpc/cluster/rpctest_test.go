@@ -5,6 +5,7 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/cluster"
@@ -36,6 +37,23 @@ func TestInMemoryReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// Dial returns once one replica is admitted and every address was
+	// tried once: the other may still be in its health check (seen once
+	// under -tags zapdebug in CI). Wait for both (a hang guard only).
+	for guard := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		ready := 0
+		for _, r := range c.Stats().Replicas {
+			if r.State == "ready" {
+				ready++
+			}
+		}
+		if ready == 2 {
+			break
+		}
+		if time.Now().After(guard) {
+			t.Fatalf("replicas: %+v, want a:7700 and b:7700 ready", c.Stats().Replicas)
+		}
+	}
 
 	seen := map[string]int{}
 	for i := 0; i < 1000 && (seen["a:7700"] == 0 || seen["b:7700"] == 0); i++ {
