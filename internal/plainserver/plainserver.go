@@ -6,6 +6,8 @@
 // appends the answer, and flushes when no further request is buffered. It
 // has no multiplexing of slow calls, no timeouts, no in-flight bound, no
 // go-away: only the bytes a canonical client expects. Not for production.
+// Its memory follows the bytes received all the same: a frame's buffer
+// grows as its bytes arrive, not to the length its header declares.
 package plainserver
 
 import (
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/zapcodec/zapcodec/rpc"
@@ -61,11 +64,8 @@ func serveConn(nc net.Conn, f Func) {
 		if n == 0 || n > maxFrame {
 			return
 		}
-		if cap(frame) < n-1 {
-			frame = make([]byte, n-1)
-		}
-		frame = frame[:n-1]
-		if _, err := io.ReadFull(br, frame); err != nil {
+		var err error
+		if frame, err = readBody(br, frame, n-1); err != nil {
 			return
 		}
 		if hdr[4] != wire.KindRequest {
@@ -96,6 +96,34 @@ func serveConn(nc net.Conn, f Func) {
 			}
 		}
 	}
+}
+
+// readBody reads a frame body of n bytes into buf (reused when its
+// capacity holds n) and returns it. A body larger than buf grows with
+// the bytes that arrive, at most doubling what has arrived, never to the
+// declared length at once: a peer that declares 16 MiB and sends a byte
+// costs no 16 MiB buffer.
+func readBody(br *bufio.Reader, buf []byte, n int) ([]byte, error) {
+	if n <= cap(buf) {
+		buf = buf[:n]
+		_, err := io.ReadFull(br, buf)
+		return buf, err
+	}
+	buf = buf[:0]
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n-len(buf), max(len(buf), 4<<10)))
+		}
+		m, err := br.Read(buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // answer writes one response frame to bw.
