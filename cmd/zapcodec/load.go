@@ -52,7 +52,8 @@ func init() {
   -c N                connections, 1 or more (default 4); each is an open
                       file: more than the process's limit (ulimit -n) fails
                       at once, saying the limit and how to raise it
-  -concurrency N      calls in flight per connection, 1 or more (default 8)
+  -concurrency N      calls in flight per connection, 1 or more (default 8);
+                      -c times -concurrency is at most 262144
   -d DURATION         how long to run, more than 0 (default 10s, unless -n
                       is given)
   -n N                stop after N calls, 1 or more (with -d: whichever
@@ -194,6 +195,10 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if c.Concurrency < 1 {
 		fmt.Fprintf(stderr, "zapcodec load: -concurrency %d: want 1 or more calls in flight\n", c.Concurrency)
+		return 2
+	}
+	if c.Conns > loadgen.MaxInFlight || c.Concurrency > loadgen.MaxInFlight || c.Conns*c.Concurrency > loadgen.MaxInFlight {
+		fmt.Fprintf(stderr, "zapcodec load: -c %d x -concurrency %d: above the %d calls in flight a run keeps (each takes a goroutine and buffers)\n", c.Conns, c.Concurrency, loadgen.MaxInFlight)
 		return 2
 	}
 	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {

@@ -241,6 +241,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "-2"}, 2, "-c -2: want 1 or more"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-concurrency", "0"}, 2, "-concurrency 0: want 1 or more"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-concurrency", "-8"}, 2, "-concurrency -8: want 1 or more"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "5", "-concurrency", "60000"}, 2, "-c 5 x -concurrency 60000: above the 262144 calls in flight"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "9223372036854775807", "-concurrency", "2"}, 2, "above the 262144 calls in flight"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "-5"}, 2, "-rate -5: want"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "NaN"}, 2, "-rate NaN: want"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "+Inf"}, 2, "-rate +Inf: want"},

@@ -34,6 +34,15 @@ const (
 	DefaultTimeout = 20 * time.Second
 )
 
+// MaxInFlight is the most calls a run keeps in flight, Conns*Concurrency
+// in all: each is a worker, some 800 bytes of heap that New makes before
+// any call, and a goroutine (8 KiB of stack at least) during the run, so
+// that many take about 2.3 GiB. Beyond it New fails, saying so, instead
+// of the process running out of memory (1,000 connections at the
+// largest Concurrency made 65 million workers, 53 GB, before the first
+// call).
+const MaxInFlight = 1 << 18
+
 // MaxRate is the highest Config.Rate, one call a nanosecond: due times are
 // kept in nanoseconds, and the calls due in a run of any Duration then
 // fit a uint64 (faster rates overflowed the count of calls due, and Run
@@ -82,7 +91,9 @@ type Config struct {
 	// all the replicas. Each connection is an open file: New refuses
 	// more than the process's limit of open files holds (beside a few
 	// files of its own), and a dial out of open files fails the run; both
-	// errors say the limit and how to raise it (ulimit -n).
+	// errors say the limit and how to raise it (ulimit -n). New refuses
+	// a Concurrency above rpc.DefaultMaxPending, and more than
+	// MaxInFlight calls in flight in all.
 	Conns, Concurrency int
 	// Duration bounds the run (default 10 s, unless Calls is set); Calls,
 	// when > 0, stops it after that many calls (whichever comes first when
@@ -231,6 +242,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	if cfg.Concurrency > rpc.DefaultMaxPending {
 		return nil, fmt.Errorf("loadgen: concurrency %d above the %d calls a connection can hold", cfg.Concurrency, rpc.DefaultMaxPending)
+	}
+	if cfg.Conns > MaxInFlight || cfg.Conns*cfg.Concurrency > MaxInFlight {
+		return nil, fmt.Errorf("loadgen: %d connections x %d calls in flight each: above the %d calls in flight a run keeps (MaxInFlight)", cfg.Conns, cfg.Concurrency, MaxInFlight)
 	}
 	if cfg.Duration <= 0 && cfg.Calls == 0 {
 		cfg.Duration = DefaultDuration

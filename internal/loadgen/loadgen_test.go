@@ -221,6 +221,12 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: 1e21}, "above one call a nanosecond"},
 		{Config{Addr: "127.0.0.1:1", Method: 1, Rate: MaxRate * 1.0000001}, "above one call a nanosecond"},
 		{Config{Addr: "127.0.0.1:1", Method: 1, Concurrency: 1 << 20}, "concurrency"},
+		// More calls in flight than a run keeps fail before any dial
+		// (they used to make a worker each: 1,000 connections at the
+		// largest concurrency took 65 million, and the process ran out of
+		// memory).
+		{Config{Network: "unix", Addr: "/nonexistent/sock", Method: 1, Conns: 5, Concurrency: 60000}, "MaxInFlight"},
+		{Config{Network: "unix", Addr: "/nonexistent/sock", Method: 1, Conns: math.MaxInt, Concurrency: 2}, "MaxInFlight"},
 		{Config{Network: "unix", Addr: "/nonexistent/sock", Method: 1}, "connection 0"},
 	} {
 		_, err := New(context.Background(), tc.cfg)
