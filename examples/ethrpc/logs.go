@@ -79,13 +79,17 @@ func (logsServer) GetLogs(_ context.Context, req ethzap.LogFilterView, resp *eth
 }
 
 // StreamLogs sends the range's logs in messages of ChunkSize logs
-// (default 256); the chunk record and its encoding buffer are reused.
+// (default 256; one message when it is more than the range's logs); the
+// chunk record and its encoding buffer are reused.
 func (logsServer) StreamLogs(ctx context.Context, req ethzap.LogFilterView, s *ethzap.EthLogsStreamLogsServerStream) error {
 	from, to, err := logRange(req)
 	if err != nil {
 		return err
 	}
-	size := int(req.ChunkSize())
+	// A chunk holds at most the range's logs: the chunk record is made
+	// at its size, and a peer's ChunkSize of 4 billion made a 512 GB one
+	// (the process died out of memory on one 30-byte request).
+	size := int(min(req.ChunkSize(), uint32(to-from+1)*logsPerBlock))
 	if size <= 0 {
 		size = 256
 	}
