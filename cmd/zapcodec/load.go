@@ -21,7 +21,9 @@ import (
 
 	"github.com/zapcodec/zapcodec/codec/dynamic"
 	"github.com/zapcodec/zapcodec/codec/schema"
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
+	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
 func init() {
@@ -79,7 +81,8 @@ func init() {
                       method: load makes unary calls); default: the -type
                       method's ordinal
   -payload-hex HEX    request payload as hex
-  -payload-file FILE  request payload read from FILE, raw bytes
+  -payload-file FILE  request payload read from FILE, raw bytes; a request
+                      frame holds at most 16 MiB
   -schema FILE.zap    with -type and -payload-json: encode the payload
   -type NAME          a struct, or a method whose request struct to encode
                       (either may be qualified by the schema's package:
@@ -159,6 +162,10 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if err := lf.resolve(); err != nil {
 		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+		return 2
+	}
+	if n := 1 + wire.RequestLen(&wire.Request{Method: c.Method, PromiseID: 1, Payload: c.Payload}); n > frame.DefaultMaxFrameSize {
+		fmt.Fprintf(stderr, "zapcodec load: a payload of %d bytes makes a request frame of %d bytes, above the largest a client sends (%d)\n", len(c.Payload), n, frame.DefaultMaxFrameSize)
 		return 2
 	}
 	if c.Network != "tcp" && c.Network != "tcp4" && c.Network != "tcp6" && c.Network != "unix" {
@@ -402,9 +409,19 @@ func (lf *loadFlags) resolve() error {
 		lf.cfg.Payload = p
 	}
 	if lf.payloadFile != "" {
-		p, err := os.ReadFile(lf.payloadFile)
+		// Read no further than a frame holds: a larger file (or
+		// /dev/zero) is refused, not read whole.
+		f, err := os.Open(lf.payloadFile)
 		if err != nil {
 			return fmt.Errorf("-payload-file: %v", err)
+		}
+		p, err := io.ReadAll(io.LimitReader(f, frame.DefaultMaxFrameSize+1))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("-payload-file: %v", err)
+		}
+		if len(p) > frame.DefaultMaxFrameSize {
+			return fmt.Errorf("-payload-file %s: more than %d bytes, the largest frame a client sends", lf.payloadFile, frame.DefaultMaxFrameSize)
 		}
 		lf.cfg.Payload = p
 	}

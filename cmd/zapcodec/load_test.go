@@ -203,6 +203,15 @@ func TestLoadUsageErrors(t *testing.T) {
 	// by -type did not say how to name it.
 	streams := filepath.Join(dir, "streams.zap")
 	os.WriteFile(streams, []byte("package s\nstruct F\n    N u32\ninterface Feed {\n    sub(req: F) returns (stream F)\n    up(stream F) returns (resp: F)\n    ping()\n}\n"), 0o644)
+	// A payload a frame cannot hold was sent all the same: with the
+	// direct client the server closed the connection at its header and
+	// the run failed as "connection closed". (A file is read no further
+	// than a frame holds; /dev/zero is not tried here: without that
+	// bound it reads until memory runs out.)
+	frameFull := filepath.Join(dir, "16MiB.bin")
+	os.WriteFile(frameFull, make([]byte, 16<<20), 0o644)
+	overFrame := filepath.Join(dir, "17MiB.bin")
+	os.WriteFile(overFrame, make([]byte, 17<<20), 0o644)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -241,6 +250,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "-2"}, 2, "-c -2: want 1 or more"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-concurrency", "0"}, 2, "-concurrency 0: want 1 or more"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-concurrency", "-8"}, 2, "-concurrency -8: want 1 or more"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-payload-file", frameFull}, 2, "a payload of 16777216 bytes makes a request frame of 16777261 bytes, above the largest a client sends (16777216)"},
+		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-payload-file", overFrame}, 2, "17MiB.bin: more than 16777216 bytes"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "5", "-concurrency", "60000"}, 2, "-c 5 x -concurrency 60000: above the 262144 calls in flight"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "9223372036854775807", "-concurrency", "2"}, 2, "above the 262144 calls in flight"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "-5"}, 2, "-rate -5: want"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -93,6 +94,13 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 	}
 	b := append(d.buf[:0], 0, 0, 0, 0, wire.KindRequest)
 	b = wire.AppendRequest(b, &wire.Request{Method: method, PromiseID: d.pid, Payload: req})
+	if n := len(b) - 4; n > frame.DefaultMaxFrameSize {
+		// As rpc.Client refuses it: nothing written, the connection
+		// kept. (Written, the server closed the connection at its
+		// header, and the call failed as "connection closed".)
+		d.buf = d.buf[:0]
+		return resp, fmt.Errorf("%w (len:%d max:%d)", frame.ErrFrameTooLarge, n, frame.DefaultMaxFrameSize)
+	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
 	d.buf = b
 	if n, err := d.nc.Write(b); err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -143,5 +145,32 @@ func TestDirectLateCutUndone(t *testing.T) {
 	}
 	if d.Closed() {
 		t.Fatal("the connection is closed")
+	}
+}
+
+// A request too large for a frame fails its call, as rpc.Client fails it,
+// without a byte written: the connection is kept and the calls after it
+// are answered. (The direct client wrote it; the server closed the
+// connection at its header, and the call, then the run, failed as
+// "connection closed".)
+func TestDirectRequestTooLarge(t *testing.T) {
+	_, addr := startServer(t)
+	big := make([]byte, frame.DefaultMaxFrameSize)
+	rep := run(t, Config{Addr: addr, Direct: true, Calls: 4, Method: mEcho, Request: func(i uint64, dst []byte) []byte {
+		if i == 1 {
+			return big
+		}
+		return request(i, dst)
+	}})
+	if rep.Calls != 4 || rep.OK != 3 || rep.Failed != 1 || len(rep.Errors) != 1 {
+		t.Fatalf("calls %d ok %d failed %d errors %v; want 4 calls, 3 ok, 1 failed as too large", rep.Calls, rep.OK, rep.Failed, rep.Errors)
+	}
+	for class := range rep.Errors {
+		if !strings.Contains(class, frame.ErrFrameTooLarge.Error()) {
+			t.Fatalf("error class %q, want %q", class, frame.ErrFrameTooLarge)
+		}
+	}
+	if rep.BytesOut > 1<<20 {
+		t.Fatalf("%d bytes written, want the small requests' only", rep.BytesOut)
 	}
 }
