@@ -38,8 +38,8 @@ func init() {
     stderr (calls/s, calls ended, failed, and overdue: calls still waiting
     past their deadline, that is due and not yet sent with -rate,
     unanswered past -timeout, or in flight after the end of -d), then
-    calls/s, latency p50/p90/p99/p99.9/max, answers by status and bytes
-    in/out. Exits 1 when the run fails, or when every call failed (the
+    calls/s, latency p50/p90/p99/p99.9/max (of every call, failed ones
+    too), answers by status and bytes in/out. Exits 1 when the run fails, or when every call failed (the
     report is printed all the same, and stderr says why), 2 on a usage
     error.
   -addr ADDR          server address (default 127.0.0.1:7700; a socket path

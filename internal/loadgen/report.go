@@ -40,7 +40,9 @@ type Report struct {
 	CallsPerSec float64 `json:"calls_per_sec"`
 
 	// Latency in nanoseconds, from the send (closed loop) or from the
-	// intended send time (open loop).
+	// intended send time (open loop), of every call, failed ones among
+	// them (a refusal that comes back at once pulls the percentiles
+	// down: read them beside Failed).
 	Latency Latency `json:"latency_ns"`
 
 	// Statuses counts answers by status code ("200": n); a worker counts
