@@ -16,9 +16,9 @@ import (
 // [HealthCheckResponse] whose Status is a [HealthStatus], the status
 // stored for the service (HealthUnknown too, when it was set so); only a
 // service name the server never knew is answered 404 (its text quotes at
-// most 128 bytes of the name, and its length, then names the services
-// the server knows, mounted or set: the first 8 in byte order within
-// about 256 bytes, each cut to 64, and a count of the rest). The schema is
+// most 128 bytes of the name, and its length; it names no other service,
+// so that a peer cannot learn from it what the server runs, unless the
+// server was made with [WithHealthListing]). The schema is
 // rpc/health.zap.
 // Interceptors do not run for it (an authenticating interceptor must not
 // hide a server's health from its load balancer); the observer sees it.
@@ -140,9 +140,9 @@ func (h *Health) lookup(service string) (HealthStatus, bool) {
 // a health check quotes.
 const maxHealthNameQuoted = 128
 
-// The 404 of a health check of an unknown service lists the names the
-// server knows (so that a caller who asked for "Shop" learns it is
-// "shop.Shop"): the first maxHealthNamesListed in byte order, each cut to
+// With WithHealthListing, the 404 of a health check of an unknown service
+// lists the names the server knows (so that a caller who asked for "Shop"
+// learns it is "shop.Shop"): the first maxHealthNamesListed in byte order, each cut to
 // maxHealthNameListed bytes, while the list stays within
 // maxHealthNamesBytes; the rest are counted.
 const (
@@ -228,8 +228,9 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 		// times its length, and a request of the largest frame would
 		// have the server build an answer of four such frames (sent as
 		// a 500, too large for a frame).
-		// The names the server knows follow, as few and as cut as
-		// appendKnown keeps them.
+		// With WithHealthListing, the names the server knows follow, as
+		// few and as cut as appendKnown keeps them; by default none do:
+		// the check runs before any interceptor, for any peer.
 		var msg []byte
 		if n := len(service); n > maxHealthNameQuoted {
 			msg = fmt.Appendf(msg, "rpc: health: no such service %q... (%d bytes)",
@@ -237,7 +238,9 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 		} else {
 			msg = fmt.Appendf(msg, "rpc: health: no such service %q", service)
 		}
-		msg = j.c.s.health.appendKnown(msg)
+		if j.c.s.opts.healthList {
+			msg = j.c.s.health.appendKnown(msg)
+		}
 		return resp, &StatusError{Code: StatusNotFound, Message: string(msg)}
 	}
 	r := HealthCheckResponse{Status: uint32(st)}
@@ -250,9 +253,9 @@ func serveHealth(ctx context.Context, req, resp []byte) ([]byte, error) {
 // returns HealthDraining and a nil error. A service whose status was set
 // to HealthUnknown returns HealthUnknown and a nil error. Any other
 // failure returns HealthUnknown and the error: a *StatusError with code
-// 404 for a service the server never knew (its message names services
-// the server knows: "shop.Shop" for a check of "Shop", say; see
-// [HealthMethod]), the call's error otherwise (a
+// 404 for a service the server never knew (its message quotes the name
+// asked for, and names the services the server knows only when it was
+// made with [WithHealthListing]), the call's error otherwise (a
 // server of another implementation answers 404 "no such method").
 func CheckHealth(ctx context.Context, c Caller, service string) (HealthStatus, error) {
 	var req []byte

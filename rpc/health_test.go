@@ -172,7 +172,7 @@ func TestHealthUnknownLongName(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != StatusNotFound || st != HealthUnknown {
 		t.Fatalf("check: %v %v, want unknown and a 404", st, err)
 	}
-	const none = ` (no service is known by name; "" checks the server)` // testServer mounts none
+	const none = "" // no listing without WithHealthListing
 	want := "rpc: health: no such service \"" + strings.Repeat(`\xff`, quoted) + "\"... (1048576 bytes)" + none
 	if se.BodyLen != 0 || se.Message != want { // BodyLen: the message was cut
 		t.Fatalf("404 (cut from %d bytes): %.300q, want %q", se.BodyLen, se.Message, want)
@@ -192,13 +192,13 @@ func TestHealthUnknownLongName(t *testing.T) {
 	}
 }
 
-// The 404 of a check of a service the server does not know names those
-// it does (mounted or set), so that a caller who asked for "Shop" learns
-// the name is "shop.Shop": at most 8, the first in byte order, each cut
-// to 64 bytes, within about 256 bytes, and a count of the rest.
+// With WithHealthListing, the 404 of a check of a service the server
+// does not know names those it does (mounted or set), so that a caller
+// who asked for "Shop" learns the name is "shop.Shop": at most 8, the
+// first in byte order, each cut to 64 bytes, within about 256 bytes, and
+// a count of the rest.
 func TestHealthUnknownNamesKnown(t *testing.T) {
-	s, addr, _ := testServer(t)
-	s.Mount("shop.Shop", 2, At(100))
+	s, addr, _ := testServer(t, WithHealthListing())
 	c := dial(t, addr)
 	notFound := func(service string) string {
 		t.Helper()
@@ -209,6 +209,10 @@ func TestHealthUnknownNamesKnown(t *testing.T) {
 		}
 		return se.Message
 	}
+	if got, want := notFound("Shop"), `rpc: health: no such service "Shop" (no service is known by name; "" checks the server)`; got != want {
+		t.Fatalf("404:\n got %s\nwant %s", got, want)
+	}
+	s.Mount("shop.Shop", 2, At(100))
 	if got, want := notFound("Shop"), `rpc: health: no such service "Shop" (known services: "shop.Shop")`; got != want {
 		t.Fatalf("404:\n got %s\nwant %s", got, want)
 	}
@@ -234,5 +238,31 @@ func TestHealthUnknownNamesKnown(t *testing.T) {
 	want = `rpc: health: no such service "Shop" (known services: ` + cut("a.") + ", " + cut("b.") + ", " + cut("c.") + " and 13 more)"
 	if got := notFound("Shop"); got != want {
 		t.Fatalf("404:\n got %s\nwant %s", got, want)
+	}
+}
+
+// By default the 404 of a check of an unknown service names no other
+// service: the health service answers any peer, before any interceptor
+// (an authenticating one included), so a list of the server's services
+// in it told every unauthenticated peer what the server runs. gRPC's
+// health service answers NOT_FOUND without a list too.
+func TestHealthUnknownListsNothingByDefault(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Mount("shop.Shop", 2, At(100))
+	s.Health().Set("secret.Admin", HealthServing)
+	c := dial(t, addr)
+	st, err := CheckHealth(context.Background(), c, "Shop")
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != StatusNotFound || st != HealthUnknown {
+		t.Fatalf("check: %v %v, want unknown and a 404", st, err)
+	}
+	if want := `rpc: health: no such service "Shop"`; se.Message != want {
+		t.Fatalf("404: %q, want %q", se.Message, want)
+	}
+	// The known ones are answered as before.
+	for _, name := range []string{"", "shop.Shop", "secret.Admin"} {
+		if st, err := CheckHealth(context.Background(), c, name); err != nil || st != HealthServing {
+			t.Fatalf("check %q: %v %v", name, st, err)
+		}
 	}
 }

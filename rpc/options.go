@@ -101,6 +101,7 @@ type serverOptions struct {
 	promiseTable  int
 	logger        *slog.Logger
 	hideErrors    bool
+	healthList    bool // WithHealthListing (health.go)
 	baseContext   func(net.Listener) context.Context
 	interceptors  []Interceptor // intercept.go
 	observers     []Observer    // WithObserver, in order (observe.go)
@@ -393,6 +394,23 @@ func WithMinReadRate(n int) ServerOption {
 // *StatusError, the wrapper's words and the status's message).
 func WithHideErrors() ServerOption {
 	return serverOption(func(o *serverOptions) { o.hideErrors = true })
+}
+
+// WithHealthListing makes the 404 of a health check of a service the
+// server does not know name services it does know (mounted or set with
+// [Health.Set]): the first 8 in byte order, each cut to 64 bytes, within
+// about 256 bytes, and a count of the rest, as in
+// `rpc: health: no such service "Shop" (known services: "shop.Shop")`.
+// It helps find a health name spelled wrong (a probe configured with
+// "Shop" for the service "shop.Shop"), but the health service answers any
+// peer that connects, before interceptors run (an authenticating one
+// included, see [HealthMethod]): with it on, any such peer can learn
+// which services the server runs. Turn it on where every peer that can
+// connect may know that (a test, a debugging session, a private
+// network). Default: off; the 404 quotes only the name asked for, as
+// gRPC's health service answers NOT_FOUND without naming others.
+func WithHealthListing() ServerOption {
+	return serverOption(func(o *serverOptions) { o.healthList = true })
 }
 
 // WithBaseContext sets the function that gives the base context of the
