@@ -971,6 +971,8 @@ func (c *Client) readFrames() {
 			c.streams.onClientEnd(p)
 		case wire.KindStreamWindow:
 			c.streams.onWindow(p)
+		case wire.KindStreamNotRun:
+			c.streams.onClientNotRun(p)
 		case wire.KindStreamTrailer:
 			c.streams.onTrailer(p)
 			// A client serves no streams: a peer's open (kind 3) is

@@ -258,6 +258,12 @@ type streamSet struct {
 	readGone atomic.Bool   // the peer sent its last frame: no grant will come
 	stalling atomic.Int32  // the read loop waits for a stream's room (see put)
 
+	// client, read loop only: the stream id of the KindStreamNotRun frame
+	// just read (notRun set), which marks the error end that follows it
+	// as a refusal of an open the server did not run (onClientEnd).
+	notRunID uint32
+	notRun   bool
+
 	mu        sync.Mutex
 	m         map[uint32]*Stream
 	next      uint32 // client: the next stream id to try (odd)
@@ -1191,9 +1197,12 @@ func (t *streamSet) hello(w *outboxFrames) error {
 	return w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], 0, uint32(t.window)))
 }
 
-// endError is the error Recv returns for a peer's end with a status.
-func endError(e wire.StreamEnd) error {
-	return newStatusError(e.Status, e.Message, false)
+// endError is the error Recv returns for a peer's end with a status;
+// notRun: the server marked it a refusal of an open it did not run
+// (KindStreamNotRun), which makes the 503 of a server going away match
+// ErrGoAway, as a unary refusal with the not-run flag does.
+func endError(e wire.StreamEnd, notRun bool) error {
+	return newStatusError(e.Status, e.Message, notRun)
 }
 
 // allocID returns a free client stream id: odd (a zapcodec accepting side

@@ -238,6 +238,18 @@ func (t *streamSet) unopened(s *Stream, err error) error {
 	return err
 }
 
+// onClientNotRun handles a KindStreamNotRun frame on a client: the
+// error end that follows it, if it is of the same stream, refuses an open
+// the server did not run (see onClientEnd). Only the read loop reads and
+// writes the mark.
+func (t *streamSet) onClientNotRun(p []byte) {
+	id, err := wire.ParseStreamNotRun(p)
+	if err != nil {
+		return
+	}
+	t.notRunID, t.notRun = id, true
+}
+
 // onStreamEnd handles a kind 5 frame on a client: the server's direction
 // ended, and with it the stream (the server drops what we send after it).
 func (t *streamSet) onClientEnd(p []byte) {
@@ -245,6 +257,8 @@ func (t *streamSet) onClientEnd(p []byte) {
 	if err != nil {
 		return
 	}
+	notRun := t.notRun && t.notRunID == e.ID
+	t.notRun = false
 	s := t.lookup(e.ID)
 	if s == nil {
 		return
@@ -263,7 +277,7 @@ func (t *streamSet) onClientEnd(p []byte) {
 		s.ended(io.EOF, true, io.EOF)
 		s.clientEnd(StatusOK, nil)
 	} else {
-		end := endError(e)
+		end := endError(e, notRun)
 		err := s.giveTrailer(end)
 		s.ended(err, true, err)
 		status := e.Status

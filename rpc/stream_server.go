@@ -119,7 +119,7 @@ func (c *serverConn) streamFrame(kind byte, p []byte) bool {
 				// The client canceled: the handler's ctx ends, its Send
 				// and Recv fail, and no end of ours follows (the client
 				// has forgotten the stream).
-				err := endError(e)
+				err := endError(e, false)
 				st.endedWith(StatusCanceled) // whatever status it carries: a peer cannot pose as a failing handler
 				st.ended(err, true, err)
 				st.endCtx(context.Canceled)
@@ -259,7 +259,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		return true
 	}
 	if err != nil {
-		return c.streamRefuse(&req, StatusBadRequest, malformed, true)
+		return c.streamRefuse(&req, StatusBadRequest, malformed, true, false)
 	}
 	if len(req.Metadata) > 0 {
 		lim := c.s.opts.maxMetadata
@@ -268,20 +268,20 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		}
 		if len(req.Metadata) > lim {
 			var text [metadataTextSize]byte
-			return c.streamRefuse(&req, StatusMetadataTooLarge, metadataTooLarge(&text, len(req.Metadata), lim), true)
+			return c.streamRefuse(&req, StatusMetadataTooLarge, metadataTooLarge(&text, len(req.Metadata), lim), true, false)
 		}
 		if !validMetadata(req.Metadata) {
-			return c.streamRefuse(&req, StatusBadRequest, malformedMetadata, true)
+			return c.streamRefuse(&req, StatusBadRequest, malformedMetadata, true, false)
 		}
 	}
 	if c.goAwaySent.Load() {
-		return c.streamRefuse(&req, StatusUnavailable, streamGoingAway, true)
+		return c.streamRefuse(&req, StatusUnavailable, streamGoingAway, true, true)
 	}
 	h := c.s.streamHandler(req.Method)
 	if h == nil {
 		// The canonical server ignores such an open; a zapcodec client
 		// learns why at once.
-		return c.streamRefuse(&req, StatusNotFound, streamNoHandler, false)
+		return c.streamRefuse(&req, StatusNotFound, streamNoHandler, false, false)
 	}
 	t := &c.streams
 	t.mu.Lock()
@@ -303,7 +303,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 			// its cancel, so an end reaches the new one alone. Refused
 			// with 503 (a new open gets a new id) rather than left
 			// waiting until its ctx ends.
-			return c.streamRefuse(&req, StatusUnavailable, streamIDInUse, true)
+			return c.streamRefuse(&req, StatusUnavailable, streamIDInUse, true, false)
 		}
 		// A peer reusing the id of a stream still running (a zapcodec
 		// client skips the ids still open): an end would end that
@@ -315,7 +315,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	}
 	if len(t.m) >= t.max {
 		t.mu.Unlock()
-		return c.streamRefuse(&req, StatusUnavailable, streamTooMany, true)
+		return c.streamRefuse(&req, StatusUnavailable, streamTooMany, true, false)
 	}
 	var dl int64
 	if req.Timeout != 0 {
@@ -325,7 +325,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 			// handler, as a call whose deadline passed before it could
 			// run is answered 504 unrun.
 			t.mu.Unlock()
-			return c.streamRefuse(&req, StatusDeadlineExceeded, streamDeadlineText, true)
+			return c.streamRefuse(&req, StatusDeadlineExceeded, streamDeadlineText, true, false)
 		}
 	}
 	if t.m == nil {
@@ -406,8 +406,12 @@ var interruptedSends atomic.Int64
 // (with all false, only to a peer that does flow control: a zapcodec
 // one), after the stream observer saw it (to a peer that gets no end
 // too); an open that reuses the id of a running stream gets no end and
-// status 400 instead. It reports false when the connection broke.
-func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all bool) bool {
+// status 400 instead. With notRun (the 503 of an open read after the
+// go-away) a KindStreamNotRun frame goes just before the end, so that a
+// zapcodec client knows the refusal from a handler's end of the same
+// status and text (a canonical one ignores the kind). It reports false
+// when the connection broke.
+func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all, notRun bool) bool {
 	if old := c.streams.lookup(r.PromiseID); old != nil && !old.canceledByPeer() {
 		// The open reuses the id of a stream still running: its end
 		// would end that stream on the peer. It is refused as such,
@@ -421,6 +425,9 @@ func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, a
 	c.streamUnanswered(r, status)
 	if !all && !c.streams.peerFC.Load() {
 		return true
+	}
+	if notRun && !c.endOwed(wire.AppendStreamNotRun(c.out.begin(wire.KindStreamNotRun), r.PromiseID)) {
+		return false
 	}
 	return c.endOwed(wire.AppendStreamEndError(c.out.begin(wire.KindStreamEnd), r.PromiseID, status, text))
 }

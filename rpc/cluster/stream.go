@@ -52,13 +52,6 @@ func (cn *Conn) streamEnded(ev rpc.StreamEvent) {
 	}
 }
 
-// streamGoingAwayText is the text of the 503 with which a zapcodec
-// server going away refuses, unrun, an open it read once its go-away was
-// decided: it decides before it writes the go-away frame, so the refusal
-// may reach the client before the go-away does, while the connection is
-// not draining yet (rpc.Client.Draining).
-const streamGoingAwayText = "going away"
-
 // streamTooManyText is the text of the 503 with which a zapcodec server
 // refuses, unrun, the open of a stream beyond its limit on the connection
 // (rpc.WithMaxStreams): TestStreamRefusedFullCountsNothing reads it from
@@ -77,9 +70,14 @@ func refusedFull(err error) bool {
 }
 
 // refusedGoingAway reports whether a stream ended with the refusal of its
-// open by a server going away (see streamGoingAwayText), which says
-// nothing of the replica, as a call refused for its go-away does not.
+// open by a server going away, which says nothing of the replica, as a
+// call refused for its go-away does not. A zapcodec server refuses, unrun,
+// an open it read once its go-away was decided, with a 503 it marks as
+// not run (rpc's KindStreamNotRun frame), which makes the error match
+// rpc.ErrGoAway; it decides before it writes the go-away frame, so the
+// refusal may reach the client before the go-away does, while the
+// connection is not draining yet (rpc.Client.Draining). A handler's own
+// 503, whatever its text, is not such a refusal: its stream ran.
 func refusedGoingAway(err error) bool {
-	var se *rpc.StatusError
-	return errors.As(err, &se) && se.Code == rpc.StatusUnavailable && se.Message == streamGoingAwayText
+	return errors.Is(err, rpc.ErrGoAway)
 }

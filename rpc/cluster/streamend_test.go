@@ -118,8 +118,11 @@ func TestStreamEndClassified(t *testing.T) {
 		// A server going away refuses an open it reads once it has set
 		// its go-away flag, which it does before it writes the go-away
 		// frame (rpc's serverConn.goAway): the refusal can come first,
-		// while the connection is not draining yet.
-		{"503 going away, before the go-away", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, streamGoingAwayText)), 1},
+		// while the connection is not draining yet. Its error matches
+		// rpc.ErrGoAway (the server marks it not run); a handler's 503
+		// of the same text ran, and fails.
+		{"503 going away, before the go-away", end(rpc.StatusUnavailable, fmt.Errorf("refused: %w", rpc.ErrGoAway)), 1},
+		{"handler's 503 going away", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, "going away")), 2},
 		{"not sent: go-away", end(0, rpc.ErrGoAway), 1},
 		{"not sent: ctx", end(0, context.DeadlineExceeded), 1},
 		{"wrapped 500", end(rpc.StatusInternal, fmt.Errorf("wrapped: %w", rpc.Errorf(rpc.StatusInternal, "x"))), 2},

@@ -51,4 +51,13 @@ const (
 	// canonical peer ignores): [u32 LE stream id][metadata], the metadata
 	// encoded as a request's (docs/wire.md §8 "Request: metadata").
 	KindStreamTrailer = 10
+	// KindStreamNotRun tells the client that the error end which follows
+	// it refuses a stream open the server did not run (zapcodec extension,
+	// a kind a canonical peer ignores): [u32 LE stream id]. A zapcodec
+	// server sends it just before the 503 end with which it refuses an
+	// open it read after its go-away, as a unary refusal carries the
+	// response's not-run flag: the stream had no effect and may be opened
+	// again elsewhere. A receiver that does not know the kind reads the
+	// end alone, as before.
+	KindStreamNotRun = 11
 )

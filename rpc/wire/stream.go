@@ -39,6 +39,19 @@ func AppendStreamEndError(dst []byte, id, status uint32, msg string) []byte {
 	return append(dst, msg...)
 }
 
+// AppendStreamNotRun appends the body of a KindStreamNotRun frame (the
+// stream id) to dst and returns the extended slice.
+func AppendStreamNotRun(dst []byte, id uint32) []byte {
+	return binary.LittleEndian.AppendUint32(dst, id)
+}
+
+// ParseStreamNotRun returns the stream id of a KindStreamNotRun body. It
+// fails only on a body shorter than the id; bytes after it are ignored.
+func ParseStreamNotRun(p []byte) (id uint32, err error) {
+	id, _, err = ParseStreamMsg(p)
+	return id, err
+}
+
 // AppendStreamTrailer appends the body of a KindStreamTrailer frame (the
 // stream id, then the encoded metadata md) to dst and returns the
 // extended slice.

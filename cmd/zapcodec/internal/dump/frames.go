@@ -85,7 +85,8 @@ const maxPingPayload = 8
 
 // frame dumps one canonical frame's kind and body (at base): the envelope
 // of a request, response or stream open, the stream frames, and the
-// kinds of zapcodec's own extensions (go-away, ping, pong, window).
+// kinds of zapcodec's own extensions (go-away, ping, pong, window,
+// trailer, not run).
 func (d *dumper) frame(kind byte, body []byte, base int) {
 	switch kind {
 	case wire.KindRequest:
@@ -130,6 +131,13 @@ func (d *dumper) frame(kind byte, body []byte, base int) {
 		}
 		d.printf("stream-trailer, stream %d, %d bytes\n", id, len(md))
 		d.metadata("  ", md, base+wire.StreamMsgOverhead, "a zapcodec client that asked fails the stream's end with rpc.ErrResponseMetadata")
+	case wire.KindStreamNotRun:
+		id, err := wire.ParseStreamNotRun(body)
+		if err != nil {
+			d.streamShort("stream-not-run", body, base)
+			return
+		}
+		d.printf("stream-not-run, stream %d: the error end that follows refuses an open the server did not run\n", id)
 	case wire.KindGoAway:
 		d.printf("go-away, %d bytes\n", len(body))
 	case wire.KindPing:
