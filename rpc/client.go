@@ -104,6 +104,10 @@ type Client struct {
 	lastRx     uint64 // bytes received, at the last answer check
 	lastFramed uint64 // bytes of whole frames read (frame.Reader.Framed), at the last answer check
 	quiet      int
+
+	// names is the client's own table of method names, used without
+	// WithMethodNames (methodnames.go).
+	names MethodNames
 }
 
 // cacheLinePad separates words that different goroutines write from

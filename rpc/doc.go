@@ -109,7 +109,9 @@
 // ([At]; the clients take the same option), and panics when two overlap;
 // [Server.MethodName] and [MethodFrom] give an interceptor or observer
 // the full name of a wire ordinal, "/greet.Greeter/hello" as gRPC spells
-// it, at no cost to a call that does not ask. Every server answers the health service at the
+// it, at no cost to a call that does not ask; on a client, the table of
+// method names the generated clients made on it fill ([MethodNames],
+// [WithMethodNames]) does. Every server answers the health service at the
 // reserved ordinal [HealthMethod], named [HealthMethodName]
 // ("/rpc.Health/check") ([Server.Health] sets statuses,
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`

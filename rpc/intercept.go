@@ -70,9 +70,14 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // below): it may change ctx (to add metadata,
 // say), inspect or replace req, call invoke to run the rest of the chain
 // and the call itself, and replace the result or error. It sees the wire
-// ordinal only: a client knows no mounts, so its names come from the
-// generated <I>MethodName(method - base) of the interface called at that
-// base. It must return
+// ordinal; the client's table of method names ([MethodNames]) gives its
+// full name, "/greet.Greeter/hello" (what gRPC hands its interceptors as
+// method): the generated clients made on the client add their
+// interface's names to the table at their base. Make the table before
+// the client, give it with [WithMethodNames] and close over it in the
+// interceptor (name, ok := names.Name(method); 0 allocations, no lock).
+// An ordinal no generated client named, or that two services added to
+// one table claim, has no name (ok false). It must return
 // resp extended (as [Caller].Call does) or a slice of its own; req and
 // resp are the caller's, so an interceptor keeps nothing of them after it
 // returns.

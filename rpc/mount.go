@@ -13,10 +13,11 @@ import (
 // functions return).
 type MountOption interface{ applyMount(*mountConfig) }
 
-// mountOption is a MountOption that sets the config with a function.
-type mountOption func(*mountConfig)
+// atOption is the MountOption of At: the base itself, so that neither
+// At (a base below 256) nor MountBase allocates.
+type atOption uint32
 
-func (f mountOption) applyMount(c *mountConfig) { f(c) }
+func (b atOption) applyMount(c *mountConfig) { c.base = uint32(b) }
 
 type mountConfig struct{ base uint32 }
 
@@ -29,20 +30,25 @@ type mountConfig struct{ base uint32 }
 //	eth.RegisterEthServer(s, ethImpl)                  // ordinals 1..n
 //	admin.RegisterAdminServer(s, adminImpl, rpc.At(1000)) // 1001..1000+m
 //	ac := admin.NewAdminClient(pool, rpc.At(1000))
-func At(base uint32) MountOption {
-	return mountOption(func(c *mountConfig) { c.base = base })
-}
+func At(base uint32) MountOption { return atOption(base) }
 
 // MountBase returns the base offset opts give (the last At wins; 0 without
-// one). Generated clients call it once, in New…Client.
+// one). Generated clients call it once, in New…Client. It allocates
+// nothing.
 func MountBase(opts ...MountOption) uint32 {
-	var c mountConfig
+	var base uint32
 	for _, o := range opts {
-		if o != nil {
+		switch o := o.(type) {
+		case nil:
+		case atOption:
+			base = uint32(o)
+		default:
+			c := mountConfig{base: base}
 			o.applyMount(&c)
+			base = c.base
 		}
 	}
-	return c.base
+	return base
 }
 
 // mount is one interface mounted on a server.

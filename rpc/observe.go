@@ -21,7 +21,10 @@ type CallEvent struct {
 	// it carried, or 0 when its fixed section was cut short; the
 	// server's [Server.MethodName] gives its full name (an observer
 	// closes over its server; [HealthMethodName] for the health check),
-	// "" for one no generated service names.
+	// "" for one no generated service names. On a client, its table of
+	// method names does ([MethodNames]: give it with [WithMethodNames]
+	// and close over it), as the generated clients made on it named
+	// them.
 	Method uint32
 	// Status is the answer's status (200 OK, 404...). On a server it is
 	// the status the answer goes out with: an answer above the largest

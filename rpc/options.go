@@ -128,6 +128,7 @@ type clientOptions struct {
 	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int                 // 0: DefaultMaxStreams
 	maxRespMD     int                 // 0: DefaultMaxMetadata (respmeta.go)
+	names         *MethodNames        // WithMethodNames; nil: the client's own (methodnames.go)
 
 	streamInterceptors []StreamClientInterceptor // stream_intercept.go
 	streamObservers    []StreamObserver          // WithStreamObserver, in order (stream_observe.go)

@@ -177,7 +177,9 @@ func (oc *openCtx) finish(kept *Stream, why error) {
 // open by returning an error without calling open, call open to run the
 // rest of the chain and the open itself, and install a [StreamTap] on
 // the stream it got before returning it. init is the caller's: only read,
-// and only until the interceptor returns.
+// and only until the interceptor returns. method is the wire ordinal; a
+// table given with [WithMethodNames] names it, as for a
+// [ClientInterceptor].
 //
 // Interceptors given to the connections of an rpc/cluster client run once
 // per attempt; its own (cluster.WithStreamInterceptors) run once around

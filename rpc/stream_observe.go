@@ -24,8 +24,10 @@ type StreamEvent struct {
 	// start is followed by exactly one end; a refused open's follows at
 	// once, on the same goroutine.
 	End bool
-	// Method is the wire method ordinal (the mount offset included); ID
-	// is the stream id.
+	// Method is the wire method ordinal (the mount offset included): on a
+	// server [Server.MethodName] names it, on a client its table of
+	// method names ([Client.MethodNames], [WithMethodNames]). ID is the
+	// stream id.
 	Method, ID uint32
 	// Status (end only) is how the stream ended. On a server: 200 when its
 	// handler returned nil, the handler's status otherwise (500 for a plain

@@ -48,6 +48,8 @@ type Client struct {
 
 	closeDone chan struct{} // closed when Close has finished
 
+	names rpc.MethodNames // the client's own table of method names (no WithMethodNames)
+
 	mu        sync.Mutex
 	closed    bool
 	replicas  map[string]*replica
@@ -1307,4 +1309,27 @@ func (c *Client) Stats() Stats {
 		return 0
 	})
 	return s
+}
+
+// A Client keeps the names of the methods called through it.
+var _ rpc.MethodNamer = (*Client)(nil)
+
+// MethodNames returns the client's table of method names
+// ([rpc.MethodNames]): the one given with [WithMethodNames], else its
+// own. Generated clients made on c add their names to it, and its
+// connections keep theirs there, so that an interceptor or observer,
+// the cluster's or a connection's, names an ordinal with it.
+func (c *Client) MethodNames() *rpc.MethodNames {
+	if c.o.names != nil {
+		return c.o.names
+	}
+	return &c.names
+}
+
+// MethodName returns the full name of the method at wire ordinal method
+// as generated clients made on c named it ("/greet.Greeter/hello"), ""
+// for one none named (see [rpc.MethodNames]).
+func (c *Client) MethodName(method uint32) string {
+	name, _ := c.MethodNames().Name(method)
+	return name
 }

@@ -92,6 +92,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 type options struct {
 	network        string
 	clientOpts     []rpc.ClientOption
+	names          *rpc.MethodNames // WithMethodNames; nil: the client's own
 	interceptors   []rpc.ClientInterceptor
 	streamICs      []rpc.StreamClientInterceptor
 	resolver       Resolver
@@ -161,6 +162,18 @@ func WithNetwork(network string) Option {
 func WithClientOptions(opts ...rpc.ClientOption) Option {
 	opts = append([]rpc.ClientOption(nil), opts...)
 	return optionFunc(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })
+}
+
+// WithMethodNames makes the client keep the names of the methods called
+// through it in n ([rpc.MethodNames]; default: a table of its own,
+// [Client.MethodNames]), which its interceptors and observers, made
+// before the client, may close over: generated clients made on the
+// client add their names to it, and every connection it dials keeps its
+// names there too, for the interceptors and observers given with
+// [WithClientOptions] (an rpc.WithMethodNames given there is replaced by
+// the client's table).
+func WithMethodNames(n *rpc.MethodNames) Option {
+	return optionFunc(func(o *options) { o.names = n })
 }
 
 // WithInterceptors installs interceptors around every [Client.Call], in

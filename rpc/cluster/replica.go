@@ -366,13 +366,17 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 // counts the ends of its streams (see Conn.streamEnded); it is given
 // before the options of WithClientOptions, so that it runs first and a
 // stream observer of the caller's runs after it (rpc calls every stream
-// observer given, in order).
+// observer given, in order). The connection keeps its method names in
+// the cluster's table.
 func (r *replica) dial(cn *Conn) (*rpc.Client, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.c.o.healthTimeout)
 	defer cancel()
-	opts := make([]rpc.ClientOption, 0, 1+len(r.c.o.clientOpts))
+	opts := make([]rpc.ClientOption, 0, 2+len(r.c.o.clientOpts))
 	opts = append(opts, rpc.WithStreamObserver(cn.streamEnded))
 	opts = append(opts, r.c.o.clientOpts...)
+	// The cluster's names, last: the generated clients made on the
+	// cluster add theirs to its table, which the connections share.
+	opts = append(opts, rpc.WithMethodNames(r.c.MethodNames()))
 	return rpc.Dial(ctx, r.c.o.network, r.addr, opts...)
 }
 

@@ -132,9 +132,15 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("}\n")
 	g.p("// New%s returns a client of interface %s that calls through c, at the", cli, it.Name)
 	g.p("// ordinals the server mounted it at: without an option, where a canonical")
-	g.p("// server serves it (1..n); with rpc.At(base), base + ordinal.")
+	g.p("// server serves it (1..n); with rpc.At(base), base + ordinal. When c keeps")
+	g.p("// method names (an rpc.MethodNamer: *rpc.Client, *cluster.Client), it")
+	g.p("// adds the names of %s's methods at those ordinals to c's table", it.Name)
+	g.p("// (rpc.NameMethods), for client interceptors and observers, which see")
+	g.p("// only the ordinal; nothing once they were added at that base.")
 	g.p("func New%s(c rpc.Caller, opts ...rpc.MountOption) *%s {", cli, cli)
-	g.p("return &%s{c: c, base: rpc.MountBase(opts...)}", cli)
+	g.p("base := rpc.MountBase(opts...)")
+	g.p("rpc.NameMethods(c, %sServiceName, %d, %sMethodName, base)", i, len(it.Methods), i)
+	g.p("return &%s{c: c, base: base}", cli)
 	g.p("}\n")
 	for _, m := range it.Methods {
 		if streaming(m) {
@@ -356,7 +362,9 @@ func (g *generator) methodName(it *schema.Interface) {
 	g.p("// rpc.ClientInterceptor or a CallEvent gives. On a server,")
 	g.p("// rpc.Server.MethodName(method) and rpc.MethodFrom(ctx) take the wire")
 	g.p("// ordinal as it is and give the full name, \"/\" + %sServiceName +", i)
-	g.p("// \"/\" + the method's name, as gRPC spells it.")
+	g.p("// \"/\" + the method's name, as gRPC spells it; on a client, so do")
+	g.p("// rpc.Client.MethodName(method) and the client's rpc.MethodNames, to")
+	g.p("// which New%sClient adds the names.", i)
 	g.p("func %sMethodName(ordinal uint32) string {", i)
 	if len(it.Methods) > 0 {
 		g.p("switch ordinal {")
