@@ -196,7 +196,12 @@ var (
 // Its resolution, like every later one, is given up after the health
 // timeout or 5 s, whichever is longer ([WithHealthCheck]): a resolver
 // that does not answer holds Dial no longer, whatever ctx allows.
-// [Client.Stats] tells what is admitted.
+// [Client.Stats] tells what is admitted. Dial returns as soon as one
+// replica is admitted, the others possibly still dialing or in their
+// health check: until they are admitted every call goes to that one
+// (thousands of in-memory calls, under GOMAXPROCS=1). A test that counts
+// the calls each replica gets first waits until Stats lists each of them
+// "ready" (ExampleDial_inMemory).
 func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
 	res := o.resolver
