@@ -77,7 +77,10 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // the client, give it with [WithMethodNames] and close over it in the
 // interceptor (name, ok := names.Name(method); 0 allocations, no lock).
 // An ordinal no generated client named, or that two services added to
-// one table claim, has no name (ok false). It must return
+// one table claim, has no name (ok false). It sees the client's health
+// checks too ([CheckHealth], and rpc/cluster's probes through the
+// interceptors of its connections): their ordinal, [HealthMethod], is
+// named [HealthMethodName] in every table. It must return
 // resp extended (as [Caller].Call does) or a slice of its own; req and
 // resp are the caller's, so an interceptor keeps nothing of them after it
 // returns.
