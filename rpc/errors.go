@@ -179,6 +179,11 @@ func Errorf(code uint32, format string, args ...any) error {
 // passed is answered 504, where Code says 500. Of an answer a client got,
 // Code says its status, and so of the 404 [NoSuchMethod] of a backend,
 // which a handler that returns it answers 500 (see [IsNoSuchMethod]).
+// A client's error that is not a *StatusError is 500 too, where gRPC's
+// status.Code would name it: the call's ctx ending before its answer
+// (context.DeadlineExceeded or context.Canceled, as they are), [ErrGoAway]
+// for a call refused unrun as the server goes away ([IsRetryable]),
+// [ErrClosed] for a lost connection; test for those with errors.Is.
 func Code(err error) uint32 {
 	if err == nil {
 		return StatusOK
