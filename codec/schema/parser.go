@@ -182,7 +182,7 @@ func (p *parser) file() error {
 		case t.kind == tokIdent && t.text == "interface":
 			err = p.iface()
 		default:
-			err = errorf(t.pos, "unexpected %s; expected package, type, struct or interface", t.describe())
+			err = errorf(t.pos, "unexpected %s; expected package, type, struct or interface%s", t.describe(), protoTopHints[t.text])
 		}
 		if err != nil {
 			return err
@@ -332,6 +332,13 @@ func (p *parser) field(s *Struct, seen map[string]*Field) error {
 	t, err := p.typ()
 	if err != nil {
 		return err
+	}
+	if hint, ok := protoFieldHints[t.ref]; ok {
+		// "repeated u32", "optional u32", "map<K, V>": a protobuf habit,
+		// which would fail below on the token after the name anyway.
+		if n := p.peek(); n.kind == tokIdent || n.is("<") {
+			return errorf(n.pos, "unexpected %s after \"%s %s\" (%s)", n.describe(), name.text, t.ref, hint)
+		}
 	}
 	f := &Field{Name: name.text, Pos: name.pos, expr: t}
 	f.Doc, f.Comment = p.docs(name)

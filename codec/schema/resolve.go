@@ -221,10 +221,32 @@ func (r *resolver) payload(m *Method, expr *Type, what string) (*Struct, error) 
 }
 
 // goTypeNames gives the schema's spelling of the Go type names a Go
-// programmer writes by habit, for the error that refuses them.
+// programmer writes by habit, and of protobuf's, for the error that
+// refuses them.
 var goTypeNames = map[string]string{
 	"string": "text", "byte": "u8", "rune": "i32",
 	"int": "i64", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
 	"uint": "u64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
 	"float32": "f32", "float64": "f64", "boolean": "bool",
+	// protobuf's scalar types, for a schema moved from a .proto file
+	"double": "f64", "float": "f32", "sint32": "i32", "sint64": "i64",
+	"fixed32": "u32", "fixed64": "u64", "sfixed32": "i32", "sfixed64": "i64",
+}
+
+// protoFieldHints says what the schema writes for the protobuf field
+// labels and map type, which a field written from habit puts before its
+// type ("repeated u32") or in its place ("map<text, u32>").
+var protoFieldHints = map[string]string{
+	"repeated": "a list is list<T>",
+	"optional": "a field of struct type is a pointer, nil when absent; a scalar has no presence",
+	"map":      "the schema has no maps: a list<Entry> of a struct Entry with Key and Value",
+}
+
+// protoTopHints completes the error for a protobuf declaration where a
+// schema's belongs.
+var protoTopHints = map[string]string{
+	"message": " (a protobuf message is a struct)",
+	"service": " (a protobuf service is an interface)",
+	"enum":    " (the schema has no enums: a u8, u16 or u32 field)",
+	"syntax":  " (a .zap schema has no syntax line)",
 }
