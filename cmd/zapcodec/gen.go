@@ -68,6 +68,12 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 		}
+		if se := (*schema.Error)(nil); errors.As(err, &se) {
+			// A schema that parses but cannot be Go (names that collide):
+			// "file:line:col: message" alone, as a parse error is.
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
 		fmt.Fprintf(stderr, "zapcodec %v\n", err) // "zapcodec gen: ..."
 		return 1
 	}
