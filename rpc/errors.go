@@ -226,7 +226,9 @@ func (e *StatusError) noSuchMethod() bool {
 	return e.Code == StatusNotFound && (e.Message == NoSuchMethod || e.Message == streamNoHandler)
 }
 
-// Status codes used by the canonical runtime.
+// Status codes: those the canonical runtime uses, and this package's own,
+// marked not canonical. A handler may answer with any other code but 0
+// and 200 ([Errorf]).
 const (
 	StatusOK           = 200
 	StatusBadRequest   = 400
@@ -242,4 +244,8 @@ const (
 	// not-run flag, a call whose metadata exceeds the server's limit
 	// ([WithMaxMetadata]).
 	StatusMetadataTooLarge = 431
+	// StatusCanceled is not canonical: it is the status of the error end a
+	// client sends when the ctx of [Client.OpenStream] ends before the
+	// stream does (the server handler's ctx is canceled).
+	StatusCanceled = 499
 )

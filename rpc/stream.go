@@ -83,10 +83,6 @@ const (
 	// window a connection's stream buffers hold at most 8 MiB plus one
 	// message per stream.
 	DefaultMaxStreams = 128
-	// StatusCanceled is the status of the error end a client sends when the
-	// ctx of [Client.OpenStream] ends before the stream does (not
-	// canonical; the server handler's ctx is canceled).
-	StatusCanceled = 499
 )
 
 // Stream errors, matched with errors.Is.
