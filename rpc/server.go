@@ -274,8 +274,11 @@ func statusIndex(status uint32) int {
 // until l fails or the server shuts down. A temporary accept error (out of
 // file descriptors: EMFILE, ENFILE; ECONNABORTED...) is logged and retried
 // after a pause of 5 ms doubling to 1 s, as net/http does. Serve returns
-// [ErrServerClosed] (after Shutdown or Close) or the accept error. l is
-// closed when Serve returns. TCP, Unix and TLS listeners all work; with
+// [ErrServerClosed] (as soon as Shutdown or Close begins) or the accept
+// error. As with net/http, Serve's return is no sign that the calls are
+// done: a program that exits when Serve returns cuts the calls Shutdown is
+// letting finish, so it waits for Shutdown to return (ExampleServer_Shutdown).
+// l is closed when Serve returns. TCP, Unix and TLS listeners all work; with
 // [WithTLSConfig] every accepted connection is wrapped in TLS. A
 // listener that wraps its connections (netutil.LimitListener, a metrics
 // wrapper) should give them a NetConn method that returns the socket,
