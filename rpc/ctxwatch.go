@@ -204,8 +204,4 @@ func (c *Client) stopWatch() {
 		w.stop()
 		c.watch.Store(nil)
 	}
-	if w := c.streams.watch.Load(); w != nil {
-		w.stop()
-		c.streams.watch.Store(nil)
-	}
 }

@@ -136,10 +136,6 @@ type Stream struct {
 	// Recv looks at it first (see cancelSeen).
 	done <-chan struct{}
 	stop func() bool // client: stops the AfterFunc on ctx; on mu
-	// watch: on a client, the client's watch of ctx this stream is
-	// registered with instead of an AfterFunc of its own (see
-	// stream_watch.go); whoever swaps it out ends the registration.
-	watch atomic.Pointer[ctxWatch]
 	// stopped: the stream ended, the AfterFunc on a client's ctx is (to
 	// be) stopped, the end of a handler's ctx wakes nothing; on mu.
 	stopped bool
@@ -251,13 +247,6 @@ type streamSet struct {
 	// helloChecks counts the looks of awaitHello's timer, helloEnds the
 	// looks after which it set no other (for tests).
 	helloChecks, helloEnds atomic.Int32
-
-	// client: the watch of a ctx that streams opened one after another
-	// share, and the evidence for one (stream_watch.go); watch replaced
-	// under Client.mu.
-	watch    atomic.Pointer[ctxWatch]
-	cand     atomic.Uintptr
-	candHits atomic.Int32
 
 	n        atomic.Int32  // len(m), for Streams and the balancers that read it per call
 	chain    Streamer      // client: the stream interceptors around openStream; nil: none
@@ -896,11 +885,6 @@ func (s *Stream) stopCtx() {
 	s.mu.Unlock()
 	if f != nil {
 		f()
-	}
-	if s.watch.Load() != nil {
-		if w := s.watch.Swap(nil); w != nil {
-			w.leave()
-		}
 	}
 }
 

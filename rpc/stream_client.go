@@ -44,11 +44,7 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 //
 // ctx bounds the whole stream: when it ends before the stream does, the
 // client sends an error end with [StatusCanceled] (the server handler's
-// ctx is canceled) and Send and Recv return ctx's error. To be told of
-// that end the client puts a context.AfterFunc on a ctx that can end (3
-// allocations per open), unless streams share the ctx: once several
-// opens in a row came with it, one watch of it serves them all, and an
-// open with it allocates nothing for its ctx. A stream that is
+// ctx is canceled) and Send and Recv return ctx's error. A stream that is
 // neither read to its end nor canceled keeps its place (see
 // [WithMaxStreams]) and its server handler, like an unread HTTP/2 stream:
 // cancel the ctx of a stream you give up on. Errors:
@@ -175,15 +171,9 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*S
 		}
 		return nil, t.unopened(s, t.broken(err))
 	}
-	if done := ctx.Done(); done != nil {
-		s.done = done
-		// Streams opened one after another with one ctx register with
-		// the client's watch of it; others get an AfterFunc each.
-		if w := c.streamWatchFor(ctx, done, handedOff); w != nil {
-			s.setWatch(w)
-		} else {
-			s.setStop(context.AfterFunc(ctx, func() { s.clientCancel(noCtx, ctx.Err()) }))
-		}
+	if ctx.Done() != nil {
+		s.done = ctx.Done()
+		s.setStop(context.AfterFunc(ctx, func() { s.clientCancel(noCtx, ctx.Err()) }))
 	}
 	if handedOff {
 		return nil, err

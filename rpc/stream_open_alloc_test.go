@@ -122,38 +122,3 @@ func TestAllocsStreamOpenServer(t *testing.T) {
 		t.Fatalf("%v allocations per stream on the server (open, one message, end), want %v", n, streamOpenServerAllocs)
 	}
 }
-
-// A stream opened with a ctx that can end costs no more than one opened
-// with a ctx that cannot, once the client watches that ctx: streams
-// opened one after another with the same ctx (an application's or a
-// request's, shared) register with the client's watch of it instead of
-// an AfterFunc each (1–3 allocations: the context package's record of
-// it and the stop function), as calls do (ctxwatch.go).
-func TestAllocsStreamOpenCancelableCtx(t *testing.T) {
-	if raceEnabled {
-		t.Skip("-race allocates")
-	}
-	c := dial(t, oneMsgServer(t))
-	buf := make([]byte, 0, 128)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	open := func() {
-		st, err := c.OpenStream(ctx, sOneMsg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m, err := st.Recv(buf[:0]); err != nil || len(m) != 64 {
-			t.Fatalf("Recv: %d bytes, %v", len(m), err)
-		}
-		if _, err := st.Recv(buf[:0]); err != io.EOF {
-			t.Fatalf("Recv at the end: %v, want io.EOF", err)
-		}
-	}
-	for range 200 { // warm: the hello, buffers, the watch
-		open()
-	}
-	want := float64(streamOpenServerAllocs + streamOpenClientAllocs)
-	if n := testing.AllocsPerRun(2000, open); n != want {
-		t.Fatalf("%v allocations per stream opened with a cancelable ctx (open, one message, end; both sides), want %v", n, want)
-	}
-}
