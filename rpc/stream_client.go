@@ -44,7 +44,9 @@ var ErrNoStreams = errors.New("rpc: the caller cannot open streams (not an rpc.S
 //
 // ctx bounds the whole stream: when it ends before the stream does, the
 // client sends an error end with [StatusCanceled] (the server handler's
-// ctx is canceled) and Send and Recv return ctx's error. A stream that is
+// ctx is canceled) and Send and Recv return ctx's error. To be told of
+// that end the client puts a context.AfterFunc on a ctx that can end (3
+// allocations per open). A stream that is
 // neither read to its end nor canceled keeps its place (see
 // [WithMaxStreams]) and its server handler, like an unread HTTP/2 stream:
 // cancel the ctx of a stream you give up on. Errors:

@@ -122,3 +122,37 @@ func TestAllocsStreamOpenServer(t *testing.T) {
 		t.Fatalf("%v allocations per stream on the server (open, one message, end), want %v", n, streamOpenServerAllocs)
 	}
 }
+
+// A stream opened with a ctx that can end costs its AfterFunc on that
+// ctx besides (3 allocations: the context package's record of it and the
+// stop function), documented on OpenStream: a stream must be canceled
+// when its ctx ends even while nobody waits in Send or Recv, and the
+// context package has no hook for that which allocates nothing.
+func TestAllocsStreamOpenCancelableCtx(t *testing.T) {
+	if raceEnabled {
+		t.Skip("-race allocates")
+	}
+	c := dial(t, oneMsgServer(t))
+	buf := make([]byte, 0, 128)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	open := func() {
+		st, err := c.OpenStream(ctx, sOneMsg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := st.Recv(buf[:0]); err != nil || len(m) != 64 {
+			t.Fatalf("Recv: %d bytes, %v", len(m), err)
+		}
+		if _, err := st.Recv(buf[:0]); err != io.EOF {
+			t.Fatalf("Recv at the end: %v, want io.EOF", err)
+		}
+	}
+	for range 200 { // warm: the hello, buffers
+		open()
+	}
+	want := float64(streamOpenServerAllocs + streamOpenClientAllocs + 3)
+	if n := testing.AllocsPerRun(2000, open); n != want {
+		t.Fatalf("%v allocations per stream opened with a cancelable ctx (open, one message, end; both sides), want %v", n, want)
+	}
+}
