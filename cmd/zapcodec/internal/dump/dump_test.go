@@ -210,3 +210,32 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestRootPastEnd: a root offset past the message's end is shown as the
+// header holds it. It was capped at the message size for the listing, so
+// a root of 0xFFFFFFFF in a 24-byte message read "root @24" and "root
+// offset 24 outside 16..24": a value the header does not hold, and one
+// inside the range it was said to be outside (a root at the size is the
+// zero-size root, which is valid).
+func TestRootPastEnd(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		root       uint32
+		line, fail string
+	}{
+		{0xFFFFFFFF, "root @4294967295", "at byte 8: root offset 4294967295 outside 16..24 (the header's end to the message's)"},
+		{25, "root @25", "at byte 8: root offset 25 outside 16..24 (the header's end to the message's)"},
+		{4, "root @4", "at byte 8: root offset 4 outside 16..24 (the header's end to the message's)"},
+	} {
+		msg := []byte("ZAP\x00\x01\x00\x00\x00\x00\x00\x00\x00\x18\x00\x00\x00\x2a\x00\x00\x00\x00\x00\x00\x00")
+		msg[8], msg[9], msg[10], msg[11] = byte(tc.root), byte(tc.root>>8), byte(tc.root>>16), byte(tc.root>>24)
+		var out bytes.Buffer
+		rep, err := Write(&out, msg, Options{Raw: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Problems != 1 || rep.First != tc.fail || !strings.Contains(out.String(), tc.line+"\n") {
+			t.Errorf("root %d: report %+v, listing:\n%s", tc.root, rep, &out)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 	}
 	size, root := m.Size(), rootOffset(m)
 	d.printf("%smessage @%d: %d bytes, version %d, flags 0x%04x%s, type %d, root @%d\n",
-		indent, base, size, m.Version(), m.Flags(), flagNames(m.Flags()), m.Type(), base+root)
+		indent, base, size, m.Version(), m.Flags(), flagNames(m.Flags()), m.Type(), int64(base)+root)
 	// codec gives a null root for a root offset inside the header or past
 	// the end; root == size is a struct of size 0 placed last (the
 	// canonical runtime writes one so): present, with no fixed section.
@@ -108,7 +108,7 @@ func (d *dumper) show(indent string, data []byte, base int, st *schema.Struct) (
 		d.printf("%s  type %d is an RPC envelope: request: method u32 +0, promise u32 +4, target u32 +8, cap bytes +12, payload bytes +20; answer: status u32 +0, promise u32 +4, body bytes +12\n",
 			indent, wire.EnvelopeType)
 	}
-	d.rawObject(indent+"  ", m.Bytes(), base, root)
+	d.rawObject(indent+"  ", m.Bytes(), base, int(root)) // a root that is not null is at most size
 	return size, true
 }
 
@@ -127,14 +127,11 @@ func headerProblem(b []byte, err error) (off int, reason string) {
 }
 
 // rootOffset returns the root offset of the header of m as written, for
-// the listing, capped at the message size (a larger one is out of range
-// either way).
-func rootOffset(m codec.Message) int {
-	root := binary.LittleEndian.Uint32(m.Bytes()[8:])
-	if uint64(root) > uint64(m.Size()) {
-		return m.Size()
-	}
-	return int(root)
+// the listing: the whole 32-bit value, also past the message's end (it
+// was capped at the size, which showed a root the header does not hold,
+// and one that is valid). int64 holds it on 32-bit platforms too.
+func rootOffset(m codec.Message) int64 {
+	return int64(binary.LittleEndian.Uint32(m.Bytes()[8:]))
 }
 
 func which(response bool) string {
