@@ -12,9 +12,9 @@ var (
 	// ErrTooDeep: records nest more than 100 levels deep.
 	ErrTooDeep = errors.New("codec: nesting deeper than 100 levels")
 	// ErrShared: decoding the message into records would take far more
-	// memory than it has bytes: its objects are shared or cyclic, or it
+	// memory than it has bytes: its objects are shared or cyclic, it
 	// lists records it does not hold (elements whose fixed section lies
-	// outside them).
+	// outside them), or many text and bytes fields point at one value.
 	ErrShared = errors.New("codec: objects shared or cyclic beyond the message size")
 	// ErrElementSize: an element of a list of scalars or of bytes_fixed[N]
 	// does not have the element type's size.

@@ -4479,6 +4479,308 @@ func (l BlocksItemsList) At(i int) BlockView { return BlockView{l.l.ObjectAt(i)}
 // Value returns the current element.
 func (it *BlocksItemsIter) Value() BlockView { return BlockView{it.it.Object()} }
 
+// Wide is the record of schema struct Wide (68-byte fixed section).
+// The zero value is an empty record; it is not safe for concurrent use.
+//
+// A flat record with more text and bytes fields than DecodeZAP's budget
+// factor: a hostile message points them all at one value, which each
+// field would copy (internal/gentest/all/hostile_test.go).
+type Wide struct {
+	A string // text @0
+	B string // text @8
+	C string // text @16
+	D string // text @24
+	N uint32 // u32 @32
+	E []byte // bytes @36
+	F []byte // bytes @44
+	G string // text @52
+	H []byte // bytes @60
+}
+
+var _ encoding.BinaryAppender = (*Wide)(nil)
+
+// AppendZAP appends m to dst as one whole ZAP message (version 1) and
+// returns the extended slice, growing dst at most once. It allocates
+// nothing when dst has SizeZAP bytes of spare capacity. m is only read.
+// A message past the wire's 32-bit sizes and offsets (4 GiB, or 2 GiB
+// between a nested object or list and its slot) panics with an error
+// that wraps codec.ErrBuilder.
+func (m *Wide) AppendZAP(dst []byte) []byte {
+	dst, o := codec.AppendFlat(dst, 68, len(m.A)+len(m.B)+len(m.C)+len(m.D)+len(m.E)+len(m.F)+len(m.G)+len(m.H))
+	dst = codec.AppendTail(dst, o+0, m.A)
+	dst = codec.AppendTail(dst, o+8, m.B)
+	dst = codec.AppendTail(dst, o+16, m.C)
+	dst = codec.AppendTail(dst, o+24, m.D)
+	binary.LittleEndian.PutUint32(dst[o+32:], m.N)
+	dst = codec.AppendTailBytes(dst, o+36, m.E)
+	dst = codec.AppendTailBytes(dst, o+44, m.F)
+	dst = codec.AppendTail(dst, o+52, m.G)
+	dst = codec.AppendTailBytes(dst, o+60, m.H)
+	return dst
+}
+
+// SizeZAP returns the exact length of the message AppendZAP writes for m.
+func (m *Wide) SizeZAP() int {
+	n := codec.HeaderSize + 68 // the root object follows the header, which is 8-aligned
+	n += len(m.A) + len(m.B) + len(m.C) + len(m.D) + len(m.E) + len(m.F) + len(m.G) + len(m.H)
+	return n
+}
+
+// DecodeZAP fills m from the message at the start of b, reusing m's
+// strings, slices and nested records where it can; nothing of b is
+// retained. A field outside the message reads as its zero value.
+// Errors: a *codec.FieldError with Path "Wide" wrapping
+// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
+// matches them) when b does not start with a message, or
+// codec.ErrShared when its text and bytes values would take more than
+// 6 bytes per byte of the message, and 64 (fields that share a value).
+func (m *Wide) DecodeZAP(b []byte) error {
+	var p0, p1, p2, p3, p4, p5, p6, p7 []byte // A, B, C, D, E, F, G, H
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	o, _ := codec.RootOf(b)
+	if f := o.Fixed(68); len(f) == 68 {
+		m.N = binary.LittleEndian.Uint32(f[32:36])
+		p0 = o.BytesIn(f, 0)
+		p1 = o.BytesIn(f, 8)
+		p2 = o.BytesIn(f, 16)
+		p3 = o.BytesIn(f, 24)
+		p4 = o.BytesIn(f, 36)
+		p5 = o.BytesIn(f, 44)
+		p6 = o.BytesIn(f, 52)
+		p7 = o.BytesIn(f, 60)
+	} else { // a malformed header, a null root, or a root that runs past the end of the message
+		msg, err := codec.Parse(b)
+		if err != nil {
+			return codec.InField(err, "Wide")
+		}
+		o = msg.Root()
+		m.N = o.Uint32(32)
+		p0 = o.Bytes(0)
+		p1 = o.Bytes(8)
+		p2 = o.Bytes(16)
+		p3 = o.Bytes(24)
+		p4 = o.Bytes(36)
+		p5 = o.Bytes(44)
+		p6 = o.Bytes(52)
+		p7 = o.Bytes(60)
+	}
+	// The values are copied under the budget of a record with nested
+	// records or lists, 6 bytes per byte of the message and 64: more
+	// than 6 text and bytes fields may all point at one long value.
+	if n := len(b); n < (math.MaxInt-64)/6 {
+		left := 6*n + 64
+		for _, p := range [...][]byte{p0, p1, p2, p3, p4, p5, p6, p7} {
+			if left -= len(p); left < 0 {
+				return codec.InField(codec.ErrShared, "Wide")
+			}
+		}
+	}
+	if !codec.SameText(p0, m.A) {
+		m.A = string(p0)
+	}
+	if !codec.SameText(p1, m.B) {
+		m.B = string(p1)
+	}
+	if !codec.SameText(p2, m.C) {
+		m.C = string(p2)
+	}
+	if !codec.SameText(p3, m.D) {
+		m.D = string(p3)
+	}
+	m.E = append(m.E[:0], p4...)
+	m.F = append(m.F[:0], p5...)
+	if !codec.SameText(p6, m.G) {
+		m.G = string(p6)
+	}
+	m.H = append(m.H[:0], p7...)
+	return nil
+}
+
+// DecodeView fills m from the view v, as DecodeZAP fills it from a
+// message: a server method that wants its request past its return
+// decodes the request view into a record of its own this way. m keeps
+// nothing of v's message: every text, bytes and list value is copied
+// (into m's own strings and slices where they are the same or have room),
+// so the message's buffer may be reused or changed once it returns. It
+// allocates only those copies and the nested records m does not hold
+// yet. A null v (or a field outside the message) reads as the zero value.
+// Its one error is a *codec.FieldError with Path "Wide" wrapping
+// codec.ErrShared, as DecodeZAP's, when the text and bytes values would
+// take more than 6 bytes per byte of the message, and 64 (fields that
+// share a value).
+func (m *Wide) DecodeView(v WideView) error {
+	o := v.o
+	var p0, p1, p2, p3, p4, p5, p6, p7 []byte // A, B, C, D, E, F, G, H
+	// Once the whole fixed section is known to fit, loads from it at
+	// constant offsets need no bounds checks.
+	if f := o.Fixed(68); len(f) == 68 {
+		m.N = binary.LittleEndian.Uint32(f[32:36])
+		p0 = o.BytesIn(f, 0)
+		p1 = o.BytesIn(f, 8)
+		p2 = o.BytesIn(f, 16)
+		p3 = o.BytesIn(f, 24)
+		p4 = o.BytesIn(f, 36)
+		p5 = o.BytesIn(f, 44)
+		p6 = o.BytesIn(f, 52)
+		p7 = o.BytesIn(f, 60)
+	} else { // the object runs past the end of the message
+		m.N = o.Uint32(32)
+		p0 = o.Bytes(0)
+		p1 = o.Bytes(8)
+		p2 = o.Bytes(16)
+		p3 = o.Bytes(24)
+		p4 = o.Bytes(36)
+		p5 = o.Bytes(44)
+		p6 = o.Bytes(52)
+		p7 = o.Bytes(60)
+	}
+	// The values are copied under the budget of a record with nested
+	// records or lists, 6 bytes per byte of the message and 64: more
+	// than 6 text and bytes fields may all point at one long value.
+	if n := o.MessageSize(); n < (math.MaxInt-64)/6 {
+		left := 6*n + 64
+		for _, p := range [...][]byte{p0, p1, p2, p3, p4, p5, p6, p7} {
+			if left -= len(p); left < 0 {
+				return codec.InField(codec.ErrShared, "Wide")
+			}
+		}
+	}
+	if !codec.SameText(p0, m.A) {
+		m.A = string(p0)
+	}
+	if !codec.SameText(p1, m.B) {
+		m.B = string(p1)
+	}
+	if !codec.SameText(p2, m.C) {
+		m.C = string(p2)
+	}
+	if !codec.SameText(p3, m.D) {
+		m.D = string(p3)
+	}
+	m.E = append(m.E[:0], p4...)
+	m.F = append(m.F[:0], p5...)
+	if !codec.SameText(p6, m.G) {
+		m.G = string(p6)
+	}
+	m.H = append(m.H[:0], p7...)
+	return nil
+}
+
+// AppendBinary implements encoding.BinaryAppender: it is AppendZAP.
+func (m *Wide) AppendBinary(dst []byte) ([]byte, error) { return m.AppendZAP(dst), nil }
+
+// MarshalBinary returns m as a new ZAP message.
+func (m *Wide) MarshalBinary() ([]byte, error) { return m.AppendZAP(make([]byte, 0, m.SizeZAP())), nil }
+
+// UnmarshalBinary is DecodeZAP; b is not retained.
+func (m *Wide) UnmarshalBinary(b []byte) error { return m.DecodeZAP(b) }
+
+// WideView is a read-only view of a Wide message.
+// It is a small value; it and every string, slice and view read from it
+// alias the message bytes and are valid only while those bytes are
+// unchanged. Every accessor is total: a field outside the message reads
+// as its zero value.
+//
+// (Unlike DecodeZAP, the accessors check each field's bounds on their
+// own: views that held their fixed section, checked once, measured no
+// faster.)
+type WideView struct{ o codec.Object }
+
+// ReadWide checks the message header at the start of b and returns a
+// view of its root Wide. It does not copy b and allocates only its error:
+// a *codec.ParseError matching codec.ErrTooSmall, codec.ErrMagic or
+// codec.ErrVersion (errors.Is).
+func ReadWide(b []byte) (WideView, error) {
+	if o, ok := codec.RootOf(b); ok {
+		return WideView{o}, nil
+	}
+	msg, err := codec.Parse(b)
+	if err != nil {
+		return WideView{}, err
+	}
+	return WideView{msg.Root()}, nil
+}
+
+// IsNull reports whether the viewed object is null (a nil nested record).
+func (v WideView) IsNull() bool { return v.o.IsNull() }
+
+// A returns field A (text, slot bytes [0, 8)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
+func (v WideView) A() string { return v.o.Text(0) }
+
+// ABytes returns field A as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) ABytes() []byte { return v.o.Bytes(0) }
+
+// B returns field B (text, slot bytes [8, 16)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
+func (v WideView) B() string { return v.o.Text(8) }
+
+// BBytes returns field B as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) BBytes() []byte { return v.o.Bytes(8) }
+
+// C returns field C (text, slot bytes [16, 24)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
+func (v WideView) C() string { return v.o.Text(16) }
+
+// CBytes returns field C as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) CBytes() []byte { return v.o.Bytes(16) }
+
+// D returns field D (text, slot bytes [24, 32)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
+func (v WideView) D() string { return v.o.Text(24) }
+
+// DBytes returns field D as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) DBytes() []byte { return v.o.Bytes(24) }
+
+// N returns field N (u32, bytes [32, 36)).
+func (v WideView) N() uint32 { return v.o.Uint32(32) }
+
+// E returns field E (bytes, slot bytes [36, 44)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) E() []byte { return v.o.Bytes(36) }
+
+// F returns field F (bytes, slot bytes [44, 52)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) F() []byte { return v.o.Bytes(44) }
+
+// G returns field G (text, slot bytes [52, 60)). The result aliases the message:
+// it changes when those bytes are reused, so copy it (strings.Clone) to
+// keep it longer.
+func (v WideView) G() string { return v.o.Text(52) }
+
+// GBytes returns field G as bytes. The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) GBytes() []byte { return v.o.Bytes(52) }
+
+// H returns field H (bytes, slot bytes [60, 68)). The result aliases the message.
+// It is nil when the field is null (AppendZAP writes an empty value so)
+// or its value does not lie inside the message, and empty but not nil
+// for an empty value at an offset (which other writers may leave).
+func (v WideView) H() []byte { return v.o.Bytes(60) }
+
 // RPC method ordinals of interface Service (1-based, declaration order).
 const (
 	ServiceGetOrdinal   uint32 = 1 // get

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec"
@@ -95,6 +96,21 @@ func bareBlocks(t *testing.T, n int) []byte {
 	return msg
 }
 
+// sharedWide builds a Wide message whose eight text and bytes slots all
+// point at one value of n bytes.
+func sharedWide(t *testing.T, n int) []byte {
+	t.Helper()
+	msg := (&Wide{A: strings.Repeat("a", n)}).AppendZAP(nil)
+	root := int(binary.LittleEndian.Uint32(msg[8:]))
+	a := root + int(binary.LittleEndian.Uint32(msg[root:])) // A's value
+	for _, off := range []int{8, 16, 24, 36, 44, 52, 60} {
+		slot := root + off
+		binary.LittleEndian.PutUint32(msg[slot:], uint32(a-slot))
+		binary.LittleEndian.PutUint32(msg[slot+4:], uint32(n))
+	}
+	return msg
+}
+
 // TestDecodeAllocationBounded: DecodeZAP charges what it allocates (the Go
 // size of each nested record and list element, text and bytes) to a
 // budget of 6 bytes per message byte. Messages that would make records
@@ -127,6 +143,14 @@ func TestDecodeAllocationBounded(t *testing.T) {
 		{"blocks", nil, new(Blocks), blocks},
 		{"empty bytes values", nil, new(Sparse), &Sparse{Raw: make([][]byte, 100000)}},
 		{"empty nested lists", nil, new(Deep), &Deep{Grid: make([][]uint16, 100000)}},
+		// A record without nested records or lists has no budget of its
+		// own, but more text and bytes fields than the budget's factor:
+		// eight fields copied one 64 KiB value into 512 KiB.
+		{"text shared by every field of a flat record", sharedWide(t, 64<<10), new(Wide), nil},
+		{"a flat record of long values", nil, new(Wide), &Wide{
+			A: strings.Repeat("a", 8<<10), B: strings.Repeat("b", 8<<10), C: strings.Repeat("c", 8<<10), D: strings.Repeat("d", 8<<10),
+			E: bytes.Repeat([]byte("e"), 8<<10), F: bytes.Repeat([]byte("f"), 8<<10), G: strings.Repeat("g", 8<<10), H: bytes.Repeat([]byte("h"), 8<<10),
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,5 +177,39 @@ func TestDecodeAllocationBounded(t *testing.T) {
 				t.Fatalf("DecodeZAP of a %d-byte message allocated %d bytes", len(msg), alloc)
 			}
 		})
+	}
+}
+
+// TestDecodeViewSharedTextBounded: DecodeView copies every text and bytes
+// value as DecodeZAP does, under the same bound: a flat record whose eight
+// fields point at one value fails with ErrShared (it copied the value
+// eight times, and its doc said such a record always decodes).
+func TestDecodeViewSharedTextBounded(t *testing.T) {
+	msg := sharedWide(t, 64<<10)
+	v, err := ReadWide(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.G()) != 64<<10 || len(v.H()) != 64<<10 {
+		t.Fatalf("the view does not read the shared value: %d, %d bytes", len(v.G()), len(v.H()))
+	}
+	var m Wide
+	if err := m.DecodeView(v); !errors.Is(err, codec.ErrShared) {
+		t.Fatalf("DecodeView = %v, want ErrShared", err)
+	}
+	var fe *codec.FieldError
+	if err := m.DecodeZAP(msg); !errors.As(err, &fe) || fe.Path != "Wide" {
+		t.Fatalf("DecodeZAP = %v, want a *codec.FieldError with path Wide", err)
+	}
+	honest := &Wide{A: "a", B: "bb", C: "ccc", D: "dddd", N: 7, E: []byte("e"), F: []byte("ff"), G: "g", H: []byte("hh")}
+	v, err = ReadWide(honest.AppendZAP(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DecodeView(v); err != nil {
+		t.Fatalf("DecodeView of an honest message = %v", err)
+	}
+	if d := check.Equal(honest, &m); d != "" {
+		t.Fatalf("decoded: %s", d)
 	}
 }

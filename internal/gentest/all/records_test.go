@@ -51,6 +51,10 @@ var types = map[string]check.Type{
 		New:  func() check.Record { return new(Blocks) },
 		Read: func(b []byte) (any, error) { return ReadBlocks(b) },
 	},
+	"Wide": {
+		New:  func() check.Record { return new(Wide) },
+		Read: func(b []byte) (any, error) { return ReadWide(b) },
+	},
 }
 
 func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 3, 2000, types) }

@@ -101,7 +101,12 @@
 // headers for a record with a large fixed section), fails with
 // codec.ErrShared instead of growing its records out of proportion. A
 // list's elements are allocated in one piece, once the list's bytes are
-// known to be able to hold them.
+// known to be able to hold them. A record without nested records or lists
+// allocates only copies of its text and bytes values, each of which lies
+// inside the message: with 6 such fields or fewer they cannot pass the
+// budget, and its DecodeZAP and DecodeView check none; with more, which a
+// hostile message may all point at one long value, they check the total
+// against the same budget (and fail with codec.ErrShared).
 //
 // codec/dynamic's AppendJSON, which reads the same messages into JSON,
 // has a budget of another kind: 2 units per byte of its input (plus 64),

@@ -144,7 +144,13 @@ func (g *generator) record(s *schema.Struct) {
 	if flat {
 		g.p("// Errors: a *codec.FieldError with Path %q wrapping", s.Name)
 		g.p("// codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is")
-		g.p("// matches them) when b does not start with a message.")
+		if sharedTails(s) {
+			g.p("// matches them) when b does not start with a message, or")
+			g.p("// codec.ErrShared when its text and bytes values would take more than")
+			g.p("// %d bytes per byte of the message, and 64 (fields that share a value).", budgetFactor)
+		} else {
+			g.p("// matches them) when b does not start with a message.")
+		}
 	} else {
 		g.p("// Errors are a *codec.FieldError whose Path says where the input broke")
 		g.p("// (%q, say) and which errors.Is matches with its cause:", examplePath(s))
@@ -241,10 +247,16 @@ func (g *generator) decodeView(s *schema.Struct, flat bool) {
 	g.p("// so the message's buffer may be reused or changed once it returns. It")
 	g.p("// allocates only those copies and the nested records m does not hold")
 	g.p("// yet. A null v (or a field outside the message) reads as the zero value.")
-	if flat {
+	switch {
+	case flat && sharedTails(s):
+		g.p("// Its one error is a *codec.FieldError with Path %q wrapping", s.Name)
+		g.p("// codec.ErrShared, as DecodeZAP's, when the text and bytes values would")
+		g.p("// take more than %d bytes per byte of the message, and 64 (fields that", budgetFactor)
+		g.p("// share a value).")
+	case flat:
 		g.p("// A record without nested records or lists always decodes: the error is")
 		g.p("// nil.")
-	} else {
+	default:
 		g.p("// Errors are DecodeZAP's, with the path from v's object (%q, say):", examplePath(s))
 		g.p("// a view is read leniently, a decode is checked.")
 	}
@@ -425,12 +437,12 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 			tails = append(tails, f)
 		}
 	}
+	var ps, names []string
+	for i, f := range tails {
+		ps = append(ps, fmt.Sprintf("p%d", i))
+		names = append(names, GoName(f.Name))
+	}
 	if len(inline)+len(tails) > 0 {
-		var ps, names []string
-		for i, f := range tails {
-			ps = append(ps, fmt.Sprintf("p%d", i))
-			names = append(names, GoName(f.Name))
-		}
 		if len(tails) > 0 {
 			g.p("var %s []byte // %s", strings.Join(ps, ", "), strings.Join(names, ", "))
 		}
@@ -469,6 +481,29 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 		for i, f := range tails {
 			g.p("p%d = o.Bytes(%d)", i, f.Offset)
 		}
+		g.p("}")
+	}
+	if !budget && len(tails) > budgetFactor {
+		// A budget of budgetFactor bytes per byte of the message bounds
+		// the copies, as it does those of a record with nested records
+		// or lists (zapDecode): each value lies inside the message, so
+		// with budgetFactor tails or fewer they cannot pass it, but more
+		// fields may all point at one long value.
+		g.use("math")
+		g.p("// The values are copied under the budget of a record with nested")
+		g.p("// records or lists, %d bytes per byte of the message and 64: more", budgetFactor)
+		g.p("// than %d text and bytes fields may all point at one long value.", budgetFactor)
+		size := "o.MessageSize()" // DecodeView: its view's whole message
+		if msg != "" {
+			size = "len(" + msg + ")" // DecodeZAP: b, as a budgeted decode counts it
+		}
+		g.p("if n := %s; n < (math.MaxInt-64)/%d {", size, budgetFactor)
+		g.p("left := %d*n + 64", budgetFactor)
+		g.p("for _, p := range [...][]byte{%s} {", strings.Join(ps, ", "))
+		g.p("if left -= len(p); left < 0 {")
+		g.p("return codec.InField(codec.ErrShared, %q)", s.Name)
+		g.p("}")
+		g.p("}")
 		g.p("}")
 	}
 	for i, f := range tails {
@@ -515,6 +550,21 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 			g.p("}")
 		}
 	}
+}
+
+// sharedTails reports whether the text and bytes values of s, copied by
+// a decode of a record without a budget of its own (a flat one), can
+// together pass budgetFactor bytes per byte of the message: whether s has
+// more than budgetFactor text and bytes fields, which a hostile message
+// may point at one value. Its decodes then check the budget.
+func sharedTails(s *schema.Struct) bool {
+	n := 0
+	for _, f := range s.Fields {
+		if k := f.Type.Kind; k == schema.KindText || k == schema.KindBytes {
+			n++
+		}
+	}
+	return n > budgetFactor
 }
 
 // loadFixed returns the expression reading field f (a scalar or

@@ -104,3 +104,17 @@ struct Block
 
 struct Blocks
     Items list<Block>
+
+# A flat record with more text and bytes fields than DecodeZAP's budget
+# factor: a hostile message points them all at one value, which each
+# field would copy (internal/gentest/all/hostile_test.go).
+struct Wide
+    A text
+    B text
+    C text
+    D text
+    N u32
+    E bytes
+    F bytes
+    G text
+    H bytes
