@@ -48,8 +48,9 @@ func (e *FormatError) Unwrap() error { return e.Err }
 // Generate returns one Go file per schema file of f, in the order of
 // f.Files; a schema file that declares no struct and no interface still
 // gets a (nearly empty) file so that outputs track inputs. Errors: the
-// package name is missing or not a Go identifier; Go names collide (as a
-// [*schema.Error] "file:line:col: message"); a schema file's name gives an
+// package name is missing, not a Go identifier, or init (which no Go file
+// can import); Go names collide (as a [*schema.Error]
+// "file:line:col: message"); a schema file's name gives an
 // output name that go build ignores or compiles for one platform only
 // ("_x.zap", "api_linux.zap": go help buildconstraint) or holds what a Go
 // comment cannot (a control character, a byte order mark, invalid UTF-8);
@@ -64,6 +65,9 @@ func Generate(f *schema.File, opt Options) ([]File, error) {
 	}
 	if !token.IsIdentifier(pkg) || pkg == "_" {
 		return nil, fmt.Errorf("gen: package name %q is not a Go identifier", pkg)
+	}
+	if pkg == "init" {
+		return nil, fmt.Errorf("gen: package name %q cannot be imported (Go reserves init for functions)", pkg)
 	}
 	if err := checkNames(f); err != nil {
 		return nil, err

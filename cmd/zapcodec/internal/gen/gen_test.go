@@ -155,6 +155,10 @@ func TestErrors(t *testing.T) {
 	}{
 		{"no package", "struct A { X u8 }\n", "", "gen: no package name: add a package clause to the schema or pass -package"},
 		{"bad package flag", "package p\n", "a-b", `gen: package name "a-b" is not a Go identifier`},
+		// A package named init compiles but no Go file can import it
+		// ("cannot import package as init - init must be a func").
+		{"package init", "package init\nstruct A { X u8 }\n", "", `gen: package name "init" cannot be imported (Go reserves init for functions)`},
+		{"package init flag", "package p\n", "init", `gen: package name "init" cannot be imported (Go reserves init for functions)`},
 		{"field vs field", "package p\nstruct A\n    x u8\n    X u8\n", "", "t.zap:4:5: field X: Go name X collides with field x at t.zap:3:5"},
 		{"field vs method", "package p\nstruct A\n    appendZAP u8\n", "", "t.zap:3:5: field appendZAP: Go name AppendZAP collides with the record method AppendZAP"},
 		{"view twin", "package p\nstruct A\n    Name text\n    NameBytes u8\n", "", "t.zap:4:5: field NameBytes: view accessor AView.NameBytes collides with the accessor of field Name"},
