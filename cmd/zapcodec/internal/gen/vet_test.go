@@ -119,6 +119,15 @@ struct Outer
 interface S
     get(req: Wide) returns (resp: Wide)
 `,
+	"large": `package p
+struct T
+    b bytes_fixed[16777200]
+    c text
+struct U
+    l list<bytes_fixed[16777216]>
+    t list<T>
+    x T
+`,
 	"empty": `package p
 struct E {}
 struct F
@@ -142,8 +151,9 @@ interface S {
 
 // TestOddSchemasVet generates each schema of oddSchemas into a package of
 // a module of its own, which requires this one (a replace directive), and
-// runs go vet over them all: the generated code must build and vet clean,
-// as a user's would, not only type-check (TestAwkwardNames, FuzzGenerate).
+// runs go vet and go build over them all: the generated code must build
+// and vet clean, as a user's would, not only type-check (TestAwkwardNames,
+// FuzzGenerate).
 func TestOddSchemasVet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module with the go command")
@@ -187,10 +197,13 @@ func TestOddSchemasVet(t *testing.T) {
 			}
 		}
 	}
-	cmd := exec.Command(goCmd, "vet", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go vet of the generated packages: %v\n%s", err, out)
+	// go vet type-checks the packages; go build compiles them too.
+	for _, verb := range []string{"vet", "build"} {
+		cmd := exec.Command(goCmd, verb, "./...")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s of the generated packages: %v\n%s", verb, err, out)
+		}
 	}
 }
