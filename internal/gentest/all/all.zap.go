@@ -876,7 +876,11 @@ func (v KitchenView) Bytes() KitchenBytesList { return KitchenBytesList{v.o.List
 // valid only while its bytes are unchanged; the zero value is empty.
 type KitchenBytesList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l KitchenBytesList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -922,7 +926,11 @@ func (v KitchenView) Words() KitchenWordsList { return KitchenWordsList{v.o.List
 // valid only while its bytes are unchanged; the zero value is empty.
 type KitchenWordsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l KitchenWordsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -968,7 +976,11 @@ func (v KitchenView) Longs() KitchenLongsList { return KitchenLongsList{v.o.List
 // valid only while its bytes are unchanged; the zero value is empty.
 type KitchenLongsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l KitchenLongsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1014,7 +1026,11 @@ func (v KitchenView) Points() KitchenPointsList { return KitchenPointsList{v.o.L
 // valid only while its bytes are unchanged; the zero value is empty.
 type KitchenPointsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l KitchenPointsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1573,7 +1589,11 @@ func (v SparseView) Named() SparseNamedList { return SparseNamedList{v.o.List(17
 // valid only while its bytes are unchanged; the zero value is empty.
 type SparseNamedList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l SparseNamedList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1633,7 +1653,11 @@ func (v SparseView) Raw() SparseRawList { return SparseRawList{v.o.List(25)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type SparseRawList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l SparseRawList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1676,7 +1700,11 @@ func (v SparseView) Floats() SparseFloatsList { return SparseFloatsList{v.o.List
 // valid only while its bytes are unchanged; the zero value is empty.
 type SparseFloatsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l SparseFloatsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -2726,7 +2754,11 @@ func (v DeepView) Bools() DeepBoolsList { return DeepBoolsList{v.o.List(0)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepBoolsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepBoolsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -2772,7 +2804,11 @@ func (v DeepView) Tiny() DeepTinyList { return DeepTinyList{v.o.List(8)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepTinyList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepTinyList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -2818,7 +2854,11 @@ func (v DeepView) Shorts() DeepShortsList { return DeepShortsList{v.o.List(16)} 
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepShortsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepShortsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -2864,7 +2904,11 @@ func (v DeepView) Reals() DeepRealsList { return DeepRealsList{v.o.List(24)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepRealsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepRealsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -2910,7 +2954,11 @@ func (v DeepView) Quads() DeepQuadsList { return DeepQuadsList{v.o.List(32)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepQuadsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepQuadsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -2967,7 +3015,11 @@ func (v DeepView) Keys() DeepKeysList { return DeepKeysList{v.o.List(40)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepKeysList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepKeysList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3024,7 +3076,11 @@ func (v DeepView) Blobs() DeepBlobsList { return DeepBlobsList{v.o.List(48)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepBlobsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepBlobsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3067,7 +3123,11 @@ func (v DeepView) Grid() DeepGridList { return DeepGridList{v.o.List(56)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepGridList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepGridList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3113,7 +3173,11 @@ func (it *DeepGridIter) Value() DeepGridElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepGridElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepGridElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
@@ -3158,7 +3222,11 @@ func (v DeepView) Runs() DeepRunsList { return DeepRunsList{v.o.List(64)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepRunsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepRunsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3204,7 +3272,11 @@ func (it *DeepRunsIter) Value() DeepRunsElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepRunsElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepRunsElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
@@ -3249,7 +3321,11 @@ func (v DeepView) Paths() DeepPathsList { return DeepPathsList{v.o.List(72)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepPathsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepPathsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3295,7 +3371,11 @@ func (it *DeepPathsIter) Value() DeepPathsElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepPathsElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepPathsElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
@@ -3337,7 +3417,11 @@ func (v DeepView) Words() DeepWordsList { return DeepWordsList{v.o.List(80)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepWordsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepWordsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3383,7 +3467,11 @@ func (it *DeepWordsIter) Value() DeepWordsElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepWordsElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepWordsElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
@@ -3428,7 +3516,11 @@ func (it *DeepWordsElemIter) Value() DeepWordsElemElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepWordsElemElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepWordsElemElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
@@ -3487,7 +3579,11 @@ func (v DeepView) Pairs() DeepPairsList { return DeepPairsList{v.o.List(88)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepPairsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepPairsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3530,7 +3626,11 @@ func (v DeepView) Trees() DeepTreesList { return DeepTreesList{v.o.List(96)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepTreesList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepTreesList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -3576,7 +3676,11 @@ func (it *DeepTreesIter) Value() DeepTreesElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type DeepTreesElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l DeepTreesElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
@@ -3819,7 +3923,11 @@ func (v EmptiesView) Es() EmptiesEsList { return EmptiesEsList{v.o.List(0)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type EmptiesEsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l EmptiesEsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -4443,7 +4551,11 @@ func (v BlocksView) Items() BlocksItemsList { return BlocksItemsList{v.o.List(0)
 // valid only while its bytes are unchanged; the zero value is empty.
 type BlocksItemsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l BlocksItemsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers

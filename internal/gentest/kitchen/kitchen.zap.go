@@ -531,7 +531,11 @@ func (v EverythingView) Items() EverythingItemsList { return EverythingItemsList
 // valid only while its bytes are unchanged; the zero value is empty.
 type EverythingItemsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l EverythingItemsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers

@@ -935,7 +935,11 @@ func (v ListsView) U8s() ListsU8sList { return ListsU8sList{v.o.List(12)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsU8sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsU8sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -981,7 +985,11 @@ func (v ListsView) U16s() ListsU16sList { return ListsU16sList{v.o.List(20)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsU16sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsU16sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1027,7 +1035,11 @@ func (v ListsView) U32s() ListsU32sList { return ListsU32sList{v.o.List(28)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsU32sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsU32sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1073,7 +1085,11 @@ func (v ListsView) U64s() ListsU64sList { return ListsU64sList{v.o.List(36)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsU64sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsU64sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1119,7 +1135,11 @@ func (v ListsView) I16s() ListsI16sList { return ListsI16sList{v.o.List(44)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsI16sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsI16sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1165,7 +1185,11 @@ func (v ListsView) I32s() ListsI32sList { return ListsI32sList{v.o.List(52)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsI32sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsI32sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1211,7 +1235,11 @@ func (v ListsView) I64s() ListsI64sList { return ListsI64sList{v.o.List(60)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsI64sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsI64sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1257,7 +1285,11 @@ func (v ListsView) F32s() ListsF32sList { return ListsF32sList{v.o.List(68)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsF32sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsF32sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1303,7 +1335,11 @@ func (v ListsView) F64s() ListsF64sList { return ListsF64sList{v.o.List(76)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsF64sList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsF64sList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1349,7 +1385,11 @@ func (v ListsView) Bools() ListsBoolsList { return ListsBoolsList{v.o.List(84)} 
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsBoolsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsBoolsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1395,7 +1435,11 @@ func (v ListsView) Texts() ListsTextsList { return ListsTextsList{v.o.List(92)} 
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsTextsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsTextsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1455,7 +1499,11 @@ func (v ListsView) Blobs() ListsBlobsList { return ListsBlobsList{v.o.List(100)}
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsBlobsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsBlobsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1498,7 +1546,11 @@ func (v ListsView) Quads() ListsQuadsList { return ListsQuadsList{v.o.List(108)}
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsQuadsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsQuadsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -1555,7 +1607,11 @@ func (v ListsView) Items() ListsItemsList { return ListsItemsList{v.o.List(116)}
 // valid only while its bytes are unchanged; the zero value is empty.
 type ListsItemsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l ListsItemsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers

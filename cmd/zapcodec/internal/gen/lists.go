@@ -288,7 +288,11 @@ func (g *generator) listView(lt, it string, e *schema.Type, below, what string, 
 	g.p("// %s is a view of %s (a list of %s). It aliases the message and is", lt, what, e)
 	g.p("// valid only while its bytes are unchanged; the zero value is empty.")
 	g.p("type %s struct{ l codec.List }\n", lt)
-	g.p("// Len returns the element count.")
+	g.p("// Len returns the element count the list's slot declares. It is at most")
+	g.p("// the message's size, but a hostile message may declare more elements")
+	g.p("// than it holds: At reads those as zero values and Iter stops at the")
+	g.p("// first that does not fit. Size a slice from Len only for a message you")
+	g.p("// trust (DecodeZAP allocates only for elements the bytes can hold).")
 	g.p("func (l %s) Len() int { return l.l.Len() }\n", lt)
 	if top {
 		g.p("// IsNull reports whether the list is null: its slot is null, as writers")

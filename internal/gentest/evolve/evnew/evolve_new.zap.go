@@ -304,7 +304,11 @@ func (v LeafView) Tags() LeafTagsList { return LeafTagsList{v.o.List(28)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type LeafTagsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l LeafTagsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -802,7 +806,11 @@ func (v RecView) Items() RecItemsList { return RecItemsList{v.o.List(20)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecItemsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecItemsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -845,7 +853,11 @@ func (v RecView) Nums() RecNumsList { return RecNumsList{v.o.List(28)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecNumsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecNumsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -891,7 +903,11 @@ func (v RecView) Grid() RecGridList { return RecGridList{v.o.List(36)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecGridList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecGridList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -937,7 +953,11 @@ func (it *RecGridIter) Value() RecGridElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecGridElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecGridElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
@@ -1002,7 +1022,11 @@ func (v RecView) Extra() RecExtraList { return RecExtraList{v.o.List(60)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecExtraList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecExtraList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers

@@ -599,7 +599,11 @@ func (v RecView) Items() RecItemsList { return RecItemsList{v.o.List(20)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecItemsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecItemsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -642,7 +646,11 @@ func (v RecView) Nums() RecNumsList { return RecNumsList{v.o.List(28)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecNumsList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecNumsList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -688,7 +696,11 @@ func (v RecView) Grid() RecGridList { return RecGridList{v.o.List(36)} }
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecGridList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecGridList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its slot is null, as writers
@@ -734,7 +746,11 @@ func (it *RecGridIter) Value() RecGridElemList {
 // valid only while its bytes are unchanged; the zero value is empty.
 type RecGridElemList struct{ l codec.List }
 
-// Len returns the element count.
+// Len returns the element count the list's slot declares. It is at most
+// the message's size, but a hostile message may declare more elements
+// than it holds: At reads those as zero values and Iter stops at the
+// first that does not fit. Size a slice from Len only for a message you
+// trust (DecodeZAP allocates only for elements the bytes can hold).
 func (l RecGridElemList) Len() int { return l.l.Len() }
 
 // IsNull reports whether the list is null: its element holds no bytes,
