@@ -4645,7 +4645,8 @@ func (m *Wide) SizeZAP() int {
 // codec.ErrTooSmall, codec.ErrMagic or codec.ErrVersion (errors.Is
 // matches them) when b does not start with a message, or
 // codec.ErrShared when its text and bytes values would take more than
-// 6 bytes per byte of the message, and 64 (fields that share a value).
+// 6 bytes per byte of the message, and 64 (fields that share a value):
+// m's scalar and bytes_fixed fields are then set, the others unchanged.
 func (m *Wide) DecodeZAP(b []byte) error {
 	var p0, p1, p2, p3, p4, p5, p6, p7 []byte // A, B, C, D, E, F, G, H
 	// Once the whole fixed section is known to fit, loads from it at
@@ -4720,7 +4721,8 @@ func (m *Wide) DecodeZAP(b []byte) error {
 // Its one error is a *codec.FieldError with Path "Wide" wrapping
 // codec.ErrShared, as DecodeZAP's, when the text and bytes values would
 // take more than 6 bytes per byte of the message, and 64 (fields that
-// share a value).
+// share a value): m's scalar and bytes_fixed fields are then set, the
+// others unchanged.
 func (m *Wide) DecodeView(v WideView) error {
 	o := v.o
 	var p0, p1, p2, p3, p4, p5, p6, p7 []byte // A, B, C, D, E, F, G, H

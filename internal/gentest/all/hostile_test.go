@@ -193,9 +193,12 @@ func TestDecodeViewSharedTextBounded(t *testing.T) {
 	if len(v.G()) != 64<<10 || len(v.H()) != 64<<10 {
 		t.Fatalf("the view does not read the shared value: %d, %d bytes", len(v.G()), len(v.H()))
 	}
-	var m Wide
+	m := Wide{A: "kept", H: []byte("kept")}
 	if err := m.DecodeView(v); !errors.Is(err, codec.ErrShared) {
 		t.Fatalf("DecodeView = %v, want ErrShared", err)
+	}
+	if m.A != "kept" || string(m.H) != "kept" {
+		t.Fatalf("a refused DecodeView changed the text and bytes fields: %q, %q", m.A, m.H)
 	}
 	var fe *codec.FieldError
 	if err := m.DecodeZAP(msg); !errors.As(err, &fe) || fe.Path != "Wide" {

@@ -147,7 +147,8 @@ func (g *generator) record(s *schema.Struct) {
 		if sharedTails(s) {
 			g.p("// matches them) when b does not start with a message, or")
 			g.p("// codec.ErrShared when its text and bytes values would take more than")
-			g.p("// %d bytes per byte of the message, and 64 (fields that share a value).", budgetFactor)
+			g.p("// %d bytes per byte of the message, and 64 (fields that share a value):", budgetFactor)
+			g.p("// m's scalar and bytes_fixed fields are then set, the others unchanged.")
 		} else {
 			g.p("// matches them) when b does not start with a message.")
 		}
@@ -252,7 +253,8 @@ func (g *generator) decodeView(s *schema.Struct, flat bool) {
 		g.p("// Its one error is a *codec.FieldError with Path %q wrapping", s.Name)
 		g.p("// codec.ErrShared, as DecodeZAP's, when the text and bytes values would")
 		g.p("// take more than %d bytes per byte of the message, and 64 (fields that", budgetFactor)
-		g.p("// share a value).")
+		g.p("// share a value): m's scalar and bytes_fixed fields are then set, the")
+		g.p("// others unchanged.")
 	case flat:
 		g.p("// A record without nested records or lists always decodes: the error is")
 		g.p("// nil.")
