@@ -33,6 +33,19 @@ func FuzzGenerate(f *testing.F) {
 		f.Add(src)
 	}
 	f.Add([]byte("package p\ntype q = bytes_fixed[2]\nstruct A\n\tX list<list<list<q>>>\n\tY list<list<A>>\ninterface S\n"))
+	// Import what generated code imports before fuzzing. typeCheck
+	// imports packages from source the first time (rpc brings net and
+	// crypto/tls), and under -fuzz the first input that did so took more
+	// than the 10 s a fuzz worker gives one input on a loaded machine:
+	// the worker panicked ("fuzzing process hung or terminated
+	// unexpectedly" on seed#0) and the target never fuzzed. Done here,
+	// once per worker process, it is outside any input's time.
+	_, imp := sources()
+	for _, path := range generatedImports {
+		if _, err := imp.Import(path); err != nil {
+			f.Fatal(err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, err := schema.Parse("f.zap", src)
 		if err != nil {
@@ -58,6 +71,12 @@ func FuzzGenerate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// generatedImports are the packages generated code may import.
+var generatedImports = []string{
+	"context", "encoding", "encoding/binary", "errors", "io", "math", "slices", "unsafe",
+	codecPath, rpcPath,
 }
 
 // sources imports packages from their source, once each for all of
