@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/internal/fixture"
@@ -324,16 +325,44 @@ func ViewLoose(rec any, view any) string {
 }
 
 func call(v reflect.Value, name string, args ...reflect.Value) reflect.Value {
-	m := v.MethodByName(name)
+	m := methodByName(v, name)
 	if !m.IsValid() {
 		p := reflect.New(v.Type())
 		p.Elem().Set(v)
-		m = p.MethodByName(name)
+		m = methodByName(p, name)
 	}
 	if !m.IsValid() {
 		panic(fmt.Sprintf("%s has no method %s", v.Type(), name))
 	}
 	return m.Call(args)[0]
+}
+
+// methodIndexes caches, for a type and a method name, the index that
+// reflect.Value.Method takes (-1: no such method). Value.MethodByName
+// builds the method's func type at every call, which was most of what a
+// random round trip of a deep record cost (the views are walked by name).
+var methodIndexes sync.Map // methodKey -> int
+
+type methodKey struct {
+	t    reflect.Type
+	name string
+}
+
+// methodByName is v.MethodByName(name), the method found once per type.
+func methodByName(v reflect.Value, name string) reflect.Value {
+	k := methodKey{v.Type(), name}
+	i, ok := methodIndexes.Load(k)
+	if !ok {
+		idx := -1
+		if m, found := v.Type().MethodByName(name); found {
+			idx = m.Index
+		}
+		i, _ = methodIndexes.LoadOrStore(k, idx)
+	}
+	if i.(int) < 0 {
+		return reflect.Value{}
+	}
+	return v.Method(i.(int))
 }
 
 func viewDiff(rec, view reflect.Value, path string, loose bool) string {
@@ -442,14 +471,14 @@ func listDiff(rec, list reflect.Value, path string, loose bool) string {
 	it := reflect.New(call(list, "Iter").Type())
 	it.Elem().Set(call(list, "Iter"))
 	i := 0
-	for it.MethodByName("Next").Call(nil)[0].Bool() {
-		if idx := it.MethodByName("Index").Call(nil)[0].Int(); int(idx) != i {
+	for methodByName(it, "Next").Call(nil)[0].Bool() {
+		if idx := methodByName(it, "Index").Call(nil)[0].Int(); int(idx) != i {
 			return fmt.Sprintf("%s.Iter: Index() = %d at step %d", path, idx, i)
 		}
 		if i >= rec.Len() {
 			return fmt.Sprintf("%s.Iter: more than %d elements", path, rec.Len())
 		}
-		if d := elemDiff(rec.Index(i), it.MethodByName("Value").Call(nil)[0], fmt.Sprintf("%s.Iter[%d]", path, i), loose); d != "" {
+		if d := elemDiff(rec.Index(i), methodByName(it, "Value").Call(nil)[0], fmt.Sprintf("%s.Iter[%d]", path, i), loose); d != "" {
 			return d
 		}
 		i++

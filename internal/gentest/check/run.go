@@ -103,7 +103,7 @@ func Fixtures(t *testing.T, schema string, types map[string]Type) {
 // DecodeView calls rec's DecodeView (every generated record has one) with
 // view, the view of its type that Read returned.
 func DecodeView(rec Record, view any) error {
-	out := reflect.ValueOf(rec).MethodByName("DecodeView").Call([]reflect.Value{reflect.ValueOf(view)})
+	out := methodByName(reflect.ValueOf(rec), "DecodeView").Call([]reflect.Value{reflect.ValueOf(view)})
 	err, _ := out[0].Interface().(error)
 	return err
 }
