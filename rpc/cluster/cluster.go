@@ -1119,7 +1119,18 @@ func (c *Client) askResolve() {
 
 // resolveTimeout bounds one resolution: the health timeout, at least 5 s
 // (a DNS server's own retries take seconds).
-func (c *Client) resolveTimeout() time.Duration { return max(c.o.healthTimeout, 5*time.Second) }
+func (c *Client) resolveTimeout() time.Duration {
+	floor := 5 * time.Second
+	if d := resolveFloorTest.Load(); d != 0 {
+		floor = time.Duration(d)
+	}
+	return max(c.o.healthTimeout, floor)
+}
+
+// resolveFloorTest, when not 0, replaces resolveTimeout's 5 s floor (in
+// nanoseconds). Only tests set it (TestDialResolverHangs), so that they
+// need not wait 5 s; atomic because clients other tests left may read it.
+var resolveFloorTest atomic.Int64
 
 // resolveLoop polls a Resolver that is not a Watcher. While no address
 // is known (the name did not resolve yet) it asks again after 1 s,

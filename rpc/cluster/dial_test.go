@@ -153,8 +153,11 @@ func (h *hangingResolver) Resolve(ctx context.Context) ([]string, error) {
 // Dial with a ctx that never ends returns although the resolver never
 // answers: its first resolution is bounded as the background ones are
 // (the health timeout, at least 5 s), and the client keeps asking. Dial
-// waited on the resolver for as long as it hung, for ever here.
+// waited on the resolver for as long as it hung, for ever here. The test
+// lowers the 5 s floor to 100 ms (resolveFloorTest), which it waited out.
 func TestDialResolverHangs(t *testing.T) {
+	resolveFloorTest.Store(int64(100 * time.Millisecond))
+	defer resolveFloorTest.Store(0)
 	h := &hangingResolver{}
 	done := make(chan *Client, 1)
 	go func() {
