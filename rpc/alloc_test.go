@@ -266,26 +266,28 @@ func allocsUnrunCall(t *testing.T, name string, r wire.Request, body string, opt
 // passed by value. Here one refused for its metadata, and one for an
 // unknown method from a peer that sent its hello (a zapcodec one, which
 // is sent the 404). The peer is raw, with its frames made before the
-// count.
+// count. The first is marked not run (a frame before its end), the
+// second is not.
 func TestAllocsRefusedStreamObserved(t *testing.T) {
 	var n atomic.Int64
 	obs := func(ev StreamEvent) { n.Add(int64(ev.Status)) }
 	md := metadataPair("k", "0123456789abcdef0123456789abcdef")
 	for _, tc := range []struct {
-		name  string
-		hello bool
-		req   wire.Request
-		text  string
+		name   string
+		hello  bool
+		marked bool
+		req    wire.Request
+		text   string
 	}{
-		{"metadata too large", false, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc"), Metadata: md}, tooLargeText(len(md), 16)},
-		{"unknown method", true, wire.Request{Method: 99, PromiseID: 1, Payload: []byte("abc")}, streamNoHandler},
+		{"metadata too large", false, true, wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("abc"), Metadata: md}, tooLargeText(len(md), 16)},
+		{"unknown method", true, false, wire.Request{Method: 99, PromiseID: 1, Payload: []byte("abc")}, streamNoHandler},
 	} {
 		for observers := 1; observers <= 2; observers++ {
 			opts := []ServerOption{WithMaxMetadata(16)}
 			for range observers {
 				opts = append(opts, WithStreamObserver(obs))
 			}
-			allocsRefusedStream(t, tc.name, tc.hello, tc.req, tc.text, opts)
+			allocsRefusedStream(t, tc.name, tc.hello, tc.marked, tc.req, tc.text, opts)
 		}
 	}
 	if n.Load() == 0 {
@@ -294,9 +296,10 @@ func TestAllocsRefusedStreamObserved(t *testing.T) {
 }
 
 // allocsRefusedStream checks that an open of req the server refuses
-// without a handler (with text; after the peer's hello if hello), with
-// the stream observers of opts, allocates nothing on the server.
-func allocsRefusedStream(t *testing.T, name string, hello bool, req wire.Request, text string, opts []ServerOption) {
+// without a handler (with text; after the peer's hello if hello; its end
+// after the not-run mark if marked), with the stream observers of opts,
+// allocates nothing on the server.
+func allocsRefusedStream(t *testing.T, name string, hello, marked bool, req wire.Request, text string, opts []ServerOption) {
 	_, addr, _ := streamServer(t, opts...)
 	rc := rawDial(t, addr)
 	if hello {
@@ -306,12 +309,16 @@ func allocsRefusedStream(t *testing.T, name string, hello bool, req wire.Request
 		}
 	}
 	open := frameBytes(wire.KindStreamOpen, wire.AppendRequest(nil, &req))
-	end := make([]byte, frameHeader+len(wire.AppendStreamEndError(nil, 1, 400, text)))
+	mark := 0
+	if marked {
+		mark = frameHeader + len(wire.AppendStreamNotRun(nil, 1))
+	}
+	got := make([]byte, mark+frameHeader+len(wire.AppendStreamEndError(nil, 1, 400, text)))
 	refusal := func() {
 		if _, err := rc.Write(open); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.ReadFull(rc, end); err != nil {
+		if _, err := io.ReadFull(rc, got); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -321,8 +328,11 @@ func allocsRefusedStream(t *testing.T, name string, hello bool, req wire.Request
 	if a := testing.AllocsPerRun(2000, refusal); a != 0 {
 		t.Errorf("%s, %d stream observers: %v allocs per refused open, want 0", name, len(opts)-1, a)
 	}
-	if end[4] != wire.KindStreamEnd {
-		t.Fatalf("frame kind %d, want a stream end", end[4])
+	if marked && got[4] != wire.KindStreamNotRun {
+		t.Fatalf("frame kind %d, want the not-run mark", got[4])
+	}
+	if got[mark+4] != wire.KindStreamEnd {
+		t.Fatalf("frame kind %d, want a stream end", got[mark+4])
 	}
 }
 

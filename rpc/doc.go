@@ -123,7 +123,8 @@
 // zapcodec extension field; the handler's ctx then has that deadline and
 // is done when it passes, and a call whose deadline passed before it
 // could run is answered 504 unrun, matching context.DeadlineExceeded; a
-// stream open so is refused with an error end 504, its handler not run);
+// stream open so is refused with an error end 504 marked not run, whose
+// Recv error matches the same, its handler not run);
 // [WithCap] sets the canonical cap field, read with [CapFrom];
 // [WithMetadata] adds key/value pairs (an extension field), read with
 // [MetadataFrom]; the other way, a unary handler or server interceptor

@@ -118,9 +118,11 @@ func (e *StatusError) Error() string {
 // with the not-run flag, for a call it read after announcing go-away (503:
 // the call did not run, so it may be sent elsewhere), and errors.Is(err,
 // context.DeadlineExceeded) true for the one it sends for a call whose
-// deadline passed before it could run (504, not run, not retryable). Any
-// answer a handler returned, whatever its status and message, is neither:
-// the call ran.
+// deadline passed before it could run (504, not run, not retryable). The
+// error end of a stream open refused so, which the server marks not run
+// (wire.KindStreamNotRun), matches the same. Any answer or stream end a
+// handler returned, whatever its status and message, is neither: the
+// call or stream ran.
 func (e *StatusError) Is(target error) bool {
 	if !e.refused {
 		return false

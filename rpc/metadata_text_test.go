@@ -43,11 +43,16 @@ func TestMetadataTooLargeSaysSizes(t *testing.T) {
 		t.Errorf("text %q, want %q", got, w)
 	}
 
-	// A stream open: the refusal's end carries the same text.
+	// A stream open: the refusal's end carries the same text, after the
+	// not-run mark.
 	_, saddr, _ := streamServer(t, WithMaxMetadata(64))
 	rc := rawDial(t, saddr)
 	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1, Metadata: md}))
 	kind, p, ok := rc.recv()
+	if !ok || kind != wire.KindStreamNotRun {
+		t.Errorf("stream open refused with kind %d ok %v body %q; want the not-run mark first", kind, ok, p)
+	}
+	kind, p, ok = rc.recv()
 	if !ok || kind != wire.KindStreamEnd || !strings.Contains(string(p), want) {
 		t.Errorf("stream open refused with kind %d ok %v body %q; want an end saying %q", kind, ok, p, want)
 	}

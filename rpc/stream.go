@@ -46,7 +46,9 @@ import (
 // the connection closes, Shutdown's grace ends, or the deadline of the
 // client's ctx passes (carried in the open like a call's, see
 // [Client.Call]; an open whose deadline passed before the handler could
-// run is refused with an error end 504 and the handler does not run);
+// run is refused with an error end 504 marked not run, so that the
+// client's [Stream.Recv] error matches context.DeadlineExceeded, and the
+// handler does not run);
 // [CapFrom] and [MetadataFrom] read the open's cap and
 // metadata ([WithCap], [WithMetadata] on the client's ctx). The stream's Send and
 // Recv may be used until the handler returns, and not after: a Send still
@@ -1195,8 +1197,10 @@ func (t *streamSet) hello(w *outboxFrames) error {
 
 // endError is the error Recv returns for a peer's end with a status;
 // notRun: the server marked it a refusal of an open it did not run
-// (KindStreamNotRun), which makes the 503 of a server going away match
-// ErrGoAway, as a unary refusal with the not-run flag does.
+// (KindStreamNotRun), which gives it the meaning of a unary refusal of
+// the same status with the not-run flag: the 503 of a server going away
+// matches ErrGoAway, the 504 of an open whose deadline passed before it
+// ran matches context.DeadlineExceeded (see StatusError.Is).
 func endError(e wire.StreamEnd, notRun bool) error {
 	return newStatusError(e.Status, e.Message, notRun)
 }

@@ -268,7 +268,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 		}
 		if len(req.Metadata) > lim {
 			var text [metadataTextSize]byte
-			return c.streamRefuse(&req, StatusMetadataTooLarge, metadataTooLarge(&text, len(req.Metadata), lim), true, false)
+			return c.streamRefuse(&req, StatusMetadataTooLarge, metadataTooLarge(&text, len(req.Metadata), lim), true, true)
 		}
 		if !validMetadata(req.Metadata) {
 			return c.streamRefuse(&req, StatusBadRequest, malformedMetadata, true, false)
@@ -325,7 +325,7 @@ func (c *serverConn) streamOpen(p []byte) bool {
 			// handler, as a call whose deadline passed before it could
 			// run is answered 504 unrun.
 			t.mu.Unlock()
-			return c.streamRefuse(&req, StatusDeadlineExceeded, streamDeadlineText, true, false)
+			return c.streamRefuse(&req, StatusDeadlineExceeded, streamDeadlineText, true, true)
 		}
 	}
 	if t.m == nil {
@@ -406,11 +406,13 @@ var interruptedSends atomic.Int64
 // (with all false, only to a peer that does flow control: a zapcodec
 // one), after the stream observer saw it (to a peer that gets no end
 // too); an open that reuses the id of a running stream gets no end and
-// status 400 instead. With notRun (the 503 of an open read after the
-// go-away) a KindStreamNotRun frame goes just before the end, so that a
-// zapcodec client knows the refusal from a handler's end of the same
-// status and text (a canonical one ignores the kind). It reports false
-// when the connection broke.
+// status 400 instead. With notRun a KindStreamNotRun frame goes just
+// before the end, so that a zapcodec client knows the refusal from a
+// handler's end of the same status and text (a canonical one ignores the
+// kind): it is set for the refusals a unary call gets with the not-run
+// flag, 503 for an open read after the go-away, 504 for one whose
+// deadline passed before its handler could run, and 431 for metadata
+// over the limit. It reports false when the connection broke.
 func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all, notRun bool) bool {
 	if old := c.streams.lookup(r.PromiseID); old != nil && !old.canceledByPeer() {
 		// The open reuses the id of a stream still running: its end

@@ -21,7 +21,8 @@ var _ rpc.StreamOpener = (*Client)(nil)
 // were on it. The caller's ends count nothing: its ctx ended or it
 // canceled the stream ([rpc.StatusCanceled]), the stream's deadline
 // passed on the server (504: the caller chose how long the stream
-// lives), and so do the 503 of a server going away, which ends its
+// lives; so too when it passed before the handler could run, an open
+// the server refuses unrun and marks so), and so do the 503 of a server going away, which ends its
 // streams at the end of its Shutdown's grace and refuses the opens it
 // reads meanwhile (see refusedGoingAway), the 503 "too many open
 // streams" of a server whose connection is full (see refusedFull: load,

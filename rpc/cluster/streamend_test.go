@@ -110,6 +110,13 @@ func TestStreamEndClassified(t *testing.T) {
 		// The stream's deadline, which the caller chose, passed on the
 		// server: a stream's life is not an answer awaited.
 		{"504", end(rpc.StatusDeadlineExceeded, rpc.Errorf(rpc.StatusDeadlineExceeded, "deadline")), 1},
+		// An open refused unrun, its deadline passed before the handler
+		// could run: marked not run, its error matches
+		// context.DeadlineExceeded; it counts nothing either.
+		{"504 refused unrun", end(rpc.StatusDeadlineExceeded, fmt.Errorf("refused: %w", context.DeadlineExceeded)), 1},
+		// Metadata over the server's limit, refused unrun (marked so):
+		// about the call, as a handler's 4xx; the replica answered.
+		{"431 refused unrun", end(rpc.StatusMetadataTooLarge, rpc.Errorf(rpc.StatusMetadataTooLarge, "metadata too large")), 0},
 		// Not sent (OpenStream counted the refusal already).
 		// A server full of streams (rpc.WithMaxStreams) refused the
 		// open unrun: load, not failure. A handler's own 503 fails.

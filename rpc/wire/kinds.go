@@ -54,10 +54,12 @@ const (
 	// KindStreamNotRun tells the client that the error end which follows
 	// it refuses a stream open the server did not run (zapcodec extension,
 	// a kind a canonical peer ignores): [u32 LE stream id]. A zapcodec
-	// server sends it just before the 503 end with which it refuses an
-	// open it read after its go-away, as a unary refusal carries the
-	// response's not-run flag: the stream had no effect and may be opened
-	// again elsewhere. A receiver that does not know the kind reads the
-	// end alone, as before.
+	// server sends it just before the end with which it refuses an open
+	// for a reason it refuses a unary call with the response's not-run
+	// flag: 503 for an open read after its go-away (the stream had no
+	// effect and may be opened again elsewhere), 504 for one whose
+	// deadline passed before its handler could run, 431 for metadata over
+	// its limit. A receiver that does not know the kind reads the end
+	// alone, as before.
 	KindStreamNotRun = 11
 )
