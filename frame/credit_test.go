@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"errors"
+	"math/bits"
 	"os"
 	"testing"
 
@@ -77,6 +78,57 @@ func TestCreditFollowsBytesReceived(t *testing.T) {
 		if received >= len(frame)/creditFactor+1 && h < len(frame) {
 			t.Errorf("holds %d bytes after %d bytes of a frame of %d it has the credit for, want the whole frame's buffer",
 				h, received, len(frame))
+		}
+	}
+}
+
+// TestCreditBufferIsPoolClass pins the size of the buffer the credit (the
+// package doc's first exception) gives a frame: its whole length rounded
+// up to the pool's power-of-two class, so less than twice that length,
+// and less than 2·creditFactor times the bytes of the frame received
+// when it is taken. After a frame of a 1 MiB payload (1,048,581 bytes), a
+// like frame takes 2 MiB once 4,097 bytes or more of it are in; the doc
+// used to say "a buffer of its whole length".
+func TestCreditBufferIsPoolClass(t *testing.T) {
+	t.Parallel()
+	for _, payload := range []int{64 << 10, 200_000, 1 << 20} {
+		body := bytes.Repeat([]byte{0xA5}, payload)
+		frame := cat(le(uint32(payload+1)), []byte{7}, body)
+		src := &pausingReader{chunks: [][]byte{frame}}
+		r := NewReader(src)
+		r.bodies = new(pool.SizedPool) // a new backing array for every Get: capacities are the classes
+		if _, p, err := r.Next(); err != nil || len(p) != payload {
+			t.Fatalf("payload %d: first frame: %d bytes, %v", payload, len(p), err)
+		}
+		if _, _, err := r.Next(); !errors.Is(err, os.ErrDeadlineExceeded) || r.Held() != 0 {
+			t.Fatalf("payload %d: drained Reader: %v, holds %d", payload, err, r.Held())
+		}
+		// The next frame, 600 bytes at a time, until the credit gives it
+		// a buffer for all of it.
+		received := 0
+		for r.Held() < len(frame) {
+			if received >= len(frame)/2 {
+				t.Fatalf("payload %d: no buffer for the whole frame after %d of its %d bytes (holds %d)", payload, received, len(frame), r.Held())
+			}
+			upto := min(received+600, len(frame))
+			src.chunks = [][]byte{frame[received:upto]}
+			received = upto
+			if _, _, err := r.Next(); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("payload %d: after %d bytes: %v, want the deadline", payload, received, err)
+			}
+		}
+		h := r.Held()
+		class := 1 << bits.Len(uint(len(frame)-1))
+		t.Logf("payload %d: frame of %d bytes: holds %d after %d bytes of it", payload, len(frame), h, received)
+		if h != class || h >= 2*len(frame) {
+			t.Errorf("payload %d: holds %d for a frame of %d, want its pool class %d (under twice the frame)", payload, h, len(frame), class)
+		}
+		if h >= 2*creditFactor*received {
+			t.Errorf("payload %d: holds %d after %d bytes of the frame, want under %d times that", payload, h, received, 2*creditFactor)
+		}
+		src.chunks = [][]byte{frame[received:]}
+		if kind, p, err := r.Next(); err != nil || kind != 7 || !bytes.Equal(p, body) {
+			t.Fatalf("payload %d: second frame: kind %d, %d bytes, %v", payload, kind, len(p), err)
 		}
 	}
 }

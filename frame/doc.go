@@ -60,11 +60,15 @@
 // times the size asked for: that memory was already there). Two exceptions,
 // each sized by what the same peer sent before, keep busy streams at a
 // single copy, or close to it: a frame no longer than the previous frame
-// above 512 bytes (that peer has sent that much before) gets a buffer of
-// its whole length at once when that length is at most the read-ahead
-// limit, or less than 256 times the bytes of the frame received so far
-// (its first 512 bytes, for a frame of up to 128 KiB; a larger frame
-// grows as any does until 1/256 of it is in, then takes its buffer); and
+// above 512 bytes (that peer has sent that much before) gets a buffer for
+// all of it at once when its length is at most the read-ahead limit, or
+// less than 256 times the bytes of the frame received so far (its first
+// 512 bytes, for a frame of up to 128 KiB; a larger frame grows as any
+// does until 1/256 of it is in, then takes its buffer); that buffer is
+// the frame's length rounded up to the pool's power-of-two class, so less
+// than twice the length (and, for a frame above the read-ahead limit,
+// less than 512 times the bytes received: after a frame with a 1 MiB
+// payload, a like frame takes 2 MiB once 4,097 bytes of it are in); and
 // a Reader that read ahead on a busy stream goes straight back to the
 // read-ahead size it reached there (never above the read-ahead limit) as
 // soon as a read fills its buffer again, even the inline buffer of a

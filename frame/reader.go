@@ -34,11 +34,13 @@ const (
 	growFactor = 4
 
 	// creditFactor: a frame no longer than the previous frame above
-	// smallSize (the credit) takes a buffer of its whole length at once
-	// when that length is at most the read-ahead limit, or at most
+	// smallSize (the credit) takes a buffer for all of it at once (its
+	// length rounded up to the pool's power-of-two class: less than twice
+	// that) when that length is at most the read-ahead limit, or less than
 	// creditFactor times the bytes of it the Reader holds: so the credit
 	// speeds a large frame's buffer up but never lets it run ahead of the
-	// bytes received by more than that, however long ago it was earned.
+	// bytes received by more than twice that factor (rounding included),
+	// however long ago it was earned.
 	// 256: the first 512 bytes of a frame (a full inline buffer) bring a
 	// frame of up to 128 KiB, twice the default read-ahead limit, into its
 	// own buffer at once (a 64 KiB payload's frame is 5 bytes over the
