@@ -84,11 +84,13 @@ func init() {
   -payload-file FILE  request payload read from FILE, raw bytes; a request
                       frame holds at most 16 MiB
   -schema FILE.zap    with -type and -payload-json: encode the payload
+                      (a schema file of at most 16 MiB)
   -type NAME          a struct, or a method whose request struct to encode
                       (either may be qualified by the schema's package:
                       "eth.Eth.getBalance")
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
-                      hex strings); @FILE reads it from FILE
+                      hex strings); @FILE reads it from FILE (at most
+                      64 MiB)
   -json               print the report as JSON
   -client KIND        rpc: an rpc.Client per connection; direct: each call
                       written and its answer read on the caller's goroutine
@@ -103,6 +105,18 @@ func init() {
 		run: runLoad,
 	})
 }
+
+// Bounds of the files load reads: a larger file is refused, read no
+// further than one byte past the bound (a huge file, or /dev/zero, is not
+// read whole first).
+const (
+	// loadMaxJSON bounds -payload-json @FILE: four times what a frame
+	// holds, room for the JSON of any payload that fits one (bytes are
+	// hex strings, twice their length) with spaces to spare.
+	loadMaxJSON = 4 * frame.DefaultMaxFrameSize
+	// loadMaxSchema bounds -schema FILE: 16 MiB, far above any schema.
+	loadMaxSchema = 16 << 20
+)
 
 // loadFlags is the parsed command line of one load run.
 type loadFlags struct {
@@ -411,23 +425,21 @@ func (lf *loadFlags) resolve() error {
 	if lf.payloadFile != "" {
 		// Read no further than a frame holds: a larger file (or
 		// /dev/zero) is refused, not read whole.
-		f, err := os.Open(lf.payloadFile)
-		if err != nil {
-			return fmt.Errorf("-payload-file: %v", err)
-		}
-		p, err := io.ReadAll(io.LimitReader(f, frame.DefaultMaxFrameSize+1))
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("-payload-file: %v", err)
-		}
-		if len(p) > frame.DefaultMaxFrameSize {
+		p, err := loadReadFile(lf.payloadFile, frame.DefaultMaxFrameSize)
+		if errors.Is(err, errLoadFileTooLarge) {
 			return fmt.Errorf("-payload-file %s: more than %d bytes, the largest frame a client sends", lf.payloadFile, frame.DefaultMaxFrameSize)
+		}
+		if err != nil {
+			return fmt.Errorf("-payload-file: %v", err)
 		}
 		lf.cfg.Payload = p
 	}
 	var f *schema.File
 	if lf.schemaPath != "" {
-		src, err := os.ReadFile(lf.schemaPath)
+		src, err := loadReadFile(lf.schemaPath, loadMaxSchema)
+		if errors.Is(err, errLoadFileTooLarge) {
+			return fmt.Errorf("-schema %s: more than %d bytes (16 MiB), too large for a schema", lf.schemaPath, loadMaxSchema)
+		}
 		if err != nil {
 			return fmt.Errorf("-schema: %v", err)
 		}
@@ -460,7 +472,11 @@ func (lf *loadFlags) resolve() error {
 		js := []byte(lf.jsonIn)
 		if name, ok := strings.CutPrefix(lf.jsonIn, "@"); ok {
 			var err error
-			if js, err = os.ReadFile(name); err != nil {
+			js, err = loadReadFile(name, loadMaxJSON)
+			if errors.Is(err, errLoadFileTooLarge) {
+				return fmt.Errorf("-payload-json @%s: more than %d bytes (64 MiB), more than the JSON of any payload a frame holds needs", name, loadMaxJSON)
+			}
+			if err != nil {
 				return fmt.Errorf("-payload-json: %v", err)
 			}
 		}
@@ -496,6 +512,28 @@ func (lf *loadFlags) resolve() error {
 		lf.cfg.Method = m.Ordinal
 	}
 	return nil
+}
+
+// errLoadFileTooLarge is loadReadFile's error for a file above its bound.
+var errLoadFileTooLarge = errors.New("file too large")
+
+// loadReadFile returns the contents of the file name when it holds at
+// most limit bytes; a larger file is read no further than one byte past
+// limit and fails with errLoadFileTooLarge.
+func loadReadFile(name string, limit int) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, errLoadFileTooLarge
+	}
+	return b, nil
 }
 
 // loadUnary refuses a streaming method, named by flag as name: load makes

@@ -212,6 +212,11 @@ func TestLoadUsageErrors(t *testing.T) {
 	os.WriteFile(frameFull, make([]byte, 16<<20), 0o644)
 	overFrame := filepath.Join(dir, "17MiB.bin")
 	os.WriteFile(overFrame, make([]byte, 17<<20), 0o644)
+	// -payload-json @FILE and -schema FILE read their files whole, of any
+	// size (/dev/zero until memory ran out). Files one byte over their
+	// bounds (sparse: nothing written) are refused before parsing.
+	overJSON := sparseFile(t, dir, "huge.json", loadMaxJSON+1)
+	overSchema := sparseFile(t, dir, "huge.zap", loadMaxSchema+1)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -252,6 +257,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-concurrency", "-8"}, 2, "-concurrency -8: want 1 or more"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-payload-file", frameFull}, 2, "a payload of 16777216 bytes makes a request frame of 16777261 bytes, above the largest a client sends (16777216)"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-payload-file", overFrame}, 2, "17MiB.bin: more than 16777216 bytes"},
+		{[]string{"-schema", sch, "-type", "eth.GetBalanceRequest", "-payload-json", "@" + overJSON}, 2, "-payload-json @" + overJSON + ": more than 67108864 bytes"},
+		{[]string{"-schema", overSchema, "-method", "1"}, 2, "-schema " + overSchema + ": more than 16777216 bytes"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "5", "-concurrency", "60000"}, 2, "-c 5 x -concurrency 60000: above the 262144 calls in flight"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "9223372036854775807", "-concurrency", "2"}, 2, "above the 262144 calls in flight"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "-5"}, 2, "-rate -5: want"},
@@ -459,4 +466,22 @@ func TestLoadWarmupInterrupted(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut.String(), "interrupted during the warm-up") || out.Len() != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
+}
+
+// sparseFile makes a file of size bytes in dir (zeros, sparse where the
+// file system allows: nothing is written) and returns its path.
+func sparseFile(t *testing.T, dir, name string, size int64) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
