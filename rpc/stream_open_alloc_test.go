@@ -50,23 +50,34 @@ func oneMsgServer(t *testing.T) string {
 // Client and server: the stream costs both sides' counts together. With
 // a trailer of one pair asked for, one more: the client's copy of it,
 // which the caller's Metadata keeps (as a call's response metadata); the
-// server builds it in a pooled buffer.
+// server builds it in a pooled buffer. With a ctx that can end, 3 more
+// (see the table).
 func TestAllocsStreamOpen(t *testing.T) {
 	if raceEnabled {
 		t.Skip("-race allocates")
 	}
 	c := dial(t, oneMsgServer(t))
 	buf := make([]byte, 0, 128)
-	for _, trailer := range []bool{false, true} {
-		ctx, method := context.Background(), uint32(sOneMsg)
-		var md Metadata
-		want := float64(streamOpenServerAllocs + streamOpenClientAllocs)
-		if trailer {
-			ctx, method = WithResponseMetadata(ctx, &md), sOneMsgTrailer
-			want++
-		}
+	cancelable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var md Metadata
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		method uint32
+		more   float64 // allocations besides an open with Background's
+	}{
+		{"Background", context.Background(), sOneMsg, 0},
+		// The client's copy of the trailer, which md keeps.
+		{"trailer", WithResponseMetadata(context.Background(), &md), sOneMsgTrailer, 1},
+		// A ctx that can end costs the client's context.AfterFunc on it
+		// (the context package's record and the stop function), as
+		// OpenStream's doc says: a stream must be canceled when its ctx
+		// ends even while nobody waits in Send or Recv.
+		{"cancelable ctx", cancelable, sOneMsg, 3},
+	} {
 		open := func() {
-			st, err := c.OpenStream(ctx, method, nil)
+			st, err := c.OpenStream(tc.ctx, tc.method, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,15 +87,16 @@ func TestAllocsStreamOpen(t *testing.T) {
 			if _, err := st.Recv(buf[:0]); err != io.EOF {
 				t.Fatalf("Recv at the end: %v, want io.EOF", err)
 			}
-			if trailer && string(md.Get("k")) != "v" {
+			if tc.method == sOneMsgTrailer && string(md.Get("k")) != "v" {
 				t.Fatalf("trailer k=%q, want v", md.Get("k"))
 			}
 		}
 		for range 200 { // warm: the hello, buffers
 			open()
 		}
+		want := float64(streamOpenServerAllocs+streamOpenClientAllocs) + tc.more
 		if n := testing.AllocsPerRun(2000, open); n != want {
-			t.Fatalf("trailer %v: %v allocations per stream (open, one message, end; both sides), want %v", trailer, n, want)
+			t.Fatalf("%s: %v allocations per stream (open, one message, end; both sides), want %v", tc.name, n, want)
 		}
 	}
 }
@@ -120,39 +132,5 @@ func TestAllocsStreamOpenServer(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(2000, one); n != streamOpenServerAllocs {
 		t.Fatalf("%v allocations per stream on the server (open, one message, end), want %v", n, streamOpenServerAllocs)
-	}
-}
-
-// A stream opened with a ctx that can end costs its AfterFunc on that
-// ctx besides (3 allocations: the context package's record of it and the
-// stop function), documented on OpenStream: a stream must be canceled
-// when its ctx ends even while nobody waits in Send or Recv, and the
-// context package has no hook for that which allocates nothing.
-func TestAllocsStreamOpenCancelableCtx(t *testing.T) {
-	if raceEnabled {
-		t.Skip("-race allocates")
-	}
-	c := dial(t, oneMsgServer(t))
-	buf := make([]byte, 0, 128)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	open := func() {
-		st, err := c.OpenStream(ctx, sOneMsg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m, err := st.Recv(buf[:0]); err != nil || len(m) != 64 {
-			t.Fatalf("Recv: %d bytes, %v", len(m), err)
-		}
-		if _, err := st.Recv(buf[:0]); err != io.EOF {
-			t.Fatalf("Recv at the end: %v, want io.EOF", err)
-		}
-	}
-	for range 200 { // warm: the hello, buffers
-		open()
-	}
-	want := float64(streamOpenServerAllocs + streamOpenClientAllocs + 3)
-	if n := testing.AllocsPerRun(2000, open); n != want {
-		t.Fatalf("%v allocations per stream opened with a cancelable ctx (open, one message, end; both sides), want %v", n, want)
 	}
 }
