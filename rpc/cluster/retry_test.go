@@ -296,11 +296,20 @@ func goAwayAtOnce(t *testing.T, accepted *atomic.Int32) string {
 
 // A replica whose connections go away as soon as they are made is
 // ejected with a back-off instead of being redialed in a loop.
+//
+// "As soon as": the replica's goroutine judges a lost connection when it
+// gets to redial it, and one lost younger than the back-off's base ejects
+// the replica; an older one is redialed at once, with no health check
+// (the replica is admitted), and goAwayAtOnce answers the call that new
+// connection gets 404. The base is a minute so that a loaded machine
+// (-race, the replica's goroutine woken hundreds of milliseconds late)
+// cannot make a connection lost at once look old: with 200 ms, 1 run in
+// about 20 under load so failed a call with 404.
 func TestGoAwayAtOnceBacksOff(t *testing.T) {
 	var accepted atomic.Int32
 	bad := goAwayAtOnce(t, &accepted)
 	good := startReplica(t, "127.0.0.1")
-	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, 200*time.Millisecond, time.Second))
+	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, time.Minute, time.Minute))
 	stop := loadRun(c, 4, 30*time.Second)
 	await(t, "the replica ejected", func() bool { return c.Stats().Ejections > 0 })
 	time.Sleep(300 * time.Millisecond)
@@ -492,7 +501,11 @@ func TestFullConnGoesElsewhere(t *testing.T) {
 // without ever sending go-away, a hostile or broken server, is ejected
 // with a back-off like one whose connections go away at once: each
 // refusal retires the connection it came on, and redialing at once made
-// a connection per call, for as long as the calls came.
+// a connection per call, for as long as the calls came. The back-off's
+// base is a minute for the reason TestGoAwayAtOnceBacksOff gives: with
+// 200 ms, a replica goroutine woken late (250 ms, forced) judged every
+// refused connection old and redialed it, and the replica was never
+// ejected.
 func TestRefusalWithoutGoAwayBacksOff(t *testing.T) {
 	var accepted atomic.Int32
 	bad := rawReplica(t, &accepted, func(req wire.Request) (wire.Response, rawNext) {
@@ -502,7 +515,7 @@ func TestRefusalWithoutGoAwayBacksOff(t *testing.T) {
 		return wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}, rawKeep
 	})
 	good := startReplica(t, "127.0.0.1")
-	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, 200*time.Millisecond, time.Second))
+	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, time.Minute, time.Minute))
 	stop := loadRun(c, 4, 30*time.Second)
 	await(t, "the refusing replica ejected", func() bool { return c.Stats().Ejections > 0 })
 	before := accepted.Load()
