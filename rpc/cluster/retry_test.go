@@ -212,9 +212,24 @@ func (l *hangNth) Accept() (net.Conn, error) {
 	}
 }
 
-// A replica whose connection stops answering is found out (the periodic
-// health check times out, or the connection's answer timeout closes it),
-// and a new connection serves the calls.
+// A replica whose connection stops answering is found out by the calls
+// sent on it (five timing out in a row eject the replica, or the answer
+// timeout closes the connection; the periodic health check is an hour
+// away), and a new connection serves the calls.
+//
+// The hung connection replaces one the test closes, and gets calls only
+// if it is dialed with no health check: the replica, admitted, redials a
+// lost connection so unless it was lost younger than the ejection base,
+// which would eject the replica and probe the new connection (the probe
+// timing out, the calls waiting for a replica all the while). The base is
+// 1 ns so that the closed connection is never that young (with 20 ms it
+// nearly always was, Dial having just admitted it, and the hung
+// connection was found by its probe; a test goroutine held up 300 ms
+// after the close then found the third connection serving, its first
+// call answered: "4 connections, 0 failed calls", 1 of 24 runs under
+// -tags zapdebug with GOMAXPROCS=1 under load); and with no periodic
+// check in time, only its calls can find the hung connection out, so a
+// third connection means calls were sent on it.
 func TestHungConnectionReplaced(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -226,8 +241,8 @@ func TestHungConnectionReplaced(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(hl) }()
 	defer func() { s.Close(); <-served }()
-	c := dialT(t, l.Addr().String(), WithHealthCheck(50*time.Millisecond, 200*time.Millisecond),
-		WithEjection(0, 20*time.Millisecond, 0), WithClientOptions(rpc.WithAnswerTimeout(time.Second)), WithWaitForReady(time.Second))
+	c := dialT(t, l.Addr().String(), WithHealthCheck(time.Hour, 0),
+		WithEjection(0, time.Nanosecond, 0), WithClientOptions(rpc.WithAnswerTimeout(time.Second)), WithWaitForReady(time.Second))
 	// The first connection breaks; its replacement is the hung one.
 	c.ready.Load().conns[0].rc.Close()
 	failures := 0
