@@ -43,6 +43,9 @@ type serverConn struct {
 	// connection): a go-away sent before it finishes is written by serve
 	// once it has (see goAway).
 	handshake atomic.Uint32
+	// tlsState is the TLS handshake's state (PeerFrom), set by serve
+	// before the read loop starts; nil on a plain connection.
+	tlsState *tls.ConnectionState
 
 	// free holds the jobs not in use (see jobs.go); nJobs (role holder
 	// only) counts the jobs the connection holds, at most the in-flight
@@ -287,6 +290,8 @@ func (c *serverConn) serve() {
 			c.close(fmt.Errorf("tls handshake: %w", err))
 			return
 		}
+		st := tc.ConnectionState()
+		c.tlsState = &st
 		if !c.handshake.CompareAndSwap(hsPending, hsNone) {
 			// Shutdown began during the handshake: its go-away leaves
 			// now, before any answer.

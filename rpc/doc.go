@@ -43,7 +43,9 @@
 // the base context ([WithBaseContext]), is done when the connection dies
 // (reset, failed write, timeout, Close, end of Shutdown's grace), and
 // [CallInfo] reads the call's method and promise id through any wrapping
-// ([MethodFrom] its name).
+// ([MethodFrom] its name); [PeerFrom] gives the caller's address and,
+// over TLS, the handshake's state (its client certificate), in a unary
+// or stream handler or interceptor, as gRPC-go's peer.FromContext does.
 //
 // Server defaults, chosen so that a service can keep them (see the options
 // for the reasoning and the comparison with net/http and gRPC-go):
