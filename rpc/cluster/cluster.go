@@ -105,6 +105,12 @@ type Conn struct {
 	closedUs atomic.Bool   // closed by this client (not by the server)
 	broke    atomic.Bool   // a call found it broken: its replica was charged one failure
 	refused  atomic.Bool   // the server refused a call on it unrun (going away)
+	// lostAge is how old it was when this client first saw it lost (the
+	// drop that retired it: a go-away or a break found at a pick, a call
+	// refused unrun or failed with the connection closed, a health
+	// check); 0 until then. Set under the client's mu; connect reads it
+	// after its own drop, which takes the mu.
+	lostAge time.Duration
 }
 
 // close closes the connection, as this client's decision unless the
@@ -936,12 +942,14 @@ func (c *Client) isClosed() bool {
 	return c.closed
 }
 
-// drop takes cn out of the ready set and retires it (once), and tells its
-// replica to dial a replacement.
+// drop takes cn out of the ready set and retires it (once), noting how
+// old it was then (lostAge: connect judges by it whether it was lost at
+// once), and tells its replica to dial a replacement.
 func (c *Client) drop(cn *Conn) {
 	c.mu.Lock()
 	changed := c.retireLocked(cn)
 	if changed {
+		cn.lostAge = max(time.Since(cn.born), 1)
 		c.publishLocked()
 	}
 	c.mu.Unlock()

@@ -105,7 +105,8 @@
 // health check). A connection lost sooner than the first ejection
 // back-off after it was made (it went away, the server closed it, or it
 // refused a call unrun) ejects its replica rather than being redialed in
-// a loop.
+// a loop; its age is taken when the client saw it lost, not when the
+// replica gets to redial it.
 //
 // Retries: only a call the server certainly did not run ([rpc.IsRetryable]:
 // refused with the not-run flag because it was going away) is sent again,

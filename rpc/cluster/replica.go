@@ -219,6 +219,9 @@ func (r *replica) run() {
 			}
 			r.fails.Store(0)
 		}
+		if connectHook != nil {
+			connectHook(r)
+		}
 		admitted, err := r.connect(recheck)
 		recheck = false
 		if admitted {
@@ -287,10 +290,13 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 			continue
 		}
 		c.drop(cn)
-		if cn != nil && (cn.rc.Draining() || cn.refused.Load() || cn.rc.Closed() && !cn.closedUs.Load()) && time.Since(cn.born) < c.o.ejectBase {
+		if cn != nil && (cn.rc.Draining() || cn.refused.Load() || cn.rc.Closed() && !cn.closedUs.Load()) && cn.lostAge < c.o.ejectBase {
 			// Gone as soon as it came: back off rather than redial in a
 			// loop (a server that sends go-away on every connection, or
-			// refuses every call unrun).
+			// refuses every call unrun). Its age is the one it had when
+			// it was first seen lost, not now: a replica goroutine that
+			// runs late must not find a connection lost at once old,
+			// and redial it with no health check.
 			// Going away first: a call that met the go-away before it
 			// was written marked the connection refused too, and
 			// "refused a call unrun" is the sign of a server that
@@ -302,7 +308,7 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 			case cn.refused.Load():
 				why = "refused a call unrun"
 			}
-			return false, fmt.Errorf("cluster: connection %s %v after it was made", why, time.Since(cn.born).Round(time.Millisecond))
+			return false, fmt.Errorf("cluster: connection %s %v after it was made", why, cn.lostAge.Round(time.Millisecond))
 		}
 		ncn := &Conn{r: r}
 		rc, err := r.dial(ncn)
@@ -689,6 +695,10 @@ func (c *Client) recallLocked(r *replica) {
 		r.keepLat = true
 	}
 }
+
+// connectHook, when a test sets it, is called by the replica's goroutine
+// before each connect.
+var connectHook func(r *replica)
 
 // backoffHook, when a test sets it, is told of each back-off of the
 // replica of addr as it begins: wait is how long it lasts at most while

@@ -312,14 +312,15 @@ func goAwayAtOnce(t *testing.T, accepted *atomic.Int32) string {
 // A replica whose connections go away as soon as they are made is
 // ejected with a back-off instead of being redialed in a loop.
 //
-// "As soon as": the replica's goroutine judges a lost connection when it
-// gets to redial it, and one lost younger than the back-off's base ejects
-// the replica; an older one is redialed at once, with no health check
-// (the replica is admitted), and goAwayAtOnce answers the call that new
-// connection gets 404. The base is a minute so that a loaded machine
-// (-race, the replica's goroutine woken hundreds of milliseconds late)
+// "As soon as": a connection seen lost younger than the back-off's base
+// ejects the replica; an older one is redialed at once, with no health
+// check (the replica is admitted), and goAwayAtOnce answers the call that
+// new connection gets 404. The base is a minute so that a loaded machine
 // cannot make a connection lost at once look old: with 200 ms, 1 run in
-// about 20 under load so failed a call with 404.
+// about 20 under load so failed a call with 404, when the age was taken
+// as the replica's goroutine, woken hundreds of milliseconds late, got to
+// the redial (it is now taken when the loss is seen:
+// TestLostAtOnceJudgedWhenSeen).
 func TestGoAwayAtOnceBacksOff(t *testing.T) {
 	var accepted atomic.Int32
 	bad := goAwayAtOnce(t, &accepted)
@@ -520,7 +521,7 @@ func TestFullConnGoesElsewhere(t *testing.T) {
 // base is a minute for the reason TestGoAwayAtOnceBacksOff gives: with
 // 200 ms, a replica goroutine woken late (250 ms, forced) judged every
 // refused connection old and redialed it, and the replica was never
-// ejected.
+// ejected, when the age was taken at the redial.
 func TestRefusalWithoutGoAwayBacksOff(t *testing.T) {
 	var accepted atomic.Int32
 	bad := rawReplica(t, &accepted, func(req wire.Request) (wire.Response, rawNext) {
