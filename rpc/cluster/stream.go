@@ -22,12 +22,12 @@ var _ rpc.StreamOpener = (*Client)(nil)
 // canceled the stream ([rpc.StatusCanceled]), the stream's deadline
 // passed on the server (504: the caller chose how long the stream
 // lives; so too when it passed before the handler could run, an open
-// the server refuses unrun and marks so), and so do the 503 of a server going away, which ends its
-// streams at the end of its Shutdown's grace and refuses the opens it
-// reads meanwhile (see refusedGoingAway), the 503 "too many open
-// streams" of a server whose connection is full (see refusedFull: load,
-// not failure), and an open that was not sent (OpenStream looked at its
-// error). A stream's duration is not one of the replica's latencies: it
+// the server refuses unrun and marks so), and so do the 503 of a server
+// going away, which ends its streams at the end of its Shutdown's grace
+// and refuses the opens it reads meanwhile (see refusedGoingAway), the
+// 503 "too many open streams" of a server whose connection is full (see
+// refusedFull: load, not failure), and an open that was not sent
+// (OpenStream looked at its error). A stream's duration is not one of the replica's latencies: it
 // lasts as long as its caller and its handler make it, not as long as
 // the replica takes to answer.
 func (cn *Conn) streamEnded(ev rpc.StreamEvent) {
