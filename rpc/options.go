@@ -250,7 +250,12 @@ func checkFraming(opts []frame.Option) error {
 // stops reading, the socket buffers on both ends still take some KiB, each
 // restarting the timer, so a peer that stops reading is dropped between d
 // and about 3d after it stopped (90 s measured with the 30 s default, 6 s
-// with 2 s). Over TLS, where a timed-out write cannot go on, each write
+// with 2 s). The kernel takes a writer's bytes only once about a third of
+// the socket's send buffer is free again (Linux; the buffer grows to some
+// MiB on a fast link), so even a peer that keeps reading lets a write go
+// that long without progress: a d much below a second can cut a live but
+// slow reader (TestWriteTimeoutSparesSlowReader gives its socket a 128
+// KiB send buffer for a 500 ms d). Over TLS, where a timed-out write cannot go on, each write
 // must finish within d instead, and so over any connection not known to
 // allow that (a wrapper that does not unwrap to a TCP or Unix socket with
 // NetConn; see [NewClient]). The write is ended by a past write
