@@ -103,14 +103,7 @@ func TestStreamUnrunRefusalsMarkedNotRun(t *testing.T) {
 		drive: func(t *testing.T) *rawConn {
 			s, addr, _ := streamServer(t)
 			rc := rawDial(t, addr)
-			sc := serverConnOf(t, s)
-			// The read loop parses the open, whose deadline is 1 µs after
-			// it arrived, then waits for the stream table until that has
-			// passed.
-			sc.streams.mu.Lock()
-			rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1, Payload: []byte("late"), Timeout: 1}))
-			awaitLockedIn(t, "rpc.(*serverConn).streamOpen")
-			sc.streams.mu.Unlock()
+			openPastDeadline(t, s, rc, sEcho)
 			return rc
 		},
 	}, {

@@ -159,14 +159,7 @@ func TestStreamObserverSeesRefusedOpens(t *testing.T) {
 				return nil
 			})
 			rc := rawDial(t, addr)
-			sc := serverConnOf(t, s)
-			// The read loop parses the open, whose deadline is 1 µs after
-			// it arrived, then waits for the stream table until that has
-			// passed.
-			sc.streams.mu.Lock()
-			rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sLate, PromiseID: 1, Payload: []byte("late"), Timeout: 1}))
-			awaitLockedIn(t, "rpc.(*serverConn).streamOpen")
-			sc.streams.mu.Unlock()
+			openPastDeadline(t, s, rc, sLate)
 			e := rc.recvEnd()
 			if string(e.Message) != streamDeadlineText {
 				t.Errorf("end %+v, want the text %q", e, streamDeadlineText)
@@ -246,6 +239,19 @@ func TestStreamObserverPanicOnRefusedOpen(t *testing.T) {
 	if l := logs.String(); strings.Count(l, "rpc: stream observer panic") != 2 || !contains(l, "observer on a refused open") {
 		t.Fatalf("panics not logged: %s", l)
 	}
+}
+
+// openPastDeadline sends, on rc to s, the open of stream 1 of method
+// whose deadline passes before its handler can run: the read loop parses
+// the open, whose deadline is 1 µs after it arrived, then waits for the
+// stream table, held here until that has passed.
+func openPastDeadline(t *testing.T, s *Server, rc *rawConn, method uint32) {
+	t.Helper()
+	sc := serverConnOf(t, s)
+	sc.streams.mu.Lock()
+	rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: method, PromiseID: 1, Payload: []byte("late"), Timeout: 1}))
+	awaitLockedIn(t, "rpc.(*serverConn).streamOpen")
+	sc.streams.mu.Unlock()
 }
 
 // awaitLockedIn waits until a goroutine waits for a mutex in fn (a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"runtime"
 	"testing"
 
@@ -15,14 +14,8 @@ import (
 // The streamed logs are the whole answer's, in order, in messages of the
 // chunk size (the last one shorter); compareLogs checks every log of both.
 func TestLogsStreamedAndWhole(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newServer()
-	go s.Serve(l)
-	t.Cleanup(func() { s.Close() })
-	res, err := compareLogs(context.Background(), "tcp", l.Addr().String(), 37, 50, 1)
+	addr := serveDemo(t)
+	res, err := compareLogs(context.Background(), "tcp", addr, 37, 50, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +24,7 @@ func TestLogsStreamedAndWhole(t *testing.T) {
 	}
 
 	// A range beyond the limit: 400 for both, the stream's as its end.
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	c, err := rpc.Dial(context.Background(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +49,8 @@ func TestLogsStreamedAndWhole(t *testing.T) {
 // 4 billion made the server take a 512 GB chunk record (the process died
 // out of memory), one of a million 128 MB.
 func TestLogsHugeChunkSize(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newServer()
-	go s.Serve(l)
-	t.Cleanup(func() { s.Close() })
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	addr := serveDemo(t)
+	c, err := rpc.Dial(context.Background(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

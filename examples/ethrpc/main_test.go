@@ -112,17 +112,24 @@ func TestRunFlags(t *testing.T) {
 	}
 }
 
-// TestAnswersMatchTable calls through the generated client, as an
-// application does, and checks values against the table by hand.
-func TestAnswersMatchTable(t *testing.T) {
+// serveDemo serves the demo's server (newServer) on a loopback port for
+// the test's length and returns its address.
+func serveDemo(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newServer()
 	go s.Serve(l)
-	defer s.Close()
-	c, err := rpc.Dial(context.Background(), "tcp", l.Addr().String())
+	t.Cleanup(func() { s.Close() })
+	return l.Addr().String()
+}
+
+// TestAnswersMatchTable calls through the generated client, as an
+// application does, and checks values against the table by hand.
+func TestAnswersMatchTable(t *testing.T) {
+	c, err := rpc.Dial(context.Background(), "tcp", serveDemo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +222,7 @@ func TestCheckCatchesWrongAnswers(t *testing.T) {
 // and an unknown method.
 func TestPlainServerSameBytes(t *testing.T) {
 	tab := newTable()
-	ls, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newServer()
-	go s.Serve(ls)
-	defer s.Close()
+	addr := serveDemo(t)
 	lp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +266,7 @@ func TestPlainServerSameBytes(t *testing.T) {
 		}
 		return out
 	}
-	want, got := answers(ls.Addr().String()), answers(lp.Addr().String())
+	want, got := answers(addr), answers(lp.Addr().String())
 	for i := range want {
 		if i == 2 {
 			// The text of a decode error is the generated code's
