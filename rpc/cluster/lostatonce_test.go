@@ -65,7 +65,7 @@ func TestLostAtOnceJudgedWhenSeen(t *testing.T) {
 			bad := rawReplica(t, nil, tc.answer)
 			good := startReplica(t, "127.0.0.1")
 			var aged atomic.Int32
-			connectHook = func(r *replica) {
+			hook := func(r *replica) {
 				if r.addr != bad {
 					return
 				}
@@ -78,7 +78,8 @@ func TestLostAtOnceJudgedWhenSeen(t *testing.T) {
 				}
 				r.c.mu.Unlock()
 			}
-			t.Cleanup(func() { connectHook = nil }) // after the client's Close
+			connectHook.Store(&hook)
+			t.Cleanup(func() { connectHook.Store(nil) }) // after the client's Close
 			c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, time.Minute, time.Minute))
 			stop := loadRun(c, 4, 30*time.Second)
 			await(t, "the bad replica ejected", func() bool { return c.Stats().Ejections > 0 })

@@ -219,8 +219,8 @@ func (r *replica) run() {
 			}
 			r.fails.Store(0)
 		}
-		if connectHook != nil {
-			connectHook(r)
+		if hook := connectHook.Load(); hook != nil {
+			(*hook)(r)
 		}
 		admitted, err := r.connect(recheck)
 		recheck = false
@@ -697,8 +697,9 @@ func (c *Client) recallLocked(r *replica) {
 }
 
 // connectHook, when a test sets it, is called by the replica's goroutine
-// before each connect.
-var connectHook func(r *replica)
+// before each connect; atomic because the replicas of clients other
+// tests left may read it while a test sets it.
+var connectHook atomic.Pointer[func(r *replica)]
 
 // backoffHook, when a test sets it, is told of each back-off of the
 // replica of addr as it begins: wait is how long it lasts at most while
