@@ -3,6 +3,7 @@
 //
 //	zapcodec gen [-out DIR] [-package NAME] SCHEMA.zap...   # Go records and RPC stubs
 //	zapcodec dump [flags] [FILE]                            # show messages or frames
+//	zapcodec call -schema S.zap -method M [-d JSON] ADDR    # one call, JSON in and out
 //	zapcodec load [flags]                                   # load-test a ZAP-RPC server
 //	zapcodec health -addr ADDR [-service NAME]              # ask a server for its health
 //
