@@ -91,6 +91,9 @@ func init() {
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
                       hex strings); @FILE reads it from FILE (at most
                       64 MiB)
+  -metadata k=v       request metadata every call carries, repeatable
+                      (rpc.WithMetadata: encoded once, no cost per call
+                      but its bytes)
   -json               print the report as JSON
   -client KIND        rpc: an rpc.Client per connection; direct: each call
                       written and its answer read on the caller's goroutine
@@ -125,6 +128,7 @@ type loadFlags struct {
 	payloadHex, payloadFile      string
 	schemaPath, typeName, jsonIn string
 	jsonOut                      bool
+	md                           metadataFlag
 	cpuProfile                   string
 	client                       string
 	hdrPath                      string
@@ -159,6 +163,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&lf.schemaPath, "schema", "", "schema file")
 	fs.StringVar(&lf.typeName, "type", "", "struct or method to encode -payload-json as")
 	fs.StringVar(&lf.jsonIn, "payload-json", "", "payload as a JSON object, or @FILE")
+	fs.Var(&lf.md, "metadata", "request metadata k=v (repeatable)")
 	fs.BoolVar(&lf.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&lf.cpuProfile, "cpuprofile", "", "write a CPU profile of the load tool to this file")
 	fs.StringVar(&lf.client, "client", "auto", "rpc, direct, or auto (direct with -concurrency 1)")
@@ -174,6 +179,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "zapcodec load: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	c.Metadata = lf.md
 	if err := lf.resolve(); err != nil {
 		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
 		return 2

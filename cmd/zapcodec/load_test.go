@@ -485,3 +485,40 @@ func sparseFile(t *testing.T, dir, name string, size int64) string {
 	}
 	return path
 }
+
+// -metadata k=v (repeatable) goes with every call of a run, through either
+// client; a server that needs it answers every call without it 400.
+func TestLoadMetadata(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rpc.NewServer()
+	s.Handle(1, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		md := rpc.MetadataFrom(ctx)
+		if string(md.Get("tenant")) != "blue" || string(md.Get("trace")) != "a=b" {
+			return resp, rpc.Errorf(rpc.StatusBadRequest, "no metadata")
+		}
+		return append(resp, req...), nil
+	})
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	addr := l.Addr().String()
+	base := []string{"-addr", addr, "-n", "30", "-method", "1", "-payload-hex", "00", "-json"}
+	for _, client := range []string{"rpc", "direct"} {
+		args := append(base, "-client", client, "-c", "2", "-concurrency", "1", "-metadata", "tenant=blue", "-metadata", "trace=a=b")
+		code, out, errOut := loadRun(t, args...)
+		if code != 0 {
+			t.Fatalf("load %q: exit %d: %s", args, code, errOut)
+		}
+		loadCheckClean(t, loadReport(t, out))
+	}
+	// Without it: every call 400, exit 1.
+	if code, _, errOut := loadRun(t, base...); code != 1 || !strings.Contains(errOut, "all 30 calls failed (status 400: 30)") {
+		t.Errorf("load without -metadata: exit %d, stderr %q; want 1, all calls 400", code, errOut)
+	}
+	if code, _, errOut := loadRun(t, append(base, "-metadata", "novalue")...); code != 2 || !strings.Contains(errOut, `"novalue": want key=value`) {
+		t.Errorf("load -metadata novalue: exit %d, stderr %q; want 2", code, errOut)
+	}
+}

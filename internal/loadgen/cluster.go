@@ -19,6 +19,10 @@ type clusterConn struct {
 	// Wire bytes of the calls, counted from the calls (payloads, envelope
 	// and frame headers) since the cluster's sockets are its own.
 	in, out atomic.Uint64
+	// mdLen is what Config.Metadata adds to each request envelope of
+	// the run's method (the cluster's health checks carry none).
+	mdLen  int
+	method uint32
 }
 
 func (cc *clusterConn) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
@@ -44,7 +48,11 @@ func connecting(c *cluster.Client) bool {
 
 // observe counts a call's wire bytes (each attempt on the wire).
 func (cc *clusterConn) observe(ev rpc.CallEvent) {
-	cc.out.Add(uint64(5 + wire.RequestOverhead + ev.BytesOut))
+	n := 5 + wire.RequestOverhead + ev.BytesOut
+	if ev.Method == cc.method {
+		n += cc.mdLen
+	}
+	cc.out.Add(uint64(n))
 	if ev.Status != 0 {
 		cc.in.Add(uint64(5 + wire.ResponseOverhead + ev.BytesIn))
 	}
@@ -58,7 +66,10 @@ func (cc *clusterConn) observe(ev rpc.CallEvent) {
 // all the replicas that are up: cluster.Dial returns at the first one
 // admitted, and a short run could make every call before the next.
 func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
-	cc := &clusterConn{}
+	cc := &clusterConn{method: cfg.Method}
+	if md := encodeMetadata(cfg.Metadata); md != nil {
+		cc.mdLen = wire.RequestLen(&wire.Request{Metadata: md}) - wire.RequestLen(&wire.Request{})
+	}
 	opts := append([]rpc.ClientOption{rpc.WithObserver(cc.observe)}, cfg.ClientOptions...)
 	c, err := cluster.Dial(ctx, cfg.Target,
 		cluster.WithNetwork(cfg.Network),

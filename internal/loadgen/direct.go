@@ -34,6 +34,7 @@ type directConn struct {
 	nc      net.Conn
 	r       *frame.Reader
 	buf     []byte
+	md      []byte // the metadata extension of every request (Config.Metadata), nil without
 	pid     uint32
 	broken  bool
 	goAway  bool
@@ -93,7 +94,7 @@ func (d *directConn) Call(ctx context.Context, method uint32, req, resp []byte) 
 		d.pid = 1
 	}
 	b := append(d.buf[:0], 0, 0, 0, 0, wire.KindRequest)
-	b = wire.AppendRequest(b, &wire.Request{Method: method, PromiseID: d.pid, Payload: req})
+	b = wire.AppendRequest(b, &wire.Request{Method: method, PromiseID: d.pid, Payload: req, Metadata: d.md})
 	if n := len(b) - 4; n > frame.DefaultMaxFrameSize {
 		// As rpc.Client refuses it: nothing written, the connection
 		// kept. (Written, the server closed the connection at its
@@ -203,4 +204,16 @@ func (d *directConn) Close() error {
 	}
 	d.broken = true
 	return d.nc.Close()
+}
+
+// encodeMetadata returns the pairs kv (key, value, key, value...) in the
+// encoding of the request's metadata extension (rpc.Metadata: each string
+// a u32 little-endian length and its bytes), nil for none.
+func encodeMetadata(kv []string) []byte {
+	var b []byte
+	for _, s := range kv {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
+	}
+	return b
 }

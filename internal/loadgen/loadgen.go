@@ -132,6 +132,15 @@ type Config struct {
 
 	// Method is the 1-based method ordinal called.
 	Method uint32
+	// Metadata, when set, is request metadata every call carries: key,
+	// value, key, value... (rpc.WithMetadata's pairs, in its metadata
+	// extension field; New refuses an odd count). It is encoded once (by
+	// New for direct connections, by each Run or Warm for the others),
+	// not per call: a call costs no allocation for it, only its bytes on
+	// the wire (counted in the report's bytes out). A server whose limit the pairs
+	// exceed (rpc.WithMaxMetadata, 16 KiB by default) answers every call
+	// 431.
+	Metadata []string
 	// Payload is the request of every call, unless Request is set. It is
 	// only read.
 	Payload []byte
@@ -278,6 +287,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Rate > MaxRate {
 		return nil, fmt.Errorf("loadgen: rate %v: above one call a nanosecond (%v)", cfg.Rate, float64(MaxRate))
 	}
+	if len(cfg.Metadata)%2 != 0 {
+		return nil, fmt.Errorf("loadgen: %d metadata strings: want key, value pairs", len(cfg.Metadata))
+	}
 	if cfg.Direct && (cfg.Concurrency != 1 || len(cfg.ClientOptions) > 0) {
 		return nil, errors.New("loadgen: Direct needs Concurrency 1 and no ClientOptions")
 	}
@@ -315,6 +327,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		r.cluster = cc
 		r.clients = append(r.clients, cc)
 	}
+	md := encodeMetadata(cfg.Metadata) // only read: the direct connections share it
 	for i := 0; i < cfg.Conns && cfg.Target == ""; i++ {
 		nc, err := r.dial(ctx)
 		if err != nil {
@@ -324,7 +337,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		cc := &countingConn{Conn: nc}
 		r.counts = append(r.counts, cc)
 		if cfg.Direct {
-			r.clients = append(r.clients, newDirectConn(cc))
+			d := newDirectConn(cc)
+			d.md = md
+			r.clients = append(r.clients, d)
 		} else {
 			r.clients = append(r.clients, rpc.NewClient(cc, cfg.ClientOptions...))
 		}
@@ -500,7 +515,13 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// ctx ending stops new calls; calls still pending Grace after the end
 	// (or after ctx ended) are abandoned.
-	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	base := context.WithoutCancel(ctx)
+	if len(cfg.Metadata) > 0 {
+		// Encoded here once; every call's ctx derives from it (the
+		// direct connections have their bytes from New).
+		base = rpc.WithMetadata(base, cfg.Metadata...)
+	}
+	callCtx, cancel := context.WithCancel(base)
 	defer cancel()
 	sched.start = time.Now()
 	var stoppedAt atomic.Int64 // when ctx ended, since the start, plus 1
