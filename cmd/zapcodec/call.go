@@ -66,6 +66,9 @@ func init() {
   -network NET        tcp or unix (default tcp; with unix, ADDR is a
                       socket path)
   -list               list the services and methods of -schema
+  -v                  also print on stderr the wire ordinal called, the
+                      response metadata (a stream's trailer) and how long
+                      the call took
 `,
 		run: runCall,
 	})
@@ -118,7 +121,7 @@ type callFlags struct {
 	md                                metadataFlag
 	timeout                           time.Duration
 	at                                uint64
-	list                              bool
+	list, verbose                     bool
 	addrs                             []string
 	timeoutSet                        bool
 }
@@ -136,6 +139,7 @@ func parseCallFlags(args []string, stderr io.Writer) (*callFlags, int, bool) {
 	fs.DurationVar(&cf.timeout, "timeout", 5*time.Second, "bound on the dial and the call")
 	fs.Uint64Var(&cf.at, "at", 0, "the service's mount offset")
 	fs.BoolVar(&cf.list, "list", false, "list services and methods")
+	fs.BoolVar(&cf.verbose, "v", false, "print the ordinal, response metadata and time on stderr")
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["call"].usage) }
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -266,6 +270,11 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 	if len(cf.md) > 0 {
 		callCtx = rpc.WithMetadata(callCtx, cf.md...)
 	}
+	cl := &caller{f: f, m: m, ord: uint32(ord), timeout: cf.timeout, stdout: stdout, stderr: stderr}
+	if cf.verbose {
+		cl.rmd = new(rpc.Metadata)
+		callCtx = rpc.WithResponseMetadata(callCtx, cl.rmd)
+	}
 	dialCtx := callCtx
 	if cf.timeout == 0 {
 		var cancel context.CancelFunc
@@ -277,11 +286,15 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 		return fail(callExitFailed, "cannot connect to %s: %v", addr, err)
 	}
 	defer c.Close()
-	cl := &caller{f: f, m: m, ord: uint32(ord), timeout: cf.timeout, stdout: stdout, stderr: stderr}
+	cl.start = time.Now()
+	if cf.verbose {
+		fmt.Fprintf(stderr, "zapcodec call: %s at ordinal %d of %s\n", callMethodName(f, m), ord, addr)
+	}
 	if stream {
 		return cl.stream(ctx, callCtx, c, payload, lines)
 	}
 	body, err := c.Call(callCtx, uint32(ord), payload, nil)
+	cl.verbose()
 	if err != nil {
 		return cl.failed(ctx, err)
 	}
@@ -297,6 +310,23 @@ type caller struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	out     []byte
+	// rmd receives the response metadata (-v), nil without -v; start is
+	// when the call began.
+	rmd   *rpc.Metadata
+	start time.Time
+}
+
+// verbose prints, with -v, the response metadata of the call (a stream's
+// trailer) and how long it took, on stderr.
+func (cl *caller) verbose() {
+	if cl.rmd == nil {
+		return
+	}
+	cl.rmd.Range(func(k, v []byte) bool {
+		fmt.Fprintf(cl.stderr, "zapcodec call: response metadata %s: %s\n", printable(string(k)), printable(string(v)))
+		return true
+	})
+	fmt.Fprintf(cl.stderr, "zapcodec call: ended after %v\n", time.Since(cl.start).Round(time.Microsecond))
 }
 
 // print writes the answer msg as one line of JSON (nothing for a method
@@ -366,6 +396,9 @@ func (cl *caller) stream(ctx, callCtx context.Context, c *rpc.Client, init []byt
 	var buf []byte
 	for {
 		msg, err := s.Recv(buf[:0])
+		if err != nil {
+			cl.verbose()
+		}
 		if errors.Is(err, io.EOF) {
 			return 0
 		}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -74,6 +75,9 @@ func callServer(t *testing.T, started chan<- struct{}) string {
 			return resp, rpc.Errorf(rpc.StatusBadRequest, "%v", err)
 		}
 		msg := "hello, " + r.Name
+		if err := rpc.SetResponseMetadata(ctx, "served-by", "demo"); err != nil {
+			return resp, err
+		}
 		if tag := rpc.MetadataFrom(ctx).Get("tag"); tag != nil {
 			msg += " (tag " + string(tag) + ")"
 		}
@@ -90,7 +94,7 @@ func callServer(t *testing.T, started chan<- struct{}) string {
 				return err
 			}
 		}
-		return nil
+		return rpc.SetResponseMetadata(ctx, "sent", strconv.Itoa(int(r.N)))
 	})
 	// fail
 	s.Handle(3, func(ctx context.Context, req, resp []byte) ([]byte, error) {
@@ -252,6 +256,14 @@ func TestCall(t *testing.T) {
 			out: `{"Message":"hello, file","N":8,"Data":"beef"}` + "\n"},
 		{name: "-d @-", stdin: `{"Name":"stdin","N":1}`, args: []string{"-schema", S, "-method", "hello", "-d", "@-", addr},
 			out: `{"Message":"hello, stdin","N":2,"Data":"beef"}` + "\n"},
+		{name: "-v", args: []string{"-schema", S, "-method", "hello", "-v", addr},
+			out:    `{"Message":"hello, ","N":0,"Data":"beef"}` + "\n",
+			errOut: "zapcodec call: demo.Demo.hello at ordinal 1 of " + addr + "\nzapcodec call: response metadata served-by: demo\nzapcodec call: ended after "},
+		{name: "-v, a stream's trailer", args: []string{"-schema", S, "-method", "count", "-d", `{"N":1}`, "-v", addr},
+			out:    `{"Message":"","N":1,"Data":""}` + "\n",
+			errOut: "zapcodec call: demo.Demo.count at ordinal 2 of " + addr + "\nzapcodec call: response metadata sent: 1\nzapcodec call: ended after "},
+		{name: "-v, an error status", args: []string{"-schema", S, "-method", "fail", "-at", "0", "-v", addr},
+			code: 1, errOut: "zapcodec call: ended after "},
 		{name: "no request, no result", args: []string{"-schema", S, "-method", "Demo.ping", addr}},
 		{name: "-at", args: []string{"-schema", S, "-method", "Admin.stop", "-at", "100", addr}},
 		{name: "server stream", args: []string{"-schema", S, "-method", "count", "-d", `{"Name":"c","N":3}`, addr},
