@@ -59,7 +59,8 @@ func init() {
   -metadata k=v       request metadata, repeatable (rpc.WithMetadata)
   -timeout D          bound on the dial and the call, the whole stream for
                       a streaming method (default 5s for a unary call, no
-                      bound for a stream; 0: no bound, the dial's 10s)
+                      bound for a stream; 0: no bound but 10s for the
+                      dial)
   -at N               the service's mount offset on the server (rpc.At):
                       the call goes to ordinal N plus the method's
                       (default 0)
@@ -466,10 +467,12 @@ func callReadLine(br *bufio.Reader, limit int) ([]byte, error) {
 			continue
 		}
 		if err == nil {
-			line = line[:len(line)-1]
-			line = bytes.TrimSuffix(line, []byte{'\r'})
+			line = line[:len(line)-1] // the '\n'
 		}
-		return line, err
+		if len(line) > limit { // the last line, with no end
+			return nil, fmt.Errorf("%w: more than %d bytes", errLineTooLong, limit)
+		}
+		return bytes.TrimSuffix(line, []byte{'\r'}), err
 	}
 }
 

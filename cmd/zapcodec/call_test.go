@@ -419,6 +419,10 @@ func TestCallReadLine(t *testing.T) {
 	if _, err := callReadLine(br, 8); !errors.Is(err, errLineTooLong) {
 		t.Fatalf("a line of 40 bytes with a bound of 8: %v, want errLineTooLong", err)
 	}
+	br = bufio.NewReaderSize(strings.NewReader("123456789"), 16)
+	if _, err := callReadLine(br, 8); !errors.Is(err, errLineTooLong) {
+		t.Fatalf("a last line of 9 bytes, no end of line, with a bound of 8: %v, want errLineTooLong", err)
+	}
 	br = bufio.NewReaderSize(strings.NewReader("12345678\nlast"), 16)
 	for _, want := range []struct {
 		line string
