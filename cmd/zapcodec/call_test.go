@@ -39,6 +39,17 @@ type callReply struct {
 // to be told (it sends on started, when not nil) and for the test's end.
 func callServer(t *testing.T, started chan<- struct{}) string {
 	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	callServe(t, started, l)
+	return l.Addr().String()
+}
+
+// callServe serves callServer's server on l until the test's end.
+func callServe(t *testing.T, started chan<- struct{}, l net.Listener) {
+	t.Helper()
 	src, err := os.ReadFile(callSchemaPath)
 	if err != nil {
 		t.Fatal(err)
@@ -163,14 +174,9 @@ func callServer(t *testing.T, started chan<- struct{}) string {
 	})
 	s.Handle(101, func(ctx context.Context, req, resp []byte) ([]byte, error) { return resp, nil }) // Admin.ping
 	s.Handle(102, func(ctx context.Context, req, resp []byte) ([]byte, error) { return resp, nil }) // Admin.stop
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	go s.Serve(l)
 	t.Cleanup(func() { s.Close() })
 	t.Cleanup(func() { close(release) }) // first: hang's handler returns
-	return l.Addr().String()
 }
 
 // callRun runs zapcodec call with args and stdin.
@@ -457,5 +463,25 @@ func TestCallStreamTimeout(t *testing.T) {
 	code := runCallIO(context.Background(), pr, []string{"-schema", callSchemaPath, "-method", "chat", "-timeout", "1s", addr}, &o, &e)
 	if code != 3 || o.Len() != 0 || e.String() != "zapcodec call: the stream did not end within -timeout 1s\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 3, the stream's timeout", code, o.String(), e.String())
+	}
+}
+
+// -network unix: ADDR is a socket path.
+func TestCallUnix(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "zc") // short: a socket path has a small bound
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Skipf("no unix sockets here: %v", err)
+	}
+	callServe(t, nil, l)
+	code, out, errOut := callRun(context.Background(), "", "-schema", callSchemaPath, "-method", "hello", "-network", "unix", "-d", `{"Name":"unix"}`, path)
+	if code != 0 || out != `{"Message":"hello, unix","N":0,"Data":"beef"}`+"\n" || errOut != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
