@@ -66,6 +66,11 @@ type Client struct {
 	waiting     int
 	wantCh      chan struct{}
 	wantWatched bool
+	// stateCh is closed, and set to nil, at every change of the ready
+	// set or of the replicas (publishLocked): WaitReady waits on it; nil
+	// until one does. readyWaits counts the WaitReady calls waiting.
+	stateCh    chan struct{}
+	readyWaits int
 	// gone remembers the replicas the resolver dropped, for a while
 	// (see goneReplica); nil until one is.
 	gone map[string]goneReplica
@@ -205,9 +210,9 @@ var (
 // [Client.Stats] tells what is admitted. Dial returns as soon as one
 // replica is admitted, the others possibly still dialing or in their
 // health check: until they are admitted every call goes to that one
-// (thousands of in-memory calls, under GOMAXPROCS=1). A test that counts
-// the calls each replica gets first waits until Stats lists each of them
-// "ready" (ExampleDial_inMemory).
+// (thousands of in-memory calls, under GOMAXPROCS=1). A caller that
+// wants more of them first, such as a test that counts the calls each
+// replica gets, waits with [Client.WaitReady] (ExampleDial_inMemory).
 func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
 	res := o.resolver
@@ -995,7 +1000,8 @@ func (c *Client) retire(cn *Conn) {
 // publishLocked rebuilds the ready set from the replicas. It takes time
 // and memory in proportion to the replicas and their connections, under
 // the client's lock (picks do not take it); the running sums of the
-// weights are made only when the weights differ.
+// weights are made only when the weights differ. It wakes the WaitReady
+// calls waiting (stateCh): every change they count goes through it.
 func (c *Client) publishLocked() {
 	var conns []*Conn
 	equal := true
@@ -1041,6 +1047,10 @@ func (c *Client) publishLocked() {
 	if len(conns) > 0 {
 		close(c.readyCh)
 		c.readyCh = make(chan struct{})
+	}
+	if c.stateCh != nil {
+		close(c.stateCh)
+		c.stateCh = nil
 	}
 }
 

@@ -13,7 +13,8 @@
 // Dial does not fail when no replica is up yet, or the name does not
 // resolve yet: the client keeps trying in the background, and calls fail
 // with [ErrNoReplica] (or wait, [WithWaitForReady]) until a replica is
-// admitted.
+// admitted. [Client.WaitReady] waits, within a ctx, until a number of
+// replicas, or all those the resolver names, are admitted.
 //
 // It replaces rpc.Pool (a fixed list of addresses, round robin, no
 // re-resolution); a fixed list is still possible ("static:///a:1,b:2",

@@ -24,7 +24,8 @@ func (g replicaGreeter) Hello(_ context.Context, req greet.HelloRequestView, res
 // (an rpctest.Network serves each at its address and is the client's
 // dialer). Dial returns as soon as the first replica is admitted, the
 // other possibly still in its health check: a test that needs both
-// waits until Stats lists them ready, then sees calls go to each.
+// waits for them with WaitReady (0: every replica the resolver names),
+// then sees calls go to each.
 func ExampleDial_inMemory() {
 	ctx := context.Background()
 	n := rpctest.NewNetwork()
@@ -44,13 +45,10 @@ func ExampleDial_inMemory() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	for ready := 0; ready < 2; time.Sleep(time.Millisecond) {
-		ready = 0
-		for _, r := range c.Stats().Replicas {
-			if r.State == "ready" {
-				ready++
-			}
-		}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.WaitReady(wctx, 0); err != nil {
+		log.Fatal(err) // says how many were ready, and what went wrong
 	}
 
 	client := greet.NewGreeterClient(c)

@@ -29,8 +29,8 @@
 //	c, err := cluster.Dial(ctx, "a:7700,b:7700", cluster.WithClientOptions(rpc.WithDialer(n)))
 //
 // cluster.Dial returns once the first replica is ready: a test that
-// counts the calls each replica gets first waits for c.Stats() to list
-// both "ready" (rpc/cluster's ExampleDial_inMemory).
+// counts the calls each replica gets first waits for both with
+// c.WaitReady(ctx, 0) (rpc/cluster's ExampleDial_inMemory).
 //
 // The connection buffers each way, as a socket does ([DefaultBufferSize],
 // 64 KiB; [Options].BufferSize): a write returns once its bytes are
