@@ -61,6 +61,8 @@ type Client struct {
 	goAway   atomic.Bool // set under out.mu: no request may be written after it
 	broken   atomic.Bool
 	readDone chan struct{}
+	// closingNoted: the WithOnClosing functions were called (closing.go).
+	closingNoted atomic.Bool
 
 	_ cacheLinePad
 	// Idle slots form a lock-free stack: free is
@@ -956,6 +958,7 @@ func (c *Client) readFrames() {
 					}
 				}()
 			}
+			c.noteClosing()
 		case wire.KindPing:
 			if !c.replies(kind, p) {
 				return
@@ -1108,6 +1111,7 @@ func (c *Client) fail(cause error) {
 		c.failSlot(s, errp)
 	}
 	c.mu.Unlock()
+	c.noteClosing()
 	c.out.shut(err)
 	// The socket is closed last, in a goroutine of its own: a Close may
 	// block (a TLS connection sends its close-notify alert, with a 5 s

@@ -129,6 +129,7 @@ type clientOptions struct {
 	maxStreams    int                 // 0: DefaultMaxStreams
 	maxRespMD     int                 // 0: DefaultMaxMetadata (respmeta.go)
 	names         *MethodNames        // WithMethodNames; nil: the client's own (methodnames.go)
+	onClosing     []func(*Client)     // WithOnClosing, in order (closing.go)
 
 	streamInterceptors []StreamClientInterceptor // stream_intercept.go
 	streamObservers    []StreamObserver          // WithStreamObserver, in order (stream_observe.go)
