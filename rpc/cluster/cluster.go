@@ -963,6 +963,30 @@ func (c *Client) drop(cn *Conn) {
 	}
 }
 
+// lost is told by cn's connection that it takes no new calls: its server
+// sent go-away, or it closed or broke (rpc.WithOnClosing, see
+// replica.dial). It drops cn at once, as a pick that found it so would,
+// so that its replica dials the replacement (or backs off, for a
+// connection lost at once) before a call needs one: a connection idle
+// when it was lost was otherwise replaced only at the next pick. A
+// connection not in its replica's set yet (dialed, in its health check)
+// is left to connect, poked to look at it again; one retired already is
+// left alone.
+func (c *Client) lost(cn *Conn) {
+	r := cn.r
+	c.mu.Lock()
+	in := slices.Contains(r.conns, cn)
+	changed := in && c.retireLocked(cn)
+	if changed {
+		cn.lostAge = max(time.Since(cn.born), 1)
+		c.publishLocked()
+	}
+	c.mu.Unlock()
+	if changed || !in && !cn.gone.Load() {
+		r.poke()
+	}
+}
+
 // retireLocked marks cn gone and closes it once its calls are answered;
 // false when it was gone already.
 func (c *Client) retireLocked(cn *Conn) bool {

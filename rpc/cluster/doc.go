@@ -103,11 +103,14 @@
 // ([rpc.Server.Shutdown]) gets no new call from the moment the client
 // reads it; its calls in flight finish on the old connection while a new
 // one is dialed (a restarted server is admitted again once it answers its
-// health check). A connection lost sooner than the first ejection
-// back-off after it was made (it went away, the server closed it, or it
-// refused a call unrun) ejects its replica rather than being redialed in
-// a loop; its age is taken when the client saw it lost, not when the
-// replica gets to redial it.
+// health check). The new one is dialed as the connection reads the
+// go-away, or finds itself closed or broken ([rpc.WithOnClosing]), even
+// with no call on it: the next call finds it ready, not lost. A
+// connection lost sooner than the first ejection back-off after it was
+// made (it went away, the server closed it, or it refused a call unrun)
+// ejects its replica rather than being redialed in a loop (one lost
+// during its health check is not admitted); its age is taken when the
+// client saw it lost, not when the replica gets to redial it.
 //
 // Retries: only a call the server certainly did not run ([rpc.IsRetryable]:
 // refused with the not-run flag because it was going away) is sent again,

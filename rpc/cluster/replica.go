@@ -297,24 +297,14 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 			// it was first seen lost, not now: a replica goroutine that
 			// runs late must not find a connection lost at once old,
 			// and redial it with no health check.
-			// Going away first: a call that met the go-away before it
-			// was written marked the connection refused too, and
-			// "refused a call unrun" is the sign of a server that
-			// refuses calls with no go-away (broken or hostile).
-			why := "lost"
-			switch {
-			case cn.rc.Draining():
-				why = "went away"
-			case cn.refused.Load():
-				why = "refused a call unrun"
-			}
-			return false, fmt.Errorf("cluster: connection %s %v after it was made", why, cn.lostAge.Round(time.Millisecond))
+			return false, cn.lostErr(cn.lostAge)
 		}
 		ncn := &Conn{r: r}
 		rc, err := r.dial(ncn)
 		if err != nil {
 			return false, err
 		}
+		made := time.Now()
 		if probe {
 			if err := r.probe(rc); err != nil {
 				if !ready || rc.Closed() || r.ctx.Err() != nil {
@@ -337,6 +327,16 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 			c.mu.Unlock()
 			rc.Close()
 			return false, errors.New("cluster: replica removed")
+		}
+		if age := max(time.Since(made), 1); (rc.Draining() || rc.Closed()) && age < c.o.ejectBase {
+			// Lost before it got a call (its server went away or
+			// closed it during the health check), sooner than the
+			// ejection base: lost at once, as above. Its loss told the
+			// client (see Client.lost), which left it to this look; a
+			// later one is put in, and replaced at the run loop's kick.
+			c.mu.Unlock()
+			rc.Close()
+			return false, ncn.lostErr(age)
 		}
 		r.conns[k] = ncn
 		if r.state == stateReady {
@@ -368,17 +368,35 @@ func (r *replica) connect(recheck bool) (admitted bool, err error) {
 	return false, nil
 }
 
+// lostErr is the error of a connection lost at once, age after it was
+// made. Going away comes first: a call that met the go-away before it
+// was written marked the connection refused too, and "refused a call
+// unrun" is the sign of a server that refuses calls with no go-away
+// (broken or hostile).
+func (cn *Conn) lostErr(age time.Duration) error {
+	why := "lost"
+	switch {
+	case cn.rc.Draining():
+		why = "went away"
+	case cn.refused.Load():
+		why = "refused a call unrun"
+	}
+	return fmt.Errorf("cluster: connection %s %v after it was made", why, age.Round(time.Millisecond))
+}
+
 // dial dials a connection to the replica for cn, whose stream observer
-// counts the ends of its streams (see Conn.streamEnded); it is given
-// before the options of WithClientOptions, so that it runs first and a
-// stream observer of the caller's runs after it (rpc calls every stream
-// observer given, in order). The connection keeps its method names in
-// the cluster's table.
+// counts the ends of its streams (see Conn.streamEnded), and which tells
+// the client as soon as it takes no new calls (see Client.lost); they
+// are given before the options of WithClientOptions, so that they run
+// first and a stream observer of the caller's runs after (rpc calls
+// every stream observer given, in order). The connection keeps its
+// method names in the cluster's table.
 func (r *replica) dial(cn *Conn) (*rpc.Client, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.c.o.healthTimeout)
 	defer cancel()
-	opts := make([]rpc.ClientOption, 0, 2+len(r.c.o.clientOpts))
+	opts := make([]rpc.ClientOption, 0, 3+len(r.c.o.clientOpts))
 	opts = append(opts, rpc.WithStreamObserver(cn.streamEnded))
+	opts = append(opts, rpc.WithOnClosing(func(*rpc.Client) { r.c.lost(cn) }))
 	opts = append(opts, r.c.o.clientOpts...)
 	// The cluster's names, last: the generated clients made on the
 	// cluster add theirs to its table, which the connections share.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -302,7 +303,8 @@ func TestSendPipeline(t *testing.T) {
 
 // goAwayAtOnce is a server that sends go-away on every connection as soon
 // as it answered the health check: the client must back off, not redial
-// in a loop.
+// in a loop. The replica is not admitted (see replica.connect), unless
+// the client reads the go-away only after it put the connection in.
 func goAwayAtOnce(t *testing.T, accepted *atomic.Int32) string {
 	return rawReplica(t, accepted, func(req wire.Request) (wire.Response, rawNext) {
 		return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, rawGoAway
@@ -325,7 +327,14 @@ func TestGoAwayAtOnceBacksOff(t *testing.T) {
 	var accepted atomic.Int32
 	bad := goAwayAtOnce(t, &accepted)
 	good := startReplica(t, "127.0.0.1")
-	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, time.Minute, time.Minute))
+	c, err := Dial(context.Background(), "static:///"+bad+","+good.addr, WithEjection(0, time.Minute, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	await(t, "the good replica admitted", func() bool {
+		return slices.ContainsFunc(c.ready.Load().conns, func(cn *Conn) bool { return cn.r.addr == good.addr })
+	})
 	stop := loadRun(c, 4, 30*time.Second)
 	await(t, "the replica ejected", func() bool { return c.Stats().Ejections > 0 })
 	time.Sleep(300 * time.Millisecond)
@@ -531,7 +540,14 @@ func TestRefusalWithoutGoAwayBacksOff(t *testing.T) {
 		return wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}, rawKeep
 	})
 	good := startReplica(t, "127.0.0.1")
-	c := dialT(t, "static:///"+bad+","+good.addr, WithEjection(0, time.Minute, time.Minute))
+	c, err := Dial(context.Background(), "static:///"+bad+","+good.addr, WithEjection(0, time.Minute, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	await(t, "the good replica admitted", func() bool {
+		return slices.ContainsFunc(c.ready.Load().conns, func(cn *Conn) bool { return cn.r.addr == good.addr })
+	})
 	stop := loadRun(c, 4, 30*time.Second)
 	await(t, "the refusing replica ejected", func() bool { return c.Stats().Ejections > 0 })
 	before := accepted.Load()
