@@ -613,7 +613,8 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 // passed on the server (504: the caller chose how long the stream
 // lives); nor does the 503 with which a server going away ends its
 // streams or refuses their opens (even one that comes before its
-// go-away), nor the 503 "too many open streams" with which a server
+// go-away: such a refusal, marked not run, has its connection replaced
+// at once, as a call refused unrun does), nor the 503 "too many open streams" with which a server
 // refuses an open beyond its limit on the connection ([rpc.WithMaxStreams]:
 // the replica is full, not failing, as a connection full on the
 // client's side, [rpc.ErrTooManyStreams], is). The end is counted as the connection reads it, just after

@@ -81,7 +81,9 @@
 // A stream counts at its end, as gRPC's outlier detection counts a
 // stream by its final status: an error end of 500 and above (but the
 // 503 of a server going away, and its 503 "too many open streams": a
-// full replica is not a failing one) or 404 "no such stream method" is a
+// full replica is not a failing one; an open refused unrun by a server
+// going away has its connection replaced at once, as a call refused so
+// does) or 404 "no such stream method" is a
 // failed call, a clean end or another 4xx an answered one, a broken
 // connection a failure once; a stream canceled by its caller or ended
 // by its deadline counts nothing (see [Client.OpenStream]).
@@ -107,8 +109,8 @@
 // go-away, or finds itself closed or broken ([rpc.WithOnClosing]), even
 // with no call on it: the next call finds it ready, not lost. A
 // connection lost sooner than the first ejection back-off after it was
-// made (it went away, the server closed it, or it refused a call unrun)
-// ejects its replica rather than being redialed in a loop (one lost
+// made (it went away, the server closed it, or it refused a call or a
+// stream's open unrun) ejects its replica rather than being redialed in a loop (one lost
 // during its health check is not admitted); its age is taken when the
 // client saw it lost, not when the replica gets to redial it.
 //

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -30,10 +31,17 @@ func (h *handConn) goAway() {
 	h.w.Flush()
 }
 
+// mRefuse is a method handServer refuses unrun, as a server going away
+// does, with no go-away: a call with the not-run flag, a stream's open
+// with the not-run mark before its end.
+const mRefuse = 60
+
 // handServer is a replica that speaks the wire by hand: it answers a
-// health check 404 (a server without the health service: serving) and
-// echoes any other call, and gives each connection it accepts on accepted.
-// before, when not nil, is called with each request before its answer.
+// health check 404 (a server without the health service: serving),
+// refuses mRefuse, and echoes any other call; it refuses every stream's
+// open as it refuses mRefuse. It gives each connection it accepts on
+// accepted. before, when not nil, is called with each request before its
+// answer.
 func handServer(t *testing.T, before func(h *handConn, req wire.Request)) (addr string, accepted <-chan *handConn) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,20 +83,35 @@ func handServer(t *testing.T, before func(h *handConn, req wire.Request)) (addr 
 					if err != nil {
 						return
 					}
-					if kind != wire.KindRequest {
+					if kind != wire.KindRequest && kind != wire.KindStreamOpen {
 						continue
 					}
 					req, err := wire.ParseRequest(p)
 					if err != nil {
 						return
 					}
+					if kind == wire.KindStreamOpen {
+						h.mu.Lock()
+						h.w.WriteFrame(wire.KindStreamNotRun, wire.AppendStreamNotRun(nil, req.PromiseID))
+						h.w.WriteFrame(wire.KindStreamEnd, wire.AppendStreamEndError(nil, req.PromiseID, rpc.StatusUnavailable, "going away"))
+						err = h.w.Flush()
+						h.mu.Unlock()
+						if err != nil {
+							return
+						}
+						continue
+					}
 					if before != nil {
 						before(h, req)
 					}
 					resp := wire.Response{Status: rpc.StatusOK, PromiseID: req.PromiseID, Body: req.Payload}
-					if req.Method == rpc.HealthMethod {
+					switch req.Method {
+					case rpc.HealthMethod:
 						resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
-					} else {
+					case mRefuse:
+						resp = wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
+						fallthrough
+					default:
 						select {
 						case h.calls <- req.Method:
 						default:
@@ -186,5 +209,63 @@ func TestGoAwayDuringHealthCheckNotAdmitted(t *testing.T) {
 	rs := c.Stats().Replicas
 	if len(rs) != 1 || rs[0].State != "ejected" || rs[0].LastError == nil || !strings.Contains(rs[0].LastError.Error(), "went away") {
 		t.Fatalf("replicas %+v, want the one ejected for its connection that went away", rs)
+	}
+}
+
+// A call, or a stream's open, that the server refused unrun (as a server
+// going away refuses what crossed its go-away; here with no go-away)
+// has its connection replaced at once: the replica dials a new one before
+// any other call comes (the test waits for the server to accept it). A
+// call did so already; a stream's open, whose refusal comes as the
+// stream's error end, left its connection in the ready set, to take the
+// next calls and opens.
+func TestRefusedUnrunReplacedAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		refuse func(c *Client) error // the refused call or open: its error
+	}{
+		{"call", func(c *Client) error {
+			_, err := c.Call(context.Background(), mRefuse, nil, nil)
+			return err
+		}},
+		{"stream", func(c *Client) error {
+			st, err := c.OpenStream(context.Background(), mRefuse, nil)
+			if err != nil {
+				return err
+			}
+			_, err = st.Recv(nil)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, accepted := handServer(t, nil)
+			// A base of 1 ns: the connection, however young, is not one
+			// refused at once (which would back off before the redial);
+			// no retry: the call's refusal is its error.
+			c := dialT(t, "static:///"+addr, WithHealthCheck(time.Hour, 0), WithEjection(0, time.Nanosecond, time.Nanosecond), WithRetryBudget(0, 0))
+			first := waitFor(t, "the first connection", accepted)
+			if err := tc.refuse(c); !errors.Is(err, rpc.ErrGoAway) {
+				t.Fatalf("refused: %v, want an error matching rpc.ErrGoAway", err)
+			}
+			second := waitFor(t, "a new connection, with no other call made", accepted)
+			if n := c.Stats().Calls; n != 1 {
+				t.Fatalf("%d calls made, want 1", n)
+			}
+			await(t, "the new connection alone in the ready set", func() bool {
+				conns := c.ready.Load().conns
+				return len(conns) == 1 && !conns[0].rc.Closed() && !conns[0].rc.Draining() && !conns[0].refused.Load()
+			})
+			if out, err := c.Call(context.Background(), mEcho, []byte("x"), nil); err != nil || string(out) != "x" {
+				t.Fatalf("call: %q %v", out, err)
+			}
+			for len(first.calls) > 0 {
+				if m := <-first.calls; m != mRefuse {
+					t.Fatalf("method %d on the refusing connection", m)
+				}
+			}
+			if m := waitFor(t, "the call on the new connection", second.calls); m != mEcho {
+				t.Fatalf("method %d on the new connection", m)
+			}
+		})
 	}
 }

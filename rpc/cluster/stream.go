@@ -24,7 +24,8 @@ var _ rpc.StreamOpener = (*Client)(nil)
 // lives; so too when it passed before the handler could run, an open
 // the server refuses unrun and marks so), and so do the 503 of a server
 // going away, which ends its streams at the end of its Shutdown's grace
-// and refuses the opens it reads meanwhile (see refusedGoingAway), the
+// and refuses the opens it reads meanwhile (see refusedGoingAway: such a
+// refusal replaces its connection at once, as a unary call's does), the
 // 503 "too many open streams" of a server whose connection is full (see
 // refusedFull: load, not failure), and an open that was not sent
 // (OpenStream looked at its error). A stream's duration is not one of the replica's latencies: it
@@ -45,7 +46,12 @@ func (cn *Conn) streamEnded(ev rpc.StreamEvent) {
 		cn.r.ok()
 	case rpc.StatusCanceled, rpc.StatusDeadlineExceeded:
 	case rpc.StatusUnavailable:
-		if !cn.rc.Draining() && !refusedFull(ev.Err) && !refusedGoingAway(ev.Err) {
+		switch {
+		case refusedGoingAway(ev.Err):
+			// Counts nothing, but the connection is replaced at once,
+			// as for a call refused unrun (account).
+			cn.r.c.account(cn, ev.Err, false)
+		case !cn.rc.Draining() && !refusedFull(ev.Err):
 			cn.r.c.account(cn, ev.Err, false)
 		}
 	default:
@@ -72,7 +78,10 @@ func refusedFull(err error) bool {
 
 // refusedGoingAway reports whether a stream ended with the refusal of its
 // open by a server going away, which says nothing of the replica, as a
-// call refused for its go-away does not. A zapcodec server refuses, unrun,
+// call refused for its go-away does not, but takes its connection out
+// and has the replica dial another at once, as that call does (account:
+// the connection was refused unrun; one refused younger than the
+// ejection base backs off instead). A zapcodec server refuses, unrun,
 // an open it read once its go-away was decided, with a 503 it marks as
 // not run (rpc's KindStreamNotRun frame), which makes the error match
 // rpc.ErrGoAway; it decides before it writes the go-away frame, so the

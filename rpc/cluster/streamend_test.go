@@ -122,13 +122,8 @@ func TestStreamEndClassified(t *testing.T) {
 		// open unrun: load, not failure. A handler's own 503 fails.
 		{"503 too many open streams", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, streamTooManyText)), 1},
 		{"handler's 503", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, "backend down")), 2},
-		// A server going away refuses an open it reads once it has set
-		// its go-away flag, which it does before it writes the go-away
-		// frame (rpc's serverConn.goAway): the refusal can come first,
-		// while the connection is not draining yet. Its error matches
-		// rpc.ErrGoAway (the server marks it not run); a handler's 503
-		// of the same text ran, and fails.
-		{"503 going away, before the go-away", end(rpc.StatusUnavailable, fmt.Errorf("refused: %w", rpc.ErrGoAway)), 1},
+		// A handler's 503 "going away" ran, and fails (the refusal of an
+		// open by a server going away: below).
 		{"handler's 503 going away", end(rpc.StatusUnavailable, rpc.Errorf(rpc.StatusUnavailable, "going away")), 2},
 		{"not sent: go-away", end(0, rpc.ErrGoAway), 1},
 		{"not sent: ctx", end(0, context.DeadlineExceeded), 1},
@@ -154,6 +149,23 @@ func TestStreamEndClassified(t *testing.T) {
 	}
 	if !cn.gone.Load() {
 		t.Fatal("the broken connection is still in the ready set")
+	}
+
+	// A server going away refuses an open it reads once it has set its
+	// go-away flag, which it does before it writes the go-away frame
+	// (rpc's serverConn.goAway): the refusal can come first, while the
+	// connection is not draining yet. Its error matches rpc.ErrGoAway
+	// (the server marks it not run): it counts nothing, and the
+	// connection is replaced, as for a call refused unrun.
+	await(t, "the broken connection replaced", func() bool { return len(c.ready.Load().conns) == 1 })
+	cn = c.ready.Load().conns[0]
+	r.fails.Store(1)
+	cn.streamEnded(end(rpc.StatusUnavailable, fmt.Errorf("refused: %w", rpc.ErrGoAway)))
+	if n := r.fails.Load(); n != 1 {
+		t.Fatalf("%d failures in a row after a refusal by a server going away, want 1", n)
+	}
+	if !cn.gone.Load() {
+		t.Fatal("the connection that refused an open unrun is still in the ready set")
 	}
 }
 
