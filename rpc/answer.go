@@ -67,6 +67,11 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		}
 		c.writeAnswer(status, j.pid, body, md, inReader)
 	}
+	if j.reserved != 0 {
+		// The answer has left the call (written, copied into the
+		// queue, or dropped): its budget goes back (ReserveAnswer).
+		c.releaseAnswer(j)
+	}
 	if zapdebug && late {
 		poison.Fill(j.req)
 	}

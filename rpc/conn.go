@@ -152,6 +152,10 @@ type serverConn struct {
 	// job is a quarter of the connection's struct, and most connections
 	// never need it.
 	rjob *job
+
+	// ansBudget is the connection's answer budget, made at its first
+	// reservation (answerbudget.go).
+	ansBudget atomic.Pointer[answerBudget]
 }
 
 const readerTaken = ^uint64(0)

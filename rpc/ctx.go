@@ -60,7 +60,10 @@ type job struct {
 	darm      int           // under dconn.dmu: index+1 in dconn.armedJobs, 0 none
 	afs       []afterFunc   // under dmu: AfterFunc callbacks waiting for dch
 	afID      uint32        // under dmu: ids of AfterFunc registrations
-	afWG      sync.WaitGroup
+	// reserved is the answer budget the call holds (ReserveAnswer),
+	// given back by finish; here, in what would be padding.
+	reserved uint32
+	afWG     sync.WaitGroup
 }
 
 // Deadline is the call's deadline: the earlier of the one its request

@@ -56,7 +56,9 @@
 //	                a healthy transfer is never cut
 //	idle timeout    5 min without a request while no call runs and no
 //	                stream is open: go-away, then close (WithIdleTimeout)
-//	in-flight       256 calls per connection, then backpressure (WithMaxInFlight)
+//	in-flight       256 calls per connection, then backpressure (WithMaxInFlight);
+//	                each builds its whole answer first: handlers with large
+//	                answers bound them with ReserveAnswer (WithAnswerBudget)
 //	frame size      16 MiB (WithFrameOptions(frame.WithMaxFrameSize(n)));
 //	                memory follows bytes received
 //	shutdown grace  500 ms for a peer that does not acknowledge the go-away

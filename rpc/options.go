@@ -110,6 +110,9 @@ type serverOptions struct {
 	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int           // 0: DefaultMaxStreams
 
+	// WithAnswerBudget (answerbudget.go)
+	connAnswerBudget, serverAnswerBudget int
+
 	streamInterceptors []StreamInterceptor // stream_intercept.go
 	streamObservers    []StreamObserver    // WithStreamObserver, in order (stream_observe.go)
 	streamObserver     StreamObserver      // streamObservers made one at construction
@@ -144,6 +147,9 @@ func buildServerOptions(opts []ServerOption) serverOptions {
 		readTimeout:   DefaultReadTimeout,
 		minReadRate:   DefaultMinReadRate,
 		writeTimeout:  DefaultWriteTimeout,
+
+		connAnswerBudget:   DefaultConnAnswerBudget,
+		serverAnswerBudget: DefaultServerAnswerBudget,
 	}
 	for _, f := range opts {
 		if f != nil {
@@ -301,8 +307,22 @@ func WithWriteTimeout(d time.Duration) Option {
 // room frees: a peer that pipelines calls and never reads its answers
 // holds the handlers of the calls it sent before that, at most n, not n
 // whatever it sends; the write timeout ([WithWriteTimeout]) then closes
-// the connection. Each connection's limits are its own: such a peer does
-// not slow the calls of another.
+// the connection (30 to about 90 s after the peer stopped reading, by
+// default). Each connection's limits are its own: such a peer does not
+// slow the calls of another.
+//
+// Memory: the limits count calls and queued bytes, not the answers being
+// built. Each running handler builds its whole result before anything of
+// it is queued, and the result is held until it is written, so such a
+// peer holds up to n results at once (n times the answer size: 256
+// answers of 15 MB are nearly 4 GB), and every other such connection as
+// much again; gRPC-go, whose unary response is marshaled whole before
+// flow control applies, has the same exposure. A handler whose answers
+// can be large says how large before it builds one, with
+// [ReserveAnswer]: the calls of a connection then hold at most its
+// answer budget, and all connections the server's ([WithAnswerBudget]),
+// whatever the peers send. Alternatives: send a large result as a stream
+// (its window bounds what waits), or lower n.
 func WithMaxInFlight(n int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		if n <= 0 {

@@ -127,6 +127,11 @@ type Server struct {
 
 	stats       serverStats
 	streamStats streamCounters // stream_observe.go
+
+	// The server's answer budget and the calls waiting for answer
+	// budget, the connection's or the server's (answerbudget.go).
+	ansBudget answerBudget
+	ansWaits  atomic.Int64
 }
 
 type serverStats struct {
@@ -159,6 +164,10 @@ type Stats struct {
 	// Streams counts streams and their messages (Calls and the answers
 	// by status above are unary calls only).
 	Streams StreamStats
+	// AnswerBytes is the answer budget reserved now by unary handlers
+	// ([ReserveAnswer]) whose answers have not left, on all connections;
+	// AnswerWaits counts the calls waiting now in ReserveAnswer.
+	AnswerBytes, AnswerWaits int64
 }
 
 // NewServer returns a server with no handlers.
@@ -173,6 +182,7 @@ func NewServer(opts ...ServerOption) *Server {
 		conns:      make(map[*serverConn]struct{}),
 		done:       make(chan struct{}),
 	}
+	s.ansBudget.limit = int64(s.opts.serverAnswerBudget)
 	empty := []Handler{}
 	s.handlers.Store(&empty)
 	s.health.s = s
@@ -248,6 +258,8 @@ func (s *Server) Stats() Stats {
 		BytesOut:    st.bytesOut.Load(),
 		Workers:     s.workers.Load(),
 		Streams:     s.streamStats.snapshot(),
+		AnswerBytes: s.ansBudget.reserved(),
+		AnswerWaits: s.ansWaits.Load(),
 	}
 }
 
