@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/zapcodec/zapcodec/examples/ethrpc/ethzap"
 	"github.com/zapcodec/zapcodec/rpc"
@@ -27,6 +28,44 @@ const logsPerBlock = 8
 // maxLogBlocks bounds a request's block range (the whole answer must fit in
 // a frame: 16 MiB holds about 90,000 logs).
 const maxLogBlocks = 10_000
+
+// Answer memory. A getLogs answer is built whole before it is written (the
+// Logs record, then its encoding), and held until the peer takes it, so a
+// peer that pipelined calls of the largest range and never read their
+// answers made the server hold one answer per call it let run (256 by
+// default: some 4 GB). Each call reserves its answer's memory before
+// building it (rpc.ReserveAnswer), and waits, on its ctx, until that fits
+// both its connection's budget (one answer of the largest range: a
+// connection's answers leave one after another anyway) and the server's
+// (logsAnswerShares of them); the server gives the bytes back once the
+// answer has left. So a peer that never reads holds one answer, and it
+// takes logsAnswerShares such peers to make other callers wait (until the
+// write timeout drops them).
+var (
+	// logCost is the memory one log of an answer takes: its record in
+	// Logs.Items and its bytes in the encoded answer.
+	logCost = int(unsafe.Sizeof(ethzap.Log{})) + logEncodedBytes()
+	// largestAnswerCost is the memory of an answer of the largest range.
+	largestAnswerCost = maxLogBlocks * logsPerBlock * logCost
+)
+
+// logsAnswerShares is how many answers of the largest range the server
+// builds or holds at once (the server's budget).
+const logsAnswerShares = 4
+
+// logEncodedBytes returns the bytes one log adds to an encoded Logs.
+func logEncodedBytes() int {
+	var l ethzap.Log
+	makeLog(&l, 1, 1)
+	one := (&ethzap.Logs{Items: []ethzap.Log{l}}).AppendZAP(nil)
+	two := (&ethzap.Logs{Items: []ethzap.Log{l, l}}).AppendZAP(nil)
+	return len(two) - len(one)
+}
+
+// answerBudget is the demo server's answer budget (see logCost).
+func answerBudget() rpc.ServerOption {
+	return rpc.WithAnswerBudget(largestAnswerCost, logsAnswerShares*largestAnswerCost)
+}
 
 // Demo log shapes: an ERC-20 Transfer event.
 var (
@@ -61,10 +100,16 @@ func logRange(req ethzap.LogFilterView) (from, to uint64, err error) {
 	return from, to, nil
 }
 
-// GetLogs answers the range's logs in one message.
-func (logsServer) GetLogs(_ context.Context, req ethzap.LogFilterView, resp *ethzap.Logs) error {
+// GetLogs answers the range's logs in one message, once the memory of
+// the answer is reserved (see logCost): a call that waits for it and
+// whose ctx ends (its deadline, its connection closed) returns ctx's
+// error, answered 504 (or not at all: the connection is gone).
+func (logsServer) GetLogs(ctx context.Context, req ethzap.LogFilterView, resp *ethzap.Logs) error {
 	from, to, err := logRange(req)
 	if err != nil {
+		return err
+	}
+	if err := rpc.ReserveAnswer(ctx, int(to-from+1)*logsPerBlock*logCost); err != nil {
 		return err
 	}
 	resp.Items = slices.Grow(resp.Items[:0], int(to-from+1)*logsPerBlock)

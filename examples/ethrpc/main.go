@@ -16,6 +16,11 @@
 // divided by the calls. With -inproc both run in one process and the table
 // shows their sum. Wire bytes are the frame bytes counted at the client's
 // connections (a net.Conn wrapper), checked against the server's own count.
+//
+// The server's getLogs reserves its answer's memory before building it
+// (rpc.ReserveAnswer; see logCost in logs.go): a peer that pipelines calls
+// of large ranges and never reads the answers holds one answer, not one
+// per call.
 package main
 
 import (
@@ -140,9 +145,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // newServer returns a server with the Eth service on a fresh table, and
-// EthLogs beside it (at rpc.At(logsBase)).
-func newServer() *rpc.Server {
-	s := rpc.NewServer()
+// EthLogs beside it (at rpc.At(logsBase)); opts are the tests'.
+func newServer(opts ...rpc.ServerOption) *rpc.Server {
+	s := rpc.NewServer(append([]rpc.ServerOption{answerBudget()}, opts...)...)
 	ethzap.RegisterEthServer(s, ethServer{t: newTable()})
 	ethzap.RegisterEthLogsServer(s, logsServer{}, rpc.At(logsBase))
 	return s

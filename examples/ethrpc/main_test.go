@@ -112,18 +112,25 @@ func TestRunFlags(t *testing.T) {
 	}
 }
 
-// serveDemo serves the demo's server (newServer) on a loopback port for
-// the test's length and returns its address.
-func serveDemo(t *testing.T) string {
+// serveDemo serves the demo's server (newServer, with opts) on a
+// loopback port for the test's length and returns its address.
+func serveDemo(t *testing.T, opts ...rpc.ServerOption) string {
+	t.Helper()
+	_, addr := serveDemoServer(t, opts...)
+	return addr
+}
+
+// serveDemoServer is serveDemo that returns the server too.
+func serveDemoServer(t *testing.T, opts ...rpc.ServerOption) (*rpc.Server, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServer()
+	s := newServer(opts...)
 	go s.Serve(l)
 	t.Cleanup(func() { s.Close() })
-	return l.Addr().String()
+	return s, l.Addr().String()
 }
 
 // TestAnswersMatchTable calls through the generated client, as an
