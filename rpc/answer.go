@@ -41,6 +41,9 @@ func (c *serverConn) run(j *job) {
 // finish answers a call and frees its job. inReader: the caller holds the
 // read loop role and flushes later (see readLoop).
 func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
+	// Over for its caller's cancel (cancel.go), and, with armedAny below,
+	// for a late Done (see armDone).
+	j.live.Store(0)
 	// -tags zapdebug: a view of the request, or of its cap and metadata
 	// (CapFrom, MetadataFrom), kept past the handler reads poison (see
 	// poisonRequest); compiled out otherwise.
@@ -78,7 +81,7 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 	if zapdebug && lateExt {
 		poison.Fill(j.ext)
 	}
-	if j.dl.Load() != 0 {
+	if j.dl.Load() != 0 || j.armedAny.Load() {
 		j.endDeadline()
 	}
 	j.capv, j.mdv = nil, nil
@@ -191,6 +194,16 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 				return StatusDeadlineExceeded, append(j.resp[:0], internalErrorText...)
 			}
 			return StatusDeadlineExceeded, append(j.resp[:0], err.Error()...)
+		}
+		if j.canceled.Load() && errors.Is(err, context.Canceled) {
+			// The caller canceled the call (cancel.go) and the handler
+			// returned what that made its ctx return, as it should:
+			// canceled, as gRPC-go reports it; not a handler error. The
+			// answer goes out (the client drops it as a late one).
+			if c.s.opts.hideErrors {
+				return StatusCanceled, append(j.resp[:0], internalErrorText...)
+			}
+			return StatusCanceled, append(j.resp[:0], err.Error()...)
 		}
 		if c.closed.Load() {
 			if ctxErr := j.Err(); ctxErr != nil && errors.Is(err, ctxErr) {

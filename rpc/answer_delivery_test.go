@@ -112,6 +112,7 @@ func TestBusySlots(t *testing.T) {
 	if err := receive(t, "the canceled call", abandoned); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled call: %v", err)
 	}
+	peer.recvCancelQuestion() // which a peer that reads nothing would block
 	if n := c.busySlots(); n != 3 {
 		t.Fatalf("busySlots %d after abandoning one of three, want 3 (its slot waits for the late answer)", n)
 	}

@@ -95,6 +95,9 @@ type Client struct {
 
 	abandoned atomic.Int32 // slots of abandoned calls, waiting for their late answers
 	promises  atomic.Int32 // promises sent and not yet waited for or released (pending.go)
+	// cancelSt is whether the server takes cancels (cancel.go):
+	// cancelUnasked, cancelAsked or cancelOn.
+	cancelSt atomic.Uint32
 
 	// The client's place in the beat (beat.go), which runs its periodic
 	// checks: the watch of its writes (outbox.watchWrite) and the answer
@@ -164,7 +167,11 @@ type slot struct {
 	// Promise keeps it, see Promise.owned). Written by acquire once every
 	// 65,536 uses.
 	epoch atomic.Uint32
-	_     [64 - unsafe.Sizeof(atomic.Uintptr{}) - unsafe.Sizeof((*Metadata)(nil)) - 3*unsafe.Sizeof(atomic.Uint32{})]byte
+	// cancelPid is the pid of the slot's call whose caller canceled it
+	// (cancel.go), for the cancels the read loop sends when the server's
+	// announcement comes; cleared when the slot of such a call is freed.
+	cancelPid atomic.Uint32
+	_         [64 - unsafe.Sizeof(atomic.Uintptr{}) - unsafe.Sizeof((*Metadata)(nil)) - 4*unsafe.Sizeof(atomic.Uint32{})]byte
 }
 
 // slotLine is the first cache line of a slot (see slot).
@@ -365,8 +372,14 @@ func (c *Client) beat(now int64) {
 // holds at most [MaxErrorMessage] bytes of the answer body, and the whole
 // body is appended to resp and returned with the error. ctx's error when
 // ctx ends first (the call is abandoned, a late answer is dropped; the
-// call may or may not have run: unlike gRPC's, a cancel is not sent, and
-// the handler runs on to its end or the deadline the request carried);
+// call may or may not have run). When ctx was canceled (not its deadline,
+// which the request carried), the server is told, as gRPC's is, by a
+// cancel frame (a zapcodec extension, docs/wire.md §8) that ends the
+// handler's ctx with context.Canceled; only a server that announced it
+// takes cancels gets it (the first canceled call on a connection asks,
+// with a ping a canonical server ignores), and a canonical server's
+// handler runs on to its end or its deadline. The cancel is queued
+// without waiting (a full queue drops it): Call returns at once;
 // context.DeadlineExceeded, nothing sent, when ctx's deadline has passed,
 // even while its Done is not closed yet (its timer late). [ErrGoAway]
 // when the server announced shutdown before the call was sent, or
@@ -549,8 +562,18 @@ func (c *Client) wait(ctx context.Context, done <-chan struct{}, s *slot, resp [
 		select {
 		case <-s.ch:
 		case <-done:
+			pid, send := s.pid, sendsCancel(ctx)
+			if send {
+				s.cancelPid.Store(pid) // before the abandon: see cancelSlot
+			}
 			if c.abandon(s) {
+				if send {
+					c.cancelSlot(ctx, s, pid)
+				}
 				return resp, ctx.Err()
+			}
+			if send {
+				s.cancelPid.Store(0)
 			}
 			<-s.ch // the answer is being delivered: take it
 		}
@@ -563,7 +586,7 @@ func (c *Client) wait(ctx context.Context, done <-chan struct{}, s *slot, resp [
 // (ctxwatch.go; a call that shares its Done with the watched ctx may be
 // canceled so even when it waited in a select), ctx's error.
 func (c *Client) taken(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
-	if c.settle(s) {
+	if c.settle(ctx, s) {
 		return resp, ctx.Err()
 	}
 	return c.answer(s, resp)
@@ -573,12 +596,20 @@ func (c *Client) taken(ctx context.Context, s *slot, resp []byte) ([]byte, error
 // canceled the call (ctxwatch.go), it leaves the slot to the late answer
 // (abandoned), or frees it when the answer came already, and reports
 // true; false when the call was answered (or failed).
-func (c *Client) settle(s *slot) bool {
+func (c *Client) settle(ctx context.Context, s *slot) bool {
 	pid := uint64(s.pid) << 32
 	switch s.st.Load() {
 	case pid | slotCanceled:
+		// The server may stop the handler (cancel.go).
+		send := sendsCancel(ctx)
+		if send {
+			s.cancelPid.Store(s.pid) // before the abandon: see cancelSlot
+		}
 		if s.st.CompareAndSwap(pid|slotCanceled, pid|slotAbandoned) {
 			c.abandoned.Add(1)
+			if send {
+				c.cancelSlot(ctx, s, uint32(pid>>32))
+			}
 			return true
 		}
 		// The answer came meanwhile: slotLate.
@@ -586,6 +617,7 @@ func (c *Client) settle(s *slot) bool {
 	default:
 		return false
 	}
+	s.cancelPid.Store(0)
 	c.release(s)
 	return true
 }
@@ -854,6 +886,7 @@ func (c *Client) claim(pid uint32) *slot {
 		case w | slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
 				c.abandoned.Add(-1)
+				s.cancelPid.Store(0)
 				c.release(s)
 				return nil
 			}
@@ -982,6 +1015,8 @@ func (c *Client) readFrames() {
 			c.streams.onClientNotRun(p)
 		case wire.KindStreamTrailer:
 			c.streams.onTrailer(p)
+		case wire.KindCancel:
+			c.cancelAnnounced(p)
 			// A client serves no streams: a peer's open (kind 3) is
 			// dropped, as the canonical runtime drops an open no handler
 			// takes.
@@ -1147,6 +1182,7 @@ func (c *Client) failSlot(s *slot, errp *error) {
 		case slotAbandoned:
 			if s.st.CompareAndSwap(v, w|slotIdle) {
 				c.abandoned.Add(-1)
+				s.cancelPid.Store(0)
 				c.release(s)
 				return
 			}

@@ -52,6 +52,12 @@ type serverConn struct {
 	// limit.
 	free  jobFree
 	nJobs int
+	// jobs (role holder only) heads the list (job.jnext) of every job
+	// the connection holds, the ones running calls among them: where the
+	// read loop looks for the call a peer's cancel names (cancel.go).
+	// Changed only as jobs are taken from and given back to the pool,
+	// not per call.
+	jobs *job
 	// trimAt (role holder only, monoNow) is when the jobs that sat unused
 	// in the free list are given back while the connection holds more
 	// than one (trimJobs); 0 while it holds one or none.
@@ -529,9 +535,14 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 				c.close(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
 				return true
 			}
+			if string(p) == wire.CancelQuestion && !c.announceCancel() {
+				return true
+			}
 			if !c.pong(p) {
 				return true
 			}
+		case wire.KindCancel:
+			c.cancelCall(p)
 		case wire.KindStreamOpen, wire.KindStreamMsg, wire.KindStreamEnd, wire.KindStreamWindow:
 			if !c.streamFrame(kind, p) {
 				c.flushOwed()
@@ -608,6 +619,12 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		return reqClosed
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
+	if j.canceled.Load() {
+		// A cancel meant for the job's previous call, read as that
+		// call ended (cancel.go).
+		j.canceled.Store(false)
+	}
+	j.live.Store(1<<32 | uint64(req.PromiseID))
 	j.req = append(j.req[:0], req.Payload...)
 	if req.Timeout != 0 || len(req.Cap) > 0 || len(req.Metadata) > 0 {
 		j.setExt(&req, arrived)

@@ -64,6 +64,20 @@ type job struct {
 	// given back by finish; here, in what would be padding.
 	reserved uint32
 	afWG     sync.WaitGroup
+
+	// The caller's cancel (kind 12, cancel.go). live is 1<<32 | the
+	// promise id while the call runs (set by the read loop as it takes
+	// the call on, cleared by finish), 0 otherwise: the read loop matches
+	// a cancel frame against it. canceled is set (under dmu) by a cancel
+	// that matched, and cleared by the read loop as it takes the job's
+	// next call on. armedAny is set by the first Done or AfterFunc of a
+	// call (under dmu) and tells finish that there is something to
+	// disarm, for a call without a deadline too.
+	live     atomic.Uint64
+	canceled atomic.Bool
+	armedAny atomic.Bool
+	// jnext and jprev link the jobs of c (serverConn.jobs); role holder.
+	jnext, jprev *job
 }
 
 // Deadline is the call's deadline: the earlier of the one its request
@@ -84,22 +98,26 @@ func (j *job) Deadline() (time.Time, bool) {
 
 // Done is closed when the call's connection closes (the peer reset it, a
 // write failed, a timeout dropped it, Close, or the end of Shutdown's
-// grace), the base context is done, or the call's deadline passes. For a
-// call without a deadline it is the connection context's channel; for one
-// with a deadline, the call's first Done arms a timer (see deadline.go).
+// grace), the base context is done, the call's deadline passes, or its
+// caller canceled it (a zapcodec client's cancel, cancel.go). The call's
+// first Done arms the job's own channel (see deadline.go); after the
+// call, Done is the connection context's channel.
 func (j *job) Done() <-chan struct{} {
-	if j.dl.Load() == 0 {
+	if j.dl.Load() == 0 && j.live.Load() == 0 {
 		return j.conn().ctx.Done()
 	}
 	return j.armDone()
 }
 
-// Err is nil until Done is closed, then context.Canceled (or the base
-// context's error), or context.DeadlineExceeded once the call's deadline
-// passed.
+// Err is nil until Done is closed, then context.Canceled (the
+// connection's end, the caller's cancel, or the base context's error),
+// or context.DeadlineExceeded once the call's deadline passed.
 func (j *job) Err() error {
 	if err := j.conn().ctx.Err(); err != nil {
 		return err
+	}
+	if j.canceled.Load() {
+		return context.Canceled
 	}
 	if dl := j.dl.Load(); dl != 0 && monoNow() >= dl {
 		// Done is closed first: Err is not nil only once it is, as the

@@ -186,11 +186,23 @@ func (c *Client) ctxEnded(w *ctxWatch) {
 
 // waitWatched is wait for a call registered with w (watchFor).
 func (c *Client) waitWatched(ctx context.Context, w *ctxWatch, s *slot, resp []byte) ([]byte, error) {
-	if w.fired.Load() && c.abandon(s) {
+	if w.fired.Load() {
 		// The ctx ended, and the watch may have looked before this call
 		// was waiting: it cancels itself.
-		w.leave()
-		return resp, ctx.Err()
+		pid, send := s.pid, sendsCancel(ctx)
+		if send {
+			s.cancelPid.Store(pid) // before the abandon: see cancelSlot
+		}
+		if c.abandon(s) {
+			if send {
+				c.cancelSlot(ctx, s, pid)
+			}
+			w.leave()
+			return resp, ctx.Err()
+		}
+		if send {
+			s.cancelPid.Store(0)
+		}
 	}
 	<-s.ch
 	w.leave()

@@ -98,6 +98,7 @@ func TestCtxWatchCancelsSharedCalls(t *testing.T) {
 	if !w.fired.Load() {
 		t.Fatal("the watch did not see its ctx end")
 	}
+	peer.recvCancelQuestion()
 	if got := c.busySlots(); got != n+1 {
 		t.Fatalf("busySlots %d, want %d: the canceled calls' slots wait for their late answers", got, n+1)
 	}
@@ -149,6 +150,7 @@ func TestCtxWatchKeptWhileCallsWait(t *testing.T) {
 			t.Fatalf("a call under the kept watch returned %v, want context.Canceled", err)
 		}
 	}
+	peer.recvCancelQuestion()
 	callsWith(t, c, peer, ctxB, watchAfter+1)
 	if w := c.watch.Load(); w == nil || w.done != ctxB.Done() {
 		t.Fatal("ctxB got no watch once no call waited under ctxA's")

@@ -82,10 +82,15 @@ func (j *job) armDone() <-chan struct{} {
 	if j.armed {
 		return j.dch
 	}
-	if j.dl.Load() == 0 {
-		// A late Done (see job.cc) that read the deadline of a call now
-		// over: that call's ctx is done. Nothing is armed, so the job's
-		// next call finds its channel as it should.
+	// Before the look at live, which finish clears before it looks at
+	// armedAny: one of the two sees the other's store.
+	j.armedAny.Store(true)
+	dl := j.dl.Load()
+	if dl == 0 && j.live.Load() == 0 {
+		// A late Done (see job.cc) that read the deadline, or the
+		// liveness, of a call now over: that call's ctx is done. Nothing
+		// is armed, so the job's next call finds its channel as it
+		// should.
 		return closedDone
 	}
 	c := j.conn()
@@ -95,19 +100,21 @@ func (j *job) armDone() <-chan struct{} {
 	}
 	// No AfterFunc is registered before the first arm: fire has nothing
 	// to run here.
-	if c.ctx.Err() != nil {
+	if c.ctx.Err() != nil || j.canceled.Load() {
 		j.fire()
 		return j.dch
 	}
-	d := time.Duration(j.dl.Load() - monoNow())
-	if d <= 0 {
-		j.fire()
-		return j.dch
-	}
-	if j.dtimer == nil {
-		j.dtimer = time.AfterFunc(d, j.expire)
-	} else {
-		j.dtimer.Reset(d)
+	if dl != 0 {
+		d := time.Duration(dl - monoNow())
+		if d <= 0 {
+			j.fire()
+			return j.dch
+		}
+		if j.dtimer == nil {
+			j.dtimer = time.AfterFunc(d, j.expire)
+		} else {
+			j.dtimer.Reset(d)
+		}
 	}
 	c.dmu.Lock()
 	if c.stopArm == nil {
@@ -185,7 +192,7 @@ type afterFunc struct {
 // the call's Done is closed (in its own goroutine if it already is); stop
 // unregisters it and reports whether it had not started.
 func (j *job) AfterFunc(f func()) (stop func() bool) {
-	if j.dl.Load() == 0 {
+	if j.dl.Load() == 0 && j.live.Load() == 0 {
 		return context.AfterFunc(j.conn().ctx, f)
 	}
 	j.Done() // arms
@@ -220,7 +227,10 @@ func (j *job) AfterFunc(f func()) (stop func() bool) {
 // re-arms for it, or finds nothing armed.
 func (j *job) expire() {
 	j.dmu.Lock()
-	if !j.armed || j.fired {
+	if !j.armed || j.fired || j.dl.Load() == 0 {
+		// Nothing armed, or armed for a call without a deadline (a
+		// caller's cancel may end it, cancel.go): a late fire meant for
+		// an earlier call of the job.
 		j.dmu.Unlock()
 		return
 	}
@@ -239,6 +249,7 @@ func (j *job) expire() {
 // clears the deadline. The job's owner calls it when the call is answered.
 func (j *job) endDeadline() {
 	j.dmu.Lock()
+	j.armedAny.Store(false)
 	if j.armed {
 		if j.dtimer != nil {
 			j.dtimer.Stop() // nil when Done was first called after the deadline

@@ -39,9 +39,12 @@
 // ([WithHideErrors] sends "internal error" instead) and is logged with the
 // method and the peer's address; but a handler that returns its ctx's
 // context.DeadlineExceeded once the call's deadline passed is answered
-// 504, not logged. The handler's ctx carries the values of
+// 504, not logged, and one that returns its ctx's context.Canceled after
+// its caller canceled the call is answered 499, not logged. The
+// handler's ctx carries the values of
 // the base context ([WithBaseContext]), is done when the connection dies
-// (reset, failed write, timeout, Close, end of Shutdown's grace), and
+// (reset, failed write, timeout, Close, end of Shutdown's grace) or when
+// a zapcodec caller cancels the call (frame kind 12, see [Handler]), and
 // [CallInfo] reads the call's method and promise id through any wrapping
 // ([MethodFrom] its name); [PeerFrom] gives the caller's address and,
 // over TLS, the handshake's state (its client certificate), in a unary

@@ -336,43 +336,6 @@ func TestInterceptorReplacesCtxAndBuffers(t *testing.T) {
 	}
 }
 
-// Unlike gRPC, a caller's cancel does not reach a unary handler (the wire
-// has no cancel for a call): Call returns ctx's error at once, and the
-// handler's ctx stays live until the handler returns. Its deadline, when
-// the call has one, is what bounds it.
-func TestUnaryCancelNotSent(t *testing.T) {
-	started, release := make(chan struct{}), make(chan struct{})
-	ctxErr := make(chan error, 1)
-	s, addr, _ := testServer(t)
-	s.Handle(mSeen, func(ctx context.Context, req, resp []byte) ([]byte, error) {
-		close(started)
-		<-release
-		ctxErr <- ctx.Err()
-		return resp, nil
-	})
-	c := dial(t, addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Call(ctx, mSeen, nil, nil)
-		done <- err
-	}()
-	receive(t, "the handler's start", started)
-	cancel()
-	if err := receive(t, "Call's return", done); err != context.Canceled {
-		t.Errorf("Call: %v; want context.Canceled", err)
-	}
-	// The server may be told nothing; a ping round trip makes sure what
-	// the client wrote after the cancel, if anything, has been read.
-	if _, err := c.Call(context.Background(), mEcho, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	close(release)
-	if err := receive(t, "the handler's ctx error", ctxErr); err != nil {
-		t.Errorf("the handler's ctx ended with %v after the caller's cancel; the documented behaviour is that it does not", err)
-	}
-}
-
 // WithHideErrors hides a handler's plain error, not a *StatusError, and
 // the error of a call the handler made is one: returned, wrapped or not,
 // it gives the front's caller the backend's code and message, as a gRPC

@@ -235,6 +235,17 @@ func callAnswered(t testing.TB, c *Client, peer *rawConn, resp []byte, a wire.Re
 	return r.out, r.err
 }
 
+// recvCancelQuestion reads one frame, which must be the ping with which
+// the client asks, at its first canceled call, whether the server takes
+// cancels (cancel.go): a canonical peer ignores it, as this one does.
+func (r *rawConn) recvCancelQuestion() {
+	r.t.Helper()
+	kind, env, ok := r.recv()
+	if !ok || kind != wire.KindPing || string(env) != wire.CancelQuestion {
+		r.t.Fatalf("got frame kind %d %q (ok %v), want the cancel question (a ping)", kind, env, ok)
+	}
+}
+
 // expectClosed reads until EOF; it fails the test on a frame.
 func (r *rawConn) expectClosed() {
 	r.t.Helper()

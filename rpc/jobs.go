@@ -92,7 +92,13 @@ func (c *serverConn) acquire() *job {
 	}
 	if c.nJobs < c.s.opts.maxInFlight {
 		c.nJobs++
-		return c.newJob()
+		j := c.newJob()
+		j.jnext, j.jprev = c.jobs, nil
+		if c.jobs != nil {
+			c.jobs.jprev = j
+		}
+		c.jobs = j
+		return j
 	}
 	// The answers written so far need not wait too.
 	if err := c.flushOwed(); err != nil {
@@ -214,6 +220,15 @@ func (c *serverConn) releaseSpare() {
 // putJob gives one of the connection's jobs, not in use, to the pool.
 func (c *serverConn) putJob(j *job) {
 	c.nJobs--
+	if j.jprev != nil {
+		j.jprev.jnext = j.jnext
+	} else if c.jobs == j {
+		c.jobs = j.jnext
+	}
+	if j.jnext != nil {
+		j.jnext.jprev = j.jprev
+	}
+	j.jnext, j.jprev = nil, nil
 	j.c, j.h = nil, nil
 	j.cc.Store(retiredConn)
 	if cap(j.req) > keptJobBuffer {

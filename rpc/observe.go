@@ -33,7 +33,9 @@ type CallEvent struct {
 	// handler returned; a handler that returned its ctx's error once the
 	// connection was gone (the client went away, Close) is seen as
 	// [StatusCanceled], as gRPC-go reports codes.Canceled, and is not
-	// logged as a handler error (no answer goes out); one that returned
+	// logged as a handler error (no answer goes out), nor is one that
+	// returned context.Canceled after its caller canceled the call
+	// (answered 499, which the caller, gone, drops); one that returned
 	// its ctx's context.DeadlineExceeded once the call's deadline passed
 	// is answered and seen as [StatusDeadlineExceeded], as gRPC-go
 	// reports codes.DeadlineExceeded, and is not logged either. On a

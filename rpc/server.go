@@ -34,9 +34,11 @@ import (
 // and the peer's address, but for the error the call's end gave the
 // handler, which is not logged: ctx's context.DeadlineExceeded (wrapped or
 // not) once the call's deadline passed answers 504
-// ([StatusDeadlineExceeded], without the not-run flag: the call ran), and
-// ctx's error once the connection is gone is seen as [StatusCanceled] (no
-// answer can be written). A panic answers 500 and is
+// ([StatusDeadlineExceeded], without the not-run flag: the call ran),
+// ctx's context.Canceled once the caller canceled the call answers
+// [StatusCanceled] (the caller dropped the call: it discards the answer),
+// and ctx's error once the connection is gone is seen as [StatusCanceled]
+// (no answer can be written). A panic answers 500 and is
 // logged the same way; the connection goes on. So does a call to
 // runtime.Goexit (t.FailNow in a test's handler): it ends the goroutine
 // the handler ran on, and another takes its place. Handlers, stream
@@ -52,12 +54,20 @@ import (
 // ctx carries the values of the base context ([WithBaseContext]) and is
 // done when the connection dies (the peer reset it, a write failed, a
 // timeout dropped it, Close, or the end of Shutdown's grace), the base
-// context is done, or the deadline the request carried passes (its
-// Deadline reports it). Unlike gRPC's, it is not done when the caller
-// cancels: the wire has no cancel for a call (a stream's has, see
-// [Client.OpenStream]), so the handler of a call its caller gave up runs
-// to its end or its deadline; give a call whose work should stop with
-// its caller a deadline. [CapFrom] and [MetadataFrom] read the call's cap
+// context is done, the deadline the request carried passes (its
+// Deadline reports it), or the caller cancels the call. What a handler
+// sees when its caller cancels: as with gRPC, its ctx's Done closes and
+// Err returns context.Canceled, when the caller is a zapcodec [Client]
+// (rpc/cluster's too) whose ctx was canceled before the answer came
+// (docs/wire.md §8, "Cancel": a frame of kind 12 naming the call, sent
+// to a server that announced it takes them). The cancel arrives a round
+// trip after the caller's, or two for the first on a connection (the
+// client asks first); a handler running in the read loop sees it once a
+// worker took over reading (a millisecond or two). A caller whose
+// deadline passed sends no cancel: the handler's ctx ends by the
+// deadline its request carried, with context.DeadlineExceeded. A
+// canonical client never cancels: its calls run to their end or their
+// deadline. [CapFrom] and [MetadataFrom] read the call's cap
 // token and metadata. [CallInfo] reads the call's method and promise id from
 // it or from any context derived from it. It is a pooled value: do not
 // use it after the handler returns (copy what you need first).

@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/binary"
+
 // Frame kinds (docs/wire.md §7), plus the go-away, ping and pong kinds of
 // package rpc (zapcodec extensions, docs/wire.md §8).
 const (
@@ -21,7 +23,40 @@ const (
 	// KindPong answers a KindPing; servers and clients of package
 	// rpc both answer pings.
 	KindPong = 8
+	// KindCancel (zapcodec extension, docs/wire.md §8: a kind a canonical
+	// peer ignores) is [u32 LE promise id]: the sender no longer wants the
+	// answer to its call with that promise id, whose handler may stop
+	// (package rpc's server ends the handler's ctx with
+	// context.Canceled). A promise id of 0 names no call: from a server
+	// it is the announcement that it takes cancels, sent in answer to a
+	// ping whose payload is [CancelQuestion]. Package rpc's client sends
+	// cancels only to a server that announced; a receiver ignores a
+	// cancel for a call it does not know or answered already, and the
+	// bytes after the id.
+	KindCancel = 12
 )
+
+// CancelQuestion is the payload of the ping with which package rpc's
+// client asks whether its server takes KindCancel frames: a server that
+// does answers with a KindCancel frame of promise id 0 just before the
+// pong. A canonical server ignores the ping; an older zapcodec server
+// answers it with the pong alone.
+const CancelQuestion = "cancel?"
+
+// AppendCancel appends the body of a KindCancel frame (the promise id;
+// 0 for a server's announcement) to dst and returns the extended slice.
+func AppendCancel(dst []byte, pid uint32) []byte {
+	return binary.LittleEndian.AppendUint32(dst, pid)
+}
+
+// ParseCancel returns the promise id of a KindCancel body; ok is false
+// for a body shorter than the id. Bytes after the id are ignored.
+func ParseCancel(p []byte) (pid uint32, ok bool) {
+	if len(p) < 4 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(p), true
+}
 
 // Stream frame kinds and the flow-control kind of package rpc (a zapcodec
 // extension), docs/wire.md §9.

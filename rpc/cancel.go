@@ -1,0 +1,205 @@
+package rpc
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/zapcodec/zapcodec/rpc/wire"
+)
+
+// A caller's cancel on the wire (frame kind 12, docs/wire.md §8).
+//
+// Client: when a call's ctx ends before its answer came (canceled; a
+// deadline is the server's to see, see sendsCancel), the caller abandons
+// the call as before (Call returns ctx's error at once), and then queues
+// a cancel frame naming the call's promise id, without
+// waiting for room (a full queue drops it: a cancel is a hint). It does
+// so only towards a server that announced that it takes cancels: the
+// first call canceled on a connection asks (a ping whose payload is
+// wire.CancelQuestion; a canonical server ignores it), and a zapcodec
+// server answers with a cancel of promise id 0 before the pong. The read
+// loop, as it reads that announcement, sends the cancels of the calls
+// canceled meanwhile whose answers have not come (slot.cancelPid). A
+// canonical server never sees the kind.
+//
+// A cancel is queued only while the call's slot is still abandoned with
+// the call's pid, looked at under the outbox's lock that a request
+// reusing the slot must take to be queued; the read loop sends its own
+// while it reads no answer, so while no abandoned slot can be freed.
+// Either way the cancel is queued before any request that reuses the
+// promise id (ids of a slot change with each use anyway; the same id
+// comes round after 65,536 uses of it). The server reads frames in
+// order, so a cancel reaches it before any later call with the same id:
+// it cannot cancel that call.
+//
+// Server: the read loop looks for the running call the cancel names
+// among the connection's jobs (c.jobs: at most the in-flight limit, no
+// allocation, nothing kept), and ends its ctx (job.cancel): its Done
+// closes and Err returns context.Canceled. A cancel for a call that is
+// not running (answered, unknown, never sent) does nothing. The job's
+// live word ties the cancel to the call: the read loop sets it as it
+// takes a call on and finish clears it, so a cancel read after the
+// answer finds nothing, and one that races with finish marks a job whose
+// next call (taken on by the read loop, after the cancel) clears the
+// mark.
+
+// sendsCancel reports whether the abandon of a call whose ctx ended
+// tells the server: not when the ctx's deadline passed, which the
+// request carried (deadline.go), so that the server ends the handler's
+// ctx by it, a little later, with context.DeadlineExceeded.
+func sendsCancel(ctx context.Context) bool {
+	return ctx.Err() != context.DeadlineExceeded
+}
+
+// Cancel states of a client (Client.cancelSt).
+const (
+	cancelUnasked uint32 = iota // no call canceled yet: the server was not asked
+	cancelAsked                 // the question is sent, no announcement came
+	cancelOn                    // the server announced: cancels are sent
+)
+
+// cancelCall is the read loop's handling of a peer's cancel frame (body
+// p): the running call it names, if any, is canceled.
+func (c *serverConn) cancelCall(p []byte) {
+	pid, ok := wire.ParseCancel(p)
+	if !ok || pid == 0 {
+		return
+	}
+	want := 1<<32 | uint64(pid)
+	for j := c.jobs; j != nil; j = j.jnext {
+		if j.live.Load() == want {
+			j.cancel(want)
+		}
+	}
+}
+
+// cancel ends the ctx of the call j runs when it is still the call live
+// names: Err returns context.Canceled from now on, and Done, armed
+// already or when the handler first asks for it, is closed.
+func (j *job) cancel(live uint64) {
+	j.dmu.Lock()
+	if j.live.Load() != live || j.canceled.Load() || j.fired || j.expired() {
+		// Over, canceled already, or done for another reason (its
+		// deadline, the connection's end) whose error Err keeps.
+		j.dmu.Unlock()
+		return
+	}
+	j.canceled.Store(true)
+	var run []afterFunc
+	if j.armed {
+		run = j.fire()
+	}
+	j.dmu.Unlock()
+	j.runAfter(run)
+}
+
+// announceCancel answers a ping that carries wire.CancelQuestion: a
+// cancel frame of promise id 0 tells the client that this server takes
+// cancels. It reports false when the write failed and the connection is
+// closed.
+func (c *serverConn) announceCancel() bool {
+	return c.endOwed(wire.AppendCancel(c.out.begin(wire.KindCancel), 0))
+}
+
+// cancelSlot tells the server, when it announced that it takes cancels,
+// that the caller of the call pid, which it has just abandoned in slot s
+// (its ctx ended), no longer wants its answer; the first time on a
+// connection, it asks the server instead. The caller set s.cancelPid to
+// pid before its abandon, which came before its look at the client's
+// cancel state here; the read loop sets that state before its look at
+// the slots (cancelAnnounced): one of the two sees the other, and sends
+// the cancel. It never waits: a full queue drops the frame.
+func (c *Client) cancelSlot(ctx context.Context, s *slot, pid uint32) {
+	switch c.cancelSt.Load() {
+	case cancelOn:
+		c.queueControl(ctx, wire.KindCancel, s, pid)
+	case cancelUnasked:
+		if c.cancelSt.CompareAndSwap(cancelUnasked, cancelAsked) && !c.queueControl(ctx, wire.KindPing, nil, 0) {
+			c.cancelSt.CompareAndSwap(cancelAsked, cancelUnasked) // asked by the next cancel
+		}
+	}
+}
+
+// queueControl queues a cancel of call pid abandoned in slot s (kind
+// wire.KindCancel), when s is still abandoned with it, or the cancel
+// question (kind wire.KindPing, s nil), without waiting for room, and
+// flushes when that made the caller the flusher. false: nothing was
+// queued (the queue is full, the connection broke, the call's answer
+// came).
+func (c *Client) queueControl(ctx context.Context, kind byte, s *slot, pid uint32) bool {
+	o := &c.out
+	o.mu.Lock()
+	if o.err != nil || o.queued() >= outboxLimit || s != nil && s.st.Load() != uint64(pid)<<32|slotAbandoned {
+		o.mu.Unlock()
+		return false
+	}
+	appendControl(o, kind, pid)
+	lead := o.claim()
+	o.mu.Unlock()
+	if lead {
+		c.flushRequests(ctx)
+	}
+	return true
+}
+
+// appendControl appends the frame of queueControl to o's queue; o.mu
+// held and room checked.
+func appendControl(o *outbox, kind byte, pid uint32) {
+	if o.cur == nil {
+		o.cur = o.take()
+	}
+	b := o.cur.B
+	if kind == wire.KindCancel {
+		b = binary.LittleEndian.AppendUint32(b, 5)
+		b = wire.AppendCancel(append(b, kind), pid)
+	} else {
+		b = binary.LittleEndian.AppendUint32(b, uint32(1+len(wire.CancelQuestion)))
+		b = append(append(b, kind), wire.CancelQuestion...)
+	}
+	o.cur.B = b
+}
+
+// cancelAnnounced is the read loop's handling of a server's cancel frame
+// p: a promise id of 0 announces that the server takes cancels. The
+// cancels of the calls canceled before it came, whose answers have not
+// come, leave now (their slots cannot be freed meanwhile: only this
+// loop frees a slot on its answer). Their write is left to a goroutine:
+// the read loop does not wait for the socket (see the go-away's
+// acknowledgement).
+func (c *Client) cancelAnnounced(p []byte) {
+	pid, ok := wire.ParseCancel(p)
+	if !ok || pid != 0 || c.cancelSt.Swap(cancelOn) == cancelOn {
+		return
+	}
+	t := c.table.Load()
+	if t == nil {
+		return
+	}
+	o := &c.out
+	lead := false
+	for _, s := range *t {
+		v := s.st.Load()
+		switch v & slotStateMask {
+		case slotWaiting, slotAbandoned, slotCanceled:
+		default:
+			continue
+		}
+		if pid := uint32(v >> 32); s.cancelPid.Load() == pid {
+			o.mu.Lock()
+			if o.err != nil || o.queued() >= outboxLimit {
+				o.mu.Unlock()
+				break
+			}
+			appendControl(o, wire.KindCancel, pid)
+			lead = o.claim() || lead
+			o.mu.Unlock()
+		}
+	}
+	if lead {
+		go func() {
+			if err := o.flush(false); err != nil {
+				c.fail(err)
+			}
+		}()
+	}
+}
