@@ -70,6 +70,10 @@ func dumpCases() []dumpCase {
 		{"streams_unary_and_stream", "streams_unary_and_stream.hex", nil},                        // canonical stream frames (streams.json)
 		{"streams_unary_and_stream_schema", "streams_unary_and_stream.hex", []string{"-schema", "num.zap", "-type", "Num"}},
 		{"ext_frames", "ext_frames.hex", nil}, // zapcodec's own kinds: ping, pong, window (hello, grant, malformed), an error end, a stream trailer
+		// A caller's cancel (kind 12): the question (a ping), the
+		// server's announcement (promise 0), a cancel of promise 5, one
+		// shorter than a promise id.
+		{"ext_cancel", "ext_cancel.hex", nil},
 		// Stream trailers (kind 10) a client refuses: shorter than the
 		// stream id; metadata whose last key has no value.
 		{"err_ext_trailer_bad", "ext_trailer_bad.hex", nil},

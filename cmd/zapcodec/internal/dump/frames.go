@@ -86,7 +86,7 @@ const maxPingPayload = 8
 // frame dumps one canonical frame's kind and body (at base): the envelope
 // of a request, response or stream open, the stream frames, and the
 // kinds of zapcodec's own extensions (go-away, ping, pong, window,
-// trailer, not run).
+// trailer, not run, cancel).
 func (d *dumper) frame(kind byte, body []byte, base int) {
 	switch kind {
 	case wire.KindRequest:
@@ -138,10 +138,24 @@ func (d *dumper) frame(kind byte, body []byte, base int) {
 			return
 		}
 		d.printf("stream-not-run, stream %d: the error end that follows refuses an open the server did not run\n", id)
+	case wire.KindCancel:
+		pid, ok := wire.ParseCancel(body)
+		switch {
+		case !ok:
+			d.printf("cancel, %d bytes (shorter than a promise id: a reader ignores it)\n", len(body))
+		case pid == 0:
+			d.printf("cancel, promise 0: the server takes cancels (its answer to the ping %q)\n", wire.CancelQuestion)
+		default:
+			d.printf("cancel, promise %d: the caller no longer wants the answer; the handler's ctx ends\n", pid)
+		}
 	case wire.KindGoAway:
 		d.printf("go-away, %d bytes\n", len(body))
 	case wire.KindPing:
-		d.printf("ping, %d bytes: %s\n", len(body), hexShort(body))
+		if string(body) == wire.CancelQuestion {
+			d.printf("ping, %d bytes: %s (%q: does the server take cancels?)\n", len(body), hexShort(body), wire.CancelQuestion)
+		} else {
+			d.printf("ping, %d bytes: %s\n", len(body), hexShort(body))
+		}
 		if len(body) > maxPingPayload {
 			d.fail("  ", base, "ping: %d bytes of payload, over the %d a ping may carry: a protocol error that closes the connection", len(body), maxPingPayload)
 		}
