@@ -216,3 +216,74 @@ func TestDecodeViewSharedTextBounded(t *testing.T) {
 		t.Fatalf("decoded: %s", d)
 	}
 }
+
+// sharedBroad builds a Broad message whose 70 text and bytes slots (at 0,
+// 8, 16 ...) all point at one value of n bytes.
+func sharedBroad(t *testing.T, n int) []byte {
+	t.Helper()
+	msg := (&Broad{T00: strings.Repeat("a", n), N: 7}).AppendZAP(nil)
+	root := int(binary.LittleEndian.Uint32(msg[8:]))
+	a := root + int(binary.LittleEndian.Uint32(msg[root:])) // T00's value
+	for off := 8; off < 70*8; off += 8 {
+		slot := root + off
+		binary.LittleEndian.PutUint32(msg[slot:], uint32(a-slot))
+		binary.LittleEndian.PutUint32(msg[slot+4:], uint32(n))
+	}
+	return msg
+}
+
+// TestBroadSharedTextBounded: a flat record of more text and bytes fields
+// than its decodes hold in a variable each (Broad: 70), which read each
+// value where they count or copy it, bounds the copies as Wide does:
+// DecodeZAP and DecodeView refuse 70 fields pointing at one value with
+// ErrShared, having set the fixed fields and left the others unchanged,
+// and decode an honest message of long values; nested, the record decodes
+// under its parent's budget.
+func TestBroadSharedTextBounded(t *testing.T) {
+	msg := sharedBroad(t, 16<<10)
+	for name, decode := range map[string]func(m *Broad) error{
+		"DecodeZAP": func(m *Broad) error { return m.DecodeZAP(msg) },
+		"DecodeView": func(m *Broad) error {
+			v, err := ReadBroad(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v.T00()) != 16<<10 || len(v.B69()) != 16<<10 {
+				t.Fatalf("the view does not read the shared value: %d, %d bytes", len(v.T00()), len(v.B69()))
+			}
+			return m.DecodeView(v)
+		},
+	} {
+		m := Broad{T02: "kept", B69: []byte("kept")}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := decode(&m)
+		runtime.ReadMemStats(&after)
+		var fe *codec.FieldError
+		if !errors.Is(err, codec.ErrShared) || !errors.As(err, &fe) || fe.Path != "Broad" {
+			t.Fatalf("%s = %v, want ErrShared at Broad", name, err)
+		}
+		if m.T02 != "kept" || string(m.B69) != "kept" || m.T00 != "" || m.N != 7 {
+			t.Fatalf("%s refused, and set T02 %q, B69 %q, T00 of %d bytes, N %d", name, m.T02, m.B69, len(m.T00), m.N)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*uint64(len(msg)) {
+			t.Fatalf("%s of a %d-byte message allocated %d bytes", name, len(msg), alloc)
+		}
+	}
+	honest := &Broad{T00: strings.Repeat("t", 8<<10), B01: bytes.Repeat([]byte("b"), 8<<10), T68: "x", B69: []byte("y"), N: 9}
+	var m Broad
+	if err := m.DecodeZAP(honest.AppendZAP(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if d := check.Equal(honest, &m); d != "" {
+		t.Fatalf("decoded: %s", d)
+	}
+	box := &BroadBox{One: honest, Many: []Broad{*honest, {T10: "z"}}}
+	var got BroadBox
+	if err := got.DecodeZAP(box.AppendZAP(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if d := check.Equal(box, &got); d != "" {
+		t.Fatalf("decoded: %s", d)
+	}
+}

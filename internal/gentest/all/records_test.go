@@ -55,6 +55,14 @@ var types = map[string]check.Type{
 		New:  func() check.Record { return new(Wide) },
 		Read: func(b []byte) (any, error) { return ReadWide(b) },
 	},
+	"Broad": {
+		New:  func() check.Record { return new(Broad) },
+		Read: func(b []byte) (any, error) { return ReadBroad(b) },
+	},
+	"BroadBox": {
+		New:  func() check.Record { return new(BroadBox) },
+		Read: func(b []byte) (any, error) { return ReadBroadBox(b) },
+	},
 }
 
 func TestRoundTrip(t *testing.T) { check.RoundTrip(t, 3, 2000, types) }

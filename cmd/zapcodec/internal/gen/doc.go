@@ -10,7 +10,7 @@
 // zapDecodeMessage) exist only for records that some struct nests or
 // lists; the RPC stubs share the buffer and result pools of package rpc
 // (rpc.GetBuffer, rpc.PutBuffer, rpc.ResultPool) instead of declaring
-// their own.
+// their own. A struct of more than [MaxFields] fields is refused.
 //
 // # Records (per struct T)
 //

@@ -131,8 +131,8 @@ func (g *generator) record(s *schema.Struct) {
 			g.sizeList("m."+n, f.Type.Elem, 0)
 		}
 	}
-	if len(tails) > 0 {
-		g.p("n += %s", strings.Join(tails, " + "))
+	for _, sum := range sums(tails) {
+		g.p("n += %s", sum)
 	}
 	g.p("return n")
 	g.p("}\n")
@@ -336,6 +336,10 @@ func (g *generator) promise(s *schema.Struct) {
 // 8-byte list slots, padding), and text and bytes cost their length.
 const budgetFactor = 6
 
+// maxHeldTails is how many text and bytes fields a record's decode reads
+// into a variable each before copying them (see decodeFields).
+const maxHeldTails = 64
+
 // examplePath returns a path a DecodeZAP error of s could carry, for its
 // doc: "Order.Items[2]" for a list field, "Order.Ship" for a nested record.
 func examplePath(s *schema.Struct) string {
@@ -439,13 +443,41 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 			tails = append(tails, f)
 		}
 	}
+	// held says the text and bytes values are read into a variable each
+	// (p0, p1, ...) with the fixed fields, then copied. Beyond maxHeldTails
+	// each is read where it is copied (or counted), from o, into one
+	// variable p: a variable each, all live at once across a block per
+	// field, took the compiler time and memory quadratic in their count
+	// (2,000 text fields, 170 s and 6 GB to compile one record), and so did
+	// the debug information of a variable declared in each field's block.
+	held := len(tails) <= maxHeldTails
+	value := func(i int) string { // the i'th value, read
+		if held {
+			return fmt.Sprintf("p%d", i)
+		}
+		return fmt.Sprintf("o.Bytes(%d)", tails[i].Offset)
+	}
 	var ps, names []string
 	for i, f := range tails {
-		ps = append(ps, fmt.Sprintf("p%d", i))
+		ps = append(ps, value(i))
 		names = append(names, GoName(f.Name))
 	}
-	if len(inline)+len(tails) > 0 {
-		if len(tails) > 0 {
+	switch {
+	case !held && len(inline) == 0:
+		// Nothing to load from the fixed section: only a message whose
+		// root is not at hand (DecodeZAP) needs parsing.
+		if msg != "" {
+			g.p("o, _ := codec.RootOf(%s)", msg)
+			g.p("if len(o.Fixed(%d)) != %d { // a malformed header, a null root, or a root that runs past the end of the message", s.Size, s.Size)
+			g.p("msg, err := codec.Parse(%s)", msg)
+			g.p("if err != nil {")
+			g.p("return codec.InField(err, %q)", s.Name)
+			g.p("}")
+			g.p("o = msg.Root()")
+			g.p("}")
+		}
+	case len(inline)+len(tails) > 0:
+		if held && len(tails) > 0 {
 			g.p("var %s []byte // %s", strings.Join(ps, ", "), strings.Join(names, ", "))
 		}
 		g.p("// Once the whole fixed section is known to fit, loads from it at")
@@ -459,7 +491,9 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 			g.p("m.%s = %s", GoName(f.Name), g.loadFixed(f, "f"))
 		}
 		for i, f := range tails {
-			g.p("p%d = o.BytesIn(f, %d)", i, f.Offset)
+			if held {
+				g.p("p%d = o.BytesIn(f, %d)", i, f.Offset)
+			}
 		}
 		if msg != "" {
 			g.p("} else { // a malformed header, a null root, or a root that runs past the end of the message")
@@ -481,7 +515,9 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 			}
 		}
 		for i, f := range tails {
-			g.p("p%d = o.Bytes(%d)", i, f.Offset)
+			if held {
+				g.p("p%d = o.Bytes(%d)", i, f.Offset)
+			}
 		}
 		g.p("}")
 	}
@@ -501,26 +537,45 @@ func (g *generator) decodeFields(s *schema.Struct, budget bool, msg string) {
 		}
 		g.p("if n := %s; n < (math.MaxInt-64)/%d {", size, budgetFactor)
 		g.p("left := %d*n + 64", budgetFactor)
-		g.p("for _, p := range [...][]byte{%s} {", strings.Join(ps, ", "))
-		g.p("if left -= len(p); left < 0 {")
-		g.p("return codec.InField(codec.ErrShared, %q)", s.Name)
+		if held {
+			g.p("for _, p := range [...][]byte{%s} {", strings.Join(ps, ", "))
+			g.p("if left -= len(p); left < 0 {")
+			g.p("return codec.InField(codec.ErrShared, %q)", s.Name)
+			g.p("}")
+			g.p("}")
+		} else {
+			// Each value lies inside the message (at most 4 GiB), so the
+			// sum of their lengths cannot overflow before the check.
+			for _, p := range ps {
+				g.p("left -= len(%s)", p)
+			}
+			g.p("if left < 0 {")
+			g.p("return codec.InField(codec.ErrShared, %q)", s.Name)
+			g.p("}")
+		}
 		g.p("}")
-		g.p("}")
-		g.p("}")
+	}
+	if !held && len(tails) > 0 {
+		g.p("var p []byte")
 	}
 	for i, f := range tails {
 		n := GoName(f.Name)
+		p := value(i)
+		if !held {
+			g.p("p = %s", p)
+			p = "p"
+		}
 		if f.Type.Kind == schema.KindText {
-			g.p("if !codec.SameText(p%d, m.%s) {", i, n)
-			g.p("m.%s = string(p%d)", n, i)
+			g.p("if !codec.SameText(%s, m.%s) {", p, n)
+			g.p("m.%s = string(%s)", n, p)
 			if budget {
-				g.p("*budget -= len(p%d)", i)
+				g.p("*budget -= len(%s)", p)
 			}
 			g.p("}")
 		} else {
-			g.p("m.%s = append(m.%s[:0], p%d...)", n, n, i)
+			g.p("m.%s = append(m.%s[:0], %s...)", n, n, p)
 			if budget {
-				g.p("*budget -= len(p%d)", i)
+				g.p("*budget -= len(%s)", p)
 			}
 		}
 	}
@@ -783,8 +838,15 @@ func (g *generator) flatBody(s *schema.Struct, nested bool) {
 			tails = append(tails, "len(m."+GoName(f.Name)+")")
 		}
 	}
-	if len(tails) == 0 {
+	switch sums := sums(tails); {
+	case len(sums) == 0:
 		tails = []string{"0"}
+	case len(sums) > 1:
+		g.p("tails := %s", sums[0])
+		for _, sum := range sums[1:] {
+			g.p("tails += %s", sum)
+		}
+		tails = []string{"tails"}
 	}
 	o := "o :"
 	switch {
@@ -794,7 +856,7 @@ func (g *generator) flatBody(s *schema.Struct, nested bool) {
 		g.p("var o int")
 		o = "o "
 	}
-	g.p("dst, %s= codec.AppendFlat(dst, %d, %s)", o, s.Size, strings.Join(tails, "+"))
+	g.p("dst, %s= codec.AppendFlat(dst, %d, %s)", o, s.Size, strings.Join(tails, " + "))
 	for _, f := range s.Fields {
 		n, off := GoName(f.Name), f.Offset
 		at := fmt.Sprintf("dst[o+%d:]", off)
@@ -809,4 +871,25 @@ func (g *generator) flatBody(s *schema.Struct, nested bool) {
 			g.storeScalar(k, at, fmt.Sprintf("dst[o+%d]", off), "m."+n)
 		}
 	}
+}
+
+// maxSumTerms bounds the terms of one sum the generator writes (the
+// lengths of a record's text and bytes fields): a longer sum is split into
+// statements of at most maxSumTerms terms each. One sum of a term per field
+// is a binary expression as deep as the record has fields, which gofmt
+// (go/printer walks the whole left operand at each level) took quadratic
+// time to print: a record of 32,000 text fields spent most of its 19 s of
+// generation there, and 50,000 fields took over ten minutes.
+const maxSumTerms = 8
+
+// sums returns terms joined by " + " in groups of at most maxSumTerms,
+// one for each statement of a split sum; none for no terms.
+func sums(terms []string) []string {
+	var out []string
+	for len(terms) > 0 {
+		k := min(len(terms), maxSumTerms)
+		out = append(out, strings.Join(terms[:k], " + "))
+		terms = terms[k:]
+	}
+	return out
 }

@@ -118,3 +118,85 @@ struct Wide
     F bytes
     G text
     H bytes
+
+# A flat record with more text and bytes fields than a decode holds in a
+# variable each (gen's maxHeldTails, 64): its decodes read each value where
+# they copy it (internal/gentest/all/hostile_test.go), and its sums of
+# lengths are split into statements of at most 8 terms. BroadBox nests it
+# and lists it (its budgeted decode, and its append written in place).
+struct Broad
+    T00 text
+    B01 bytes
+    T02 text
+    B03 bytes
+    T04 text
+    B05 bytes
+    T06 text
+    B07 bytes
+    T08 text
+    B09 bytes
+    T10 text
+    B11 bytes
+    T12 text
+    B13 bytes
+    T14 text
+    B15 bytes
+    T16 text
+    B17 bytes
+    T18 text
+    B19 bytes
+    T20 text
+    B21 bytes
+    T22 text
+    B23 bytes
+    T24 text
+    B25 bytes
+    T26 text
+    B27 bytes
+    T28 text
+    B29 bytes
+    T30 text
+    B31 bytes
+    T32 text
+    B33 bytes
+    T34 text
+    B35 bytes
+    T36 text
+    B37 bytes
+    T38 text
+    B39 bytes
+    T40 text
+    B41 bytes
+    T42 text
+    B43 bytes
+    T44 text
+    B45 bytes
+    T46 text
+    B47 bytes
+    T48 text
+    B49 bytes
+    T50 text
+    B51 bytes
+    T52 text
+    B53 bytes
+    T54 text
+    B55 bytes
+    T56 text
+    B57 bytes
+    T58 text
+    B59 bytes
+    T60 text
+    B61 bytes
+    T62 text
+    B63 bytes
+    T64 text
+    B65 bytes
+    T66 text
+    B67 bytes
+    T68 text
+    B69 bytes
+    N u32
+
+struct BroadBox
+    One Broad
+    Many list<Broad>
