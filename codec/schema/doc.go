@@ -57,9 +57,11 @@
 // [Parse] and [ParseFiles] stop at the first problem and return it as an
 // [*Error] whose text is "file:line:col: message". Syntax errors are found
 // in source order, then alias, struct and interface resolution run in
-// declaration order. Columns count bytes from 1. A UTF-8 byte order mark
-// at the start of a file (editors on Windows write one) is skipped, and the
-// first line's columns count from after it; anywhere else it is an error.
+// declaration order. Columns count bytes from 1. Lines end in "\n" or
+// "\r\n"; a carriage return alone (classic Mac OS) is an error at its
+// position. A UTF-8 byte order mark at the start of a file (editors on
+// Windows write one) is skipped, and the first line's columns count from
+// after it; anywhere else it is an error.
 //
 // # Memory
 //

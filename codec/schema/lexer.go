@@ -92,9 +92,10 @@ var byteOrderMark = []byte{0xEF, 0xBB, 0xBF}
 // (it looks at most two tokens ahead), so that what a parse holds follows
 // the declarations it read, not the tokens of the whole file: a file of
 // ten million "{" held 1.7 GB of tokens before its first one was refused.
-// Blank lines make no token. Spaces, tabs and carriage returns separate
-// tokens; a tab in the indentation counts as one column, like a space (the
-// whitespace form only compares the columns of lines of one block).
+// Blank lines make no token. Spaces, tabs and the carriage return of a
+// "\r\n" separate tokens (a carriage return alone is refused); a tab in
+// the indentation counts as one column, like a space (the whitespace form
+// only compares the columns of lines of one block).
 //
 // A UTF-8 byte order mark that starts src (editors on Windows write one) is
 // skipped, and the first line's columns count from after it, as an editor
@@ -147,12 +148,12 @@ func (l *lexer) next() token {
 				return nl
 			}
 			continue
-		case c == ' ' || c == '\r' || c == '\t':
+		case c == ' ' || c == '\t' || c == '\r' && !loneCR(src, i):
 			l.i++
 			continue
 		case c == '#':
 			end := i + 1
-			for end < len(src) && src[end] != '\n' {
+			for end < len(src) && src[end] != '\n' && !loneCR(src, end) {
 				end++
 			}
 			l.i = end
@@ -192,6 +193,9 @@ func (l *lexer) next() token {
 		case c < utf8.RuneSelf && strings.IndexByte("{}()<>[]=@:;,-", c) >= 0:
 			l.i++
 			t.kind, t.text = tokPunct, string(src[i:l.i])
+		case c == '\r':
+			l.err = errorf(t.pos, `line ending \r not supported: end lines with \n or \r\n`)
+			t.kind = tokBad
 		default:
 			if r, size := utf8.DecodeRune(src[i:]); r == utf8.RuneError && size <= 1 {
 				l.err = errorf(t.pos, "invalid UTF-8 byte 0x%02x", c)
@@ -209,6 +213,15 @@ func (l *lexer) next() token {
 	return token{kind: tokEOF, pos: l.pos(len(src)), off: len(src)}
 }
 
+// loneCR reports whether src[i] is a carriage return that does not start
+// a "\r\n": the line ending of classic Mac OS, which the lexer refuses.
+// Taken as a space, as it was, it ran the lines it ended into one, which
+// failed with a misleading error, or, after a comment, made the rest of
+// the file part of that comment.
+func loneCR(src []byte, i int) bool {
+	return src[i] == '\r' && (i+1 == len(src) || src[i+1] != '\n')
+}
+
 // dropRun ends the doc under way, letting go of its lines.
 func (l *lexer) dropRun() {
 	clear(l.run)
@@ -219,10 +232,10 @@ func (l *lexer) dropRun() {
 // "" when it has none. (No token holds a "#": the first one on the line
 // starts the comment.)
 func (l *lexer) trailing(off int) string {
-	for j := off; j < len(l.src) && l.src[j] != '\n'; j++ {
+	for j := off; j < len(l.src) && l.src[j] != '\n' && !loneCR(l.src, j); j++ {
 		if l.src[j] == '#' {
 			end := j + 1
-			for end < len(l.src) && l.src[end] != '\n' {
+			for end < len(l.src) && l.src[end] != '\n' && !loneCR(l.src, end) {
 				end++
 			}
 			return commentText(l.src[j+1 : end])
