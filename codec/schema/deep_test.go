@@ -112,3 +112,25 @@ func TestParseHoldsNoTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestListDepthThroughResolvedAlias: a list type whose elements reach too
+// deep through an alias resolved before it is refused at its outermost
+// list, with the depth it has as written. Each list was checked, and the
+// first too deep from the inside was named: the second list, one level
+// short.
+func TestListDepthThroughResolvedAlias(t *testing.T) {
+	const five = "list<list<list<list<list<u8>>>>>"
+	for _, tc := range []struct{ src, want string }{
+		{"type a = " + five + "\nstruct S\n    X list<list<list<list<list<a>>>>>\n", "f.zap:3:7: lists nested 10 deep"},
+		{"type a = " + five + "\nstruct S\n    X list<list<list<list<list<list<list<a>>>>>>>\n", "f.zap:3:7: lists nested 12 deep"},
+		{"type b = list<list<u8>>\ntype a = list<list<list<list<list<list<list<list<b>>>>>>>>\n", "f.zap:2:10: lists nested 10 deep"},
+		{"type b = list<list<u8>>\ntype c = b\ntype a = list<list<list<list<list<list<list<list<c>>>>>>>>\n", "f.zap:3:10: lists nested 10 deep"},
+		{"type a = " + five + "\ninterface I { m(r: S) }\nstruct S { X u8; Y list<list<list<list<a>>>> }\n", "f.zap:3:20: lists nested 9 deep"},
+	} {
+		_, err := Parse("f.zap", []byte(tc.src))
+		want := tc.want + "; at most 8 levels of list<list<...>> are allowed"
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %v; want %s", tc.src, err, want)
+		}
+	}
+}

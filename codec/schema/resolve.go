@@ -128,7 +128,14 @@ func (r *resolver) resolve(t *Type) (*Type, error) {
 		}
 		c := *t
 		c.Elem = e
-		if d := c.listDepth(); d > MaxListDepth {
+		// The depth is checked at the outermost list, the type as
+		// written there: a list inside it that is too deep through an
+		// alias resolved before (whose lists the recursion does not
+		// count) makes it deeper still. Checked at each list, the error
+		// named the first too deep from the inside, with its depth, not
+		// the one written: list<list<list<list<list<a>>>>> of an a of
+		// five lists was "9 deep" at the second list, not 10 at the first.
+		if d := c.listDepth(); r.lists == 0 && d > MaxListDepth {
 			return nil, errorf(t.Pos, "lists nested %d deep; at most %d levels of list<list<...>> are allowed", d, MaxListDepth)
 		}
 		return &c, nil
