@@ -16,17 +16,18 @@ func init() {
 		name:    "dump",
 		summary: "show ZAP messages or transport frames, raw or through a schema",
 		usage: `  zapcodec dump [flags] [FILE]
-    Reads FILE (or stdin when FILE is absent or "-"), raw bytes or hex text,
-    holding one ZAP message (it starts with "ZAP\x00") or a stream of
-    transport frames. Without a schema it shows the header and the root
-    object's fixed section as raw words, with the slots that resolve; with
-    -schema and -type it shows the record as JSON with field names.
+    Reads FILE (or stdin when FILE is absent or "-"), raw bytes or hex text
+    of at most 64 MiB, holding one ZAP message (it starts with "ZAP\x00") or
+    a stream of transport frames. Without a schema it shows the header and
+    the root object's fixed section as raw words, with the slots that
+    resolve; with -schema and -type it shows the record as JSON with field
+    names.
   -hex, -raw          force hex text or raw bytes (default: hex when the
                       input is only hex digits and white space)
   -message, -frames   force one message or a frame stream (default: a
                       message when the input starts with "ZAP\x00")
   -http               frames are ZAP-over-HTTP: big-endian u32 length, no kind
-  -schema FILE.zap    schema to decode with
+  -schema FILE.zap    schema to decode with (at most 16 MiB)
   -type NAME          a struct; or a method ("Eth.getBalance", "getBalance")
                       or interface ("Eth") for RPC envelopes and payloads:
                       requests decode as the method's request struct,
@@ -81,9 +82,9 @@ func runDump(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr("-schema and -type go together")
 	}
 	if *schemaPath != "" {
-		src, err := os.ReadFile(*schemaPath)
+		src, err := readSchemaFile(*schemaPath)
 		if err != nil {
-			return usageErr("%v", err)
+			return usageErr("-schema %v", err)
 		}
 		f, err := schema.Parse(*schemaPath, src)
 		if err != nil {
@@ -93,12 +94,18 @@ func runDump(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageErr("%v", err)
 		}
 	}
-	var in []byte
-	var err error
-	if name := fs.Arg(0); name != "" && name != "-" {
-		in, err = os.ReadFile(name)
-	} else {
-		in, err = io.ReadAll(stdin)
+	r, name := stdin, "stdin"
+	if arg := fs.Arg(0); arg != "" && arg != "-" {
+		f, err := os.Open(arg)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		defer f.Close()
+		r, name = f, arg
+	}
+	in, err := readAtMost(r, maxDumpInput)
+	if errors.Is(err, errTooLarge) {
+		return usageErr("%s: more than %d bytes (64 MiB), more than dump reads", name, maxDumpInput)
 	}
 	if err != nil {
 		return usageErr("%v", err)

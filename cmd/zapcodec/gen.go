@@ -20,6 +20,7 @@ func init() {
 		usage: `  zapcodec gen [-out DIR] [-package NAME] SCHEMA.zap...
     Writes one Go file per schema, NAME.zap -> DIR/NAME.zap.go. The schemas
     are parsed together (they may refer to each other) and share one package.
+    Each schema file holds at most 16 MiB.
   -out DIR       output directory (default ".")
   -package NAME  Go package name (default: the schemas' package clause)
 `,
@@ -46,7 +47,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	}
 	var srcs []schema.Source
 	for _, name := range fs.Args() {
-		b, err := os.ReadFile(name)
+		b, err := readSchemaFile(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "zapcodec gen: %v\n", err)
 			return 1
