@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -104,5 +105,55 @@ func TestAllocsPublish(t *testing.T) {
 				t.Fatalf("%v allocations per rebuild of %d connections, want %v", got, n, tc.want)
 			}
 		})
+	}
+}
+
+// A call that fails with a handler's status allocates, beside what the
+// failure costs on its connection, only the ReplicaError that names the
+// replica. Reading the status for the replica's account took errors.As,
+// whose target escaped: one allocation more per failed call.
+func TestAllocsFailedCall(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	r := startReplica(t, "127.0.0.1")
+	c := dialT(t, r.addr, WithEjection(-1, 0, 0))
+	conn := c.ready.Load().conns[0].Client()
+	ctx := context.Background()
+	resp := make([]byte, 0, 64)
+	want500 := func(err error) {
+		if se := statusError(err); se == nil || se.Code != rpc.StatusInternal {
+			t.Fatalf("%v, want a 500", err)
+		}
+	}
+	viaCluster := func() { _, err := c.Call(ctx, mFail, nil, resp[:0]); want500(err) }
+	onConn := func() { _, err := conn.Call(ctx, mFail, nil, resp[:0]); want500(err) }
+	for range 100 {
+		viaCluster()
+		onConn()
+	}
+	base := testing.AllocsPerRun(1000, onConn)
+	if got := testing.AllocsPerRun(1000, viaCluster); got != base+1 {
+		t.Fatalf("%v allocations per failed call, want %v (its connection's) + 1 (the ReplicaError)", got, base)
+	}
+}
+
+func TestStatusError(t *testing.T) {
+	se := &rpc.StatusError{Code: 503}
+	for _, tc := range []struct {
+		err  error
+		want *rpc.StatusError
+	}{
+		{nil, nil},
+		{se, se},
+		{&ReplicaError{Err: se}, se},
+		{fmt.Errorf("a: %w", &ReplicaError{Err: se}), se},
+		{errors.Join(errors.New("x"), se), se},
+		{errors.New("x"), nil},
+		{context.Canceled, nil},
+	} {
+		if got := statusError(tc.err); got != tc.want {
+			t.Errorf("statusError(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
