@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,11 @@ type Client struct {
 	ejections     atomic.Int64
 	resolves      atomic.Int64
 	resolveErrs   atomic.Int64
+
+	// retrySleep and retryJitter stand in for a retry's back-off wait and
+	// draw in tests (nil: sleepCtx and fullJitter).
+	retrySleep  func(context.Context, time.Duration) bool
+	retryJitter func(time.Duration) time.Duration
 }
 
 // readySet is the connections that get calls, and their weights.
@@ -381,12 +387,15 @@ func (c *Client) update(eps []Endpoint) {
 // replicas. A call the server refused without running it (it was going
 // away: [rpc.IsRetryable]) is sent once more, to another replica when one
 // is ready, if ctx is not done and the retry budget allows
-// ([WithRetryBudget]); a call that a connection refused before writing it
+// ([WithRetryBudget]); with a [RetryPolicy] for method ([WithRetryPolicy])
+// a failed call is sent again as the policy says, within the same
+// budget and ctx, and its error, after several attempts, says how many
+// ([ReplicaError.Attempts]); a call that a connection refused before writing it
 // (its go-away came between the pick and the write, or its table of
 // pending calls was full: [rpc.ErrTooManyPending]) is not a retry and
 // goes to another connection at once. A call that may have run (any
-// answer a handler gave, a broken connection, a ctx error) is never sent
-// again. A call whose ctx has already ended returns ctx's error at once,
+// answer a handler gave, a broken connection, a ctx error) is not sent
+// again, but as its method's retry policy allows. A call whose ctx has already ended returns ctx's error at once,
 // as [rpc.Client.Call] does, whether or not a replica is ready (nothing
 // is sent; [Stats] counts it failed); one whose deadline has passed,
 // its Done not closed yet (its timer late), is not sent by the
@@ -411,8 +420,11 @@ func (c *Client) update(eps []Endpoint) {
 // connection gave comes in a [*ReplicaError] that names the replica,
 // unless it is ctx's error, which is returned itself.
 //
-// A warm call allocates nothing. Interceptors ([WithInterceptors]) run
-// once around the whole call.
+// A warm call allocates nothing, with a retry policy too; a retry
+// allocates nothing but its failed attempt's error on its connection.
+// Interceptors ([WithInterceptors]) run once around the whole call, its
+// retries included; the connections' interceptors and observers
+// ([WithClientOptions]) see each attempt.
 func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	if c.chain != nil {
 		return c.chain(ctx, method, req, resp)
@@ -421,7 +433,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 }
 
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
-	out, err := attempt(c, ctx, true, func(cn *Conn) ([]byte, error) {
+	out, err := attempt(c, ctx, true, true, method, func(cn *Conn) ([]byte, error) {
 		return cn.rc.Call(ctx, method, req, resp)
 	})
 	if out == nil && err != nil {
@@ -437,7 +449,7 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // once more elsewhere, within the budget and ctx; any other failure is
 // the caller's. With answered, a success shows the replica works (a
 // Send's success shows only that it was written).
-func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn) (T, error)) (T, error) {
+func attempt[T any](c *Client, ctx context.Context, answered, unary bool, method uint32, do func(*Conn) (T, error)) (T, error) {
 	c.calls.Add(1)
 	done := ctx.Done()
 	if done != nil {
@@ -455,13 +467,18 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		}
 	}
 	c.budget.call()
-	retried, unsent := false, 0
-	// refusal is the answer of the attempt a retry follows: a retry that
-	// finds no replica ready returns it (the call did not run), not
-	// ErrNoReplica.
-	var refusal T
-	var refusalErr error
-	resent := false
+	retried, unsent, attempts := false, 0, 0
+	// last is the answer of the attempt a retry follows, lastErr its
+	// error, on lastCn: a retry that finds no replica ready, or is not
+	// sent (the budget, the ctx, its deadline), returns them (a refusal
+	// unrun did not run), not ErrNoReplica. The caller's error is made
+	// of them only then, so that a retry allocates nothing here.
+	var last T
+	var lastErr error
+	var lastCn *Conn
+	pending := false // a retry taken from the budget and not sent yet
+	var pol *RetryPolicy
+	polLooked := !unary // Send has no policy
 	var avoid *replica
 	var until time.Time // the end of the call's wait for a replica (WithWaitForReady)
 	// held is the connection do runs on: when do panics (a panicking
@@ -478,19 +495,19 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 		cn, err := c.pick(ctx, avoid, &until)
 		if err != nil {
 			c.failed.Add(1)
-			if refusalErr != nil && !resent {
+			if pending {
 				// The retry found no connection: nothing was sent
 				// again, and the budget gets its retry back.
 				c.budget.refund()
 				if errors.Is(err, ErrNoReplica) {
-					return refusal, refusalErr
+					return last, c.onReplica(lastCn, lastErr, attempts)
 				}
 			}
 			var none T
 			return none, err
 		}
-		if refusalErr != nil && !resent {
-			resent = true
+		if pending {
+			pending = false
 			c.retries.Add(1) // counted once the retry has a connection
 		}
 		// live: a call (answered) handed to the connection with its
@@ -536,14 +553,52 @@ func attempt[T any](c *Client, ctx context.Context, answered bool, do func(*Conn
 				continue
 			}
 		}
-		if c.mayRetry(ctx, err, &retried) {
-			avoid = cn.r
-			refusal, refusalErr = v, c.onReplica(cn, err)
-			continue
+		attempts++
+		if !polLooked {
+			// Looked up only now: a call that succeeds pays nothing for it.
+			pol, polLooked = c.o.retryPolicy(method), true
+		}
+		if pol == nil {
+			if c.mayRetry(ctx, err, &retried) {
+				avoid = cn.r
+				last, lastErr, lastCn, pending = v, err, cn, true
+				continue
+			}
+		} else if attempts < pol.MaxAttempts && (rpc.IsRetryable(err) || c.policyRetries(pol, cn, err)) && ctx.Err() == nil {
+			if c.policyRetry(ctx, pol, attempts, rpc.IsRetryable(err)) {
+				avoid = cn.r
+				last, lastErr, lastCn, pending = v, err, cn, true
+				continue
+			}
 		}
 		c.failed.Add(1)
-		return v, c.onReplica(cn, err)
+		return v, c.onReplica(cn, err, attempts)
 	}
+}
+
+// policyRetry decides the retry that follows the nth attempt under p,
+// waits its back-off (none after a refusal unrun) and reports whether it
+// is to be sent: not when the back-off would end past ctx's deadline,
+// nor when the budget is spent (the retry is then denied), nor when ctx
+// ends during the back-off (the retry taken from the budget is given
+// back).
+func (c *Client) policyRetry(ctx context.Context, p *RetryPolicy, n int, refused bool) bool {
+	var d time.Duration
+	if !refused {
+		d = c.backoff(p, n)
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return false
+	}
+	if !c.budget.retry() {
+		c.retriesDenied.Add(1)
+		return false
+	}
+	if !c.sleep(ctx, d) {
+		c.budget.refund()
+		return false
+	}
+	return true
 }
 
 // timeLeft reports whether a call under ctx (done is ctx.Done()) is
@@ -585,7 +640,7 @@ func isDone(done <-chan struct{}) bool {
 // attempt once, as for Call: a send refused before it was written, and
 // the promise when its Wait returns or at its Release.
 func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc.Promise, error) {
-	return attempt(c, ctx, false, func(cn *Conn) (rpc.Promise, error) {
+	return attempt(c, ctx, false, false, method, func(cn *Conn) (rpc.Promise, error) {
 		return cn.rc.Send(ctx, method, req, resp)
 	})
 }
@@ -595,7 +650,8 @@ func (c *Client) Send(ctx context.Context, method uint32, req, resp []byte) (rpc
 // refused before writing it (its go-away came first, or it had as many
 // streams open as it may: [rpc.ErrTooManyStreams]) goes to another
 // connection; once the open is written it is never sent again (the
-// server may have started its handler): a refusal comes as an error end
+// server may have started its handler; a [RetryPolicy] does not apply to
+// streams): a refusal comes as an error end
 // that Recv returns. An open stream counts as load on its connection for
 // the balancer, like a call in flight, until it ends; a connection retired
 // while streams are open on it is kept until they end (within the drain
@@ -671,7 +727,7 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 			}
 		}
 		c.failed.Add(1)
-		return nil, c.onReplica(cn, err)
+		return nil, c.onReplica(cn, err, 1)
 	}
 }
 
@@ -689,10 +745,21 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 type ReplicaError struct {
 	Addr string // the replica's address (see [ReplicaStats])
 	Err  error  // the error its connection gave
+	// Attempts is the number of attempts the call made on the wire, the
+	// last one on Addr and failing with Err (1: not sent again; 0 in a
+	// ReplicaError made by hand counts as 1).
+	Attempts int
 }
 
-// Error returns the replica's address and the error's text.
-func (e *ReplicaError) Error() string { return "cluster: replica " + e.Addr + ": " + e.Err.Error() }
+// Error returns the replica's address and the error's text, and the
+// number of attempts when there were several.
+func (e *ReplicaError) Error() string {
+	s := "cluster: replica " + e.Addr + ": " + e.Err.Error()
+	if e.Attempts > 1 {
+		s += " (after " + strconv.Itoa(e.Attempts) + " attempts)"
+	}
+	return s
+}
 
 // Unwrap returns the error the replica's connection gave.
 func (e *ReplicaError) Unwrap() error { return e.Err }
@@ -701,14 +768,14 @@ func (e *ReplicaError) Unwrap() error { return e.Err }
 // in a ReplicaError, unless it is a ctx's error, or the connection's
 // close by Close (the error of a call made after Close: the replica had
 // no part in it).
-func (c *Client) onReplica(cn *Conn, err error) error {
+func (c *Client) onReplica(cn *Conn, err error, attempts int) error {
 	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
 		return err
 	}
 	if cn.closedUs.Load() && errors.Is(err, rpc.ErrClosed) && c.isClosed() {
 		return errClientClosed
 	}
-	return &ReplicaError{Addr: cn.r.addr, Err: err}
+	return &ReplicaError{Addr: cn.r.addr, Err: err, Attempts: attempts}
 }
 
 // errClientClosed is the error of a call made after Close, or on a
@@ -1309,8 +1376,9 @@ type Stats struct {
 	// Calls counts calls (Call and Send) and streams opened, each once
 	// whatever its retries; Streams counts the streams among them.
 	Calls, Streams int64
-	// Retries counts calls sent a second time after a refusal; RetriesDenied
-	// counts refused calls the budget did not let retry (they failed).
+	// Retries counts the retries sent (a refusal's, or a retry policy's:
+	// a call sent three times counts two); RetriesDenied counts retries
+	// the budget did not allow (their calls failed).
 	Retries, RetriesDenied int64
 	// Failed counts calls that returned an error, whatever the error
 	// (a handler's status included).

@@ -114,18 +114,23 @@
 // during its health check is not admitted); its age is taken when the
 // client saw it lost, not when the replica gets to redial it.
 //
-// Retries: only a call the server certainly did not run ([rpc.IsRetryable]:
-// refused with the not-run flag because it was going away) is sent again,
-// once, on another connection, and only while the caller's ctx is live
-// and the retry budget ([WithRetryBudget]: 10 % of calls plus 10 a second
-// by default) allows, so retries cannot multiply the load of an outage;
-// a retry that finds no replica ready is not sent and takes nothing from
-// the budget.
-// A call that may have run (a handler's answer, a broken connection, a
-// ctx error) is never sent again.
+// Retries: without a retry policy, only a call the server certainly did
+// not run ([rpc.IsRetryable]: refused with the not-run flag because it
+// was going away) is sent again, once, on another connection, and only
+// while the caller's ctx is live and the retry budget ([WithRetryBudget]:
+// 10 % of calls plus 10 a second by default) allows, so retries cannot
+// multiply the load of an outage; a retry that finds no replica ready is
+// not sent and takes nothing from the budget. A call that may have run (a
+// handler's answer, a broken connection, a ctx error) is not sent again,
+// unless a [RetryPolicy] given for its method ([WithRetryPolicy], gRPC's
+// retryPolicy) says so: up to its MaxAttempts, for the statuses it names
+// (and a connection lost with the call on it, if it says ConnectionLost),
+// each retry after a back-off with full jitter, to another replica, from
+// the same budget, never past the ctx's deadline. A policy declares its
+// methods safe to run twice; only unary calls ([Client.Call]) follow it.
 //
 // Middleware: [WithInterceptors] and [WithStreamInterceptors] run once
-// around a call (its retry included) or a stream's open; interceptors,
+// around a call (its retries included) or a stream's open; interceptors,
 // stream interceptors and observers given to the connections
 // ([WithClientOptions]) run once per attempt on the wire (a stream
 // observer given there runs after the one with which each connection
@@ -134,7 +139,8 @@
 // Costs: a warm call allocates nothing; beside the call on its
 // connection it costs a few atomic operations (in-flight counts, the
 // loads and latencies of two connections, the call counter, a look at
-// the retry budget, the replica's latency after the answer), two reads
+// the retry budget, the replica's latency after the answer; a retry
+// policy is looked up only once a call failed), two reads
 // of the monotonic clock (the call's start and end; a third when P2C finds one replica
 // much slower, and one more for a ctx with a deadline: whether it has
 // passed, see [Client.Call]) and two random numbers (with weights, two

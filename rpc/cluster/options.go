@@ -108,6 +108,8 @@ type options struct {
 	ejectMax       time.Duration
 	maxEjected     float64
 	retryRatio     float64
+	retryDefault   *RetryPolicy            // WithRetryPolicy with no method named
+	retryPolicies  map[uint32]*RetryPolicy // WithRetryPolicy per method
 	minRetries     float64
 	waitReady      time.Duration
 	drainTimeout   time.Duration
