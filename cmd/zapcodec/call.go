@@ -30,7 +30,7 @@ func init() {
 	register(&command{
 		name:    "call",
 		summary: "make one call to a ZAP-RPC server, request and answer as JSON",
-		usage: `  zapcodec call -schema FILE.zap -method M [-d JSON|@FILE|@-] [flags] ADDR
+		usage: `  zapcodec call -schema FILE.zap -method M [-d JSON|@FILE|@-] [flags] [TLS flags] ADDR
   zapcodec call -schema FILE.zap -list
     Encodes the request (-d, a JSON object: fields by name, bytes as hex
     strings; default {}) by the method's request struct, calls the method
@@ -70,7 +70,7 @@ func init() {
   -v                  also print on stderr the wire ordinal called, the
                       response metadata (a stream's trailer) and how long
                       the call took
-`,
+` + tlsUsage,
 		run: runCall,
 	})
 }
@@ -125,6 +125,7 @@ type callFlags struct {
 	list, verbose                     bool
 	addrs                             []string
 	timeoutSet                        bool
+	tls                               tlsFlags
 }
 
 // parseCallFlags parses args, the flags before or after the address.
@@ -141,6 +142,7 @@ func parseCallFlags(args []string, stderr io.Writer) (*callFlags, int, bool) {
 	fs.Uint64Var(&cf.at, "at", 0, "the service's mount offset")
 	fs.BoolVar(&cf.list, "list", false, "list services and methods")
 	fs.BoolVar(&cf.verbose, "v", false, "print the ordinal, response metadata and time on stderr")
+	cf.tls.register(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["call"].usage) }
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -209,6 +211,10 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 	}
 	if cf.timeout < 0 {
 		return fail(callExitUsage, "-timeout %v: want a duration, 0 or more (0: no bound)", cf.timeout)
+	}
+	tlsCfg, err := cf.tls.config(addr)
+	if err != nil {
+		return fail(callExitUsage, "%v", err)
 	}
 	m, err := callFindMethod(f, cf.method)
 	if err != nil {
@@ -282,10 +288,12 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 		dialCtx, cancel = context.WithTimeout(callCtx, callDialTimeout)
 		defer cancel()
 	}
-	c, err := rpc.Dial(dialCtx, cf.network, addr)
+	opts, sniff := cf.tls.clientOptions(tlsCfg)
+	c, err := rpc.Dial(dialCtx, cf.network, addr, opts...)
 	if err != nil {
-		return fail(callExitFailed, "cannot connect to %s: %v", addr, err)
+		return fail(callExitFailed, "cannot connect to %s: %v", addr, cf.tls.explainDial(err))
 	}
+	cl.tls, cl.sniff = &cf.tls, sniff
 	defer c.Close()
 	cl.start = time.Now()
 	if cf.verbose {
@@ -315,6 +323,9 @@ type caller struct {
 	// when the call began.
 	rmd   *rpc.Metadata
 	start time.Time
+	// tls and sniff explain a failure by the TLS flags (tlsFlags.explain).
+	tls   *tlsFlags
+	sniff *tlsSniffer
 }
 
 // verbose prints, with -v, the response metadata of the call (a stream's
@@ -368,7 +379,7 @@ func (cl *caller) failed(ctx context.Context, err error) int {
 	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(cl.stderr, "zapcodec call: no answer within -timeout %v\n", cl.timeout)
 	default:
-		fmt.Fprintf(cl.stderr, "zapcodec call: %v\n", err)
+		fmt.Fprintf(cl.stderr, "zapcodec call: %v\n", cl.tls.explain(err, cl.sniff))
 	}
 	return callExitFailed
 }

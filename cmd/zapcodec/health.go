@@ -15,7 +15,7 @@ func init() {
 	register(&command{
 		name:    "health",
 		summary: "ask a ZAP-RPC server for its health (exit 0 when serving)",
-		usage: `  zapcodec health -addr ADDR [-service NAME]
+		usage: `  zapcodec health -addr ADDR [-service NAME] [TLS flags]
     Calls the health service of a zapcodec rpc server (method
     rpc.HealthMethod) and prints the status on one line: serving, not
     serving, draining (the server is shutting down) or unknown (its status
@@ -24,11 +24,12 @@ func init() {
     Exits 0 when serving, 1 for every other status (unknown included,
     whether the dial or the check failed), 2 on bad usage (which prints
     no status). For load balancer and container health probes.
-  -addr ADDR       server address (a socket path with -network unix)
-  -network NET     tcp or unix (default tcp)
-  -service NAME    a mounted service, e.g. eth.Eth (default: the server as a whole)
-  -timeout D       bound on the dial and the call (default 5s)
-`,
+  -addr ADDR          server address (a socket path with -network unix)
+  -network NET        tcp or unix (default tcp)
+  -service NAME       a mounted service, e.g. eth.Eth (default: the server
+                      as a whole)
+  -timeout D          bound on the dial and the call (default 5s)
+` + tlsUsage,
 		run: runHealth,
 	})
 }
@@ -40,6 +41,8 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	network := fs.String("network", "tcp", "tcp or unix")
 	service := fs.String("service", "", "service name (default: the whole server)")
 	timeout := fs.Duration("timeout", 5*time.Second, "bound on the dial and the call")
+	var tf tlsFlags
+	tf.register(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, "usage:\n"+commands["health"].usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -60,10 +63,17 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "zapcodec health: -timeout must be positive")
 		return 2
 	}
+	tlsCfg, err := tf.config(*addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "zapcodec health: %v\n", err)
+		return 2
+	}
+	opts, sniff := tf.clientOptions(tlsCfg)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	c, err := rpc.Dial(ctx, *network, *addr)
+	c, err := rpc.Dial(ctx, *network, *addr, opts...)
 	if err != nil {
+		err = tf.explainDial(err)
 		// A server that cannot be reached is as unknown as one that does
 		// not answer: the same line and exit code, so a probe that reads
 		// stdout sees a status whichever step failed.
@@ -74,6 +84,7 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	defer c.Close()
 	st, err := rpc.CheckHealth(ctx, c, *service)
 	if err != nil {
+		err = tf.explain(err, sniff)
 		fmt.Fprintf(stdout, "%s\n", rpc.HealthUnknown)
 		fmt.Fprintf(stderr, "zapcodec health: %v\n", err)
 		return 1

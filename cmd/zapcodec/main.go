@@ -7,6 +7,9 @@
 //	zapcodec load [flags]                                   # load-test a ZAP-RPC server
 //	zapcodec health -addr ADDR [-service NAME]              # ask a server for its health
 //
+// call, load and health share the TLS flags -tls, -cacert, -cert, -key,
+// -servername and -insecure (tlsflags.go).
+//
 // Run zapcodec with no arguments or -h for the usage of every subcommand.
 package main
 

@@ -71,6 +71,9 @@ func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
 		cc.mdLen = wire.RequestLen(&wire.Request{Metadata: md}) - wire.RequestLen(&wire.Request{})
 	}
 	opts := append([]rpc.ClientOption{rpc.WithObserver(cc.observe)}, cfg.ClientOptions...)
+	if cfg.TLS != nil {
+		opts = append(opts, rpc.WithTLSConfig(cfg.TLS))
+	}
 	c, err := cluster.Dial(ctx, cfg.Target,
 		cluster.WithNetwork(cfg.Network),
 		cluster.WithConnsPerReplica(cfg.Conns),
