@@ -349,7 +349,7 @@ func (cl *caller) print(msg []byte) int {
 	}
 	out, err := dynamic.AppendJSON(cl.out[:0], cl.m.Resp, msg)
 	if err != nil {
-		fmt.Fprintf(cl.stderr, "zapcodec call: the answer (%d bytes) is not a %s: %v\n", len(msg), cl.m.Resp.Name, err)
+		fmt.Fprintf(cl.stderr, "zapcodec call: the answer (%d bytes) is not a %s: %v\n", len(msg), cl.m.Resp.Name, dynamicErr(err))
 		return callExitFailed
 	}
 	cl.out = append(out, '\n')
@@ -535,8 +535,39 @@ func callEncodeTo(dst []byte, st *schema.Struct, js []byte) ([]byte, error) {
 		}
 		return dst, fmt.Errorf("invalid JSON: %v", err)
 	}
-	return dynamic.AppendMessage(dst, st, js)
+	dst, err := dynamic.AppendMessage(dst, st, js)
+	return dst, dynamicErr(err)
 }
+
+// dynamicErr returns err, an error of codec/dynamic, without the
+// "dynamic: " its Error begins with, which means nothing on the command
+// line, where the flag or the answer it was about is named instead: an
+// EncodeError reads "Path: Reason", a DecodeError "at byte N (Path):
+// Reason". The result unwraps to err.
+func dynamicErr(err error) error {
+	var ee *dynamic.EncodeError
+	var de *dynamic.DecodeError
+	switch {
+	case errors.As(err, &ee) && ee.Path == "":
+		return &cliError{ee.Reason, err}
+	case errors.As(err, &ee):
+		return &cliError{ee.Path + ": " + ee.Reason, err}
+	case errors.As(err, &de) && de.Path == "":
+		return &cliError{fmt.Sprintf("at byte %d: %s", de.Offset, de.Reason), err}
+	case errors.As(err, &de):
+		return &cliError{fmt.Sprintf("at byte %d (%s): %s", de.Offset, de.Path, de.Reason), err}
+	}
+	return err
+}
+
+// cliError is an error worded for the command line.
+type cliError struct {
+	msg string
+	err error
+}
+
+func (e *cliError) Error() string { return e.msg }
+func (e *cliError) Unwrap() error { return e.err }
 
 // textPos returns the line and column (from 1, in bytes) of the byte that
 // ends the first off bytes of b, the one json.SyntaxError's Offset names.

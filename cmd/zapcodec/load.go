@@ -506,7 +506,7 @@ func (lf *loadFlags) resolve() error {
 		}
 		p, err := dynamic.AppendMessage(nil, st, js)
 		if err != nil {
-			return fmt.Errorf("-payload-json: %v", err)
+			return fmt.Errorf("-payload-json: %v", dynamicErr(err))
 		}
 		lf.cfg.Payload = p
 	}

@@ -232,7 +232,7 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-payload-json", "{}"}, 2, "-payload-json needs -schema and -type"},
 		{[]string{"-schema", sch, "-type", "Nope", "-payload-json", "{}"}, 2, `-type "Nope": no struct or method`},
 		{[]string{"-schema", sch, "-method", "nope"}, 2, `-method "nope": no method`},
-		{[]string{"-schema", sch, "-type", "getBalance", "-payload-json", `{"Block":"x"}`}, 2, `Block: bad u64 "x"`},
+		{[]string{"-schema", sch, "-type", "getBalance", "-payload-json", `{"Block":"x"}`}, 2, `zapcodec load: -payload-json: Block: bad u64 "x"`},
 		// Names qualified by the schema's package, as service names are,
 		// resolve (the payload's error shows they did).
 		{[]string{"-schema", sch, "-type", "eth.Eth.getBalance", "-payload-json", `{"Block":"x"}`}, 2, `Block: bad u64 "x"`},
