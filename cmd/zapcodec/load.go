@@ -357,6 +357,12 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if lf.tls.askedNoCert() && rep != nil && rep.OK == 0 {
 		fmt.Fprintln(stderr, "zapcodec load: the server asked for a client certificate, and none was given (-cert and -key)")
 	}
+	if !lf.tls.enabled() && c.Target == "" && rep != nil && rep.Calls > 0 && rep.OK == 0 && rep.BytesIn == 0 {
+		// A TLS server closes a connection whose first bytes are no
+		// TLS handshake without a byte of answer (crypto/tls sends no
+		// alert): no answer at all is the sign of it that load can see.
+		fmt.Fprintln(stderr, "zapcodec load: the server closed the connections without a byte of answer: if it serves TLS, dial with -tls")
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return 1
 	}
