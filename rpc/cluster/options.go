@@ -161,6 +161,15 @@ func WithNetwork(network string) Option {
 // ([rpc.WithStreamObserver]) is called beside it, after it, and sees
 // every stream the connection opens, as every observer given to an
 // [rpc.Client] is.
+//
+// Over TLS ([rpc.WithTLSConfig]), each replica is dialed at the address
+// the resolver gave, so a config without a ServerName verifies a
+// replica's certificate against that address: for a "dns:///name:port"
+// target an IP, which the certificate must then hold as an IP SAN
+// ("x509: cannot validate certificate for 10.0.0.5 because it doesn't
+// contain any IP SANs" otherwise). gRPC-go verifies against the target's
+// name instead; here, set the config's ServerName to the name the
+// replicas' certificates are for.
 func WithClientOptions(opts ...rpc.ClientOption) Option {
 	opts = append([]rpc.ClientOption(nil), opts...)
 	return optionFunc(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })
