@@ -206,6 +206,9 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 		return fail(callExitUsage, "want one server address, got %d (%s)", len(cf.addrs), strings.Join(cf.addrs, " "))
 	}
 	addr := cf.addrs[0]
+	if err := oneAddress(addr); err != nil && cf.network != "unix" {
+		return fail(callExitUsage, "%v", err)
+	}
 	if cf.network != "tcp" && cf.network != "unix" {
 		return fail(callExitUsage, "-network %q: want tcp or unix", cf.network)
 	}

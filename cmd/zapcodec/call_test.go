@@ -325,6 +325,7 @@ func TestCall(t *testing.T) {
 		{name: "invalid JSON", args: []string{"-schema", S, "-method", "hello", "-d", "{\"Name\": \"x\",\n \"N\": }", addr}, code: 2, errOut: "-d: invalid JSON at line 2, column 7: invalid character '}' looking for beginning of value"},
 		{name: "invalid JSON, one line", args: []string{"-schema", S, "-method", "hello", "-d", `{"Name" "x"}`, addr}, code: 2, errOut: "-d: invalid JSON at column 9: invalid character '\"' after object key"},
 		{name: "empty JSON", args: []string{"-schema", S, "-method", "hello", "-d", "@-", addr}, code: 2, errOut: "-d: invalid JSON at column 1: unexpected end of JSON input"},
+		{name: "cluster target", args: []string{"-schema", S, "-method", "Demo.ping", "static:///" + addr}, code: 2, errOut: "zapcodec call: static:///" + addr + ": a cluster target (static://); this command dials one address, host:port (zapcodec load takes cluster targets)\n"},
 		{name: "JSON not of the type", args: []string{"-schema", S, "-method", "hello", "-d", `{"Nme":"x"}`, addr}, code: 2, errOut: `zapcodec call: -d: unknown field "Nme" of Req (fields: Name, N)`},
 		{name: "-d @missing", args: []string{"-schema", S, "-method", "hello", "-d", "@" + filepath.Join(dir, "none.json"), addr}, code: 2, errOut: "zapcodec call: -d: open "},
 		{name: "bad line of a client stream", stdin: "{\"Name\":\"a\"}\n{\"Name\":1}\n", args: []string{"-schema", S, "-method", "upload", addr}, code: 2, errOut: "zapcodec call: -d: line 2: Name: want a string for text, got a number\n"},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
@@ -55,6 +56,10 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if err := oneAddress(*addr); err != nil && *network != "unix" {
+		fmt.Fprintf(stderr, "zapcodec health: -addr %v\n", err)
+		return 2
+	}
 	if *network != "tcp" && *network != "unix" {
 		fmt.Fprintf(stderr, "zapcodec health: -network %q: want tcp or unix\n", *network)
 		return 2
@@ -94,4 +99,15 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// oneAddress refuses a cluster target ("dns:///name:port") where a
+// command dials one address, which net.Dial would refuse with "too many
+// colons in address".
+func oneAddress(addr string) error {
+	scheme, _, ok := strings.Cut(addr, "://")
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%s: a cluster target (%s://); this command dials one address, host:port (zapcodec load takes cluster targets)", addr, scheme)
 }

@@ -47,6 +47,7 @@ func TestHealthCommand(t *testing.T) {
 		{args: nil, code: 2, err: "-addr is required"},
 		{args: []string{"-addr", addr, "-network", "udp"}, code: 2, err: "want tcp or unix"},
 		{args: []string{"-addr", addr, "extra"}, code: 2, err: "-addr is required"},
+		{args: []string{"-addr", "dns:///" + addr}, code: 2, err: "-addr dns:///" + addr + ": a cluster target (dns://); this command dials one address, host:port"},
 	} {
 		if tc.set != nil {
 			tc.set()
