@@ -294,6 +294,14 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 	opts, sniff := cf.tls.clientOptions(tlsCfg)
 	c, err := rpc.Dial(dialCtx, cf.network, addr, opts...)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && dialCtx.Err() != nil && ctx.Err() == nil {
+			// The bound that passed, by name: -timeout, or the dial's own.
+			bound := fmt.Sprintf("-timeout %v", cf.timeout)
+			if cf.timeout == 0 {
+				bound = fmt.Sprintf("%v, the bound of a dial given no -timeout", callDialTimeout)
+			}
+			return fail(callExitFailed, "cannot connect to %s: not connected within %s (%v)", addr, bound, err)
+		}
 		return fail(callExitFailed, "cannot connect to %s: %v", addr, cf.tls.explainDial(err))
 	}
 	cl.tls, cl.sniff = &cf.tls, sniff

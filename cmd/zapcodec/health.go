@@ -79,6 +79,9 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	c, err := rpc.Dial(ctx, *network, *addr, opts...)
 	if err != nil {
 		err = tf.explainDial(err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("not connected within -timeout %v (%w)", *timeout, err)
+		}
 		// A server that cannot be reached is as unknown as one that does
 		// not answer: the same line and exit code, so a probe that reads
 		// stdout sees a status whichever step failed.

@@ -310,3 +310,37 @@ func tlsAlertServer(t *testing.T) string {
 	}()
 	return l.Addr().String()
 }
+
+// A TLS handshake the server never answers ends at -timeout, and call
+// and health say that bound passed.
+func TestTLSDialTimeout(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		var conns []net.Conn // held open, silent, until the test's end
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	code, _, errOut := callRun(context.Background(), "", "-schema", callSchemaPath, "-method", "Demo.ping", "-tls", "-insecure", "-timeout", "300ms", l.Addr().String())
+	if want := "not connected within -timeout 300ms ("; code != 3 || !strings.Contains(errOut, want) {
+		t.Errorf("call to a silent TLS server: exit %d, stderr %q; want 3, stderr with %q", code, errOut, want)
+	}
+	code, out, errOut := runHealthCmd("-addr", l.Addr().String(), "-tls", "-insecure", "-timeout", "300ms")
+	if want := "zapcodec health: not connected within -timeout 300ms ("; code != 1 || out != "unknown\n" || !strings.Contains(errOut, want) {
+		t.Errorf("health of a silent TLS server: exit %d, stdout %q, stderr %q; want 1, unknown, stderr with %q", code, out, errOut, want)
+	}
+}
