@@ -218,6 +218,13 @@ func TestTLSFlags(t *testing.T) {
 			t.Errorf("load -client %s over mTLS: exit %d, stdout %q, stderr %q", client, code, out, errOut)
 		}
 	}
+	for _, extra := range [][]string{nil, {"-servername", "localhost"}} {
+		args := append([]string{"-addr", "static:///" + mtls, "-method", "4", "-n", "40", "-c", "1", "-json"}, mt...)
+		code, out, errOut := runLoadCmd(t, append(args, extra...)...)
+		if code != 0 || !strings.Contains(out, `"calls": 40`) || !strings.Contains(out, `"ok": 40`) {
+			t.Errorf("load of a cluster target over mTLS %v: exit %d, stdout %q, stderr %q", extra, code, out, errOut)
+		}
+	}
 	code, _, errOut = runLoadCmd(t, "-addr", mtls, "-method", "4", "-n", "10", "-cacert", p.ca)
 	if code != 1 || !strings.Contains(errOut, "the server asked for a client certificate, and none was given (-cert and -key)") {
 		t.Errorf("load over mTLS without a client certificate: exit %d, stderr %q", code, errOut)
