@@ -176,10 +176,7 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 	if cf.schemaPath == "" {
 		return fail(callExitUsage, "-schema is required")
 	}
-	src, err := loadReadFile(cf.schemaPath, loadMaxSchema)
-	if errors.Is(err, errLoadFileTooLarge) {
-		return fail(callExitUsage, "-schema %s: more than %d bytes (16 MiB), too large for a schema", cf.schemaPath, loadMaxSchema)
-	}
+	src, err := readSchemaFile(cf.schemaPath)
 	if err != nil {
 		return fail(callExitUsage, "-schema: %v", err)
 	}
@@ -509,14 +506,11 @@ func callReadData(data string, stdin io.Reader, limit int) ([]byte, error) {
 	var js []byte
 	var err error
 	if name == "-" {
-		js, err = io.ReadAll(io.LimitReader(stdin, int64(limit)+1))
-		if err == nil && len(js) > limit {
-			err = errLoadFileTooLarge
-		}
+		js, err = readAtMost(stdin, limit)
 	} else {
-		js, err = loadReadFile(name, limit)
+		js, err = readFileAtMost(name, limit)
 	}
-	if errors.Is(err, errLoadFileTooLarge) {
+	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("-d @%s: more than %d bytes, more than the JSON of any request a frame holds needs", name, limit)
 	}
 	if err != nil {

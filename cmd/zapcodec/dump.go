@@ -84,7 +84,7 @@ func runDump(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *schemaPath != "" {
 		src, err := readSchemaFile(*schemaPath)
 		if err != nil {
-			return usageErr("-schema %v", err)
+			return usageErr("-schema: %v", err)
 		}
 		f, err := schema.Parse(*schemaPath, src)
 		if err != nil {

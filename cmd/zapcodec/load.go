@@ -120,8 +120,6 @@ const (
 	// holds, room for the JSON of any payload that fits one (bytes are
 	// hex strings, twice their length) with spaces to spare.
 	loadMaxJSON = 4 * frame.DefaultMaxFrameSize
-	// loadMaxSchema bounds -schema FILE: 16 MiB, far above any schema.
-	loadMaxSchema = 16 << 20
 )
 
 // loadFlags is the parsed command line of one load run.
@@ -455,8 +453,8 @@ func (lf *loadFlags) resolve() error {
 	if lf.payloadFile != "" {
 		// Read no further than a frame holds: a larger file (or
 		// /dev/zero) is refused, not read whole.
-		p, err := loadReadFile(lf.payloadFile, frame.DefaultMaxFrameSize)
-		if errors.Is(err, errLoadFileTooLarge) {
+		p, err := readFileAtMost(lf.payloadFile, frame.DefaultMaxFrameSize)
+		if errors.Is(err, errTooLarge) {
 			return fmt.Errorf("-payload-file %s: more than %d bytes, the largest frame a client sends", lf.payloadFile, frame.DefaultMaxFrameSize)
 		}
 		if err != nil {
@@ -466,10 +464,7 @@ func (lf *loadFlags) resolve() error {
 	}
 	var f *schema.File
 	if lf.schemaPath != "" {
-		src, err := loadReadFile(lf.schemaPath, loadMaxSchema)
-		if errors.Is(err, errLoadFileTooLarge) {
-			return fmt.Errorf("-schema %s: more than %d bytes (16 MiB), too large for a schema", lf.schemaPath, loadMaxSchema)
-		}
+		src, err := readSchemaFile(lf.schemaPath)
 		if err != nil {
 			return fmt.Errorf("-schema: %v", err)
 		}
@@ -502,8 +497,8 @@ func (lf *loadFlags) resolve() error {
 		js := []byte(lf.jsonIn)
 		if name, ok := strings.CutPrefix(lf.jsonIn, "@"); ok {
 			var err error
-			js, err = loadReadFile(name, loadMaxJSON)
-			if errors.Is(err, errLoadFileTooLarge) {
+			js, err = readFileAtMost(name, loadMaxJSON)
+			if errors.Is(err, errTooLarge) {
 				return fmt.Errorf("-payload-json @%s: more than %d bytes (64 MiB), more than the JSON of any payload a frame holds needs", name, loadMaxJSON)
 			}
 			if err != nil {
@@ -542,28 +537,6 @@ func (lf *loadFlags) resolve() error {
 		lf.cfg.Method = m.Ordinal
 	}
 	return nil
-}
-
-// errLoadFileTooLarge is loadReadFile's error for a file above its bound.
-var errLoadFileTooLarge = errors.New("file too large")
-
-// loadReadFile returns the contents of the file name when it holds at
-// most limit bytes; a larger file is read no further than one byte past
-// limit and fails with errLoadFileTooLarge.
-func loadReadFile(name string, limit int) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, errLoadFileTooLarge
-	}
-	return b, nil
 }
 
 // loadUnary refuses a streaming method, named by flag as name: load makes

@@ -216,7 +216,7 @@ func TestLoadUsageErrors(t *testing.T) {
 	// size (/dev/zero until memory ran out). Files one byte over their
 	// bounds (sparse: nothing written) are refused before parsing.
 	overJSON := sparseFile(t, dir, "huge.json", loadMaxJSON+1)
-	overSchema := sparseFile(t, dir, "huge.zap", loadMaxSchema+1)
+	overSchema := sparseFile(t, dir, "huge.zap", maxSchemaFile+1)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -258,7 +258,7 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-payload-file", frameFull}, 2, "a payload of 16777216 bytes makes a request frame of 16777261 bytes, above the largest a client sends (16777216)"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-payload-file", overFrame}, 2, "17MiB.bin: more than 16777216 bytes"},
 		{[]string{"-schema", sch, "-type", "eth.GetBalanceRequest", "-payload-json", "@" + overJSON}, 2, "-payload-json @" + overJSON + ": more than 67108864 bytes"},
-		{[]string{"-schema", overSchema, "-method", "1"}, 2, "-schema " + overSchema + ": more than 16777216 bytes"},
+		{[]string{"-schema", overSchema, "-method", "1"}, 2, "-schema: " + overSchema + ": more than 16777216 bytes"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "5", "-concurrency", "60000"}, 2, "-c 5 x -concurrency 60000: above the 262144 calls in flight"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-c", "9223372036854775807", "-concurrency", "2"}, 2, "above the 262144 calls in flight"},
 		{[]string{"-method", "1", "-addr", "127.0.0.1:1", "-n", "1", "-rate", "-5"}, 2, "-rate -5: want"},

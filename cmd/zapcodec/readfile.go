@@ -9,12 +9,12 @@ import (
 	"github.com/zapcodec/zapcodec/frame"
 )
 
-// The inputs gen and dump read whole are bounded, as load's are (see
-// loadMaxSchema): a file of any size, or /dev/zero, is read no further
-// than one byte past its bound, and refused with an error naming it.
+// The inputs the commands read whole are bounded: a file of any size, or
+// /dev/zero, is read no further than one byte past its bound, and refused
+// with an error naming it.
 const (
-	// maxSchemaFile bounds each schema file of gen and dump -schema: 16
-	// MiB, far above any schema (load's -schema has the same bound).
+	// maxSchemaFile bounds each schema file (gen's, and -schema of
+	// dump, call and load): 16 MiB, far above any schema.
 	maxSchemaFile = 16 << 20
 	// maxDumpInput bounds dump's input, a file or stdin: 64 MiB, room for
 	// the hex text of a frame of the largest size a peer accepts by
@@ -39,15 +39,22 @@ func readAtMost(r io.Reader, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// readSchemaFile returns the schema file name, refusing one of more than
-// maxSchemaFile bytes with an error that names the file and the bound.
-func readSchemaFile(name string) ([]byte, error) {
+// readFileAtMost returns the contents of the file name when it holds at
+// most limit bytes; a larger file is read no further than one byte past
+// limit and fails with errTooLarge.
+func readFileAtMost(name string, limit int) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := readAtMost(f, maxSchemaFile)
+	return readAtMost(f, limit)
+}
+
+// readSchemaFile returns the schema file name, refusing one of more than
+// maxSchemaFile bytes with an error that names the file and the bound.
+func readSchemaFile(name string) ([]byte, error) {
+	b, err := readFileAtMost(name, maxSchemaFile)
 	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("%s: more than %d bytes (16 MiB), too large for a schema", name, maxSchemaFile)
 	}

@@ -59,7 +59,7 @@ func TestDumpInputBounds(t *testing.T) {
 		return code, stdout.String() + stderr.String()
 	}
 	code, msg := dump(&zeros{}, "-schema", big, "-type", "A", "-")
-	want := fmt.Sprintf("zapcodec dump: -schema %s: more than 16777216 bytes (16 MiB), too large for a schema\n", big)
+	want := fmt.Sprintf("zapcodec dump: -schema: %s: more than 16777216 bytes (16 MiB), too large for a schema\n", big)
 	if code != 2 || msg != want {
 		t.Fatalf("exit %d, output %q; want 2, %q", code, msg, want)
 	}

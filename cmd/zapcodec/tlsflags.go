@@ -126,8 +126,8 @@ func (t *tlsFlags) config(addr string) (*tls.Config, error) {
 
 // tlsReadFile reads a PEM file of at most tlsMaxFile bytes for flag.
 func tlsReadFile(flag, name string) ([]byte, error) {
-	b, err := loadReadFile(name, tlsMaxFile)
-	if errors.Is(err, errLoadFileTooLarge) {
+	b, err := readFileAtMost(name, tlsMaxFile)
+	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("%s %s: more than %d bytes (4 MiB), too large for a PEM file", flag, name, tlsMaxFile)
 	}
 	if err != nil {
