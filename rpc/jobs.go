@@ -3,6 +3,7 @@ package rpc
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -179,6 +180,28 @@ func (c *serverConn) releaseJobs() {
 		c.putJob(j)
 	}
 }
+
+// quietWake is the time after which a connection with the read timeout
+// off is woken to give its jobs back (betweenFrames): DefaultReadTimeout,
+// or quietWakeTest when a test set it.
+func quietWake() time.Duration {
+	if d := quietWakeTest.Load(); d != 0 {
+		return time.Duration(d)
+	}
+	return DefaultReadTimeout
+}
+
+// quietWakeTest, when not 0, replaces DefaultReadTimeout in quietWake (in
+// nanoseconds). Only tests set it (TestJobsGivenBackWithoutReadTimeout),
+// so that they need not wait 10 s; atomic because connections other tests
+// left may read it.
+var quietWakeTest atomic.Int64
+
+// jobsBackTest, when set (tests), runs on the read loop of a connection
+// just after a wake-up that found it quiet gave its jobs back
+// (deadlineFired), so that a test can look at the connection's state
+// there.
+var jobsBackTest atomic.Pointer[func(*serverConn)]
 
 // trimJobs gives back to the server-wide pool the jobs that sat in the
 // free list, never taken, since the last trim (the read loop calls it at
