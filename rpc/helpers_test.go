@@ -3,6 +3,9 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -162,6 +165,46 @@ func rawDial(t testing.TB, addr string) *rawConn {
 func frameBytes(kind byte, env []byte) []byte {
 	n := len(env) + 1
 	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24), kind}, env...)
+}
+
+// tlsEchoed makes a TLS connection to addr, a server with WithTLSConfig
+// and the echo handler, and returns it once an echo call on it (promise
+// 100) was answered, with the socket under it, closed when the test ends.
+// The server gives the TLS handshake its read timeout, which a loaded
+// machine can take longer over (a test's short read timeout most of
+// all): the server then closes the connection, which the client may
+// learn only at its first send (EOF), or not until its calls are never
+// answered (with GOMAXPROCS=1 the client's side of the handshake can end
+// before the server's). Such a connection proves nothing; another is made,
+// at most 20: the echo's answer says the server's side is done. wrap, if
+// not nil, is put between each socket and TLS.
+func tlsEchoed(t testing.TB, addr string, roots *x509.CertPool, wrap func(net.Conn) net.Conn) (*rawConn, net.Conn) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		under := nc
+		if wrap != nil {
+			under = wrap(nc)
+		}
+		rc := &rawConn{t, tls.Client(under, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})}
+		_, err = rc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 100})))
+		if err == nil {
+			kind, _, ok := rc.recv()
+			if ok && kind == wire.KindResponse {
+				t.Cleanup(func() { nc.Close() })
+				return rc, nc
+			}
+			err = errors.New("connection closed, want the echo's answer")
+		}
+		nc.Close()
+		if attempt == 20 {
+			t.Fatalf("TLS handshake and an echo, attempt %d: %v", attempt, err)
+		}
+		t.Logf("TLS handshake and an echo, attempt %d: %v", attempt, err)
+	}
 }
 
 func (r *rawConn) send(kind byte, env []byte) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"net"
 	"testing"
 	"time"
@@ -44,41 +43,15 @@ func testSlotWaitSeesPeerReset(t *testing.T, useTLS bool) {
 		return resp, ctx.Err()
 	})
 	var nc net.Conn
-	rc := &rawConn{t: t}
-	// The server gives the TLS handshake the read timeout too, 50 ms,
-	// which a loaded machine can take longer over: the server then
-	// closes the connection, which the client may learn only at its
-	// first send (EOF; 1 of 4 -race runs of the package under load), or
-	// not until the calls it sent are never run (with GOMAXPROCS=1: the
-	// client's side of the handshake ends before the server's). A
-	// connection whose handshake failed proves nothing here, and another
-	// is made (at most 20): an echo call answered says the server's
-	// side is done.
-	for attempt := 1; ; attempt++ {
-		var err error
-		nc, err = net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		rc.Conn = nc
-		if !useTLS {
-			break
-		}
-		rc.Conn = tls.Client(nc, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
-		_, err = rc.Write(frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 100})))
-		if err == nil {
-			kind, _, ok := rc.recv()
-			if ok && kind == wire.KindResponse {
-				break
-			}
-			err = errors.New("connection closed, want the echo's answer")
-		}
-		if attempt == 20 {
-			t.Fatalf("TLS handshake and an echo, attempt %d: %v", attempt, err)
-		}
-		t.Logf("TLS handshake and an echo, attempt %d: %v", attempt, err)
-		nc.Close()
+	var rc *rawConn
+	if useTLS {
+		// The server gives the handshake the read timeout too, 50 ms
+		// here: tlsEchoed makes the connection again until the server's
+		// side of it is done.
+		rc, nc = tlsEchoed(t, addr, roots, nil)
+	} else {
+		rc = rawDial(t, addr)
+		nc = rc.Conn
 	}
 	for i := 1; i <= limit+2; i++ {
 		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mSlow, PromiseID: uint32(i)}))
