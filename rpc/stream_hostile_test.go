@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/internal/bigbuf"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -143,10 +144,14 @@ func TestStreamGrantFarIntoQueue(t *testing.T) {
 	o := set.out
 	shift := 31
 	far := 1 << shift
+	// Mapped address space outside the heap (bigbuf): only the grants'
+	// page is touched. A make of 2 GiB was zeroed by the runtime when it
+	// reused heap pages other tests had freed (5 s, 2 GiB resident, in a
+	// run of the whole package; 0 s alone).
+	space := bigbuf.New(t, uint64(far)+64)
 	o.mu.Lock()
-	// Never touched: the pages stay unmapped. Nobody writes the queue
-	// (flushing is set), so the grants stay in it.
-	o.cur = &outBuf{B: make([]byte, far, far+64)}
+	// Nobody writes the queue (flushing is set), so the grants stay in it.
+	o.cur = &outBuf{B: space[: far : far+64]}
 	o.flushing = true
 	o.mu.Unlock()
 	set.grant(context.Background(), s, 10)
