@@ -105,6 +105,7 @@ type Server struct {
 	// (reapWorkers); a worker going idle wakes it.
 	reapParked atomic.Bool
 	reapWake   chan struct{} // capacity 1
+	reapWakes  atomic.Int64  // times the parked reaper was woken (tests)
 
 	// The watchdog takes the read loop away from slow inline handlers
 	// (see serverConn.runInline). Read loops scan for it while calls

@@ -18,12 +18,18 @@ import (
 // The reaper of idle workers keeps no timer while fewer than two workers
 // are idle (a pending timer costs every scheduling on its P a clock read):
 // it parks, a burst that leaves workers idle wakes it, it ends them down to
-// one and parks again, and the next burst wakes it again.
+// one and parks again, and the next burst wakes it again. The reaper's
+// second is 20 ms here (reapEveryTest); its wake-ups are counted
+// (reapWakes), not seen as the flag unset, which the short period could
+// hide between two looks.
 func TestReaperParksAndWakes(t *testing.T) {
+	reapEveryTest.Store(int64(20 * time.Millisecond))
+	defer reapEveryTest.Store(0)
 	s, addr, _ := testServer(t, WithPipelining(0)) // every call on a worker
 	c := dial(t, addr)
 	await(t, "the reaper parked before any call", func() bool { return s.reapParked.Load() })
 	for round := 0; round < 2; round++ {
+		wakes := s.reapWakes.Load()
 		release := make(chan struct{})
 		started := make(chan struct{}, 2)
 		s.Handle(mSlow, func(ctx context.Context, req, resp []byte) ([]byte, error) {
@@ -47,7 +53,7 @@ func TestReaperParksAndWakes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		await(t, "the reaper woken by two idle workers", func() bool { return !s.reapParked.Load() })
+		await(t, "the reaper woken by two idle workers", func() bool { return s.reapWakes.Load() > wakes })
 		await(t, "the reaper ending idle workers down to one, then parking", func() bool {
 			return s.idleWork.Load() <= 1 && s.reapParked.Load()
 		})

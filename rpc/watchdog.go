@@ -412,7 +412,11 @@ func (s *Server) wakeWatchdog() {
 // that P reads the clock (DESIGN.md), and a server answering calls inline
 // has no idle worker at all.
 func (s *Server) reapWorkers() {
-	t := time.NewTimer(time.Second)
+	every := time.Second
+	if d := reapEveryTest.Load(); d != 0 {
+		every = time.Duration(d)
+	}
+	t := time.NewTimer(every)
 	t.Stop()
 	defer t.Stop()
 	for {
@@ -421,6 +425,7 @@ func (s *Server) reapWorkers() {
 			if s.idleWork.Load() < 2 { // else a worker that missed the flag
 				select {
 				case <-s.reapWake:
+					s.reapWakes.Add(1)
 				case <-s.done:
 					return
 				}
@@ -428,7 +433,7 @@ func (s *Server) reapWorkers() {
 			s.reapParked.Store(false)
 			continue // look again: the wake may be an old one
 		}
-		t.Reset(time.Second)
+		t.Reset(every)
 		select {
 		case <-s.done:
 			return
@@ -443,6 +448,12 @@ func (s *Server) reapWorkers() {
 		}
 	}
 }
+
+// reapEveryTest, when not 0, replaces the reaper's second (in
+// nanoseconds), read as a server's reaper starts (its first Serve). Only
+// tests set it
+// (TestReaperParksAndWakes), so that they need not wait seconds.
+var reapEveryTest atomic.Int64
 
 // idleWorker counts a worker that begins waiting for a job, and wakes the
 // parked reaper when it makes two idle.
