@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -268,6 +269,9 @@ func TestClientAnswersPing(t *testing.T) {
 // (256,000, about four times the table): a call whose 1 ms passed before
 // it was sent (a slow machine, -race) is not sent and abandons no slot,
 // so a fixed 70,400 calls (1,100 each) did not always fill the table.
+// The calls get as long as they keep returning: a loaded machine under
+// -race took more than 30 s for them all (the test's first bound), and
+// only 30 s without a call returned fails it, with the goroutines.
 func TestAbandonedCallsDefaultTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("up to 256,000 calls")
@@ -276,6 +280,7 @@ func TestAbandonedCallsDefaultTable(t *testing.T) {
 	c := dial(t, addr)
 	var wg sync.WaitGroup
 	var tooMany, closed atomic.Int32
+	var returned atomic.Int64
 	for range 64 {
 		wg.Add(1)
 		go func() {
@@ -284,6 +289,7 @@ func TestAbandonedCallsDefaultTable(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 				_, err := c.Call(ctx, mEcho, nil, nil)
 				cancel()
+				returned.Add(1)
 				switch {
 				case errors.Is(err, context.DeadlineExceeded):
 				case errors.Is(err, ErrTooManyPending):
@@ -299,10 +305,32 @@ func TestAbandonedCallsDefaultTable(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	waitOrFail(t, done, "the calls did not all return within 30 s")
-	t.Logf("%d ErrTooManyPending, %d ErrClosed", tooMany.Load(), closed.Load())
+	waitProgressing(t, done, &returned, "the calls to return")
+	t.Logf("%d calls, %d ErrTooManyPending, %d ErrClosed", returned.Load(), tooMany.Load(), closed.Load())
 	if !c.Closed() {
 		t.Fatalf("client with %d abandoned calls not Closed", c.abandoned.Load())
+	}
+}
+
+// waitProgressing waits for done for as long as n grows: it fails the
+// test, with every goroutine's stack, when n has not grown for 30 s.
+func waitProgressing(t *testing.T, done <-chan struct{}, n *atomic.Int64, what string) {
+	t.Helper()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, since := n.Load(), time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if now := n.Load(); now != last {
+			last, since = now, time.Now()
+		} else if time.Since(since) > 30*time.Second {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("gave up waiting for %s: none in 30 s (%d in all)\n%s", what, now, buf[:runtime.Stack(buf, true)])
+		}
 	}
 }
 
