@@ -179,8 +179,7 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		// Code 0 is no status an answer can carry (and a stream's clean
 		// end), and 200 no error status (the client would read the text
 		// as the result): such an error answers as a plain one, 500.
-		var se *StatusError
-		if errors.As(err, &se) && se.Code != 0 && se.Code != StatusOK {
+		if se := StatusOf(err); se != nil && se.Code != 0 && se.Code != StatusOK {
 			status, text := handlerStatus(err, se, c.s.opts.hideErrors)
 			return status, append(j.resp[:0], text...)
 		}

@@ -52,7 +52,7 @@ const MaxErrorMessage = 1 << 10
 
 // StatusError is a non-200 answer. A handler returns one (see [Errorf]) to
 // choose the status; [Client.Call] returns one for every non-200 answer.
-// Read it with errors.As. On the wire the message travels as the answer
+// Read it with [StatusOf] (or errors.As, which allocates). On the wire the message travels as the answer
 // body (the canonical server writes "no such method" for 404 this way).
 type StatusError struct {
 	Code    uint32
@@ -190,11 +190,37 @@ func Code(err error) uint32 {
 	if err == nil {
 		return StatusOK
 	}
-	var se *StatusError
-	if errors.As(err, &se) && se.Code != 0 && se.Code != StatusOK {
+	if se := StatusOf(err); se != nil && se.Code != 0 && se.Code != StatusOK {
 		return se.Code
 	}
 	return StatusInternal
+}
+
+// StatusOf returns the first *[StatusError] in err's chain, nil when there
+// is none: what errors.As with a *StatusError target finds (depth first,
+// through Unwrap() error and Unwrap() []error), without the allocation
+// errors.As costs for its target's escape, so that reading the status of
+// each failed call costs nothing. Unlike errors.As it does not consult
+// As methods; no error of this module has one.
+func StatusOf(err error) *StatusError {
+	for err != nil {
+		switch e := err.(type) {
+		case *StatusError:
+			return e
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range e.Unwrap() {
+				if se := StatusOf(e); se != nil {
+					return se
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // IsRetryable reports whether a failed call certainly did not run on the
@@ -218,8 +244,8 @@ const NoSuchMethod = "no such method"
 // that returns such a 404 of a call or stream it made (wrapped or not)
 // answers 500, not 404: the method its server serves is there.
 func IsNoSuchMethod(err error) bool {
-	var se *StatusError
-	return errors.As(err, &se) && se.noSuchMethod()
+	se := StatusOf(err)
+	return se != nil && se.noSuchMethod()
 }
 
 // noSuchMethod reports whether e is the 404 of a server that lacks the

@@ -555,8 +555,7 @@ func (c *serverConn) invokeStream(st *Stream, h StreamHandler, init []byte) (sta
 	if err == nil {
 		return 0, ""
 	}
-	var se *StatusError
-	if errors.As(err, &se) {
+	if se := StatusOf(err); se != nil {
 		if se.Code == StatusOK || se.Code == 0 {
 			return 0, ""
 		}

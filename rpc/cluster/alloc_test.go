@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -124,7 +123,7 @@ func TestAllocsFailedCall(t *testing.T) {
 	ctx := context.Background()
 	resp := make([]byte, 0, 64)
 	want500 := func(err error) {
-		if se := statusError(err); se == nil || se.Code != rpc.StatusInternal {
+		if se := rpc.StatusOf(err); se == nil || se.Code != rpc.StatusInternal {
 			t.Fatalf("%v, want a 500", err)
 		}
 	}
@@ -140,22 +139,19 @@ func TestAllocsFailedCall(t *testing.T) {
 	}
 }
 
-func TestStatusError(t *testing.T) {
-	se := &rpc.StatusError{Code: 503}
-	for _, tc := range []struct {
-		err  error
-		want *rpc.StatusError
-	}{
-		{nil, nil},
-		{se, se},
-		{&ReplicaError{Err: se}, se},
-		{fmt.Errorf("a: %w", &ReplicaError{Err: se}), se},
-		{errors.Join(errors.New("x"), se), se},
-		{errors.New("x"), nil},
-		{context.Canceled, nil},
-	} {
-		if got := statusError(tc.err); got != tc.want {
-			t.Errorf("statusError(%v) = %v, want %v", tc.err, got, tc.want)
-		}
+// Classifying a stream's end (is it the server's refusal of a full
+// connection?) allocates nothing: it runs at the end of every stream that
+// ended with an error, and errors.As's target escaped, one allocation each.
+func TestAllocsRefusedFull(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	full := &ReplicaError{Err: &rpc.StatusError{Code: rpc.StatusUnavailable, Message: streamTooManyText}}
+	failed := &ReplicaError{Err: &rpc.StatusError{Code: rpc.StatusInternal, Message: "boom"}}
+	if !refusedFull(full) || refusedFull(failed) || refusedFull(rpc.ErrClosed) {
+		t.Fatal("refusedFull misclassifies")
+	}
+	if n := testing.AllocsPerRun(1000, func() { refusedFull(full); refusedFull(failed); refusedFull(rpc.ErrClosed) }); n != 0 {
+		t.Fatalf("%v allocations per classification, want 0", n)
 	}
 }

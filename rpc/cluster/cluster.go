@@ -996,7 +996,7 @@ func (c *Client) account(cn *Conn, err error, live bool) (timed bool) {
 		// a replica deployed without the method the others serve). A
 		// handler's own 4xx (400, 401, 403, a 404 "no such account") is
 		// about the call: the replica answered.
-		if se := statusError(err); se != nil {
+		if se := rpc.StatusOf(err); se != nil {
 			if se.Code >= 500 || rpc.IsNoSuchMethod(err) {
 				r.failed(err)
 			} else {
@@ -1006,31 +1006,6 @@ func (c *Client) account(cn *Conn, err error, live bool) (timed bool) {
 		}
 	}
 	return timed
-}
-
-// statusError returns the *rpc.StatusError in err's chain, nil when there
-// is none. It is errors.As for one type, without the heap copy of its
-// target that errors.As costs: a failed call allocated one more object
-// for it.
-func statusError(err error) *rpc.StatusError {
-	for err != nil {
-		switch e := err.(type) {
-		case *rpc.StatusError:
-			return e
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range e.Unwrap() {
-				if se := statusError(e); se != nil {
-					return se
-				}
-			}
-			return nil
-		default:
-			return nil
-		}
-	}
-	return nil
 }
 
 func (c *Client) isClosed() bool {

@@ -414,8 +414,7 @@ func (r *replica) probe(rc *rpc.Client) error {
 	defer cancel()
 	st, err := rpc.CheckHealth(ctx, rc, r.c.o.healthService)
 	if err != nil {
-		var se *rpc.StatusError
-		if r.c.o.healthService == "" && errors.As(err, &se) && se.Code == 404 {
+		if r.c.o.healthService == "" && rpc.Code(err) == rpc.StatusNotFound {
 			return nil // another implementation: no health method
 		}
 		return fmt.Errorf("cluster: health check: %w", err)

@@ -128,7 +128,7 @@ func (c *Client) policyRetries(p *RetryPolicy, cn *Conn, err error) bool {
 	if err == context.Canceled || err == context.DeadlineExceeded {
 		return false
 	}
-	if se := statusError(err); se != nil {
+	if se := rpc.StatusOf(err); se != nil {
 		return slices.Contains(p.Statuses, se.Code)
 	}
 	return p.ConnectionLost && errors.Is(err, rpc.ErrClosed) && !cn.closedUs.Load() && !c.isClosed()

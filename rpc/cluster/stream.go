@@ -72,8 +72,8 @@ const streamTooManyText = "too many open streams"
 // client's side ([rpc.ErrTooManyStreams]) is, which counts against no
 // one either.
 func refusedFull(err error) bool {
-	var se *rpc.StatusError
-	return errors.As(err, &se) && se.Code == rpc.StatusUnavailable && se.Message == streamTooManyText
+	se := rpc.StatusOf(err)
+	return se != nil && se.Code == rpc.StatusUnavailable && se.Message == streamTooManyText
 }
 
 // refusedGoingAway reports whether a stream ended with the refusal of its
