@@ -23,6 +23,7 @@ import (
 	"github.com/zapcodec/zapcodec/codec/schema"
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
+	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -314,7 +315,14 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	c.Progress = func(p loadgen.Progress) { io.WriteString(stderr, progressLine(p)) }
 	r, err := loadgen.New(ctx, *c)
 	if err != nil {
-		fmt.Fprintf(stderr, "zapcodec load: %v\n", lf.tls.explainDial(err))
+		err = lf.tls.explainDial(err)
+		if !lf.tls.enabled() && c.Target != "" && errors.Is(err, rpc.ErrClosed) {
+			// A TLS replica closes a plain connection without a byte of
+			// answer, and so failed its health check: what the hint of a
+			// direct target (below) says from the run's report.
+			err = fmt.Errorf("%w (a replica closed the connection without answering: if the replicas serve TLS, dial with -tls)", err)
+		}
+		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
 		return 1
 	}
 	defer r.Close()

@@ -42,7 +42,7 @@ func TestLoadClusterTarget(t *testing.T) {
 	}
 	// No replica up: a clear error at once.
 	code, _, errOut := loadRun(t, "-addr", "static:///127.0.0.1:1", "-n", "1", "-method", "1", "-payload-hex", "00")
-	if code != 1 || !strings.Contains(errOut, "no replica of static:///127.0.0.1:1 is up") {
+	if code != 1 || !strings.Contains(errOut, "no replica of static:///127.0.0.1:1 is up") || strings.Contains(errOut, "-tls") {
 		t.Fatalf("a cluster target with no replica up: exit %d, %q", code, errOut)
 	}
 	// A name that does not resolve: the resolver's error, not a guess.

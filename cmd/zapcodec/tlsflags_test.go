@@ -233,6 +233,10 @@ func TestTLSFlags(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "zapcodec load: the server closed the connections without a byte of answer: if it serves TLS, dial with -tls") {
 		t.Errorf("load of a TLS server without -tls: exit %d, stderr %q", code, errOut)
 	}
+	code, _, errOut = runLoadCmd(t, "-addr", "static:///"+mtls, "-method", "4", "-n", "10", "-c", "1")
+	if code != 1 || !strings.Contains(errOut, "is up: ") || !strings.Contains(errOut, "(a replica closed the connection without answering: if the replicas serve TLS, dial with -tls)") {
+		t.Errorf("load of a cluster target of TLS replicas without -tls: exit %d, stderr %q", code, errOut)
+	}
 	code, _, errOut = runLoadCmd(t, "-addr", plain, "-method", "4", "-n", "10", "-tls", "-insecure")
 	if code != 1 || !strings.Contains(errOut, "connection 0: TLS handshake: ") || !strings.Contains(errOut, "a plain server? then leave out the TLS flags") {
 		t.Errorf("load -tls of a plain server: exit %d, stderr %q", code, errOut)

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -111,20 +112,39 @@ func dialCluster(ctx context.Context, cfg Config) (*clusterConn, error) {
 			return cc, nil
 		}
 	}
-	var why []string
+	var why replicaErrors
 	for _, r := range st.Replicas {
 		if r.LastError != nil {
 			// Out of open files, the error says the limit and how to
 			// raise it.
-			why = append(why, explainOutOfFiles(r.LastError, cfg.Conns*len(st.Replicas)).Error())
+			why = append(why, explainOutOfFiles(r.LastError, cfg.Conns*len(st.Replicas)))
 		}
 	}
 	c.Close()
 	if len(why) == 0 && st.LastError != nil {
-		why = append(why, st.LastError.Error())
+		why = append(why, st.LastError)
 	}
 	if len(why) == 0 {
-		why = append(why, "no address resolved")
+		why = append(why, errors.New("no address resolved"))
 	}
-	return nil, fmt.Errorf("no replica of %s is up: %s", cfg.Target, strings.Join(why, "; "))
+	return nil, fmt.Errorf("no replica of %s is up: %w", cfg.Target, why)
 }
+
+// replicaErrors are the errors of the replicas of a target none of which
+// is up, each kept as it came (errors.Is and errors.As see every one,
+// the EOF of a TLS replica dialed plain, say), read as their texts
+// joined by "; ".
+type replicaErrors []error
+
+func (e replicaErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e replicaErrors) Unwrap() []error { return e }
