@@ -213,6 +213,21 @@ func WithTLSConfig(cfg *tls.Config) Option {
 	}
 }
 
+// ClientTLSConfig returns the TLS config opts give a client: that of the
+// last [WithTLSConfig] among them, nil when none (a plain connection).
+// It is the config itself, not a copy: a package that dials with its
+// caller's options (rpc/cluster, to verify each replica against the
+// target's host name) clones it before it changes anything.
+func ClientTLSConfig(opts ...ClientOption) *tls.Config {
+	var o clientOptions
+	for _, f := range opts {
+		if f != nil {
+			f.applyClient(&o)
+		}
+	}
+	return o.tls
+}
+
 // WithFrameOptions passes frame settings through to the connection's
 // frame reader: [frame.WithMaxFrameSize] (the largest frame accepted and
 // sent: a peer announcing a larger frame loses its connection, a call

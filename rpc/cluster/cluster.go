@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,6 +232,7 @@ func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	o.clientOpts = tlsServerName(o.clientOpts, res)
 	c := &Client{
 		o:          o,
 		target:     target,
@@ -1006,6 +1008,33 @@ func (c *Client) account(cn *Conn, err error, live bool) (timed bool) {
 		}
 	}
 	return timed
+}
+
+// tlsServerName returns opts with the TLS config verifying each replica
+// against the host name of a DNS target, as gRPC-go does: a replica is
+// dialed at an IP the name resolved to, and rpc.Dial takes the host of
+// the address dialed for a config without a ServerName. A config with a
+// ServerName, a target that is an IP or no DNS name (static, SRV, a
+// resolver of the caller's), and a plain connection are left as they
+// are. The caller's config is not changed: it is cloned, once per
+// client, and the clone given after the caller's options (the last
+// rpc.WithTLSConfig is the one that counts).
+func tlsServerName(opts []rpc.ClientOption, res Resolver) []rpc.ClientOption {
+	d, ok := res.(*DNS)
+	if !ok {
+		return opts
+	}
+	host := strings.TrimSuffix(d.Host, ".")
+	if host == "" || net.ParseIP(host) != nil {
+		return opts
+	}
+	cfg := rpc.ClientTLSConfig(opts...)
+	if cfg == nil || cfg.ServerName != "" {
+		return opts
+	}
+	cfg = cfg.Clone()
+	cfg.ServerName = host
+	return append(slices.Clip(opts), rpc.WithTLSConfig(cfg))
 }
 
 func (c *Client) isClosed() bool {

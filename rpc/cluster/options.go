@@ -163,13 +163,17 @@ func WithNetwork(network string) Option {
 // [rpc.Client] is.
 //
 // Over TLS ([rpc.WithTLSConfig]), each replica is dialed at the address
-// the resolver gave, so a config without a ServerName verifies a
-// replica's certificate against that address: for a "dns:///name:port"
-// target an IP, which the certificate must then hold as an IP SAN
+// the resolver gave. A config without a ServerName verifies a replica of
+// a DNS target ("dns:///name:port", or a [DNS] given to [WithResolver])
+// against the target's host name, as gRPC-go does: [Dial] clones the
+// config once, sets the clone's ServerName to the name and gives it after
+// these options (the config given is not changed). For other targets
+// (static addresses, SRV) it verifies each replica against the host of
+// its address, an IP that the certificate must then hold as an IP SAN
 // ("x509: cannot validate certificate for 10.0.0.5 because it doesn't
-// contain any IP SANs" otherwise). gRPC-go verifies against the target's
-// name instead; here, set the config's ServerName to the name the
-// replicas' certificates are for.
+// contain any IP SANs" otherwise); set the config's ServerName to the
+// name the replicas' certificates are for. A ServerName set is always
+// the one verified.
 func WithClientOptions(opts ...rpc.ClientOption) Option {
 	opts = append([]rpc.ClientOption(nil), opts...)
 	return optionFunc(func(o *options) { o.clientOpts = append(o.clientOpts, opts...) })
