@@ -43,6 +43,27 @@ import (
 // next call (taken on by the read loop, after the cancel) clears the
 // mark.
 
+// abandonCanceled abandons the call waiting in s, whose ctx ended, and
+// tells the server when sendsCancel says so; false, with nothing sent,
+// when the answer is being or was delivered (the caller takes it from
+// s.ch), as abandon.
+func (c *Client) abandonCanceled(ctx context.Context, s *slot) bool {
+	pid, send := s.pid, sendsCancel(ctx)
+	if send {
+		s.cancelPid.Store(pid) // before the abandon: see cancelSlot
+	}
+	if !c.abandon(s) {
+		if send {
+			s.cancelPid.Store(0)
+		}
+		return false
+	}
+	if send {
+		c.cancelSlot(ctx, s, pid)
+	}
+	return true
+}
+
 // sendsCancel reports whether the abandon of a call whose ctx ended
 // tells the server: not when the ctx's deadline passed, which the
 // request carried (deadline.go), so that the server ends the handler's

@@ -562,18 +562,8 @@ func (c *Client) wait(ctx context.Context, done <-chan struct{}, s *slot, resp [
 		select {
 		case <-s.ch:
 		case <-done:
-			pid, send := s.pid, sendsCancel(ctx)
-			if send {
-				s.cancelPid.Store(pid) // before the abandon: see cancelSlot
-			}
-			if c.abandon(s) {
-				if send {
-					c.cancelSlot(ctx, s, pid)
-				}
+			if c.abandonCanceled(ctx, s) {
 				return resp, ctx.Err()
-			}
-			if send {
-				s.cancelPid.Store(0)
 			}
 			<-s.ch // the answer is being delivered: take it
 		}

@@ -186,23 +186,11 @@ func (c *Client) ctxEnded(w *ctxWatch) {
 
 // waitWatched is wait for a call registered with w (watchFor).
 func (c *Client) waitWatched(ctx context.Context, w *ctxWatch, s *slot, resp []byte) ([]byte, error) {
-	if w.fired.Load() {
+	if w.fired.Load() && c.abandonCanceled(ctx, s) {
 		// The ctx ended, and the watch may have looked before this call
 		// was waiting: it cancels itself.
-		pid, send := s.pid, sendsCancel(ctx)
-		if send {
-			s.cancelPid.Store(pid) // before the abandon: see cancelSlot
-		}
-		if c.abandon(s) {
-			if send {
-				c.cancelSlot(ctx, s, pid)
-			}
-			w.leave()
-			return resp, ctx.Err()
-		}
-		if send {
-			s.cancelPid.Store(0)
-		}
+		w.leave()
+		return resp, ctx.Err()
 	}
 	<-s.ch
 	w.leave()
