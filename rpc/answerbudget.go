@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -90,7 +91,14 @@ func WithAnswerBudget(perConn, perServer int) ServerOption {
 // calls and never reads their answers holds at most its connection's
 // budget. A reservation above the budgets counts as the smaller of them
 // (the call then waits until it is alone), and several reservations of
-// one call add up to at most that. As with any semaphore, a handler that
+// one call add up to at most that. Calls waiting for a budget get it in
+// the order they came: a later call waits behind them even when its
+// bytes would fit, so a large answer is not kept waiting by smaller ones
+// that keep coming; a call that holds a reservation already and reserves
+// more is not queued behind them (they may wait for its bytes). Two calls
+// that each hold part of a budget and each wait for more than is left
+// wait until one's ctx ends: reserve a call's bytes at once where you
+// can. As with any semaphore, a handler that
 // holds a reservation and then waits for a call of its own to the same
 // server that reserves too may wait until its ctx ends when the budget
 // is full: reserve after such calls.
@@ -100,7 +108,8 @@ func WithAnswerBudget(perConn, perServer int) ServerOption {
 // returns [ErrNoAnswerBudget] for a ctx that is not a unary handler's (a
 // stream's messages are bounded by its window instead); n <= 0 reserves
 // nothing. It allocates nothing per call: a connection's budget is made
-// at its first reservation, and a channel when a call has to wait.
+// at its first reservation, and a waiter with its channel when a call has
+// to wait.
 // [Server.Stats] counts the bytes reserved and the calls waiting.
 func ReserveAnswer(ctx context.Context, n int) error {
 	j := callJob(ctx)
@@ -120,11 +129,14 @@ func ReserveAnswer(ctx context.Context, n int) error {
 	if m <= 0 {
 		return nil // the call holds the whole budget already
 	}
+	// A call that holds budget already does not queue behind calls
+	// that may be waiting for it to finish.
+	holds := j.reserved != 0
 	cb := c.answerBudget()
-	if err := cb.acquire(ctx, m, &s.ansWaits); err != nil {
+	if err := cb.acquire(ctx, m, holds, &s.ansWaits); err != nil {
 		return err
 	}
-	if err := s.ansBudget.acquire(ctx, m, &s.ansWaits); err != nil {
+	if err := s.ansBudget.acquire(ctx, m, holds, &s.ansWaits); err != nil {
 		cb.release(m)
 		return err
 	}
@@ -133,57 +145,94 @@ func ReserveAnswer(ctx context.Context, n int) error {
 }
 
 // answerBudget is a budget of answer bytes: a connection's or a
-// server's.
+// server's. Its waiters are served in the order they came: a call that
+// waits is not overtaken by later ones that would fit in what is left,
+// so that a large answer does not wait for as long as smaller ones keep
+// coming.
 type answerBudget struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
-	// wake is closed when bytes are given back; made by the first
-	// waiter, nil while nobody waits.
-	wake chan struct{}
+	// waiters are the calls waiting, first come first; each is handed
+	// its bytes by release, in order, and its ready closed.
+	waiters []*budgetWaiter
+}
+
+// budgetWaiter is a call waiting in acquire.
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{} // closed once n is taken for the waiter
 }
 
 // acquire takes n bytes (n <= limit) of b, waiting while they do not fit
-// until ctx ends; waits counts the calls waiting.
-func (b *answerBudget) acquire(ctx context.Context, n int64, waits *atomic.Int64) error {
-	waited := false
-	for {
-		b.mu.Lock()
-		if b.used+n <= b.limit {
-			b.used += n
-			b.mu.Unlock()
-			if waited {
-				waits.Add(-1)
-			}
-			return nil
-		}
-		if b.wake == nil {
-			b.wake = make(chan struct{})
-		}
-		ch := b.wake
+// or earlier calls wait, until ctx ends; waits counts the calls waiting.
+// A call that holds bytes of b already (ahead) takes them when they fit,
+// and otherwise waits at the head of the queue: the calls it would
+// queue behind may be waiting for its bytes.
+func (b *answerBudget) acquire(ctx context.Context, n int64, ahead bool, waits *atomic.Int64) error {
+	b.mu.Lock()
+	if (ahead || len(b.waiters) == 0) && b.used+n <= b.limit {
+		b.used += n
 		b.mu.Unlock()
-		if !waited {
-			waited = true
-			waits.Add(1)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			waits.Add(-1)
-			return ctx.Err()
-		}
+		return nil
 	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	if ahead {
+		b.waiters = slices.Insert(b.waiters, 0, w)
+	} else {
+		b.waiters = append(b.waiters, w)
+	}
+	b.mu.Unlock()
+	waits.Add(1)
+	defer waits.Add(-1)
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready:
+		// Handed its bytes as ctx ended: they go back, to the calls
+		// behind it.
+		b.used -= n
+	default:
+		i := slices.Index(b.waiters, w)
+		b.waiters = slices.Delete(b.waiters, i, i+1)
+	}
+	// Its leaving (from the head, or with bytes it was handed) may let
+	// the calls behind it in.
+	b.grant()
+	return ctx.Err()
 }
 
-// release gives n bytes back to b and wakes its waiters.
+// release gives n bytes back to b and hands them to its waiters, in
+// order.
 func (b *answerBudget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
-	if b.wake != nil {
-		close(b.wake)
-		b.wake = nil
-	}
+	b.grant()
 	b.mu.Unlock()
+}
+
+// grant hands bytes to the waiters at the head of the queue while they
+// fit; b.mu is held.
+func (b *answerBudget) grant() {
+	k := 0
+	for _, w := range b.waiters {
+		if b.used+w.n > b.limit {
+			break
+		}
+		b.used += w.n
+		close(w.ready)
+		k++
+	}
+	if k > 0 {
+		n := copy(b.waiters, b.waiters[k:])
+		clear(b.waiters[n:])
+		b.waiters = b.waiters[:n]
+	}
 }
 
 // reserved returns the bytes taken from b.
