@@ -82,10 +82,14 @@ func WithAnswerBudget(perConn, perServer int) ServerOption {
 // fills and its encoding, for a generated handler): an estimate from the
 // request, before the work, is what makes it bound memory.
 //
-// A call waiting for budget holds nothing of it: it returns ctx's error
-// when ctx ends first (the caller's deadline passes, or the connection
-// closes: a peer that does not read is dropped by the write timeout,
-// which gives its bytes back). The handler should return that error. The
+// A call waiting for budget holds none of the bytes it waits for (while
+// it waits for the server's budget it holds its connection's share, and
+// it keeps what it reserved before): it returns ctx's error when ctx ends
+// first (the caller's deadline passes, or the connection closes: a peer
+// that does not read is dropped by the write timeout, which gives its
+// bytes back). The handler should return that error. [Server.Shutdown]
+// waits for a waiting call as for any call in flight; when its ctx ends
+// it closes the connections, which ends the wait. The
 // connection's budget is taken first, so a peer's calls wait for its own
 // earlier answers before they take the server's: a peer that pipelines
 // calls and never reads their answers holds at most its connection's
