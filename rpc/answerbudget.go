@@ -82,30 +82,34 @@ func WithAnswerBudget(perConn, perServer int) ServerOption {
 // fills and its encoding, for a generated handler): an estimate from the
 // request, before the work, is what makes it bound memory.
 //
-// A call waiting for budget holds none of the bytes it waits for (while
-// it waits for the server's budget it holds its connection's share, and
-// it keeps what it reserved before): it returns ctx's error when ctx ends
-// first (the caller's deadline passes, or the connection closes: a peer
-// that does not read is dropped by the write timeout, which gives its
-// bytes back). The handler should return that error. [Server.Shutdown]
-// waits for a waiting call as for any call in flight; when its ctx ends
-// it closes the connections, which ends the wait. The
-// connection's budget is taken first, so a peer's calls wait for its own
-// earlier answers before they take the server's: a peer that pipelines
-// calls and never reads their answers holds at most its connection's
-// budget. A reservation above the budgets counts as the smaller of them
-// (the call then waits until it is alone), and several reservations of
-// one call add up to at most that. Calls waiting for a budget get it in
+// A call waiting for budget holds none of the bytes it waits for
+// (while it waits for the server's budget it holds its connection's
+// share, and it keeps what it reserved before): it returns ctx's error
+// when ctx ends first (the caller's deadline passes, or the connection
+// closes: a peer that does not read is dropped by the write timeout,
+// which gives its bytes back). The handler should return that error.
+// [Server.Shutdown] waits for a waiting call as for any call in
+// flight; when its ctx ends it closes the connections, which ends the
+// wait. The connection's budget is taken first, so a peer's calls wait
+// for its own earlier answers before they take the server's: a peer
+// that pipelines calls and never reads their answers holds at most its
+// connection's budget. (With [WithPipelining], the promise table keeps
+// a copy of each OK answer beyond the budget, as that option's doc
+// says.)
+//
+// A reservation above the budgets counts as the smaller of them (the
+// call then waits until it is alone), and several reservations of one
+// call add up to at most that. Calls waiting for a budget get it in
 // the order they came: a later call waits behind them even when its
-// bytes would fit, so a large answer is not kept waiting by smaller ones
-// that keep coming; a call that holds a reservation already and reserves
-// more is not queued behind them (they may wait for its bytes). Two calls
-// that each hold part of a budget and each wait for more than is left
-// wait until one's ctx ends: reserve a call's bytes at once where you
-// can. As with any semaphore, a handler that
-// holds a reservation and then waits for a call of its own to the same
-// server that reserves too may wait until its ctx ends when the budget
-// is full: reserve after such calls.
+// bytes would fit, so a large answer is not kept waiting by smaller
+// ones that keep coming; a call that holds a reservation already and
+// reserves more is not queued behind them (they may wait for its
+// bytes). Two calls that each hold part of a budget and each wait for
+// more than is left wait until one's ctx ends: reserve a call's bytes
+// at once where you can. As with any semaphore, a handler that holds a
+// reservation and then waits for a call of its own to the same server
+// that reserves too may wait until its ctx ends when the budget is
+// full: reserve after such calls.
 //
 // Call it from the handler's goroutine (or an interceptor's) before the
 // handler returns; ctx is the handler's, or one derived from it. It
