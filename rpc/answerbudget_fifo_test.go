@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // mGated's handler reserves the bytes its request names ("name:bytes"),
@@ -161,4 +162,45 @@ func TestReserveAnswerHolderNotQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, "the large call to get its budget", func() bool { return g.has("large") })
+}
+
+// A waiting call that leaves the queue's head (its deadline passed)
+// lets in the calls behind it that fit: they do not wait for the next
+// bytes given back.
+func TestReserveAnswerHeadLeavesQueue(t *testing.T) {
+	const unit = 64 << 10
+	s, addr, _ := testServer(t, WithAnswerBudget(2*unit, 2*unit))
+	g := newGatedReservers("holder", "large", "small")
+	s.Handle(mGated, g.handle)
+	t.Cleanup(func() {
+		for _, ch := range g.release {
+			close(ch)
+		}
+	})
+	start := func(ctx context.Context, name string, n int) <-chan error {
+		c := dial(t, addr)
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Call(ctx, mGated, []byte(name+":"+strconv.Itoa(n)), nil)
+			done <- err
+		}()
+		return done
+	}
+	start(context.Background(), "holder", unit)
+	await(t, "the holder to get its budget", func() bool { return g.has("holder") })
+	// 2 s for the call to reach the server and wait there on a busy
+	// machine (the test waits for it to wait before it goes on).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	large := start(ctx, "large", 2*unit)
+	await(t, "the large call to wait", func() bool { return s.Stats().AnswerWaits == 1 })
+	start(context.Background(), "small", unit)
+	await(t, "the small call to wait behind it", func() bool { return s.Stats().AnswerWaits == 2 })
+	if err := receive(t, "the large call's end at its deadline", large); err == nil {
+		t.Fatal("the large call got an answer, with its budget held by another")
+	}
+	await(t, "the small call to get the unit left", func() bool { return g.has("small") })
+	if g.has("large") {
+		t.Fatal("the large call got budget")
+	}
 }
