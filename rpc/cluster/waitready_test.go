@@ -172,3 +172,41 @@ func TestWaitReadyCutsBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Many WaitReady callers, for every replica of a resolver that names
+// none yet and for more replicas than will ever be named, wait; the
+// replica named later lets the first kind in, and Close ends the rest,
+// leaving no waiter counted.
+func TestWaitReadyManyCallersNoneNamed(t *testing.T) {
+	a := startReplica(t, "127.0.0.1")
+	push := NewPush()
+	c := dialT(t, "push", WithResolver(push))
+	const each = 50
+	all, more := make(chan error, each), make(chan error, each)
+	for range each {
+		go func() { all <- c.WaitReady(context.Background(), 0) }()
+		go func() { more <- c.WaitReady(context.Background(), 5) }()
+	}
+	await(t, "every WaitReady to wait", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.readyWaits == 2*each
+	})
+	push.Set(a.addr)
+	for range each {
+		if err := waitFor(t, "WaitReady(0) once the replica is named and admitted", all); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	for range each {
+		if err := waitFor(t, "WaitReady(5) at Close", more); !errors.Is(err, rpc.ErrClosed) || !strings.Contains(err.Error(), "1 of 1 replicas were ready") {
+			t.Fatalf("WaitReady(5) at Close: %v, want rpc.ErrClosed and 1 of 1 replicas ready", err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readyWaits != 0 || c.waiting != 0 {
+		t.Fatalf("after the WaitReady calls: %d counted waiting, %d wanting a replica", c.readyWaits, c.waiting)
+	}
+}
