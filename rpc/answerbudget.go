@@ -40,7 +40,7 @@ const (
 
 // ErrNoAnswerBudget is returned by [ReserveAnswer] for a ctx that is not
 // a unary handler's (a stream handler's, a client's, one made by
-// context.Background).
+// context.Background), or is one of a call that is over.
 var ErrNoAnswerBudget = errors.New("rpc: ReserveAnswer: ctx is not a unary handler's")
 
 // WithAnswerBudget sets the bytes of answers that unary handlers which
@@ -114,14 +114,19 @@ func WithAnswerBudget(perConn, perServer int) ServerOption {
 // Call it from the handler's goroutine (or an interceptor's) before the
 // handler returns; ctx is the handler's, or one derived from it. It
 // returns [ErrNoAnswerBudget] for a ctx that is not a unary handler's (a
-// stream's messages are bounded by its window instead); n <= 0 reserves
+// stream's messages are bounded by its window instead), and for the ctx
+// of a call whose handler has returned; n <= 0 reserves
 // nothing. It allocates nothing per call: a connection's budget is made
 // at its first reservation, and a waiter with its channel when a call has
 // to wait.
 // [Server.Stats] counts the bytes reserved and the calls waiting.
 func ReserveAnswer(ctx context.Context, n int) error {
 	j := callJob(ctx)
-	if j == nil {
+	if j == nil || j.live.Load() == 0 {
+		// Not a unary handler's ctx, or the ctx of a call that is over
+		// (a goroutine the handler left behind): its job may be on its
+		// way to another connection, and a reservation now would be
+		// given back by no one.
 		return ErrNoAnswerBudget
 	}
 	if n <= 0 {

@@ -208,6 +208,26 @@ func TestReserveAnswerReleasedAndLimits(t *testing.T) {
 	if err := ReserveAnswer(ctx, 1); !errors.Is(err, ErrNoAnswerBudget) {
 		t.Fatalf("ReserveAnswer(context.Background()): %v, want ErrNoAnswerBudget", err)
 	}
+
+	// A goroutine the handler left behind reserves after the call is
+	// over: refused, nothing held (a reservation then was given back by
+	// no one, and the job could carry it to a connection with no budget,
+	// whose finish would then dereference nil).
+	const mLeft = 65
+	leftCtx := make(chan context.Context, 1)
+	s.Handle(mLeft, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		leftCtx <- ctx
+		return resp, nil
+	})
+	if _, err := c.Call(ctx, mLeft, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReserveAnswer(<-leftCtx, 1); !errors.Is(err, ErrNoAnswerBudget) {
+		t.Fatalf("ReserveAnswer after the handler returned: %v, want ErrNoAnswerBudget", err)
+	}
+	if st := s.Stats(); st.AnswerBytes != 0 {
+		t.Fatalf("after a reservation past the call: %d bytes reserved", st.AnswerBytes)
+	}
 	st, err := c.OpenStream(ctx, sOpen, nil)
 	if err != nil {
 		t.Fatal(err)
