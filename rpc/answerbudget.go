@@ -273,6 +273,11 @@ func (c *serverConn) answerBudget() *answerBudget {
 func (c *serverConn) releaseAnswer(j *job) {
 	n := int64(j.reserved)
 	j.reserved = 0
-	c.ansBudget.Load().release(n)
+	// nil only after the misuse ReserveAnswer's doc forbids (a
+	// reservation racing its call's finish, carried by the job to a
+	// connection that never reserved): no panic for it.
+	if b := c.ansBudget.Load(); b != nil {
+		b.release(n)
+	}
 	c.s.ansBudget.release(n)
 }
