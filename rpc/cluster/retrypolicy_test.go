@@ -357,3 +357,104 @@ func TestRetryPolicyBackoffBounds(t *testing.T) {
 		})
 	}
 }
+
+// A retry storm: every replica answers 503 to every call, and the policy
+// would retry each call 63 times, or without end (MaxAttempts
+// math.MaxInt), with no back-off. The
+// retry budget alone bounds the extra load, exactly: with a ratio of 1/4
+// and no retries a second, N calls deposit N/4 retries and the replicas
+// run N + N/4 calls, whether the calls come one after another or at
+// once. (At once: every call's deposit precedes its own last, denied,
+// retry, so when the last call ends the budget holds less than one
+// retry, and N/4 - retries of it; nothing is refunded, no retry finding
+// the replicas gone.) The client's interceptors see each call once, the
+// connections' observers each attempt. Each call ends with one retry
+// denied.
+func TestRetryPolicyStormBoundedByBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		goroutines  int
+		maxAttempts int
+	}{
+		{"sequential", 1, 64},
+		{"sequential MaxAttempts MaxInt", 1, math.MaxInt},
+		{"concurrent", 8, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const perG = 40
+			n := tc.goroutines * perG
+			var n1, n2, intercepted, observed atomic.Int32
+			b1, b2 := statusReplica(t, rpc.StatusUnavailable, &n1), statusReplica(t, rpc.StatusUnavailable, &n2)
+			p := RetryPolicy{MaxAttempts: tc.maxAttempts, Statuses: []uint32{rpc.StatusUnavailable}}
+			count := func(ctx context.Context, method uint32, req, resp []byte, invoke rpc.Invoker) ([]byte, error) {
+				intercepted.Add(1)
+				return invoke(ctx, method, req, resp)
+			}
+			observe := rpc.WithObserver(func(e rpc.CallEvent) {
+				if e.Method == mEcho {
+					observed.Add(1)
+				}
+			})
+			c := dialT(t, "static:///"+b1+","+b2, WithRetryPolicy(p), WithRetryBudget(0.25, 0),
+				WithEjection(-1, 0, 0), WithInterceptors(count), WithClientOptions(observe))
+			await(t, "both admitted", func() bool { return readyCount(c) == 2 })
+			var wg sync.WaitGroup
+			for range tc.goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range perG {
+						if _, err := c.Call(context.Background(), mEcho, []byte("r"), nil); rpc.Code(err) != rpc.StatusUnavailable {
+							t.Errorf("err %v, want the 503", err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			retries := n / 4
+			if got := int(n1.Load() + n2.Load()); got != n+retries {
+				t.Errorf("the replicas ran %d calls (%d + %d) for %d calls, want %d", got, n1.Load(), n2.Load(), n, n+retries)
+			}
+			if got := int(observed.Load()); got != n+retries {
+				t.Errorf("the observers saw %d attempts, want %d", got, n+retries)
+			}
+			if got := int(intercepted.Load()); got != n {
+				t.Errorf("the interceptor saw %d calls, want %d", got, n)
+			}
+			st := c.Stats()
+			if st.Calls != int64(n) || st.Retries != int64(retries) || st.RetriesDenied != int64(n) || st.Failed != int64(n) {
+				t.Errorf("stats %+v, want %d calls, %d retries, %d denied, %d failed", st, n, retries, n, n)
+			}
+		})
+	}
+}
+
+// A cluster of one replica: a policy's retries go to it again (there is
+// no other), MaxAttempts in all. Statuses that no failed answer carries
+// (0, 200) change nothing: a success is never retried.
+func TestRetryPolicySingleReplica(t *testing.T) {
+	var n atomic.Int32
+	bad := statusReplica(t, rpc.StatusUnavailable, &n)
+	p := RetryPolicy{MaxAttempts: 3, InitialBackoff: -time.Second, MaxBackoff: -time.Second, Multiplier: 0.5,
+		Statuses: []uint32{0, rpc.StatusOK, rpc.StatusUnavailable}}
+	c := dialT(t, "static:///"+bad, WithRetryPolicy(p), WithRetryBudget(1, 1000), WithEjection(-1, 0, 0))
+	await(t, "admitted", func() bool { return readyCount(c) == 1 })
+	_, err := c.Call(context.Background(), mEcho, []byte("r"), nil)
+	var re *ReplicaError
+	if rpc.Code(err) != rpc.StatusUnavailable || !errors.As(err, &re) || re.Attempts != 3 {
+		t.Fatalf("err %v, want the 503 after 3 attempts", err)
+	}
+	if n.Load() != 3 {
+		t.Fatalf("the replica ran %d calls, want 3", n.Load())
+	}
+	good := startReplica(t, "127.0.0.1")
+	c2 := dialT(t, "static:///"+good.addr, WithRetryPolicy(p), WithRetryBudget(1, 1000))
+	await(t, "admitted", func() bool { return readyCount(c2) == 1 })
+	if out, err := c2.Call(context.Background(), mEcho, []byte("r"), nil); err != nil || string(out) != "r" {
+		t.Fatalf("%q %v", out, err)
+	}
+	if good.calls.Load() != 1 || c2.Stats().Retries != 0 {
+		t.Fatalf("%d calls, stats %+v; want 1 call, no retry", good.calls.Load(), c2.Stats())
+	}
+}
