@@ -18,7 +18,9 @@ import (
 // that failed with one of Statuses, or whose connection broke
 // (ConnectionLost), may have run on its replica, so only a method that
 // may run twice (idempotent: a read, a put of a whole value) is to have
-// one. A call the server refused without running it ([rpc.IsRetryable])
+// one. The client cannot tell whether a failed call ran: a policy is the
+// caller's declaration that its methods are safe to run again, and
+// nothing checks it. A call the server refused without running it ([rpc.IsRetryable])
 // is sent again whatever the policy says of its status, as without one,
 // but under a policy it counts as one of MaxAttempts and waits its
 // back-off.
@@ -52,9 +54,12 @@ type RetryPolicy struct {
 	// deadline passed) is never retried.
 	Statuses []uint32
 	// ConnectionLost retries a call whose connection broke or was lost
-	// while the call was on it (an error matching rpc.ErrClosed that
-	// the client's Close did not cause): the request may have been
-	// read and run.
+	// while the call was on it (an error matching rpc.ErrClosed): the
+	// request may have been read and run. Not a call on a connection
+	// this client closed itself: by Close, or at the end of the drain
+	// timeout ([WithDrainTimeout]) of a connection it retired (its
+	// replica draining, removed by the resolver or ejected) with the
+	// call still on it, which returns that error after its attempt.
 	ConnectionLost bool
 }
 

@@ -458,3 +458,44 @@ func TestRetryPolicySingleReplica(t *testing.T) {
 		t.Fatalf("%d calls, stats %+v; want 1 call, no retry", good.calls.Load(), c2.Stats())
 	}
 }
+
+// ConnectionLost retries a call whose connection broke, not one on a
+// connection this client closed itself: a connection retired (its
+// replica draining, removed or ejected) and closed at the end of its
+// drain timeout with the call still on it. That call returns the
+// connection's error after one attempt, as the policy's doc says.
+func TestRetryPolicyConnectionRetiredNotRetried(t *testing.T) {
+	r1 := startReplica(t, "127.0.0.1")
+	var held atomic.Int32
+	blockCalls(t, r1, &held)
+	r2 := startReplica(t, "127.0.0.1")
+	var other atomic.Int32
+	r2.server().Handle(mBlock, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		other.Add(1)
+		return resp, nil
+	})
+	p := RetryPolicy{MaxAttempts: 3, ConnectionLost: true}
+	c := dialT(t, "static:///"+r1.addr+","+r2.addr, WithBalancer(firstAddr{r1.addr}), WithRetryPolicy(p),
+		WithRetryBudget(1, 1000), WithDrainTimeout(50*time.Millisecond))
+	await(t, "both admitted", func() bool { return readyCount(c) == 2 })
+	backoffs(c)
+	var cn *Conn
+	for _, x := range c.ready.Load().conns {
+		if x.Addr() == r1.addr {
+			cn = x
+		}
+	}
+	errs := callsInFlight(c, 1)
+	await(t, "the call running", func() bool { return held.Load() == 1 })
+	c.mu.Lock()
+	c.retireLocked(cn)
+	c.mu.Unlock()
+	err := receive(t, "the call's end", errs)
+	var re *ReplicaError
+	if !errors.Is(err, rpc.ErrClosed) || !errors.As(err, &re) || re.Attempts != 1 {
+		t.Fatalf("err %v, want the retired connection's ErrClosed after 1 attempt", err)
+	}
+	if other.Load() != 0 || c.Stats().Retries != 0 {
+		t.Fatalf("%d calls on the other replica, stats %+v; want none, no retry", other.Load(), c.Stats())
+	}
+}
