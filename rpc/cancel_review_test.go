@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -150,5 +151,27 @@ func TestCancelPipelinedTarget(t *testing.T) {
 	}
 	if l := logs.String(); l != "" {
 		t.Errorf("logged: %s", l)
+	}
+}
+
+// BenchmarkCancelScan is the read loop's cost of a cancel frame that names
+// no running call, on a connection that holds jobs jobs (as many as its
+// in-flight limit allows): the scan of its job list (see
+// WithMaxInFlight's doc).
+func BenchmarkCancelScan(b *testing.B) {
+	for _, n := range []int{DefaultMaxInFlight, 65536} {
+		b.Run("jobs="+strconv.Itoa(n), func(b *testing.B) {
+			c := &serverConn{}
+			for range n {
+				j := &job{}
+				j.jnext = c.jobs
+				c.jobs = j
+			}
+			p := wire.AppendCancel(nil, 12345)
+			b.ReportAllocs()
+			for b.Loop() {
+				c.cancelCall(p)
+			}
+		})
 	}
 }
