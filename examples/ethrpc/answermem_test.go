@@ -21,8 +21,9 @@ const hostileCalls = 16
 
 // pipelineGetLogs opens a raw connection to addr and sends n getLogs
 // calls, each of the largest range the demo allows, without reading a
-// byte of their answers. The connection closes with the test.
-func pipelineGetLogs(t *testing.T, addr string, n int) {
+// byte of their answers, and returns the connection, which closes with
+// the test if not before.
+func pipelineGetLogs(t *testing.T, addr string, n int) net.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -39,6 +40,7 @@ func pipelineGetLogs(t *testing.T, addr string, n int) {
 	if _, err := nc.Write(frames); err != nil {
 		t.Fatal(err)
 	}
+	return nc
 }
 
 // liveHeap returns the live heap after two collections.
@@ -87,11 +89,15 @@ func TestGetLogsUnreadAnswersBounded(t *testing.T) {
 	var (
 		phase          atomic.Pointer[gate]
 		started, built atomic.Int64 // getLogs calls started, answers built (encoded)
+		// getLogs calls entered and returned, the gated and the others
+		entered, returned atomic.Int64
 	)
 	count := func(ctx context.Context, method uint32, req, resp []byte, next rpc.Handler) ([]byte, error) {
 		if method != logsBase+ethzap.EthLogsGetLogsOrdinal {
 			return next(ctx, req, resp)
 		}
+		entered.Add(1)
+		defer returned.Add(1)
 		if g := phase.Load(); g != nil {
 			if started.Add(1) == g.calls {
 				close(g.open)
@@ -131,9 +137,10 @@ func TestGetLogsUnreadAnswersBounded(t *testing.T) {
 	// peer pipelines a peer's calls and waits until each of them has
 	// been built or waits for answer budget (which a peer that does not
 	// read never frees): the server does nothing more for it.
+	var peers []net.Conn
 	peer := func(total int64) uint64 {
 		phase.Store(&gate{calls: total, open: make(chan struct{})})
-		pipelineGetLogs(t, addr, hostileCalls)
+		peers = append(peers, pipelineGetLogs(t, addr, hostileCalls))
 		waitFor(t, "the peer's calls to be built or wait for budget", func() bool {
 			return started.Load() == total && built.Load()+s.Stats().AnswerWaits == total
 		})
@@ -161,4 +168,15 @@ func TestGetLogsUnreadAnswersBounded(t *testing.T) {
 	if len(logs.Items) != maxLogBlocks*logsPerBlock {
 		t.Fatalf("getLogs beside the peers: %d logs, want %d", len(logs.Items), maxLogBlocks*logsPerBlock)
 	}
+
+	// The peers go, and with them their calls, before the next test: a
+	// handler left building an answer would count in another test's
+	// allocations (TestLogsHugeChunkSize's, under -race).
+	for _, nc := range peers {
+		nc.Close()
+	}
+	waitFor(t, "the peers' calls to end and give their budget back", func() bool {
+		st := s.Stats()
+		return returned.Load() == entered.Load() && st.AnswerBytes == 0 && st.AnswerWaits == 0
+	})
 }
