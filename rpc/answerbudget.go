@@ -200,7 +200,11 @@ func (b *answerBudget) acquire(ctx context.Context, n int64, ahead bool, waits *
 	defer waits.Add(-1)
 	select {
 	case <-w.ready:
-		return nil
+		if ctx.Err() == nil {
+			return nil
+		}
+		// Handed its bytes, but ctx ended before the call ran again
+		// (its connection closed): the bytes go to the calls behind it.
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
