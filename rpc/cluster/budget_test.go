@@ -49,6 +49,59 @@ const (
 // answer each request and what follows (rawNext). It counts the
 // connections it accepts in accepted (nil: no count).
 func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) (wire.Response, rawNext)) string {
+	return serveConns(t, func(nc net.Conn) {
+		if accepted != nil {
+			accepted.Add(1)
+		}
+		r, w := frame.NewReader(nc), frame.NewWriter(nc)
+		goneAway := false
+		for {
+			kind, p, err := r.Next()
+			if err != nil {
+				return
+			}
+			if kind != wire.KindRequest {
+				continue
+			}
+			req, err := wire.ParseRequest(p)
+			if err != nil {
+				return
+			}
+			if goneAway {
+				// A request that crossed our go-away is refused
+				// unrun, as docs/wire.md §8 has a server do: the
+				// client may have sent it before the go-away
+				// reached it (a connection admitted on its
+				// health check's answer, the go-away behind it).
+				resp := wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true}
+				w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
+				if w.Flush() != nil {
+					return
+				}
+				continue
+			}
+			resp, next := answer(req)
+			if next == rawDrop {
+				return
+			}
+			w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
+			if next == rawGoAway {
+				w.WriteFrame(wire.KindGoAway, nil)
+				goneAway = true
+			}
+			if w.Flush() != nil || next == rawClose {
+				return
+			}
+		}
+	})
+}
+
+// serveConns listens on a loopback port and runs serve for each
+// connection accepted, in a goroutine of its own, closing the connection
+// when serve returns; at the test's end it closes the listener and every
+// connection and waits for the serve calls to return. It returns the
+// address.
+func serveConns(t *testing.T, serve func(nc net.Conn)) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +126,6 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 			if err != nil {
 				return
 			}
-			if accepted != nil {
-				accepted.Add(1)
-			}
 			mu.Lock()
 			conns = append(conns, nc)
 			mu.Unlock()
@@ -83,46 +133,7 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 			go func() {
 				defer wg.Done()
 				defer nc.Close()
-				r, w := frame.NewReader(nc), frame.NewWriter(nc)
-				goneAway := false
-				for {
-					kind, p, err := r.Next()
-					if err != nil {
-						return
-					}
-					if kind != wire.KindRequest {
-						continue
-					}
-					req, err := wire.ParseRequest(p)
-					if err != nil {
-						return
-					}
-					if goneAway {
-						// A request that crossed our go-away is refused
-						// unrun, as docs/wire.md §8 has a server do: the
-						// client may have sent it before the go-away
-						// reached it (a connection admitted on its
-						// health check's answer, the go-away behind it).
-						resp := wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true}
-						w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
-						if w.Flush() != nil {
-							return
-						}
-						continue
-					}
-					resp, next := answer(req)
-					if next == rawDrop {
-						return
-					}
-					w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
-					if next == rawGoAway {
-						w.WriteFrame(wire.KindGoAway, nil)
-						goneAway = true
-					}
-					if w.Flush() != nil || next == rawClose {
-						return
-					}
-				}
+				serve(nc)
 			}()
 		}
 	}()

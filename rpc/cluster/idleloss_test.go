@@ -43,92 +43,60 @@ const mRefuse = 60
 // accepted. before, when not nil, is called with each request before its
 // answer.
 func handServer(t *testing.T, before func(h *handConn, req wire.Request)) (addr string, accepted <-chan *handConn) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ch := make(chan *handConn, 64)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, nc := range conns {
-			nc.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	addr = serveConns(t, func(nc net.Conn) {
+		h := &handConn{nc: nc, w: frame.NewWriter(nc), calls: make(chan uint32, 64)}
+		ch <- h
+		r := frame.NewReader(nc)
 		for {
-			nc, err := l.Accept()
+			kind, p, err := r.Next()
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, nc)
-			mu.Unlock()
-			h := &handConn{nc: nc, w: frame.NewWriter(nc), calls: make(chan uint32, 64)}
-			ch <- h
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				r := frame.NewReader(nc)
-				for {
-					kind, p, err := r.Next()
-					if err != nil {
-						return
-					}
-					if kind != wire.KindRequest && kind != wire.KindStreamOpen {
-						continue
-					}
-					req, err := wire.ParseRequest(p)
-					if err != nil {
-						return
-					}
-					if kind == wire.KindStreamOpen {
-						h.mu.Lock()
-						h.w.WriteFrame(wire.KindStreamNotRun, wire.AppendStreamNotRun(nil, req.PromiseID))
-						h.w.WriteFrame(wire.KindStreamEnd, wire.AppendStreamEndError(nil, req.PromiseID, rpc.StatusUnavailable, "going away"))
-						err = h.w.Flush()
-						h.mu.Unlock()
-						if err != nil {
-							return
-						}
-						continue
-					}
-					if before != nil {
-						before(h, req)
-					}
-					resp := wire.Response{Status: rpc.StatusOK, PromiseID: req.PromiseID, Body: req.Payload}
-					switch req.Method {
-					case rpc.HealthMethod:
-						resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
-					case mRefuse:
-						resp = wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
-						fallthrough
-					default:
-						select {
-						case h.calls <- req.Method:
-						default:
-						}
-					}
-					h.mu.Lock()
-					h.w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
-					err = h.w.Flush()
-					h.mu.Unlock()
-					if err != nil {
-						return
-					}
+			if kind != wire.KindRequest && kind != wire.KindStreamOpen {
+				continue
+			}
+			req, err := wire.ParseRequest(p)
+			if err != nil {
+				return
+			}
+			if kind == wire.KindStreamOpen {
+				h.mu.Lock()
+				h.w.WriteFrame(wire.KindStreamNotRun, wire.AppendStreamNotRun(nil, req.PromiseID))
+				h.w.WriteFrame(wire.KindStreamEnd, wire.AppendStreamEndError(nil, req.PromiseID, rpc.StatusUnavailable, "going away"))
+				err = h.w.Flush()
+				h.mu.Unlock()
+				if err != nil {
+					return
 				}
-			}()
+				continue
+			}
+			if before != nil {
+				before(h, req)
+			}
+			resp := wire.Response{Status: rpc.StatusOK, PromiseID: req.PromiseID, Body: req.Payload}
+			switch req.Method {
+			case rpc.HealthMethod:
+				resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
+			case mRefuse:
+				resp = wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
+				fallthrough
+			default:
+				select {
+				case h.calls <- req.Method:
+				default:
+				}
+			}
+			h.mu.Lock()
+			h.w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
+			err = h.w.Flush()
+			h.mu.Unlock()
+			if err != nil {
+				return
+			}
 		}
-	}()
-	return l.Addr().String(), ch
+	})
+	return addr, ch
 }
 
 // A connection on which no call runs, lost by a go-away or by its
