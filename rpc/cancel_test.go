@@ -36,6 +36,21 @@ func blockServer(t *testing.T, opts ...ServerOption) (addr string, started chan 
 	return addr, started, ended, release
 }
 
+// callThenCancel calls mBlock on c under ctx in a goroutine of its own,
+// waits until the handler says it started (on started), cancels ctx and
+// returns the error Call returned.
+func callThenCancel[T any](t *testing.T, c *Client, ctx context.Context, cancel context.CancelFunc, started <-chan T) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, mBlock, nil, nil)
+		done <- err
+	}()
+	receive(t, "the handler's start", started)
+	cancel()
+	return receive(t, "Call's return", done)
+}
+
 // A caller's cancel reaches the handler: its ctx's Done closes and Err
 // is context.Canceled, while Call returns context.Canceled at once, as
 // it did before the cancel went on the wire. The first cancel on a
@@ -61,14 +76,7 @@ func TestUnaryCancelReachesHandler(t *testing.T) {
 				if deadline {
 					ctx, cancel = context.WithTimeout(context.Background(), time.Hour)
 				}
-				done := make(chan error, 1)
-				go func() {
-					_, err := c.Call(ctx, mBlock, nil, nil)
-					done <- err
-				}()
-				receive(t, "the handler's start", started)
-				cancel()
-				if err := receive(t, "Call's return", done); err != context.Canceled {
+				if err := callThenCancel(t, c, ctx, cancel, started); err != context.Canceled {
 					t.Fatalf("call %d: Call: %v, want context.Canceled", i, err)
 				}
 				if err := receive(t, "the handler's ctx's end after the caller's cancel", ended); err != context.Canceled {
@@ -106,14 +114,7 @@ func TestUnaryCancelSeenLate(t *testing.T) {
 	})
 	c := dial(t, addr)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Call(ctx, mBlock, nil, nil)
-		done <- err
-	}()
-	receive(t, "the handler's start", started)
-	cancel()
-	if err := receive(t, "Call's return", done); err != context.Canceled {
+	if err := callThenCancel(t, c, ctx, cancel, started); err != context.Canceled {
 		t.Fatalf("Call: %v", err)
 	}
 	if err := receive(t, "the handler's Err", got); err != context.Canceled {
@@ -512,14 +513,7 @@ func TestUnaryCancelHandlerErrorNotLogged(t *testing.T) {
 	})
 	c := dial(t, addr)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Call(ctx, mBlock, nil, nil)
-		done <- err
-	}()
-	receive(t, "the handler's start", started)
-	cancel()
-	if err := receive(t, "Call's return", done); err != context.Canceled {
+	if err := callThenCancel(t, c, ctx, cancel, started); err != context.Canceled {
 		t.Fatalf("Call: %v", err)
 	}
 	if ev := receive(t, "the server's event", events); ev.Status != StatusCanceled {
