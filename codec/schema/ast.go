@@ -28,6 +28,9 @@ func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line
 type File struct {
 	// Package is the package clause's name, or "" when no file had one.
 	Package string
+	// PackagePos is where the first package clause names it (zero
+	// without one).
+	PackagePos Pos
 	// Files names the source files, in the order given.
 	Files []string
 	// Aliases, Structs and Interfaces are the declarations, each in

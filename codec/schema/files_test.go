@@ -21,8 +21,13 @@ func TestParseFiles(t *testing.T) {
 	}
 
 	noPkg := Source{"c.zap", []byte("struct C\n    X u8\n")}
-	if _, err := ParseFiles(noPkg, a, b); err != nil {
+	if f, err := ParseFiles(noPkg, a, b); err != nil {
 		t.Errorf("a file without package clause: %v", err)
+	} else if want := (Pos{"a.zap", 1, 9}); f.PackagePos != want {
+		t.Errorf("PackagePos = %v, want %v (the first clause's name)", f.PackagePos, want)
+	}
+	if f, err := ParseFiles(noPkg); err != nil || f.PackagePos != (Pos{}) {
+		t.Errorf("no package clause: PackagePos %v, %v", f.PackagePos, err)
 	}
 	if f, err := ParseFiles(); err != nil || len(f.Structs) != 0 {
 		t.Errorf("no files: %v %v", f, err)

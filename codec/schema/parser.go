@@ -78,7 +78,6 @@ type parser struct {
 	lineDocLine int
 	docLine     int // the line whose comments went to a declaration last
 	f           *File
-	pkgPos      Pos // first package clause, when f.Package != ""
 	names       map[string]declared
 	aliases     map[string]*Alias
 	structs     map[string]*Struct
@@ -197,9 +196,9 @@ func (p *parser) pkg() error {
 	}
 	switch {
 	case p.f.Package == "":
-		p.f.Package, p.pkgPos = t.text, t.pos
+		p.f.Package, p.f.PackagePos = t.text, t.pos
 	case p.f.Package != t.text:
-		return errorf(t.pos, "package %s does not match package %s at %s", t.text, p.f.Package, p.pkgPos)
+		return errorf(t.pos, "package %s does not match package %s at %s", t.text, p.f.Package, p.f.PackagePos)
 	}
 	return p.endLine("package clause")
 }
