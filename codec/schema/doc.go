@@ -1,9 +1,9 @@
 // Package schema reads .zap schemas (the canonical compiler's dialect, docs/wire.md
 // §10) into a resolved, laid-out AST: every alias followed, every field at
 // its byte offset, every method with its ordinal. The zapcodec code
-// generator is built on it, and so can be a schema linter, a compatibility
-// check between two versions of a schema, or a JSON gateway (with package
-// dynamic).
+// generator is built on it, and so are package compat, which compares two
+// versions of a schema (zapcodec breaking), and package dynamic, a JSON
+// gateway's ground; so can be a schema linter.
 //
 // Experimental: the API may change in later versions.
 //
