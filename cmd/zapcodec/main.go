@@ -6,6 +6,7 @@
 //	zapcodec call -schema S.zap -method M [-d JSON] ADDR    # one call, JSON in and out
 //	zapcodec load [flags]                                   # load-test a ZAP-RPC server
 //	zapcodec health -addr ADDR [-service NAME]              # ask a server for its health
+//	zapcodec breaking -against OLD.zap NEW.zap...           # changes that break old peers
 //
 // call, load and health share the TLS flags -tls, -cacert, -cert, -key,
 // -servername and -insecure (tlsflags.go).
