@@ -118,6 +118,11 @@ const (
 	// AliasChanged: an alias stands for another type. 0 itself: each
 	// field that uses it is reported.
 	AliasChanged
+	// Incomplete: the comparison stopped before the end, the struct pairs
+	// to compare being too many for the schemas' size (new structs used
+	// in place of many different old ones, each compared field by field:
+	// see [Compare]). Both, as what was not compared may break peers.
+	Incomplete
 )
 
 var kindNames = [...]string{"invalid", "package renamed", "interface added", "interface removed",
@@ -125,7 +130,8 @@ var kindNames = [...]string{"invalid", "package renamed", "interface added", "in
 	"method renamed", "request added", "request removed", "result added", "result removed",
 	"stream changed", "struct added", "struct removed", "struct renamed", "field appended",
 	"field added in gap", "field inserted", "field removed at end", "field removed in gap",
-	"field removed", "field moved", "field retyped", "field same bytes", "field renamed", "alias changed"}
+	"field removed", "field moved", "field retyped", "field same bytes", "field renamed", "alias changed",
+	"incomplete"}
 
 // String returns the kind in words: "field appended".
 func (k Kind) String() string {
@@ -177,6 +183,13 @@ func (c Change) Breaking(strict bool) bool {
 // schemas are the same on the wire and by name. Comments, declaration
 // order of structs and aliases, field declaration order at unchanged
 // offsets, and whether an offset is written as @N are not changes.
+//
+// Each pair of an old and a new struct is compared once, at a cost of
+// their fields. A schema pair where new structs stand in for many
+// different old ones (or the reverse) makes many pairs, and their fields
+// many times the schemas' own: past 16 times the fields of both schemas
+// (and a floor of 4096), Compare stops comparing and ends the list with
+// an [Incomplete] change, breaking, in place of the rest.
 func Compare(old, new *schema.File) []Change {
 	c := &comparer{
 		old: old, new: new,
@@ -199,12 +212,27 @@ func Compare(old, new *schema.File) []Change {
 		}
 	}
 	c.interfaces()
-	for len(c.queue) > 0 {
+	budget := 4096
+	for _, f := range []*schema.File{old, new} {
+		for _, s := range f.Structs {
+			budget += 16 * len(s.Fields)
+		}
+	}
+	var stopped []Change
+	for n := 0; len(c.queue) > 0; n++ {
 		p := c.queue[0]
+		if budget -= len(p[0].Fields) + len(p[1].Fields); budget < 0 {
+			stopped = append(stopped, Change{Kind: Incomplete, Breaks: Both, Old: p[0].Pos, New: p[1].Pos,
+				Msg: fmt.Sprintf("comparison stopped at struct %s (was %s), with %d struct pairs compared and %d left: structs stand in for too many others; what is left may break peers",
+					p[1].Name, p[0].Name, n, len(c.queue))})
+			break
+		}
 		c.queue = c.queue[1:]
 		c.structs(p[0], p[1])
 	}
-	c.leftovers()
+	if stopped == nil {
+		c.leftovers()
+	}
 	sort.SliceStable(c.changes, func(i, j int) bool {
 		a, b := c.changes[i], c.changes[j]
 		ka, kb := a.New.Line == 0, b.New.Line == 0
@@ -220,7 +248,7 @@ func Compare(old, new *schema.File) []Change {
 		}
 		return pa.Col < pb.Col
 	})
-	return c.changes
+	return append(c.changes, stopped...)
 }
 
 // Sides is a set of the peers of a call that write a struct.

@@ -307,7 +307,7 @@ func TestFormat(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	for k := Kind(1); k <= AliasChanged; k++ {
+	for k := Kind(1); k <= Incomplete; k++ {
 		if s := k.String(); s == "" || strings.HasPrefix(s, "Kind(") {
 			t.Errorf("kind %d has no name", k)
 		}
@@ -317,5 +317,41 @@ func TestStrings(t *testing.T) {
 	}
 	if s := Breaks(8).String(); s != "Breaks(8)" {
 		t.Errorf("Breaks(8) = %q", s)
+	}
+}
+
+// TestCompareBounded: a new struct in place of many different old ones
+// is compared with each, field by field; past its budget Compare stops
+// with a breaking Incomplete change, and what it returns stays in
+// proportion to the schemas.
+func TestCompareBounded(t *testing.T) {
+	const n = 300
+	var old, cur strings.Builder
+	old.WriteString("struct A\n")
+	cur.WriteString("struct A\n")
+	for i := range n {
+		fmt.Fprintf(&old, "    F%d S%d\n", i, i)
+		fmt.Fprintf(&cur, "    F%d T\n", i)
+	}
+	cur.WriteString("struct T\n")
+	for i := range n {
+		fmt.Fprintf(&old, "struct S%d\n    X u8\n", i)
+		fmt.Fprintf(&cur, "    X%d u8\n", i)
+	}
+	changes := Compare(parse(t, "old.zap", old.String()), parse(t, "new.zap", cur.String()))
+	last := changes[len(changes)-1]
+	if last.Kind != Incomplete || !last.Breaking(false) || last.Old.Line == 0 || last.New.Line == 0 {
+		t.Fatalf("last change %s, want incomplete and breaking", Format(last, false))
+	}
+	// Fields: n+n in the old schema, n+n in the new; a full comparison
+	// would report n-1 added fields for each of n pairs.
+	if len(changes) > 16*4*n+4096 {
+		t.Errorf("%d changes", len(changes))
+	}
+	// Each schema against itself is within budget.
+	for _, src := range []string{old.String(), cur.String()} {
+		if ch := Compare(parse(t, "a.zap", src), parse(t, "a.zap", src)); len(ch) != 0 {
+			t.Errorf("%d changes against itself", len(ch))
+		}
 	}
 }

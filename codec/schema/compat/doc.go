@@ -23,10 +23,11 @@
 //     as list elements.
 //   - Structs by name, and by where they are used: the request and result
 //     of a method matched by ordinal, the struct a matched field points at,
-//     the element of a matched list. A struct used where an old one was,
-//     under a new name that the old schema did not have, is renamed; so is
-//     a struct nothing uses that has the same shape and the same place
-//     among the declarations as one the new schema dropped.
+//     the element of a matched list. A struct that only the new schema
+//     has, used where one that only the old schema has was, is that
+//     struct renamed; so is one nothing uses that has the same shape and
+//     the same place among the declarations as one the new schema
+//     dropped.
 //   - Methods by name, then by ordinal: a method whose ordinal changed
 //     (one inserted or removed before it, or a reordering) moved, which
 //     breaks peers both ways; a method at the same ordinal under a new
