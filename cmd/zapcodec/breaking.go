@@ -21,17 +21,21 @@ func init() {
     them: fields by offset and type, methods by ordinal, and the service
     names the package and interface names make (package codec/schema/compat).
     Prints one line per change, "file:line:col: LABEL: what changed",
-    at the new schema's position (the old one's for what it alone has):
+    at the new schema's position (a field or method removed: its struct
+    or interface there, and the old position at the end of the line; a
+    struct or interface removed: the old position):
       breaking  breaks old peers or new ones whatever the upgrade order
-                (a field inserted, moved, removed from the middle or
-                retyped; a method inserted, moved, or turned into a stream;
-                a service renamed)
+                (a field inserted, moved, retyped, or removed so that
+                others move; a method inserted, moved, or turned into a
+                stream; a service renamed)
       warning   breaks one way only, safe when the side it names upgrades
                 first (a field added at the end of a struct: its writers
                 first; removed from the end: its readers first; a method
-                removed: clients first)
-      note      breaks nothing (a rename, a method added at the end, text
-                read as bytes)
+                removed: clients first); breaking when clients and
+                servers both write the struct
+      note      breaks nothing (a rename, a method added at the end, a
+                field removed with the others keeping their @N offsets,
+                text read as bytes)
     Exits 0 when nothing is breaking, 1 when something is, 2 on bad usage,
     a file that cannot be read, or a schema that does not parse (its error
     on stderr, "file:line:col: message"). Each schema file holds at most
