@@ -27,6 +27,7 @@ func TestAllocsCall(t *testing.T) {
 		})}},
 		{"2 conns per replica", []Option{WithConnsPerReplica(2)}},
 		{"retry policy", []Option{WithRetryPolicy(RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Second, Multiplier: 2, Statuses: []uint32{rpc.StatusUnavailable}, ConnectionLost: true})}},
+		{"hedging policy of another method", []Option{WithHedgingPolicy(HedgingPolicy{MaxAttempts: 2, HedgingDelay: time.Millisecond}, mFail)}},
 		{"weighted p2c", []Option{WithResolver(weighted{{r1.addr, 3}, {r2.addr, 1}})}},
 		{"weighted roundrobin", []Option{WithResolver(weighted{{r1.addr, 3}, {r2.addr, 1}}), WithBalancer(RoundRobin())}},
 	} {

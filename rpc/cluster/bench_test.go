@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
 )
@@ -11,7 +12,8 @@ import (
 // BenchmarkCall: a 64-byte echo through the cluster client (one replica,
 // and two, on loopback) beside the floors, the same call on one
 // rpc.Client and on two rpc.Clients taken in turn (to the same two
-// servers). par is b.SetParallelism: par × GOMAXPROCS callers.
+// servers), and with a hedging policy whose delay no call reaches. par
+// is b.SetParallelism: par × GOMAXPROCS callers.
 func BenchmarkCall(b *testing.B) {
 	r1, r2 := startReplica(b, "127.0.0.1"), startReplica(b, "127.0.0.1")
 	ctx := context.Background()
@@ -42,6 +44,12 @@ func BenchmarkCall(b *testing.B) {
 		})
 		b.Run("cluster=2/par="+itoa(par), func(b *testing.B) {
 			c := dialT(b, "static:///"+r1.addr+","+r2.addr)
+			benchCalls(b, c, par)
+		})
+		// Hedged, each call answered before its delay: the cost of the
+		// attempt's goroutine and ctx.
+		b.Run("cluster=2+hedging/par="+itoa(par), func(b *testing.B) {
+			c := dialT(b, "static:///"+r1.addr+","+r2.addr, WithHedgingPolicy(HedgingPolicy{MaxAttempts: 2, HedgingDelay: time.Hour}, mEcho))
 			benchCalls(b, c, par)
 		})
 	}

@@ -195,8 +195,9 @@ var (
 
 // Dial resolves target (see [ParseTarget], or [WithResolver]), connects
 // to the replicas and checks their health, and returns a client. It
-// fails only when target cannot be read ([ErrTarget]) or ctx is already
-// done: like a gRPC channel, a client whose replicas are not up yet (the
+// fails only when target cannot be read ([ErrTarget]), ctx is already
+// done, or a method is given both a retry policy and a hedging policy
+// (see [WithHedgingPolicy]): like a gRPC channel, a client whose replicas are not up yet (the
 // name does not resolve yet, resolves to no address, or no replica
 // answers) is returned all the same, and keeps resolving and dialing in
 // the background: resolution is retried after 1 s, doubling up to the
@@ -222,6 +223,9 @@ var (
 // replica gets, waits with [Client.WaitReady] (ExampleDial_inMemory).
 func Dial(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	o := buildOptions(opts)
+	if err := o.checkPolicies(); err != nil {
+		return nil, err
+	}
 	res := o.resolver
 	if res == nil {
 		var err error
@@ -392,7 +396,10 @@ func (c *Client) update(eps []Endpoint) {
 // ([WithRetryBudget]); with a [RetryPolicy] for method ([WithRetryPolicy])
 // a failed call is sent again as the policy says, within the same
 // budget and ctx, and its error, after several attempts, says how many
-// ([ReplicaError.Attempts]); a call that a connection refused before writing it
+// ([ReplicaError.Attempts]); with a [HedgingPolicy] for method
+// ([WithHedgingPolicy]) the call is sent to further replicas while no
+// answer came, and the first that decides it is its answer (see
+// HedgingPolicy for the buffers and the errors); a call that a connection refused before writing it
 // (its go-away came between the pick and the write, or its table of
 // pending calls was full: [rpc.ErrTooManyPending]) is not a retry and
 // goes to another connection at once. A call that may have run (any
@@ -423,9 +430,10 @@ func (c *Client) update(eps []Endpoint) {
 // unless it is ctx's error, which is returned itself.
 //
 // A warm call allocates nothing, with a retry policy too; a retry
-// allocates nothing but its failed attempt's error on its connection.
+// allocates nothing but its failed attempt's error on its connection; a
+// hedged call allocates its attempts' ctx (see [WithHedgingPolicy]).
 // Interceptors ([WithInterceptors]) run once around the whole call, its
-// retries included; the connections' interceptors and observers
+// retries and hedges included; the connections' interceptors and observers
 // ([WithClientOptions]) see each attempt.
 func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	if c.chain != nil {
@@ -435,6 +443,11 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 }
 
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
+	if c.o.hedging {
+		if p := c.o.hedgingPolicy(method); p != nil {
+			return c.hedged(ctx, p, method, req, resp)
+		}
+	}
 	out, err := attempt(c, ctx, true, true, method, func(cn *Conn) ([]byte, error) {
 		return cn.rc.Call(ctx, method, req, resp)
 	})
@@ -813,39 +826,57 @@ func (c *Client) pick(ctx context.Context, avoid *replica, until *time.Time) (*C
 			tries = 0
 			continue
 		}
-		i := 0
-		if len(conns) > 1 {
-			if set.cum != nil && c.wb != nil {
-				i = c.wb.pickWeighted(conns, set.cum)
-			} else {
-				i = c.o.balancer.Pick(conns)
-			}
-			if uint(i) >= uint(len(conns)) {
-				i = 0
-			}
-			if avoid != nil && conns[i].r == avoid {
-				i = elsewhere(conns, i, avoid)
-			}
+		i := c.choose(set)
+		if avoid != nil && conns[i].r == avoid {
+			i = elsewhere(conns, i, []*replica{avoid})
 		}
-		cn := conns[i]
-		// Counted first, then checked: a connection being retired is
-		// marked gone before its in-flight count is read (retire), so
-		// either we see gone here or retire sees our call.
-		cn.inflight.Add(1)
-		if !cn.gone.Load() && !cn.rc.Draining() && !cn.rc.Closed() {
+		if cn := conns[i]; c.take(cn) {
 			return cn, nil
 		}
-		cn.inflight.Add(-1)
-		c.drop(cn) // out of the ready set: the next pick does not see it
 	}
 }
 
-// elsewhere returns the index of the least loaded connection not to
-// avoid, or i when all are to it.
-func elsewhere(conns []*Conn, i int, avoid *replica) int {
+// choose returns the index of the connection the balancer picks in set,
+// which holds at least one.
+func (c *Client) choose(set *readySet) int {
+	conns := set.conns
+	if len(conns) == 1 {
+		return 0
+	}
+	var i int
+	if set.cum != nil && c.wb != nil {
+		i = c.wb.pickWeighted(conns, set.cum)
+	} else {
+		i = c.o.balancer.Pick(conns)
+	}
+	if uint(i) >= uint(len(conns)) {
+		i = 0
+	}
+	return i
+}
+
+// take counts a call in cn's in-flight calls and reports whether cn
+// takes calls; when it does not, the call is taken off again and cn
+// dropped from the ready set (the next pick does not see it).
+func (c *Client) take(cn *Conn) bool {
+	// Counted first, then checked: a connection being retired is
+	// marked gone before its in-flight count is read (retire), so
+	// either we see gone here or retire sees our call.
+	cn.inflight.Add(1)
+	if !cn.gone.Load() && !cn.rc.Draining() && !cn.rc.Closed() {
+		return true
+	}
+	cn.inflight.Add(-1)
+	c.drop(cn)
+	return false
+}
+
+// elsewhere returns the index of the least loaded connection whose
+// replica is not one of avoid, or i when all are.
+func elsewhere(conns []*Conn, i int, avoid []*replica) int {
 	best, bestLoad := -1, int32(0)
 	for k, cn := range conns {
-		if cn.r == avoid {
+		if slices.Contains(avoid, cn.r) {
 			continue
 		}
 		if l := cn.load(); best < 0 || l < bestLoad {
@@ -1381,8 +1412,10 @@ type Stats struct {
 	// whatever its retries; Streams counts the streams among them.
 	Calls, Streams int64
 	// Retries counts the retries sent (a refusal's, or a retry policy's:
-	// a call sent three times counts two); RetriesDenied counts retries
-	// the budget did not allow (their calls failed).
+	// a call sent three times counts two), and the hedges (a hedged call
+	// sent to three replicas counts two); RetriesDenied counts retries
+	// and hedges the budget did not allow (a denied retry's call failed;
+	// a denied hedge's call waits for the attempts out).
 	Retries, RetriesDenied int64
 	// Failed counts calls that returned an error, whatever the error
 	// (a handler's status included).

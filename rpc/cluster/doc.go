@@ -129,8 +129,20 @@
 // the same budget, never past the ctx's deadline. A policy declares its
 // methods safe to run twice; only unary calls ([Client.Call]) follow it.
 //
+// Hedging: a [HedgingPolicy] given for a method ([WithHedgingPolicy],
+// gRPC's hedgingPolicy) sends its unary calls to one replica and, while
+// no answer came, to another one each HedgingDelay (at once after an
+// answer with one of its NonFatalStatuses), up to MaxAttempts (at most
+// [MaxHedgingAttempts]) out at once, each hedge from the retry budget,
+// never past the ctx's deadline; the first success or fatal answer is
+// the call's, and the other attempts are canceled (their handlers' ctx
+// ends). Each attempt writes its own buffer, and the winner's answer is
+// copied into the caller's: nothing an attempt does after Call returned
+// touches the caller's buffers. A method has a retry policy or a
+// hedging policy, not both ([Dial] fails when both are given for it).
+//
 // Middleware: [WithInterceptors] and [WithStreamInterceptors] run once
-// around a call (its retries included) or a stream's open; interceptors,
+// around a call (its retries and hedges included) or a stream's open; interceptors,
 // stream interceptors and observers given to the connections
 // ([WithClientOptions]) run once per attempt on the wire (a stream
 // observer given there runs after the one with which each connection
@@ -140,7 +152,8 @@
 // connection it costs a few atomic operations (in-flight counts, the
 // loads and latencies of two connections, the call counter, a look at
 // the retry budget, the replica's latency after the answer; a retry
-// policy is looked up only once a call failed), two reads
+// policy is looked up only once a call failed, a hedging policy only
+// when one was given), two reads
 // of the monotonic clock (the call's start and end; a third when P2C finds one replica
 // much slower, and one more for a ctx with a deadline: whether it has
 // passed, see [Client.Call]) and two random numbers (with weights, two

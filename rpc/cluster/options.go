@@ -113,6 +113,10 @@ type options struct {
 	minRetries     float64
 	waitReady      time.Duration
 	drainTimeout   time.Duration
+
+	hedgeDefault  *HedgingPolicy            // WithHedgingPolicy with no method named
+	hedgePolicies map[uint32]*HedgingPolicy // WithHedgingPolicy per method
+	hedging       bool                      // a method may have a hedging policy (set by checkPolicies)
 }
 
 func buildOptions(opts []Option) options {

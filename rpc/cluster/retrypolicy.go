@@ -67,7 +67,9 @@ type RetryPolicy struct {
 // none named, of every method that has no policy of its own (given by
 // another WithRetryPolicy that names it). A later policy for a method
 // replaces an earlier one; a p with MaxAttempts below 2 takes a method's
-// policy away (as it would the default's, with no method named).
+// policy away (as it would the default's, with no method named). A
+// method has a retry policy or a hedging policy ([WithHedgingPolicy]),
+// not both: see there which one it has, and when [Dial] fails.
 //
 // The shape follows gRPC's service config, whose methodConfig gives one
 // policy to a list of names (or, with a service name alone, to all its
@@ -123,6 +125,9 @@ func WithRetryPolicy(p RetryPolicy, methods ...uint32) Option {
 func (o *options) retryPolicy(method uint32) *RetryPolicy {
 	if p, ok := o.retryPolicies[method]; ok {
 		return p
+	}
+	if o.hedgePolicies[method] != nil {
+		return nil // a hedging policy of its own comes before the default
 	}
 	return o.retryDefault
 }
