@@ -94,7 +94,12 @@ type HedgingPolicy struct {
 // interceptors and observers ([WithClientOptions]) see each attempt on
 // the wire, and the canceled ones end with context.Canceled. Each
 // attempt counts toward its replica's ejection and latency as a call
-// does; a canceled attempt counts nothing.
+// does; an attempt canceled because another one's answer decided the
+// call counts nothing toward its replica's ejection, and the time it
+// ran as one of its latencies ([Conn.Latency]: the replica held the call
+// at least that long), so that [P2C] sends fewer first attempts to a
+// replica that loses the races; one canceled by the caller counts
+// nothing.
 //
 // Answers: each attempt writes its answer into a buffer of its own, and
 // the winner's is copied into the caller's resp once it has won: no
@@ -199,6 +204,9 @@ type hedgeCall struct {
 	// next is the number of attempts started: an attempt's goroutine
 	// takes its index from it (see attempt).
 	next atomic.Int32
+	// decided is set when an attempt's answer decided the call, before
+	// the others are canceled: their cancel is a lost race.
+	decided atomic.Bool
 	// refs counts the call and its attempts running.
 	refs atomic.Int32
 	// res takes each attempt's result (room for all of them: an attempt
@@ -250,6 +258,7 @@ func (h *hedgeCall) release() {
 	h.c, h.ctx = nil, nil
 	h.conns = [MaxHedgingAttempts]*Conn{}
 	h.next.Store(0)
+	h.decided.Store(false)
 	keep := func(b []byte) []byte {
 		if cap(b) > maxKeptHedgeBuf {
 			return nil
@@ -315,7 +324,16 @@ func (h *hedgeCall) attempt() {
 		if live && err == context.DeadlineExceeded && !isDone(done) {
 			live = false // see attempt (the function)
 		}
-		if c.account(cn, err, live) && start != 0 {
+		timed := c.account(cn, err, live)
+		if err == context.Canceled && h.decided.Load() {
+			// Canceled as another attempt decided the call: the
+			// replica held it at least this long, as one whose
+			// deadline passed did, which its latency learns (else a
+			// replica slow enough to lose every race would never
+			// look slow to P2C, and keep getting first attempts).
+			timed = true
+		}
+		if timed && start != 0 {
 			cn.r.lat.observe(start, now())
 		}
 		if unsent == 4 || ctx.Err() != nil || err != rpc.ErrGoAway && !errors.Is(err, rpc.ErrTooManyPending) {
@@ -458,9 +476,11 @@ func (c *Client) hedged(ctx context.Context, p *HedgingPolicy, method uint32, re
 				panic(r.p)
 			}
 			if r.err == nil {
+				h.decided.Store(true)
 				return append(resp, r.out...), nil
 			}
 			if !c.hedgeGoesOn(p, r.cn, r.err) {
+				h.decided.Store(true)
 				c.failed.Add(1)
 				return append(resp, r.out...), c.onReplica(r.cn, r.err, sent)
 			}

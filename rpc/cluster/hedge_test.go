@@ -308,6 +308,47 @@ func TestHedgeLosersNotEjected(t *testing.T) {
 	}
 }
 
+// An attempt that lost the race counts the time it ran as a latency of
+// its replica: a replica that never answers before its hedges does get
+// a latency (P2C would never see it slow otherwise), and one the
+// caller's cancel ended does not.
+func TestHedgeLoserLatency(t *testing.T) {
+	slow, entered, ended := stuckReplica(t)
+	fast := startReplica(t, "127.0.0.1")
+	c := dialT(t, "static:///"+slow+","+fast.addr, WithBalancer(firstAddr{slow}), WithHedgingPolicy(hedge2, mEcho),
+		WithRetryBudget(1, 1000))
+	var slowConn *Conn
+	for _, cn := range c.ready.Load().conns {
+		if cn.Addr() == slow {
+			slowConn = cn
+		}
+	}
+	// Canceled by the caller, twice: nothing counted.
+	cc := dialT(t, "static:///"+slow, WithHedgingPolicy(HedgingPolicy{MaxAttempts: 2, HedgingDelay: time.Hour}, mEcho))
+	for range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-entered
+			cancel()
+		}()
+		if _, err := callT(t, cc, ctx, "r"); err != context.Canceled {
+			t.Fatalf("call canceled: %v", err)
+		}
+		receive(t, "the slow handler's end", ended)
+		if l := cc.ready.Load().conns[0].Latency(); l != 0 {
+			t.Fatalf("latency %v after calls the caller canceled, want 0 (unknown)", l)
+		}
+	}
+	for i := range 3 {
+		if out, err := callT(t, c, context.Background(), "r"); err != nil || string(out) != "r" {
+			t.Fatalf("call %d: %q %v", i, out, err)
+		}
+		receive(t, "the slow replica's call", entered)
+		receive(t, "the slow handler's end", ended)
+	}
+	await(t, "the slow replica's latency known", func() bool { return slowConn.Latency() > 0 })
+}
+
 // The answer of a hedged call is the caller's alone: many callers, each
 // reusing its request and answer buffers, hedge every call to three
 // replicas at once; each writes over both buffers as soon as its call
