@@ -122,7 +122,11 @@
 // reserved ordinal [HealthMethod], named [HealthMethodName]
 // ("/rpc.Health/check") ([Server.Health] sets statuses,
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
-// ask).
+// ask). A server made with [WithReflection] (off by default) also answers
+// the reserved ordinal [ReflectionMethod] with the services it serves,
+// their mount offsets and their .zap sources ([WithSchema]; generated
+// Register…Server functions give theirs), which [Reflect] and `zapcodec
+// call -list ADDR` read, as grpcurl reads a gRPC server's reflection.
 //
 // Beyond the payload (docs/wire.md §8 has the bytes, README.md "Wire
 // extensions" the costs): a

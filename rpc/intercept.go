@@ -27,7 +27,10 @@ import (
 // without [WithPipelining] (400), a call whose connection closed before a
 // worker started it, one whose deadline passed before it could run
 // (504), one whose pipelining target failed (400), nor for the health
-// service ([HealthMethod]).
+// service ([HealthMethod]). They do run for the reflection service
+// ([ReflectionMethod], on a server made with [WithReflection]), built
+// around it once in NewServer, so one that authenticates calls guards
+// it.
 type Interceptor func(ctx context.Context, method uint32, req, resp []byte, next Handler) ([]byte, error)
 
 // WithInterceptors installs interceptors around every handler registered
@@ -80,7 +83,8 @@ type Invoker func(ctx context.Context, method uint32, req, resp []byte) ([]byte,
 // one table claim, has no name (ok false). It sees the client's health
 // checks too ([CheckHealth], and rpc/cluster's probes through the
 // interceptors of its connections): their ordinal, [HealthMethod], is
-// named [HealthMethodName] in every table. It must return
+// named [HealthMethodName] in every table ([Reflect]'s, [ReflectionMethod],
+// [ReflectionMethodName]). It must return
 // resp extended (as [Caller].Call does) or a slice of its own; req and
 // resp are the caller's, so an interceptor keeps nothing of them after it
 // returns.

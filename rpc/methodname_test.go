@@ -109,7 +109,7 @@ func TestServerMethodName(t *testing.T) {
 		}
 	}
 
-	for _, m := range []uint32{0, 1, 100, 103, 199, 204, 300, 302, 500, 501, MaxMethod, HealthMethod - 1, HealthMethod + 1, math.MaxUint32} {
+	for _, m := range []uint32{0, 1, 100, 103, 199, 204, 300, 302, 500, 501, MaxMethod, HealthMethod - 1, ReflectionMethod + 1, math.MaxUint32} {
 		if got := s.MethodName(m); got != "" {
 			t.Errorf("MethodName(%d) = %q, want \"\"", m, got)
 		}

@@ -36,7 +36,8 @@ import (
 // with the wrong [At], or one table given to the clients of two servers)
 // name none of the ordinals they share: [MethodNames.Name] reports those
 // as unnamed rather than give one service's name to the other's calls.
-// [HealthMethod] is always named [HealthMethodName].
+// [HealthMethod] is always named [HealthMethodName], [ReflectionMethod]
+// [ReflectionMethodName].
 //
 // The zero value is an empty table, ready to use; it is safe for
 // concurrent use. Name is a map lookup without a lock and allocates
@@ -66,10 +67,13 @@ type mountKey struct {
 // Name returns the full name of the method at wire ordinal method, and
 // true; "" and false for an ordinal no interface added names, or that two
 // services added claim (see [MethodNames]). A nil table names only
-// [HealthMethod].
+// [HealthMethod] and [ReflectionMethod].
 func (n *MethodNames) Name(method uint32) (string, bool) {
-	if method == HealthMethod {
+	switch method {
+	case HealthMethod:
 		return HealthMethodName, true
+	case ReflectionMethod:
+		return ReflectionMethodName, true
 	}
 	if n == nil {
 		return "", false

@@ -19,7 +19,10 @@ type atOption uint32
 
 func (b atOption) applyMount(c *mountConfig) { c.base = uint32(b) }
 
-type mountConfig struct{ base uint32 }
+type mountConfig struct {
+	base   uint32
+	schema string // WithSchema (reflection.go)
+}
 
 // At mounts an interface at offset base: its method with schema ordinal k
 // is served, and called, at wire ordinal base+k. The default, base 0, is
@@ -51,9 +54,22 @@ func MountBase(opts ...MountOption) uint32 {
 	return base
 }
 
+// mountConfigOf returns what opts say of a mount: its base ([At]) and
+// its schema ([WithSchema]); the last of each wins.
+func mountConfigOf(opts []MountOption) mountConfig {
+	var c mountConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyMount(&c)
+		}
+	}
+	return c
+}
+
 // mount is one interface mounted on a server.
 type mount struct {
 	service string
+	schema  string // its .zap source (WithSchema), "" without one
 	first   uint32 // wire ordinal of its method 1
 	last    uint32 // of its method n
 	// names holds the full names of its methods ("/service/method"),
@@ -68,7 +84,8 @@ type mount struct {
 // before registering their handlers at base + their ordinals with
 // [Server.Handle]. The service's health status ([Server.Health]) starts
 // as HealthServing. Its methods have no names: [Server.MethodName] gives
-// "" for them.
+// "" for them. [WithSchema] among opts gives the service's .zap source
+// for the server's reflection answer ([WithReflection]).
 //
 // Mount panics, like http.ServeMux on a duplicate pattern, when the range
 // overlaps a service mounted before, when service is mounted already or
@@ -87,14 +104,15 @@ func (s *Server) Mount(service string, methods int, opts ...MountOption) uint32 
 // wire ordinal base+k, is "/" + service + "/" + name(k), built here once.
 // It panics as Mount does.
 func (s *Server) MountNamed(service string, methods int, name func(ordinal uint32) string, opts ...MountOption) uint32 {
-	base := MountBase(opts...)
+	cfg := mountConfigOf(opts)
+	base := cfg.base
 	if service == "" {
 		panic("rpc: Mount: empty service name")
 	}
 	if methods < 0 || uint64(base)+uint64(methods) > MaxMethod {
 		panic(fmt.Sprintf("rpc: Mount: service %q at base %d with %d methods goes past MaxMethod (%d)", service, base, methods, MaxMethod))
 	}
-	m := mount{service: service, first: base + 1, last: base + uint32(methods)}
+	m := mount{service: service, schema: cfg.schema, first: base + 1, last: base + uint32(methods)}
 	if name != nil && methods > 0 {
 		m.names = make([]string, methods)
 		for k := range m.names {
@@ -160,7 +178,7 @@ func (s *Server) mountList() []mount {
 // [Server.HandleStream] alone, one of a service mounted with
 // [Server.Mount] (such as by code generated before MountNamed existed:
 // regenerate it to get names), or one nothing serves. [HealthMethod]
-// is [HealthMethodName]. It says what the ordinal was mounted as, whether
+// is [HealthMethodName], [ReflectionMethod] [ReflectionMethodName]. It says what the ordinal was mounted as, whether
 // or not a handler serves it now.
 //
 // It allocates nothing, takes no lock, and finds the mount by binary
@@ -169,8 +187,11 @@ func (s *Server) mountList() []mount {
 // observer ([WithObserver]) calls it on the server it observes (a
 // variable it closes over, set once NewServer returns).
 func (s *Server) MethodName(method uint32) string {
-	if method == HealthMethod {
+	switch method {
+	case HealthMethod:
 		return HealthMethodName
+	case ReflectionMethod:
+		return ReflectionMethodName
 	}
 	p := s.mounts.Load()
 	if p == nil {

@@ -20,7 +20,8 @@ type CallEvent struct {
 	// server, a request whose envelope did not parse gives the ordinal
 	// it carried, or 0 when its fixed section was cut short; the
 	// server's [Server.MethodName] gives its full name (an observer
-	// closes over its server; [HealthMethodName] for the health check),
+	// closes over its server; [HealthMethodName] for the health check,
+	// [ReflectionMethodName] for reflection),
 	// "" for one no generated service names. On a client, its table of
 	// method names does ([MethodNames]: give it with [WithMethodNames]
 	// and close over it), as the generated clients made on it named

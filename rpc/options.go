@@ -102,6 +102,7 @@ type serverOptions struct {
 	logger        *slog.Logger
 	hideErrors    bool
 	healthList    bool // WithHealthListing (health.go)
+	reflection    bool // WithReflection (reflection.go)
 	baseContext   func(net.Listener) context.Context
 	interceptors  []Interceptor // intercept.go
 	observers     []Observer    // WithObserver, in order (observe.go)

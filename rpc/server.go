@@ -89,6 +89,8 @@ type Server struct {
 	mounts   atomic.Pointer[mountSet]  // copied on write, under hmu (mount.go)
 	health   Health                    // health.go
 
+	reflection serverReflection // reflection.go
+
 	// streamHandlers: by method ordinal; copied on write (stream_server.go)
 	streamHandlers atomic.Pointer[map[uint32]StreamHandler]
 
@@ -197,6 +199,12 @@ func NewServer(opts ...ServerOption) *Server {
 	empty := []Handler{}
 	s.handlers.Store(&empty)
 	s.health.s = s
+	if s.opts.reflection {
+		s.reflection.h = s.serveReflection
+		if len(s.opts.interceptors) > 0 {
+			s.reflection.h = chainHandler(s.opts.interceptors, ReflectionMethod, s.reflection.h)
+		}
+	}
 	return s
 }
 
@@ -244,8 +252,11 @@ func (c *serverConn) handler(method uint32) Handler {
 	if hs := c.hs; uint64(method) < uint64(len(hs)) {
 		return hs[method]
 	}
-	if method == HealthMethod {
+	switch method {
+	case HealthMethod:
 		return serveHealth
+	case ReflectionMethod:
+		return c.s.reflection.h // nil without WithReflection: 404
 	}
 	return nil
 }

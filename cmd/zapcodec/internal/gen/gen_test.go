@@ -40,6 +40,7 @@ var targets = []struct {
 	{"order", "testdata/order.zap", "", "internal/gentest/order"},
 	{"service_ws", canonical + "/more/service_ws.zap", "", "internal/gentest/svc"},
 	{"health", repoRoot + "/rpc/health.zap", "rpc", "rpc"},
+	{"reflection", repoRoot + "/rpc/reflection.zap", "rpc", "rpc"},
 	{"streams", "testdata/streams.zap", "", "internal/gentest/streams"},
 	{"evolve_old", "testdata/evolve_old.zap", "", "internal/gentest/evolve/evold"},
 	{"evolve_new", "testdata/evolve_new.zap", "", "internal/gentest/evolve/evnew"},
