@@ -198,6 +198,19 @@
 // serves M at base+n, and NewIClient given the same rpc.At(base) calls
 // there. Without an option both use the canonical ordinals 1..n.
 //
+// RegisterIServer also gives the server I's schema (rpc.WithSchema, ahead
+// of the caller's options, so one among them replaces it), kept in the
+// unexported constant zapISchema, which a server made with
+// rpc.WithReflection serves to tools (zapcodec call -list ADDR). It is not
+// the schema file but a re-print of the parts of it I uses
+// ([ServiceSchema]): the package clause, the structs I's methods take and
+// return and those they nest or list, every field with its offset,
+// aliases written as what they stand for, then I. It parses alone, even
+// when the types come from another file of the package (the schema
+// language has no imports: the files of a package see each other), lays
+// every struct out as the generated code does, and shows only what the
+// server serves: no other interface, unused declaration or comment.
+//
 // SendM returns the typed promise of its result, whose Wait(ctx, resp)
 // decodes the answer (SendM encodes the request into a pooled buffer,
 // the answer is read into its spare room, and Wait gives it back: like

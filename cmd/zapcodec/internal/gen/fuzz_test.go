@@ -18,7 +18,9 @@ import (
 // FuzzGenerate: every schema the parser accepts generates Go that parses
 // and formats (a *FormatError is a generator bug), declares no name twice
 // and type-checks against packages codec and rpc, or is refused with a
-// positioned *schema.Error (a Go name collision).
+// positioned *schema.Error (a Go name collision); the schema text of each
+// of its interfaces (ServiceSchema) parses alone into the same interface
+// and layouts.
 func FuzzGenerate(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/*.zap")
 	for _, pattern := range []string{"*.zap", "more/*.zap"} {
@@ -50,6 +52,9 @@ func FuzzGenerate(f *testing.F) {
 		file, err := schema.Parse("f.zap", src)
 		if err != nil {
 			return
+		}
+		for _, it := range file.Interfaces {
+			checkServiceSchema(t, file, it) // what a server reflects parses alone, the same
 		}
 		files, err := Generate(file, Options{Package: "p"})
 		for _, gf := range files {

@@ -64,13 +64,26 @@ func (g *generator) stubs(it *schema.Interface) {
 	g.p("// (rpc.Server.Mount) and reports its health by (rpc.CheckHealth).")
 	g.p("const %sServiceName = %q\n", i, svcName)
 
+	g.p("// zap%sSchema is the .zap source of interface %s that Register%s", i, it.Name, srv)
+	g.p("// gives the server (rpc.WithSchema) for its reflection answer")
+	g.p("// (rpc.WithReflection): the parts of the schema the interface uses,")
+	g.p("// re-printed to parse alone (aliases resolved, every offset written).")
+	if src := ServiceSchema(g.f, it); strings.Contains(src, "`") {
+		g.p("const zap%sSchema = %q\n", i, src)
+	} else {
+		g.p("const zap%sSchema = `%s`\n", i, src)
+	}
+
 	g.p("// Register%s mounts impl's methods on s (rpc.Server.MountNamed, with", srv)
 	g.p("// their names for rpc.Server.MethodName and rpc.MethodFrom): at their")
 	g.p("// ordinals, or at base + ordinal with rpc.At(base), which the clients of")
 	g.p("// this mount must be given too. It panics when the ordinals overlap those")
 	g.p("// of a service mounted before. A request that is not a valid message is")
-	g.p("// answered with status 400.")
+	g.p("// answered with status 400. It gives the server the interface's schema")
+	g.p("// (rpc.WithSchema, before opts: one among opts replaces it), which a server")
+	g.p("// made with rpc.WithReflection serves to tools such as zapcodec call.")
 	g.p("func Register%s(s *rpc.Server, impl %s, opts ...rpc.MountOption) {", srv, srv)
+	g.p("opts = append([]rpc.MountOption{rpc.WithSchema(zap%sSchema)}, opts...)", i)
 	if len(it.Methods) == 0 {
 		g.p("s.MountNamed(%sServiceName, 0, %sMethodName, opts...)", i, i)
 	} else {
