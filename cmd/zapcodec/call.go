@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,8 +31,9 @@ func init() {
 	register(&command{
 		name:    "call",
 		summary: "make one call to a ZAP-RPC server, request and answer as JSON",
-		usage: `  zapcodec call -schema FILE.zap -method M [-d JSON|@FILE|@-] [flags] [TLS flags] ADDR
+		usage: `  zapcodec call [-schema FILE.zap] -method M [-d JSON|@FILE|@-] [flags] [TLS flags] ADDR
   zapcodec call -schema FILE.zap -list
+  zapcodec call -list [TLS flags] ADDR
     Encodes the request (-d, a JSON object: fields by name, bytes as hex
     strings; default {}) by the method's request struct, calls the method
     at ADDR and prints the answer as one line of JSON on stdout, decoded by
@@ -40,16 +42,22 @@ func init() {
     a client or bidirectional stream sends each line of -d (by default
     stdin) as one message, ends its side at the end of the input, and
     prints what the server sends. -list prints the schema's services and
-    methods with their types and ordinals instead (no ADDR). For a server's
-    health, see zapcodec health.
+    methods with their types and ordinals instead (no ADDR). Without
+    -schema, the schemas and mount offsets come from the server at ADDR,
+    which must serve reflection (rpc.WithReflection; generated services
+    give theirs): -list ADDR lists its services, -method finds the
+    method among them (exit 2 from a server without reflection: pass
+    -schema). For a server's health, see zapcodec health.
     Exit status: 0 when the call succeeded; 1 when the server answered
     with an error status (its code and message go to stderr); 2 on bad
     usage (flags, schema, method, request JSON); 3 when no answer came
     (the server could not be reached, the connection was lost, -timeout
-    passed, Ctrl-C) or the answer does not decode by the schema. (The
+    passed, Ctrl-C) or the answer does not decode by the schema (or the
+    server reflects a schema that cannot be used). (The
     deadline travels with the call: a server that gives up at it first
     answers 504, exit 1.)
-  -schema FILE.zap    the schema (at most 16 MiB)
+  -schema FILE.zap    the schema (at most 16 MiB); without it, the
+                      server's (reflection), which -schema overrides
   -method M           "Service.method", or "method" when one service has
                       it; either may be qualified by the schema's package
                       ("greet.Greeter.hello")
@@ -60,13 +68,17 @@ func init() {
   -timeout D          bound on the dial and the call, the whole stream for
                       a streaming method (default 5s for a unary call, no
                       bound for a stream; 0: no bound but 10s for the
-                      dial)
+                      dial); without -schema, the dial and the
+                      reflection call take it (default 5s, 10s for 0)
+                      before a stream too
   -at N               the service's mount offset on the server (rpc.At):
                       the call goes to ordinal N plus the method's
-                      (default 0)
+                      (default 0; with -schema only: a server's
+                      reflection gives each service's own)
   -network NET        tcp or unix (default tcp; with unix, ADDR is a
                       socket path)
-  -list               list the services and methods of -schema
+  -list               list the services and methods of -schema, or
+                      those the server at ADDR reflects
   -v                  also print on stderr the wire ordinal called, the
                       response metadata (a stream's trailer) and how long
                       the call took
@@ -124,7 +136,7 @@ type callFlags struct {
 	at                                uint64
 	list, verbose                     bool
 	addrs                             []string
-	timeoutSet                        bool
+	timeoutSet, atSet                 bool
 	tls                               tlsFlags
 }
 
@@ -159,6 +171,7 @@ func parseCallFlags(args []string, stderr io.Writer) (*callFlags, int, bool) {
 		args = fs.Args()[1:]
 	}
 	cf.timeoutSet = flagSet(fs, "timeout")
+	cf.atSet = flagSet(fs, "at")
 	return cf, 0, true
 }
 
@@ -173,30 +186,40 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 		fmt.Fprintf(stderr, "zapcodec call: "+format+"\n", a...)
 		return code
 	}
-	if cf.schemaPath == "" {
-		return fail(callExitUsage, "-schema is required")
-	}
-	src, err := readSchemaFile(cf.schemaPath)
-	if err != nil {
-		return fail(callExitUsage, "-schema: %v", err)
-	}
-	f, err := schema.Parse(cf.schemaPath, src)
-	if err != nil {
-		return fail(callExitUsage, "%v", err)
-	}
 	if cf.at > math.MaxUint32 {
 		return fail(callExitUsage, "-at %d: above the largest ordinal (%d)", cf.at, uint32(math.MaxUint32))
 	}
-	if cf.list {
-		if len(cf.addrs) > 0 || cf.method != "" || cf.data != "" {
-			return fail(callExitUsage, "-list takes no address, -method or -d")
+	// With -schema, the schema file; without, the server's (reflection),
+	// asked once connected.
+	var f *schema.File
+	if cf.schemaPath != "" {
+		src, err := readSchemaFile(cf.schemaPath)
+		if err != nil {
+			return fail(callExitUsage, "-schema: %v", err)
 		}
-		if err := callList(stdout, f, uint32(cf.at)); err != nil {
+		if f, err = schema.Parse(cf.schemaPath, src); err != nil {
 			return fail(callExitUsage, "%v", err)
 		}
-		return 0
+		if cf.list {
+			if len(cf.addrs) > 0 || cf.method != "" || cf.data != "" {
+				return fail(callExitUsage, "-list takes no address, -method or -d with -schema (without -schema, it asks the server at ADDR)")
+			}
+			if err := callList(stdout, f, uint32(cf.at)); err != nil {
+				return fail(callExitUsage, "%v", err)
+			}
+			return 0
+		}
+	} else {
+		switch {
+		case cf.list && (cf.method != "" || cf.data != ""):
+			return fail(callExitUsage, "-list takes no -method or -d")
+		case cf.list && len(cf.addrs) == 0:
+			return fail(callExitUsage, "-list needs -schema FILE, or a server address to ask (a server made with rpc.WithReflection)")
+		case cf.atSet:
+			return fail(callExitUsage, "-at is for -schema: without it, the server says where each service is mounted")
+		}
 	}
-	if cf.method == "" {
+	if cf.method == "" && !cf.list {
 		return fail(callExitUsage, "-method is required (or -list to see the methods)")
 	}
 	if len(cf.addrs) != 1 {
@@ -216,13 +239,50 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 	if err != nil {
 		return fail(callExitUsage, "%v", err)
 	}
-	m, err := callFindMethod(f, cf.method)
-	if err != nil {
-		return fail(callExitUsage, "-method %q: %v", cf.method, err)
-	}
-	ord := uint64(cf.at) + uint64(m.Ordinal)
-	if ord > math.MaxUint32 {
-		return fail(callExitUsage, "-at %d: the method's ordinal %d is above the largest (%d)", cf.at, ord, uint32(math.MaxUint32))
+
+	// Without -schema: connect, bounded by -timeout (or the dial's own
+	// bound), and ask the server for its services.
+	var c *rpc.Client
+	var sniff *tlsSniffer
+	var m *schema.Method
+	var ord uint64
+	if f == nil {
+		bound := cf.timeout
+		if bound == 0 {
+			bound = callDialTimeout
+		}
+		rctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		if c, sniff, code = callDial(ctx, rctx, cf, addr, tlsCfg, stderr); c == nil {
+			return code
+		}
+		defer c.Close()
+		svcs, err := rpc.Reflect(rctx, c)
+		if err != nil {
+			return reflectFailed(ctx, stderr, cf, addr, sniff, err)
+		}
+		rs := parseReflected(svcs)
+		if cf.list {
+			if !reflectList(stdout, stderr, rs) {
+				return callExitFailed
+			}
+			return 0
+		}
+		r, rm, bad, err := reflectFindMethod(rs, cf.method)
+		if bad {
+			return fail(callExitFailed, "-method %q: %v", cf.method, err)
+		}
+		if err != nil {
+			return fail(callExitUsage, "-method %q: %v", cf.method, err)
+		}
+		f, m, ord = r.f, rm, uint64(r.base)+uint64(rm.Ordinal)
+	} else {
+		if m, err = callFindMethod(f, cf.method); err != nil {
+			return fail(callExitUsage, "-method %q: %v", cf.method, err)
+		}
+		if ord = uint64(cf.at) + uint64(m.Ordinal); ord > math.MaxUint32 {
+			return fail(callExitUsage, "-at %d: the method's ordinal %d is above the largest (%d)", cf.at, ord, uint32(math.MaxUint32))
+		}
 	}
 	stream := m.ReqStream || m.RespStream
 	if !cf.timeoutSet && stream {
@@ -277,32 +337,24 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 	if len(cf.md) > 0 {
 		callCtx = rpc.WithMetadata(callCtx, cf.md...)
 	}
-	cl := &caller{f: f, m: m, ord: uint32(ord), timeout: cf.timeout, stdout: stdout, stderr: stderr}
+	cl := &caller{f: f, m: m, ord: uint32(ord), timeout: cf.timeout, stdout: stdout, stderr: stderr, reflected: cf.schemaPath == ""}
 	if cf.verbose {
 		cl.rmd = new(rpc.Metadata)
 		callCtx = rpc.WithResponseMetadata(callCtx, cl.rmd)
 	}
-	dialCtx := callCtx
-	if cf.timeout == 0 {
-		var cancel context.CancelFunc
-		dialCtx, cancel = context.WithTimeout(callCtx, callDialTimeout)
-		defer cancel()
-	}
-	opts, sniff := cf.tls.clientOptions(tlsCfg)
-	c, err := rpc.Dial(dialCtx, cf.network, addr, opts...)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && dialCtx.Err() != nil && ctx.Err() == nil {
-			// The bound that passed, by name: -timeout, or the dial's own.
-			bound := fmt.Sprintf("-timeout %v", cf.timeout)
-			if cf.timeout == 0 {
-				bound = fmt.Sprintf("%v, the bound of a dial given no -timeout", callDialTimeout)
-			}
-			return fail(callExitFailed, "cannot connect to %s: not connected within %s (%v)", addr, bound, err)
+	if c == nil {
+		dialCtx := callCtx
+		if cf.timeout == 0 {
+			var cancel context.CancelFunc
+			dialCtx, cancel = context.WithTimeout(callCtx, callDialTimeout)
+			defer cancel()
 		}
-		return fail(callExitFailed, "cannot connect to %s: %v", addr, cf.tls.explainDial(err))
+		if c, sniff, code = callDial(ctx, dialCtx, cf, addr, tlsCfg, stderr); c == nil {
+			return code
+		}
+		defer c.Close()
 	}
 	cl.tls, cl.sniff = &cf.tls, sniff
-	defer c.Close()
 	cl.start = time.Now()
 	if cf.verbose {
 		fmt.Fprintf(stderr, "zapcodec call: %s at ordinal %d of %s\n", callMethodName(f, m), ord, addr)
@@ -316,6 +368,28 @@ func runCallIO(ctx context.Context, stdin io.Reader, args []string, stdout, stde
 		return cl.failed(ctx, err)
 	}
 	return cl.print(body)
+}
+
+// callDial connects to addr within dialCtx; on failure it reports why
+// (ctx is the command's: Ctrl-C) and returns a nil client and the exit
+// status.
+func callDial(ctx, dialCtx context.Context, cf *callFlags, addr string, tlsCfg *tls.Config, stderr io.Writer) (*rpc.Client, *tlsSniffer, int) {
+	opts, sniff := cf.tls.clientOptions(tlsCfg)
+	c, err := rpc.Dial(dialCtx, cf.network, addr, opts...)
+	if err == nil {
+		return c, sniff, 0
+	}
+	if errors.Is(err, context.DeadlineExceeded) && dialCtx.Err() != nil && ctx.Err() == nil {
+		// The bound that passed, by name: -timeout, or the dial's own.
+		bound := fmt.Sprintf("-timeout %v", cf.timeout)
+		if cf.timeout == 0 {
+			bound = fmt.Sprintf("%v, the bound of a dial given no -timeout", callDialTimeout)
+		}
+		fmt.Fprintf(stderr, "zapcodec call: cannot connect to %s: not connected within %s (%v)\n", addr, bound, err)
+		return nil, nil, callExitFailed
+	}
+	fmt.Fprintf(stderr, "zapcodec call: cannot connect to %s: %v\n", addr, cf.tls.explainDial(err))
+	return nil, nil, callExitFailed
 }
 
 // caller makes one call of m and reports its outcome.
@@ -334,6 +408,8 @@ type caller struct {
 	// tls and sniff explain a failure by the TLS flags (tlsFlags.explain).
 	tls   *tlsFlags
 	sniff *tlsSniffer
+	// reflected: the schema is the server's (reflection), not -schema's.
+	reflected bool
 }
 
 // verbose prints, with -v, the response metadata of the call (a stream's
@@ -376,7 +452,10 @@ func (cl *caller) failed(ctx context.Context, err error) int {
 			msg += fmt.Sprintf(" [cut from %d bytes]", se.BodyLen)
 		}
 		fmt.Fprintf(cl.stderr, "zapcodec call: status %d: %s\n", se.Code, printable(msg))
-		if rpc.IsNoSuchMethod(err) {
+		switch {
+		case rpc.IsNoSuchMethod(err) && cl.reflected:
+			fmt.Fprintf(cl.stderr, "zapcodec call: the server reflects %s at ordinal %d, but answers it 404: no handler there, or one that is unimplemented\n", callMethodName(cl.f, cl.m), cl.ord)
+		case rpc.IsNoSuchMethod(err):
 			fmt.Fprintf(cl.stderr, "zapcodec call: the server has no handler at ordinal %d (%s): is it serving this schema, at this -at?\n", cl.ord, callMethodName(cl.f, cl.m))
 		}
 		return callExitStatus
@@ -644,16 +723,22 @@ func callList(w io.Writer, f *schema.File, at uint32) error {
 	var b bytes.Buffer
 	for _, in := range f.Interfaces {
 		fmt.Fprintf(&b, "%s\n", callServiceName(f, in))
-		width := 0
-		for _, m := range in.Methods {
-			width = max(width, len(callSignature(m)))
-		}
-		for _, m := range in.Methods {
-			fmt.Fprintf(&b, "  %-*s  # ordinal %d\n", width, callSignature(m), uint64(at)+uint64(m.Ordinal))
-		}
+		listMethods(&b, in, at)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// listMethods writes the methods of in, one a line, with the wire ordinal
+// each is called at (at plus the method's).
+func listMethods(b *bytes.Buffer, in *schema.Interface, at uint32) {
+	width := 0
+	for _, m := range in.Methods {
+		width = max(width, len(callSignature(m)))
+	}
+	for _, m := range in.Methods {
+		fmt.Fprintf(b, "  %-*s  # ordinal %d\n", width, callSignature(m), uint64(at)+uint64(m.Ordinal))
+	}
 }
 
 // callFindMethod finds the method name names in f, as load's -method

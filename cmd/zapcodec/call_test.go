@@ -305,7 +305,10 @@ func TestCall(t *testing.T) {
 			code: 3, errOut: "zapcodec call: no answer within -timeout 2s\n"},
 
 		// Bad usage: exit 2, nothing sent.
-		{name: "no -schema", args: []string{"-method", "hello", addr}, code: 2, errOut: "zapcodec call: -schema is required\n"},
+		{name: "no -schema, no reflection", args: []string{"-method", "hello", addr}, code: 2, errOut: "zapcodec call: the server at " + addr + " does not serve reflection (rpc.WithReflection); pass -schema FILE\n"},
+		{name: "-list, no -schema, no reflection", args: []string{"-list", addr}, code: 2, errOut: "zapcodec call: the server at " + addr + " does not serve reflection (rpc.WithReflection); pass -schema FILE\n"},
+		{name: "-list, no -schema, no address", args: []string{"-list"}, code: 2, errOut: "zapcodec call: -list needs -schema FILE, or a server address to ask (a server made with rpc.WithReflection)\n"},
+		{name: "-at without -schema", args: []string{"-at", "100", "-method", "ping", addr}, code: 2, errOut: "zapcodec call: -at is for -schema: without it, the server says where each service is mounted\n"},
 		{name: "no -method", args: []string{"-schema", S, addr}, code: 2, errOut: "-method is required (or -list to see the methods)"},
 		{name: "no address", args: []string{"-schema", S, "-method", "hello"}, code: 2, errOut: "want one server address, got 0"},
 		{name: "two addresses", args: []string{"-schema", S, "-method", "hello", addr, addr}, code: 2, errOut: "want one server address, got 2"},

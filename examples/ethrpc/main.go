@@ -145,9 +145,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // newServer returns a server with the Eth service on a fresh table, and
-// EthLogs beside it (at rpc.At(logsBase)); opts are the tests'.
+// EthLogs beside it (at rpc.At(logsBase)), serving reflection (a demo's
+// API is no secret: zapcodec call -list ADDR lists both); opts are the
+// tests'.
 func newServer(opts ...rpc.ServerOption) *rpc.Server {
-	s := rpc.NewServer(append([]rpc.ServerOption{answerBudget()}, opts...)...)
+	s := rpc.NewServer(append([]rpc.ServerOption{answerBudget(), rpc.WithReflection()}, opts...)...)
 	ethzap.RegisterEthServer(s, ethServer{t: newTable()})
 	ethzap.RegisterEthLogsServer(s, logsServer{}, rpc.At(logsBase))
 	return s
