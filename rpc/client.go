@@ -384,7 +384,9 @@ func (c *Client) beat(now int64) {
 // even while its Done is not closed yet (its timer late). [ErrGoAway]
 // when the server announced shutdown before the call was sent, or
 // refused it unrun ([IsRetryable]). An error matching [ErrClosed] when
-// the connection is closed or breaks before the answer arrives. frame.ErrFrameTooLarge when the request
+// the connection is closed or breaks before the answer arrives; it wraps
+// what broke it (io.EOF, a *net.OpError, a TLS error...: see
+// [ErrClosed]). frame.ErrFrameTooLarge when the request
 // exceeds the maximum frame size: at once, whether or not the
 // connection's queue is full; nothing is sent and the connection is
 // unaffected.
@@ -1114,17 +1116,14 @@ func (c *Client) handshake(tc *tls.Conn) bool {
 }
 
 // fail closes the connection once and fails every pending call with an
-// error matching ErrClosed.
+// error matching ErrClosed that wraps cause (see closedBy).
 func (c *Client) fail(cause error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	err := ErrClosed
-	if cause != nil && !errors.Is(cause, ErrClosed) {
-		err = fmt.Errorf("%w: %v", ErrClosed, cause)
-	}
+	err := closedBy(cause)
 	c.closed, c.err = true, err
 	errp := &err // what the pending calls fail with
 	c.broken.Store(true)

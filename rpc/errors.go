@@ -14,7 +14,14 @@ import (
 var (
 	// ErrClosed: the connection or server is closed, or the connection broke
 	// while the call was pending. A call that failed with ErrClosed may or
-	// may not have run on the server.
+	// may not have run on the server. The error of a call or stream whose
+	// connection broke matches ErrClosed and wraps what broke it, which
+	// errors.Is and errors.As find: io.EOF (the peer closed), a
+	// *net.OpError (syscall.ECONNRESET, os.ErrDeadlineExceeded...), a
+	// TLS handshake's error, frame.ErrFrameTooLarge (an answer over the
+	// client's maximum frame size), [ErrProtocol]. It is gRPC's
+	// Unavailable; [Code] says 500 of it, as of any error that is not a
+	// [StatusError].
 	ErrClosed = errors.New("rpc: connection closed")
 	// ErrGoAway: the server announced shutdown (go-away frame) before this
 	// call was sent, so it did not run; it is safe to retry elsewhere
@@ -34,6 +41,40 @@ var (
 	// an answer the client cannot match; the connection is dropped.
 	ErrProtocol = errors.New("rpc: protocol violation")
 )
+
+// closedError is the error of the calls and streams of a connection that
+// closed or broke: it matches ErrClosed (errors.Is), and unwraps to the
+// cause, what broke the connection (io.EOF, a *net.OpError that matches
+// syscall.ECONNRESET, a TLS error, frame.ErrFrameTooLarge, a reason of
+// the client's own such as errNoAnswer...), so that errors.Is and
+// errors.As find it as they find gRPC-go's causes. Its text is
+// ErrClosed's, ": ", and the cause's, as it always was.
+type closedError struct {
+	cause error
+	text  string
+}
+
+func (e *closedError) Error() string { return e.text }
+
+// Is makes errors.Is(err, ErrClosed) true.
+func (e *closedError) Is(target error) bool { return target == ErrClosed }
+
+// Unwrap returns what broke the connection.
+func (e *closedError) Unwrap() error { return e.cause }
+
+// closedBy returns the error of the calls and streams of a connection
+// that closed because of cause: ErrClosed for nil, cause itself when it
+// matches ErrClosed already, else a *closedError that wraps it (one
+// allocation, and the text's).
+func closedBy(cause error) error {
+	switch {
+	case cause == nil:
+		return ErrClosed
+	case errors.Is(cause, ErrClosed):
+		return cause
+	}
+	return &closedError{cause: cause, text: ErrClosed.Error() + ": " + cause.Error()}
+}
 
 // Reasons a client closes a connection by itself; the calls it fails get
 // an error matching ErrClosed whose text names the reason.
@@ -201,12 +242,19 @@ func Code(err error) uint32 {
 // through Unwrap() error and Unwrap() []error), without the allocation
 // errors.As costs for its target's escape, so that reading the status of
 // each failed call costs nothing. Unlike errors.As it does not consult
-// As methods; no error of this module has one.
+// As methods; no error of this module has one. Nor does it look into
+// what broke a connection, which the error of a call that lost its
+// connection ([ErrClosed]) wraps: no answer came, so there is no status.
 func StatusOf(err error) *StatusError {
 	for err != nil {
 		switch e := err.(type) {
 		case *StatusError:
 			return e
+		case *closedError:
+			// The connection broke: no answer came. What broke it is no
+			// status, whatever it wraps (the error of a net.Conn that
+			// NewClient was given).
+			return nil
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:

@@ -321,7 +321,7 @@ func (s *Stream) Context() context.Context { return s.ctx }
 // handler returned), io.EOF after the peer ended the stream cleanly (on a
 // client: the server's handler returned; Recv tells the rest), the
 // peer's *StatusError after an error end, an error matching [ErrClosed]
-// when the connection is gone, and frame.ErrFrameTooLarge (the stream is
+// (and wrapping what broke it) when the connection is gone, and frame.ErrFrameTooLarge (the stream is
 // unaffected) for a message over the maximum frame size. Once warm, Send
 // allocates nothing.
 func (s *Stream) Send(msg []byte) error {
@@ -1059,10 +1059,7 @@ func (t *streamSet) broken(err error) error {
 	} else {
 		t.sc.close(fmt.Errorf("write: %w", err))
 	}
-	if errors.Is(err, ErrClosed) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", ErrClosed, err)
+	return closedBy(err)
 }
 
 // lookup returns the open stream with the given id, or nil.
