@@ -957,7 +957,7 @@ func (c *Client) readFrames() {
 					c.deliverErr(ee.PromiseID, err)
 					continue
 				}
-				c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
+				c.fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 				return
 			}
 			c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, r.Metadata)
@@ -1044,7 +1044,7 @@ func (c *Client) replies(kind byte, p []byte) bool {
 			if err != nil {
 				var ee *wire.EnvelopeError
 				if !errors.As(err, &ee) || !ee.HasPromise {
-					c.fail(fmt.Errorf("%w: %v", ErrProtocol, err))
+					c.fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 					return false
 				}
 				req.PromiseID, status, text = ee.PromiseID, StatusBadRequest, ee.Reason

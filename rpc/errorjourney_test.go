@@ -40,6 +40,7 @@ var sentinels = []struct {
 	{"ErrTooManyStreams", ErrTooManyStreams},
 	{"ErrTooManyPending", ErrTooManyPending},
 	{"ErrProtocol", ErrProtocol},
+	{"ErrMalformed", ErrMalformed},
 	{"context.Canceled", context.Canceled},
 	{"context.DeadlineExceeded", context.DeadlineExceeded},
 	{"frame.ErrFrameTooLarge", frame.ErrFrameTooLarge},
@@ -310,6 +311,24 @@ func callerRows() []journeyRow {
 		is:    []string{"ErrClosed", "io.EOF"},
 		text:  []string{closedText + ": EOF"},
 		check: noStatus,
+	}, {
+		name: "peer answers with bytes that are no envelope",
+		provoke: func(t *testing.T) error {
+			return lostMidCall(t, func(nc net.Conn) {
+				nc.Write(frameBytes(wire.KindResponse, []byte{1, 2, 3}))
+				io.Copy(io.Discard, nc)
+			})
+		},
+		code: StatusInternal,
+		is:   []string{"ErrClosed", "ErrProtocol", "ErrMalformed"},
+		text: []string{closedText + ": rpc: protocol violation: rpc: malformed envelope"},
+		check: func(t *testing.T, err error) {
+			noStatus(t, err)
+			var ee *wire.EnvelopeError
+			if !errors.As(err, &ee) || ee.HasPromise {
+				t.Errorf("errors.As(err, *wire.EnvelopeError) false, or the promise read, for %q", err)
+			}
+		},
 	}, {
 		name: "peer stops answering: ctx deadline",
 		provoke: func(t *testing.T) error {

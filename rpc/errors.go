@@ -38,7 +38,10 @@ var (
 	// pending calls on this connection.
 	ErrTooManyPending = errors.New("rpc: too many pending calls")
 	// ErrProtocol: the peer sent bytes that are not a valid frame stream or
-	// an answer the client cannot match; the connection is dropped.
+	// an answer the client cannot match; the connection is dropped. The
+	// error wraps what was wrong: an answer's envelope that did not
+	// decode, its promise id unreadable, is a [wire.EnvelopeError]
+	// (errors.As; it matches [ErrMalformed]).
 	ErrProtocol = errors.New("rpc: protocol violation")
 )
 
