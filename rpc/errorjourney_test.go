@@ -26,6 +26,8 @@ const (
 	mjBlock    = 705 // waits for its ctx's end or for release
 	sjFail     = 706 // stream: returns Errorf(StatusNotFound, "no feed 9")
 	sjHold     = 707 // stream: waits for its ctx's end
+	mjDeaf     = 708 // waits for release alone, not its ctx
+	sjDeaf     = 709 // stream: waits for release alone, not its ctx
 )
 
 // sentinels are the errors the docs name, which every row of the journey
@@ -84,6 +86,19 @@ func newJourneyServer(t *testing.T, opts ...ServerOption) *journeyServer {
 			return append(resp, "released"...), nil
 		}
 	})
+	s.Handle(mjDeaf, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		j.started <- struct{}{}
+		<-j.release
+		return resp, nil
+	})
+	s.HandleStream(sjDeaf, func(ctx context.Context, init []byte, st *Stream) error {
+		j.started <- struct{}{}
+		<-j.release
+		return nil
+	})
+	// Before the server's Close (cleanups run last first): the handlers
+	// that wait for release alone return.
+	t.Cleanup(j.releaseAll)
 	s.HandleStream(sjFail, func(ctx context.Context, init []byte, st *Stream) error {
 		return Errorf(StatusNotFound, "no feed 9")
 	})
@@ -93,6 +108,15 @@ func newJourneyServer(t *testing.T, opts ...ServerOption) *journeyServer {
 		return ctx.Err()
 	})
 	return j
+}
+
+// releaseAll ends the handlers waiting for release, once.
+func (j *journeyServer) releaseAll() {
+	select {
+	case <-j.release:
+	default:
+		close(j.release)
+	}
 }
 
 // rawPeer listens on loopback TCP and runs serve, in a goroutine of its
@@ -355,6 +379,31 @@ func callerRows() []journeyRow {
 		text:  []string{closedText, "no answer"},
 		check: noStatus,
 	}, {
+		name: "handler returned its ctx's error at the deadline: 504 arrived first",
+		provoke: func(t *testing.T) error {
+			// What a server answers when the handler returns its ctx's
+			// context.DeadlineExceeded (TestCallDeadlinePassedAnswered504),
+			// here before the client's own timer fired: the call ran, so
+			// the answer does not match context.DeadlineExceeded.
+			c, peer := pipeClient(t)
+			_, err := callAnswered(t, c, peer, nil, wire.Response{Status: StatusDeadlineExceeded, Body: []byte("context deadline exceeded")})
+			return err
+		},
+		code:  StatusDeadlineExceeded,
+		text:  []string{"rpc: status 504: context deadline exceeded"},
+		check: statusIs(StatusDeadlineExceeded, "context deadline exceeded", false, false),
+	}, {
+		name: "deadline passed before the handler could run: 504 not run",
+		provoke: func(t *testing.T) error {
+			c, peer := pipeClient(t)
+			_, err := callAnswered(t, c, peer, nil, wire.Response{Status: StatusDeadlineExceeded, NotRun: true, Body: []byte("deadline passed before the call could run")})
+			return err
+		},
+		code:  StatusDeadlineExceeded,
+		is:    []string{"context.DeadlineExceeded"},
+		text:  []string{"rpc: status 504"},
+		check: statusIs(StatusDeadlineExceeded, "deadline passed before the call could run", false, false),
+	}, {
 		name: "caller cancels",
 		provoke: func(t *testing.T) error {
 			j := newJourneyServer(t)
@@ -414,7 +463,7 @@ func callerRows() []journeyRow {
 			shut := make(chan error, 1)
 			go func() { shut <- j.s.Shutdown(context.Background()) }()
 			await(t, "the go-away", c.Draining)
-			close(j.release)
+			j.releaseAll()
 			if err := receive(t, "Shutdown", shut); err != nil {
 				t.Errorf("Shutdown: %v", err)
 			}
@@ -690,10 +739,17 @@ func streamRows() []journeyRow {
 	}, {
 		name: "stream: Recv past the caller's deadline",
 		provoke: func(t *testing.T) error {
+			// The handler does not return at its deadline: the client's
+			// timer ends the stream (see the 504 rows for a handler that
+			// returns its ctx's error).
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
-			_, st := heldStream(t, newJourneyServer(t), ctx)
-			_, err := st.Recv(nil)
+			j := newJourneyServer(t)
+			st, err := dial(t, j.addr).OpenStream(ctx, sjDeaf, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = st.Recv(nil)
 			return err
 		},
 		code: StatusInternal,
