@@ -945,6 +945,9 @@ func (c *Client) readFrames() {
 		if err != nil {
 			if werr := c.out.failure(); werr != nil {
 				err = werr // the write side closed the connection: say why
+			} else if errors.Is(err, frame.ErrEmptyFrame) || errors.Is(err, frame.ErrForeignProtocol) {
+				// Bytes that are no frame stream: the peer's fault.
+				err = fmt.Errorf("%w: %w", ErrProtocol, err)
 			}
 			c.fail(err)
 			return

@@ -39,9 +39,14 @@ var (
 	ErrTooManyPending = errors.New("rpc: too many pending calls")
 	// ErrProtocol: the peer sent bytes that are not a valid frame stream or
 	// an answer the client cannot match; the connection is dropped. The
-	// error wraps what was wrong: an answer's envelope that did not
-	// decode, its promise id unreadable, is a [wire.EnvelopeError]
-	// (errors.As; it matches [ErrMalformed]).
+	// error wraps what was wrong: frame.ErrEmptyFrame or
+	// frame.ErrForeignProtocol for the frame stream; a [wire.EnvelopeError]
+	// (errors.As; it matches [ErrMalformed]) for an answer's envelope that
+	// did not decode, its promise id unreadable (readable, it fails that
+	// call alone). A frame over the client's maximum frame size is not
+	// ErrProtocol but frame.ErrFrameTooLarge (a limit, not a broken
+	// peer), and a foreign protocol the frame reader names by its first
+	// bytes (an HTTP server, say) wraps the reader's error instead.
 	ErrProtocol = errors.New("rpc: protocol violation")
 )
 
