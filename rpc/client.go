@@ -192,7 +192,11 @@ type slotLine struct {
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
 // [WithTLSConfig], TLS over it) and returns a client. ctx bounds the dial
 // and the TLS handshake only. It fails with [ErrHTTPFraming] before
-// dialing when the options select the HTTP framing.
+// dialing when the options select the HTTP framing. Otherwise its error
+// is the dialer's or the TLS handshake's, as they return it: a
+// *net.OpError (errors.Is(err, syscall.ECONNREFUSED) for a port nothing
+// listens at), a *tls.CertificateVerificationError (errors.As) for a
+// certificate the config does not trust.
 func Dial(ctx context.Context, network, addr string, opts ...ClientOption) (*Client, error) {
 	o := buildClientOptions(opts)
 	if err := checkFraming(o.frame); err != nil {

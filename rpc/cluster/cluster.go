@@ -20,7 +20,9 @@ import (
 // ejected, connecting or removed, or none resolved yet) and could not
 // wait for one (see [WithWaitForReady]). The call was not sent. The error
 // a call returns matches it with errors.Is and says what last went wrong
-// (a resolution, a dial, a health check).
+// (a resolution, a dial, a health check); that last error is in its text
+// only, not wrapped: it is not this call's (its status, an earlier call's
+// or a health check's, would be taken for this call's by rpc.Code).
 var ErrNoReplica = errors.New("cluster: no replica is ready")
 
 // Client sends calls to the replicas of a service: it resolves their
@@ -751,7 +753,8 @@ func (c *Client) openStream(ctx context.Context, method uint32, init []byte) (*r
 // that failed on a replica: it names the replica, and wraps the error the
 // connection gave, so that errors.Is and errors.As see through it
 // ([rpc.StatusError], [rpc.IsRetryable], rpc.ErrClosed and the others
-// match as they do on an [rpc.Client]'s errors). A call that ended with
+// match as they do on an [rpc.Client]'s errors, and so do the causes a
+// broken connection's error wraps: io.EOF, syscall.ECONNRESET...). A call that ended with
 // its ctx gets ctx's error itself, not wrapped (err == context.Canceled
 // holds, as on an rpc.Client), and so does one that found no replica
 // ([ErrNoReplica]), and one whose connection Close closed (an error
