@@ -326,6 +326,29 @@ func callerRows() []journeyRow {
 			noStatus(t, err)
 		},
 	}, {
+		name: "promise: Wait after the connection was reset",
+		provoke: func(t *testing.T) error {
+			addr := rawPeer(t, func(nc net.Conn) {
+				if _, ok := readRequest(nc); ok {
+					nc.(*net.TCPConn).SetLinger(0)
+					nc.Close()
+				}
+			})
+			p, err := dial(t, addr).Send(context.Background(), mEcho, []byte("hi"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Wait(context.Background())
+			return err
+		},
+		code: StatusInternal,
+		is:   []string{"ErrClosed", "syscall.ECONNRESET"},
+		text: []string{closedText, "connection reset by peer"},
+		check: func(t *testing.T, err error) {
+			asNetOpError(t, err)
+			noStatus(t, err)
+		},
+	}, {
 		name: "server Close mid-call",
 		provoke: func(t *testing.T) error {
 			j := newJourneyServer(t)
