@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -32,16 +34,35 @@ import (
 // order, so a cancel reaches it before any later call with the same id:
 // it cannot cancel that call.
 //
-// Server: the read loop looks for the running call the cancel names
-// among the connection's jobs (c.jobs: at most the in-flight limit, no
-// allocation, nothing kept), and ends its ctx (job.cancel): its Done
-// closes and Err returns context.Canceled. A cancel for a call that is
-// not running (answered, unknown, never sent) does nothing. The job's
-// live word ties the cancel to the call: the read loop sets it as it
-// takes a call on and finish clears it, so a cancel read after the
-// answer finds nothing, and one that races with finish marks a job whose
-// next call (taken on by the read loop, after the cancel) clears the
-// mark.
+// Server: the read loop looks for the running call the cancel names in
+// one bucket of the connection's index of its jobs by promise id
+// (c.cx, below), and ends its ctx (job.cancel): its Done closes and
+// Err returns context.Canceled. A cancel for a call that is not running
+// (answered, unknown, never sent) does nothing. The job's live word ties
+// the cancel to the call: the read loop sets it as it takes a call on
+// and finish clears it, so a cancel read after the answer finds nothing,
+// and one that races with finish marks a job whose next call (taken on
+// by the read loop, after the cancel) clears the mark.
+//
+// The index. A connection's jobs are one list (c.jobs), changed only as
+// jobs come from and go back to the pool, until its peer first asks
+// whether the server takes cancels or sends a cancel (c.cx, made by
+// indexCancels): nothing per call on a connection whose peer never
+// cancels. From then on each job is in the bucket of its call's promise
+// id (c.cx.b: as many buckets as the connection holds jobs, a power of
+// two, at least minCancelBuckets; the id multiplied by a random odd seed
+// of the connection's, its top bits), put there by the read loop as it
+// takes the call on (indexJob: a few plain stores), and a cancel walks
+// one bucket. The calls running when the peer asked are in it too:
+// indexCancels puts every job in the bucket of the id it last ran, the
+// call whose cancel made the client ask among them. A job whose call is
+// over, or that a cancel found, leaves its bucket when a cancel walks it
+// (it is not found again until its next call), so a walk costs what
+// requests paid for, plus the running calls whose ids share the bucket:
+// about one, as the peer cannot choose ids that share one without knowing
+// the seed. Before the index, a cancel scanned every job the connection
+// held: up to the in-flight limit per 9-byte frame (milliseconds at
+// 65,536, BenchmarkCancelScan).
 
 // abandonCanceled abandons the call waiting in s, whose ctx ended, and
 // tells the server when sendsCancel says so; false, with nothing sent,
@@ -86,12 +107,115 @@ func (c *serverConn) cancelCall(p []byte) {
 	if !ok || pid == 0 {
 		return
 	}
+	if c.cx == nil {
+		// A peer that cancels without asking first.
+		c.indexCancels()
+	}
 	want := 1<<32 | uint64(pid)
-	for j := c.jobs; j != nil; j = j.jnext {
-		if j.live.Load() == want {
+	for j := c.cx.b[c.bucket(pid)]; j != nil; {
+		next := j.jnext
+		switch j.live.Load() {
+		case want:
 			j.cancel(want)
+			fallthrough // found: not looked for again in this call
+		case 0:
+			// Over: out of the bucket until its next call.
+			c.unlinkJob(j)
+			c.linkJob(j, 0)
+		}
+		j = next
+	}
+}
+
+// minCancelBuckets is the fewest buckets of a connection's index of its
+// jobs by promise id (see cancelCall).
+const minCancelBuckets = 16
+
+// cancelIndex is a connection's index of its jobs by the promise ids of
+// their calls (see cancelCall): a job is in bucket b[(pid * seed) >>
+// shift], linked through job.jnext.
+type cancelIndex struct {
+	b     []*job
+	seed  uint32 // odd, random
+	shift uint8
+}
+
+// indexCancels starts the connection's index of its jobs by promise id
+// (see cancelCall): the read loop keeps it from now on.
+func (c *serverConn) indexCancels() {
+	c.cx = &cancelIndex{seed: rand.Uint32() | 1}
+	c.rebucket(max(c.nJobs, minCancelBuckets))
+}
+
+// bucket is the index in c.cx.b of the bucket of promise id pid.
+func (c *serverConn) bucket(pid uint32) int {
+	return int((pid * c.cx.seed) >> c.cx.shift)
+}
+
+// indexJob puts j, whose call's promise id the read loop has just set,
+// in that id's bucket (c.cx not nil).
+func (c *serverConn) indexJob(j *job) {
+	if b := int32(c.bucket(j.pid)) + 1; j.jb != b {
+		c.unlinkJob(j)
+		c.linkJob(j, b)
+	}
+}
+
+// rebucket makes c.cx n buckets (rounded up to a power of two) and puts
+// every job of the connection in the bucket of its last call's promise
+// id.
+func (c *serverConn) rebucket(n int) {
+	x := c.cx
+	old, plain := x.b, c.jobs
+	k := bits.Len(uint(n - 1))
+	x.b, x.shift, c.jobs = make([]*job, 1<<k), uint8(32-k), nil
+	for _, l := range append(old, plain) {
+		for j := l; j != nil; {
+			next := j.jnext
+			c.linkJob(j, int32(c.bucket(j.pid))+1)
+			j = next
 		}
 	}
+}
+
+// fitBuckets shrinks c.cx after the connection gave jobs back to the
+// pool, to keep it in proportion to the jobs it holds.
+func (c *serverConn) fitBuckets() {
+	if c.cx != nil && len(c.cx.b) > minCancelBuckets && 4*c.nJobs < len(c.cx.b) {
+		c.rebucket(max(2*c.nJobs, minCancelBuckets))
+	}
+}
+
+// listOf returns the head of the list of j's jobs that holds j (j.jb).
+func (c *serverConn) listOf(j *job) **job {
+	if j.jb == 0 {
+		return &c.jobs
+	}
+	return &c.cx.b[j.jb-1]
+}
+
+// linkJob puts j at the head of the list b (j.jb).
+func (c *serverConn) linkJob(j *job, b int32) {
+	j.jb = b
+	l := c.listOf(j)
+	j.jnext, j.jprev = *l, nil
+	if *l != nil {
+		(*l).jprev = j
+	}
+	*l = j
+}
+
+// unlinkJob takes j out of the list that holds it.
+func (c *serverConn) unlinkJob(j *job) {
+	if j.jprev != nil {
+		j.jprev.jnext = j.jnext
+	} else if l := c.listOf(j); *l == j {
+		*l = j.jnext
+	}
+	if j.jnext != nil {
+		j.jnext.jprev = j.jprev
+	}
+	j.jnext, j.jprev, j.jb = nil, nil, 0
 }
 
 // cancel ends the ctx of the call j runs when it is still the call live

@@ -156,22 +156,38 @@ func TestCancelPipelinedTarget(t *testing.T) {
 
 // BenchmarkCancelScan is the read loop's cost of a cancel frame that names
 // no running call, on a connection that holds jobs jobs (as many as its
-// in-flight limit allows): the scan of its job list (see
-// WithMaxInFlight's doc).
+// in-flight limit allows), each running a call: a look at one bucket of
+// the connection's index of its jobs by promise id (cancel.go; before
+// the index, a scan of every job).
 func BenchmarkCancelScan(b *testing.B) {
 	for _, n := range []int{DefaultMaxInFlight, 65536} {
 		b.Run("jobs="+strconv.Itoa(n), func(b *testing.B) {
-			c := &serverConn{}
-			for range n {
-				j := &job{}
-				j.jnext = c.jobs
-				c.jobs = j
-			}
-			p := wire.AppendCancel(nil, 12345)
+			c := runningJobs(n, func(i int) uint32 { return uint32(i + 1) })
+			c.indexCancels()
+			p := wire.AppendCancel(nil, 1<<31)
 			b.ReportAllocs()
 			for b.Loop() {
 				c.cancelCall(p)
 			}
 		})
 	}
+}
+
+// runningJobs returns a connection (no socket: for its read loop's
+// bookkeeping only) that holds n jobs, the i-th running a call of
+// promise id pid(i), taken on as the read loop does (acquire, then the
+// request's promise id and live word).
+func runningJobs(n int, pid func(i int) uint32) *serverConn {
+	c := &serverConn{s: &Server{}}
+	c.s.opts.maxInFlight = n
+	for i := range n {
+		j := c.acquire()
+		j.pid = pid(i)
+		j.canceled.Store(false) // a pooled job's mark of its last call
+		if c.cx != nil {
+			c.indexJob(j)
+		}
+		j.live.Store(1<<32 | uint64(j.pid))
+	}
+	return c
 }

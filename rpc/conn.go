@@ -39,10 +39,6 @@ type serverConn struct {
 	// wdListed: c is on the watchdog's list (set under s.wdMu; see
 	// Server.watch). Beside closed, in what would be padding.
 	wdListed atomic.Bool
-	// handshake is the state of the TLS handshake (hsNone on a plain
-	// connection): a go-away sent before it finishes is written by serve
-	// once it has (see goAway).
-	handshake atomic.Uint32
 	// tlsState is the TLS handshake's state (PeerFrom), set by serve
 	// before the read loop starts; nil on a plain connection.
 	tlsState *tls.ConnectionState
@@ -52,12 +48,17 @@ type serverConn struct {
 	// limit.
 	free  jobFree
 	nJobs int
-	// jobs (role holder only) heads the list (job.jnext) of every job
-	// the connection holds, the ones running calls among them: where the
-	// read loop looks for the call a peer's cancel names (cancel.go).
-	// Changed only as jobs are taken from and given back to the pool,
-	// not per call.
+	// jobs (role holder only) heads the list (job.jnext) of the jobs the
+	// connection holds: every one until the peer first asks about
+	// cancels or sends one (cx), changed only as jobs are taken from
+	// and given back to the pool, not per call; after it, those not yet
+	// in a bucket of cx.
 	jobs *job
+	// cx (role holder only) is nil until the peer asks whether the
+	// server takes cancels, or sends one; from then on the read loop
+	// keeps the jobs in its buckets, by the promise id of their calls, so
+	// that a cancel looks at one bucket, not at every job (cancel.go).
+	cx *cancelIndex
 	// trimAt (role holder only, monoNow) is when the jobs that sat unused
 	// in the free list are given back while the connection holds more
 	// than one (trimJobs); 0 while it holds one or none.
@@ -143,7 +144,11 @@ type serverConn struct {
 	// the write deadline having failed to end a write. wPokedAt: when the
 	// goroutine of the latest pokeWrite began to set its deadline (monoNow).
 	rPoking, wPoking, wClosing atomic.Bool
-	wPokedAt                   atomic.Int64
+	// handshake is the state of the TLS handshake (hsNone on a plain
+	// connection): a go-away sent before it finishes is written by serve
+	// once it has (see goAway). Here, in what would be padding.
+	handshake atomic.Uint32
+	wPokedAt  atomic.Int64
 	// beatE is c's membership of the beat, joined at its first write the
 	// scans do not watch (joinBeat), nil before and once c is closed.
 	beatE atomic.Pointer[beatEntry]
@@ -535,8 +540,13 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 				c.close(fmt.Errorf("%w: ping payload of %d bytes", ErrProtocol, len(p)))
 				return true
 			}
-			if string(p) == wire.CancelQuestion && !c.announceCancel() {
-				return true
+			if string(p) == wire.CancelQuestion {
+				if c.cx == nil {
+					c.indexCancels()
+				}
+				if !c.announceCancel() {
+					return true
+				}
 			}
 			if !c.pong(p) {
 				return true
@@ -619,6 +629,9 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		return reqClosed
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
+	if c.cx != nil {
+		c.indexJob(j)
+	}
 	if j.canceled.Load() {
 		// A cancel meant for the job's previous call, read as that
 		// call ended (cancel.go).

@@ -57,7 +57,8 @@ type job struct {
 	dch       chan struct{} // under dmu: the call's done channel, reused until closed
 	dtimer    *time.Timer   // under dmu: fires expire at the deadline; reused
 	dconn     *serverConn   // under dmu: the connection dch was armed on
-	darm      int           // under dconn.dmu: index+1 in dconn.armedJobs, 0 none
+	darm      int32         // under dconn.dmu: index+1 in dconn.armedJobs, 0 none (at most the jobs a connection holds)
+	jb        int32         // role holder: the list that holds the job (see jnext), in what would be padding
 	afs       []afterFunc   // under dmu: AfterFunc callbacks waiting for dch
 	afID      uint32        // under dmu: ids of AfterFunc registrations
 	// reserved is the answer budget the call holds (ReserveAnswer),
@@ -76,7 +77,10 @@ type job struct {
 	live     atomic.Uint64
 	canceled atomic.Bool
 	armedAny atomic.Bool
-	// jnext and jprev link the jobs of c (serverConn.jobs); role holder.
+	// jnext and jprev link the job into one of c's lists of its jobs
+	// (role holder), the one jb names: 0 serverConn.jobs, else 1 + the
+	// bucket of serverConn.cx, the index by promise id of a connection
+	// whose peer cancels (cancel.go).
 	jnext, jprev *job
 }
 

@@ -125,7 +125,7 @@ func (j *job) armDone() <-chan struct{} {
 	dead := c.armDead
 	if !dead {
 		c.armedJobs = append(c.armedJobs, j)
-		j.darm = len(c.armedJobs)
+		j.darm = int32(len(c.armedJobs))
 	}
 	c.dmu.Unlock()
 	if dead {

@@ -94,11 +94,10 @@ func (c *serverConn) acquire() *job {
 	if c.nJobs < c.s.opts.maxInFlight {
 		c.nJobs++
 		j := c.newJob()
-		j.jnext, j.jprev = c.jobs, nil
-		if c.jobs != nil {
-			c.jobs.jprev = j
+		c.linkJob(j, 0)
+		if c.cx != nil && c.nJobs > len(c.cx.b) {
+			c.rebucket(2 * len(c.cx.b))
 		}
-		c.jobs = j
 		return j
 	}
 	// The answers written so far need not wait too.
@@ -179,6 +178,7 @@ func (c *serverConn) releaseJobs() {
 	for _, j := range jobs {
 		c.putJob(j)
 	}
+	c.fitBuckets()
 }
 
 // quietWake is the time after which a connection with the read timeout
@@ -223,6 +223,7 @@ func (c *serverConn) trimJobs() {
 	f.jobs = f.jobs[:n]
 	f.low = n
 	f.mu.Unlock()
+	c.fitBuckets()
 }
 
 // releaseSpare gives the connection's only job back to the server-wide pool
@@ -243,15 +244,7 @@ func (c *serverConn) releaseSpare() {
 // putJob gives one of the connection's jobs, not in use, to the pool.
 func (c *serverConn) putJob(j *job) {
 	c.nJobs--
-	if j.jprev != nil {
-		j.jprev.jnext = j.jnext
-	} else if c.jobs == j {
-		c.jobs = j.jnext
-	}
-	if j.jnext != nil {
-		j.jnext.jprev = j.jprev
-	}
-	j.jnext, j.jprev = nil, nil
+	c.unlinkJob(j)
 	j.c, j.h = nil, nil
 	j.cc.Store(retiredConn)
 	if cap(j.req) > keptJobBuffer {

@@ -341,12 +341,8 @@ func WithWriteTimeout(d time.Duration) Option {
 // (its window bounds what waits), or lower n.
 //
 // CPU: a caller's cancel (frame kind 12, docs/wire.md §8) is looked for
-// among the jobs the connection holds, up to n of them, one by one: a
-// peer that once had n calls running and then sends cancels makes each
-// 9-byte frame cost time in proportion to n (under a microsecond at 256,
-// milliseconds at 65,536, on its connection's read loop:
-// BenchmarkCancelScan), so a large n lets one peer spend a core with a
-// small stream of cancels.
+// in one bucket of an index of the connection's jobs by promise id, not
+// among all of them: its cost does not grow with n (BenchmarkCancelScan).
 func WithMaxInFlight(n int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		if n <= 0 {
