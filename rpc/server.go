@@ -62,8 +62,11 @@ import (
 // (docs/wire.md §8, "Cancel": a frame of kind 12 naming the call, sent
 // to a server that announced it takes them). The cancel arrives a round
 // trip after the caller's, or two for the first on a connection (the
-// client asks first); a handler running in the read loop sees it once a
-// worker took over reading (a millisecond or two). A caller whose
+// client asks first); a handler running in the read loop sees it no
+// sooner than a worker took over reading, which the watchdog does a
+// millisecond or two after the handler began (later on a loaded machine,
+// or when calls had stopped and the watchdog had slowed down: see
+// rpc/README.md), as nothing reads the connection before. A caller whose
 // deadline passed sends no cancel: the handler's ctx ends by the
 // deadline its request carried, with context.DeadlineExceeded. A
 // canonical client never cancels: its calls run to their end or their
