@@ -47,22 +47,22 @@ import (
 // The index. A connection's jobs are one list (c.jobs), changed only as
 // jobs come from and go back to the pool, until its peer first asks
 // whether the server takes cancels or sends a cancel (c.cx, made by
-// indexCancels): nothing per call on a connection whose peer never
-// cancels. From then on each job is in the bucket of its call's promise
+// indexCancels): a connection whose peer never cancels pays a load of c.cx
+// per call. From then on each job is in the bucket of its call's promise
 // id (c.cx.b: as many buckets as the connection holds jobs, a power of
 // two, at least minCancelBuckets; the id multiplied by a random odd seed
 // of the connection's, its top bits), put there by the read loop as it
-// takes the call on (indexJob: a few plain stores), and a cancel walks
-// one bucket. The calls running when the peer asked are in it too:
-// indexCancels puts every job in the bucket of the id it last ran, the
-// call whose cancel made the client ask among them. A job whose call is
-// over, or that a cancel found, leaves its bucket when a cancel walks it
-// (it is not found again until its next call), so a walk costs what
-// requests paid for, plus the running calls whose ids share the bucket:
-// about one, as the peer cannot choose ids that share one without knowing
-// the seed. Before the index, a cancel scanned every job the connection
-// held: up to the in-flight limit per 9-byte frame (milliseconds at
-// 65,536, BenchmarkCancelScan).
+// takes the call on (indexJob: a few dozen instructions, plain loads and
+// stores of the lists' links), and a cancel walks one bucket. The calls
+// running when the peer asked are in it too: indexCancels puts every job
+// in the bucket of the id it last ran, the call whose cancel made the
+// client ask among them. A job whose call is over, or that a cancel found,
+// leaves its bucket when a cancel walks it (it is not found again until
+// its next call), so a walk costs what requests paid for, plus the running
+// calls whose ids share the bucket: about one, as the peer cannot choose
+// ids that share one without knowing the seed. Before the index, a cancel
+// scanned every job the connection held: up to the in-flight limit per
+// 9-byte frame (milliseconds at 65,536, BenchmarkCancelScan).
 
 // abandonCanceled abandons the call waiting in s, whose ctx ended, and
 // tells the server when sendsCancel says so; false, with nothing sent,
