@@ -273,3 +273,38 @@ func BenchmarkUnaryCancelOn(b *testing.B) {
 		benchCalls(b, c, 64, 256)
 	})
 }
+
+// The index grows as the connection takes more jobs after the peer
+// asked (acquire doubles it once the jobs outnumber its buckets), and
+// every running call stays findable across the growths.
+func TestCancelIndexGrows(t *testing.T) {
+	c := runningJobs(3, func(i int) uint32 { return uint32(i + 1) })
+	c.indexCancels()
+	if len(c.cx.b) != minCancelBuckets {
+		t.Fatalf("%d buckets for 3 jobs, want %d", len(c.cx.b), minCancelBuckets)
+	}
+	const n = 200
+	c.s.opts.maxInFlight = n
+	for i := 3; i < n; i++ {
+		j := c.acquire()
+		j.pid = uint32(i + 1)
+		j.canceled.Store(false)
+		c.indexJob(j)
+		j.live.Store(1<<32 | uint64(j.pid))
+	}
+	if len(c.cx.b) < n {
+		t.Fatalf("%d buckets for %d jobs", len(c.cx.b), n)
+	}
+	checkIndex(t, c)
+	for i := range n {
+		j := jobWithPid(c, uint32(i+1))
+		if j == nil {
+			t.Fatalf("promise %d not in the index", i+1)
+		}
+		c.cancelCall(wire.AppendCancel(nil, uint32(i+1)))
+		if !j.canceled.Load() {
+			t.Fatalf("promise %d not canceled", i+1)
+		}
+	}
+	checkIndex(t, c)
+}
