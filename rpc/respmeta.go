@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/zapcodec/zapcodec/rpc/internal/respmd"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -225,6 +226,15 @@ func WithResponseMetadata(ctx context.Context, md *Metadata) context.Context {
 	w.rmd, w.rown = md, &wo.o
 	wireInUse.Store(true) // before any ctx holds w
 	return context.WithValue(ctx, wireKey{}, w)
+}
+
+func init() {
+	respmd.Receiver = func(ctx context.Context) any {
+		if w := wireFrom(ctx); w != nil && w.rmd != nil {
+			return w.rmd
+		}
+		return nil
+	}
 }
 
 // rmdOwner orders the writes of a WithResponseMetadata receiver by the

@@ -137,8 +137,9 @@
 // never past the ctx's deadline; the first success or fatal answer is
 // the call's, and the other attempts are canceled (their handlers' ctx
 // ends). Each attempt writes its own buffer, and the winner's answer is
-// copied into the caller's: nothing an attempt does after Call returned
-// touches the caller's buffers. A method has a retry policy or a
+// copied into the caller's, and so is its response metadata
+// ([rpc.WithResponseMetadata]): nothing an attempt does after Call
+// returned touches the caller's buffers or receiver. A method has a retry policy or a
 // hedging policy, not both ([Dial] fails when both are given for it).
 //
 // Middleware: [WithInterceptors] and [WithStreamInterceptors] run once

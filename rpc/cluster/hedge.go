@@ -10,6 +10,7 @@ import (
 
 	"github.com/zapcodec/zapcodec/internal/poison"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/internal/respmd"
 )
 
 // MaxHedgingAttempts is the most attempts a [HedgingPolicy] sends for
@@ -113,6 +114,11 @@ type HedgingPolicy struct {
 // through it); a call decided by an attempt's failure (a status not
 // among NonFatalStatuses) returns that one's, with the count of
 // attempts sent so far, those canceled included.
+// Response metadata ([rpc.WithResponseMetadata] on the caller's ctx):
+// each attempt stores its answer's in a receiver of its own, and the
+// caller's receiver, emptied when the call starts, gets the metadata of
+// the answer the call returns (the winner's, the fatal failure's, or
+// the last failure's), as Call returns; no attempt writes it.
 //
 // Costs: a call to a method without a hedging policy costs what it
 // costs without one (a look at a flag). A hedged call runs each attempt
@@ -122,7 +128,9 @@ type HedgingPolicy struct {
 // cancel func and its Done channel: context.WithCancel of the caller's
 // ctx), under a ctx that cannot end (context.Background); under one
 // that can, the context package may add what it takes to know the
-// child (a map in the caller's ctx, once per such ctx). The attempts'
+// child (a map in the caller's ctx, once per such ctx); with a response
+// metadata receiver on ctx, each attempt's own receiver costs two more
+// (rpc.WithResponseMetadata). The attempts'
 // goroutines (reused by the runtime), their buffers, the request's copy
 // and the timer allocate nothing once warm (a buffer that grew past
 // 64 KiB is dropped after its call rather than kept in the pool: a large
@@ -201,6 +209,13 @@ type hedgeCall struct {
 	// writes, then only the call (after its result) or release reads.
 	conns [MaxHedgingAttempts]*Conn
 	bufs  [MaxHedgingAttempts][]byte
+	// With a response metadata receiver on the caller's ctx
+	// (rpc.WithResponseMetadata), ctxs[k] is attempt k's ctx, with
+	// mds[k] as its own receiver (set before its goroutine starts, like
+	// conns[k]); the call gives the caller's receiver the deciding
+	// attempt's. Without one, ctxs[k] is nil and attempts use ctx.
+	ctxs [MaxHedgingAttempts]context.Context
+	mds  [MaxHedgingAttempts]rpc.Metadata
 	// next is the number of attempts started: an attempt's goroutine
 	// takes its index from it (see attempt).
 	next atomic.Int32
@@ -237,8 +252,11 @@ var hedges = sync.Pool{New: func() any {
 const maxKeptHedgeBuf = 64 << 10
 
 // start starts attempt k on cn (counted in its in-flight calls).
-func (h *hedgeCall) start(k int, cn *Conn) {
+func (h *hedgeCall) start(k int, cn *Conn, rmd *rpc.Metadata) {
 	h.conns[k] = cn
+	if rmd != nil {
+		h.ctxs[k] = rpc.WithResponseMetadata(h.ctx, &h.mds[k])
+	}
 	h.refs.Add(1)
 	if h.run == nil {
 		h.run = h.attempt // here, not in the pool's New: an initialization cycle
@@ -257,6 +275,8 @@ func (h *hedgeCall) release() {
 	}
 	h.c, h.ctx = nil, nil
 	h.conns = [MaxHedgingAttempts]*Conn{}
+	h.ctxs = [MaxHedgingAttempts]context.Context{}
+	h.mds = [MaxHedgingAttempts]rpc.Metadata{}
 	h.next.Store(0)
 	h.decided.Store(false)
 	keep := func(b []byte) []byte {
@@ -284,6 +304,9 @@ func (h *hedgeCall) release() {
 func (h *hedgeCall) attempt() {
 	k := int(h.next.Add(1)) - 1
 	c, ctx := h.c, h.ctx
+	if h.ctxs[k] != nil {
+		ctx = h.ctxs[k]
+	}
 	r := hedgeResult{k: k, cn: h.conns[k]}
 	held := r.cn // on its in-flight count while its call runs
 	defer func() {
@@ -407,6 +430,20 @@ func (c *Client) hedged(ctx context.Context, p *HedgingPolicy, method uint32, re
 	h.c, h.ctx, h.method = c, actx, method
 	h.req = append(h.req[:0], req...)
 	h.refs.Store(1)
+	// The caller's response metadata receiver, if any: the attempts
+	// each have their own, and the call gives it the deciding answer's.
+	var rmd *rpc.Metadata
+	if respmd.Receiver != nil {
+		rmd, _ = respmd.Receiver(ctx).(*rpc.Metadata)
+	}
+	if rmd != nil {
+		*rmd = rpc.Metadata{} // emptied when the call is sent, as rpc.Client.Call does
+	}
+	decide := func(r hedgeResult) {
+		if rmd != nil {
+			*rmd = h.mds[r.k]
+		}
+	}
 	var t *time.Timer
 	defer func() {
 		cancel() // the attempts still out: their handlers are told
@@ -418,7 +455,7 @@ func (c *Client) hedged(ctx context.Context, p *HedgingPolicy, method uint32, re
 	}()
 
 	var used [MaxHedgingAttempts]*replica
-	h.start(0, cn)
+	h.start(0, cn, rmd)
 	used[0] = cn.r
 	sent, pending := 1, 1 // attempts sent, and not answered yet
 	more := true          // hedges may still be sent
@@ -446,7 +483,7 @@ func (c *Client) hedged(ctx context.Context, p *HedgingPolicy, method uint32, re
 			}
 			if cn != nil {
 				c.retries.Add(1)
-				h.start(sent, cn)
+				h.start(sent, cn, rmd)
 				used[sent] = cn.r
 				sent++
 				pending++
@@ -467,6 +504,7 @@ func (c *Client) hedged(ctx context.Context, p *HedgingPolicy, method uint32, re
 		if pending == 0 {
 			// Every attempt failed, and no more may be sent.
 			c.failed.Add(1)
+			decide(last)
 			return append(resp, last.out...), c.onReplica(last.cn, last.err, sent)
 		}
 		select {
@@ -477,11 +515,13 @@ func (c *Client) hedged(ctx context.Context, p *HedgingPolicy, method uint32, re
 			}
 			if r.err == nil {
 				h.decided.Store(true)
+				decide(r)
 				return append(resp, r.out...), nil
 			}
 			if !c.hedgeGoesOn(p, r.cn, r.err) {
 				h.decided.Store(true)
 				c.failed.Add(1)
+				decide(r)
 				return append(resp, r.out...), c.onReplica(r.cn, r.err, sent)
 			}
 			last, now = r, true
