@@ -35,7 +35,8 @@ func init() {
                 servers both write the struct
       note      breaks nothing (a rename, a method added at the end, a
                 field removed with the others keeping their @N offsets,
-                text read as bytes)
+                text read as bytes: the same bytes, though codec/dynamic,
+                zapcodec call and dump refuse text that is not UTF-8)
     Exits 0 when nothing is breaking, 1 when something is, 2 on bad usage,
     a file that cannot be read, or a schema that does not parse (its error
     on stderr, "file:line:col: message"). Each schema file holds at most

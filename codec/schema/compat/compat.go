@@ -111,7 +111,10 @@ const (
 	// FieldRetyped: a field whose type changed at the same offset. Both.
 	FieldRetyped
 	// FieldSameBytes: text became bytes or bytes text (in a field, or as
-	// list elements). 0: the wire holds the same bytes.
+	// list elements). 0: the wire holds the same bytes, which generated
+	// code reads as written; codec/dynamic, which refuses text that is
+	// not UTF-8, fails on bytes that are not UTF-8 read as text (the
+	// message says on which side).
 	FieldSameBytes
 	// FieldRenamed: a field at the same offset under another name. 0.
 	FieldRenamed
@@ -741,9 +744,17 @@ func (c *comparer) field(name string, s, t *schema.Struct, f, g *schema.Field) {
 				name, label, ft, gt, g.Offset)})
 		return
 	case sameBytes:
+		// Generated code and codec read text as written, UTF-8 or not;
+		// codec/dynamic does not: bytes that are not UTF-8, written
+		// by the side that has bytes, fail there on the side that has
+		// text.
+		who := "old writers' bytes that are not UTF-8 fail there in new readers"
+		if elem(g.Type).Kind == schema.KindBytes {
+			who = "new writers' bytes that are not UTF-8 fail there in old readers"
+		}
 		c.add(Change{Kind: FieldSameBytes, Old: f.Pos, New: g.Pos,
-			Msg: fmt.Sprintf("%s: %s retyped from %s to %s (offset %d): the same bytes on the wire (text is not checked for UTF-8 as it is read)",
-				name, label, ft, gt, g.Offset)})
+			Msg: fmt.Sprintf("%s: %s retyped from %s to %s (offset %d): the same bytes on the wire, which generated code and package codec read as written, UTF-8 or not; codec/dynamic (zapcodec call and dump, JSON) refuses text that is not UTF-8: %s",
+				name, label, ft, gt, g.Offset, who)})
 		return
 	}
 	if f.Name != g.Name {

@@ -20,7 +20,9 @@
 //     peers both ways (u32 to u64, i32 to u32, bytes_fixed[4] to
 //     bytes_fixed[8], list<u32> to list<u64>), except text and bytes, which
 //     are the same bytes on the wire (a slot and the value), in a field or
-//     as list elements.
+//     as list elements: a note, though codec/dynamic (unlike generated
+//     code) refuses text that is not UTF-8, so bytes that are not UTF-8
+//     read as text fail there.
 //   - Structs by name, and by where they are used: the request and result
 //     of a method matched by ordinal, the struct a matched field points at,
 //     the element of a matched list. A struct that only the new schema

@@ -1,9 +1,11 @@
 package compat
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/zapcodec/zapcodec/codec/dynamic"
+	"github.com/zapcodec/zapcodec/codec/schema"
 )
 
 // TestVerdictsOnTheWire checks verdicts of Compare against bytes: a
@@ -54,5 +56,31 @@ func TestVerdictsOnTheWire(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Text and bytes are the same bytes on the wire, but codec/dynamic
+// refuses text that is not UTF-8: a note, whose message says so and on
+// which side bytes that are not UTF-8 fail, for the retyping both ways.
+func TestSameBytesNotUTF8(t *testing.T) {
+	b, x := parse(t, "b.zap", "struct S\n    A bytes\n"), parse(t, "t.zap", "struct S\n    A text\n")
+	msg, err := dynamic.AppendMessage(nil, b.Structs[0], []byte(`{"A":"ff"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := dynamic.AppendJSON(nil, x.Structs[0], msg); err == nil {
+		t.Fatalf("bytes ff read as text: %s, no error", got)
+	}
+	for _, c := range []struct {
+		old, new *schema.File
+		side     string
+	}{{b, x, "old writers' bytes that are not UTF-8 fail there in new readers"}, {x, b, "new writers' bytes that are not UTF-8 fail there in old readers"}} {
+		chs := Compare(c.old, c.new)
+		if len(chs) != 1 || chs[0].Kind != FieldSameBytes || chs[0].Breaks != 0 {
+			t.Fatalf("changes %v, want one FieldSameBytes, breaking nothing", chs)
+		}
+		if m := chs[0].Msg; !strings.Contains(m, "codec/dynamic") || !strings.Contains(m, c.side) {
+			t.Errorf("message %q: want it to say codec/dynamic refuses text that is not UTF-8, and %q", m, c.side)
+		}
 	}
 }
