@@ -33,7 +33,9 @@ func init() {
                 first; removed from the end: its readers first; a method
                 removed: clients first); breaking when clients and
                 servers both write the struct
-      note      breaks nothing (a rename, a method added at the end, a
+      note      breaks nothing (a rename, though a method renamed at its
+                ordinal breaks both ways if it is in fact another method
+                put in the old one's place; a method added at the end, a
                 field removed with the others keeping their @N offsets,
                 text read as bytes: the same bytes, though codec/dynamic,
                 zapcodec call and dump refuse text that is not UTF-8)

@@ -68,7 +68,10 @@ const (
 	MethodRemoved
 	// MethodMoved: a method whose ordinal changed. Both.
 	MethodMoved
-	// MethodRenamed: a method at the same ordinal under another name. 0.
+	// MethodRenamed: a method at the same ordinal under another name. 0,
+	// taking it for the same method renamed: the wire cannot tell it
+	// from another method put in the old one's place (old clients'
+	// calls would run it), which the message says.
 	MethodRenamed
 	// RequestAdded: a method that took no request takes one. OldWriters.
 	RequestAdded
@@ -527,8 +530,8 @@ func (c *comparer) methods(oi, ni *schema.Interface) {
 					ni.Name, n.Name, m.Ordinal, n.Ordinal)})
 		} else if m.Name != n.Name {
 			c.add(Change{Kind: MethodRenamed, Old: m.Pos, New: n.Pos,
-				Msg: fmt.Sprintf("method %s.%s renamed %s (ordinal %d): not on the wire; its name in logs, metrics and rpc.MethodFrom changes",
-					ni.Name, m.Name, n.Name, n.Ordinal)})
+				Msg: fmt.Sprintf("method %s.%s renamed %s (ordinal %d): not on the wire; its name in logs, metrics and rpc.MethodFrom changes. If %s is another method put in %s's place, not %s renamed, old clients' calls to %s run %s on new servers, and new clients' calls to %s run %s on old ones: breaking both ways, which the wire cannot show",
+					ni.Name, m.Name, n.Name, n.Ordinal, n.Name, m.Name, m.Name, m.Name, n.Name, n.Name, m.Name)})
 		}
 		c.payloads(ni, m, n)
 	}

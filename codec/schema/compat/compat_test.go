@@ -355,3 +355,19 @@ func TestCompareBounded(t *testing.T) {
 		}
 	}
 }
+
+// A method at the same ordinal under another name is a note (taken for a
+// rename), and its message says what it does when it is another method
+// in the old one's place: old clients' calls run it. Here both take the
+// same request, so nothing else in the list shows it.
+func TestMethodRenamedSaysReplacement(t *testing.T) {
+	old := parse(t, "old.zap", "struct Id\n    N u64\ninterface Users {\n    getUser(req: Id)\n}\n")
+	cur := parse(t, "new.zap", "struct Id\n    N u64\ninterface Users {\n    deleteUser(req: Id)\n}\n")
+	chs := Compare(old, cur)
+	if len(chs) != 1 || chs[0].Kind != MethodRenamed || chs[0].Breaks != 0 {
+		t.Fatalf("changes %v, want one MethodRenamed breaking nothing", chs)
+	}
+	if want := "old clients' calls to getUser run deleteUser on new servers"; !strings.Contains(chs[0].Msg, want) {
+		t.Errorf("message %q does not say %q", chs[0].Msg, want)
+	}
+}

@@ -34,7 +34,11 @@
 //     (one inserted or removed before it, or a reordering) moved, which
 //     breaks peers both ways; a method at the same ordinal under a new
 //     name is renamed (only its name in logs, metrics and
-//     rpc.MethodFrom changes).
+//     rpc.MethodFrom changes). The wire cannot tell a rename from
+//     another method put in the old one's place, whose old clients'
+//     calls would run the new method: Compare takes it for a rename,
+//     a note whose message says so; its payloads are compared as
+//     usual.
 //   - Interfaces by name, then in declaration order among those without a
 //     match. The package and interface names make a service's name
 //     (package.Interface), which health checks ask for: renaming either
