@@ -170,7 +170,7 @@ func (c *Conn) load() int32 {
 // status included, but not 500 and above nor "no such method", which
 // count as failed) or held it past its deadline, through this client's
 // Call, or held a hedged call's attempt until another replica's answer
-// decided the call ([HedgingPolicy]); not a Send, a stream, nor a call that failed otherwise (a replica
+// decided the call, for longer than its average ([HedgingPolicy]); not a Send, a stream, nor a call that failed otherwise (a replica
 // that fails at once must not look fast). Of the calls to a replica
 // whose average is under half a millisecond, one in 8, drawn at random,
 // is timed (two clock readings cost about as much as the rest of the

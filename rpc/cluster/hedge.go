@@ -97,10 +97,11 @@ type HedgingPolicy struct {
 // attempt counts toward its replica's ejection and latency as a call
 // does; an attempt canceled because another one's answer decided the
 // call counts nothing toward its replica's ejection, and the time it
-// ran as one of its latencies ([Conn.Latency]: the replica held the call
-// at least that long), so that [P2C] sends fewer first attempts to a
-// replica that loses the races; one canceled by the caller counts
-// nothing.
+// ran as one of its latencies when it is more than the replica's
+// average ([Conn.Latency]: the replica held the call at least that long;
+// a shorter time, a hedge that lost soon after it was sent, says
+// nothing of it), so that [P2C] sends fewer first attempts to a replica
+// that loses the races; one canceled by the caller counts nothing.
 //
 // Answers: each attempt writes its answer into a buffer of its own, and
 // the winner's is copied into the caller's resp once it has won: no
@@ -350,13 +351,16 @@ func (h *hedgeCall) attempt() {
 		timed := c.account(cn, err, live)
 		if err == context.Canceled && h.decided.Load() {
 			// Canceled as another attempt decided the call: the
-			// replica held it at least this long, as one whose
-			// deadline passed did, which its latency learns (else a
-			// replica slow enough to lose every race would never
-			// look slow to P2C, and keep getting first attempts).
-			timed = true
-		}
-		if timed && start != 0 {
+			// replica held it at least this long, which its latency
+			// learns when it is more than its average (else a replica
+			// slow enough to lose every race would never look slow
+			// to P2C, and keep getting first attempts); a shorter
+			// time says nothing (a hedge that lost soon after it was
+			// sent), and would make a slow replica look fast.
+			if start != 0 {
+				cn.r.lat.observeAtLeast(start, now())
+			}
+		} else if timed && start != 0 {
 			cn.r.lat.observe(start, now())
 		}
 		if unsent == 4 || ctx.Err() != nil || err != rpc.ErrGoAway && !errors.Is(err, rpc.ErrTooManyPending) {

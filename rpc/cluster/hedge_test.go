@@ -482,3 +482,44 @@ func TestAllocsHedge(t *testing.T) {
 		t.Fatalf("%d hedges sent, want none", st.Retries)
 	}
 }
+
+// A hedge that loses soon after it was sent tells nothing of its
+// replica's latency: the replica held it only that long, and would have
+// answered no sooner. The hedge replica's known average (1 s) stays as it
+// was when the first attempt's replica answers just after the hedge
+// reached the other (its handler waits for that); counted as an answer,
+// the few milliseconds it ran would halve the average.
+func TestHedgeLoserShortTimeNotLatency(t *testing.T) {
+	slow, entered, ended := stuckReplica(t)
+	hedgeIn := make(chan struct{})
+	first := handlerReplica(t, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		<-hedgeIn
+		return append(resp, req...), nil
+	})
+	go func() {
+		<-entered
+		close(hedgeIn)
+	}()
+	c := dialT(t, "static:///"+first+","+slow, WithBalancer(firstAddr{first}),
+		WithHedgingPolicy(HedgingPolicy{MaxAttempts: 2}, mEcho), WithRetryBudget(1, 1000))
+	await(t, "both admitted", func() bool { return readyCount(c) == 2 })
+	r := replicaOf(c, slow)
+	for range 2 {
+		r.lat.observe(0, int64(time.Second))
+	}
+	if out, err := callT(t, c, context.Background(), "r"); err != nil || string(out) != "r" {
+		t.Fatalf("call: %q %v, want the first replica's answer", out, err)
+	}
+	receive(t, "the hedge's end", ended)
+	await(t, "the hedge's attempt done", func() bool {
+		for _, cn := range c.ready.Load().conns {
+			if cn.InFlight() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if avg, _ := r.lat.get(); avg != float64(time.Second) {
+		t.Fatalf("the hedge replica's latency is %v after a hedge that lost at once, want 1s as before", time.Duration(avg))
+	}
+}

@@ -106,6 +106,20 @@ func (l *latency) observe(start, t int64) {
 	l.at.Store(t)
 }
 
+// observeAtLeast adds the time a call sent at start was held until t,
+// when it was abandoned there (a hedged attempt that lost the race): the
+// replica would have answered no sooner, so the time is a lower bound of
+// its latency, which raises a known average it exceeds and says nothing
+// of one it does not (counted as an answer, it would halve the average
+// of a slow replica whose hedge lost soon after it was sent). While the
+// average is unknown, it counts as an answer.
+func (l *latency) observeAtLeast(start, t int64) {
+	if l.seen.Load() >= 2 && float64(t-start) <= math.Float64frombits(l.avg.Load()) {
+		return
+	}
+	l.observe(start, t)
+}
+
 // timeNext reports whether the next call is to be timed: every call
 // while the average is unknown or at least half latencyFloor, else one
 // in latencySample, drawn at random. The two clock readings of a timed
