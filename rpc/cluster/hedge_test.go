@@ -478,6 +478,17 @@ func TestAllocsHedge(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, call); n != 3 {
 		t.Fatalf("%v allocations per hedged call, want 3", n)
 	}
+	// With a response metadata receiver, the attempt's own receiver
+	// (rpc.WithResponseMetadata: its options and the context) costs two
+	// more; the answer carries no metadata.
+	var md rpc.Metadata
+	ctx = rpc.WithResponseMetadata(ctx, &md)
+	for range 100 {
+		call()
+	}
+	if n := testing.AllocsPerRun(1000, call); n != 5 {
+		t.Fatalf("%v allocations per hedged call with a response metadata receiver, want 5", n)
+	}
 	if st := c.Stats(); st.Retries != 0 {
 		t.Fatalf("%d hedges sent, want none", st.Retries)
 	}
