@@ -168,7 +168,10 @@
 // DecodeZAP may fail on them; only an object that ends its message reads
 // them as zero. Its view reads the older fields right. Removing,
 // reordering or retyping a field, or adding one inside the old fixed
-// section, moves or reuses offsets and breaks both ways.
+// section, moves or reuses offsets and breaks both ways. `zapcodec
+// breaking -against old.zap new.zap` (package codec/schema/compat) lists
+// such changes between two versions of a schema, and the peers each
+// breaks.
 //
 // # RPC stubs (per interface I, method M with ordinal n)
 //
