@@ -280,12 +280,16 @@ func TestCancelReuseRace(t *testing.T) {
 // announces cancels (announce) or like a canonical one (which ignores
 // kinds 7 and 12): each request with method mEcho is answered at once,
 // the others only when the test sends their promise id to answer. Every
-// frame the client sent goes to frames.
+// frame the client sent goes to frames. When the test ends, its connection
+// is closed and the test waits until its goroutines have returned (the
+// one answering from answer ran on past the test's end, blocked for good
+// where the test did not close answer).
 type cancelServer struct {
 	l        net.Listener
 	announce bool
 	frames   chan [2][]byte // kind, body
 	answer   chan uint32
+	stop     chan struct{} // closed when the test ends
 }
 
 func newCancelServer(t *testing.T, announce bool) *cancelServer {
@@ -293,27 +297,62 @@ func newCancelServer(t *testing.T, announce bool) *cancelServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	f := &cancelServer{l: l, announce: announce, frames: make(chan [2][]byte, 64), answer: make(chan uint32, 8)}
-	go f.serve()
+	f := &cancelServer{l: l, announce: announce, frames: make(chan [2][]byte, 64), answer: make(chan uint32, 8), stop: make(chan struct{})}
+	var running sync.WaitGroup
+	running.Add(1)
+	go func() {
+		defer running.Done()
+		f.serve(&running)
+	}()
+	t.Cleanup(func() {
+		close(f.stop)
+		l.Close()
+		ended := make(chan struct{})
+		go func() {
+			running.Wait()
+			close(ended)
+		}()
+		receive(t, "the cancel server's goroutines to return", ended)
+	})
 	return f
 }
 
-func (f *cancelServer) serve() {
+// serve serves one connection; running counts the goroutines it starts.
+func (f *cancelServer) serve(running *sync.WaitGroup) {
 	nc, err := f.l.Accept()
 	if err != nil {
 		return
 	}
 	defer nc.Close()
+	done := make(chan struct{})
+	defer close(done)
 	var wmu sync.Mutex
 	write := func(kind byte, body []byte) {
 		wmu.Lock()
 		defer wmu.Unlock()
 		nc.Write(frameBytes(kind, body))
 	}
+	running.Add(2)
 	go func() {
-		for pid := range f.answer {
-			write(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: pid}))
+		defer running.Done()
+		for {
+			select {
+			case pid, ok := <-f.answer:
+				if !ok {
+					return
+				}
+				write(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: pid}))
+			case <-done:
+				return
+			}
+		}
+	}()
+	go func() {
+		defer running.Done()
+		select {
+		case <-f.stop:
+			nc.Close() // ends the read below
+		case <-done:
 		}
 	}()
 	r := &rawConn{nil, nc}
@@ -322,7 +361,11 @@ func (f *cancelServer) serve() {
 		if !ok {
 			return
 		}
-		f.frames <- [2][]byte{{kind}, body}
+		select {
+		case f.frames <- [2][]byte{{kind}, body}:
+		case <-f.stop:
+			return
+		}
 		switch kind {
 		case wire.KindRequest:
 			req, err := wire.ParseRequest(body)
