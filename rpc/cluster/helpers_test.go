@@ -28,7 +28,9 @@ type replicaSrv struct {
 	t     testing.TB
 	addr  string
 	calls atomic.Int64       // echo calls it ran
-	delay atomic.Int64       // nanoseconds each echo sleeps
+	delay atomic.Int64       // nanoseconds each echo sleeps (until the test ends)
+	ended chan struct{}      // closed when the test ends: delays end
+	busy  atomic.Int64       // echo handlers running
 	keep  []rpc.ServerOption // options of every start (set before the first restart)
 
 	mu     sync.Mutex
@@ -39,12 +41,18 @@ type replicaSrv struct {
 // startReplica starts a replica on ip (a free port), or on ip:port.
 func startReplica(t testing.TB, hostport string) *replicaSrv {
 	t.Helper()
-	r := &replicaSrv{t: t, addr: hostport}
+	r := &replicaSrv{t: t, addr: hostport, ended: make(chan struct{})}
 	if !strings.Contains(hostport, ":") {
 		r.addr = hostport + ":0"
 	}
 	r.start()
-	t.Cleanup(r.stop)
+	t.Cleanup(func() {
+		// A handler still in its delay (an hour, or a call abandoned by its
+		// ctx) slept on past the test, into the tests after it.
+		close(r.ended)
+		r.stop()
+		await(t, "the replica's handlers to return", func() bool { return r.busy.Load() == 0 })
+	})
 	return r
 }
 
@@ -62,9 +70,16 @@ func (r *replicaSrv) startWith(opts ...rpc.ServerOption) {
 	opts = append(append([]rpc.ServerOption{rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, r.keep...), opts...)
 	s := rpc.NewServer(opts...)
 	s.Handle(mEcho, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		r.busy.Add(1)
+		defer r.busy.Add(-1)
 		r.calls.Add(1)
 		if d := r.delay.Load(); d > 0 {
-			time.Sleep(time.Duration(d))
+			tm := time.NewTimer(time.Duration(d))
+			select {
+			case <-tm.C:
+			case <-r.ended:
+				tm.Stop()
+			}
 		}
 		return append(resp, req...), nil
 	})
