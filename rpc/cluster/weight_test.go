@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,6 +241,19 @@ func TestSRVTargetTimeoutFailsResolution(t *testing.T) {
 	defer dns.Close()
 	dns.SetAddrs("a.test", netip.MustParseAddr("127.0.0.2"))
 	dns.SetAddrs("slow.test", netip.MustParseAddr("127.0.0.3"))
+	// The lookup of the slow target goes on after the resolution gave up
+	// (Go's resolver waits out its own timeouts, 5 s a try), past the
+	// test's end: the test closes its connections when it ends, which
+	// ends it.
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+	})
 	res := &net.Resolver{
 		PreferGo: true,
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -248,6 +262,9 @@ func TestSRVTargetTimeoutFailsResolution(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
 			return blackholeConn{nc.(*net.UDPConn)}, nil
 		},
 	}
