@@ -745,6 +745,10 @@ func streamRows() []journeyRow {
 	}, {
 		name: "stream: Recv after the connection was reset",
 		provoke: func(t *testing.T) error {
+			// The peer resets once OpenStream has returned: a reset as
+			// soon as the open came could reach OpenStream first, which
+			// then failed with it (under -race, 39 runs in 200).
+			opened := make(chan struct{})
 			addr := rawPeer(t, func(nc net.Conn) {
 				r := &rawConn{nil, nc}
 				for {
@@ -753,6 +757,7 @@ func streamRows() []journeyRow {
 						return
 					}
 					if kind == wire.KindStreamOpen {
+						<-opened
 						nc.(*net.TCPConn).SetLinger(0)
 						nc.Close()
 						return
@@ -760,6 +765,7 @@ func streamRows() []journeyRow {
 				}
 			})
 			st, err := dial(t, addr).OpenStream(context.Background(), sjHold, nil)
+			close(opened)
 			if err != nil {
 				t.Fatal(err)
 			}
