@@ -148,18 +148,7 @@ func WithHedgingPolicy(p HedgingPolicy, methods ...uint32) Option {
 		pp = &p
 	}
 	methods = slices.Clone(methods)
-	return optionFunc(func(o *options) {
-		if len(methods) == 0 {
-			o.hedgeDefault = pp
-			return
-		}
-		if o.hedgePolicies == nil {
-			o.hedgePolicies = make(map[uint32]*HedgingPolicy)
-		}
-		for _, m := range methods {
-			o.hedgePolicies[m] = pp
-		}
-	})
+	return optionFunc(func(o *options) { setPolicy(&o.hedgeDefault, &o.hedgePolicies, pp, methods) })
 }
 
 // hedgingPolicy returns method's hedging policy, nil when it has none.

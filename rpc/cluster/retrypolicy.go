@@ -107,18 +107,23 @@ func WithRetryPolicy(p RetryPolicy, methods ...uint32) Option {
 		pp = &p
 	}
 	methods = slices.Clone(methods)
-	return optionFunc(func(o *options) {
-		if len(methods) == 0 {
-			o.retryDefault = pp
-			return
-		}
-		if o.retryPolicies == nil {
-			o.retryPolicies = make(map[uint32]*RetryPolicy)
-		}
-		for _, m := range methods {
-			o.retryPolicies[m] = pp
-		}
-	})
+	return optionFunc(func(o *options) { setPolicy(&o.retryDefault, &o.retryPolicies, pp, methods) })
+}
+
+// setPolicy sets p as the policy of methods in *byMethod, or as *def,
+// the policy of the methods without one of their own, when methods is
+// empty: what WithRetryPolicy and WithHedgingPolicy do with their policy.
+func setPolicy[P any](def **P, byMethod *map[uint32]*P, p *P, methods []uint32) {
+	if len(methods) == 0 {
+		*def = p
+		return
+	}
+	if *byMethod == nil {
+		*byMethod = make(map[uint32]*P)
+	}
+	for _, m := range methods {
+		(*byMethod)[m] = p
+	}
 }
 
 // retryPolicy returns method's policy, nil when it has none.
