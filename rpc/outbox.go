@@ -446,8 +446,14 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 	if o.cur == nil {
 		o.cur = o.take()
 	}
-	b := binary.LittleEndian.AppendUint32(o.cur.B, uint32(n))
-	o.cur.B = wire.AppendRequest(append(b, wire.KindRequest), r)
+	b := append(binary.LittleEndian.AppendUint32(o.cur.B, uint32(n)), wire.KindRequest)
+	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 {
+		// Nearly every call's: AppendRequest's bytes, without its
+		// look at those fields.
+		o.cur.B = wire.AppendPlainRequest(b, r.Method, r.PromiseID, r.Target, r.Payload)
+	} else {
+		o.cur.B = wire.AppendRequest(b, r)
+	}
 	lead = o.claim()
 	o.mu.Unlock()
 	return lead, true

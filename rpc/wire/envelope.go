@@ -190,21 +190,42 @@ func appendAnyRequest(dst []byte, r *Request) []byte {
 	return dst
 }
 
-// appendPlainRequest is AppendRequest for a request without cap,
-// timeout or metadata (the canonical layout, and nearly every call's):
-// the same bytes, stored in a few wide writes.
+// AppendPlainRequest is [AppendRequest] for a request without Cap,
+// Timeout and Metadata (the canonical layout, which nearly every call
+// has): the same bytes as AppendRequest(dst, &Request{Method: method,
+// PromiseID: promiseID, Target: target, Payload: payload}), written in a
+// few wide stores, for a caller that knows its request has none of
+// those and skips AppendRequest's look at them. The envelope must not
+// pass 4 GiB (see [AppendRequest]).
+func AppendPlainRequest(dst []byte, method, promiseID, target uint32, payload []byte) []byte {
+	return appendPlainRequest(dst, method, promiseID, target, payload)
+}
+
+// appendPlainRequest is AppendPlainRequest (AppendRequest calls it
+// directly: one frame fewer). The header and fixed section are 44 bytes
+// at fixed offsets: one check of the array's length covers all their
+// stores.
 func appendPlainRequest(dst []byte, method, promiseID, target uint32, payload []byte) []byte {
 	size := RequestOverhead + len(payload)
 	start := len(dst)
-	dst = grow(dst, size)
-	b := dst[start:]
-	_ = b[RequestOverhead-1]
-	putHeader(b, uint32(size))
-	binary.LittleEndian.PutUint64(b[headerSize+reqMethod:], uint64(method)|uint64(promiseID)<<32)
-	binary.LittleEndian.PutUint32(b[headerSize+reqTarget:], target)
-	binary.LittleEndian.PutUint64(b[headerSize+reqCap:], 0)
-	putSlot(b[headerSize+reqPayload:], headerSize+reqPayload, RequestOverhead, len(payload))
-	copy(b[RequestOverhead:], payload)
+	if cap(dst)-start < size {
+		dst = slices.Grow(dst, size)
+	}
+	dst = dst[:start+size]
+	h := (*[RequestOverhead]byte)(dst[start:])
+	binary.LittleEndian.PutUint64(h[0:], envHeader0)
+	binary.LittleEndian.PutUint64(h[8:], rootOffset|uint64(size)<<32)
+	binary.LittleEndian.PutUint64(h[headerSize+reqMethod:], uint64(method)|uint64(promiseID)<<32)
+	binary.LittleEndian.PutUint32(h[headerSize+reqTarget:], target)
+	binary.LittleEndian.PutUint64(h[headerSize+reqCap:], 0)
+	// The payload's slot (putSlot's): {0, 0} when empty, else the tail
+	// right after the fixed section (8 bytes past the slot) and its length.
+	var slot uint64
+	if len(payload) > 0 {
+		slot = uint64(RequestOverhead-(headerSize+reqPayload)) | uint64(len(payload))<<32
+	}
+	binary.LittleEndian.PutUint64(h[headerSize+reqPayload:], slot)
+	copy(dst[start+RequestOverhead:], payload)
 	return dst
 }
 

@@ -600,6 +600,59 @@ func TestAppendPlainRequestMatchesGeneral(t *testing.T) {
 	}
 }
 
+// AppendPlainRequest, on random requests of the plain layout appended
+// to random prefixes with random spare room (none, some, exactly the
+// envelope's), writes the bytes of the general path and leaves the
+// prefix as it was; AppendRequest, which takes the same path, too.
+func TestAppendPlainRequestRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 14))
+	for i := 0; i < 2000; i++ {
+		payload := make([]byte, rng.IntN(300))
+		for j := range payload {
+			payload[j] = byte(rng.Uint32())
+		}
+		if rng.IntN(4) == 0 {
+			payload = nil
+		}
+		r := Request{Method: rng.Uint32(), PromiseID: rng.Uint32(), Target: rng.Uint32(), Payload: payload}
+		if rng.IntN(3) == 0 {
+			r.Target = 0
+		}
+		prefix := make([]byte, rng.IntN(20))
+		for j := range prefix {
+			prefix[j] = byte(rng.Uint32())
+		}
+		size := RequestOverhead + len(payload)
+		var spare int
+		switch rng.IntN(3) {
+		case 1:
+			spare = rng.IntN(2 * size)
+		case 2:
+			spare = size
+		}
+		want := appendAnyRequest(append([]byte(nil), prefix...), &r)
+		for _, fn := range []struct {
+			name   string
+			append func([]byte) []byte
+		}{
+			{"AppendPlainRequest", func(b []byte) []byte {
+				return AppendPlainRequest(b, r.Method, r.PromiseID, r.Target, r.Payload)
+			}},
+			{"AppendRequest", func(b []byte) []byte { return AppendRequest(b, &r) }},
+		} {
+			dst := append(make([]byte, 0, len(prefix)+spare), prefix...)
+			got := fn.append(dst)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s: request %d (%d-byte payload, %d-byte prefix, %d spare):\n got %x\nwant %x",
+					fn.name, i, len(payload), len(prefix), spare, got, want)
+			}
+			if spare >= size && &got[0] != &dst[:1][0] {
+				t.Fatalf("%s: request %d: a new array although dst had room for %d bytes", fn.name, i, size)
+			}
+		}
+	}
+}
+
 // Response metadata is an extension field past the canonical fixed
 // section (docs/wire.md §8). Without it every canonical answer of the
 // fixtures is written byte for byte as the canonical runtime wrote it;
