@@ -841,16 +841,17 @@ func (c *Client) unsend(s *slot) {
 // slot's current use and claims it (the channel orders the writes that
 // follow before the caller's reads). md is the answer's response
 // metadata, which goes to the call's receiver when it has one
-// (takeMetadata).
-func (c *Client) deliver(pid, status uint32, notRun bool, body, md []byte) {
-	s := c.claim(pid)
+// (takeMetadata). r is the parsed answer, passed by pointer: its fields
+// as arguments would not all fit in registers.
+func (c *Client) deliver(r *wire.Response) {
+	s := c.claim(r.PromiseID)
 	if s == nil {
 		return
 	}
-	s.resp = append(s.resp, body...)
-	s.status, s.notRun = status, notRun
-	if len(md) > 0 && s.rmd != nil {
-		c.takeMetadata(s, md)
+	s.resp = append(s.resp, r.Body...)
+	s.status, s.notRun = r.Status, r.NotRun
+	if len(r.Metadata) > 0 && s.rmd != nil {
+		c.takeMetadata(s, r.Metadata)
 	}
 	s.ch <- struct{}{}
 }
@@ -971,7 +972,7 @@ func (c *Client) readFrames() {
 				c.fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 				return
 			}
-			c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, r.Metadata)
+			c.deliver(&r)
 		case wire.KindGoAway:
 			w := c.out.lock()
 			first := !c.goAway.Swap(true)
