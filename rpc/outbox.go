@@ -439,7 +439,9 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 		return false, false
 	}
 	o.mu.Lock()
-	if o.err != nil || stop.Load() || o.queued() >= outboxLimit {
+	// No frame is begun while mu is free: the queue is cur's bytes
+	// (queued's other case does not arise).
+	if o.err != nil || stop.Load() || o.cur != nil && len(o.cur.B) >= outboxLimit {
 		o.mu.Unlock()
 		return false, false
 	}
@@ -454,7 +456,12 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 	} else {
 		o.cur.B = wire.AppendRequest(b, r)
 	}
-	lead = o.claim()
+	// claim, without its checks that pass here: o.err was nil under
+	// this hold of mu, and the queue has the frame just added.
+	if !o.flushing && !o.claimed {
+		o.claimed = true
+		lead = true
+	}
 	o.mu.Unlock()
 	return lead, true
 }
