@@ -622,7 +622,8 @@ func (c *Client) settle(ctx context.Context, s *slot) bool {
 // frees the slot.
 func (c *Client) answer(s *slot, resp []byte) ([]byte, error) {
 	out, status, notRun, errp := s.resp, s.status, s.notRun, s.err
-	c.release(s)
+	s.drop() // c.release(s) by hand (see drop)
+	c.push(s)
 	if errp != nil {
 		return resp, *errp
 	}
@@ -819,11 +820,18 @@ func (c *Client) busySlots() int {
 // was set: it shares a cache line with what acquire reads anyway, and a
 // call without response metadata leaves the line as it found it.
 func (c *Client) release(s *slot) {
+	s.drop()
+	c.push(s)
+}
+
+// drop is release's first half: the slot lets go of its last call's
+// buffer, error and metadata receiver. answer calls it and push itself:
+// push is inlined there, release (too large) would be a call more.
+func (s *slot) drop() {
 	s.resp, s.err = nil, nil
 	if s.rmd != nil {
 		s.rmd = nil
 	}
-	c.push(s)
 }
 
 // unsend gives back the slot of a call that was not written.
