@@ -795,10 +795,16 @@ func (c *Client) pop() *slot {
 // puts it on top.
 func (c *Client) push(s *slot) {
 	idle := uint64(s.pid)<<32 | slotIdle
+	top := uint64(s.pid & 0xFFFF)
 	for {
 		h := c.free.Load()
-		s.st.Store(idle | (h&0xFFFF)<<16)
-		if c.free.CompareAndSwap(h, (h>>32+1)<<32|(h+1<<16)&0xFFFF0000|uint64(s.pid&0xFFFF)) {
+		i := h & 0xFFFF
+		s.st.Store(idle | i<<16)
+		// The new head: s in place of the top i, the count (bits 16–31,
+		// at most the table's length, under 65,536, once s is on) and the
+		// version (bits 32–63) one more, in one sum (see pop).
+		const countUpVersionUp = 1<<32 + 1<<16
+		if c.free.CompareAndSwap(h, h-i+top+countUpVersionUp) {
 			return
 		}
 	}
