@@ -301,15 +301,22 @@ func AppendResponseHeaderMD(dst []byte, status, promiseID uint32, bodyLen int, n
 // place after the header. ResponseOverhead+bodyLen must not pass 4 GiB
 // (the size field is a u32).
 func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
-	start := len(dst)
+	// A server writes one per call: the fixed section is written as the
+	// words putHeader and putSlot write (status and promise id are one
+	// little-endian word, the reserved u32 is 0), with one bounds check
+	// for all 36 bytes.
 	dst = grow(dst, ResponseOverhead)
-	b := dst[start:]
-	putHeader(b, uint32(ResponseOverhead+bodyLen))
-	f := b[headerSize:ResponseOverhead]
-	binary.LittleEndian.PutUint32(f[respStatus:], status)
-	binary.LittleEndian.PutUint32(f[respPromise:], promiseID)
-	binary.LittleEndian.PutUint32(f[respPromise+4:], 0)
-	putSlot(f[respBody:], headerSize+respBody, ResponseOverhead, bodyLen)
+	b := dst[len(dst)-ResponseOverhead:]
+	b = b[:ResponseOverhead]
+	var slot uint64 // putSlot's {0, 0} for an empty body
+	if bodyLen != 0 {
+		slot = uint64(ResponseOverhead-(headerSize+respBody)) | uint64(bodyLen)<<32
+	}
+	binary.LittleEndian.PutUint64(b[0:], envHeader0)
+	binary.LittleEndian.PutUint64(b[8:], rootOffset|uint64(uint32(ResponseOverhead+bodyLen))<<32)
+	binary.LittleEndian.PutUint64(b[headerSize+respStatus:], uint64(status)|uint64(promiseID)<<32)
+	binary.LittleEndian.PutUint32(b[headerSize+respPromise+4:], 0)
+	binary.LittleEndian.PutUint64(b[headerSize+respBody:], slot)
 	return dst
 }
 
