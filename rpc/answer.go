@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/zapcodec/zapcodec/frame"
@@ -352,6 +353,29 @@ func (c *serverConn) writeAnswer(status, pid uint32, body, md []byte, inReader b
 // The bytes are the ones writeAnswer would queue: an answer above the
 // maximum frame size becomes an empty 500.
 func (c *serverConn) inlineAnswer(status, pid uint32, body, md []byte) {
+	// The common answer in a few stores: no metadata, a batch begun (c.ans
+	// taken) with room for the frame in c.ansB, under ansMove after it,
+	// and within the frame limit. The bytes are inlineAnswerAny's: the
+	// frame's length, the kind, AppendResponseHeader's envelope, the body.
+	b := c.ansB
+	start := len(b)
+	n := frameHeader + wire.ResponseOverhead + len(body)
+	if len(md) != 0 || c.ans == nil || cap(b)-start < n || start+n >= ansMove || !c.answerFits(len(body)) {
+		c.inlineAnswerAny(status, pid, body, md)
+		return
+	}
+	b = b[:start+frameHeader]
+	binary.LittleEndian.PutUint32(b[start:], uint32(n-4))
+	b[start+4] = wire.KindResponse
+	b = wire.AppendResponseHeader(b, status, pid, len(body))
+	c.ansB = append(b, body...)
+	c.local.answered(status)
+}
+
+// inlineAnswerAny is inlineAnswer for every answer: the first of a batch,
+// one with metadata, one that needs room or fills ansMove, one above the
+// frame limit.
+func (c *serverConn) inlineAnswerAny(status, pid uint32, body, md []byte) {
 	if c.ans == nil {
 		c.ans = outBufs.Get().(*outBuf)
 		c.ansB = c.ans.B
@@ -365,15 +389,26 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body, md []byte) {
 	if !c.answerFits(len(body) + respMDExtra(md)) {
 		status, body, md = StatusInternal, nil, nil
 	}
-	b = append(b, 0, 0, 0, 0, wire.KindResponse)
 	if len(md) == 0 {
+		// The common answer: its length is known up front, so the
+		// frame's header is written once, and one growth makes room for
+		// the header, the envelope's and the body (the appends below
+		// then find it).
+		n := frameHeader + wire.ResponseOverhead + len(body)
+		if cap(b)-start < n {
+			b = slices.Grow(b, n)
+		}
+		b = b[:start+frameHeader]
+		binary.LittleEndian.PutUint32(b[start:], uint32(n-4))
+		b[start+4] = wire.KindResponse
 		b = wire.AppendResponseHeader(b, status, pid, len(body))
 		b = append(b, body...)
 	} else {
+		b = append(b, 0, 0, 0, 0, wire.KindResponse)
 		b = wire.AppendResponseHeaderMD(b, status, pid, len(body), false, len(md))
 		b = append(append(b, body...), md...)
+		binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 	}
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 	c.ansB = b
 	c.local.answered(status)
 	if len(b) >= ansMove {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -95,5 +96,52 @@ func TestInlineAnswerTooLarge(t *testing.T) {
 				t.Fatalf("log: %q", l)
 			}
 		})
+	}
+}
+
+// inlineAnswer's few-store path writes what inlineAnswerAny, the path for
+// every answer, writes: the two are fed the same random answers (with and
+// without metadata, some above the frame limit, batches begun and not)
+// and must leave the same bytes and counters.
+func TestInlineAnswerFastMatchesAny(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 14))
+	rnd := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	var fast, any serverConn
+	for _, c := range []*serverConn{&fast, &any} {
+		c.out.max = 300
+	}
+	for i := range 20000 {
+		if i%50 == 0 || len(fast.ansB) > 32<<10 {
+			// A new batch: the next answer finds no buffer.
+			for _, c := range []*serverConn{&fast, &any} {
+				if c.ans != nil {
+					c.ans.B = c.ansB[:0]
+					outBufs.Put(c.ans)
+				}
+				c.ans, c.ansB = nil, nil
+			}
+		}
+		status := []uint32{StatusOK, StatusOK, StatusBadRequest, StatusNotFound, StatusInternal, StatusUnavailable, rng.Uint32()}[rng.IntN(7)]
+		pid := rng.Uint32()
+		body := rnd(rng.IntN(320))
+		if rng.IntN(4) == 0 {
+			body = nil
+		}
+		var md []byte
+		if rng.IntN(5) == 0 {
+			md = rnd(1 + rng.IntN(40))
+		}
+		fast.inlineAnswer(status, pid, body, md)
+		any.inlineAnswerAny(status, pid, body, md)
+		if !bytes.Equal(fast.ansB, any.ansB) || fast.local != any.local {
+			t.Fatalf("answer %d (status %d, body %d, metadata %d): the paths differ:\nfast %x %+v\n any %x %+v",
+				i, status, len(body), len(md), fast.ansB, fast.local, any.ansB, any.local)
+		}
 	}
 }
