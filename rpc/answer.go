@@ -69,7 +69,14 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 			// out rather than an empty 500.
 			md = nil
 		}
-		c.writeAnswer(status, j.pid, body, md, inReader)
+		if inReader && len(body) < frame.DefaultWritevThreshold {
+			// writeAnswer's first case, without its call.
+			if !c.closed.Load() {
+				c.inlineAnswer(status, j.pid, body, md)
+			}
+		} else {
+			c.writeAnswer(status, j.pid, body, md, inReader)
+		}
 	}
 	if j.reserved != 0 {
 		// The answer has left the call (written, copied into the
