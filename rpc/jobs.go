@@ -84,10 +84,17 @@ func (c *serverConn) takeFree(wait bool) *job {
 // in-flight limit exist, else waiting for one (backpressure: the
 // connection is not read meanwhile). nil: the connection closed.
 func (c *serverConn) acquire() *job {
+	// The read loop's spare job (the one its previous inline call
+	// ended with) inline, without a call: the common case.
 	if j := c.spare; j != nil {
 		c.spare = nil
 		return j
 	}
+	return c.acquireMore()
+}
+
+// acquireMore is acquire without a spare job.
+func (c *serverConn) acquireMore() *job {
 	if j := c.takeFree(false); j != nil {
 		return j
 	}
