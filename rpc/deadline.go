@@ -71,8 +71,15 @@ const deadlineRefusal = "deadline exceeded before the call ran"
 // expired reports whether the call's deadline has passed.
 func (j *job) expired() bool {
 	dl := j.dl.Load()
-	return dl != 0 && monoNow() >= dl
+	return dl != 0 && passed(dl)
 }
+
+// passed reports whether the monoNow time dl has come. Kept out of line
+// so that expired, asked once per call, inlines: most calls have no
+// deadline and read no clock.
+//
+//go:noinline
+func passed(dl int64) bool { return monoNow() >= dl }
 
 // armDone returns the call's done channel, arming it on the call's first
 // Done (see the comment at the top of this file).
