@@ -171,7 +171,12 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 	out, err := j.h(j, j.req, j.resp[:0])
 	if len(out) > 0 || cap(out) > 0 {
 		if unsafe.SliceData(out) == unsafe.SliceData(j.resp) {
-			j.resp = out[:0]
+			if cap(out) != cap(j.resp) {
+				// The handler resliced it smaller: keep its cap.
+				// (j.resp is always empty: with the same cap, out[:0]
+				// is j.resp, and storing it again is a pointer store.)
+				j.resp = out[:0]
+			}
 		} else if cap(out) > cap(j.resp) && cap(out) <= maxKeptBuffer {
 			// The answer outgrew the job's buffer: grow it once for the
 			// next call (never keep out itself: it may be the handler's).

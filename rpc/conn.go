@@ -638,7 +638,14 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		j.canceled.Store(false)
 	}
 	j.live.Store(1<<32 | uint64(req.PromiseID))
-	j.req = append(j.req[:0], req.Payload...)
+	if n := len(req.Payload); n <= cap(j.req) {
+		// The job's buffer holds it (nearly always): only j.req's length
+		// is stored, with no pointer store and its write barrier check.
+		j.req = j.req[:n]
+		copy(j.req, req.Payload)
+	} else {
+		j.req = append(j.req[:0], req.Payload...)
+	}
 	if req.Timeout != 0 || len(req.Cap) > 0 || len(req.Metadata) > 0 {
 		j.setExt(&req, arrived)
 	}
