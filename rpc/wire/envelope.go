@@ -50,6 +50,10 @@ const (
 	// respFlagNotRun marks an answer the server sent without running the
 	// handler (a refusal after go-away): the call may be sent again.
 	respFlagNotRun = 1
+	// respFlagDeflate marks an answer whose body is compressed (raw
+	// DEFLATE, RFC 1951), sent only to a request that set
+	// reqFlagAcceptDeflate.
+	respFlagDeflate = 2
 	// respMetadata is the response's metadata extension field (bytes,
 	// docs/wire.md §8), present only in answers whose handler set
 	// response metadata: the fixed section is then respMDFixedSize bytes
@@ -72,6 +76,15 @@ const (
 	reqMetadata        = 36 // bytes: key/value metadata (see encodeMetadata)
 	reqExtDeadlineSize = 36
 	reqExtFixedSize    = 44
+	// reqFlags is the request's flags word (u32), present only in
+	// requests that set a flag: the fixed section is then
+	// reqExtFlagsSize bytes, the timeout word and the metadata slot
+	// written (0 and null when unused).
+	reqFlags        = 44
+	reqExtFlagsSize = 48
+	// reqFlagAcceptDeflate: the caller takes an answer whose body is
+	// compressed (respFlagDeflate).
+	reqFlagAcceptDeflate = 1
 
 	// RequestOverhead is the size of a request envelope with empty cap and
 	// payload: header plus fixed section.
@@ -101,6 +114,11 @@ type Request struct {
 	// length and its bytes, key first), empty when there are none. A
 	// canonical peer never sets it, and ignores it.
 	Metadata []byte
+	// AcceptDeflate is a zapcodec extension (docs/wire.md §8, the
+	// request's flags word): the caller takes an answer whose body is
+	// compressed with raw DEFLATE ([Response].Deflated). A canonical peer
+	// never sets it, and ignores it.
+	AcceptDeflate bool
 }
 
 // Response is a decoded or to-be-encoded answer envelope. Body aliases the
@@ -121,20 +139,28 @@ type Response struct {
 	// parsed bytes like Body. A canonical peer never sets it, and ignores
 	// it.
 	Metadata []byte
+	// Deflated is a zapcodec extension (docs/wire.md §8, bit 1 of the
+	// flags word): Body is compressed with raw DEFLATE (RFC 1951,
+	// compress/flate) and must be inflated to be read. A server sets it
+	// only in the answer to a request with [Request].AcceptDeflate; a
+	// canonical peer never sets it.
+	Deflated bool
 }
 
 // AppendRequest appends the request envelope for r to dst and returns the
-// extended slice. Without extension values (Timeout 0, no Metadata) it is
+// extended slice. Without extension values (Timeout 0, no Metadata, no
+// AcceptDeflate) it is
 // byte-identical to the canonical rpc.BuildRequest: header (version 2,
 // flags 0xC800, root 16, size), the 28-byte fixed section, then cap and
 // payload with no padding. Empty cap or payload is a {0,0} slot. With a
 // Timeout the fixed section grows to 36 bytes (u64 at offset 28), with
-// Metadata to 44 (bytes slot at offset 36, its tail after the payload).
+// Metadata to 44 (bytes slot at offset 36, its tail after the payload),
+// with AcceptDeflate to 48 (the u32 flags word at offset 44).
 // dst may be nil; r's slices are only read. The header's size field is a
 // u32: RequestLen(r) must not pass 4 GiB (package rpc's frame limit keeps
 // every envelope far below), or the size and slots written wrap.
 func AppendRequest(dst []byte, r *Request) []byte {
-	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 {
+	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate {
 		return appendPlainRequest(dst, r.Method, r.PromiseID, r.Target, r.Payload)
 	}
 	return appendAnyRequest(dst, r)
@@ -150,9 +176,11 @@ func requestLen(r *Request, fixed int) int {
 }
 
 // requestFixedSize is the size of r's fixed section: 28 bytes, 36 with a
-// timeout, 44 with metadata.
+// timeout, 44 with metadata, 48 with a flag.
 func requestFixedSize(r *Request) int {
 	switch {
+	case r.AcceptDeflate:
+		return reqExtFlagsSize
 	case len(r.Metadata) > 0:
 		return reqExtFixedSize
 	case r.Timeout != 0:
@@ -182,6 +210,13 @@ func appendAnyRequest(dst []byte, r *Request) []byte {
 	}
 	if fixed > reqExtDeadlineSize {
 		putSlot(f[reqMetadata:], headerSize+reqMetadata, pos, len(r.Metadata))
+	}
+	if fixed > reqExtFixedSize {
+		var flags uint32
+		if r.AcceptDeflate {
+			flags |= reqFlagAcceptDeflate
+		}
+		binary.LittleEndian.PutUint32(f[reqFlags:], flags)
 	}
 	n := headerSize + fixed
 	n += copy(b[n:], r.Cap)
@@ -234,11 +269,16 @@ func appendPlainRequest(dst []byte, method, promiseID, target uint32, payload []
 // canonical rpc.BuildResponse; with NotRun alone the fixed section of
 // [AppendRefusalHeader] (24 bytes, the flags extension field at offset
 // 20); with Metadata that of [AppendResponseHeaderMD] (32 bytes, the
-// metadata's value after the body's). An empty body is a {0,0} slot.
+// metadata's value after the body's); with Deflated that of
+// [AppendDeflatedHeader]. An empty body is a {0,0} slot.
 // dst may be nil; r's slices are only read. The envelope must not pass
 // 4 GiB (see [AppendRequest]).
 func AppendResponse(dst []byte, r *Response) []byte {
 	switch {
+	case r.Deflated:
+		dst = appendFlaggedHeader(dst, r.Status, r.PromiseID, len(r.Body), responseFlags(r), len(r.Metadata))
+		dst = append(dst, r.Body...)
+		return append(dst, r.Metadata...)
 	case len(r.Metadata) > 0:
 		dst = AppendResponseHeaderMD(dst, r.Status, r.PromiseID, len(r.Body), r.NotRun, len(r.Metadata))
 		dst = append(dst, r.Body...)
@@ -257,10 +297,55 @@ func ResponseLen(r *Response) int {
 	switch {
 	case len(r.Metadata) > 0:
 		return headerSize + respMDFixedSize + len(r.Body) + len(r.Metadata)
-	case r.NotRun:
+	case r.NotRun || r.Deflated:
 		return headerSize + respExtFixedSize + len(r.Body)
 	}
 	return ResponseOverhead + len(r.Body)
+}
+
+// responseFlags is the flags word of r's envelope.
+func responseFlags(r *Response) uint32 {
+	var flags uint32
+	if r.NotRun {
+		flags |= respFlagNotRun
+	}
+	if r.Deflated {
+		flags |= respFlagDeflate
+	}
+	return flags
+}
+
+// DeflatedOverhead is how many bytes more than [ResponseOverhead] the
+// header and fixed section of [AppendDeflatedHeader] take without
+// metadata (the flags word); with metadata they take
+// [ResponseMetadataOverhead] more, as any answer with metadata.
+const DeflatedOverhead = respExtFixedSize - ResponseFixedSize
+
+// AppendDeflatedHeader is [AppendResponseHeader] for an answer whose body
+// is compressed with raw DEFLATE (a [Response] with Deflated, docs/wire.md
+// §8): the flags word at offset 20 has bit 1 set, and the fixed section
+// is 24 bytes, or, when mdLen > 0, 32 with the response metadata's slot
+// at 24 as in [AppendResponseHeaderMD]. The caller must append exactly
+// bodyLen bytes of compressed body, then exactly mdLen metadata bytes,
+// right after it. Send it only in answer to a request with
+// [Request].AcceptDeflate: a peer that did not set it cannot read the
+// body.
+func AppendDeflatedHeader(dst []byte, status, promiseID uint32, bodyLen, mdLen int) []byte {
+	return appendFlaggedHeader(dst, status, promiseID, bodyLen, respFlagDeflate, mdLen)
+}
+
+// appendFlaggedHeader appends the header and fixed section of an answer
+// with the flags word flags: 24 bytes, or 32 with the metadata slot when
+// mdLen > 0.
+func appendFlaggedHeader(dst []byte, status, promiseID uint32, bodyLen int, flags uint32, mdLen int) []byte {
+	if mdLen > 0 {
+		dst = AppendResponseHeaderMD(dst, status, promiseID, bodyLen, false, mdLen)
+		binary.LittleEndian.PutUint32(dst[len(dst)-respMDFixedSize+respFlags:], flags)
+		return dst
+	}
+	dst = AppendRefusalHeader(dst, status, promiseID, bodyLen)
+	binary.LittleEndian.PutUint32(dst[len(dst)-respExtFixedSize+respFlags:], flags)
+	return dst
 }
 
 // ResponseMetadataOverhead is how many bytes more than [ResponseOverhead]
@@ -541,6 +626,7 @@ func ParseRequestTo(r *Request, b []byte) error {
 			r.Payload = payload
 			r.Timeout = 0
 			r.Metadata = nil
+			r.AcceptDeflate = false
 			return nil
 		}
 	}
@@ -606,6 +692,11 @@ func parseRequest(b []byte) (Request, error) {
 			if len(v) != 0 {
 				r.Metadata = v
 			}
+			// The metadata's value may be the first tail (cap and
+			// payload empty): the flags word lies before it too.
+			if at+reqExtFlagsSize <= fixedEnd(msg[:fe], at+reqMetadata) {
+				r.AcceptDeflate = binary.LittleEndian.Uint32(msg[at+reqFlags:])&reqFlagAcceptDeflate != 0
+			}
 		}
 	}
 	return r, nil
@@ -659,6 +750,7 @@ func ParseResponseTo(r *Response, b []byte) error {
 		r.Body = body
 		r.NotRun = false
 		r.Metadata = nil
+		r.Deflated = false
 		return nil
 	}
 	return parseResponseTo(r, b)
@@ -700,7 +792,9 @@ func parseResponse(b []byte) (Response, error) {
 		r.Body = body
 	}
 	if fe := fixedEnd(msg, at+respBody); at+respExtFixedSize <= fe {
-		r.NotRun = binary.LittleEndian.Uint32(msg[at+respFlags:])&respFlagNotRun != 0
+		flags := binary.LittleEndian.Uint32(msg[at+respFlags:])
+		r.NotRun = flags&respFlagNotRun != 0
+		r.Deflated = flags&respFlagDeflate != 0
 		if at+respMDFixedSize <= fe {
 			v, ok := m.BytesAt(at + respMetadata)
 			if !ok {
