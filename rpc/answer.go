@@ -57,6 +57,10 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 		// it failed, as its caller does.
 		c.promises.complete(j.pslot, j.pseq, status == StatusOK && c.answerFits(len(body)), body)
 	}
+	deflate := j.deflate // compress.go
+	if deflate {
+		j.deflate = false
+	}
 	if j.refused {
 		j.refused = false
 		c.writeAnswerString(status, j.pid, deadlineRefusal, true, inReader)
@@ -69,12 +73,15 @@ func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
 			// out rather than an empty 500.
 			md = nil
 		}
-		if inReader && len(body) < frame.DefaultWritevThreshold {
+		switch {
+		case deflate && c.writeDeflated(status, j.pid, body, md, inReader):
+			// Sent compressed (compress.go).
+		case inReader && len(body) < frame.DefaultWritevThreshold:
 			// writeAnswer's first case, without its call.
 			if !c.closed.Load() {
 				c.inlineAnswer(status, j.pid, body, md)
 			}
-		} else {
+		default:
 			c.writeAnswer(status, j.pid, body, md, inReader)
 		}
 	}

@@ -477,6 +477,7 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	}
 	var r wire.Request
 	rmd, ok := callRequest(&r, ctx, done, method, target, req)
+	r.AcceptDeflate = c.opts.deflate // WithCompression (compress.go)
 	if rmd != nil {
 		*rmd = Metadata{} // emptied when the call is sent
 	}
@@ -989,6 +990,10 @@ func (c *Client) readFrames() {
 				}
 				c.fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 				return
+			}
+			if r.Deflated {
+				c.deliverDeflated(&r) // compress.go
+				continue
 			}
 			c.deliver(&r)
 		case wire.KindGoAway:

@@ -646,7 +646,7 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	} else {
 		j.req = append(j.req[:0], req.Payload...)
 	}
-	if req.Timeout != 0 || len(req.Cap) > 0 || len(req.Metadata) > 0 {
+	if req.Timeout != 0 || len(req.Cap) > 0 || len(req.Metadata) > 0 || req.AcceptDeflate {
 		j.setExt(&req, arrived)
 	}
 	if c.promises != nil || c.spill {

@@ -51,6 +51,7 @@ type job struct {
 	capv, mdv []byte // the current call's cap and metadata, in ext
 	rmd       []byte // owned: response metadata the handler set (SetResponseMetadata), reused
 	refused   bool   // answered without running: its deadline had passed
+	deflate   bool   // the caller takes a compressed answer and the server compresses (compress.go)
 	dmu       sync.Mutex
 	armed     bool          // under dmu: Done was called during this call
 	fired     bool          // under dmu: dch is closed

@@ -108,6 +108,7 @@ type serverOptions struct {
 	observers     []Observer    // WithObserver, in order (observe.go)
 	observer      Observer      // observers made one at construction
 	maxMetadata   int           // 0: DefaultMaxMetadata (metadata.go)
+	deflateMin    int           // WithCompression; 0: off (compress.go)
 	streamWindow  int           // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int           // 0: DefaultMaxStreams
 
@@ -132,6 +133,7 @@ type clientOptions struct {
 	streamWindow  int                 // 0: DefaultStreamWindow (stream.go)
 	maxStreams    int                 // 0: DefaultMaxStreams
 	maxRespMD     int                 // 0: DefaultMaxMetadata (respmeta.go)
+	deflate       bool                // WithCompression (compress.go)
 	names         *MethodNames        // WithMethodNames; nil: the client's own (methodnames.go)
 	onClosing     []func(*Client)     // WithOnClosing, in order (closing.go)
 
