@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -566,5 +567,37 @@ func TestDumpExtensions(t *testing.T) {
 	}
 	if strings.Count(stdout.String(), "not run") != 1 {
 		t.Errorf("want one answer marked not run:\n%s", &stdout)
+	}
+}
+
+// TestDumpCompressed: dump shows a request's accept-compressed flag and
+// an answer's compressed body (docs/wire.md §8), inflated, and says so
+// when a compressed body does not inflate.
+func TestDumpCompressed(t *testing.T) {
+	t.Parallel()
+	var comp bytes.Buffer
+	w, _ := flate.NewWriter(&comp, flate.BestSpeed)
+	w.Write(bytes.Repeat([]byte("log record "), 100))
+	w.Close()
+	var in []byte
+	frame := func(kind byte, env []byte) {
+		var b []byte
+		b = binary.LittleEndian.AppendUint32(b, uint32(1+len(env)))
+		b = append(append(b, kind), env...)
+		in = append(append(in, hex.EncodeToString(b)...), '\n')
+	}
+	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1, AcceptDeflate: true}))
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 1, Body: comp.Bytes(), Deflated: true}))
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 2, Body: []byte("not deflate"), Deflated: true}))
+	var stdout, stderr bytes.Buffer
+	runDump(nil, bytes.NewReader(in), &stdout, &stderr)
+	for _, want := range []string{
+		"  accepts a compressed answer (raw DEFLATE)\n",
+		fmt.Sprintf("status 200 OK, compressed (raw DEFLATE), body %d bytes\n  body inflated: 1100 bytes", comp.Len()),
+		"compressed body: does not inflate",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the listing lacks %q:\n%s", want, &stdout)
+		}
 	}
 }

@@ -1,8 +1,12 @@
 package dump
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"time"
@@ -105,13 +109,25 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	if r.NotRun {
 		notRun = ", not run (the server refused it before its handler ran: safe to send again)"
 	}
+	if r.Deflated {
+		notRun += ", compressed (raw DEFLATE)"
+	}
 	d.printf("response, promise %d%s, status %d %s%s, body %d bytes\n", r.PromiseID, mname, r.Status, statusText(r.Status), notRun, len(r.Body))
 	d.metadata(indent, r.Metadata, base+tailOffset(env, 24), "a zapcodec client fails the call with rpc.ErrResponseMetadata")
+	bodyAt := base + tailOffset(env, 12)
+	if r.Deflated {
+		body, err := inflateBody(r.Body)
+		if err != nil {
+			d.fail(indent, bodyAt, "compressed body: %v (a zapcodec client fails the call with rpc.ErrDecompress)", err)
+			return
+		}
+		d.printf("%sbody inflated: %d bytes (positions in it are the inflated body's, from 0)\n", indent, len(body))
+		r.Body, bodyAt = body, 0
+	}
 	t := d.opts.Target
 	if t.none() || len(r.Body) == 0 {
 		return
 	}
-	bodyAt := base + tailOffset(env, 12)
 	if r.Status != rpc.StatusOK {
 		if utf8.Valid(r.Body) {
 			d.printf("%serror text: %s\n", indent, strconv.Quote(string(r.Body)))
@@ -149,6 +165,9 @@ func (d *dumper) requestExtensions(indent string, env []byte, base int, r *wire.
 		d.printf("%sdeadline: %s left when the request was written\n", indent, left)
 	}
 	d.metadata(indent, r.Metadata, base+tailOffset(env, 36), "a zapcodec server answers 400")
+	if r.AcceptDeflate {
+		d.printf("%saccepts a compressed answer (raw DEFLATE)\n", indent)
+	}
 }
 
 // metadata shows the key/value metadata md of a request, stream open or
@@ -228,4 +247,24 @@ func statusText(s uint32) string {
 		return "Unavailable"
 	}
 	return "(unknown)"
+}
+
+// maxInflated bounds what dump inflates of a compressed body: the
+// largest frame the canonical runtime takes.
+const maxInflated = 64 << 20
+
+// inflateBody inflates a compressed answer body (docs/wire.md §8): a raw
+// DEFLATE stream with nothing after it, of at most maxInflated bytes.
+func inflateBody(b []byte) ([]byte, error) {
+	src := bytes.NewReader(b)
+	out, err := io.ReadAll(io.LimitReader(flate.NewReader(src), maxInflated+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("does not inflate: %v", err)
+	case len(out) > maxInflated:
+		return nil, fmt.Errorf("inflates past %d bytes", maxInflated)
+	case src.Len() != 0:
+		return nil, fmt.Errorf("%d bytes after the compressed stream", src.Len())
+	}
+	return out, nil
 }
