@@ -98,6 +98,8 @@ type Client struct {
 	// cancelSt is whether the server takes cancels (cancel.go):
 	// cancelUnasked, cancelAsked or cancelOn.
 	cancelSt atomic.Uint32
+	// zipReq: the server takes compressed requests (compress.go).
+	zipReq atomic.Bool
 
 	// The client's place in the beat (beat.go), which runs its periodic
 	// checks: the watch of its writes (outbox.watchWrite) and the answer
@@ -477,7 +479,16 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	}
 	var r wire.Request
 	rmd, ok := callRequest(&r, ctx, done, method, target, req)
-	r.AcceptDeflate = c.opts.deflate // WithCompression (compress.go)
+	if c.opts.deflate {
+		// WithCompression (compress.go): compressed answers welcome;
+		// a large payload goes compressed once the server said it
+		// takes that.
+		r.AcceptDeflate = true
+		if len(req) >= c.opts.deflateMin && c.zipReq.Load() {
+			d := deflateRequest(&r)
+			defer putDeflater(d) // r.Payload is d's until the request is queued
+		}
+	}
 	if rmd != nil {
 		*rmd = Metadata{} // emptied when the call is sent
 	}
@@ -991,8 +1002,8 @@ func (c *Client) readFrames() {
 				c.fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 				return
 			}
-			if r.Deflated {
-				c.deliverDeflated(&r) // compress.go
+			if r.Deflated || r.TakesDeflate {
+				c.deliverFlagged(&r) // compress.go
 				continue
 			}
 			c.deliver(&r)

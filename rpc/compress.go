@@ -11,14 +11,18 @@ import (
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
-// Compression of unary answers (docs/wire.md §8, "Compressed answers"):
-// a client with WithCompression sets the accept bit in the flags word of
-// its requests; a server with WithCompression compresses, with raw
-// DEFLATE (compress/flate at flate.BestSpeed), the OK answers to such
-// requests whose body is at least its threshold, when that makes them
-// shorter, and marks them with bit 1 of the answer's flags word. A server
-// never compresses for a request without the bit, so a canonical client,
-// or a zapcodec one without the option, never gets a compressed body.
+// Compression of unary calls (docs/wire.md §8, "Compression"): a client
+// with WithCompression sets the accept bit in the flags word of its
+// requests; a server with WithCompression compresses, with raw DEFLATE
+// (compress/flate at flate.BestSpeed), the OK answers to such requests
+// whose body is at least its threshold, when that makes them shorter,
+// and marks them with bit 1 of the answer's flags word. Its first answer
+// to such a request on a connection (and every compressed one) sets bit
+// 2 too: it takes compressed requests; the client then compresses the
+// payloads of at least its threshold (request flags bit 1). Neither side
+// compresses for a peer that did not say it takes it, so a canonical
+// peer, or a zapcodec one without the option, never gets a compressed
+// body.
 
 // DefaultCompressMin is the smallest answer body a server with
 // [WithCompression] compresses when given a threshold <= 0: 1 KiB.
@@ -37,14 +41,18 @@ const maxPooledCoders = 4
 // On a client, every request (unary calls and promises, not stream
 // opens) says that the client takes a compressed answer: the request
 // envelope then carries the extension's flags word (20 bytes more than
-// the canonical envelope, which a canonical server ignores). The client
-// inflates a compressed answer on its read loop, into the buffer the
-// call's answer is appended to, and fails the call with an error
-// matching [ErrDecompress] when the body does not inflate or inflates
-// past the largest answer a frame can carry (the maximum frame size,
-// [WithFrameOptions]): a small frame that would inflate to gigabytes
-// takes at most that much memory, fails that call only, and the
-// connection goes on. minSize does not matter on a client.
+// the canonical envelope, which a canonical server ignores). Once an
+// answer said that the server takes compressed requests, a payload of
+// at least minSize bytes is compressed (on the caller's goroutine, into
+// a pooled buffer given back once the request is queued; req itself is
+// only read) and sent so when that is shorter; a canonical server never
+// says so, and never gets one. The client inflates a compressed answer
+// on its read loop, into the buffer the call's answer is appended to,
+// and fails the call with an error matching [ErrDecompress] when the
+// body does not inflate or inflates past the largest answer a frame can
+// carry (the maximum frame size, [WithFrameOptions]): a small frame that
+// would inflate to gigabytes takes at most that much memory, fails that
+// call only, and the connection goes on.
 //
 // On a server, an OK answer whose body has at least minSize bytes
 // (minSize <= 0: [DefaultCompressMin]) is compressed when its request
@@ -55,19 +63,23 @@ const maxPooledCoders = 4
 // handler's buffers are untouched, and the answer budget
 // ([ReserveAnswer]) counts the bytes the handler reserved for its raw
 // result, not the compressed copy. The compression runs on the goroutine
-// that answers the call, after the handler returned.
+// that answers the call, after the handler returned. A compressed
+// request is inflated on the connection's read loop into the call's own
+// buffer (the handler's req), bounded as a plain payload is, by the
+// maximum frame size; one that does not inflate, inflates past that, or
+// comes to a server without the option is answered 400 unrun, and the
+// connection goes on.
 //
 // Without the option on either side, every byte on the wire is what it
-// was without it. Requests are not compressed (only answers are), and
-// neither are stream messages (a stream message has no flags word to
-// mark one compressed; see docs/wire.md §8).
+// was without it. Stream messages are not compressed (a stream message
+// has no flags word to mark one compressed; see docs/wire.md §8).
 func WithCompression(minSize int) Option {
 	if minSize <= 0 {
 		minSize = DefaultCompressMin
 	}
 	return bothOption{
 		s: func(o *serverOptions) { o.deflateMin = minSize },
-		c: func(o *clientOptions) { o.deflate = true },
+		c: func(o *clientOptions) { o.deflate, o.deflateMin = true, minSize },
 	}
 }
 
@@ -227,10 +239,18 @@ func (z *inflater) readInflated(dst []byte, limit int) ([]byte, error) {
 	}
 }
 
-// deliverDeflated is deliver for an answer whose body is compressed
-// (r.Deflated): the body is inflated into the call's buffer, or the call
-// fails.
-func (c *Client) deliverDeflated(r *wire.Response) {
+// deliverFlagged is deliver for an answer whose body is compressed
+// (r.Deflated: the body is inflated into the call's buffer, or the call
+// fails) or that says the server takes compressed requests
+// (r.TakesDeflate, noted for the client's later calls).
+func (c *Client) deliverFlagged(r *wire.Response) {
+	if r.TakesDeflate && c.opts.deflate && !c.zipReq.Load() {
+		c.zipReq.Store(true)
+	}
+	if !r.Deflated {
+		c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, r.Metadata)
+		return
+	}
 	s := c.claim(r.PromiseID)
 	if s == nil {
 		return
@@ -261,34 +281,106 @@ func failDelivered(s *slot, err error) {
 }
 
 // writeDeflated writes the answer of a call whose request takes a
-// compressed one, compressed, and reports true; false (nothing written)
-// when it is not to be compressed: not OK, below the threshold, or not
-// shorter compressed.
+// compressed one: compressed, or plain with the flag that tells the
+// client that this server takes compressed requests (the connection's
+// first such answer, zipTold), and reports true; false (nothing written)
+// when it is to be written as any other: not compressed (not OK, below
+// the threshold, or not shorter compressed) and the client told already.
+// Every compressed answer carries that flag too.
 func (c *serverConn) writeDeflated(status, pid uint32, body, md []byte, inReader bool) bool {
-	if status != StatusOK || len(body) < c.s.opts.deflateMin || c.closed.Load() {
+	if c.closed.Load() {
 		return false
+	}
+	tell := !c.zipTold.Load() && c.zipTold.CompareAndSwap(false, true)
+	if tell && !c.answerFits(len(body)+wire.DeflatedOverhead+respMDExtra(md)) {
+		// The flags word would take the answer past the largest frame:
+		// a later answer tells.
+		c.zipTold.Store(false)
+		tell = false
+	}
+	if status != StatusOK || len(body) < c.s.opts.deflateMin {
+		if tell {
+			c.writeFlagged(false, status, pid, body, md, inReader)
+		}
+		return tell
 	}
 	d := getDeflater()
 	defer putDeflater(d)
-	if !d.deflate(body) {
+	switch {
+	case d.deflate(body):
+		c.writeFlagged(true, status, pid, d.out, md, inReader)
+	case tell:
+		c.writeFlagged(false, status, pid, body, md, inReader)
+	default:
 		return false
 	}
-	out := d.out
+	return true
+}
+
+// writeFlagged writes an answer with the flags word: its body compressed
+// (deflated: wire.AppendDeflatedHeader) or not
+// (wire.AppendTakesDeflateHeader).
+func (c *serverConn) writeFlagged(deflated bool, status, pid uint32, body, md []byte, inReader bool) {
+
 	var lead bool
 	var err error
-	if len(md) == 0 && len(out) >= frame.DefaultWritevThreshold {
+	if len(md) == 0 && len(body) >= frame.DefaultWritevThreshold {
 		// Not copied into the queue: written with its header (see
-		// writeAnswer), before d goes back to the pool.
+		// writeAnswer), before the caller gives the body back.
 		var hb [wire.ResponseOverhead + wire.DeflatedOverhead]byte
-		head := wire.AppendDeflatedHeader(hb[:0], status, pid, len(out), 0)
-		err = c.out.lock().WriteFrameParts(wire.KindResponse, head, out)
+		head := appendFlagged(hb[:0], deflated, status, pid, len(body), 0)
+		err = c.out.lock().WriteFrameParts(wire.KindResponse, head, body)
 		lead = c.out.unlock()
 	} else {
 		buf := c.out.begin(wire.KindResponse)
-		buf = wire.AppendDeflatedHeader(buf, status, pid, len(out), len(md))
-		buf = append(append(buf, out...), md...)
+		buf = appendFlagged(buf, deflated, status, pid, len(body), len(md))
+		buf = append(append(buf, body...), md...)
 		lead, err = c.out.end(buf)
 	}
 	c.finishWrite(lead, err, status, inReader)
-	return true
+}
+
+// appendFlagged appends the header of writeFlagged's answer.
+func appendFlagged(dst []byte, deflated bool, status, pid uint32, bodyLen, mdLen int) []byte {
+	if deflated {
+		return wire.AppendDeflatedHeader(dst, status, pid, bodyLen, mdLen)
+	}
+	return wire.AppendTakesDeflateHeader(dst, status, pid, bodyLen, mdLen)
+}
+
+// deflateRequest compresses the payload of r, a request to a server that
+// takes compressed requests, when that makes it shorter: r.Payload is
+// then the compressed bytes, held by the returned compressor, which the
+// caller gives back (putDeflater) once the request is queued.
+func deflateRequest(r *wire.Request) *deflater {
+	d := getDeflater()
+	if d.deflate(r.Payload) {
+		r.Payload, r.PayloadDeflated = d.out, true
+	}
+	return d
+}
+
+// inflateRequest inflates the compressed payload of r into j.req, and
+// points r.Payload at it; when that fails (or this server does not take
+// compressed requests: it never said it does), it answers the call 400
+// from the read loop, keeps j for the next call, and reports false.
+func (c *serverConn) inflateRequest(j *job, r *wire.Request) bool {
+	var err error
+	if c.s.opts.deflateMin == 0 {
+		err = errors.New("rpc: compressed payload, which this server does not take (rpc.WithCompression)")
+	} else {
+		// Bounded as a plain payload is: the largest frame's.
+		j.req, err = inflate(j.req[:0], r.Payload, c.r.MaxFrameSize()-1-wire.RequestOverhead)
+	}
+	if err == nil {
+		r.Payload = j.req
+		return true
+	}
+	if cap(j.req) > maxKeptBuffer {
+		j.req = nil
+	}
+	c.spare = j
+	c.promiseFailed(r.PromiseID)
+	c.answerDirect(r, StatusBadRequest, err.Error(), false)
+	return false
 }

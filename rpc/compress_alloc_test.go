@@ -82,3 +82,34 @@ func inflateFloor(t *testing.T, body []byte) float64 {
 	run()
 	return testing.AllocsPerRun(50, run)
 }
+
+// An echo whose payload and answer both travel compressed allocates
+// exactly what compress/flate allocates to inflate each by hand: the
+// server inflates the request into its job's buffer, the client the
+// answer into the caller's.
+func TestAllocsCompressedEcho(t *testing.T) {
+	const size = 200 << 10
+	payload := logRecords(size)
+	s, addr, _ := testServer(t, WithCompression(0))
+	c := dial(t, addr, WithCompression(0))
+	resp := make([]byte, 0, size)
+	ctx := context.Background()
+	call := func() {
+		out, err := c.Call(ctx, mEcho, payload, resp[:0])
+		if err != nil || len(out) != size {
+			t.Fatalf("call: %d bytes, %v", len(out), err)
+		}
+	}
+	for range 20 {
+		call()
+	}
+	before := s.Stats().BytesIn
+	call()
+	if in := s.Stats().BytesIn - before; in > size/4 {
+		t.Fatalf("the request was not compressed: %d bytes read", in)
+	}
+	floor := inflateFloor(t, payload)
+	if n := testing.AllocsPerRun(50, call); n != 2*floor {
+		t.Errorf("%d-byte compressed echo: %v allocs, want %v (compress/flate's inflate by hand, twice)", size, n, 2*floor)
+	}
+}

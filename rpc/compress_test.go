@@ -338,3 +338,133 @@ func TestCompressionMetadataNotRunBudget(t *testing.T) {
 		t.Fatalf("err %v, want a retryable 503 with the text", err)
 	}
 }
+
+// Requests: a client with the option compresses a payload of at least
+// its threshold only once an answer said the server takes compressed
+// requests; a peer that never says so (a canonical server, or one
+// without the option) never gets one, and a client without the option
+// ignores the announcement.
+func TestCompressionRequestsNegotiated(t *testing.T) {
+	payload := logRecords(100 << 10)
+	c, raw := pipeClient(t, WithCompression(0))
+	call := func(req []byte) wire.Request {
+		done := make(chan error, 1)
+		go func() {
+			out, err := c.Call(context.Background(), mEcho, req, nil)
+			if err == nil && string(out) != "ok" {
+				err = errors.New("wrong answer " + string(out))
+			}
+			done <- err
+		}()
+		r := raw.recvRequest()
+		if !r.AcceptDeflate {
+			t.Fatal("a request without the accept bit")
+		}
+		raw.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID, Body: []byte("ok"), TakesDeflate: r.Method == mEcho && len(r.Payload) == 1}))
+		if err := receive(t, "the call", done); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for range 3 { // a peer that does not say it takes them
+		if r := call(payload); r.PayloadDeflated || !bytes.Equal(r.Payload, payload) {
+			t.Fatalf("a compressed request (%d bytes) to a server that did not say it takes them", len(r.Payload))
+		}
+	}
+	call([]byte("x")) // answered with the announcement
+	r := call(payload)
+	if !r.PayloadDeflated || len(r.Payload) >= len(payload)/4 || !bytes.Equal(inflateBytes(t, r.Payload), payload) {
+		t.Fatalf("after the announcement: deflated %v, %d bytes", r.PayloadDeflated, len(r.Payload))
+	}
+	if r := call(payload[:1000]); r.PayloadDeflated { // below the threshold
+		t.Fatal("a payload below the threshold went compressed")
+	}
+
+	// A client without the option: canonical requests, announcement or not.
+	c, raw = pipeClient(t)
+	for range 2 {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Call(context.Background(), mEcho, payload, nil)
+			done <- err
+		}()
+		kind, env, ok := raw.recv()
+		if !ok || kind != wire.KindRequest {
+			t.Fatalf("kind %d ok %v", kind, ok)
+		}
+		r, err := wire.ParseRequest(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: r.PromiseID, Payload: payload}); !bytes.Equal(env, want) {
+			t.Fatal("a client without the option sent a non-canonical request")
+		}
+		raw.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID, TakesDeflate: true}))
+		if err := receive(t, "the call", done); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Both sides zapcodec's with the option: after the first answer, large
+// payloads travel compressed and reach the handler as sent.
+func TestCompressionRequestsRoundTrip(t *testing.T) {
+	s, addr := compressServer(t)
+	c := dial(t, addr, WithCompression(0))
+	payload := logRecords(300 << 10)
+	var in [3]uint64
+	for i := range in {
+		before := s.Stats().BytesIn
+		out, err := c.Call(context.Background(), mEcho, payload, nil)
+		if err != nil || !bytes.Equal(out, payload) {
+			t.Fatalf("call %d: %d bytes, %v", i, len(out), err)
+		}
+		in[i] = s.Stats().BytesIn - before
+	}
+	if in[0] < uint64(len(payload)) || in[1] > uint64(len(payload))/4 || in[2] > uint64(len(payload))/4 {
+		t.Fatalf("bytes the server read per call: %v, want the first plain (%d bytes), the others compressed", in, len(payload))
+	}
+}
+
+// Hostile compressed requests are answered 400, not run, and the
+// connection's next call is served: a bomb past the largest frame,
+// malformed data, and any compressed request to a server without the
+// option (it never said it takes them).
+func TestCompressionHostileRequests(t *testing.T) {
+	const maxFrame = 256 << 10
+	s, addr := compressServer(t, WithFrameOptions(frame.WithMaxFrameSize(maxFrame)))
+	ran := make(chan struct{}, 10)
+	s.Handle(73, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		ran <- struct{}{}
+		return resp, nil
+	})
+	_, plainAddr, _ := testServer(t)
+	bomb := deflateBytes(t, make([]byte, 4<<20))
+	for _, tc := range []struct {
+		addr    string
+		method  uint32
+		payload []byte
+		want    string
+	}{
+		{addr, 73, bomb, "inflates past"},
+		{addr, 73, []byte("not deflate data"), "did not inflate"},
+		{addr, 73, append(deflateBytes(t, []byte("abc")), 'x'), "after the compressed stream"},
+		{plainAddr, mEcho, deflateBytes(t, []byte("abc")), "does not take"},
+	} {
+		peer := rawDial(t, tc.addr)
+		peer.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: tc.method, PromiseID: 1, Payload: tc.payload, PayloadDeflated: true}))
+		a := peer.recvResponse()
+		if a.Status != StatusBadRequest || !strings.Contains(string(a.Body), tc.want) {
+			t.Fatalf("answer %d %q, want 400 with %q", a.Status, a.Body, tc.want)
+		}
+		peer.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Payload: []byte("next")}))
+		if a := peer.recvResponse(); a.Status != StatusOK || string(a.Body) != "next" || a.PromiseID != 2 {
+			t.Fatalf("next call: %d %q", a.Status, a.Body)
+		}
+	}
+	select {
+	case <-ran:
+		t.Fatal("the handler ran for a request that did not inflate")
+	default:
+	}
+}

@@ -39,6 +39,9 @@ type serverConn struct {
 	// wdListed: c is on the watchdog's list (set under s.wdMu; see
 	// Server.watch). Beside closed, in what would be padding.
 	wdListed atomic.Bool
+	// zipTold: an answer told the client that this server takes
+	// compressed requests (compress.go); here, in what was padding.
+	zipTold atomic.Bool
 	// tlsState is the TLS handshake's state (PeerFrom), set by serve
 	// before the read loop starts; nil on a plain connection.
 	tlsState *tls.ConnectionState
@@ -627,6 +630,9 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	j := c.acquire()
 	if j == nil {
 		return reqClosed
+	}
+	if req.PayloadDeflated && !c.inflateRequest(j, &req) {
+		return reqNext // answered 400 (compress.go)
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
 	if c.cx != nil {

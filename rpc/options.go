@@ -134,6 +134,7 @@ type clientOptions struct {
 	maxStreams    int                 // 0: DefaultMaxStreams
 	maxRespMD     int                 // 0: DefaultMaxMetadata (respmeta.go)
 	deflate       bool                // WithCompression (compress.go)
+	deflateMin    int                 // WithCompression's minSize
 	names         *MethodNames        // WithMethodNames; nil: the client's own (methodnames.go)
 	onClosing     []func(*Client)     // WithOnClosing, in order (closing.go)
 

@@ -570,9 +570,10 @@ func TestDumpExtensions(t *testing.T) {
 	}
 }
 
-// TestDumpCompressed: dump shows a request's accept-compressed flag and
-// an answer's compressed body (docs/wire.md §8), inflated, and says so
-// when a compressed body does not inflate.
+// TestDumpCompressed: dump shows a request's accept-compressed flag, a
+// compressed payload or answer body (docs/wire.md §8), inflated, an
+// answer's takes-compressed-requests flag, and says so when a compressed
+// payload or body does not inflate.
 func TestDumpCompressed(t *testing.T) {
 	t.Parallel()
 	var comp bytes.Buffer
@@ -587,14 +588,18 @@ func TestDumpCompressed(t *testing.T) {
 		in = append(append(in, hex.EncodeToString(b)...), '\n')
 	}
 	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 1, AcceptDeflate: true}))
-	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 1, Body: comp.Bytes(), Deflated: true}))
+	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 1, Body: comp.Bytes(), Deflated: true, TakesDeflate: true}))
+	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 3, Payload: comp.Bytes(), AcceptDeflate: true, PayloadDeflated: true}))
+	frame(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 1, PromiseID: 4, Payload: []byte("junk"), PayloadDeflated: true}))
 	frame(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: 200, PromiseID: 2, Body: []byte("not deflate"), Deflated: true}))
 	var stdout, stderr bytes.Buffer
 	runDump(nil, bytes.NewReader(in), &stdout, &stderr)
 	for _, want := range []string{
 		"  accepts a compressed answer (raw DEFLATE)\n",
-		fmt.Sprintf("status 200 OK, compressed (raw DEFLATE), body %d bytes\n  body inflated: 1100 bytes", comp.Len()),
+		fmt.Sprintf("status 200 OK, compressed (raw DEFLATE), takes compressed requests, body %d bytes\n  body inflated: 1100 bytes", comp.Len()),
 		"compressed body: does not inflate",
+		"  payload compressed (raw DEFLATE)\n  payload inflated: 1100 bytes",
+		"compressed payload: does not inflate",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the listing lacks %q:\n%s", want, &stdout)

@@ -17,9 +17,14 @@ func TestRequestAcceptDeflate(t *testing.T) {
 		{Method: 1, PromiseID: 2, Payload: []byte("p"), Cap: []byte("cap"), Timeout: 7, Metadata: []byte("\x01\x00\x00\x00k\x01\x00\x00\x00v"), AcceptDeflate: true},
 		{Method: 1, PromiseID: 2, Metadata: []byte("\x01\x00\x00\x00k\x01\x00\x00\x00v"), AcceptDeflate: true},
 		{Method: 3, PromiseID: 4, Timeout: 9, AcceptDeflate: true},
+		{Method: 3, PromiseID: 4, Payload: []byte("deflated"), AcceptDeflate: true, PayloadDeflated: true},
 	} {
 		b := AppendRequest(nil, &r)
-		if got := binary.LittleEndian.Uint32(b[headerSize+reqFlags:]); got != reqFlagAcceptDeflate {
+		want := uint32(reqFlagAcceptDeflate)
+		if r.PayloadDeflated {
+			want |= reqFlagPayloadDeflate
+		}
+		if got := binary.LittleEndian.Uint32(b[headerSize+reqFlags:]); got != want {
 			t.Fatalf("%+v: flags word %#x", r, got)
 		}
 		if len(b) != RequestLen(&r) || len(b) != headerSize+reqExtFlagsSize+len(r.Cap)+len(r.Payload)+len(r.Metadata) {
@@ -32,9 +37,9 @@ func TestRequestAcceptDeflate(t *testing.T) {
 		if !reflect.DeepEqual(got, r) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, r)
 		}
-		r.AcceptDeflate = false
+		r.AcceptDeflate, r.PayloadDeflated = false, false
 		got, err = ParseRequest(AppendRequest(nil, &r))
-		if err != nil || got.AcceptDeflate {
+		if err != nil || got.AcceptDeflate || got.PayloadDeflated {
 			t.Fatalf("%+v without the flag: AcceptDeflate %v, err %v", r, got.AcceptDeflate, err)
 		}
 	}
@@ -62,9 +67,11 @@ func TestRequestFlagsNotReadFromMetadata(t *testing.T) {
 // body slot) stay where they were.
 func TestResponseDeflated(t *testing.T) {
 	for _, r := range []Response{
-		{Status: 200, PromiseID: 5, Body: []byte("compressed"), Deflated: true},
-		{Status: 200, PromiseID: 5, Deflated: true},
-		{Status: 200, PromiseID: 5, Body: []byte("compressed"), Metadata: []byte("\x01\x00\x00\x00k\x00\x00\x00\x00"), Deflated: true},
+		{Status: 200, PromiseID: 5, Body: []byte("compressed"), Deflated: true, TakesDeflate: true},
+		{Status: 200, PromiseID: 5, Deflated: true, TakesDeflate: true},
+		{Status: 200, PromiseID: 5, Body: []byte("compressed"), Metadata: []byte("\x01\x00\x00\x00k\x00\x00\x00\x00"), Deflated: true, TakesDeflate: true},
+		{Status: 200, PromiseID: 5, Body: []byte("plain"), TakesDeflate: true},
+		{Status: 200, PromiseID: 5, Body: []byte("plain"), Metadata: []byte("\x01\x00\x00\x00k\x00\x00\x00\x00"), TakesDeflate: true},
 		{Status: 503, PromiseID: 5, Body: []byte("x"), NotRun: true, Deflated: true},
 	} {
 		b := AppendResponse(nil, &r)
@@ -80,14 +87,17 @@ func TestResponseDeflated(t *testing.T) {
 		}
 		if !r.NotRun {
 			h := AppendDeflatedHeader(nil, r.Status, r.PromiseID, len(r.Body), len(r.Metadata))
+			if !r.Deflated {
+				h = AppendTakesDeflateHeader(nil, r.Status, r.PromiseID, len(r.Body), len(r.Metadata))
+			}
 			h = append(append(h, r.Body...), r.Metadata...)
 			if !bytes.Equal(h, b) {
 				t.Fatalf("AppendDeflatedHeader:\n%x\nAppendResponse:\n%x", h, b)
 			}
 		}
-		r.Deflated = false
-		if got, err = ParseResponse(AppendResponse(nil, &r)); err != nil || got.Deflated {
-			t.Fatalf("%+v without the flag: Deflated %v, err %v", r, got.Deflated, err)
+		r.Deflated, r.TakesDeflate = false, false
+		if got, err = ParseResponse(AppendResponse(nil, &r)); err != nil || got.Deflated || got.TakesDeflate {
+			t.Fatalf("%+v without the flags: %+v, err %v", r, got, err)
 		}
 	}
 }

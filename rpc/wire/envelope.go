@@ -54,6 +54,9 @@ const (
 	// DEFLATE, RFC 1951), sent only to a request that set
 	// reqFlagAcceptDeflate.
 	respFlagDeflate = 2
+	// respFlagTakesDeflate: the server takes requests whose payload is
+	// compressed (reqFlagPayloadDeflate).
+	respFlagTakesDeflate = 4
 	// respMetadata is the response's metadata extension field (bytes,
 	// docs/wire.md §8), present only in answers whose handler set
 	// response metadata: the fixed section is then respMDFixedSize bytes
@@ -85,6 +88,9 @@ const (
 	// reqFlagAcceptDeflate: the caller takes an answer whose body is
 	// compressed (respFlagDeflate).
 	reqFlagAcceptDeflate = 1
+	// reqFlagPayloadDeflate: the payload is compressed (raw DEFLATE),
+	// sent only to a server that said it takes it (respFlagTakesDeflate).
+	reqFlagPayloadDeflate = 2
 
 	// RequestOverhead is the size of a request envelope with empty cap and
 	// payload: header plus fixed section.
@@ -119,6 +125,11 @@ type Request struct {
 	// compressed with raw DEFLATE ([Response].Deflated). A canonical peer
 	// never sets it, and ignores it.
 	AcceptDeflate bool
+	// PayloadDeflated is a zapcodec extension (docs/wire.md §8, bit 1 of
+	// the request's flags word): Payload is compressed with raw DEFLATE.
+	// A client sets it only on a connection whose server said it takes
+	// such requests ([Response].TakesDeflate).
+	PayloadDeflated bool
 }
 
 // Response is a decoded or to-be-encoded answer envelope. Body aliases the
@@ -145,6 +156,11 @@ type Response struct {
 	// only in the answer to a request with [Request].AcceptDeflate; a
 	// canonical peer never sets it.
 	Deflated bool
+	// TakesDeflate is a zapcodec extension (docs/wire.md §8, bit 2 of the
+	// flags word): the server takes requests whose payload is compressed
+	// ([Request].PayloadDeflated) on this connection. A server sets it
+	// only in answers to requests with [Request].AcceptDeflate.
+	TakesDeflate bool
 }
 
 // AppendRequest appends the request envelope for r to dst and returns the
@@ -160,7 +176,7 @@ type Response struct {
 // u32: RequestLen(r) must not pass 4 GiB (package rpc's frame limit keeps
 // every envelope far below), or the size and slots written wrap.
 func AppendRequest(dst []byte, r *Request) []byte {
-	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate {
+	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate && !r.PayloadDeflated {
 		return appendPlainRequest(dst, r.Method, r.PromiseID, r.Target, r.Payload)
 	}
 	return appendAnyRequest(dst, r)
@@ -179,7 +195,7 @@ func requestLen(r *Request, fixed int) int {
 // timeout, 44 with metadata, 48 with a flag.
 func requestFixedSize(r *Request) int {
 	switch {
-	case r.AcceptDeflate:
+	case r.AcceptDeflate || r.PayloadDeflated:
 		return reqExtFlagsSize
 	case len(r.Metadata) > 0:
 		return reqExtFixedSize
@@ -215,6 +231,9 @@ func appendAnyRequest(dst []byte, r *Request) []byte {
 		var flags uint32
 		if r.AcceptDeflate {
 			flags |= reqFlagAcceptDeflate
+		}
+		if r.PayloadDeflated {
+			flags |= reqFlagPayloadDeflate
 		}
 		binary.LittleEndian.PutUint32(f[reqFlags:], flags)
 	}
@@ -275,7 +294,7 @@ func appendPlainRequest(dst []byte, method, promiseID, target uint32, payload []
 // 4 GiB (see [AppendRequest]).
 func AppendResponse(dst []byte, r *Response) []byte {
 	switch {
-	case r.Deflated:
+	case r.Deflated || r.TakesDeflate:
 		dst = appendFlaggedHeader(dst, r.Status, r.PromiseID, len(r.Body), responseFlags(r), len(r.Metadata))
 		dst = append(dst, r.Body...)
 		return append(dst, r.Metadata...)
@@ -297,7 +316,7 @@ func ResponseLen(r *Response) int {
 	switch {
 	case len(r.Metadata) > 0:
 		return headerSize + respMDFixedSize + len(r.Body) + len(r.Metadata)
-	case r.NotRun || r.Deflated:
+	case r.NotRun || r.Deflated || r.TakesDeflate:
 		return headerSize + respExtFixedSize + len(r.Body)
 	}
 	return ResponseOverhead + len(r.Body)
@@ -312,6 +331,9 @@ func responseFlags(r *Response) uint32 {
 	if r.Deflated {
 		flags |= respFlagDeflate
 	}
+	if r.TakesDeflate {
+		flags |= respFlagTakesDeflate
+	}
 	return flags
 }
 
@@ -322,8 +344,9 @@ func responseFlags(r *Response) uint32 {
 const DeflatedOverhead = respExtFixedSize - ResponseFixedSize
 
 // AppendDeflatedHeader is [AppendResponseHeader] for an answer whose body
-// is compressed with raw DEFLATE (a [Response] with Deflated, docs/wire.md
-// §8): the flags word at offset 20 has bit 1 set, and the fixed section
+// is compressed with raw DEFLATE (a [Response] with Deflated and
+// TakesDeflate, docs/wire.md §8): the flags word at offset 20 has bits 1
+// and 2 set, and the fixed section
 // is 24 bytes, or, when mdLen > 0, 32 with the response metadata's slot
 // at 24 as in [AppendResponseHeaderMD]. The caller must append exactly
 // bodyLen bytes of compressed body, then exactly mdLen metadata bytes,
@@ -331,7 +354,14 @@ const DeflatedOverhead = respExtFixedSize - ResponseFixedSize
 // [Request].AcceptDeflate: a peer that did not set it cannot read the
 // body.
 func AppendDeflatedHeader(dst []byte, status, promiseID uint32, bodyLen, mdLen int) []byte {
-	return appendFlaggedHeader(dst, status, promiseID, bodyLen, respFlagDeflate, mdLen)
+	return appendFlaggedHeader(dst, status, promiseID, bodyLen, respFlagDeflate|respFlagTakesDeflate, mdLen)
+}
+
+// AppendTakesDeflateHeader is [AppendDeflatedHeader] for an answer whose
+// body is not compressed (a [Response] with TakesDeflate alone): the
+// flags word says only that the server takes compressed requests.
+func AppendTakesDeflateHeader(dst []byte, status, promiseID uint32, bodyLen, mdLen int) []byte {
+	return appendFlaggedHeader(dst, status, promiseID, bodyLen, respFlagTakesDeflate, mdLen)
 }
 
 // appendFlaggedHeader appends the header and fixed section of an answer
@@ -627,6 +657,7 @@ func ParseRequestTo(r *Request, b []byte) error {
 			r.Timeout = 0
 			r.Metadata = nil
 			r.AcceptDeflate = false
+			r.PayloadDeflated = false
 			return nil
 		}
 	}
@@ -695,7 +726,9 @@ func parseRequest(b []byte) (Request, error) {
 			// The metadata's value may be the first tail (cap and
 			// payload empty): the flags word lies before it too.
 			if at+reqExtFlagsSize <= fixedEnd(msg[:fe], at+reqMetadata) {
-				r.AcceptDeflate = binary.LittleEndian.Uint32(msg[at+reqFlags:])&reqFlagAcceptDeflate != 0
+				flags := binary.LittleEndian.Uint32(msg[at+reqFlags:])
+				r.AcceptDeflate = flags&reqFlagAcceptDeflate != 0
+				r.PayloadDeflated = flags&reqFlagPayloadDeflate != 0
 			}
 		}
 	}
@@ -751,6 +784,7 @@ func ParseResponseTo(r *Response, b []byte) error {
 		r.NotRun = false
 		r.Metadata = nil
 		r.Deflated = false
+		r.TakesDeflate = false
 		return nil
 	}
 	return parseResponseTo(r, b)
@@ -795,6 +829,7 @@ func parseResponse(b []byte) (Response, error) {
 		flags := binary.LittleEndian.Uint32(msg[at+respFlags:])
 		r.NotRun = flags&respFlagNotRun != 0
 		r.Deflated = flags&respFlagDeflate != 0
+		r.TakesDeflate = flags&respFlagTakesDeflate != 0
 		if at+respMDFixedSize <= fe {
 			v, ok := m.BytesAt(at + respMetadata)
 			if !ok {

@@ -48,6 +48,16 @@ func (d *dumper) request(indent string, env []byte, base int, name string) {
 			d.streams[r.PromiseID] = m
 		}
 	}
+	payloadAt := base + tailOffset(env, 20)
+	if r.PayloadDeflated {
+		payload, err := inflateBody(r.Payload)
+		if err != nil {
+			d.fail(indent, payloadAt, "compressed payload: %v (a zapcodec server answers 400)", err)
+			return
+		}
+		d.printf("%spayload inflated: %d bytes (positions in it are the inflated payload's, from 0)\n", indent, len(payload))
+		r.Payload, payloadAt = payload, 0
+	}
 	t := d.opts.Target
 	if t.none() || len(r.Payload) == 0 {
 		return
@@ -62,12 +72,12 @@ func (d *dumper) request(indent string, env []byte, base int, name string) {
 			d.printf("%spayload not decoded: interface %s has no method %d\n", indent, t.Interface.Name, r.Method)
 			return
 		case m.Req == nil:
-			d.fail(indent, base+tailOffset(env, 20), "method %s takes no request, but the payload has %d bytes", m.Name, len(r.Payload))
+			d.fail(indent, payloadAt, "method %s takes no request, but the payload has %d bytes", m.Name, len(r.Payload))
 			return
 		}
 		st = m.Req
 	}
-	d.show(indent, r.Payload, base+tailOffset(env, 20), st)
+	d.show(indent, r.Payload, payloadAt, st)
 }
 
 // methodByOrdinal returns the method of the Target's interface with the
@@ -111,6 +121,9 @@ func (d *dumper) response(indent string, env []byte, base int) {
 	}
 	if r.Deflated {
 		notRun += ", compressed (raw DEFLATE)"
+	}
+	if r.TakesDeflate {
+		notRun += ", takes compressed requests"
 	}
 	d.printf("response, promise %d%s, status %d %s%s, body %d bytes\n", r.PromiseID, mname, r.Status, statusText(r.Status), notRun, len(r.Body))
 	d.metadata(indent, r.Metadata, base+tailOffset(env, 24), "a zapcodec client fails the call with rpc.ErrResponseMetadata")
@@ -167,6 +180,9 @@ func (d *dumper) requestExtensions(indent string, env []byte, base int, r *wire.
 	d.metadata(indent, r.Metadata, base+tailOffset(env, 36), "a zapcodec server answers 400")
 	if r.AcceptDeflate {
 		d.printf("%saccepts a compressed answer (raw DEFLATE)\n", indent)
+	}
+	if r.PayloadDeflated {
+		d.printf("%spayload compressed (raw DEFLATE)\n", indent)
 	}
 }
 
@@ -253,7 +269,7 @@ func statusText(s uint32) string {
 // largest frame the canonical runtime takes.
 const maxInflated = 64 << 20
 
-// inflateBody inflates a compressed answer body (docs/wire.md §8): a raw
+// inflateBody inflates a compressed payload or answer body (docs/wire.md §8): a raw
 // DEFLATE stream with nothing after it, of at most maxInflated bytes.
 func inflateBody(b []byte) ([]byte, error) {
 	src := bytes.NewReader(b)
