@@ -145,9 +145,14 @@
 // [WithResponseMetadata] (a stream's once Recv returned its end). [Client.Send] returns a [Promise], on which
 // [Promise.Call] pipelines a call whose input is the first call's answer
 // (envelope target; the server needs [WithPipelining]): both in one round
-// trip. None of these allocates per call once warm (a caller's copy of
-// response metadata is one allocation per answer that carries some), and
-// a call using none of them is the canonical envelope byte for byte.
+// trip. [WithCompression], on both sides, compresses large unary
+// answers and payloads with raw DEFLATE, negotiated in extension flags
+// without a round trip and never sent to a peer that did not say it
+// takes them (a compressed call allocates what compress/flate's
+// decompressor does). None of the others allocates per call once warm (a
+// caller's copy of response metadata is one allocation per answer that
+// carries some), and a call using none of them is the canonical
+// envelope byte for byte.
 //
 // Streams (docs/wire.md §9; README.md "Streams"): [Server.HandleStream]
 // registers a [StreamHandler] per method ordinal, [Client.OpenStream]
