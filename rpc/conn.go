@@ -39,9 +39,6 @@ type serverConn struct {
 	// wdListed: c is on the watchdog's list (set under s.wdMu; see
 	// Server.watch). Beside closed, in what would be padding.
 	wdListed atomic.Bool
-	// zipTold: an answer told the client that this server takes
-	// compressed requests (compress.go); here, in what was padding.
-	zipTold atomic.Bool
 	// tlsState is the TLS handshake's state (PeerFrom), set by serve
 	// before the read loop starts; nil on a plain connection.
 	tlsState *tls.ConnectionState
@@ -90,7 +87,10 @@ type serverConn struct {
 	// rdPast belongs to the read deadlines below (under rdMu), here in
 	// what would be padding: the deadline on nc may have passed (it
 	// fired, or pokeRead set one in the past).
-	rdPast  bool
+	rdPast bool
+	// zipTold: an answer told the client that this server takes
+	// compressed requests (compress.go); here, in what would be padding.
+	zipTold atomic.Bool
 	stopArm func() bool // the context.AfterFunc that runs fireArmed
 
 	// The read loop is a role, not a goroutine: it runs calls inline and
