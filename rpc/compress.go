@@ -248,7 +248,7 @@ func (c *Client) deliverFlagged(r *wire.Response) {
 		c.zipReq.Store(true)
 	}
 	if !r.Deflated {
-		c.deliver(r.PromiseID, r.Status, r.NotRun, r.Body, r.Metadata)
+		c.deliver(r)
 		return
 	}
 	s := c.claim(r.PromiseID)

@@ -449,7 +449,7 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 		o.cur = o.take()
 	}
 	b := append(binary.LittleEndian.AppendUint32(o.cur.B, uint32(n)), wire.KindRequest)
-	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 {
+	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate && !r.PayloadDeflated {
 		// Nearly every call's: AppendRequest's bytes, without its
 		// look at those fields.
 		o.cur.B = wire.AppendPlainRequest(b, r.Method, r.PromiseID, r.Target, r.Payload)
