@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -37,20 +36,7 @@ func TestHedgeStormBoundedByBudget(t *testing.T) {
 		c := dialT(t, "static:///"+b1+","+b2, WithHedgingPolicy(p, mEcho), WithRetryBudget(0.25, 0),
 			WithEjection(-1, 0, 0), WithInterceptors(count), WithClientOptions(observe))
 		await(t, "both admitted", func() bool { return readyCount(c) == 2 })
-		var wg sync.WaitGroup
-		for range goroutines {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range perG {
-					if _, err := c.Call(context.Background(), mEcho, []byte("r"), nil); rpc.Code(err) != rpc.StatusUnavailable {
-						t.Errorf("err %v, want the 503", err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		callsAll503(t, c, goroutines, perG)
 		hedges := n / 4
 		if got := int(n1.Load() + n2.Load()); got != n+hedges {
 			t.Errorf("%d callers: the replicas ran %d calls (%d + %d) for %d calls, want %d", goroutines, got, n1.Load(), n2.Load(), n, n+hedges)

@@ -330,3 +330,24 @@ func replicaOf(c *Client, addr string) *replica {
 	defer c.mu.Unlock()
 	return c.replicas[addr]
 }
+
+// callsAll503 makes perG calls of mEcho on c from each of goroutines
+// goroutines, each expected to fail with 503 (the storm tests' replicas
+// answer every call so), and returns once all have.
+func callsAll503(t *testing.T, c *Client, goroutines, perG int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perG {
+				if _, err := c.Call(context.Background(), mEcho, []byte("r"), nil); rpc.Code(err) != rpc.StatusUnavailable {
+					t.Errorf("err %v, want the 503", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
