@@ -84,11 +84,12 @@ func init() {
   -payload-hex HEX    request payload as hex
   -payload-file FILE  request payload read from FILE, raw bytes; a request
                       frame holds at most 16 MiB
-  -schema FILE.zap    with -type and -payload-json: encode the payload
+  -schema FILE.zap    with -payload-json: encode the payload
                       (a schema file of at most 16 MiB)
   -type NAME          a struct, or a method whose request struct to encode
                       (either may be qualified by the schema's package:
-                      "eth.Eth.getBalance")
+                      "eth.Eth.getBalance"); default: the request of the
+                      -method named, when it is a method of -schema
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
                       hex strings); @FILE reads it from FILE (at most
                       64 MiB)
@@ -483,9 +484,6 @@ func (lf *loadFlags) resolve() error {
 	if lf.typeName != "" && f == nil {
 		return errors.New("-type needs -schema")
 	}
-	if lf.jsonIn != "" && lf.typeName == "" {
-		return errors.New("-payload-json needs -schema and -type")
-	}
 	var st *schema.Struct
 	var typeMethod *schema.Method
 	if lf.typeName != "" {
@@ -500,6 +498,18 @@ func (lf *loadFlags) resolve() error {
 				return fmt.Errorf("-type %q: the method takes no request: name it with -method %s, with no payload", lf.typeName, lf.typeName)
 			}
 		}
+	}
+	if lf.jsonIn != "" && st == nil {
+		// Without -type, a -method that names a method of the schema
+		// names the request's type too, as it does for zapcodec call.
+		m, err := lf.jsonMethod(f)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return errors.New("-payload-json needs -schema and -type (or a -method the schema names)")
+		}
+		st = m.Req
 	}
 	if lf.jsonIn != "" {
 		js := []byte(lf.jsonIn)
@@ -545,6 +555,30 @@ func (lf *loadFlags) resolve() error {
 		lf.cfg.Method = m.Ordinal
 	}
 	return nil
+}
+
+// jsonMethod is the method of f that -method names, whose request
+// -payload-json then encodes: nil without a schema or when -method is an
+// ordinal (or not given), an error when the schema has no such method, or
+// it streams or takes no request.
+func (lf *loadFlags) jsonMethod(f *schema.File) (*schema.Method, error) {
+	if f == nil || lf.method == "" {
+		return nil, nil
+	}
+	if _, err := strconv.ParseUint(lf.method, 10, 32); err == nil {
+		return nil, nil
+	}
+	m := loadFindMethod(f, lf.method)
+	if m == nil {
+		return nil, fmt.Errorf("-method %q: no method of that name in %s", lf.method, lf.schemaPath)
+	}
+	if err := loadUnary(m, "-method", lf.method); err != nil {
+		return nil, err
+	}
+	if m.Req == nil {
+		return nil, fmt.Errorf("-method %q: the method takes no request: leave out -payload-json", lf.method)
+	}
+	return m, nil
 }
 
 // loadUnary refuses a streaming method, named by flag as name: load makes

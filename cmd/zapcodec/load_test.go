@@ -160,6 +160,11 @@ func TestLoadPayloadForms(t *testing.T) {
 		{"-method", "1", "-payload-file", bin},
 		{"-schema", sch, "-type", "GetBalanceRequest", "-method", "getBalance", "-payload-json", "@" + js},
 		{"-schema", sch, "-type", "getBalance", "-payload-json", loadRequestJSON, "-rate", "2000"},
+		// -method alone names the request's type, as it does for
+		// zapcodec call (it was refused: "-payload-json needs -schema
+		// and -type").
+		{"-schema", sch, "-method", "getBalance", "-payload-json", loadRequestJSON},
+		{"-schema", sch, "-method", "eth.Eth.getBalance", "-payload-json", "@" + js},
 		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-c", "3"},        // auto: direct
 		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-client", "rpc"}, // forced rpc
 		{"-method", "1", "-payload-hex", loadRequestHex, "-concurrency", "1", "-client", "direct", "-rate", "3000"},
@@ -232,6 +237,9 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-method", "1", "-payload-json", "{}"}, 2, "-payload-json needs -schema and -type"},
 		{[]string{"-schema", sch, "-type", "Nope", "-payload-json", "{}"}, 2, `-type "Nope": no struct or method`},
 		{[]string{"-schema", sch, "-method", "nope"}, 2, `-method "nope": no method`},
+		{[]string{"-schema", sch, "-method", "nope", "-payload-json", "{}"}, 2, `-method "nope": no method`},
+		{[]string{"-schema", sch, "-method", "1", "-payload-json", "{}"}, 2, "-payload-json needs -schema and -type"},
+		{[]string{"-schema", sch, "-method", "getBalance", "-payload-json", `{"Block":"x"}`}, 2, `Block: bad u64 "x"`},
 		{[]string{"-schema", sch, "-type", "getBalance", "-payload-json", `{"Block":"x"}`}, 2, `zapcodec load: -payload-json: Block: bad u64 "x"`},
 		// Names qualified by the schema's package, as service names are,
 		// resolve (the payload's error shows they did).
@@ -245,6 +253,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{[]string{"-schema", streams, "-type", "up"}, 2, `-type "up": a streaming method`},
 		{[]string{"-schema", streams, "-method", "sub", "-payload-hex", "00"}, 2, `-method "sub": a streaming method`},
 		{[]string{"-schema", streams, "-method", "Feed.up"}, 2, `-method "Feed.up": a streaming method`},
+		{[]string{"-schema", streams, "-method", "sub", "-payload-json", "{}"}, 2, `-method "sub": a streaming method`},
+		{[]string{"-schema", streams, "-method", "ping", "-payload-json", "{}"}, 2, `-method "ping": the method takes no request: leave out -payload-json`},
 		{[]string{"-schema", streams, "-type", "Feed.ping"}, 2, `-type "Feed.ping": the method takes no request: name it with -method Feed.ping`},
 		{[]string{"-method", "1", "-network", "udp"}, 2, `-network "udp"`},
 		{[]string{"-method", "1", "extra"}, 2, "unexpected argument"},
