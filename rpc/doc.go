@@ -120,7 +120,7 @@
 // method names the generated clients made on it fill ([MethodNames],
 // [WithMethodNames]) does. Every server answers the health service at the
 // reserved ordinal [HealthMethod], named [HealthMethodName]
-// ("/rpc.Health/check") ([Server.Health] sets statuses,
+// ("/rpc.Health/check") ([Server.Health] sets statuses, [Health.SetAll] all at once,
 // Shutdown turns them to draining, [CheckHealth] and `zapcodec health`
 // ask). A server made with [WithReflection] (off by default) also answers
 // the reserved ordinal [ReflectionMethod] with the services it serves,

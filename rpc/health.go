@@ -96,6 +96,26 @@ func (h *Health) Set(service string, st HealthStatus) {
 	h.m[service] = st
 }
 
+// SetAll sets the status of the server as a whole and of every service
+// it knows now (mounted, or set with [Health.Set]) to st, as gRPC-go's
+// health.Server Shutdown (not serving) and Resume (serving) do: a
+// program about to stop calls SetAll(HealthNotServing), waits for its
+// load balancer's probes to see it, then calls [Server.Shutdown] (which
+// closes the listeners at once, so that a probe dialing anew is refused
+// from then on, not told draining). A name never known stays unknown,
+// and a service mounted later starts serving.
+func (h *Health) SetAll(st HealthStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]HealthStatus)
+	}
+	for name := range h.m {
+		h.m[name] = st
+	}
+	h.m[""] = st
+}
+
 // add makes service known as serving unless it has a status already.
 func (h *Health) add(service string) {
 	h.mu.Lock()

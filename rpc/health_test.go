@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,38 @@ func TestHealth(t *testing.T) {
 	}
 }
 
+// SetAll sets the server and every service it knows at once (gRPC-go's
+// health.Server Shutdown and Resume), so that a program that stops taking
+// calls before Shutdown need not list its services; a name never known
+// stays unknown, and a service mounted later starts serving.
+func TestHealthSetAll(t *testing.T) {
+	s, addr, _ := testServer(t)
+	s.Mount("pkg.A", 3)
+	s.Mount("pkg.B", 2, At(10))
+	s.Health().Set("group", HealthServing) // known, not mounted
+	c := dial(t, addr)
+	ctx := context.Background()
+	check := func(service string, want HealthStatus, wantCode uint32) {
+		t.Helper()
+		st, err := CheckHealth(ctx, c, service)
+		if st != want || Code(err) != wantCode {
+			t.Fatalf("CheckHealth(%q) = %v, %v; want %v, status %d", service, st, err, want, wantCode)
+		}
+	}
+	s.Health().SetAll(HealthNotServing)
+	for _, svc := range []string{"", "pkg.A", "pkg.B", "group"} {
+		check(svc, HealthNotServing, 200)
+	}
+	check("pkg.C", HealthUnknown, StatusNotFound)
+	s.Mount("pkg.D", 1, At(20))
+	check("pkg.D", HealthServing, 200)
+	s.Health().SetAll(HealthServing)
+	for _, svc := range []string{"", "pkg.A", "pkg.B", "group", "pkg.D"} {
+		check(svc, HealthServing, 200)
+	}
+	check("pkg.C", HealthUnknown, StatusNotFound)
+}
+
 // During Shutdown the server reports draining: to Health().Status, and to
 // CheckHealth on a connection that got the go-away (ErrGoAway is draining).
 func TestHealthDrainingOnShutdown(t *testing.T) {
@@ -93,6 +126,12 @@ func TestHealthDrainingOnShutdown(t *testing.T) {
 	shut := make(chan error)
 	go func() { shut <- s.Shutdown(ctx) }()
 	await(t, "c2.Draining()", func() bool { return c2.Draining() })
+	// A probe that dials anew (zapcodec health, a load balancer's) is
+	// refused: Shutdown closed the listener as it began, so only the
+	// connections made before see draining (rpc/README.md, "Health").
+	if _, err := Dial(ctx, "tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a dial during shutdown: %v, want connection refused", err)
+	}
 	for _, svc := range []string{"", "pkg.A"} {
 		if st := s.Health().Status(svc); st != HealthDraining {
 			t.Fatalf("Status(%q) during shutdown: %v", svc, st)

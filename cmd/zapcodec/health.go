@@ -19,9 +19,11 @@ func init() {
 		usage: `  zapcodec health -addr ADDR [-service NAME] [TLS flags]
     Calls the health service of a zapcodec rpc server (method
     rpc.HealthMethod) and prints the status on one line: serving, not
-    serving, draining (the server is shutting down) or unknown (its status
-    was set so, no such service, a server that cannot be reached, or a
-    check that failed or went unanswered; the error goes to stderr).
+    serving, draining (the server began shutting down while the check was
+    under way; a server already shutting down has closed its listener and
+    refuses the dial) or unknown (its status was set so, no such service,
+    a server that cannot be reached, or a check that failed or went
+    unanswered; the error goes to stderr).
     Exits 0 when serving, 1 for every other status (unknown included,
     whether the dial or the check failed), 2 on bad usage (which prints
     no status). For load balancer and container health probes.
