@@ -110,7 +110,11 @@ type Observer func(CallEvent)
 // before it could run (504, not run), one whose pipelining target failed
 // (400), one whose handler called runtime.Goexit (500). A request the
 // server cannot answer (its envelope names no promise: the connection is
-// closed) is not seen; [Server.Stats] counts it. On a client or pool, f
+// closed) is not seen; [Server.Stats] counts it. A server's f runs
+// before the answer is written, so a caller that has its answer finds
+// its call seen (ExampleWithObserver). On a client (and on each
+// connection of an rpc/cluster client, given with its
+// WithClientOptions), f
 // sees every call on the wire once, and every call that failed before it
 // could be sent: a call of [Client.Call] or [Promise.Call] when it
 // returns; one sent with [Client.Send] or [Promise.Send] when its
