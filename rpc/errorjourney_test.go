@@ -603,6 +603,33 @@ func callerRows() []journeyRow {
 		text:  []string{"frame too large"},
 		check: noStatus,
 	}, {
+		// A server's limit below the client's (frame.WithMaxFrameSize
+		// on the server alone, as a service facing the internet sets
+		// it): the server cannot skip the frame, so it drops the
+		// connection, and every call on it fails, with nothing that
+		// says why (the server logs "frame too large").
+		name: "request over the server's maximum frame size",
+		provoke: func(t *testing.T) error {
+			j := newJourneyServer(t, WithFrameOptions(frame.WithMaxFrameSize(1024)))
+			c := dial(t, j.addr)
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Call(context.Background(), mjBlock, nil, nil)
+				errc <- err
+			}()
+			receive(t, "the handler's start", j.started)
+			_, err := c.Call(context.Background(), mEcho, make([]byte, 2048), nil)
+			if other := receive(t, "the error of the call beside it", errc); !errors.Is(other, ErrClosed) {
+				t.Errorf("the call beside it: %v, want ErrClosed", other)
+			}
+			return err
+		},
+		code:  StatusInternal,
+		is:    []string{"ErrClosed"},
+		maybe: []string{"io.EOF", "syscall.ECONNRESET"},
+		text:  []string{closedText},
+		check: noStatus,
+	}, {
 		name: "answer too large for the server",
 		provoke: func(t *testing.T) error {
 			j := newJourneyServer(t, WithFrameOptions(frame.WithMaxFrameSize(1024)))

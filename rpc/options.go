@@ -234,8 +234,11 @@ func ClientTLSConfig(opts ...ClientOption) *tls.Config {
 
 // WithFrameOptions passes frame settings through to the connection's
 // frame reader: [frame.WithMaxFrameSize] (the largest frame accepted and
-// sent: a peer announcing a larger frame loses its connection, a call
-// whose request is larger fails without breaking it; default 16 MiB) and
+// sent: a peer announcing a larger frame loses its connection, and with
+// it every call on it, which fail with [ErrClosed] and learn no reason
+// (so give clients a server's lower limit too); a call whose request is
+// larger than its own client's limit fails unsent, without breaking the
+// connection; default 16 MiB) and
 // [frame.WithBufferSize] (the read-ahead limit: frames up to a quarter of
 // it are read into the shared read-ahead buffer, larger ones into a buffer
 // of their own; default 64 KiB), with the
@@ -356,8 +359,10 @@ func WithMaxInFlight(n int) ServerOption {
 }
 
 // WithMaxConns limits the number of open server connections; a connection
-// accepted beyond it is closed at once (counted in Stats.Rejected).
-// Default 0: no limit.
+// accepted beyond it is closed at once, before any TLS handshake, and
+// counted in Stats.Rejected (Stats.Accepted counts it too); nothing is
+// logged, and its client sees the connection closed (EOF or a reset),
+// as from a server that failed its handshake. Default 0: no limit.
 func WithMaxConns(n int) ServerOption {
 	return serverOption(func(o *serverOptions) { o.maxConns = n })
 }
