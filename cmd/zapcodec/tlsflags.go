@@ -152,7 +152,7 @@ func (t *tlsFlags) clientOptions(cfg *tls.Config) ([]rpc.ClientOption, *tlsSniff
 // explainDial adds to err, the failure of a dial, what the TLS flags
 // suggest about it: with TLS, a failure after the connection was made is
 // the handshake's, and a server that drops the connection or answers
-// other than in TLS may be a plain one.
+// other than in TLS may be a plain one, or one at its connection limit.
 func (t *tlsFlags) explainDial(err error) error {
 	if err == nil || !t.enabled() {
 		return err
@@ -163,7 +163,7 @@ func (t *tlsFlags) explainDial(err error) error {
 	}
 	var rec tls.RecordHeaderError
 	if errors.As(err, &rec) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		return fmt.Errorf("%w (the TLS handshake failed, the server did not answer in TLS: a plain server? then leave out the TLS flags)", err)
+		return fmt.Errorf("%w (the TLS handshake failed, the server did not answer in TLS: a plain server? then leave out the TLS flags; or one at its connection limit (rpc.WithMaxConns), which closes new connections at once)", err)
 	}
 	return t.explainRefused(err)
 }
@@ -186,7 +186,7 @@ func (t *tlsFlags) explain(err error, sniff *tlsSniffer) error {
 	case sniff.sawTLS():
 		return fmt.Errorf("%w (the server answered with a TLS record: dial with -tls)", err)
 	case sniff.silent() && (errors.Is(err, rpc.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)):
-		return fmt.Errorf("%w (the server closed the connection without a byte of answer: if it serves TLS, dial with -tls)", err)
+		return fmt.Errorf("%w (the server closed the connection without a byte of answer: if it serves TLS, dial with -tls; a server at its connection limit (rpc.WithMaxConns) closes new connections so too)", err)
 	}
 	return err
 }

@@ -9,6 +9,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -16,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zapcodec/zapcodec/rpc"
 )
 
 // testPKI is a CA with a server certificate (127.0.0.1 and localhost)
@@ -180,7 +184,7 @@ func TestTLSFlags(t *testing.T) {
 		{"no client cert", callCase([]string{"-cacert", p.ca}, mtls), 3, "", "certificate required (the server asked for a client certificate, and none was given: -cert and -key)"},
 		{"unknown CA", callCase([]string{"-cacert", p.otherCA, "-cert", p.clientCert, "-key", p.clientKey}, mtls), 3, "", "certificate signed by unknown authority"},
 		{"wrong name", callCase(append([]string{"-servername", "db.example"}, mt...), mtls), 3, "", "not db.example"},
-		{"plain client", callCase(nil, mtls), 3, "", "(the server closed the connection without a byte of answer: if it serves TLS, dial with -tls)"},
+		{"plain client", callCase(nil, mtls), 3, "", "(the server closed the connection without a byte of answer: if it serves TLS, dial with -tls;"},
 		{"tls to plain", callCase([]string{"-tls", "-insecure"}, plain), 3, "", "the server did not answer in TLS: a plain server? then leave out the TLS flags"},
 		{"alerting server", callCase(nil, alerting), 3, "", "(the server answered with a TLS record: dial with -tls)"},
 		{"plain to plain", callCase(nil, plain), 0, `"Message":"hello, tls"`, ""},
@@ -353,5 +357,49 @@ func TestTLSDialTimeout(t *testing.T) {
 	code, out, errOut := runHealthCmd("-addr", l.Addr().String(), "-tls", "-insecure", "-timeout", "300ms")
 	if want := "zapcodec health: not connected within -timeout 300ms ("; code != 1 || out != "unknown\n" || !strings.Contains(errOut, want) {
 		t.Errorf("health of a silent TLS server: exit %d, stdout %q, stderr %q; want 1, unknown, stderr with %q", code, out, errOut, want)
+	}
+}
+
+// A server at its connection limit (rpc.WithMaxConns) closes a new
+// connection at once, before any byte, as a plain server closes a TLS
+// client's and a TLS server a plain client's: the hint, which named only
+// those, names the limit too (a full server was taken for a plain one).
+func TestFullServerHint(t *testing.T) {
+	t.Parallel()
+	p := newTestPKI(t)
+	for _, tc := range []struct {
+		name string
+		opts []rpc.ServerOption
+		args []string
+	}{
+		{"plain", nil, nil},
+		{"tls", []rpc.ServerOption{rpc.WithTLSConfig(p.serverConfig(false))}, []string{"-cacert", p.ca}},
+	} {
+		s := rpc.NewServer(append(tc.opts, rpc.WithMaxConns(1), rpc.WithReadTimeout(time.Hour),
+			rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))...)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Serve(l)
+		t.Cleanup(func() { s.Close() })
+		held, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { held.Close() })
+		for deadline := time.Now().Add(30 * time.Second); s.Stats().Active != 1; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the held connection was not accepted within 30 s", tc.name)
+			}
+			time.Sleep(time.Millisecond) // polling the condition
+		}
+		code, out, errOut := runHealthCmd(append([]string{"-addr", l.Addr().String()}, tc.args...)...)
+		if code != 1 || out != "unknown\n" || !strings.Contains(errOut, "at its connection limit (rpc.WithMaxConns)") {
+			t.Errorf("health of a full %s server: exit %d, stdout %q, stderr %q; want the limit named", tc.name, code, out, errOut)
+		}
+		if r := s.Stats().Rejected; r != 1 {
+			t.Errorf("%s: Stats().Rejected = %d, want 1", tc.name, r)
+		}
 	}
 }
