@@ -480,8 +480,21 @@ func WithBaseContext(f func(net.Listener) context.Context) ServerOption {
 
 // WithShutdownGrace sets how long [Server.Shutdown] waits, once a
 // connection has no call running, for a peer that did not acknowledge the
-// go-away frame before closing it. Default DefaultShutdownGrace (beyond
-// 36 years: 36 years).
+// go-away frame before closing it; the connection a [WithIdleTimeout]
+// go-away was sent to gets as long. Streams still open that long after
+// Shutdown began are ended with 503. Default DefaultShutdownGrace, 500 ms
+// (a d beyond some 36 years counts as 36 years).
+//
+// A peer that acknowledges (this package's client, rpc/cluster's
+// connections) has its connection closed as soon as its calls are
+// answered and its streams ended, whatever the grace. One stalled past the grace (a long GC
+// pause, a starved process) before it read the go-away loses the calls it
+// sends meanwhile: they fail with [ErrClosed], which cannot say they did
+// not run, so rpc/cluster does not send them again. For rolling restarts
+// behind rpc/cluster, give replicas a grace above the worst stall of
+// their clients (rpc/cluster's tests and examples/rolling use 30 s;
+// rpc/README.md, "Clusters", the "shutdown grace" row), and a Shutdown
+// ctx longer than that.
 func WithShutdownGrace(d time.Duration) ServerOption {
 	d = min(d, maxLimit)
 	return serverOption(func(o *serverOptions) { o.shutdownGrace = d })

@@ -34,7 +34,7 @@ func ExampleServer_Shutdown_signal() {
 		// A client stalled past the grace loses the calls it sends
 		// after the go-away (rpc/README.md, rpc/cluster's "shutdown
 		// grace"); Shutdown returns sooner for clients that acknowledge.
-		rpc.WithShutdownGrace(stopDeadline),
+		rpc.WithShutdownGrace(stopDeadline - 5*time.Second),
 	)
 	// Register services here (generated Register…Server functions).
 	l, err := net.Listen("tcp", ":7700")
