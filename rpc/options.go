@@ -362,7 +362,13 @@ func WithMaxInFlight(n int) ServerOption {
 // accepted beyond it is closed at once, before any TLS handshake, and
 // counted in Stats.Rejected (Stats.Accepted counts it too); nothing is
 // logged, and its client sees the connection closed (EOF or a reset),
-// as from a server that failed its handshake. Default 0: no limit.
+// as from a server that failed its handshake. A connection that sends
+// nothing holds its place: over [WithTLSConfig] until the read timeout
+// (its handshake's bound, 10 s by default), on plain TCP until the idle
+// timeout and the shutdown grace (5 min and 500 ms by default), so that
+// peers which open connections and stay silent can fill the limit for
+// that long: facing untrusted peers, serve TLS or lower
+// [WithIdleTimeout]. Default 0: no limit.
 func WithMaxConns(n int) ServerOption {
 	return serverOption(func(o *serverOptions) { o.maxConns = n })
 }
