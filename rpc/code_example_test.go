@@ -11,9 +11,12 @@ import (
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
-// A handler's status reaches its caller, where Code reads it; an error
-// that is no answer, such as the caller's deadline passing before the
-// call was sent, is 500 by Code and is told apart with errors.Is.
+// A handler's status reaches its caller, where Code reads it; a failure
+// that no answer carried gets the status a gRPC client gives it: the
+// caller's deadline, here passed before the call was sent, is 504 (and
+// matches context.DeadlineExceeded), a lost connection, here a call made
+// after Close, 503: the code tells a caller to try elsewhere, not that
+// a handler failed.
 func ExampleCode() {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -38,7 +41,17 @@ func ExampleCode() {
 	defer cancel()
 	_, err = c.Call(ctx, 1, []byte("7"), nil)
 	fmt.Println(rpc.Code(err), errors.Is(err, context.DeadlineExceeded))
+
+	c.Close()
+	_, err = c.Call(context.Background(), 1, []byte("7"), nil)
+	switch rpc.Code(err) {
+	case rpc.StatusUnavailable:
+		fmt.Println("503: try another server:", errors.Is(err, rpc.ErrClosed))
+	case rpc.StatusInternal:
+		fmt.Println("500: the handler failed")
+	}
 	// Output:
 	// 404 rpc: status 404: no order 7
-	// 500 true
+	// 504 true
+	// 503: try another server: true
 }

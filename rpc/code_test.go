@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
+
+	"github.com/zapcodec/zapcodec/rpc/internal/unavailable"
 )
 
 // TestCodeIsTheAnswerStatus: Code of a handler's error is the status the
@@ -36,5 +39,37 @@ func TestCodeIsTheAnswerStatus(t *testing.T) {
 	}
 	if Code(nil) != StatusOK {
 		t.Errorf("Code(nil) = %d", Code(nil))
+	}
+}
+
+// TestCodeOfErrorsWithoutAnswer: Code names the failures no answer
+// carried as a gRPC client names them (Unavailable, DeadlineExceeded,
+// Canceled), wrapped or not, and allocates nothing for any of them.
+func TestCodeOfErrorsWithoutAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want uint32
+	}{
+		{ErrClosed, StatusUnavailable},
+		{closedBy(io.EOF), StatusUnavailable},
+		{closedBy(context.DeadlineExceeded), StatusUnavailable},
+		{closedBy(fmt.Errorf("%w: %w", ErrProtocol, ErrMalformed)), StatusInternal},
+		{ErrGoAway, StatusUnavailable},
+		{fmt.Errorf("op: %w", ErrGoAway), StatusUnavailable},
+		{unavailable.New("no replica"), StatusUnavailable},
+		{context.DeadlineExceeded, StatusDeadlineExceeded},
+		{fmt.Errorf("op: %w", context.DeadlineExceeded), StatusDeadlineExceeded},
+		{context.Canceled, StatusCanceled},
+		{ErrTooManyPending, StatusInternal},
+		{ErrTooManyStreams, StatusInternal},
+		{errors.New("plain"), StatusInternal},
+		{newStatusError(StatusNotFound, []byte("no"), false), StatusNotFound},
+	} {
+		if got := Code(tc.err); got != tc.want {
+			t.Errorf("Code(%q) = %d, want %d", tc.err, got, tc.want)
+		}
+		if n := testing.AllocsPerRun(100, func() { Code(tc.err) }); n != 0 {
+			t.Errorf("Code(%q): %v allocations, want 0", tc.err, n)
+		}
 	}
 }

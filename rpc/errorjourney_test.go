@@ -306,7 +306,7 @@ func callerRows() []journeyRow {
 		provoke: func(t *testing.T) error {
 			return lostMidCall(t, func(nc net.Conn) { nc.Close() })
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed", "io.EOF"},
 		text:  []string{closedText + ": EOF"},
 		check: noStatus,
@@ -318,7 +318,7 @@ func callerRows() []journeyRow {
 				nc.Close()
 			})
 		},
-		code: StatusInternal,
+		code: StatusUnavailable,
 		is:   []string{"ErrClosed", "syscall.ECONNRESET"},
 		text: []string{closedText, "connection reset by peer"},
 		check: func(t *testing.T, err error) {
@@ -341,7 +341,7 @@ func callerRows() []journeyRow {
 			_, err = p.Wait(context.Background())
 			return err
 		},
-		code: StatusInternal,
+		code: StatusUnavailable,
 		is:   []string{"ErrClosed", "syscall.ECONNRESET"},
 		text: []string{closedText, "connection reset by peer"},
 		check: func(t *testing.T, err error) {
@@ -362,7 +362,7 @@ func callerRows() []journeyRow {
 			j.s.Close()
 			return receive(t, "the call's error", errc)
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed", "io.EOF"},
 		text:  []string{closedText + ": EOF"},
 		check: noStatus,
@@ -411,7 +411,7 @@ func callerRows() []journeyRow {
 		// The server fails the handshake (and logs it) and closes: the
 		// client reads EOF, or a reset when the close found bytes of its
 		// request unread.
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed"},
 		maybe: []string{"io.EOF", "syscall.ECONNRESET"},
 		text:  []string{closedText},
@@ -424,7 +424,7 @@ func callerRows() []journeyRow {
 				nc.Close()
 			})
 		},
-		code: StatusInternal,
+		code: StatusUnavailable,
 		is:   []string{"ErrClosed", "frame.ErrFrameTooLarge"},
 		text: []string{closedText, "HTTP", "not ZAP frames"},
 	}, {
@@ -435,7 +435,7 @@ func callerRows() []journeyRow {
 			defer cancel()
 			return callOn(t, ctx, addr, mEcho, nil)
 		},
-		code: StatusInternal,
+		code: StatusDeadlineExceeded,
 		is:   []string{"context.DeadlineExceeded"},
 		check: func(t *testing.T, err error) {
 			if err != context.DeadlineExceeded {
@@ -448,7 +448,7 @@ func callerRows() []journeyRow {
 			addr := rawPeer(t, func(nc net.Conn) { io.Copy(io.Discard, nc) })
 			return callOn(t, context.Background(), addr, mEcho, nil, WithAnswerTimeout(100*time.Millisecond))
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed"},
 		text:  []string{closedText, "no answer"},
 		check: noStatus,
@@ -492,7 +492,7 @@ func callerRows() []journeyRow {
 			cancel()
 			return receive(t, "the call's error", errc)
 		},
-		code: StatusInternal,
+		code: StatusCanceled,
 		is:   []string{"context.Canceled"},
 		check: func(t *testing.T, err error) {
 			if err != context.Canceled {
@@ -512,7 +512,7 @@ func callerRows() []journeyRow {
 			_, err := c.Call(context.Background(), mEcho, nil, nil)
 			return err
 		},
-		code: StatusInternal,
+		code: StatusUnavailable,
 		is:   []string{"ErrGoAway"},
 		text: []string{"going away"},
 		check: func(t *testing.T, err error) {
@@ -648,7 +648,7 @@ func callerRows() []journeyRow {
 			j := newJourneyServer(t)
 			return callOn(t, context.Background(), j.addr, mjBig, nil, WithFrameOptions(frame.WithMaxFrameSize(1024)))
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed", "frame.ErrFrameTooLarge"},
 		text:  []string{closedText, "frame too large"},
 		check: noStatus,
@@ -664,7 +664,7 @@ func callerRows() []journeyRow {
 			_, err := c.Call(ctx, mjBlock, nil, nil)
 			return err
 		},
-		code: StatusInternal,
+		code: StatusDeadlineExceeded,
 		is:   []string{"context.DeadlineExceeded"},
 	}, {
 		name: "client at MaxPending",
@@ -704,7 +704,7 @@ func callerRows() []journeyRow {
 			_, err = c.Call(context.Background(), mEcho, nil, nil)
 			return err
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed"},
 		text:  []string{closedText, "tls: failed to verify certificate"},
 		check: asCertError,
@@ -799,7 +799,7 @@ func streamRows() []journeyRow {
 			_, err = st.Recv(nil)
 			return err
 		},
-		code: StatusInternal,
+		code: StatusUnavailable,
 		is:   []string{"ErrClosed", "syscall.ECONNRESET"},
 		text: []string{closedText, "connection reset by peer"},
 		check: func(t *testing.T, err error) {
@@ -815,7 +815,7 @@ func streamRows() []journeyRow {
 			await(t, "the client to see the close", c.Closed)
 			return st.Send([]byte("late"))
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed", "io.EOF"},
 		text:  []string{closedText + ": EOF"},
 		check: noStatus,
@@ -828,7 +828,7 @@ func streamRows() []journeyRow {
 			_, err := st.Recv(nil)
 			return err
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed", "io.EOF"},
 		text:  []string{closedText + ": EOF"},
 		check: noStatus,
@@ -841,7 +841,7 @@ func streamRows() []journeyRow {
 			_, err := st.Recv(nil)
 			return err
 		},
-		code: StatusInternal,
+		code: StatusCanceled,
 		is:   []string{"context.Canceled"},
 	}, {
 		name: "stream: Recv past the caller's deadline",
@@ -859,7 +859,7 @@ func streamRows() []journeyRow {
 			_, err = st.Recv(nil)
 			return err
 		},
-		code: StatusInternal,
+		code: StatusDeadlineExceeded,
 		is:   []string{"context.DeadlineExceeded"},
 	}, {
 		name: "stream: open beyond the client's WithMaxStreams",
@@ -895,7 +895,7 @@ func streamRows() []journeyRow {
 			_, err := c.OpenStream(context.Background(), sjHold, nil)
 			return err
 		},
-		code: StatusInternal,
+		code: StatusUnavailable,
 		is:   []string{"ErrGoAway"},
 	}}
 }
@@ -925,7 +925,8 @@ func (c failingReadConn) Read([]byte) (int, error) { return 0, c.err }
 // The error of a call whose connection broke wraps what broke it, which
 // errors.Is and errors.As find, but is no answer: StatusOf and Code do
 // not look into it, whatever the connection's Read returned (here an
-// error that wraps a *StatusError and a ctx's error).
+// error that wraps a *StatusError and a ctx's error): Code says 503, as
+// of any lost connection.
 func TestConnErrorCauseIsNoStatus(t *testing.T) {
 	a, b := net.Pipe()
 	t.Cleanup(func() { b.Close() })
@@ -939,8 +940,8 @@ func TestConnErrorCauseIsNoStatus(t *testing.T) {
 	if se := StatusOf(err); se != nil {
 		t.Errorf("StatusOf(err) = %+v, want nil: no answer came", se)
 	}
-	if got := Code(err); got != StatusInternal {
-		t.Errorf("Code(err) = %d, want 500", got)
+	if got := Code(err); got != StatusUnavailable {
+		t.Errorf("Code(err) = %d, want 503: the connection was lost, whatever broke it", got)
 	}
 	if want := "rpc: connection closed: wrapper: rpc: status 404: no route, context deadline exceeded"; err.Error() != want {
 		t.Errorf("text %q, want %q", err, want)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/zapcodec/zapcodec/rpc/internal/unavailable"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -20,12 +21,14 @@ var (
 	// *net.OpError (syscall.ECONNRESET, os.ErrDeadlineExceeded...), a
 	// TLS handshake's error, frame.ErrFrameTooLarge (an answer over the
 	// client's maximum frame size), [ErrProtocol]. It is gRPC's
-	// Unavailable; [Code] says 500 of it, as of any error that is not a
-	// [StatusError].
+	// Unavailable: [Code] says 503 (StatusUnavailable) of it, but 500 of
+	// one that wraps ErrProtocol (gRPC's Internal).
 	ErrClosed = errors.New("rpc: connection closed")
 	// ErrGoAway: the server announced shutdown (go-away frame) before this
 	// call was sent, so it did not run; it is safe to retry elsewhere
-	// ([IsRetryable] reports true).
+	// ([IsRetryable] reports true). [Code] says 503 (StatusUnavailable)
+	// of it, as of the 503 answer of a call the server read after its
+	// go-away, which matches ErrGoAway too.
 	ErrGoAway = errors.New("rpc: server is going away")
 	// ErrMalformed: an envelope did not decode (see [wire.EnvelopeError]).
 	// It is the same value as [wire.ErrMalformed].
@@ -223,24 +226,54 @@ func Errorf(code uint32, format string, args ...any) error {
 	return &StatusError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Code returns the status an error answers with: 200 for nil, the code of a
-// wrapped *StatusError, else 500, as for a handler's error (see [Handler]):
-// codes 0 and 200 are no error status and count as 500. Code does not know
-// the call's deadline: a handler's context.DeadlineExceeded once that
-// passed is answered 504, where Code says 500. Of an answer a client got,
-// Code says its status, and so of the 404 [NoSuchMethod] of a backend,
-// which a handler that returns it answers 500 (see [IsNoSuchMethod]).
-// A client's error that is not a *StatusError is 500 too, where gRPC's
-// status.Code would name it: the call's ctx ending before its answer
-// (context.DeadlineExceeded or context.Canceled, as they are), [ErrGoAway]
-// for a call refused unrun as the server goes away ([IsRetryable]),
-// [ErrClosed] for a lost connection; test for those with errors.Is.
+// Code returns the status of a call's error, what a gRPC user reads
+// with status.Code: 200 for nil; the code of a wrapped *StatusError (the
+// answer's status, as [StatusOf] finds it); and for an error that no
+// answer carried, the status a gRPC client reports of the same failure:
+//   - 503 [StatusUnavailable] (gRPC's Unavailable: retry elsewhere) for
+//     a lost connection ([ErrClosed], whatever broke it, the client's
+//     own timeouts included), a call refused unrun as the server goes
+//     away ([ErrGoAway]), and a cluster call that found no replica
+//     (cluster.ErrNoReplica);
+//   - 504 [StatusDeadlineExceeded] for the call's deadline
+//     (context.DeadlineExceeded), as for the 504 answer that comes when
+//     the server's timer fires first: errors.Is matches
+//     context.DeadlineExceeded on both;
+//   - 499 [StatusCanceled] for the caller's cancel (context.Canceled);
+//   - 500 [StatusInternal] for anything else: [ErrProtocol] (a peer that
+//     broke the protocol: gRPC's Internal), [ErrTooManyPending],
+//     [ErrTooManyStreams], a frame over the maximum size, a dial's or a
+//     TLS handshake's error, a plain error.
+//
+// The order is that of the list: a lost connection is 503 whatever the
+// error it wraps (a ctx's error that a net.Conn's Read returned, say).
+// errors.Is tells those failures apart as before; Code adds no match.
+// Codes 0 and 200 of a *StatusError are no error status and count as
+// 500. Code allocates nothing.
+//
+// Of a handler's error, Code says the status the server answers, but
+// for the errors above that carry no status: a server answers a
+// handler's plain error 500 whatever it wraps (a backend call's lost
+// connection included: this server did not go away), but for the
+// handler's own ctx's error once the call's deadline passed (504) or
+// the caller canceled it (499); and it answers a backend's 404
+// [NoSuchMethod] that a handler returns 500 (see [IsNoSuchMethod]).
 func Code(err error) uint32 {
 	if err == nil {
 		return StatusOK
 	}
 	if se := StatusOf(err); se != nil && se.Code != 0 && se.Code != StatusOK {
 		return se.Code
+	}
+	switch {
+	case errors.Is(err, ErrProtocol):
+		return StatusInternal
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrGoAway), errors.Is(err, unavailable.Marker):
+		return StatusUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return StatusDeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return StatusCanceled
 	}
 	return StatusInternal
 }
@@ -320,9 +353,14 @@ const (
 	StatusForbidden    = 403
 	StatusNotFound     = 404
 	StatusInternal     = 500
-	StatusUnavailable  = 503 // not canonical: answers a call read after a go-away
+	// StatusUnavailable is not canonical: it answers, with the not-run
+	// flag, a call read after a go-away; [Code] says it of a lost
+	// connection, a go-away and cluster.ErrNoReplica too.
+	StatusUnavailable = 503
 	// StatusDeadlineExceeded is not canonical: it answers, with the
-	// not-run flag, a call whose deadline passed before it could run.
+	// not-run flag, a call whose deadline passed before it could run,
+	// and without it one whose handler returned its ctx's error once the
+	// deadline passed; [Code] says it of context.DeadlineExceeded too.
 	StatusDeadlineExceeded = 504
 	// StatusMetadataTooLarge is not canonical: it answers, with the
 	// not-run flag, a call whose metadata exceeds the server's limit
@@ -330,6 +368,7 @@ const (
 	StatusMetadataTooLarge = 431
 	// StatusCanceled is not canonical: it is the status of the error end a
 	// client sends when the ctx of [Client.OpenStream] ends before the
-	// stream does (the server handler's ctx is canceled).
+	// stream does (the server handler's ctx is canceled); [Code] says it
+	// of context.Canceled.
 	StatusCanceled = 499
 )

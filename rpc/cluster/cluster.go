@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/internal/unavailable"
 )
 
 // ErrNoReplica is returned by a call that found no admitted replica (all
@@ -23,7 +24,8 @@ import (
 // (a resolution, a dial, a health check); that last error is in its text
 // only, not wrapped: it is not this call's (its status, an earlier call's
 // or a health check's, would be taken for this call's by rpc.Code).
-var ErrNoReplica = errors.New("cluster: no replica is ready")
+// rpc.Code says 503 (rpc.StatusUnavailable, gRPC's Unavailable) of it.
+var ErrNoReplica = unavailable.New("cluster: no replica is ready")
 
 // Client sends calls to the replicas of a service: it resolves their
 // addresses, keeps connections to them, spreads calls by load, ejects

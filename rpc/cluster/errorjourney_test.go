@@ -120,7 +120,7 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 			s.Close()
 			return receive(t, "the call's error", errc)
 		},
-		code:     rpc.StatusInternal,
+		code:     rpc.StatusUnavailable,
 		is:       []string{"rpc.ErrClosed", "io.EOF"},
 		text:     []string{": rpc: connection closed: EOF"},
 		attempts: 1,
@@ -139,7 +139,7 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 			d.last().Close()
 			return receive(t, "the call's error", errc)
 		},
-		code:     rpc.StatusInternal,
+		code:     rpc.StatusUnavailable,
 		is:       []string{"rpc.ErrClosed", "net.ErrClosed"},
 		text:     []string{": rpc: connection closed: ", "use of closed network connection"},
 		attempts: 1,
@@ -153,7 +153,7 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 			_, err := c.Call(context.Background(), mEcho, nil, nil)
 			return err
 		},
-		code: rpc.StatusInternal,
+		code: rpc.StatusUnavailable,
 		is:   []string{"ErrNoReplica"},
 		text: []string{"cluster: no replica is ready"},
 	}, {
@@ -172,7 +172,7 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 			}
 			return err
 		},
-		code: rpc.StatusInternal,
+		code: rpc.StatusDeadlineExceeded,
 		is:   []string{"context.DeadlineExceeded"},
 	}, {
 		name: "stream: Recv after the replica's server closed",
@@ -188,7 +188,7 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 			_, err = st.Recv(nil)
 			return err
 		},
-		code: rpc.StatusInternal,
+		code: rpc.StatusUnavailable,
 		is:   []string{"rpc.ErrClosed", "io.EOF"},
 		text: []string{"rpc: connection closed: EOF"},
 	}}
