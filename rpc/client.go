@@ -442,7 +442,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	// and the channel receive costs another mispredicted return after
 	// the wake-up.
 	<-s.ch
-	return c.answer(s, resp)
+	return c.answer(ctx, s, resp)
 }
 
 // call is one call on the wire, without interceptors or observer.
@@ -597,7 +597,7 @@ func (c *Client) taken(ctx context.Context, s *slot, resp []byte) ([]byte, error
 	if c.settle(ctx, s) {
 		return resp, ctx.Err()
 	}
-	return c.answer(s, resp)
+	return c.answer(ctx, s, resp)
 }
 
 // settle is for a caller that took the signal of s.ch: when a watch
@@ -630,9 +630,9 @@ func (c *Client) settle(ctx context.Context, s *slot) bool {
 	return true
 }
 
-// answer returns the answer delivered to s, a call made with resp, and
-// frees the slot.
-func (c *Client) answer(s *slot, resp []byte) ([]byte, error) {
+// answer returns the answer delivered to s, a call made with resp and
+// ctx, and frees the slot.
+func (c *Client) answer(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
 	out, status, notRun, errp := s.resp, s.status, s.notRun, s.err
 	s.drop() // c.release(s) by hand (see drop)
 	c.push(s)
@@ -640,7 +640,7 @@ func (c *Client) answer(s *slot, resp []byte) ([]byte, error) {
 		return resp, *errp
 	}
 	if status != StatusOK {
-		return out, newStatusError(status, out[len(resp):], notRun)
+		return out, answerError(ctx, status, out[len(resp):], notRun)
 	}
 	return out, nil
 }

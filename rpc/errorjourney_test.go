@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -457,15 +458,49 @@ func callerRows() []journeyRow {
 		provoke: func(t *testing.T) error {
 			// What a server answers when the handler returns its ctx's
 			// context.DeadlineExceeded (TestCallDeadlinePassedAnswered504),
-			// here before the client's own timer fired: the call ran, so
-			// the answer does not match context.DeadlineExceeded.
+			// here before the client's own timer fired: the caller's
+			// deadline has passed, its ctx not done yet. The call ran,
+			// and ended at its deadline as if the client's timer had
+			// fired first.
 			c, peer := pipeClient(t)
-			_, err := callAnswered(t, c, peer, nil, wire.Response{Status: StatusDeadlineExceeded, Body: []byte("context deadline exceeded")})
+			ctx := newLateTimerCtx()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, mEcho, nil, nil)
+				errc <- err
+			}()
+			pid := peer.recvRequest().PromiseID
+			ctx.pass()
+			peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: pid, Status: StatusDeadlineExceeded, Body: []byte("context deadline exceeded")}))
+			return receive(t, "the call's error", errc)
+		},
+		code:  StatusDeadlineExceeded,
+		is:    []string{"context.DeadlineExceeded"},
+		text:  []string{"rpc: status 504: context deadline exceeded"},
+		check: statusIs(StatusDeadlineExceeded, "context deadline exceeded", false, false),
+	}, {
+		name: "handler returned its ctx's error at the deadline: either timer first",
+		provoke: func(t *testing.T) error {
+			// The client's timer or the server's: the caller cannot
+			// tell which fired first, and need not.
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			return callOn(t, ctx, newJourneyServer(t).addr, mjBlock, nil)
+		},
+		code: StatusDeadlineExceeded,
+		is:   []string{"context.DeadlineExceeded"},
+	}, {
+		name: "a handler's own 504, to a call without a deadline",
+		provoke: func(t *testing.T) error {
+			// No deadline of the caller's passed: the 504 is the
+			// handler's word alone, as any status it returns.
+			c, peer := pipeClient(t)
+			_, err := callAnswered(t, c, peer, nil, wire.Response{Status: StatusDeadlineExceeded, Body: []byte("upstream timed out")})
 			return err
 		},
 		code:  StatusDeadlineExceeded,
-		text:  []string{"rpc: status 504: context deadline exceeded"},
-		check: statusIs(StatusDeadlineExceeded, "context deadline exceeded", false, false),
+		text:  []string{"rpc: status 504: upstream timed out"},
+		check: statusIs(StatusDeadlineExceeded, "upstream timed out", false, false),
 	}, {
 		name: "deadline passed before the handler could run: 504 not run",
 		provoke: func(t *testing.T) error {
@@ -862,6 +897,41 @@ func streamRows() []journeyRow {
 		code: StatusDeadlineExceeded,
 		is:   []string{"context.DeadlineExceeded"},
 	}, {
+		name: "stream: ended 504 at its deadline before the client's timer fired",
+		provoke: func(t *testing.T) error {
+			// A handler that returns its ctx's error at the deadline
+			// ends the stream 504 (TestStreamDeadlineEnds504), here
+			// before the client's own timer fired.
+			c, peer := pipeClient(t)
+			ctx := newLateTimerCtx()
+			opened := make(chan uint32, 1)
+			go func() {
+				for {
+					kind, env, ok := peer.recv()
+					if !ok {
+						return
+					}
+					if kind == wire.KindStreamOpen {
+						r, _ := wire.ParseRequest(env)
+						opened <- r.PromiseID
+					}
+				}
+			}()
+			st, err := c.OpenStream(ctx, sjHold, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := receive(t, "the open", opened)
+			ctx.pass()
+			peer.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, id, StatusDeadlineExceeded, "context deadline exceeded"))
+			_, err = st.Recv(nil)
+			return err
+		},
+		code:  StatusDeadlineExceeded,
+		is:    []string{"context.DeadlineExceeded"},
+		text:  []string{"rpc: status 504: context deadline exceeded"},
+		check: statusIs(StatusDeadlineExceeded, "context deadline exceeded", false, false),
+	}, {
 		name: "stream: open beyond the client's WithMaxStreams",
 		provoke: func(t *testing.T) error {
 			c, _ := heldStream(t, newJourneyServer(t), context.Background(), WithMaxStreams(1))
@@ -899,6 +969,32 @@ func streamRows() []journeyRow {
 		is:   []string{"ErrGoAway"},
 	}}
 }
+
+// lateTimerCtx is a ctx whose deadline passes (pass) while its timer
+// has not fired: Done stays open and Err nil, as for a ctx whose timer
+// runs late. Its deadline is an hour ahead until pass.
+type lateTimerCtx struct {
+	context.Context // Value
+	passed          atomic.Bool
+	dl              time.Time
+	done            chan struct{}
+}
+
+func newLateTimerCtx() *lateTimerCtx {
+	return &lateTimerCtx{Context: context.Background(), dl: time.Now().Add(time.Hour), done: make(chan struct{})}
+}
+
+// pass moves the deadline to the past.
+func (c *lateTimerCtx) pass() { c.passed.Store(true) }
+
+func (c *lateTimerCtx) Deadline() (time.Time, bool) {
+	if c.passed.Load() {
+		return c.dl.Add(-2 * time.Hour), true
+	}
+	return c.dl, true
+}
+
+func (c *lateTimerCtx) Done() <-chan struct{} { return c.done }
 
 // asCertError checks that errors.As finds the certificate's verification
 // error in err.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/rpc/internal/unavailable"
@@ -117,6 +118,29 @@ type StatusError struct {
 	// received: the error of an answer or stream end a peer sent (made
 	// by newStatusError), not one a handler made (see handlerStatus).
 	received bool
+	// late: a 504 that came once the caller's deadline had passed (see
+	// answerError).
+	late bool
+}
+
+// answerError is the error of a non-200 answer (or stream end) with the
+// given body to a call (or stream) made with ctx. A 504 that comes once
+// ctx's deadline has passed is marked late, so that it matches
+// context.DeadlineExceeded as the ctx's error the client's timer gives
+// does: the call ended at its deadline, the server's timer having fired
+// before the client's. (The server counts the deadline from when it
+// read the request, so its timer fires after the client's: at a 504 of
+// the server's deadline, the caller's has passed too.) A 504 to a call
+// whose deadline is still ahead, or that has none, is a handler's own,
+// as is any other status.
+func answerError(ctx context.Context, status uint32, body []byte, notRun bool) *StatusError {
+	e := newStatusError(status, body, notRun)
+	if status == StatusDeadlineExceeded && !notRun {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			e.late = true
+		}
+	}
+	return e
 }
 
 // newStatusError is the error of a non-200 answer with the given body: the
@@ -172,18 +196,20 @@ func (e *StatusError) Error() string {
 // context.DeadlineExceeded) true for the one it sends for a call whose
 // deadline passed before it could run (504, not run, not retryable). The
 // error end of a stream open refused so, which the server marks not run
-// (wire.KindStreamNotRun), matches the same. Any answer or stream end a
-// handler returned, whatever its status and message, is neither: the
-// call or stream ran.
+// (wire.KindStreamNotRun), matches the same. An answer or stream end a
+// handler returned, whatever its status and message, is neither (the
+// call or stream ran), but for a 504 that came once the caller's
+// deadline had passed (the handler returned its ctx's error, the
+// server's timer having fired first): that matches
+// context.DeadlineExceeded, as the ctx's error does when the client's
+// timer fires first, so that a call at its deadline reads the same
+// however it ended ([Code] says 504 of both).
 func (e *StatusError) Is(target error) bool {
-	if !e.refused {
-		return false
-	}
 	switch target {
 	case ErrGoAway:
-		return e.Code == StatusUnavailable
+		return e.refused && e.Code == StatusUnavailable
 	case context.DeadlineExceeded:
-		return e.Code == StatusDeadlineExceeded
+		return (e.refused || e.late) && e.Code == StatusDeadlineExceeded
 	}
 	return false
 }

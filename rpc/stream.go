@@ -1192,12 +1192,14 @@ func (t *streamSet) hello(w *outboxFrames) error {
 	return w.WriteFrame(wire.KindStreamWindow, wire.AppendStreamWindow(b[:0], 0, uint32(t.window)))
 }
 
-// endError is the error Recv returns for a peer's end with a status;
-// notRun: the server marked it a refusal of an open it did not run
+// endError is the error of a peer's end with a status; notRun: the
+// server marked it a refusal of an open it did not run
 // (KindStreamNotRun), which gives it the meaning of a unary refusal of
 // the same status with the not-run flag: the 503 of a server going away
 // matches ErrGoAway, the 504 of an open whose deadline passed before it
-// ran matches context.DeadlineExceeded (see StatusError.Is).
+// ran matches context.DeadlineExceeded (see StatusError.Is). A client's
+// Recv gets answerError's, which also marks a 504 that came after the
+// stream's deadline.
 func endError(e wire.StreamEnd, notRun bool) error {
 	return newStatusError(e.Status, e.Message, notRun)
 }

@@ -279,7 +279,9 @@ func (t *streamSet) onClientEnd(p []byte) {
 		s.ended(io.EOF, true, io.EOF)
 		s.clientEnd(StatusOK, nil)
 	} else {
-		end := endError(e, notRun)
+		// A 504 may be the stream's deadline, which ended it on the
+		// server first (see answerError).
+		end := error(answerError(s.ctx, e.Status, e.Message, notRun))
 		err := s.giveTrailer(end)
 		s.ended(err, true, err)
 		status := e.Status

@@ -1014,7 +1014,9 @@ func (c *Client) account(cn *Conn, err error, live bool) (timed bool) {
 	case errors.Is(err, context.DeadlineExceeded):
 		// The call's deadline passed: the client gave up waiting, or the
 		// server answered 504 unrun because the deadline passed before it
-		// could run the call. When the call was sent with time left, the
+		// could run the call, or 504 once it passed while the handler ran
+		// (its answer beat the client's timer: it counts as the timer's
+		// end would, rpc.StatusError.Is). When the call was sent with time left, the
 		// replica held it past its deadline: a replica that takes calls
 		// and answers none (a wedged handler, its health check fine)
 		// fails, as gRPC's outlier detection counts DEADLINE_EXCEEDED. A
