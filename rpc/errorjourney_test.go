@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -52,6 +53,7 @@ var sentinels = []struct {
 	{"syscall.ECONNRESET", syscall.ECONNRESET},
 	{"syscall.ECONNREFUSED", syscall.ECONNREFUSED},
 	{"net.ErrClosed", net.ErrClosed},
+	{"os.ErrDeadlineExceeded", os.ErrDeadlineExceeded},
 }
 
 // journeyServer is a server with the journey's handlers; release ends
@@ -264,6 +266,18 @@ func noStatus(t *testing.T, err error) {
 	}
 }
 
+// timeoutNoStatus checks that err carries no *StatusError, is not
+// retryable, and that errors.As finds a net.Error in it whose Timeout
+// reports true.
+func timeoutNoStatus(t *testing.T, err error) {
+	t.Helper()
+	noStatus(t, err)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("errors.As(err, net.Error) with Timeout() true fails for %q", err)
+	}
+}
+
 // callOn dials addr with opts and makes one call of method with req and
 // ctx, returning its error.
 func callOn(t *testing.T, ctx context.Context, addr string, method uint32, req []byte, opts ...ClientOption) error {
@@ -450,9 +464,25 @@ func callerRows() []journeyRow {
 			return callOn(t, context.Background(), addr, mEcho, nil, WithAnswerTimeout(100*time.Millisecond))
 		},
 		code:  StatusUnavailable,
-		is:    []string{"ErrClosed"},
+		is:    []string{"ErrClosed", "os.ErrDeadlineExceeded"},
 		text:  []string{closedText, "no answer"},
-		check: noStatus,
+		check: timeoutNoStatus,
+	}, {
+		name: "peer stops reading: WithWriteTimeout",
+		provoke: func(t *testing.T) error {
+			// A net.Pipe takes no byte until its other end reads, which
+			// this one never does.
+			a, b := net.Pipe()
+			t.Cleanup(func() { a.Close(); b.Close() })
+			c := NewClient(a, WithWriteTimeout(100*time.Millisecond), WithAnswerTimeout(0))
+			t.Cleanup(func() { c.Close() })
+			_, err := c.Call(context.Background(), mEcho, []byte("hi"), nil)
+			return err
+		},
+		code:  StatusUnavailable,
+		is:    []string{"ErrClosed", "os.ErrDeadlineExceeded"},
+		text:  []string{closedText + ": rpc: write timeout"},
+		check: timeoutNoStatus,
 	}, {
 		name: "handler returned its ctx's error at the deadline: 504 arrived first",
 		provoke: func(t *testing.T) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,7 +22,9 @@ var (
 	// errors.Is and errors.As find: io.EOF (the peer closed), a
 	// *net.OpError (syscall.ECONNRESET, os.ErrDeadlineExceeded...), a
 	// TLS handshake's error, frame.ErrFrameTooLarge (an answer over the
-	// client's maximum frame size), [ErrProtocol]. It is gRPC's
+	// client's maximum frame size), [ErrProtocol], the client's own
+	// [WithWriteTimeout] or [WithAnswerTimeout] (an error that matches
+	// os.ErrDeadlineExceeded, as a socket's timeout does). It is gRPC's
 	// Unavailable: [Code] says 503 (StatusUnavailable) of it, but 500 of
 	// one that wraps ErrProtocol (gRPC's Internal).
 	ErrClosed = errors.New("rpc: connection closed")
@@ -91,9 +94,30 @@ func closedBy(cause error) error {
 // Reasons a client closes a connection by itself; the calls it fails get
 // an error matching ErrClosed whose text names the reason.
 var (
-	errNoAnswer      = errors.New("rpc: no answer: the server sent nothing for the answer timeout while calls were outstanding")
+	errNoAnswer      = &timeoutError{"rpc: no answer: the server sent nothing for the answer timeout while calls were outstanding"}
 	errAbandonedFull = errors.New("rpc: the table of pending calls is full, at least half of it abandoned calls the server never answered")
 )
+
+// timeoutError is what breaks a connection when one of the timeouts a
+// client or server keeps itself passes ([WithWriteTimeout],
+// [WithAnswerTimeout]): the calls and streams of the connection get it
+// wrapped in their error, which matches [ErrClosed]. It matches
+// os.ErrDeadlineExceeded (errors.Is) and is a net.Error whose Timeout
+// reports true, as the error of a deadline on the socket is, so that a
+// caller tells a peer that stopped reading or answering from one that
+// closed or reset the connection without reading the text.
+type timeoutError struct{ text string }
+
+func (e *timeoutError) Error() string { return e.text }
+
+// Is makes errors.Is(err, os.ErrDeadlineExceeded) true.
+func (e *timeoutError) Is(target error) bool { return target == os.ErrDeadlineExceeded }
+
+// Timeout reports true: the error is a timeout (net.Error).
+func (e *timeoutError) Timeout() bool { return true }
+
+// Temporary reports false (net.Error): the connection is gone.
+func (e *timeoutError) Temporary() bool { return false }
 
 // MaxErrorMessage is the most bytes of a non-200 answer's body that
 // [Client.Call] keeps in [StatusError].Message (cut at a UTF-8 boundary).

@@ -302,7 +302,10 @@ func checkFraming(opts []frame.Option) error {
 // dropped too instead of holding the write, and the calls or answers
 // behind it, for ever: a client's calls fail with ErrClosed, a server
 // closes the connection (logged) and its other connections go on. A
-// reader at 16 KiB/s or faster is not cut.
+// reader at 16 KiB/s or faster is not cut. The error of a write so ended
+// (which a client's calls and streams get wrapped in their ErrClosed
+// error) matches os.ErrDeadlineExceeded, as a socket's timeout does, and
+// says "write timeout".
 //
 // Writes never hold up the goroutines that only queue frames: up to 4 MiB
 // waits per connection (a frame is queued while less than that waits, so
@@ -557,8 +560,9 @@ func WithDialer(d Dialer) ClientOption {
 // within a quarter of d, bytes at 16 KiB/s or faster (a large answer
 // arriving slowly). Bytes that come slower and end no frame (a server
 // that trickles its answer a byte at a time) are not one. Its calls then
-// fail with ErrClosed, [Client.Closed] turns true and rpc/cluster dials a
-// new connection. The check runs in the process-wide beat (beat.go) at
+// fail with ErrClosed (their error also matches os.ErrDeadlineExceeded,
+// and says "no answer"), [Client.Closed] turns true and rpc/cluster
+// dials a new connection. The check runs in the process-wide beat (beat.go) at
 // least every d/4, so the close comes between d and about 1.25 d after
 // the last sign of life (plus
 // however late a busy machine wakes the beat). Time in which the client

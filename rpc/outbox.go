@@ -83,8 +83,9 @@ var writers, writersEnded atomic.Int64
 const writerIdle = time.Second
 
 // errWriteTimeout breaks a connection whose peer took no byte for the
-// write timeout.
-var errWriteTimeout = errors.New("rpc: write timeout: the peer does not read")
+// write timeout; it matches os.ErrDeadlineExceeded (timeoutError), and so
+// do the errors that wrap it.
+var errWriteTimeout error = &timeoutError{"rpc: write timeout: the peer does not read"}
 
 // errWriteTooSlow breaks a connection whose peer took so few bytes of a
 // write that its bound in all passed (see writeBound).
