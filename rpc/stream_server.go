@@ -315,6 +315,8 @@ func (c *serverConn) streamOpen(p []byte) bool {
 	}
 	if len(t.m) >= t.max {
 		t.mu.Unlock()
+		// Not marked not run: a marked 503 means going away to a
+		// zapcodec client (see WithMaxStreams).
 		return c.streamRefuse(&req, StatusUnavailable, streamTooMany, true, false)
 	}
 	var dl int64
@@ -660,10 +662,21 @@ func WithStreamWindow(n int) Option {
 }
 
 // WithMaxStreams bounds the streams open at once on one connection: a
-// server answers an open beyond it with an error end of status 503 (its
-// handler does not run), a client's OpenStream fails with
-// [ErrTooManyStreams]. Default DefaultMaxStreams (128); n <= 0 means the
-// default.
+// server answers an open beyond it with an error end of status 503 "too
+// many open streams" (its handler does not run), a client's OpenStream
+// fails with [ErrTooManyStreams]. Default DefaultMaxStreams (128); n <= 0
+// means the default.
+//
+// The server's 503 is not marked as not run ([IsRetryable] is false of
+// it, as of a handler's own 503), though the handler did not run: the
+// only mark the wire has for a refused stream open (the not-run frame,
+// docs/wire.md section 9) gives a 503 the meaning of a server going away,
+// which every zapcodec client acts on by the status alone (the error
+// matches [ErrGoAway], and rpc/cluster replaces the connection), where
+// this server goes on. A client whose own limit is at most the server's
+// (both are this option's, equal by default) never meets the refusal:
+// its OpenStream fails with ErrTooManyStreams first, nothing sent, which
+// rpc/cluster takes to another replica.
 func WithMaxStreams(n int) Option {
 	return bothOption{
 		s: func(o *serverOptions) { o.maxStreams = n },
