@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,6 +176,58 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 		code: rpc.StatusDeadlineExceeded,
 		is:   []string{"context.DeadlineExceeded"},
 	}, {
+		name: "replica answers 504 at the deadline, before the client's timer fired",
+		provoke: func(t *testing.T) error {
+			// A handler that returns its ctx's error at the deadline is
+			// answered 504; here the answer comes once the caller's
+			// deadline has passed, its ctx's timer not fired yet. It
+			// reads as the client's timer would have made it.
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := newLateTimerCtx()
+			s := rpc.NewServer(rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			s.Handle(mjBlock, func(context.Context, []byte, []byte) ([]byte, error) {
+				ctx.pass()
+				return nil, rpc.Errorf(rpc.StatusDeadlineExceeded, "context deadline exceeded")
+			})
+			served := make(chan error, 1)
+			go func() { served <- s.Serve(l) }()
+			t.Cleanup(func() {
+				s.Close()
+				<-served
+			})
+			c := dialT(t, l.Addr().String())
+			_, err = c.Call(ctx, mjBlock, nil, nil)
+			return err
+		},
+		code:     rpc.StatusDeadlineExceeded,
+		is:       []string{"context.DeadlineExceeded"},
+		text:     []string{": rpc: status 504: context deadline exceeded"},
+		attempts: 1,
+	}, {
+		name: "caller cancels",
+		provoke: func(t *testing.T) error {
+			_, addr, started := blockingReplica(t)
+			c := dialT(t, addr)
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, mjBlock, nil, nil)
+				errc <- err
+			}()
+			receive(t, "the handler's start", started)
+			cancel()
+			err := receive(t, "the call's error", errc)
+			if err != context.Canceled {
+				t.Errorf("err %q, want context.Canceled itself", err)
+			}
+			return err
+		},
+		code: rpc.StatusCanceled,
+		is:   []string{"context.Canceled"},
+	}, {
 		name: "stream: Recv after the replica's server closed",
 		provoke: func(t *testing.T) error {
 			s, addr, started := blockingReplica(t)
@@ -228,3 +281,29 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 		})
 	}
 }
+
+// lateTimerCtx is a ctx whose deadline passes (pass) while its timer
+// has not fired: Done stays open and Err nil, as for a ctx whose timer
+// runs late. Its deadline is an hour ahead until pass.
+type lateTimerCtx struct {
+	context.Context // Value
+	passed          atomic.Bool
+	dl              time.Time
+	done            chan struct{}
+}
+
+func newLateTimerCtx() *lateTimerCtx {
+	return &lateTimerCtx{Context: context.Background(), dl: time.Now().Add(time.Hour), done: make(chan struct{})}
+}
+
+// pass moves the deadline to the past.
+func (c *lateTimerCtx) pass() { c.passed.Store(true) }
+
+func (c *lateTimerCtx) Deadline() (time.Time, bool) {
+	if c.passed.Load() {
+		return c.dl.Add(-2 * time.Hour), true
+	}
+	return c.dl, true
+}
+
+func (c *lateTimerCtx) Done() <-chan struct{} { return c.done }
