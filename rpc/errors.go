@@ -292,11 +292,12 @@ func Errorf(code uint32, format string, args ...any) error {
 //   - 499 [StatusCanceled] for the caller's cancel (context.Canceled);
 //   - 500 [StatusInternal] for anything else: [ErrProtocol] (a peer that
 //     broke the protocol: gRPC's Internal), [ErrTooManyPending],
-//     [ErrTooManyStreams], a frame over the maximum size, a dial's or a
-//     TLS handshake's error, a plain error.
+//     [ErrTooManyStreams], a request over the maximum frame size, the
+//     error of [Dial] (its TLS handshake's included: with [NewClient],
+//     the calls get that one wrapped in ErrClosed), a plain error.
 //
-// The order is that of the list: a lost connection is 503 whatever the
-// error it wraps (a ctx's error that a net.Conn's Read returned, say).
+// A lost connection is 503 whatever else its error wraps (a ctx's error
+// that a net.Conn's Read returned, say), but for ErrProtocol.
 // errors.Is tells those failures apart as before; Code adds no match.
 // Codes 0 and 200 of a *StatusError are no error status and count as
 // 500. Code allocates nothing.
