@@ -49,7 +49,9 @@ var ErrNoAnswerBudget = errors.New("rpc: ReserveAnswer: ctx is not a unary handl
 // ([DefaultConnAnswerBudget], 16 MiB, and [DefaultServerAnswerBudget],
 // 64 MiB); perConn above 2 GiB counts as 2 GiB, and as perServer when
 // above it. Handlers that do not call ReserveAnswer are not bounded by
-// it.
+// it. With [WithCompression], a compressed request takes what it grew
+// by when inflated (at most perConn) from these budgets too, before its
+// handler runs, until its answer has left.
 //
 // Choose perConn so that a well-behaved client's concurrent calls on a
 // connection fit (its answers leave one after another anyway), and
@@ -222,6 +224,18 @@ func (b *answerBudget) acquire(ctx context.Context, n int64, ahead bool, waits *
 	// the calls behind it in.
 	b.grant()
 	return ctx.Err()
+}
+
+// take takes n bytes of b when they fit and no call waits, without
+// waiting; it reports whether it took them.
+func (b *answerBudget) take(n int64) bool {
+	b.mu.Lock()
+	ok := len(b.waiters) == 0 && b.used+n <= b.limit
+	if ok {
+		b.used += n
+	}
+	b.mu.Unlock()
+	return ok
 }
 
 // release gives n bytes back to b and hands them to its waiters, in

@@ -68,7 +68,12 @@ const maxPooledCoders = 4
 // buffer (the handler's req), bounded as a plain payload is, by the
 // maximum frame size; one that does not inflate, inflates past that, or
 // comes to a server without the option is answered 400 unrun, and the
-// connection goes on.
+// connection goes on. What the payload grew by when inflated takes the
+// call's answer budget ([WithAnswerBudget]) until its answer has left,
+// as a [ReserveAnswer] does: while the budget is full, the read loop
+// waits before it runs the call and reads nothing more, so a peer
+// pipelining small requests that inflate to a frame each holds at most
+// its connection's budget beside what it sent.
 //
 // Without the option on either side, every byte on the wire is what it
 // was without it. Stream messages are not compressed (a stream message
@@ -363,8 +368,12 @@ func deflateRequest(r *wire.Request) *deflater {
 // inflateRequest inflates the compressed payload of r into j.req, and
 // points r.Payload at it; when that fails (or this server does not take
 // compressed requests: it never said it does), it answers the call 400
-// from the read loop, keeps j for the next call, and reports false.
-func (c *serverConn) inflateRequest(j *job, r *wire.Request) bool {
+// from the read loop, keeps j for the next call, and returns reqNext.
+// The bytes the payload grew by are the server's, not the peer's: they
+// take the call's answer budget (chargeInflated) before it runs, and it
+// returns reqClosed when the connection closed during that wait; -1 when
+// the call is to run.
+func (c *serverConn) inflateRequest(j *job, r *wire.Request) int {
 	var err error
 	if c.s.opts.deflateMin == 0 {
 		err = errors.New("rpc: compressed payload, which this server does not take (rpc.WithCompression)")
@@ -373,8 +382,13 @@ func (c *serverConn) inflateRequest(j *job, r *wire.Request) bool {
 		j.req, err = inflate(j.req[:0], r.Payload, c.r.MaxFrameSize()-1-wire.RequestOverhead)
 	}
 	if err == nil {
+		grew := len(j.req) - len(r.Payload)
 		r.Payload = j.req
-		return true
+		if grew > 0 && !c.chargeInflated(j, grew) {
+			c.spare = j
+			return reqClosed
+		}
+		return -1
 	}
 	if cap(j.req) > maxKeptBuffer {
 		j.req = nil
@@ -382,5 +396,43 @@ func (c *serverConn) inflateRequest(j *job, r *wire.Request) bool {
 	c.spare = j
 	c.promiseFailed(r.PromiseID)
 	c.answerDirect(r, StatusBadRequest, err.Error(), false)
-	return false
+	return reqNext
+}
+
+// chargeInflated reserves for j's call, on the read loop, n bytes (at
+// most the connection's budget) of the connection's and the server's
+// answer budgets ([WithAnswerBudget]): what a compressed request inflated
+// to beyond the bytes the peer sent. Without it a peer that pipelined
+// small requests which each inflate to a frame had the server hold the
+// in-flight limit times the largest frame (256 times 16 MiB) for a few
+// KiB sent. While the budget is full the read loop waits, reading no
+// more frames, until calls of the connection (or, for the server's
+// budget, of others) give theirs back; the bytes go back with the
+// answer's (finish). It reports false when the connection closed first.
+func (c *serverConn) chargeInflated(j *job, n int) bool {
+	s := c.s
+	m := int64(min(n, s.opts.connAnswerBudget))
+	cb := c.answerBudget()
+	for _, b := range [2]*answerBudget{cb, &s.ansBudget} {
+		if b.take(m) {
+			continue
+		}
+		// A wait: the answers the read loop owes go out first, and the
+		// connection counts as busy meanwhile (as in answerRoom).
+		err := c.flushOwed()
+		if err != nil {
+			c.close(fmt.Errorf("write: %w", err))
+		} else {
+			c.hold()
+			err = b.acquire(c.ctx, m, false, &s.ansWaits)
+		}
+		if err != nil {
+			if b != cb {
+				cb.release(m)
+			}
+			return false
+		}
+	}
+	j.reserved = uint32(m)
+	return true
 }

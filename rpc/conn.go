@@ -631,8 +631,10 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	if j == nil {
 		return reqClosed
 	}
-	if req.PayloadDeflated && !c.inflateRequest(j, &req) {
-		return reqNext // answered 400 (compress.go)
+	if req.PayloadDeflated {
+		if next := c.inflateRequest(j, &req); next >= 0 {
+			return next // answered 400, or closed (compress.go)
+		}
 	}
 	j.h, j.method, j.pid, j.target = h, req.Method, req.PromiseID, req.Target
 	if c.cx != nil {
@@ -661,6 +663,9 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		// from a slow handler, up to the next wait (a burst of slow calls
 		// then starts at once instead of one per watchdog tick or two).
 		if !c.answerRoom() {
+			if j.reserved != 0 {
+				c.releaseAnswer(j) // an inflated request's (compress.go)
+			}
 			c.spare = j
 			return reqClosed
 		}

@@ -62,8 +62,8 @@ type job struct {
 	jb        int32         // role holder: the list that holds the job (see jnext), in what would be padding
 	afs       []afterFunc   // under dmu: AfterFunc callbacks waiting for dch
 	afID      uint32        // under dmu: ids of AfterFunc registrations
-	// reserved is the answer budget the call holds (ReserveAnswer),
-	// given back by finish; here, in what would be padding.
+	// reserved is the answer budget the call holds (ReserveAnswer, and
+	// chargeInflated for a compressed request), given back by finish; here, in what would be padding.
 	reserved uint32
 	afWG     sync.WaitGroup
 

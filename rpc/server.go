@@ -181,8 +181,10 @@ type Stats struct {
 	// by status above are unary calls only).
 	Streams StreamStats
 	// AnswerBytes is the answer budget reserved now by unary handlers
-	// ([ReserveAnswer]) whose answers have not left, on all connections;
-	// AnswerWaits counts the calls waiting now in ReserveAnswer.
+	// ([ReserveAnswer]) and by inflated compressed requests
+	// ([WithCompression]) whose answers have not left, on all
+	// connections; AnswerWaits counts the calls waiting now in
+	// ReserveAnswer, and read loops waiting to run such a request.
 	AnswerBytes, AnswerWaits int64
 }
 
