@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -29,10 +31,22 @@ import (
 const DefaultCompressMin = 1 << 10
 
 // maxPooledCoders bounds how many compressors, and how many
-// decompressors, the process keeps for reuse: a flate.Writer holds about
-// 600 KiB (a decompressor about 40 KiB), so idle memory stays at most
-// maxPooledCoders of each, however many calls compressed at once.
+// decompressors, the process keeps for reuse: a flate.Writer at
+// flate.BestSpeed holds about 1.2 MiB (a decompressor about 40 KiB), so
+// idle memory stays at most maxPooledCoders of each. How many
+// compressors exist at once, idle or working, is bounded too
+// (maxCompressors).
 const maxPooledCoders = 4
+
+// maxCompressors is how many compressors the process may hold at once,
+// idle or compressing: GOMAXPROCS (compression is work for a processor,
+// and more at once gains nothing), at least maxPooledCoders. A payload
+// or answer that finds them all at work goes plain: without the bound,
+// many answers compressed at once (goroutines preempted in the middle
+// of a compression) took 1.2 MiB each.
+func maxCompressors() int32 {
+	return int32(max(maxPooledCoders, runtime.GOMAXPROCS(0)))
+}
 
 // WithCompression turns on the compression of large unary answers, on
 // the side it is given to; both sides must have it for any answer to be
@@ -45,7 +59,8 @@ const maxPooledCoders = 4
 // answer said that the server takes compressed requests, a payload of
 // at least minSize bytes is compressed (on the caller's goroutine, into
 // a pooled buffer given back once the request is queued; req itself is
-// only read) and sent so when that is shorter; a canonical server never
+// only read) and sent so when that is shorter and a compressor is free
+// (see the server's side below); a canonical server never
 // says so, and never gets one. The client inflates a compressed answer
 // on its read loop, into the buffer the call's answer is appended to,
 // and fails the call with an error matching [ErrDecompress] when the
@@ -59,7 +74,9 @@ const maxPooledCoders = 4
 // said it takes one, and sent compressed only when that is shorter.
 // Error answers, refusals and streams are never compressed; response
 // metadata goes uncompressed beside the body. The compressed copy is the
-// server's (a pooled buffer, held only while the answer is written): the
+// server's (a pooled buffer, held only while the answer is written; the
+// compressor itself only while it compresses, and an answer that finds
+// every compressor at work, GOMAXPROCS of them at least 4, goes plain): the
 // handler's buffers are untouched, and the answer budget
 // ([ReserveAnswer]) counts the bytes the handler reserved for its raw
 // result, not the compressed copy. The compression runs on the goroutine
@@ -98,16 +115,52 @@ var ErrDecompress = errors.New("rpc: compressed answer did not inflate")
 // its input.
 var errNoGain = errors.New("rpc: compression does not pay")
 
-// deflater is a pooled compressor: a flate.Writer that writes into out,
-// and fails once out would reach lim bytes.
+// deflater is a pooled output of compression: the sink a compressor
+// (a flate.Writer, taken only while it compresses: takeCompressor)
+// writes into out, which fails once out would reach lim bytes. It is
+// held while its output is written (a peer that does not read holds its
+// compressed bytes, not a compressor).
 type deflater struct {
-	w   *flate.Writer
 	out []byte
 	lim int
 }
 
-// deflaters keeps up to maxPooledCoders idle compressors.
-var deflaters = make(chan *deflater, maxPooledCoders)
+// deflaters keeps up to maxPooledCoders idle outputs; compressors keeps
+// up to maxPooledCoders idle compressors, and liveCompressors counts
+// those that exist (idle ones included), at most maxCompressors.
+var (
+	deflaters       = make(chan *deflater, maxPooledCoders)
+	compressors     = make(chan *flate.Writer, maxPooledCoders)
+	liveCompressors atomic.Int32
+)
+
+// takeCompressor returns an idle compressor, or a new one while fewer
+// than maxCompressors exist, writing to sink; nil when all are at work.
+func takeCompressor(sink io.Writer) *flate.Writer {
+	select {
+	case w := <-compressors:
+		w.Reset(sink)
+		return w
+	default:
+	}
+	if liveCompressors.Add(1) > maxCompressors() {
+		liveCompressors.Add(-1)
+		return nil
+	}
+	w, _ := flate.NewWriter(sink, flate.BestSpeed) // the level is valid: no error
+	return w
+}
+
+// putCompressor gives w back for reuse, or drops it beyond
+// maxPooledCoders idle ones.
+func putCompressor(w *flate.Writer) {
+	w.Reset(nil) // keep no sink (and its output) alive
+	select {
+	case compressors <- w:
+	default:
+		liveCompressors.Add(-1)
+	}
+}
 
 // Write appends p to d.out, the flate.Writer's output.
 func (d *deflater) Write(p []byte) (int, error) {
@@ -118,16 +171,14 @@ func (d *deflater) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// getDeflater takes an idle compressor, or makes one.
+// getDeflater takes an idle output, or makes one.
 func getDeflater() *deflater {
 	select {
 	case d := <-deflaters:
 		return d
 	default:
 	}
-	d := new(deflater)
-	d.w, _ = flate.NewWriter(d, flate.BestSpeed) // the level is valid: no error
-	return d
+	return new(deflater)
 }
 
 // putDeflater gives d back for reuse, without an output buffer above
@@ -145,15 +196,21 @@ func putDeflater(d *deflater) {
 
 // deflate compresses body into d.out and reports whether the answer
 // carrying it is shorter than the plain one (its header takes
-// wire.DeflatedOverhead bytes more).
+// wire.DeflatedOverhead bytes more); false too when every compressor is
+// at work (maxCompressors). The compressor goes back before it returns.
 func (d *deflater) deflate(body []byte) bool {
 	d.out = d.out[:0]
 	d.lim = len(body) - wire.DeflatedOverhead
-	d.w.Reset(d)
-	if _, err := d.w.Write(body); err != nil {
-		return false
+	w := takeCompressor(d)
+	if w == nil {
+		return false // all at work: this one goes plain
 	}
-	return d.w.Close() == nil
+	_, err := w.Write(body)
+	if err == nil {
+		err = w.Close()
+	}
+	putCompressor(w)
+	return err == nil
 }
 
 // inflater is a pooled decompressor and the reader of its input.
@@ -355,7 +412,7 @@ func appendFlagged(dst []byte, deflated bool, status, pid uint32, bodyLen, mdLen
 
 // deflateRequest compresses the payload of r, a request to a server that
 // takes compressed requests, when that makes it shorter: r.Payload is
-// then the compressed bytes, held by the returned compressor, which the
+// then the compressed bytes, held by the returned output, which the
 // caller gives back (putDeflater) once the request is queued.
 func deflateRequest(r *wire.Request) *deflater {
 	d := getDeflater()

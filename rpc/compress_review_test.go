@@ -2,7 +2,11 @@ package rpc
 
 import (
 	"context"
+	"net"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -62,4 +66,106 @@ func TestCompressionRequestBombsBounded(t *testing.T) {
 		}
 	}
 	await(t, "the budget back", func() bool { return s.Stats().AnswerBytes == 0 })
+}
+
+// goroutinesIn counts the goroutines whose stack shows fn (a function's
+// name as a stack shows it) and the text under.
+func goroutinesIn(fn, under string) int {
+	buf := make([]byte, 8<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, fn+"(") && strings.Contains(g, under) {
+			n++
+		}
+	}
+	return n
+}
+
+// Peers that ask for large compressed answers and never read them: each
+// holds the write of its answer (a net.Pipe takes nothing until read),
+// and with it the compressed bytes, but not a compressor (1.2 MiB each):
+// those go back once the answer is compressed. The heap grows by about
+// the answers held, and a peer that reads still gets its answer
+// compressed.
+func TestCompressionSlowReadersHoldNoCompressor(t *testing.T) {
+	const (
+		peers = 16
+		size  = 1 << 20 // compresses to some 125 KiB: written, not queued
+	)
+	l := newPipeListener()
+	s, _ := testServerOn(t, l, WithCompression(0))
+	s.Handle(mLogs, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return append(resp, logRecords(atoi(req))...), nil
+	})
+	ask := func(nc net.Conn) {
+		env := wire.AppendRequest(nil, &wire.Request{Method: mLogs, PromiseID: 1, Payload: []byte(strconv.Itoa(size)), AcceptDeflate: true})
+		if _, err := nc.Write(frameBytes(wire.KindRequest, env)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A reading peer first, so that the compressors are made before
+	// the heap is measured.
+	reader := &rawConn{t, l.dial(t)}
+	ask(reader)
+	if a := reader.recvResponse(); !a.Deflated {
+		t.Fatal("the first answer went plain")
+	}
+	before := heapInUse()
+	for range peers {
+		ask(l.dial(t))
+	}
+	await(t, "every answer's write to wait for its peer", func() bool {
+		return goroutinesIn("net.(*pipe).write", "rpc.(*serverConn).") == peers
+	})
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("%d peers not reading: the heap grew %d KiB", peers, grown>>10)
+	if limit := int64(peers * (size + 3*size/4)); grown > limit {
+		t.Errorf("%d peers that do not read their answers of %d KiB: the heap grew %d KiB, want at most %d KiB (the answers, not a compressor each)",
+			peers, size>>10, grown>>10, limit>>10)
+	}
+	ask(reader)
+	if a := reader.recvResponse(); a.Status != StatusOK || !a.Deflated {
+		t.Errorf("beside peers that do not read: status %d, deflated %v; want a compressed answer", a.Status, a.Deflated)
+	}
+}
+
+// Many compressions at once (goroutines preempted in the middle of
+// one): at most maxCompressors compressors exist (1.2 MiB each); a
+// compression that finds them all at work goes plain. Measured by the
+// bytes allocated: with GOMAXPROCS 2 the bound is the 4 the pool keeps,
+// so none is made twice.
+func TestCompressorsBounded(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	const goroutines = 64
+	body := make([]byte, 16<<20) // compresses to some 16 KiB, slowly enough to be preempted
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	var wg sync.WaitGroup
+	var compressed atomic.Int32
+	start := make(chan struct{})
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			d := getDeflater()
+			if d.deflate(body) {
+				compressed.Add(1)
+			}
+			putDeflater(d)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	runtime.ReadMemStats(&ms)
+	got := ms.TotalAlloc - before
+	t.Logf("%d compressions at once (%d compressed): %d KiB allocated", goroutines, compressed.Load(), got>>10)
+	if limit := uint64(4*1300<<10 + goroutines*64<<10 + 4<<20); got > limit {
+		t.Errorf("%d compressions at once allocated %d KiB, want at most %d KiB (4 compressors and the outputs)", goroutines, got>>10, limit>>10)
+	}
+	if compressed.Load() == 0 {
+		t.Error("nothing was compressed")
+	}
 }
