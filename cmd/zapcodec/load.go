@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -24,6 +26,7 @@ import (
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/internal/loadgen"
 	"github.com/zapcodec/zapcodec/rpc"
+	"github.com/zapcodec/zapcodec/rpc/cluster"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -77,10 +80,15 @@ func init() {
                       server that never answers, and none with -d: the
                       calls still unanswered 10s after its end are given
                       up ("abandoned")
-  -method M           method ordinal, or with -schema a method name
-                      ("getBalance", "Eth.getBalance"; not a streaming
-                      method: load makes unary calls); default: the -type
-                      method's ordinal
+  -method M           method ordinal, or a method name ("getBalance",
+                      "Eth.getBalance"; not a streaming method: load makes
+                      unary calls): found in -schema or, without it, in
+                      the schemas the server reflects (rpc.WithReflection,
+                      as zapcodec call does: the ordinal then includes its
+                      service's mount offset, and -payload-json is its
+                      request; each replica of a cluster target is asked,
+                      and they must agree); default: the -type method's
+                      ordinal
   -payload-hex HEX    request payload as hex
   -payload-file FILE  request payload read from FILE, raw bytes; a request
                       frame holds at most 16 MiB
@@ -91,8 +99,10 @@ func init() {
                       "eth.Eth.getBalance"); default: the request of the
                       -method named, when it is a method of -schema
   -payload-json JSON  the request as a JSON object (fields by name, bytes as
-                      hex strings); @FILE reads it from FILE (at most
-                      64 MiB)
+                      hex strings), encoded by -type's struct, or by the
+                      request of the -method named (in -schema, or as the
+                      server reflects it); @FILE reads it from FILE (at
+                      most 64 MiB)
   -metadata k=v       request metadata every call carries, repeatable
                       (rpc.WithMetadata: encoded once, no cost per call
                       but its bytes)
@@ -136,6 +146,11 @@ type loadFlags struct {
 	client                       string
 	hdrPath                      string
 	tls                          tlsFlags
+	// reflect: -method is a name and no -schema was given: the
+	// server's schemas (reflection, loadReflect) give its ordinal and
+	// its request struct, which encodes js (-payload-json) when not nil.
+	reflect bool
+	js      []byte
 }
 
 func runLoad(args []string, stdout, stderr io.Writer) int {
@@ -187,10 +202,6 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	c.Metadata = lf.md
 	if err := lf.resolve(); err != nil {
 		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
-		return 2
-	}
-	if n := 1 + wire.RequestLen(&wire.Request{Method: c.Method, PromiseID: 1, Payload: c.Payload}); n > frame.DefaultMaxFrameSize {
-		fmt.Fprintf(stderr, "zapcodec load: a payload of %d bytes makes a request frame of %d bytes, above the largest a client sends (%d)\n", len(c.Payload), n, frame.DefaultMaxFrameSize)
 		return 2
 	}
 	if c.Network != "tcp" && c.Network != "tcp4" && c.Network != "tcp6" && c.Network != "unix" {
@@ -275,6 +286,18 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	case c.Timeout == 0 && flagSet(fs, "timeout"):
 		c.Timeout = -1 // Config reads 0 as its default
+	}
+	// The flags are good: a -method name without -schema is looked up
+	// on the server (reflection) now.
+	if lf.reflect {
+		if code, err := lf.loadReflect(ctx); err != nil {
+			fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
+			return code
+		}
+	}
+	if n := 1 + wire.RequestLen(&wire.Request{Method: c.Method, PromiseID: 1, Payload: c.Payload}); n > frame.DefaultMaxFrameSize {
+		fmt.Fprintf(stderr, "zapcodec load: a payload of %d bytes makes a request frame of %d bytes, above the largest a client sends (%d)\n", len(c.Payload), n, frame.DefaultMaxFrameSize)
+		return 2
 	}
 	if lf.cpuProfile != "" {
 		f, err := os.Create(lf.cpuProfile)
@@ -484,6 +507,11 @@ func (lf *loadFlags) resolve() error {
 	if lf.typeName != "" && f == nil {
 		return errors.New("-type needs -schema")
 	}
+	if _, err := strconv.ParseUint(lf.method, 10, 32); f == nil && lf.method != "" && err != nil {
+		// A method name without -schema: the server's schemas, asked
+		// once the address and TLS are known (loadReflect).
+		lf.reflect = true
+	}
 	var st *schema.Struct
 	var typeMethod *schema.Method
 	if lf.typeName != "" {
@@ -499,7 +527,7 @@ func (lf *loadFlags) resolve() error {
 			}
 		}
 	}
-	if lf.jsonIn != "" && st == nil {
+	if lf.jsonIn != "" && st == nil && !lf.reflect {
 		// Without -type, a -method that names a method of the schema
 		// names the request's type too, as it does for zapcodec call.
 		m, err := lf.jsonMethod(f)
@@ -507,7 +535,7 @@ func (lf *loadFlags) resolve() error {
 			return err
 		}
 		if m == nil {
-			return errors.New("-payload-json needs -schema and -type (or a -method the schema names)")
+			return errors.New("-payload-json needs -schema and -type (or a -method the schema names, or a method name the server reflects)")
 		}
 		st = m.Req
 	}
@@ -523,17 +551,24 @@ func (lf *loadFlags) resolve() error {
 				return fmt.Errorf("-payload-json: %v", err)
 			}
 		}
+		if lf.reflect {
+			lf.js = js // encoded by the server's schema (loadReflect)
+			return nil
+		}
 		p, err := dynamic.AppendMessage(nil, st, js)
 		if err != nil {
 			return fmt.Errorf("-payload-json: %v", dynamicErr(err))
 		}
 		lf.cfg.Payload = p
 	}
+	if lf.reflect {
+		return nil
+	}
 	switch {
 	case lf.method == "" && typeMethod != nil:
 		lf.cfg.Method = typeMethod.Ordinal
 	case lf.method == "":
-		return errors.New("-method is required (an ordinal, or a method name with -schema)")
+		return errors.New("-method is required (an ordinal, or a method name: with -schema, or the server's by reflection)")
 	default:
 		if n, err := strconv.ParseUint(lf.method, 10, 32); err == nil {
 			if n == 0 {
@@ -542,10 +577,7 @@ func (lf *loadFlags) resolve() error {
 			lf.cfg.Method = uint32(n)
 			break
 		}
-		if f == nil {
-			return fmt.Errorf("-method %q: not an ordinal (a method name needs -schema)", lf.method)
-		}
-		m := loadFindMethod(f, lf.method)
+		m := loadFindMethod(f, lf.method) // a name: f is -schema's (else lf.reflect)
 		if m == nil {
 			return fmt.Errorf("-method %q: no method of that name in %s", lf.method, lf.schemaPath)
 		}
@@ -643,4 +675,101 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// loadReflectTimeout bounds the dial and the reflection call of each
+// server asked for its schemas (as a connection of the run is bounded).
+const loadReflectTimeout = 10 * time.Second
+
+// loadReflect sets the Config's method (and, with -payload-json, its
+// payload) from the schemas the server reflects (rpc.WithReflection):
+// the method named by -method, at the ordinal of its service's mount.
+// Every replica of a cluster target is asked, and they must agree on
+// the ordinal and on the request's bytes: the calls go to all of them.
+// It returns the exit status with its error: 2 for a usage error (no
+// reflection, no such method, replicas that disagree), 1 for a server
+// that could not be asked or whose schema cannot be used.
+func (lf *loadFlags) loadReflect(ctx context.Context) (int, error) {
+	c := &lf.cfg
+	addrs := []string{c.Addr}
+	if c.Target != "" {
+		res, err := cluster.ParseTarget(c.Target)
+		if err != nil {
+			return 1, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, loadReflectTimeout)
+		addrs, err = res.Resolve(rctx)
+		cancel()
+		if err != nil {
+			return 1, fmt.Errorf("resolving %s, to ask its replicas for their schemas: %v", c.Target, err)
+		}
+		if len(addrs) == 0 {
+			return 1, fmt.Errorf("%s resolved to no replica to ask for its schemas", c.Target)
+		}
+	}
+	for i, addr := range addrs {
+		ord, payload, code, err := lf.reflectOne(ctx, addr)
+		switch {
+		case err != nil:
+			return code, err
+		case i == 0:
+			c.Method, c.Payload = ord, payload
+		case ord != c.Method:
+			return 2, fmt.Errorf("-method %q: the replicas disagree: %s serves it at ordinal %d, %s at %d (pass -schema and an ordinal to choose)", lf.method, addrs[0], c.Method, addr, ord)
+		case !bytes.Equal(payload, c.Payload):
+			return 2, fmt.Errorf("-method %q: the replicas disagree: the request encodes to %d bytes by the schema of %s, to %d bytes (or others) by that of %s", lf.method, len(c.Payload), addrs[0], len(payload), addr)
+		}
+	}
+	return 0, nil
+}
+
+// reflectOne asks the server at addr for its schemas and returns the
+// ordinal of -method there and the payload (-payload-json encoded by
+// its request struct, else the one given), or the exit status and why.
+func (lf *loadFlags) reflectOne(ctx context.Context, addr string) (uint32, []byte, int, error) {
+	tc := lf.cfg.TLS
+	if tc != nil && tc.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		tc = tc.Clone()
+		tc.ServerName = host
+	}
+	opts, sniff := lf.tls.clientOptions(tc)
+	rctx, cancel := context.WithTimeout(ctx, loadReflectTimeout)
+	defer cancel()
+	cl, err := rpc.Dial(rctx, lf.cfg.Network, addr, opts...)
+	if err != nil {
+		return 0, nil, 1, fmt.Errorf("cannot connect to %s to ask for its schemas (reflection): %v", addr, lf.tls.explainDial(err))
+	}
+	defer cl.Close()
+	svcs, err := rpc.Reflect(rctx, cl)
+	switch {
+	case rpc.IsNoSuchMethod(err):
+		return 0, nil, 2, fmt.Errorf("-method %q: the server at %s does not serve reflection (rpc.WithReflection): pass -schema FILE, or an ordinal", lf.method, addr)
+	case err != nil:
+		return 0, nil, 1, fmt.Errorf("asking %s for its schemas (reflection): %v", addr, lf.tls.explain(err, sniff))
+	}
+	r, m, bad, err := reflectFindMethod(parseReflected(svcs), lf.method)
+	if err != nil {
+		code := 2
+		if bad {
+			code = 1
+		}
+		return 0, nil, code, fmt.Errorf("-method %q at %s: %v", lf.method, addr, err)
+	}
+	if err := loadUnary(m, "-method", lf.method); err != nil {
+		return 0, nil, 2, err
+	}
+	payload := lf.cfg.Payload
+	if lf.js != nil {
+		if m.Req == nil {
+			return 0, nil, 2, fmt.Errorf("-payload-json: %s takes no request", callMethodName(r.f, m))
+		}
+		if payload, err = dynamic.AppendMessage(nil, m.Req, lf.js); err != nil {
+			return 0, nil, 2, fmt.Errorf("-payload-json: %v", dynamicErr(err))
+		}
+	}
+	return r.base + m.Ordinal, payload, 0, nil
 }

@@ -229,12 +229,15 @@ func TestLoadUsageErrors(t *testing.T) {
 	}{
 		{[]string{"-payload-hex", "00"}, 2, "-method is required"},
 		{[]string{"-method", "0"}, 2, "ordinals start at 1"},
-		{[]string{"-method", "getBalance"}, 2, "a method name needs -schema"},
+		// A name without -schema is looked up on the server (reflection),
+		// once the other flags are good.
+		{[]string{"-method", "getBalance", "-addr", "127.0.0.1:1"}, 1, "cannot connect to 127.0.0.1:1 to ask for its schemas (reflection)"},
+		{[]string{"-method", "getBalance", "-addr", "127.0.0.1:1", "-c", "0"}, 2, "-c 0: want 1 or more"},
 		{[]string{"-method", "1", "-payload-hex", "zz"}, 2, "-payload-hex: encoding/hex"},
 		{[]string{"-method", "1", "-payload-hex", "00", "-payload-file", "x"}, 2, "give one of"},
 		{[]string{"-method", "1", "-payload-file", filepath.Join(dir, "missing")}, 2, "-payload-file"},
 		{[]string{"-method", "1", "-type", "X"}, 2, "-type needs -schema"},
-		{[]string{"-method", "1", "-payload-json", "{}"}, 2, "-payload-json needs -schema and -type"},
+		{[]string{"-method", "1", "-payload-json", "{}"}, 2, "-payload-json needs -schema and -type (or a -method the schema names, or a method name the server reflects)"},
 		{[]string{"-schema", sch, "-type", "Nope", "-payload-json", "{}"}, 2, `-type "Nope": no struct or method`},
 		{[]string{"-schema", sch, "-method", "nope"}, 2, `-method "nope": no method`},
 		{[]string{"-schema", sch, "-method", "nope", "-payload-json", "{}"}, 2, `-method "nope": no method`},
