@@ -49,9 +49,9 @@ var ErrNoAnswerBudget = errors.New("rpc: ReserveAnswer: ctx is not a unary handl
 // ([DefaultConnAnswerBudget], 16 MiB, and [DefaultServerAnswerBudget],
 // 64 MiB); perConn above 2 GiB counts as 2 GiB, and as perServer when
 // above it. Handlers that do not call ReserveAnswer are not bounded by
-// it. With [WithCompression], a compressed request takes what it grew
-// by when inflated (at most perConn) from these budgets too, before its
-// handler runs, until its answer has left.
+// it. With [WithCompression], a compressed request takes what it grows
+// by as it is inflated (at most perConn) from these budgets too, before
+// its handler runs, until its answer has left.
 //
 // Choose perConn so that a well-behaved client's concurrent calls on a
 // connection fit (its answers leave one after another anyway), and

@@ -89,12 +89,14 @@ func maxCompressors() int32 {
 // buffer (the handler's req), bounded as a plain payload is, by the
 // maximum frame size; one that does not inflate, inflates past that, or
 // comes to a server without the option is answered 400 unrun, and the
-// connection goes on. What the payload grew by when inflated takes the
-// call's answer budget ([WithAnswerBudget]) until its answer has left,
-// as a [ReserveAnswer] does: while the budget is full, the read loop
-// waits before it runs the call and reads nothing more, so a peer
-// pipelining small requests that inflate to a frame each holds at most
-// its connection's budget beside what it sent.
+// connection goes on. What the payload grows by as it is inflated takes
+// the call's answer budget ([WithAnswerBudget]) before the memory is
+// allocated, until its answer has left, as a [ReserveAnswer] does (at
+// most the connection's budget); while a budget is short, the read loop
+// gives back what the request took, waits holding none, and inflates it
+// again, reading nothing more meanwhile. So small requests that inflate
+// to a frame each take at most the connection's budget beside what was
+// sent on one connection, and the server's on all of them.
 //
 // Without the option on either side, every byte on the wire is what it
 // was without it. Stream messages are not compressed (a stream message
@@ -231,6 +233,18 @@ var inflaters = make(chan *inflater, maxPooledCoders)
 // limit bytes of it; on error (an error matching ErrDecompress) it
 // returns dst as it was given, grown perhaps.
 func inflate(dst, src []byte, limit int) ([]byte, error) {
+	return inflateCharged(dst, src, limit, nil)
+}
+
+// errInflateBudget stops an inflation whose grow (inflateCharged) said
+// no: the answer budget is short (inflateRequest).
+var errInflateBudget = errors.New("rpc: the answer budget is short of room for an inflated request")
+
+// inflateCharged is inflate asking grow, when not nil, before the buffer
+// grows past its capacity on entry: grow gets the capacity, beyond
+// len(dst) on entry, that the output is to have, and a false from it
+// stops the inflation with errInflateBudget.
+func inflateCharged(dst, src []byte, limit int, grow func(int) bool) ([]byte, error) {
 	var z *inflater
 	select {
 	case z = <-inflaters:
@@ -243,7 +257,7 @@ func inflate(dst, src []byte, limit int) ([]byte, error) {
 	} else if err := z.r.(flate.Resetter).Reset(&z.src, nil); err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrDecompress, err) // never: Reset without a dictionary does not fail
 	}
-	out, err := z.readInflated(dst, limit)
+	out, err := z.readInflated(dst, limit, grow)
 	if err == nil && z.src.Len() != 0 {
 		err = fmt.Errorf("%w: %d bytes after the compressed stream", ErrDecompress, z.src.Len())
 	}
@@ -263,7 +277,7 @@ func inflate(dst, src []byte, limit int) ([]byte, error) {
 // bytes beyond its length on entry. A full dst is grown only once a
 // byte is known to follow (z.probe): a caller's buffer of the answer's
 // size is not grown just to learn that the stream has ended.
-func (z *inflater) readInflated(dst []byte, limit int) ([]byte, error) {
+func (z *inflater) readInflated(dst []byte, limit int, grow func(int) bool) ([]byte, error) {
 	start := len(dst)
 	r := z.r
 	for {
@@ -284,7 +298,11 @@ func (z *inflater) readInflated(dst []byte, limit int) ([]byte, error) {
 			}
 			// By hand: append's growth (and slices.Grow's) may take
 			// the buffer a quarter past the limit.
-			grown := make([]byte, len(dst), len(dst)+min(max(len(dst)-start, 4<<10), end-len(dst)))
+			size := len(dst) + min(max(len(dst)-start, 4<<10), end-len(dst))
+			if grow != nil && !grow(size-start) {
+				return dst, errInflateBudget
+			}
+			grown := make([]byte, len(dst), size)
 			copy(grown, dst)
 			dst = append(grown, z.probe[0])
 			if err == io.EOF {
@@ -430,26 +448,46 @@ func deflateRequest(r *wire.Request) *deflater {
 // points r.Payload at it; when that fails (or this server does not take
 // compressed requests: it never said it does), it answers the call 400
 // from the read loop, keeps j for the next call, and returns reqNext.
-// The bytes the payload grew by are the server's, not the peer's: they
-// take the call's answer budget (chargeInflated) before it runs, and it
-// returns reqClosed when the connection closed during that wait; -1 when
-// the call is to run.
+// The bytes the payload grows by are the server's, not the peer's: they
+// take the call's answer budget as the buffer grows, before they are
+// allocated (inflateBudget), until its answer has left; it returns
+// reqClosed when the connection closed during a wait for that budget;
+// -1 when the call is to run.
 func (c *serverConn) inflateRequest(j *job, r *wire.Request) int {
 	var err error
 	if c.s.opts.deflateMin == 0 {
 		err = errors.New("rpc: compressed payload, which this server does not take (rpc.WithCompression)")
 	} else {
 		// Bounded as a plain payload is: the largest frame's.
-		j.req, err = inflate(j.req[:0], r.Payload, c.r.MaxFrameSize()-1-wire.RequestOverhead)
-	}
-	if err == nil {
-		grew := len(j.req) - len(r.Payload)
-		r.Payload = j.req
-		if grew > 0 && !c.chargeInflated(j, grew) {
-			c.spare = j
-			return reqClosed
+		limit := c.r.MaxFrameSize() - 1 - wire.RequestOverhead
+		b := inflateBudget{c: c, sent: len(r.Payload), most: int64(c.s.opts.connAnswerBudget)}
+		for {
+			j.req, err = inflateCharged(j.req[:0], r.Payload, limit, b.grow)
+			if err != errInflateBudget {
+				break
+			}
+			// Short: what the request took goes back, with its buffer,
+			// and the read loop waits, holding nothing, for twice what
+			// it reached (two read loops that each waited holding part
+			// of a budget could wait for each other for ever), then
+			// inflates it again.
+			want := min(2*b.reached, b.most)
+			b.release()
+			if cap(j.req) > maxKeptBuffer {
+				j.req = nil
+			}
+			if !c.waitBudget(want) {
+				c.spare = j
+				return reqClosed
+			}
+			b.held = want
 		}
-		return -1
+		if err == nil {
+			j.reserved = uint32(b.held)
+			r.Payload = j.req
+			return -1
+		}
+		b.release()
 	}
 	if cap(j.req) > maxKeptBuffer {
 		j.req = nil
@@ -460,40 +498,72 @@ func (c *serverConn) inflateRequest(j *job, r *wire.Request) int {
 	return reqNext
 }
 
-// chargeInflated reserves for j's call, on the read loop, n bytes (at
-// most the connection's budget) of the connection's and the server's
-// answer budgets ([WithAnswerBudget]): what a compressed request inflated
-// to beyond the bytes the peer sent. Without it a peer that pipelined
-// small requests which each inflate to a frame had the server hold the
-// in-flight limit times the largest frame (256 times 16 MiB) for a few
-// KiB sent. While the budget is full the read loop waits, reading no
-// more frames, until calls of the connection (or, for the server's
-// budget, of others) give theirs back; the bytes go back with the
-// answer's (finish). It reports false when the connection closed first.
-func (c *serverConn) chargeInflated(j *job, n int) bool {
-	s := c.s
-	m := int64(min(n, s.opts.connAnswerBudget))
-	cb := c.answerBudget()
-	for _, b := range [2]*answerBudget{cb, &s.ansBudget} {
-		if b.take(m) {
-			continue
-		}
-		// A wait: the answers the read loop owes go out first, and the
-		// connection counts as busy meanwhile (as in answerRoom).
-		err := c.flushOwed()
-		if err != nil {
-			c.close(fmt.Errorf("write: %w", err))
-		} else {
-			c.hold()
-			err = b.acquire(c.ctx, m, false, &s.ansWaits)
-		}
-		if err != nil {
-			if b != cb {
-				cb.release(m)
-			}
-			return false
-		}
+// inflateBudget is the answer budget ([WithAnswerBudget]) a compressed
+// request takes on its connection and server as it is inflated: what
+// its buffer grows to beyond the sent bytes, at most the connection's
+// budget. Without it a peer that pipelined small requests which each
+// inflate to a frame had the server hold the in-flight limit times the
+// largest frame (256 times 16 MiB) for a few KiB sent, and so did
+// peers that each sent one on connections of their own.
+type inflateBudget struct {
+	c       *serverConn
+	sent    int   // the compressed payload's length
+	most    int64 // the connection's budget: no request takes more
+	held    int64 // taken from both budgets
+	reached int64 // what the last refused growth wanted
+}
+
+// grow takes from the budgets, without waiting, what an output of n
+// bytes holds beyond the bytes sent and b holds already; false when
+// either is short (or calls wait for it).
+func (b *inflateBudget) grow(n int) bool {
+	need := min(int64(n-b.sent), b.most)
+	if need <= b.held {
+		return true
 	}
-	j.reserved = uint32(m)
+	more := need - b.held
+	cb, sb := b.c.answerBudget(), &b.c.s.ansBudget
+	if !cb.take(more) {
+		b.reached = need
+		return false
+	}
+	if !sb.take(more) {
+		cb.release(more)
+		b.reached = need
+		return false
+	}
+	b.held = need
+	return true
+}
+
+// release gives back what b holds.
+func (b *inflateBudget) release() {
+	if b.held > 0 {
+		b.c.answerBudget().release(b.held)
+		b.c.s.ansBudget.release(b.held)
+		b.held = 0
+	}
+}
+
+// waitBudget takes n bytes of the connection's and the server's answer
+// budgets for a request, on the read loop, waiting while they are
+// short (the answers the read loop owes go out first, and the
+// connection counts as busy meanwhile, as in answerRoom). It reports
+// false when the connection closed first.
+func (c *serverConn) waitBudget(n int64) bool {
+	if err := c.flushOwed(); err != nil {
+		c.close(fmt.Errorf("write: %w", err))
+		return false
+	}
+	c.hold()
+	s := c.s
+	cb := c.answerBudget()
+	if cb.acquire(c.ctx, n, false, &s.ansWaits) != nil {
+		return false
+	}
+	if s.ansBudget.acquire(c.ctx, n, false, &s.ansWaits) != nil {
+		cb.release(n)
+		return false
+	}
 	return true
 }

@@ -1,7 +1,9 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"net"
 	"runtime"
 	"strconv"
@@ -41,7 +43,10 @@ func TestCompressionRequestBombsBounded(t *testing.T) {
 	s.Handle(74, func(_ context.Context, req, resp []byte) ([]byte, error) {
 		entered.Add(1)
 		<-release
-		return append(resp, byte(len(req)>>16)), nil
+		if bytes.Count(req, []byte{0}) != len(req) {
+			return resp, errors.New("not the zeros sent")
+		}
+		return strconv.AppendInt(resp, int64(len(req)), 10), nil
 	})
 	bomb := deflateBytes(t, make([]byte, maxFrame-1-wire.RequestOverhead-64))
 	peer := rawDial(t, addr)
@@ -61,7 +66,7 @@ func TestCompressionRequestBombsBounded(t *testing.T) {
 	}
 	close(release)
 	for range calls {
-		if a := peer.recvResponse(); a.Status != StatusOK {
+		if a := peer.recvResponse(); a.Status != StatusOK || atoi(a.Body) != maxFrame-1-wire.RequestOverhead-64 {
 			t.Fatalf("answer %d %q", a.Status, a.Body)
 		}
 	}
@@ -168,4 +173,56 @@ func TestCompressorsBounded(t *testing.T) {
 	if compressed.Load() == 0 {
 		t.Error("nothing was compressed")
 	}
+}
+
+// Many connections, each sending one small compressed request that
+// inflates to nearly a frame, to a handler that holds its call: the
+// bytes the server inflated for them are bounded by the server's
+// answer budget (the requests past it wait, holding no inflated
+// buffer), not the number of connections times the frame size.
+func TestCompressionRequestBombsAcrossConnections(t *testing.T) {
+	const (
+		maxFrame = 1 << 20
+		conns    = 24
+		budget   = 4 << 20
+	)
+	s, addr := compressServer(t, WithFrameOptions(frame.WithMaxFrameSize(maxFrame)), WithAnswerBudget(maxFrame, budget))
+	var entered atomic.Int32
+	release := make(chan struct{})
+	s.Handle(74, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		entered.Add(1)
+		<-release
+		if bytes.Count(req, []byte{0}) != len(req) {
+			return resp, errors.New("not the zeros sent")
+		}
+		return strconv.AppendInt(resp, int64(len(req)), 10), nil
+	})
+	bomb := deflateBytes(t, make([]byte, maxFrame-1-wire.RequestOverhead-64))
+	peers := make([]*rawConn, conns)
+	for i := range peers {
+		peers[i] = rawDial(t, addr)
+	}
+	before := heapInUse()
+	for _, p := range peers {
+		p.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 74, PromiseID: 1, Payload: bomb, PayloadDeflated: true}))
+	}
+	// Every call runs (no bound), or the calls the budget holds run and
+	// the others wait.
+	await(t, "the calls to run or to wait", func() bool {
+		n := entered.Load()
+		return n == conns || n > 0 && int64(n)+s.Stats().AnswerWaits == conns
+	})
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("%d calls running, %d waiting; heap grew %d KiB for %d bytes sent", entered.Load(), s.Stats().AnswerWaits, grown>>10, conns*len(bomb))
+	if limit := int64(budget + 2*maxFrame + conns*64<<10); grown > limit {
+		t.Errorf("the heap grew %d KiB for %d connections' compressed requests of %d bytes: want at most %d KiB (the server's budget and a frame or two)",
+			grown>>10, conns, len(bomb), limit>>10)
+	}
+	close(release)
+	for _, p := range peers {
+		if a := p.recvResponse(); a.Status != StatusOK || atoi(a.Body) != maxFrame-1-wire.RequestOverhead-64 {
+			t.Fatalf("answer %d %q", a.Status, a.Body)
+		}
+	}
+	await(t, "the budget back", func() bool { return s.Stats().AnswerBytes == 0 })
 }

@@ -63,7 +63,7 @@ type job struct {
 	afs       []afterFunc   // under dmu: AfterFunc callbacks waiting for dch
 	afID      uint32        // under dmu: ids of AfterFunc registrations
 	// reserved is the answer budget the call holds (ReserveAnswer, and
-	// chargeInflated for a compressed request), given back by finish; here, in what would be padding.
+	// inflateRequest for a compressed request), given back by finish; here, in what would be padding.
 	reserved uint32
 	afWG     sync.WaitGroup
 
