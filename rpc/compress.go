@@ -100,7 +100,8 @@ func maxCompressors() int32 {
 //
 // Without the option on either side, every byte on the wire is what it
 // was without it. Stream messages are not compressed (a stream message
-// has no flags word to mark one compressed; see docs/wire.md §8).
+// has no flags word to mark one compressed; see docs/wire.md §8), and a
+// server refuses, 400, a stream open whose payload is marked compressed.
 func WithCompression(minSize int) Option {
 	if minSize <= 0 {
 		minSize = DefaultCompressMin

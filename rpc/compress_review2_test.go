@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -204,5 +205,29 @@ func TestCompressionEdges(t *testing.T) {
 	}
 	if shorter == 0 {
 		t.Fatal("no body compressed shorter")
+	}
+}
+
+// A stream open whose payload is marked compressed (streams are never
+// compressed: docs/wire.md §8) is refused 400 before its handler runs,
+// on a server with the option and one without; the handler never sees
+// the compressed bytes as its first message. The connection goes on.
+func TestCompressionStreamOpenRefused(t *testing.T) {
+	for _, opts := range [][]ServerOption{nil, {WithCompression(0)}} {
+		_, addr, _ := streamServer(t, opts...)
+		rc := rawDial(t, addr)
+		rc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a broken test must not hang
+		rc.send(wire.KindStreamOpen, wire.AppendRequest(nil, &wire.Request{Method: sEcho, PromiseID: 1, Payload: deflateBytes(t, []byte("hello")), PayloadDeflated: true}))
+		kind, body, ok := rc.recv()
+		if !ok || kind != wire.KindStreamEnd {
+			t.Fatalf("options %d: frame kind %d (%q) ok %v, want the end of stream 1", len(opts), kind, body, ok)
+		}
+		if e, err := wire.ParseStreamEnd(body); err != nil || e.ID != 1 || e.Status != StatusBadRequest {
+			t.Fatalf("options %d: end %+v (%v), want stream 1's 400", len(opts), e, err)
+		}
+		rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 3, Payload: []byte("next")}))
+		if a := rc.recvResponse(); a.Status != StatusOK || string(a.Body) != "next" {
+			t.Fatalf("options %d: next call %d %q", len(opts), a.Status, a.Body)
+		}
 	}
 }

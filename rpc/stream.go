@@ -111,6 +111,9 @@ const (
 	streamPanicText  = "stream handler panic"
 	streamExitText   = "stream handler exited (runtime.Goexit)"
 	streamCancelText = "canceled"
+	// streamDeflated: an open whose payload is marked compressed (400);
+	// streams are never compressed.
+	streamDeflated = "compressed stream open: streams are not compressed"
 	// streamOverrunText: a client that keeps our windows went past one
 	// (400).
 	streamOverrunText = "stream flow-control window exceeded"

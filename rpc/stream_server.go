@@ -274,6 +274,11 @@ func (c *serverConn) streamOpen(p []byte) bool {
 			return c.streamRefuse(&req, StatusBadRequest, malformedMetadata, true, false)
 		}
 	}
+	if req.PayloadDeflated {
+		// Streams are never compressed (docs/wire.md §8): the handler
+		// would take the compressed bytes for its first message.
+		return c.streamRefuse(&req, StatusBadRequest, streamDeflated, true, false)
+	}
 	if c.goAwaySent.Load() {
 		return c.streamRefuse(&req, StatusUnavailable, streamGoingAway, true, true)
 	}
