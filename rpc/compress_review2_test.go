@@ -231,3 +231,47 @@ func TestCompressionStreamOpenRefused(t *testing.T) {
 		}
 	}
 }
+
+// Many connections with compression, each making compressed calls both
+// ways, then closed: nothing of compression is kept per connection
+// (compressors and decompressors are the process's, 4 idle of each at
+// most), so once they are closed the heap is back near where it was.
+func TestCompressionManyConnectionsKeepNothing(t *testing.T) {
+	srv, addr := compressServer(t)
+	payload := logRecords(64 << 10)
+	c0 := dial(t, addr, WithCompression(0))
+	if _, err := c0.Call(context.Background(), mEcho, payload, nil); err != nil { // warm: pools filled
+		t.Fatal(err)
+	}
+	if _, err := c0.Call(context.Background(), mEcho, payload, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := heapInUse()
+	const conns = 40
+	var wg sync.WaitGroup
+	for range conns {
+		c, err := Dial(context.Background(), "tcp", addr, WithCompression(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			for range 3 {
+				out, err := c.Call(context.Background(), mEcho, payload, nil)
+				if err != nil || !bytes.Equal(out, payload) {
+					t.Errorf("%d bytes, %v", len(out), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	await(t, "the server to close the connections", func() bool { return srv.Stats().Active == 1 })
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("after %d connections closed: the heap grew %d KiB", conns, grown>>10)
+	if limit := int64(8 << 20); grown > limit {
+		t.Errorf("after %d compressing connections closed, the heap grew %d KiB: want at most %d KiB (the pools)", conns, grown>>10, limit>>10)
+	}
+}
