@@ -91,8 +91,9 @@ func maxCompressors() int32 {
 // comes to a server without the option is answered 400 unrun, and the
 // connection goes on. What the payload grows by as it is inflated takes
 // the call's answer budget ([WithAnswerBudget]) before the memory is
-// allocated, until its answer has left, as a [ReserveAnswer] does (at
-// most the connection's budget); while a budget is short, the read loop
+// allocated, until its answer has left, as a [ReserveAnswer] does; it
+// may grow by at most the connection's budget (400 past it, when that
+// budget is below the largest frame); while a budget is short, the read loop
 // gives back what the request took, waits holding none, and inflates it
 // again, reading nothing more meanwhile. So small requests that inflate
 // to a frame each take at most the connection's budget beside what was
@@ -295,7 +296,7 @@ func (z *inflater) readInflated(dst []byte, limit int, grow func(int) bool) ([]b
 				continue
 			}
 			if len(dst)-start >= limit {
-				return dst, fmt.Errorf("%w: it inflates past %d bytes, the largest answer", ErrDecompress, limit)
+				return dst, fmt.Errorf("%w: it inflates past %d bytes, the most this side takes", ErrDecompress, limit)
 			}
 			// By hand: append's growth (and slices.Grow's) may take
 			// the buffer a quarter past the limit.
@@ -315,7 +316,7 @@ func (z *inflater) readInflated(dst []byte, limit int, grow func(int) bool) ([]b
 		dst = dst[:len(dst)+n]
 		switch {
 		case len(dst)-start > limit:
-			return dst, fmt.Errorf("%w: it inflates past %d bytes, the largest answer", ErrDecompress, limit)
+			return dst, fmt.Errorf("%w: it inflates past %d bytes, the most this side takes", ErrDecompress, limit)
 		case err == io.EOF:
 			return dst, nil
 		case err != nil:
@@ -459,9 +460,11 @@ func (c *serverConn) inflateRequest(j *job, r *wire.Request) int {
 	if c.s.opts.deflateMin == 0 {
 		err = errors.New("rpc: compressed payload, which this server does not take (rpc.WithCompression)")
 	} else {
-		// Bounded as a plain payload is: the largest frame's.
-		limit := c.r.MaxFrameSize() - 1 - wire.RequestOverhead
+		// Bounded as a plain payload is, by the largest frame's, and
+		// grown by at most the connection's answer budget: past it, the
+		// bytes would be held beyond what the budgets count.
 		b := inflateBudget{c: c, sent: len(r.Payload), most: int64(c.s.opts.connAnswerBudget)}
+		limit := min(c.r.MaxFrameSize()-1-wire.RequestOverhead, b.sent+c.s.opts.connAnswerBudget)
 		for {
 			j.req, err = inflateCharged(j.req[:0], r.Payload, limit, b.grow)
 			if err != errInflateBudget {

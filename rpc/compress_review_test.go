@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -225,4 +226,56 @@ func TestCompressionRequestBombsAcrossConnections(t *testing.T) {
 		}
 	}
 	await(t, "the budget back", func() bool { return s.Stats().AnswerBytes == 0 })
+}
+
+// With a connection's answer budget below the largest frame, a
+// compressed request may grow by at most that budget when inflated
+// (400 past it): else each connection's request took the frame while
+// it held only the budget's worth of the server's, and connections
+// times the frame size in all. One within the budget is served.
+func TestCompressionRequestPastSmallBudget(t *testing.T) {
+	const (
+		maxFrame = 1 << 20
+		perConn  = 64 << 10
+		conns    = 12
+	)
+	s, addr := compressServer(t, WithFrameOptions(frame.WithMaxFrameSize(maxFrame)), WithAnswerBudget(perConn, 16*perConn))
+	release := make(chan struct{})
+	s.Handle(74, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		<-release
+		return strconv.AppendInt(resp, int64(len(req)), 10), nil
+	})
+	defer close(release)
+	big := deflateBytes(t, make([]byte, maxFrame/2))
+	peers := make([]*rawConn, conns)
+	for i := range peers {
+		peers[i] = rawDial(t, addr)
+	}
+	before := heapInUse()
+	for _, p := range peers {
+		p.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 74, PromiseID: 1, Payload: big, PayloadDeflated: true}))
+	}
+	var refused int
+	for _, p := range peers {
+		p.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hang guard: a call that runs is never answered
+		kind, env, ok := p.recv()
+		if !ok {
+			break
+		}
+		if a, err := wire.ParseResponse(env); kind == wire.KindResponse && err == nil && a.Status == StatusBadRequest && strings.Contains(string(a.Body), "inflates past") {
+			refused++
+		}
+	}
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("%d of %d refused; heap grew %d KiB", refused, conns, grown>>10)
+	if refused != conns || grown > 16*perConn+conns*64<<10 {
+		t.Errorf("requests inflating to %d KiB with a %d KiB connection budget: %d of %d refused, heap grew %d KiB",
+			maxFrame/2>>10, perConn>>10, refused, conns, grown>>10)
+	}
+	// Within the budget: served.
+	p := rawDial(t, addr)
+	p.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Payload: deflateBytes(t, make([]byte, perConn/2)), PayloadDeflated: true}))
+	if a := p.recvResponse(); a.Status != StatusOK || len(a.Body) != perConn/2 {
+		t.Fatalf("a request within the budget: %d, %d bytes", a.Status, len(a.Body))
+	}
 }
