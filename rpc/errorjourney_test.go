@@ -689,7 +689,7 @@ func callerRows() []journeyRow {
 			}
 			return err
 		},
-		code:  StatusInternal,
+		code:  StatusUnavailable,
 		is:    []string{"ErrClosed"},
 		maybe: []string{"io.EOF", "syscall.ECONNRESET"},
 		text:  []string{closedText},
