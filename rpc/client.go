@@ -428,6 +428,29 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	// it and the caller's own costs a mispredicted return once it runs
 	// again.
 	done := ctx.Done()
+	if done == nil && !c.opts.deflate && !wireInUse.Load() {
+		// The plain call (send's work for it, by hand): a ctx that can
+		// never end (no deadline, nothing to watch), no compression, no
+		// ctx in this process that carries a cap or metadata, so the
+		// request is the canonical envelope. send's thirteen argument
+		// words do not fit in registers, nor does its wire.Request.
+		if c.goAway.Load() {
+			return resp, ErrGoAway
+		}
+		s, err := c.acquire(resp, nil, nil)
+		if err != nil {
+			return resp, err
+		}
+		if lead, ok := c.out.queuePlain(method, s.pid, 0, req, &c.goAway); ok {
+			if lead {
+				c.flushRequests(ctx)
+			}
+		} else if err := c.queuePlainSlow(ctx, s, method, req); err != nil {
+			return resp, err
+		}
+		<-s.ch
+		return c.answer(s, resp)
+	}
 	s, err := c.send(ctx, done, done, method, 0, req, resp)
 	if err != nil {
 		return resp, err
@@ -503,14 +526,31 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	r.PromiseID = s.pid
 
 	// Queued at once when there is room (the common case); else the
-	// general way below, which waits for room or reports the error.
+	// general way (queueSlow), which waits for room or reports the error.
 	if lead, ok := c.out.queueRequest(&r, &c.goAway); ok {
 		if lead {
 			c.flushRequests(ctx)
 		}
 		return s, nil
 	}
-	if n := 1 + wire.RequestLen(&r); n > c.out.max {
+	return c.queueSlow(ctx, s, &r)
+}
+
+// queuePlainSlow is queueSlow for Call's plain call (method, payload
+// req) in slot s, whose quick queueing failed. It returns the error of
+// a call that was not sent (its slot freed), nil when the caller is to
+// wait for the answer.
+func (c *Client) queuePlainSlow(ctx context.Context, s *slot, method uint32, req []byte) error {
+	r := wire.Request{Method: method, PromiseID: s.pid, Payload: req}
+	_, err := c.queueSlow(ctx, s, &r)
+	return err
+}
+
+// queueSlow queues request r of the call in slot s the general way, when
+// queueRequest could not: it waits for room (until ctx ends), or reports
+// why the call was not sent (its slot freed). See send.
+func (c *Client) queueSlow(ctx context.Context, s *slot, r *wire.Request) (*slot, error) {
+	if n := 1 + wire.RequestLen(r); n > c.out.max {
 		// Never sent, however much room the queue has: not worth a wait
 		// for room (until ctx ends, or the write timeout closes the
 		// connection), nor a copy into the queue.
@@ -539,7 +579,7 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 			}
 		}
 	}
-	buf = wire.AppendRequest(buf, &r)
+	buf = wire.AppendRequest(buf, r)
 	lead, err := c.out.end(buf)
 	if err != nil && err != ctx.Err() {
 		if errors.Is(err, frame.ErrFrameTooLarge) {

@@ -435,6 +435,11 @@ func (o *outbox) end(buf []byte) (lead bool, err error) {
 // then takes the general way (beginCtx, end), which waits or reports
 // the error. lead is end's.
 func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool) {
+	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate && !r.PayloadDeflated {
+		// Nearly every call's: AppendRequest's bytes, without its look
+		// at those fields.
+		return o.queuePlain(r.Method, r.PromiseID, r.Target, r.Payload, stop)
+	}
 	n := 1 + wire.RequestLen(r) // the frame's length: kind byte and envelope
 	if n > o.max {
 		return false, false
@@ -450,15 +455,37 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 		o.cur = o.take()
 	}
 	b := append(binary.LittleEndian.AppendUint32(o.cur.B, uint32(n)), wire.KindRequest)
-	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate && !r.PayloadDeflated {
-		// Nearly every call's: AppendRequest's bytes, without its
-		// look at those fields.
-		o.cur.B = wire.AppendPlainRequest(b, r.Method, r.PromiseID, r.Target, r.Payload)
-	} else {
-		o.cur.B = wire.AppendRequest(b, r)
-	}
+	o.cur.B = wire.AppendRequest(b, r)
 	// claim, without its checks that pass here: o.err was nil under
 	// this hold of mu, and the queue has the frame just added.
+	if !o.flushing && !o.claimed {
+		o.claimed = true
+		lead = true
+	}
+	o.mu.Unlock()
+	return lead, true
+}
+
+// queuePlain is queueRequest for a request with nothing but its method,
+// promise id, target and payload (the canonical envelope,
+// wire.AppendPlainRequest's), given as they are: Call's plain call has no
+// wire.Request to read them from.
+func (o *outbox) queuePlain(method, pid, target uint32, payload []byte, stop *atomic.Bool) (lead, ok bool) {
+	n := 1 + wire.RequestOverhead + len(payload) // the frame's length: kind byte and envelope
+	if n > o.max {
+		return false, false
+	}
+	o.mu.Lock()
+	// See queueRequest.
+	if o.err != nil || stop.Load() || o.cur != nil && len(o.cur.B) >= outboxLimit {
+		o.mu.Unlock()
+		return false, false
+	}
+	if o.cur == nil {
+		o.cur = o.take()
+	}
+	b := append(binary.LittleEndian.AppendUint32(o.cur.B, uint32(n)), wire.KindRequest)
+	o.cur.B = wire.AppendPlainRequest(b, method, pid, target, payload)
 	if !o.flushing && !o.claimed {
 		o.claimed = true
 		lead = true
