@@ -428,12 +428,13 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	// it and the caller's own costs a mispredicted return once it runs
 	// again.
 	done := ctx.Done()
-	if done == nil && !c.opts.deflate && !wireInUse.Load() {
+	if done == nil && !c.opts.deflate && (!wireInUse.Load() || wireFrom(ctx) == nil) {
 		// The plain call (send's work for it, by hand): a ctx that can
 		// never end (no deadline, nothing to watch), no compression, no
-		// ctx in this process that carries a cap or metadata, so the
-		// request is the canonical envelope. send's thirteen argument
-		// words do not fit in registers, nor does its wire.Request.
+		// cap or metadata in ctx (none in the process while wireInUse
+		// is unset, the only load), so the request is the canonical
+		// envelope. send's thirteen argument words do not fit in
+		// registers, nor does its wire.Request.
 		if c.goAway.Load() {
 			return resp, ErrGoAway
 		}
