@@ -450,7 +450,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			return resp, err
 		}
 		<-s.ch
-		return c.answer(s, resp)
+		return c.answer(ctx, s, resp)
 	}
 	s, err := c.send(ctx, done, done, method, 0, req, resp)
 	if err != nil {
@@ -674,6 +674,23 @@ func (c *Client) settle(ctx context.Context, s *slot) bool {
 // answer returns the answer delivered to s, a call made with resp and
 // ctx, and frees the slot.
 func (c *Client) answer(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
+	if s.err != nil || s.status != StatusOK {
+		return c.answerFailed(ctx, s, resp)
+	}
+	// drop and push by hand: s.err is nil already, and nothing of the
+	// failed case's stays live across push's loop.
+	out := s.resp
+	s.resp = nil
+	if s.rmd != nil {
+		s.rmd = nil
+	}
+	c.push(s)
+	return out, nil
+}
+
+// answerFailed is answer for a call that failed (s.err) or whose answer
+// is not StatusOK.
+func (c *Client) answerFailed(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
 	out, status, notRun, errp := s.resp, s.status, s.notRun, s.err
 	s.drop() // c.release(s) by hand (see drop)
 	c.push(s)
@@ -915,9 +932,19 @@ func (c *Client) unsend(s *slot) {
 // (takeMetadata). r is the parsed answer, passed by pointer: its fields
 // as arguments would not all fit in registers.
 func (c *Client) deliver(r *wire.Response) {
-	s := c.claim(r.PromiseID)
-	if s == nil {
-		return
+	// claim's first compare-and-swap, by hand (claim is not inlined):
+	// the answer of a call that waits for it.
+	pid := r.PromiseID
+	t := c.table.Load()
+	i := uint(pid&0xFFFF) - 1
+	if t == nil || i >= uint(len(*t)) {
+		return // no such slot (0 included: i wraps)
+	}
+	s := (*t)[i]
+	if w := uint64(pid) << 32; !s.st.CompareAndSwap(w|slotWaiting, w|slotDelivered) {
+		if s = c.claimSlot(s, pid); s == nil {
+			return
+		}
 	}
 	s.resp = append(s.resp, r.Body...)
 	s.status, s.notRun = r.Status, r.NotRun
@@ -949,6 +976,14 @@ func (c *Client) claim(pid uint32) *slot {
 	if s.st.CompareAndSwap(w|slotWaiting, w|slotDelivered) {
 		return s
 	}
+	return c.claimSlot(s, pid)
+}
+
+// claimSlot is claim for pid's slot s, whose state was not pid's
+// waiting call a moment ago (abandoned, canceled, another use's, or a
+// compare-and-swap that lost to a change).
+func (c *Client) claimSlot(s *slot, pid uint32) *slot {
+	w := uint64(pid) << 32
 	for {
 		switch v := s.st.Load(); v {
 		case w | slotWaiting:
