@@ -438,9 +438,26 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		if c.goAway.Load() {
 			return resp, ErrGoAway
 		}
-		s, err := c.acquire(resp, nil, nil)
-		if err != nil {
-			return resp, err
+		// acquire's work by hand for a slot off the free stack (pop and
+		// use are inlined; an idle slot's rmd is nil already, see drop);
+		// acquire itself for a new slot or a broken client.
+		s := c.pop()
+		if s != nil {
+			s.use(resp)
+			if s.donePid.Load() != 0 {
+				s.donePid.Store(0) // see acquire
+			}
+			s.st.Store(uint64(s.pid)<<32 | slotWaiting)
+			if c.broken.Load() {
+				c.unsend(s) // see acquire, which reports the error
+				s = nil
+			}
+		}
+		if s == nil {
+			var err error
+			if s, err = c.acquire(resp, nil, nil); err != nil {
+				return resp, err
+			}
 		}
 		if lead, ok := c.out.queuePlain(method, s.pid, 0, req, &c.goAway); ok {
 			if lead {
@@ -788,11 +805,7 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slo
 		c.table.Store(&table)
 		c.mu.Unlock()
 	}
-	s.pid = uint32(s.gen)<<16 | s.pid&0xFFFF
-	if s.gen++; s.gen == 0 {
-		s.epoch.Add(1) // the next use's pid is one 65,536 uses old
-	}
-	s.resp = resp
+	s.use(resp)
 	if s.rmd != rmd {
 		s.rmd = rmd
 	}
@@ -825,6 +838,16 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slo
 		return nil, err
 	}
 	return s, nil
+}
+
+// use starts the next use of slot s, whose answer is to be appended to
+// resp: its pid (see slotLine).
+func (s *slot) use(resp []byte) {
+	s.pid = uint32(s.gen)<<16 | s.pid&0xFFFF
+	if s.gen++; s.gen == 0 {
+		s.epoch.Add(1) // the next use's pid is one 65,536 uses old
+	}
+	s.resp = resp
 }
 
 // notSent is the error of a call (or stream) refused, before anything of
