@@ -467,7 +467,17 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			return resp, err
 		}
 		<-s.ch
-		return c.answer(ctx, s, resp)
+		if s.err != nil || s.status != StatusOK {
+			return c.answerFailed(ctx, s, resp)
+		}
+		// answer's plain case, by hand (push is inlined).
+		out := s.resp
+		s.resp = nil
+		if s.rmd != nil {
+			s.rmd = nil
+		}
+		c.push(s)
+		return out, nil
 	}
 	s, err := c.send(ctx, done, done, method, 0, req, resp)
 	if err != nil {
@@ -843,8 +853,9 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slo
 // use starts the next use of slot s, whose answer is to be appended to
 // resp: its pid (see slotLine).
 func (s *slot) use(resp []byte) {
-	s.pid = uint32(s.gen)<<16 | s.pid&0xFFFF
-	if s.gen++; s.gen == 0 {
+	g := s.gen // loaded once: the store of pid may alias it, for the compiler
+	s.pid = uint32(g)<<16 | s.pid&0xFFFF
+	if s.gen = g + 1; s.gen == 0 {
 		s.epoch.Add(1) // the next use's pid is one 65,536 uses old
 	}
 	s.resp = resp
