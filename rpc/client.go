@@ -157,8 +157,9 @@ type slot struct {
 	doneID atomic.Uintptr
 	// rmd receives the response metadata of the slot's current call
 	// (WithResponseMetadata), nil when the call did not ask: written by
-	// acquire before the call is waiting, read by deliver only for an
-	// answer that carries metadata, cleared by release.
+	// acquire before the call is waiting, read by the read loop's
+	// delivery (readFrames) only for an answer that carries metadata,
+	// cleared by release.
 	rmd     *Metadata
 	donePid atomic.Uint32
 	// spent is the pid of the promise whose Wait or Release began (see
@@ -956,40 +957,8 @@ func (c *Client) unsend(s *slot) {
 	c.release(s)
 }
 
-// deliver hands an answer to the call waiting for pid; an answer for an
-// abandoned call frees its slot; an unknown pid is dropped. It takes no
-// lock on the way to a waiting call: the slot's state word names the
-// promise id, so one compare-and-swap both matches the answer to the
-// slot's current use and claims it (the channel orders the writes that
-// follow before the caller's reads). md is the answer's response
-// metadata, which goes to the call's receiver when it has one
-// (takeMetadata). r is the parsed answer, passed by pointer: its fields
-// as arguments would not all fit in registers.
-func (c *Client) deliver(r *wire.Response) {
-	// claim's first compare-and-swap, by hand (claim is not inlined):
-	// the answer of a call that waits for it.
-	pid := r.PromiseID
-	t := c.table.Load()
-	i := uint(pid&0xFFFF) - 1
-	if t == nil || i >= uint(len(*t)) {
-		return // no such slot (0 included: i wraps)
-	}
-	s := (*t)[i]
-	if w := uint64(pid) << 32; !s.st.CompareAndSwap(w|slotWaiting, w|slotDelivered) {
-		if s = c.claimSlot(s, pid); s == nil {
-			return
-		}
-	}
-	s.resp = append(s.resp, r.Body...)
-	s.status, s.notRun = r.Status, r.NotRun
-	if len(r.Metadata) > 0 && s.rmd != nil {
-		c.takeMetadata(s, r.Metadata)
-	}
-	s.ch <- struct{}{}
-}
-
 // deliverErr fails the call waiting for pid with err (an answer that did
-// not parse); see deliver.
+// not parse); see readFrames' delivery of an answer.
 func (c *Client) deliverErr(pid uint32, err error) {
 	if s := c.claim(pid); s != nil {
 		s.err = &err
@@ -1112,11 +1081,36 @@ func (c *Client) readFrames() {
 				c.fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 				return
 			}
-			if r.Deflated || r.TakesDeflate {
-				c.deliverFlagged(&r) // compress.go
+			if (r.Deflated || r.TakesDeflate) && c.deliverFlagged(&r) { // compress.go
 				continue
 			}
-			c.deliver(&r)
+			// The delivery of the answer, here in the loop (a function
+			// of its own, not inlined, cost a call per answer). It takes
+			// no lock on the way to a waiting call: the slot's state word
+			// names the promise id, so one compare-and-swap both matches
+			// the answer to the slot's current use and claims it (claim's
+			// first one; the channel orders the writes that follow
+			// before the caller's reads). An answer for an abandoned call
+			// frees its slot, one for an unknown pid is dropped
+			// (claimSlot). The response metadata goes to the call's
+			// receiver when it has one (takeMetadata).
+			t := c.table.Load()
+			i := uint(r.PromiseID&0xFFFF) - 1
+			if t == nil || i >= uint(len(*t)) {
+				continue // no such slot (0 included: i wraps)
+			}
+			s := (*t)[i]
+			if w := uint64(r.PromiseID) << 32; !s.st.CompareAndSwap(w|slotWaiting, w|slotDelivered) {
+				if s = c.claimSlot(s, r.PromiseID); s == nil {
+					continue
+				}
+			}
+			s.resp = append(s.resp, r.Body...)
+			s.status, s.notRun = r.Status, r.NotRun
+			if len(r.Metadata) > 0 && s.rmd != nil {
+				c.takeMetadata(s, r.Metadata)
+			}
+			s.ch <- struct{}{}
 		case wire.KindGoAway:
 			w := c.out.lock()
 			first := !c.goAway.Swap(true)

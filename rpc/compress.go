@@ -325,36 +325,38 @@ func (z *inflater) readInflated(dst []byte, limit int, grow func(int) bool) ([]b
 	}
 }
 
-// deliverFlagged is deliver for an answer whose body is compressed
-// (r.Deflated: the body is inflated into the call's buffer, or the call
-// fails) or that says the server takes compressed requests
-// (r.TakesDeflate, noted for the client's later calls).
-func (c *Client) deliverFlagged(r *wire.Response) {
+// deliverFlagged is the client's read loop's delivery (readFrames) for
+// an answer whose body is compressed (r.Deflated: the body is inflated
+// into the call's buffer, or the call fails) or that says the server
+// takes compressed requests (r.TakesDeflate, noted for the client's
+// later calls). It reports false when the answer is still to be
+// delivered as any other (its body is not compressed).
+func (c *Client) deliverFlagged(r *wire.Response) bool {
 	if r.TakesDeflate && c.opts.deflate && !c.zipReq.Load() {
 		c.zipReq.Store(true)
 	}
 	if !r.Deflated {
-		c.deliver(r)
-		return
+		return false
 	}
 	s := c.claim(r.PromiseID)
 	if s == nil {
-		return
+		return true
 	}
 	if !c.opts.deflate {
 		failDelivered(s, fmt.Errorf("%w: a compressed answer to a call that did not accept one", ErrProtocol))
-		return
+		return true
 	}
 	var err error
 	if s.resp, err = inflate(s.resp, r.Body, c.r.MaxFrameSize()-1-wire.ResponseOverhead); err != nil {
 		failDelivered(s, err)
-		return
+		return true
 	}
 	s.status, s.notRun = r.Status, r.NotRun
 	if len(r.Metadata) > 0 && s.rmd != nil {
 		c.takeMetadata(s, r.Metadata)
 	}
 	s.ch <- struct{}{}
+	return true
 }
 
 // failDelivered fails the call of s, claimed for its answer, with err
