@@ -460,6 +460,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 				return resp, err
 			}
 		}
+		c.out.mu.Lock() // queuePlain unlocks it
 		if lead, ok := c.out.queuePlain(method, s.pid, 0, req, &c.goAway); ok {
 			if lead {
 				c.flushRequests(ctx)

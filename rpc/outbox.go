@@ -438,6 +438,7 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate && !r.PayloadDeflated {
 		// Nearly every call's: AppendRequest's bytes, without its look
 		// at those fields.
+		o.mu.Lock()
 		return o.queuePlain(r.Method, r.PromiseID, r.Target, r.Payload, stop)
 	}
 	n := 1 + wire.RequestLen(r) // the frame's length: kind byte and envelope
@@ -469,15 +470,13 @@ func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool
 // queuePlain is queueRequest for a request with nothing but its method,
 // promise id, target and payload (the canonical envelope,
 // wire.AppendPlainRequest's), given as they are: Call's plain call has no
-// wire.Request to read them from.
+// wire.Request to read them from. It is called with mu held (the caller
+// took it: values live across a lock that may block must be kept on the
+// stack, and the caller's are already) and unlocks it.
 func (o *outbox) queuePlain(method, pid, target uint32, payload []byte, stop *atomic.Bool) (lead, ok bool) {
 	n := 1 + wire.RequestOverhead + len(payload) // the frame's length: kind byte and envelope
-	if n > o.max {
-		return false, false
-	}
-	o.mu.Lock()
 	// See queueRequest.
-	if o.err != nil || stop.Load() || o.cur != nil && len(o.cur.B) >= outboxLimit {
+	if n > o.max || o.err != nil || stop.Load() || o.cur != nil && len(o.cur.B) >= outboxLimit {
 		o.mu.Unlock()
 		return false, false
 	}
