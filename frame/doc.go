@@ -118,10 +118,11 @@
 //
 // # Validity of a payload
 //
-// [Reader.Next] returns a payload that aliases the buffer its frame was
-// read into, never a copy: the Reader's inline buffer or a pooled buffer
-// from package pool. Either way the payload is valid only until the next
-// call to Next, Wait or Reset: then its bytes may be overwritten by the
+// [Reader.Next] (and [Reader.TryNext]) returns a payload that aliases the
+// buffer its frame was read into, never a copy: the Reader's inline buffer
+// or a pooled buffer from package pool. Either way the payload is valid
+// only until the next call to Next, Wait or Reset, or a TryNext that
+// returns a frame: then its bytes may be overwritten by the
 // bytes that follow, or the pooled buffer goes back to its pool. Copy what must
 // live longer. Build with -tags zapdebug and an expired payload is
 // overwritten with 0xDB bytes, so a use after Next shows up in tests.

@@ -128,6 +128,10 @@ func FuzzReader(f *testing.F) {
 		// a server's read loop does (Wait, then Next): same frames, same
 		// errors.
 		wait := bufSize%2 == 1
+		// With bit 1 of the buffer size, each frame is asked of TryNext
+		// first (as a server's read loop does), then of Next when it
+		// returns none: same frames, same errors.
+		try := bufSize&2 != 0
 		for i := 0; ; i++ {
 			var kind byte
 			var p []byte
@@ -139,10 +143,25 @@ func FuzzReader(f *testing.F) {
 			}
 			if err == nil {
 				// Ready's inline case decides as the general one does.
-				if fast, slow := r.Ready(), r.ready(); fast != slow {
-					t.Fatalf("before frame %d: Ready %v, general %v", i, fast, slow)
+				ready, slow := r.Ready(), r.ready()
+				if ready != slow {
+					t.Fatalf("before frame %d: Ready %v, general %v", i, ready, slow)
 				}
-				kind, p, err = r.Next()
+				ok := false
+				if try {
+					buffered := r.Buffered()
+					if kind, p, ok = r.TryNext(); ok && !ready {
+						t.Fatalf("frame %d: TryNext returned one where Next would read", i)
+					} else if !ok && r.Buffered() != buffered {
+						t.Fatalf("frame %d: TryNext returned none but took %d bytes", i, buffered-r.Buffered())
+					}
+				}
+				if !ok {
+					kind, p, err = r.Next()
+					if try && ready && !http && err == nil {
+						t.Fatalf("frame %d: TryNext returned none, Next a buffered frame", i)
+					}
+				}
 			}
 			// Memory follows the bytes received, whatever the headers
 			// announced, and never exceeds the larger of the read-ahead

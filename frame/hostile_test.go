@@ -154,6 +154,9 @@ func TestReaderLengthPrefixAboveInt32(t *testing.T) {
 					if fast, slow := r.Ready(), r.ready(); fast != slow || fast != (want == ErrFrameTooLarge) {
 						t.Fatalf("Ready %v (general %v) with %d bytes buffered, want %v", fast, slow, r.Buffered(), want == ErrFrameTooLarge)
 					}
+					if kind, p, ok := r.TryNext(); ok || r.Buffered() != 8 {
+						t.Fatalf("TryNext = %d %x %v, leaving %d bytes buffered: want false, and all 8 left", kind, p, ok, r.Buffered())
+					}
 					if kind, p, err := r.Next(); !errors.Is(err, want) || kind != 0 || p != nil {
 						t.Fatalf("Next = %d %x %v, want %v", kind, p, err, want)
 					}

@@ -78,13 +78,19 @@ type Reader struct {
 	max     int  // largest accepted length prefix
 	rsize   int  // read-ahead limit and large-frame threshold (WithBufferSize)
 	http    bool // big-endian length, no kind byte
-	off     int  // offset of the payload in a frame: 5 canonical, 4 HTTP
-	full    bool // the last read filled all the space it was offered
-	raCap   int  // largest read-ahead buffer used so far (<= rsize)
-	credit  int  // length of the last completed frame larger than smallSize
-	rerr    error
-	err     error  // sticky error
-	start   uint64 // received at the last Reset: where the stream began
+	// fast is max while the one-compare fast path of Next, TryNext and
+	// Ready applies (the canonical framing, no sticky error), else 0: a
+	// length prefix n is one the fast path takes exactly when n-1 <
+	// fast as a uint32 (a length of 0 wraps around to the largest
+	// value). Set by NewReader and Reset, cleared by fail.
+	fast   uint32
+	off    int  // offset of the payload in a frame: 5 canonical, 4 HTTP
+	full   bool // the last read filled all the space it was offered
+	raCap  int  // largest read-ahead buffer used so far (<= rsize)
+	credit int  // length of the last completed frame larger than smallSize
+	rerr   error
+	err    error  // sticky error
+	start  uint64 // received at the last Reset: where the stream began
 
 	received atomic.Uint64 // bytes read from src, for Received
 	// framed is the number of bytes of the stream up to the end of the
@@ -117,6 +123,7 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 	if o.http {
 		fr.off = 4
 	}
+	fr.fast = fr.fastLimit()
 	fr.buf = fr.small[:]
 	fr.raw = newRawSource(fr, r)
 	return fr
@@ -135,7 +142,18 @@ func (fr *Reader) Reset(r io.Reader) {
 	fr.r, fr.w = 0, 0
 	fr.full, fr.raCap, fr.credit = false, 0, 0
 	fr.rerr, fr.err = nil, nil
+	fr.fast = fr.fastLimit()
 	fr.start = fr.received.Load()
+}
+
+// fastLimit is what fast holds while the Reader is not broken: max in
+// the canonical framing, 0 (no fast path) in the HTTP framing, whose
+// length is big-endian and whose frames have no kind byte.
+func (fr *Reader) fastLimit() uint32 {
+	if fr.http {
+		return 0
+	}
+	return uint32(fr.max) // at most maxSize, 2^32-1
 }
 
 // Buffered returns the number of bytes taken from the stream that no Next
@@ -161,15 +179,15 @@ func (fr *Reader) Held() int {
 // Ready reports whether the next call to Next returns without reading from
 // the stream: a whole frame (or a protocol error, or the sticky error) is
 // already buffered. A server that runs handlers in its read loop can use
-// !Ready() as the moment to flush: Next is about to block.
+// !Ready() as the moment to flush: Next is about to block. (TryNext
+// takes such a frame in the same look at its header.)
 func (fr *Reader) Ready() bool {
 	// The common case inline (a read loop asks after every frame): a
-	// canonical length within the limit, as Next decides it. (t > 0 also
-	// leaves to ready a length of 2^31 or more where an int has 32 bits:
-	// it is negative there.)
-	if avail := fr.w - fr.r; avail >= 4 && fr.err == nil && !fr.http {
-		if t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w])); t-1 < fr.max && t > 0 {
-			return avail >= t+4
+	// canonical length within the limit, as Next decides it, on a Reader
+	// that is not broken (see fast).
+	if b := fr.buf[fr.r:fr.w]; len(b) >= 4 {
+		if n := binary.LittleEndian.Uint32(b); n-1 < fr.fast {
+			return int(n) <= len(b)-4
 		}
 	}
 	return fr.ready()
@@ -184,12 +202,44 @@ func (fr *Reader) Ready() bool {
 // uses it to queue the answers of the frames already buffered and write
 // them once, not once each.
 func (fr *Reader) PeekKind() (kind byte, ok bool) {
-	if avail := fr.w - fr.r; avail >= 5 && fr.err == nil && !fr.http {
-		if t := int(binary.LittleEndian.Uint32(fr.buf[fr.r:fr.w])); t-1 < fr.max && t > 0 && avail >= t+4 {
-			return fr.buf[fr.r+4], true
+	if b := fr.buf[fr.r:fr.w]; len(b) >= 5 {
+		if n := binary.LittleEndian.Uint32(b); n-1 < fr.fast && int(n) <= len(b)-4 {
+			return b[4], true
 		}
 	}
 	return 0, false
+}
+
+// TryNext is Next for a frame that is already buffered whole: when Next
+// would return a frame without reading from the stream, TryNext returns
+// that frame, with the same payload rules (valid until the next Next,
+// TryNext that returns one, Wait or Reset), and ok true. Otherwise it
+// returns ok false and changes nothing, the payload of the last frame
+// included: nothing or part of a frame is buffered (Next would read),
+// or Next would fail (the Reader is broken, or the next length is one
+// Next refuses: then Ready is true), or the HTTP framing, which it
+// leaves to Next. A read loop calls it first and, when it returns
+// false, does what it does before a read that may block (flush what it
+// owes, see Ready) and calls Next: one look at the frame's header
+// instead of Ready's and then Next's.
+func (fr *Reader) TryNext() (kind byte, payload []byte, ok bool) {
+	// Next's first lines, with ok for the fallback.
+	if b := fr.buf[fr.r:fr.w]; len(b) >= 5 {
+		if n := binary.LittleEndian.Uint32(b); n-1 < fr.fast && int(n) <= len(b)-4 {
+			fr.release()
+			t := int(n) + 4
+			fr.r += t
+			if t > smallSize {
+				fr.credit = t
+			}
+			payload = b[5:t:t]
+			if poison.Enabled() {
+				fr.payload = payload // for release to poison
+			}
+			return b[4], payload, true
+		}
+	}
+	return 0, nil, false
 }
 
 // ready is Ready for every case.
@@ -285,13 +335,38 @@ func (fr *Reader) total(h []byte) (int, error) {
 // made for the caller: the Reader's inline 512-byte buffer (a frame that
 // arrived whole while nothing was buffered) or a pooled buffer (a larger
 // frame, or frames read ahead on a busy stream). Either way it is valid
-// only until the next call to Next, Wait or Reset: they may overwrite
-// that memory (moving the unread bytes that follow, or reading the next
-// frame into it) or give the pooled buffer back to the pool. Copy what
-// must live longer. With pool poisoning on (-tags zapdebug) an expired
+// only until the next call to Next, Wait or Reset, or a TryNext that
+// returns a frame: they may overwrite that memory (moving the unread
+// bytes that follow, or reading the next frame into it) or give the
+// pooled buffer back to the pool. Copy what must live longer. With pool poisoning on (-tags zapdebug) an expired
 // payload reads as 0xDB bytes. Its capacity equals its length, so
 // appending to it copies.
 func (fr *Reader) Next() (kind byte, payload []byte, err error) {
+	// The common case without a call (TryNext's, which has the same
+	// lines): a frame buffered whole, with a canonical length within the
+	// limit, on a Reader that is not broken (see fast). b[4] and b[5:t]
+	// are the kind byte and the payload: n >= 1, so t >= 5.
+	if b := fr.buf[fr.r:fr.w]; len(b) >= 5 {
+		if n := binary.LittleEndian.Uint32(b); n-1 < fr.fast && int(n) <= len(b)-4 {
+			fr.release()
+			t := int(n) + 4
+			fr.r += t
+			if t > smallSize {
+				fr.credit = t
+			}
+			payload = b[5:t:t]
+			if poison.Enabled() {
+				fr.payload = payload // for release to poison
+			}
+			return b[4], payload, nil
+		}
+	}
+	return fr.next()
+}
+
+// next is Next for every case: a Reader that is broken or must read, a
+// length it refuses, the HTTP framing.
+func (fr *Reader) next() (kind byte, payload []byte, err error) {
 	if fr.err != nil {
 		return 0, nil, fr.err
 	}
@@ -625,7 +700,7 @@ func (fr *Reader) dropBig() {
 // fail breaks the Reader with a protocol or end-of-stream error and gives
 // its buffer back.
 func (fr *Reader) fail(err error) (byte, []byte, error) {
-	fr.err = err
+	fr.err, fr.fast = err, 0
 	fr.release()
 	fr.dropBig()
 	fr.r, fr.w = 0, 0

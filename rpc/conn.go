@@ -439,7 +439,9 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 			return true
 		}
 		read := false // Next (or Wait) may read from the socket
-		if !c.r.Ready() {
+		// A frame buffered whole is taken at once (Ready and Next in one).
+		kind, p, ok := c.r.TryNext()
+		if !ok && !c.r.Ready() {
 			if c.seq != c.ranPub {
 				// Before the answers leave: a peer that has them sees
 				// it (TestBusyConnStaysListed).
@@ -457,10 +459,8 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 			c.s.scanDue(c.armWait()) // one clock read for both
 			read = true
 		}
-		var kind byte
-		var p []byte
 		var err error
-		if c.r.Buffered() == 0 && c.s.opts.readTimeout > 0 {
+		if !ok && c.r.Buffered() == 0 && c.s.opts.readTimeout > 0 {
 			// Between frames: wait for a frame to begin under the wait's
 			// deadline (the idle one on a quiet connection), so that an
 			// idle connection is not woken every read timeout; a frame
@@ -470,7 +470,7 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 				continue
 			}
 		}
-		if err == nil {
+		if !ok && err == nil {
 			kind, p, err = c.r.Next()
 		}
 		if read && err == nil {
