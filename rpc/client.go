@@ -1058,7 +1058,6 @@ func (c *Client) readFrames() {
 	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
 		return
 	}
-	var r wire.Response
 	for {
 		kind, p, err := c.r.Next()
 		if err != nil {
@@ -1073,7 +1072,13 @@ func (c *Client) readFrames() {
 		}
 		switch kind {
 		case wire.KindResponse:
-			if err := wire.ParseResponseTo(&r, p); err != nil {
+			var r wire.Response // a new one each answer: the plain parse sets three fields
+			var err error       // the canonical layout into r's fields directly, else the general parse
+			var plain bool
+			if r.Status, r.PromiseID, r.Body, plain = wire.ParsePlainResponse(p); !plain {
+				err = wire.ParseResponseTo(&r, p)
+			}
+			if err != nil {
 				var ee *wire.EnvelopeError
 				if errors.As(err, &ee) && ee.HasPromise {
 					c.deliverErr(ee.PromiseID, err)

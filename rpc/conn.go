@@ -586,7 +586,12 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	c.local.calls++
 	c.hold()
 	var req wire.Request
-	if err := wire.ParseRequestTo(&req, p); err != nil {
+	var err error // the canonical layout into req's fields directly, else the general parse
+	var plain bool
+	if req.Method, req.PromiseID, req.Target, req.Payload, plain = wire.ParsePlainRequest(p); !plain {
+		err = wire.ParseRequestTo(&req, p)
+	}
+	if err != nil {
 		var ee *wire.EnvelopeError
 		if errors.As(err, &ee) && ee.HasPromise {
 			// req holds what the parse read: this promise id, the

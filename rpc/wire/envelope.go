@@ -623,7 +623,7 @@ func ParseRequest(b []byte) (Request, error) {
 // field of it, on error too) instead of returning it: a server parsing one
 // request per call saves copying the Request twice.
 func ParseRequestTo(r *Request, b []byte) error {
-	// The canonical layout first (see parseCanonicalRequest, which this
+	// The canonical layout first (ParsePlainRequest's checks, which this
 	// repeats so that the result is written in place), for a buffer
 	// of at most 4 GiB: the length of a longer one, shifted into the
 	// size field's half of the word compared, would lose its high bits.
@@ -662,6 +662,47 @@ func ParseRequestTo(r *Request, b []byte) error {
 		}
 	}
 	return parseRequestTo(r, b)
+}
+
+// ParsePlainRequest decodes, in a few loads and compares, a request laid
+// out exactly as [AppendPlainRequest] writes one (the canonical layout:
+// the header with root 16 and a size of len(b), an empty cap slot, the
+// payload, if any, right after the 28-byte fixed section up to the end),
+// and reports ok false for any other bytes, well-formed or not, leaving
+// them to [ParseRequestTo]: what it accepts, ParseRequest accepts too,
+// with these values and an empty Cap, Timeout, Metadata and flags. payload
+// aliases b (nil when empty, its capacity its length). A read loop calls
+// it first and keeps the fields in its own variables (no stores through
+// a pointer, no write-barrier checks); it neither allocates nor fails.
+func ParsePlainRequest(b []byte) (method, promiseID, target uint32, payload []byte, ok bool) {
+	// A buffer over 4 GiB is left to the general parser: the size field
+	// cannot hold its length, and the length shifted into the word
+	// compared with the root and size fields would lose its high bits.
+	if len(b) < RequestOverhead || uint64(len(b)) > math.MaxUint32 {
+		return 0, 0, 0, nil, false
+	}
+	h := (*[RequestOverhead]byte)(b)
+	if binary.LittleEndian.Uint64(h[0:]) != envHeader0 ||
+		binary.LittleEndian.Uint64(h[8:]) != rootOffset|uint64(len(b))<<32 ||
+		binary.LittleEndian.Uint64(h[headerSize+reqCap:]) != 0 {
+		return 0, 0, 0, nil, false
+	}
+	n := len(b) - RequestOverhead
+	switch binary.LittleEndian.Uint64(h[headerSize+reqPayload:]) {
+	case uint64(RequestFixedSize-reqPayload) | uint64(n)<<32:
+		if n > 0 {
+			payload = b[RequestOverhead:len(b):len(b)]
+		}
+	case 0: // the null slot: no payload
+		if n != 0 {
+			return 0, 0, 0, nil, false
+		}
+	default:
+		return 0, 0, 0, nil, false
+	}
+	return binary.LittleEndian.Uint32(h[headerSize+reqMethod:]),
+		binary.LittleEndian.Uint32(h[headerSize+reqPromise:]),
+		binary.LittleEndian.Uint32(h[headerSize+reqTarget:]), payload, true
 }
 
 // parseRequestTo is parseRequest into *r (kept out of line: the general
@@ -754,7 +795,7 @@ func ParseResponse(b []byte) (Response, error) {
 // whose halves were just stored as smaller words, which the processor
 // cannot forward to the wider loads of the copy: a stall per answer).
 func ParseResponseTo(r *Response, b []byte) error {
-	// The canonical layout first (see parseCanonicalResponse, which this
+	// The canonical layout first (ParsePlainResponse's checks, which this
 	// repeats so that the result is written in place), for a buffer
 	// of at most 4 GiB: the length of a longer one, shifted into the
 	// size field's half of the word compared, would lose its high bits.
@@ -788,6 +829,39 @@ func ParseResponseTo(r *Response, b []byte) error {
 		return nil
 	}
 	return parseResponseTo(r, b)
+}
+
+// ParsePlainResponse is [ParsePlainRequest] for an answer laid out
+// exactly as [AppendResponseHeader] and its body write one (the header,
+// the 20-byte fixed section, the body, if any, right after it up to the
+// end; no extension field): ok false for any
+// other bytes, which [ParseResponseTo] decides. What it accepts,
+// ParseResponse accepts too, with these values and no NotRun, Metadata
+// or flags. body aliases b (nil when empty, its capacity its length).
+func ParsePlainResponse(b []byte) (status, promiseID uint32, body []byte, ok bool) {
+	if len(b) < ResponseOverhead || uint64(len(b)) > math.MaxUint32 {
+		return 0, 0, nil, false
+	}
+	h := (*[ResponseOverhead]byte)(b)
+	if binary.LittleEndian.Uint64(h[0:]) != envHeader0 ||
+		binary.LittleEndian.Uint64(h[8:]) != rootOffset|uint64(len(b))<<32 {
+		return 0, 0, nil, false
+	}
+	n := len(b) - ResponseOverhead
+	switch binary.LittleEndian.Uint64(h[headerSize+respBody:]) {
+	case uint64(ResponseFixedSize-respBody) | uint64(n)<<32:
+		if n > 0 {
+			body = b[ResponseOverhead:len(b):len(b)]
+		}
+	case 0: // the null slot: no body
+		if n != 0 {
+			return 0, 0, nil, false
+		}
+	default:
+		return 0, 0, nil, false
+	}
+	return binary.LittleEndian.Uint32(h[headerSize+respStatus:]),
+		binary.LittleEndian.Uint32(h[headerSize+respPromise:]), body, true
 }
 
 // parseResponseTo is parseResponse into *r (kept out of line: the general
@@ -849,68 +923,17 @@ func parseResponse(b []byte) (Response, error) {
 const envHeader0 = uint64('Z') | uint64('A')<<8 | uint64('P')<<16 |
 	uint64(EnvelopeVersion)<<32 | uint64(EnvelopeFlags)<<48
 
-// parseCanonicalRequest decodes, in a few loads, a request laid out
-// exactly as AppendRequest lays out one without extension fields (the
-// canonical layout): the header above with root 16 and a size of len(b),
-// an empty cap slot, and the payload, if any, right after the fixed
-// section up to the end. ok is false for anything else (parseRequest
-// decides); for what it accepts it returns what parseRequest returns. A
-// buffer over 4 GiB is left to parseRequest: the size field cannot hold
-// its length, and the length shifted into the word compared with the
-// root and size fields would lose its high bits.
+// parseCanonicalRequest is ParsePlainRequest as a Request (for the
+// tests, which compare it with parseRequest).
 func parseCanonicalRequest(b []byte) (r Request, ok bool) {
-	if len(b) < RequestOverhead || uint64(len(b)) > math.MaxUint32 ||
-		binary.LittleEndian.Uint64(b) != envHeader0 ||
-		binary.LittleEndian.Uint64(b[8:]) != rootOffset|uint64(len(b))<<32 {
-		return Request{}, false
-	}
-	f := b[headerSize:RequestOverhead]
-	if binary.LittleEndian.Uint64(f[reqCap:]) != 0 {
-		return Request{}, false
-	}
-	r = Request{
-		Method:    binary.LittleEndian.Uint32(f[reqMethod:]),
-		PromiseID: binary.LittleEndian.Uint32(f[reqPromise:]),
-		Target:    binary.LittleEndian.Uint32(f[reqTarget:]),
-	}
-	n := len(b) - RequestOverhead
-	switch binary.LittleEndian.Uint64(f[reqPayload:]) {
-	case uint64(RequestFixedSize-reqPayload) | uint64(n)<<32:
-		if n > 0 {
-			r.Payload = b[RequestOverhead:len(b):len(b)]
-		}
-		return r, true
-	case 0:
-		return r, n == 0
-	}
-	return Request{}, false
+	r.Method, r.PromiseID, r.Target, r.Payload, ok = ParsePlainRequest(b)
+	return r, ok
 }
 
-// parseCanonicalResponse is parseCanonicalRequest for an answer: the
-// header, a zero reserved word, and the body, if any, right after the
-// fixed section up to the end (no flags extension field).
+// parseCanonicalResponse is ParsePlainResponse as a Response.
 func parseCanonicalResponse(b []byte) (r Response, ok bool) {
-	if len(b) < ResponseOverhead || uint64(len(b)) > math.MaxUint32 ||
-		binary.LittleEndian.Uint64(b) != envHeader0 ||
-		binary.LittleEndian.Uint64(b[8:]) != rootOffset|uint64(len(b))<<32 {
-		return Response{}, false
-	}
-	f := b[headerSize:ResponseOverhead]
-	r = Response{
-		Status:    binary.LittleEndian.Uint32(f[respStatus:]),
-		PromiseID: binary.LittleEndian.Uint32(f[respPromise:]),
-	}
-	n := len(b) - ResponseOverhead
-	switch binary.LittleEndian.Uint64(f[respBody:]) {
-	case uint64(ResponseFixedSize-respBody) | uint64(n)<<32:
-		if n > 0 {
-			r.Body = b[ResponseOverhead:len(b):len(b)]
-		}
-		return r, true
-	case 0:
-		return r, n == 0
-	}
-	return Response{}, false
+	r.Status, r.PromiseID, r.Body, ok = ParsePlainResponse(b)
+	return r, ok
 }
 
 // fixedEnd returns where the fixed section of an envelope object ends at

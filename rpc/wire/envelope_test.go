@@ -797,3 +797,101 @@ func TestAppendResponseHeaderWords(t *testing.T) {
 		}
 	}
 }
+
+// ParsePlainRequest and ParsePlainResponse, on random envelopes (plain,
+// with extension fields, flagged) and on random corruptions of them
+// (bytes changed, cut, lengthened): what they accept the general parsers
+// accept with the same values and empty extensions (the same slices), and
+// every envelope AppendPlainRequest, or AppendResponseHeader and its
+// body, writes they accept.
+func TestParsePlainRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 6))
+	randBytes := func(n int) []byte {
+		if n == 0 {
+			return nil
+		}
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	corrupt := func(b []byte) []byte {
+		b = append([]byte(nil), b...)
+		switch rng.IntN(4) {
+		case 0:
+			for range 1 + rng.IntN(3) {
+				b[rng.IntN(len(b))] = byte(rng.Uint32())
+			}
+		case 1:
+			b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
+		case 2:
+			b = b[:rng.IntN(len(b))]
+		case 3:
+			b = append(b, randBytes(1+rng.IntN(8))...)
+		}
+		return b
+	}
+	for i := 0; i < 5000; i++ {
+		payload := randBytes(rng.IntN(100))
+		r := Request{Method: rng.Uint32(), PromiseID: rng.Uint32(), Target: rng.Uint32(), Payload: payload}
+		plain := true
+		switch rng.IntN(5) {
+		case 0:
+			r.Cap, plain = randBytes(1+rng.IntN(8)), false
+		case 1:
+			r.Timeout, plain = 1+uint64(rng.Uint32()), false
+		case 2:
+			r.AcceptDeflate, plain = true, false
+		}
+		env := AppendRequest(nil, &r)
+		if plain {
+			env = AppendPlainRequest(nil, r.Method, r.PromiseID, r.Target, r.Payload)
+		}
+		for j, b := range [][]byte{env, corrupt(env), corrupt(env)} {
+			method, promise, target, got, ok := ParsePlainRequest(b)
+			if j == 0 && plain && !ok {
+				t.Fatalf("request %d: %x, written plain, refused", i, b)
+			}
+			if !ok {
+				continue
+			}
+			want, err := parseRequest(b)
+			if err != nil || method != want.Method || promise != want.PromiseID || target != want.Target ||
+				!sameSlice(got, want.Payload) || want.Cap != nil || want.Timeout != 0 || want.Metadata != nil ||
+				want.AcceptDeflate || want.PayloadDeflated {
+				t.Fatalf("request %d.%d %x: ParsePlainRequest %d %d %d %x, general %+v (%v)", i, j, b, method, promise, target, got, want, err)
+			}
+		}
+
+		body := randBytes(rng.IntN(100))
+		a := Response{Status: rng.Uint32(), PromiseID: rng.Uint32(), Body: body}
+		plain = true
+		switch rng.IntN(5) {
+		case 0:
+			a.NotRun, plain = true, false
+		case 1:
+			a.Metadata, plain = randBytes(1+rng.IntN(8)), false
+		case 2:
+			a.Deflated, a.TakesDeflate, plain = true, true, false
+		}
+		env = AppendResponse(nil, &a)
+		if plain {
+			env = append(AppendResponseHeader(nil, a.Status, a.PromiseID, len(a.Body)), a.Body...)
+		}
+		for j, b := range [][]byte{env, corrupt(env), corrupt(env)} {
+			status, promise, got, ok := ParsePlainResponse(b)
+			if j == 0 && plain && !ok {
+				t.Fatalf("answer %d: %x, written plain, refused", i, b)
+			}
+			if !ok {
+				continue
+			}
+			want, err := parseResponse(b)
+			if err != nil || status != want.Status || promise != want.PromiseID || !sameSlice(got, want.Body) ||
+				want.NotRun || want.Metadata != nil || want.Deflated || want.TakesDeflate {
+				t.Fatalf("answer %d.%d %x: ParsePlainResponse %d %d %x, general %+v (%v)", i, j, b, status, promise, got, want, err)
+			}
+		}
+	}
+}
