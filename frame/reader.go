@@ -224,11 +224,12 @@ func (fr *Reader) PeekKind() (kind byte, ok bool) {
 // instead of Ready's and then Next's.
 func (fr *Reader) TryNext() (kind byte, payload []byte, ok bool) {
 	// Next's first lines, with ok for the fallback.
-	if b := fr.buf[fr.r:fr.w]; len(b) >= 5 {
+	r := fr.r // kept: fr.r is loaded once
+	if b := fr.buf[r:fr.w]; len(b) >= 5 {
 		if n := binary.LittleEndian.Uint32(b); n-1 < fr.fast && int(n) <= len(b)-4 {
 			fr.release()
 			t := int(n) + 4
-			fr.r += t
+			fr.r = r + t
 			if t > smallSize {
 				fr.credit = t
 			}
@@ -346,11 +347,12 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 	// lines): a frame buffered whole, with a canonical length within the
 	// limit, on a Reader that is not broken (see fast). b[4] and b[5:t]
 	// are the kind byte and the payload: n >= 1, so t >= 5.
-	if b := fr.buf[fr.r:fr.w]; len(b) >= 5 {
+	r := fr.r // kept: fr.r is loaded once
+	if b := fr.buf[r:fr.w]; len(b) >= 5 {
 		if n := binary.LittleEndian.Uint32(b); n-1 < fr.fast && int(n) <= len(b)-4 {
 			fr.release()
 			t := int(n) + 4
-			fr.r += t
+			fr.r = r + t
 			if t > smallSize {
 				fr.credit = t
 			}
