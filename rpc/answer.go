@@ -375,7 +375,8 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body, md []byte) {
 	// The common answer in a few stores: no metadata, a batch begun (c.ans
 	// taken) with room for the frame in c.ansB, under ansMove after it,
 	// and within the frame limit. The bytes are inlineAnswerAny's: the
-	// frame's length, the kind, AppendResponseHeader's envelope, the body.
+	// frame's length, the kind, AppendResponseHeader's envelope (written
+	// in place: the room is there), the body.
 	b := c.ansB
 	start := len(b)
 	n := frameHeader + wire.ResponseOverhead + len(body)
@@ -383,10 +384,10 @@ func (c *serverConn) inlineAnswer(status, pid uint32, body, md []byte) {
 		c.inlineAnswerAny(status, pid, body, md)
 		return
 	}
-	b = b[:start+frameHeader]
+	b = b[:start+frameHeader+wire.ResponseOverhead]
 	binary.LittleEndian.PutUint32(b[start:], uint32(n-4))
 	b[start+4] = wire.KindResponse
-	b = wire.AppendResponseHeader(b, status, pid, len(body))
+	wire.PutResponseHeader((*[wire.ResponseOverhead]byte)(b[start+frameHeader:]), status, pid, len(body))
 	c.ansB = append(b, body...)
 	c.local.answered(status)
 }

@@ -416,23 +416,30 @@ func AppendResponseHeaderMD(dst []byte, status, promiseID uint32, bodyLen int, n
 // place after the header. ResponseOverhead+bodyLen must not pass 4 GiB
 // (the size field is a u32).
 func AppendResponseHeader(dst []byte, status, promiseID uint32, bodyLen int) []byte {
-	// A server writes one per call: the fixed section is written as the
-	// words putHeader and putSlot write (status and promise id are one
-	// little-endian word, the reserved u32 is 0), with one bounds check
-	// for all 36 bytes.
 	dst = grow(dst, ResponseOverhead)
-	b := dst[len(dst)-ResponseOverhead:]
-	b = b[:ResponseOverhead]
+	PutResponseHeader((*[ResponseOverhead]byte)(dst[len(dst)-ResponseOverhead:]), status, promiseID, bodyLen)
+	return dst
+}
+
+// PutResponseHeader writes to h the bytes [AppendResponseHeader] appends:
+// a response envelope's header and fixed section for a body of bodyLen
+// bytes, which the caller must place right after them. It is for a
+// caller that has made room already (a server's answer buffer, checked
+// once for the frame): a fixed-size array takes no bounds checks, and
+// the function no stack frame. ResponseOverhead+bodyLen must not pass 4
+// GiB (the size field is a u32).
+func PutResponseHeader(h *[ResponseOverhead]byte, status, promiseID uint32, bodyLen int) {
+	// The words putHeader and putSlot write: status and promise id are
+	// one little-endian word, the reserved u32 is 0.
 	var slot uint64 // putSlot's {0, 0} for an empty body
 	if bodyLen != 0 {
 		slot = uint64(ResponseOverhead-(headerSize+respBody)) | uint64(bodyLen)<<32
 	}
-	binary.LittleEndian.PutUint64(b[0:], envHeader0)
-	binary.LittleEndian.PutUint64(b[8:], rootOffset|uint64(uint32(ResponseOverhead+bodyLen))<<32)
-	binary.LittleEndian.PutUint64(b[headerSize+respStatus:], uint64(status)|uint64(promiseID)<<32)
-	binary.LittleEndian.PutUint32(b[headerSize+respPromise+4:], 0)
-	binary.LittleEndian.PutUint64(b[headerSize+respBody:], slot)
-	return dst
+	binary.LittleEndian.PutUint64(h[0:], envHeader0)
+	binary.LittleEndian.PutUint64(h[8:], rootOffset|uint64(uint32(ResponseOverhead+bodyLen))<<32)
+	binary.LittleEndian.PutUint64(h[headerSize+respStatus:], uint64(status)|uint64(promiseID)<<32)
+	binary.LittleEndian.PutUint32(h[headerSize+respPromise+4:], 0)
+	binary.LittleEndian.PutUint64(h[headerSize+respBody:], slot)
 }
 
 // AppendRefusalHeader is [AppendResponseHeader] for an answer whose

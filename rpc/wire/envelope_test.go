@@ -761,9 +761,10 @@ func responseHeaderByParts(dst []byte, status, promiseID uint32, bodyLen int) []
 }
 
 // TestAppendResponseHeaderWords checks AppendResponseHeader's word-wide
-// stores against the field-by-field reference and the general parser, on
-// random statuses, promise ids, body lengths and destinations (a prefix
-// kept, room or none, stale bytes where the header goes).
+// stores (PutResponseHeader's) against the field-by-field reference and
+// the general parser, on random statuses, promise ids, body lengths and
+// destinations (a prefix kept, room or none, stale bytes where the header
+// goes), and PutResponseHeader alone into an array of random bytes.
 func TestAppendResponseHeaderWords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 27))
 	for i := range 20000 {
@@ -787,6 +788,16 @@ func TestAppendResponseHeaderWords(t *testing.T) {
 			body[k] = byte(rng.Uint32())
 		}
 		want := append(responseHeaderByParts(bytes.Clone(prefix), status, pid, n), body...)
+		// PutResponseHeader into room full of other bytes writes every
+		// one of the 36.
+		var h [ResponseOverhead]byte
+		for k := range h {
+			h[k] = byte(rng.Uint32())
+		}
+		PutResponseHeader(&h, status, pid, n)
+		if put := want[len(prefix) : len(prefix)+ResponseOverhead]; !bytes.Equal(h[:], put) {
+			t.Fatalf("PutResponseHeader: status %d pid %d body %d:\n got %x\nwant %x", status, pid, n, h[:], put)
+		}
 		got := append(AppendResponseHeader(prefix, status, pid, n), body...)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("status %d pid %d body %d prefix %d:\n got %x\nwant %x", status, pid, n, len(prefix), got, want)
