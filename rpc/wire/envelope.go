@@ -266,21 +266,30 @@ func appendPlainRequest(dst []byte, method, promiseID, target uint32, payload []
 		dst = slices.Grow(dst, size)
 	}
 	dst = dst[:start+size]
-	h := (*[RequestOverhead]byte)(dst[start:])
-	binary.LittleEndian.PutUint64(h[0:], envHeader0)
-	binary.LittleEndian.PutUint64(h[8:], rootOffset|uint64(size)<<32)
-	binary.LittleEndian.PutUint64(h[headerSize+reqMethod:], uint64(method)|uint64(promiseID)<<32)
-	binary.LittleEndian.PutUint32(h[headerSize+reqTarget:], target)
-	binary.LittleEndian.PutUint64(h[headerSize+reqCap:], 0)
+	PutPlainRequestHeader((*[RequestOverhead]byte)(dst[start:]), method, promiseID, target, len(payload))
+	copy(dst[start+RequestOverhead:], payload)
+	return dst
+}
+
+// PutPlainRequestHeader writes to h the header and fixed section that
+// [AppendPlainRequest] appends for a payload of payloadLen bytes, which
+// the caller must place right after them: for a caller that has made
+// room already (one growth for a frame's head, envelope and payload). A
+// fixed-size array takes no bounds checks, and the function inlines.
+// The envelope must not pass 4 GiB (see [AppendRequest]).
+func PutPlainRequestHeader(h *[RequestOverhead]byte, method, promiseID, target uint32, payloadLen int) {
 	// The payload's slot (putSlot's): {0, 0} when empty, else the tail
 	// right after the fixed section (8 bytes past the slot) and its length.
 	var slot uint64
-	if len(payload) > 0 {
-		slot = uint64(RequestOverhead-(headerSize+reqPayload)) | uint64(len(payload))<<32
+	if payloadLen > 0 {
+		slot = uint64(RequestOverhead-(headerSize+reqPayload)) | uint64(payloadLen)<<32
 	}
+	binary.LittleEndian.PutUint64(h[0:], envHeader0)
+	binary.LittleEndian.PutUint64(h[8:], rootOffset|uint64(uint32(RequestOverhead+payloadLen))<<32)
+	binary.LittleEndian.PutUint64(h[headerSize+reqMethod:], uint64(method)|uint64(promiseID)<<32)
+	binary.LittleEndian.PutUint32(h[headerSize+reqTarget:], target)
+	binary.LittleEndian.PutUint64(h[headerSize+reqCap:], 0)
 	binary.LittleEndian.PutUint64(h[headerSize+reqPayload:], slot)
-	copy(dst[start+RequestOverhead:], payload)
-	return dst
 }
 
 // AppendResponse appends the answer envelope for r to dst and returns the

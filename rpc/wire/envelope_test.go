@@ -603,7 +603,8 @@ func TestAppendPlainRequestMatchesGeneral(t *testing.T) {
 // AppendPlainRequest, on random requests of the plain layout appended
 // to random prefixes with random spare room (none, some, exactly the
 // envelope's), writes the bytes of the general path and leaves the
-// prefix as it was; AppendRequest, which takes the same path, too.
+// prefix as it was; AppendRequest, which takes the same path, too; and
+// PutPlainRequestHeader, into an array of random bytes, the first 44.
 func TestAppendPlainRequestRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 14))
 	for i := 0; i < 2000; i++ {
@@ -631,6 +632,16 @@ func TestAppendPlainRequestRandom(t *testing.T) {
 			spare = size
 		}
 		want := appendAnyRequest(append([]byte(nil), prefix...), &r)
+		// PutPlainRequestHeader into room full of other bytes writes
+		// every one of the 44.
+		var h [RequestOverhead]byte
+		for j := range h {
+			h[j] = byte(rng.Uint32())
+		}
+		PutPlainRequestHeader(&h, r.Method, r.PromiseID, r.Target, len(r.Payload))
+		if put := want[len(prefix) : len(prefix)+RequestOverhead]; !bytes.Equal(h[:], put) {
+			t.Fatalf("PutPlainRequestHeader: request %d (%d-byte payload):\n got %x\nwant %x", i, len(payload), h[:], put)
+		}
 		for _, fn := range []struct {
 			name   string
 			append func([]byte) []byte
