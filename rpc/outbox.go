@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -483,8 +484,19 @@ func (o *outbox) queuePlain(method, pid, target uint32, payload []byte, stop *at
 	if o.cur == nil {
 		o.cur = o.take()
 	}
-	b := append(binary.LittleEndian.AppendUint32(o.cur.B, uint32(n)), wire.KindRequest)
-	o.cur.B = wire.AppendPlainRequest(b, method, pid, target, payload)
+	// AppendPlainRequest's bytes after one growth for the whole frame:
+	// head and envelope through one fixed array, then the payload.
+	b, start := o.cur.B, len(o.cur.B)
+	if cap(b)-start < 4+n {
+		b = slices.Grow(b, 4+n)
+	}
+	b = b[:start+4+n]
+	h := (*[frameHeader + wire.RequestOverhead]byte)(b[start:]) // one bounds check
+	binary.LittleEndian.PutUint32(h[:], uint32(n))
+	h[4] = wire.KindRequest
+	wire.PutPlainRequestHeader((*[wire.RequestOverhead]byte)(h[frameHeader:]), method, pid, target, len(payload))
+	copy(b[start+len(h):], payload)
+	o.cur.B = b
 	if !o.flushing && !o.claimed {
 		o.claimed = true
 		lead = true
