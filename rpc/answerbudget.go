@@ -156,6 +156,7 @@ func ReserveAnswer(ctx context.Context, n int) error {
 		return err
 	}
 	j.reserved += uint32(m)
+	j.undo = true // finishAny gives it back
 	return nil
 }
 

@@ -491,6 +491,9 @@ func (c *serverConn) inflateRequest(j *job, r *wire.Request) int {
 		if err == nil {
 			j.reserved = uint32(b.held)
 			r.Payload = j.req
+			// j.req may have grown past maxKeptBuffer, and j.reserved
+			// goes back when the answer leaves (finishAny).
+			j.undo = true
 			return -1
 		}
 		b.release()

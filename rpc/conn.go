@@ -658,6 +658,7 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		copy(j.req, req.Payload)
 	} else {
 		j.req = append(j.req[:0], req.Payload...)
+		j.undo = true // finishAny drops a buffer above maxKeptBuffer
 	}
 	if req.Timeout != 0 || len(req.Cap) > 0 || len(req.Metadata) > 0 || req.AcceptDeflate {
 		j.setExt(&req, arrived)

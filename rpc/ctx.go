@@ -52,6 +52,7 @@ type job struct {
 	rmd       []byte // owned: response metadata the handler set (SetResponseMetadata), reused
 	refused   bool   // answered without running: its deadline had passed
 	deflate   bool   // the caller takes a compressed answer and the server compresses (compress.go)
+	undo      bool   // finish has more to do than write the answer: see finishAny
 	dmu       sync.Mutex
 	armed     bool          // under dmu: Done was called during this call
 	fired     bool          // under dmu: dch is closed

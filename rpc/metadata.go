@@ -305,6 +305,7 @@ func (c *serverConn) checkMetadata(r *wire.Request) bool {
 // reused after the read loop moves on). arrived is when the request was
 // parsed (monoNow), for the deadline.
 func (j *job) setExt(r *wire.Request, arrived int64) {
+	j.undo = true // finish looks at what this sets (finishAny)
 	// The caller takes a compressed answer, which this server may send
 	// (WithCompression); finish clears it.
 	j.deflate = r.AcceptDeflate && j.c.s.opts.deflateMin > 0

@@ -84,6 +84,7 @@ func SetResponseMetadata(ctx context.Context, kv ...string) error {
 		return ErrNoResponseMetadata
 	}
 	j.rmd = appendPairs(j.rmd, kv)
+	j.undo = true // finishAny sends or drops j.rmd
 	return nil
 }
 
