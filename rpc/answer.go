@@ -207,6 +207,14 @@ func (c *serverConn) invokeBody(j *job) (status uint32, body []byte) {
 		return StatusDeadlineExceeded, nil
 	}
 	out, err := j.h(j, j.req, j.resp[:0])
+	return c.result(j, out, err)
+}
+
+// result is invokeBody's status and body for what j's handler returned:
+// the result's buffer kept for the next call, the response metadata
+// checked, an error turned into its status and text, a result too large
+// for a frame into a 500.
+func (c *serverConn) result(j *job, out []byte, err error) (status uint32, body []byte) {
 	if len(out) > 0 || cap(out) > 0 {
 		if unsafe.SliceData(out) == unsafe.SliceData(j.resp) {
 			if cap(out) != cap(j.resp) {

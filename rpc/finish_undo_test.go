@@ -5,9 +5,12 @@ import (
 	"compress/flate"
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -154,5 +157,49 @@ func TestInlineDoneDisarmedForNextCall(t *testing.T) {
 	}
 	if a := peer.recvResponse(); a.Status != StatusDeadlineExceeded {
 		t.Fatalf("second call: status %d, %q", a.Status, a.Body)
+	}
+}
+
+// TestInlineAnswerInItsBufferTooLarge: a result written into the
+// handler's resp buffer, within its capacity but above the server's
+// largest frame, is answered 500 with the text that says so, as one that
+// outgrew the buffer is (TestErrorJourney), not as an empty 500.
+func TestInlineAnswerInItsBufferTooLarge(t *testing.T) {
+	s, addr, _ := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(256)))
+	s.Handle(2, func(_ context.Context, _, resp []byte) ([]byte, error) {
+		if cap(resp) < 400 {
+			return nil, fmt.Errorf("resp has a capacity of %d bytes", cap(resp))
+		}
+		return append(resp, make([]byte, 400)...), nil
+	})
+	c := dial(t, addr)
+	_, err := c.Call(context.Background(), 2, nil, nil)
+	if se := StatusOf(err); se == nil || se.Code != StatusInternal || !strings.HasPrefix(se.Message, "rpc: answer too large for a frame") {
+		t.Fatalf("got %v, want a 500 that says the answer is too large", err)
+	}
+}
+
+// TestInlineResultReslicedKeepsItsCap: a handler that returns its resp
+// resliced to a smaller capacity has the job keep that capacity for its
+// next call (invokeBody's rule), inline too.
+func TestInlineResultReslicedKeepsItsCap(t *testing.T) {
+	s, addr, _ := testServer(t, WithMaxInFlight(1))
+	s.Handle(2, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		switch string(req) {
+		case "warm":
+			return warm(resp), nil
+		case "cut":
+			return append(resp, "ok"...)[:2:100], nil
+		}
+		return append(resp, strconv.Itoa(cap(resp))...), nil
+	})
+	c := dial(t, addr)
+	for _, p := range []string{"warm", "cut"} {
+		if _, err := c.Call(context.Background(), 2, []byte(p), nil); err != nil {
+			t.Fatalf("%s call: %v", p, err)
+		}
+	}
+	if out, err := c.Call(context.Background(), 2, []byte("cap?"), nil); err != nil || string(out) != "100" {
+		t.Fatalf("the call after the cut one: %q, %v; want its resp's capacity, 100", out, err)
 	}
 }

@@ -3,6 +3,7 @@ package rpc
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // runInline runs a call on the read loop's goroutine, which saves handing
@@ -32,10 +33,24 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	// No defer here: the read loop's recovers a panic and sees a
 	// runtime.Goexit (readGuarded).
 	g.j, g.seq = j, seq
-	if c.s.opts.observer == nil {
-		status, body = c.invokeBody(j)
-	} else {
+	switch {
+	case c.s.opts.observer != nil:
 		status, body = c.call(j)
+	case j.undo:
+		status, body = c.invokeBody(j)
+	default:
+		// invokeBody for the common call, without its call: no deadline
+		// (setExt sets j.undo), so none passed, and no promise target
+		// (such a call runs on a worker). A result in j.resp itself
+		// (its cap unchanged) that fits a frame, with no error and no
+		// response metadata (SetResponseMetadata sets j.undo), needs
+		// none of result's work.
+		out, err := j.h(j, j.req, j.resp[:0])
+		if err == nil && !j.undo && unsafe.SliceData(out) == unsafe.SliceData(j.resp) && cap(out) == cap(j.resp) && c.answerFits(len(out)) {
+			status, body = StatusOK, out
+		} else {
+			status, body = c.result(j, out, err)
+		}
 	}
 	g.j = nil
 	if !c.inl.CompareAndSwap(seq, 0) {
