@@ -381,9 +381,9 @@ func (c *serverConn) readLoop() bool {
 // this goroutine still holds the read loop role (false: taken over
 // meanwhile, the call answered like a worker's).
 func (c *serverConn) failInline(g *inlineGuard) bool {
-	j := g.j
-	g.j = nil
-	if !c.inl.CompareAndSwap(g.seq, 0) {
+	j, seq := g.j, g.seq
+	g.seq = 0
+	if !c.inl.CompareAndSwap(seq, 0) {
 		c.finish(j, StatusInternal, nil, false)
 		return false
 	}
@@ -391,17 +391,19 @@ func (c *serverConn) failInline(g *inlineGuard) bool {
 	return true
 }
 
-// inlineGuard is what the read loop's goroutine runs inline now: the job
-// and its sequence number while a handler runs (j nil otherwise). It is
-// the goroutine's own (a local of readLoop), not the connection's: after
-// a take-over, the new read loop has its own.
+// inlineGuard is what the read loop's goroutine runs inline now: the
+// sequence number of the call whose handler runs (0 when none) and its
+// job (j is left as it is after the call: the next call is most often the
+// same job, the read loop's spare, and a pointer store costs a
+// write-barrier check). It is the goroutine's own (a local of readLoop),
+// not the connection's: after a take-over, the new read loop has its own.
 type inlineGuard struct {
 	j   *job
 	seq uint64
 }
 
 // readGuarded runs the read loop (readFrames) and recovers the panic of a
-// handler it runs inline (g.j set): one deferred recover for the read
+// handler it runs inline (g.seq set): one deferred recover for the read
 // loop's life instead of one per call (which cost some 10 ns a call). A
 // panic anywhere else in the read loop is not recovered.
 //
@@ -410,10 +412,10 @@ type inlineGuard struct {
 // loop over, as after a panic.
 func (c *serverConn) readGuarded(g *inlineGuard) (done, panicked bool) {
 	defer func() {
-		j := g.j
-		if j == nil {
+		if g.seq == 0 {
 			return
 		}
+		j := g.j
 		if r := recover(); r != nil {
 			c.handlerPanic(j, r)
 			panicked = true

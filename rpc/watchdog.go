@@ -32,7 +32,10 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	var body []byte
 	// No defer here: the read loop's recovers a panic and sees a
 	// runtime.Goexit (readGuarded).
-	g.j, g.seq = j, seq
+	if g.j != j {
+		g.j = j // most often the job of the call before (see inlineGuard)
+	}
+	g.seq = seq
 	switch {
 	case c.s.opts.observer != nil:
 		status, body = c.call(j)
@@ -52,7 +55,7 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 			status, body = c.result(j, out, err)
 		}
 	}
-	g.j = nil
+	g.seq = 0
 	if !c.inl.CompareAndSwap(seq, 0) {
 		// Taken over: answer like a worker and leave reading to the
 		// goroutine that has the role now. The watchdog counted this
