@@ -40,39 +40,27 @@ func (c *serverConn) run(j *job) {
 }
 
 // finish answers a call and frees its job. inReader: the caller holds the
-// read loop role and flushes later (see readLoop).
+// read loop role and flushes later (see readLoop). runInline answers the
+// common inline call itself and calls finishAny for the rest.
 func (c *serverConn) finish(j *job, status uint32, body []byte, inReader bool) {
-	// Over for its caller's cancel (cancel.go), and, with armedAny below,
-	// for a late Done (see armDone).
+	// Over for its caller's cancel (cancel.go), and, with armedAny in
+	// finishAny, for a late Done (see armDone).
 	j.live.Store(0)
-	if inReader && !zapdebug && !j.undo && !j.armedAny.Load() && len(body) < frame.DefaultWritevThreshold {
-		// The common call, run inline, with nothing for finishAny to
-		// undo or check (see job.undo; armedAny is finishAny's other
-		// test, a Done or AfterFunc of the call): its small answer goes
-		// to the read loop's buffer. An inline call has no promise
-		// table (request sends pipelined calls to workers), and its
-		// handler stays set (the next call sets it; putJob clears it).
-		if !c.closed.Load() {
-			c.inlineAnswer(status, j.pid, body, nil)
-		}
-		c.spare = j // the read loop's next call takes it without a channel op
-		return
-	}
 	c.finishAny(j, status, body, inReader)
 }
 
-// finishAny is finish for any call, after the store to j.live: it undoes
+// finishAny is finish after the store to j.live: it undoes
 // and checks what the call may have set (promises, compression, refusal,
 // response metadata, answer budget, deadline and Done, cap and metadata,
 // buffers grown too large), and clears j.undo.
 //
-// j.undo is the one test in finish that stands for a dozen (session 27
+// j.undo is the one test in runInline that stands for a dozen (session 27
 // counted one word each, about 50 instructions a call): it is set by
 // whatever gives a call something to undo or check here, setExt (a
 // deadline, and with it a refusal; cap and metadata; compression),
 // inflateRequest and a request buffer that grew (either may pass
 // maxKeptBuffer), SetResponseMetadata, ReserveAnswer. A Done or AfterFunc
-// sets armedAny (from any goroutine: atomic), finish's other test. A
+// sets armedAny (from any goroutine: atomic), runInline's other test. A
 // worker's call, or one whose answer is large, always comes here.
 func (c *serverConn) finishAny(j *job, status uint32, body []byte, inReader bool) {
 	j.undo = false

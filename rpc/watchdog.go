@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/zapcodec/zapcodec/frame"
 )
 
 // runInline runs a call on the read loop's goroutine, which saves handing
@@ -63,7 +65,23 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 		c.finish(j, status, body, false)
 		return reqLost
 	}
-	c.finish(j, status, body, true)
+	// finish, for the common call: over for its caller's cancel
+	// (cancel.go), and, with the look at armedAny, for a late Done (see
+	// armDone).
+	j.live.Store(0)
+	if zapdebug || j.undo || j.armedAny.Load() || len(body) >= frame.DefaultWritevThreshold {
+		c.finishAny(j, status, body, true)
+		return reqNext
+	}
+	// Nothing for finishAny to undo or check (see job.undo; armedAny is
+	// set by a Done or AfterFunc of the call): the small answer goes to
+	// the read loop's buffer. An inline call has no promise table
+	// (request sends pipelined calls to workers), and its handler stays
+	// set (the next call sets it; putJob clears it).
+	if !c.closed.Load() {
+		c.inlineAnswer(status, j.pid, body, nil)
+	}
+	c.spare = j // the read loop's next call takes it without a channel op
 	return reqNext
 }
 
