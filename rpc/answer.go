@@ -97,8 +97,12 @@ func (c *serverConn) finishAny(j *job, status uint32, body []byte, inReader bool
 			// Sent compressed (compress.go).
 		case inReader && len(body) < frame.DefaultWritevThreshold:
 			// writeAnswer's first case, without its call.
-			if !c.closed.Load() {
-				c.inlineAnswer(status, j.pid, body, md)
+			if c.closed.Load() {
+				// No answer can reach the peer.
+			} else if len(md) != 0 {
+				c.inlineAnswerAny(status, j.pid, body, md)
+			} else {
+				c.inlineAnswer(status, j.pid, body)
 			}
 		default:
 			c.writeAnswer(status, j.pid, body, md, inReader)
@@ -357,7 +361,11 @@ func (c *serverConn) writeAnswer(status, pid uint32, body, md []byte, inReader b
 		return
 	}
 	if inReader && len(body) < frame.DefaultWritevThreshold {
-		c.inlineAnswer(status, pid, body, md)
+		if len(md) != 0 {
+			c.inlineAnswerAny(status, pid, body, md)
+		} else {
+			c.inlineAnswer(status, pid, body)
+		}
 		return
 	}
 	var lead bool
@@ -398,17 +406,22 @@ func (c *serverConn) writeAnswer(status, pid uint32, body, md []byte, inReader b
 // lock for the answers of a read batch, or once it holds ansMove bytes.
 // The bytes are the ones writeAnswer would queue: an answer above the
 // maximum frame size becomes an empty 500.
-func (c *serverConn) inlineAnswer(status, pid uint32, body, md []byte) {
-	// The common answer in a few stores: no metadata, a batch begun (c.ans
-	// taken) with room for the frame in c.ansB, under ansMove after it,
-	// and within the frame limit. The bytes are inlineAnswerAny's: the
-	// frame's length, the kind, AppendResponseHeader's envelope (written
-	// in place: the room is there), the body.
+//
+// It takes no response metadata: an answer with some goes to
+// inlineAnswerAny.
+func (c *serverConn) inlineAnswer(status, pid uint32, body []byte) {
+	// The common answer in a few stores: a batch begun (c.ans taken)
+	// with room for the frame in c.ansB, under ansMove after it, and
+	// within the frame limit. (Before the batch's first answer c.ans and
+	// c.ansB are both nil: the test of room sends it to inlineAnswerAny.)
+	// The bytes are inlineAnswerAny's: the frame's length, the kind,
+	// AppendResponseHeader's envelope (written in place: the room is
+	// there), the body.
 	b := c.ansB
 	start := len(b)
 	n := frameHeader + wire.ResponseOverhead + len(body)
-	if len(md) != 0 || c.ans == nil || cap(b)-start < n || start+n >= ansMove || !c.answerFits(len(body)) {
-		c.inlineAnswerAny(status, pid, body, md)
+	if cap(b)-start < n || start+n >= ansMove || !c.answerFits(len(body)) {
+		c.inlineAnswerAny(status, pid, body, nil)
 		return
 	}
 	b = b[:start+frameHeader+wire.ResponseOverhead]

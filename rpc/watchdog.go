@@ -79,7 +79,7 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	// (request sends pipelined calls to workers), and its handler stays
 	// set (the next call sets it; putJob clears it).
 	if !c.closed.Load() {
-		c.inlineAnswer(status, j.pid, body, nil)
+		c.inlineAnswer(status, j.pid, body)
 	}
 	c.spare = j // the read loop's next call takes it without a channel op
 	return reqNext
