@@ -181,15 +181,17 @@ func TestInlineAnswerInItsBufferTooLarge(t *testing.T) {
 
 // TestInlineResultReslicedKeepsItsCap: a handler that returns its resp
 // resliced to a smaller capacity has the job keep that capacity for its
-// next call (invokeBody's rule), inline too.
+// next call (invokeBody's rule), inline too. (The capacity stays above
+// keptJobBuffer, so that the read loop keeps the job while it waits.)
 func TestInlineResultReslicedKeepsItsCap(t *testing.T) {
+	const cutCap = keptJobBuffer + 1
 	s, addr, _ := testServer(t, WithMaxInFlight(1))
 	s.Handle(2, func(_ context.Context, req, resp []byte) ([]byte, error) {
 		switch string(req) {
 		case "warm":
-			return warm(resp), nil
+			return append(warm(resp), make([]byte, 100)...), nil
 		case "cut":
-			return append(resp, "ok"...)[:2:100], nil
+			return append(resp, "ok"...)[:2:cutCap], nil
 		}
 		return append(resp, strconv.Itoa(cap(resp))...), nil
 	})
@@ -199,7 +201,7 @@ func TestInlineResultReslicedKeepsItsCap(t *testing.T) {
 			t.Fatalf("%s call: %v", p, err)
 		}
 	}
-	if out, err := c.Call(context.Background(), 2, []byte("cap?"), nil); err != nil || string(out) != "100" {
-		t.Fatalf("the call after the cut one: %q, %v; want its resp's capacity, 100", out, err)
+	if out, err := c.Call(context.Background(), 2, []byte("cap?"), nil); err != nil || string(out) != strconv.Itoa(cutCap) {
+		t.Fatalf("the call after the cut one: %q, %v; want its resp's capacity, %d", out, err, cutCap)
 	}
 }
