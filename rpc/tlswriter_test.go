@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"io"
 	"net"
 	"runtime"
 	"sync"
@@ -259,14 +258,51 @@ func TestWriterHandOverWhileEnding(t *testing.T) {
 // of the role, or nothing. The stream is broken (as shut, which Close
 // calls, breaks it) while the role is held, after a run of hand-overs,
 // many times over; each time the goroutine must end. Run it with -race.
+//
+// The break comes from the goroutine that reads the other end of the
+// pipe, between two of its reads: a write is then under way (the role is
+// held) whatever the scheduler does. A breaker spinning on its own
+// goroutine does not do: with one P it runs only when the run queue is
+// empty, which it never is while a write is under way (a pipe's hand-offs
+// wake the other side next), so it never finds the role held.
 func TestWriterEndsWhenStreamBreaks(t *testing.T) {
 	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
+	var noWriter atomic.Int64
+	defer func() { t.Logf("%d runs broke the stream before any hand-over", noWriter.Load()) }()
 	for run := range 1000 {
 		a, b := net.Pipe()
-		go io.Copy(io.Discard, b)
 		o := &outbox{}
 		o.setup(a, time.Hour, 1<<20)
 		o.resumable, o.keepWriter = false, true // a TLS client's
+		broken := make(chan struct{})
+		go func(broken chan struct{}) {
+			// Small reads: a write of several frames takes several, so the
+			// break can come in the middle of one.
+			buf := make([]byte, 16)
+			for reads := 0; ; reads++ {
+				if _, err := b.Read(buf); err != nil {
+					return
+				}
+				if broken == nil || reads < run%4 {
+					continue
+				}
+				// After some hand-overs, break the stream as shut does, at
+				// a moment the role is held (perhaps by a goroutine between
+				// its hand-over's unlock and its kick), and read on: the
+				// write under way must end.
+				o.mu.Lock()
+				if o.flushing && o.wr != nil || o.flushing && reads >= 1000 {
+					if o.wr == nil {
+						noWriter.Add(1)
+					}
+					o.halt(ErrClosed)
+					o.wakeAll()
+					close(broken)
+					broken = nil
+				}
+				o.mu.Unlock()
+			}
+		}(broken)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		for s := range 2 {
@@ -287,23 +323,14 @@ func TestWriterEndsWhenStreamBreaks(t *testing.T) {
 					if err != nil {
 						return // the stream broke
 					}
-					runtime.Gosched() // the breaker below gets its turns
+					runtime.Gosched() // the other sender gets its turns
 				}
 			}()
 		}
-		// After some hand-overs, break the stream as shut does, at a
-		// moment the role is held: perhaps by a goroutine between its
-		// hand-over's unlock and its kick.
-		for spins := 0; ; spins++ {
-			o.mu.Lock()
-			if spins >= run%4 && o.flushing && o.wr != nil {
-				o.halt(ErrClosed)
-				o.wakeAll()
-				o.mu.Unlock()
-				break
-			}
-			o.mu.Unlock()
-			runtime.Gosched()
+		select {
+		case <-broken:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("run %d: the stream was not broken while the writer role was held in 30 s", run)
 		}
 		<-done
 		<-done
