@@ -361,7 +361,8 @@ func WithMaxInFlight(n int) ServerOption {
 	})
 }
 
-// WithMaxConns limits the number of open server connections; a connection
+// WithMaxConns limits the number of open server connections, those of
+// every listener the server serves at once together; a connection
 // accepted beyond it is closed at once, before any TLS handshake, and
 // counted in Stats.Rejected (Stats.Accepted counts it too); nothing is
 // logged, and its client sees the connection closed (EOF or a reset),

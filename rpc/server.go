@@ -379,7 +379,7 @@ func (s *Server) Serve(l net.Listener) error {
 		}
 		backoff = 0
 		s.stats.accepted.Add(1)
-		if s.opts.maxConns > 0 && s.stats.active.Load() >= int64(s.opts.maxConns) {
+		if !s.admit() {
 			s.stats.rejected.Add(1)
 			nc.Close()
 			continue
@@ -396,14 +396,32 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
+			s.stats.active.Add(-1)
 			nc.Close()
 			return ErrServerClosed
 		}
 		s.conns[c] = struct{}{}
-		s.stats.active.Add(1)
 		s.connWG.Add(1)
 		s.mu.Unlock()
 		go c.serve()
+	}
+}
+
+// admit counts a connection just accepted among the active ones, unless
+// WithMaxConns' limit is reached (it reports false then). The check and
+// the count are one step: listeners served at once (one Serve each)
+// could otherwise all pass the check before any counted, and exceed the
+// limit by one per listener.
+func (s *Server) admit() bool {
+	limit := int64(s.opts.maxConns)
+	for {
+		n := s.stats.active.Load()
+		if limit > 0 && n >= limit {
+			return false
+		}
+		if s.stats.active.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
