@@ -11,12 +11,12 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zapcodec/zapcodec/frame"
+	"github.com/zapcodec/zapcodec/internal/latectx"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -493,14 +493,14 @@ func callerRows() []journeyRow {
 			// and ended at its deadline as if the client's timer had
 			// fired first.
 			c, peer := pipeClient(t)
-			ctx := newLateTimerCtx()
+			ctx := latectx.New()
 			errc := make(chan error, 1)
 			go func() {
 				_, err := c.Call(ctx, mEcho, nil, nil)
 				errc <- err
 			}()
 			pid := peer.recvRequest().PromiseID
-			ctx.pass()
+			ctx.Pass()
 			peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{PromiseID: pid, Status: StatusDeadlineExceeded, Body: []byte("context deadline exceeded")}))
 			return receive(t, "the call's error", errc)
 		},
@@ -933,7 +933,7 @@ func streamRows() []journeyRow {
 			// ends the stream 504 (TestStreamDeadlineEnds504), here
 			// before the client's own timer fired.
 			c, peer := pipeClient(t)
-			ctx := newLateTimerCtx()
+			ctx := latectx.New()
 			opened := make(chan uint32, 1)
 			go func() {
 				for {
@@ -952,7 +952,7 @@ func streamRows() []journeyRow {
 				t.Fatal(err)
 			}
 			id := receive(t, "the open", opened)
-			ctx.pass()
+			ctx.Pass()
 			peer.send(wire.KindStreamEnd, wire.AppendStreamEndError(nil, id, StatusDeadlineExceeded, "context deadline exceeded"))
 			_, err = st.Recv(nil)
 			return err
@@ -1002,32 +1002,6 @@ func streamRows() []journeyRow {
 		is:   []string{"ErrGoAway"},
 	}}
 }
-
-// lateTimerCtx is a ctx whose deadline passes (pass) while its timer
-// has not fired: Done stays open and Err nil, as for a ctx whose timer
-// runs late. Its deadline is an hour ahead until pass.
-type lateTimerCtx struct {
-	context.Context // Value
-	passed          atomic.Bool
-	dl              time.Time
-	done            chan struct{}
-}
-
-func newLateTimerCtx() *lateTimerCtx {
-	return &lateTimerCtx{Context: context.Background(), dl: time.Now().Add(time.Hour), done: make(chan struct{})}
-}
-
-// pass moves the deadline to the past.
-func (c *lateTimerCtx) pass() { c.passed.Store(true) }
-
-func (c *lateTimerCtx) Deadline() (time.Time, bool) {
-	if c.passed.Load() {
-		return c.dl.Add(-2 * time.Hour), true
-	}
-	return c.dl, true
-}
-
-func (c *lateTimerCtx) Done() <-chan struct{} { return c.done }
 
 // asCertError checks that errors.As finds the certificate's verification
 // error in err.

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/zapcodec/zapcodec/internal/latectx"
 	"github.com/zapcodec/zapcodec/rpc"
 )
 
@@ -186,10 +186,10 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := newLateTimerCtx()
+			ctx := latectx.New()
 			s := rpc.NewServer(rpc.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			s.Handle(mjBlock, func(context.Context, []byte, []byte) ([]byte, error) {
-				ctx.pass()
+				ctx.Pass()
 				return nil, rpc.Errorf(rpc.StatusDeadlineExceeded, "context deadline exceeded")
 			})
 			served := make(chan error, 1)
@@ -281,29 +281,3 @@ func TestErrorsACallerSeesThroughCluster(t *testing.T) {
 		})
 	}
 }
-
-// lateTimerCtx is a ctx whose deadline passes (pass) while its timer
-// has not fired: Done stays open and Err nil, as for a ctx whose timer
-// runs late. Its deadline is an hour ahead until pass.
-type lateTimerCtx struct {
-	context.Context // Value
-	passed          atomic.Bool
-	dl              time.Time
-	done            chan struct{}
-}
-
-func newLateTimerCtx() *lateTimerCtx {
-	return &lateTimerCtx{Context: context.Background(), dl: time.Now().Add(time.Hour), done: make(chan struct{})}
-}
-
-// pass moves the deadline to the past.
-func (c *lateTimerCtx) pass() { c.passed.Store(true) }
-
-func (c *lateTimerCtx) Deadline() (time.Time, bool) {
-	if c.passed.Load() {
-		return c.dl.Add(-2 * time.Hour), true
-	}
-	return c.dl, true
-}
-
-func (c *lateTimerCtx) Done() <-chan struct{} { return c.done }
