@@ -39,16 +39,7 @@ func TestCompressionRequestBombsBounded(t *testing.T) {
 	)
 	s, addr := compressServer(t, WithFrameOptions(frame.WithMaxFrameSize(maxFrame)),
 		WithAnswerBudget(budget, 4*budget), WithMaxInFlight(calls))
-	var entered atomic.Int32
-	release := make(chan struct{})
-	s.Handle(74, func(_ context.Context, req, resp []byte) ([]byte, error) {
-		entered.Add(1)
-		<-release
-		if bytes.Count(req, []byte{0}) != len(req) {
-			return resp, errors.New("not the zeros sent")
-		}
-		return strconv.AppendInt(resp, int64(len(req)), 10), nil
-	})
+	entered, release := handleZerosHeld(s)
 	bomb := deflateBytes(t, make([]byte, maxFrame-1-wire.RequestOverhead-64))
 	peer := rawDial(t, addr)
 	before := heapInUse()
@@ -188,16 +179,7 @@ func TestCompressionRequestBombsAcrossConnections(t *testing.T) {
 		budget   = 4 << 20
 	)
 	s, addr := compressServer(t, WithFrameOptions(frame.WithMaxFrameSize(maxFrame)), WithAnswerBudget(maxFrame, budget))
-	var entered atomic.Int32
-	release := make(chan struct{})
-	s.Handle(74, func(_ context.Context, req, resp []byte) ([]byte, error) {
-		entered.Add(1)
-		<-release
-		if bytes.Count(req, []byte{0}) != len(req) {
-			return resp, errors.New("not the zeros sent")
-		}
-		return strconv.AppendInt(resp, int64(len(req)), 10), nil
-	})
+	entered, release := handleZerosHeld(s)
 	bomb := deflateBytes(t, make([]byte, maxFrame-1-wire.RequestOverhead-64))
 	peers := make([]*rawConn, conns)
 	for i := range peers {
@@ -278,4 +260,20 @@ func TestCompressionRequestPastSmallBudget(t *testing.T) {
 	if a := p.recvResponse(); a.Status != StatusOK || len(a.Body) != perConn/2 {
 		t.Fatalf("a request within the budget: %d, %d bytes", a.Status, len(a.Body))
 	}
+}
+
+// handleZerosHeld makes method 74 of s a handler that counts itself in
+// entered, waits for release to close, checks that its request is all
+// zeros (the bombs' bytes) and answers the request's length.
+func handleZerosHeld(s *Server) (entered *atomic.Int32, release chan struct{}) {
+	entered, release = new(atomic.Int32), make(chan struct{})
+	s.Handle(74, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		entered.Add(1)
+		<-release
+		if bytes.Count(req, []byte{0}) != len(req) {
+			return resp, errors.New("not the zeros sent")
+		}
+		return strconv.AppendInt(resp, int64(len(req)), 10), nil
+	})
+	return entered, release
 }
