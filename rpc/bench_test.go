@@ -63,6 +63,14 @@ func BenchmarkUnary(b *testing.B) {
 }
 
 func benchCalls(b *testing.B, c Caller, size, callers int) {
+	benchCallsTimeout(b, c, size, callers, 0)
+}
+
+// benchCallsTimeout is benchCalls whose callers each call with a ctx of
+// their own with that timeout (made once per caller, before its loop,
+// so that the ctx's allocation is not the calls'), when timeout is not
+// 0.
+func benchCallsTimeout(b *testing.B, c Caller, size, callers int, timeout time.Duration) {
 	req := make([]byte, size)
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
@@ -83,6 +91,12 @@ func benchCalls(b *testing.B, c Caller, size, callers int) {
 		go func() {
 			defer wg.Done()
 			resp := make([]byte, 0, size)
+			ctx := ctx
+			if timeout != 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(b.N) {

@@ -57,7 +57,22 @@ func benchCallsCtx(b *testing.B, c Caller, ctx context.Context, method uint32, s
 // ctx=cancel is the reference: a cancelable ctx without a deadline (the
 // client then waits in a select on ctx.Done(), as it does with a
 // deadline), so the difference is what the deadline itself costs.
+//
+// size=64/callers=256 is BenchmarkUnary's line with a deadline on every
+// call, as real callers (gRPC's, examples/ethrpc) set one: each caller
+// goroutine makes its own ctx with context.WithTimeout (an hour: under
+// callgrind 10 s passed before a 300,000-call run ended) once,
+// before its loop (the ctxs above are shared by all callers, which the
+// client watches once for all, see ctxwatch.go; these are not shared and
+// each call waits in a select on its own Done). Its floor is
+// BenchmarkFloorMux's: a floor has no deadline to carry or watch.
+// (internal/rounds/cgcount.sh TESTBINARY OUTDIR UnaryDeadline counts it.)
 func BenchmarkUnaryDeadline(b *testing.B) {
+	b.Run("size=64/callers=256", func(b *testing.B) {
+		_, addr, _ := testServer(b)
+		c := dial(b, addr)
+		benchCallsTimeout(b, c, 64, 256, time.Hour)
+	})
 	for _, h := range []string{"cancel", "echo", "done"} {
 		for _, callers := range benchCallers {
 			name := fmt.Sprintf("ctx=deadline/handler=%s/callers=%d", h, callers)
