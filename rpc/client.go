@@ -481,9 +481,61 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		c.push(s)
 		return out, nil
 	}
-	s, err := c.send(ctx, done, done, method, 0, req, resp)
-	if err != nil {
-		return resp, err
+	var s *slot
+	if done != nil && !c.opts.deflate && (!wireInUse.Load() || wireFrom(ctx) == nil) {
+		// The call with a ctx that can end (a deadline: nearly every
+		// real caller's) and nothing else that changes the request (no
+		// compression, cap or metadata): send's work by hand, as for
+		// the plain call (send's thirteen argument words spill, and
+		// callRequest and acquire look at what this call has not).
+		// Anything rare (a deadline passed, a new slot, a broken
+		// client, a full queue) goes send's way or its helpers'.
+		select {
+		case <-done:
+			return resp, ctx.Err()
+		default:
+		}
+		if c.goAway.Load() {
+			return resp, ErrGoAway
+		}
+		r := wire.Request{Method: method, Payload: req}
+		passed := false
+		if dl, has := ctx.Deadline(); has {
+			r.Timeout, passed = timeoutMicros(dl)
+		}
+		if !passed {
+			// acquire's work by hand for a slot off the free stack and
+			// a call that a watch of ctx may cancel (see the plain
+			// call's, and acquire).
+			if s = c.pop(); s != nil {
+				s.use(resp)
+				id := chanID(done)
+				s.sameDone = s.doneID.Load() == id
+				s.doneID.Store(id)
+				s.donePid.Store(s.pid)
+				s.st.Store(uint64(s.pid)<<32 | slotWaiting)
+				if c.broken.Load() {
+					c.unsend(s) // send's acquire reports the error
+					s = nil
+				}
+			}
+			if s != nil {
+				r.PromiseID = s.pid
+				if lead, ok := c.out.queueRequest(&r, &c.goAway); ok {
+					if lead {
+						c.flushRequests(ctx)
+					}
+				} else if _, err := c.queueSlow(ctx, s, &r); err != nil {
+					return resp, err
+				}
+			}
+		}
+	}
+	if s == nil {
+		var err error
+		if s, err = c.send(ctx, done, done, method, 0, req, resp); err != nil {
+			return resp, err
+		}
 	}
 	if done != nil {
 		if w := c.watchFor(ctx, done, s.sameDone); w != nil {
