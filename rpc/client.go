@@ -465,7 +465,7 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			if lead {
 				c.flushRequests(ctx)
 			}
-		} else if err := c.queuePlainSlow(ctx, s, method, req); err != nil {
+		} else if err := c.queuePlainSlow(ctx, s, method, 0, req); err != nil {
 			return resp, err
 		}
 		<-s.ch
@@ -498,10 +498,10 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		if c.goAway.Load() {
 			return resp, ErrGoAway
 		}
-		r := wire.Request{Method: method, Payload: req}
+		var timeout uint64 // the request's: 0 none (a cancel alone)
 		passed := false
 		if dl, has := ctx.Deadline(); has {
-			r.Timeout, passed = timeoutMicros(dl)
+			timeout, passed = timeoutMicros(dl)
 		}
 		if !passed {
 			// acquire's work by hand for a slot off the free stack and
@@ -520,12 +520,20 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 				}
 			}
 			if s != nil {
-				r.PromiseID = s.pid
-				if lead, ok := c.out.queueRequest(&r, &c.goAway); ok {
+				// The canonical envelope, with the timeout when ctx has
+				// a deadline (queueDeadline, and queuePlain, unlock mu).
+				c.out.mu.Lock()
+				var lead, ok bool
+				if timeout != 0 {
+					lead, ok = c.out.queueDeadline(method, s.pid, timeout, req, &c.goAway)
+				} else {
+					lead, ok = c.out.queuePlain(method, s.pid, 0, req, &c.goAway)
+				}
+				if ok {
 					if lead {
 						c.flushRequests(ctx)
 					}
-				} else if _, err := c.queueSlow(ctx, s, &r); err != nil {
+				} else if err := c.queuePlainSlow(ctx, s, method, timeout, req); err != nil {
 					return resp, err
 				}
 			}
@@ -618,12 +626,13 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	return c.queueSlow(ctx, s, &r)
 }
 
-// queuePlainSlow is queueSlow for Call's plain call (method, payload
-// req) in slot s, whose quick queueing failed. It returns the error of
-// a call that was not sent (its slot freed), nil when the caller is to
-// wait for the answer.
-func (c *Client) queuePlainSlow(ctx context.Context, s *slot, method uint32, req []byte) error {
-	r := wire.Request{Method: method, PromiseID: s.pid, Payload: req}
+// queuePlainSlow is queueSlow for Call's plain call or call with a
+// deadline (method, payload req, timeout 0 or the time left) in slot s,
+// whose quick queueing failed. It returns the error of a call that was
+// not sent (its slot freed), nil when the caller is to wait for the
+// answer.
+func (c *Client) queuePlainSlow(ctx context.Context, s *slot, method uint32, timeout uint64, req []byte) error {
+	r := wire.Request{Method: method, PromiseID: s.pid, Payload: req, Timeout: timeout}
 	_, err := c.queueSlow(ctx, s, &r)
 	return err
 }

@@ -505,6 +505,39 @@ func (o *outbox) queuePlain(method, pid, target uint32, payload []byte, stop *at
 	return lead, true
 }
 
+// queueDeadline is queuePlain for a request that also carries a timeout
+// (not 0: the time left until its deadline, wire.PutDeadlineRequestHeader's
+// envelope), and no target: Call's call with a deadline. Called with mu
+// held; it unlocks it.
+func (o *outbox) queueDeadline(method, pid uint32, timeout uint64, payload []byte, stop *atomic.Bool) (lead, ok bool) {
+	n := 1 + wire.DeadlineRequestOverhead + len(payload) // the frame's length: kind byte and envelope
+	// See queueRequest.
+	if n > o.max || o.err != nil || stop.Load() || o.cur != nil && len(o.cur.B) >= outboxLimit {
+		o.mu.Unlock()
+		return false, false
+	}
+	if o.cur == nil {
+		o.cur = o.take()
+	}
+	b, start := o.cur.B, len(o.cur.B) // see queuePlain
+	if cap(b)-start < 4+n {
+		b = slices.Grow(b, 4+n)
+	}
+	b = b[:start+4+n]
+	h := (*[frameHeader + wire.DeadlineRequestOverhead]byte)(b[start:]) // one bounds check
+	binary.LittleEndian.PutUint32(h[:], uint32(n))
+	h[4] = wire.KindRequest
+	wire.PutDeadlineRequestHeader((*[wire.DeadlineRequestOverhead]byte)(h[frameHeader:]), method, pid, 0, timeout, len(payload))
+	copy(b[start+len(h):], payload)
+	o.cur.B = b
+	if !o.flushing && !o.claimed {
+		o.claimed = true
+		lead = true
+	}
+	o.mu.Unlock()
+	return lead, true
+}
+
 // abandon drops the frame begin started and unlocks.
 func (o *outbox) abandon(buf []byte) {
 	o.cur.B = buf[:o.begun]

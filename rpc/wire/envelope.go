@@ -292,6 +292,31 @@ func PutPlainRequestHeader(h *[RequestOverhead]byte, method, promiseID, target u
 	binary.LittleEndian.PutUint64(h[headerSize+reqPayload:], slot)
 }
 
+// DeadlineRequestOverhead is the size of the envelope that
+// [PutDeadlineRequestHeader] writes: header and the fixed section with
+// the timeout (docs/wire.md §8).
+const DeadlineRequestOverhead = headerSize + reqExtDeadlineSize
+
+// PutDeadlineRequestHeader is [PutPlainRequestHeader] for a request with
+// a Timeout (not 0) and nothing else beyond the canonical fields: the
+// header and fixed section (36 bytes) that AppendRequest writes for
+// Request{Method: method, PromiseID: promiseID, Target: target, Timeout:
+// timeout} with a payload of payloadLen bytes, which the caller must
+// place right after them. It inlines; the envelope must not pass 4 GiB.
+func PutDeadlineRequestHeader(h *[DeadlineRequestOverhead]byte, method, promiseID, target uint32, timeout uint64, payloadLen int) {
+	var slot uint64 // see PutPlainRequestHeader
+	if payloadLen > 0 {
+		slot = uint64(DeadlineRequestOverhead-(headerSize+reqPayload)) | uint64(payloadLen)<<32
+	}
+	binary.LittleEndian.PutUint64(h[0:], envHeader0)
+	binary.LittleEndian.PutUint64(h[8:], rootOffset|uint64(uint32(DeadlineRequestOverhead+payloadLen))<<32)
+	binary.LittleEndian.PutUint64(h[headerSize+reqMethod:], uint64(method)|uint64(promiseID)<<32)
+	binary.LittleEndian.PutUint32(h[headerSize+reqTarget:], target)
+	binary.LittleEndian.PutUint64(h[headerSize+reqCap:], 0)
+	binary.LittleEndian.PutUint64(h[headerSize+reqPayload:], slot)
+	binary.LittleEndian.PutUint64(h[headerSize+reqTimeout:], timeout)
+}
+
 // AppendResponse appends the answer envelope for r to dst and returns the
 // extended slice: without NotRun and Metadata byte-identical to the
 // canonical rpc.BuildResponse; with NotRun alone the fixed section of

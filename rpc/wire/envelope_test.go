@@ -917,3 +917,36 @@ func TestParsePlainRandom(t *testing.T) {
 		}
 	}
 }
+
+// PutDeadlineRequestHeader, into an array of random bytes, writes every
+// one of the first 52 bytes that AppendRequest writes for random
+// requests with a timeout and nothing else beyond the canonical fields;
+// the payload follows them there.
+func TestPutDeadlineRequestHeaderRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 7))
+	for i := 0; i < 2000; i++ {
+		payload := make([]byte, rng.IntN(300))
+		for j := range payload {
+			payload[j] = byte(rng.Uint32())
+		}
+		if rng.IntN(4) == 0 {
+			payload = nil
+		}
+		r := Request{Method: rng.Uint32(), PromiseID: rng.Uint32(), Target: rng.Uint32(), Payload: payload, Timeout: rng.Uint64() | 1}
+		if rng.IntN(3) == 0 {
+			r.Target = 0
+		}
+		if rng.IntN(2) == 0 {
+			r.Timeout = 1 + rng.Uint64N(1<<40)
+		}
+		want := AppendRequest(nil, &r)
+		var h [DeadlineRequestOverhead]byte
+		for j := range h {
+			h[j] = byte(rng.Uint32())
+		}
+		PutDeadlineRequestHeader(&h, r.Method, r.PromiseID, r.Target, r.Timeout, len(r.Payload))
+		if got := append(h[:], payload...); !bytes.Equal(got, want) {
+			t.Fatalf("request %d (%d-byte payload, timeout %d):\n got %x\nwant %x", i, len(payload), r.Timeout, got, want)
+		}
+	}
+}
