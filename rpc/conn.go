@@ -588,10 +588,14 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 	c.local.calls++
 	c.hold()
 	var req wire.Request
-	var err error // the canonical layout into req's fields directly, else the general parse
-	var plain bool
-	if req.Method, req.PromiseID, req.Target, req.Payload, plain = wire.ParsePlainRequest(p); !plain {
-		err = wire.ParseRequestTo(&req, p)
+	// The canonical layout into req's fields directly, then a call's with
+	// a deadline (PutDeadlineRequestHeader's), else the general parse.
+	var err error
+	var ok bool
+	if req.Method, req.PromiseID, req.Target, req.Payload, ok = wire.ParsePlainRequest(p); !ok {
+		if req.Method, req.PromiseID, req.Target, req.Timeout, req.Payload, ok = wire.ParseDeadlineRequest(p); !ok {
+			err = wire.ParseRequestTo(&req, p)
+		}
 	}
 	if err != nil {
 		var ee *wire.EnvelopeError

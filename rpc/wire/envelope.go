@@ -746,6 +746,51 @@ func ParsePlainRequest(b []byte) (method, promiseID, target uint32, payload []by
 		binary.LittleEndian.Uint32(h[headerSize+reqTarget:]), payload, true
 }
 
+// ParseDeadlineRequest is [ParsePlainRequest] for a request laid out
+// exactly as [PutDeadlineRequestHeader] and its payload write one (the
+// header with root 16 and a size of len(b), an empty cap slot, the
+// 36-byte fixed section ending in the timeout, the payload, if any,
+// right after it up to the end), and reports ok false for any other
+// bytes, well-formed or not, leaving them to [ParseRequestTo]: what it
+// accepts, ParseRequest accepts too, with these values (timeout as read,
+// 0 included) and an empty Cap, Metadata and flags. payload aliases b
+// (nil when empty, its capacity its length). A server's read loop tries
+// it after ParsePlainRequest fails, for a call with a deadline; it
+// neither allocates nor fails.
+func ParseDeadlineRequest(b []byte) (method, promiseID, target uint32, timeout uint64, payload []byte, ok bool) {
+	// Over 4 GiB: left to the general parser (see ParsePlainRequest).
+	if len(b) < DeadlineRequestOverhead || uint64(len(b)) > math.MaxUint32 {
+		return 0, 0, 0, 0, nil, false
+	}
+	h := (*[DeadlineRequestOverhead]byte)(b)
+	if binary.LittleEndian.Uint64(h[0:]) != envHeader0 ||
+		binary.LittleEndian.Uint64(h[8:]) != rootOffset|uint64(len(b))<<32 ||
+		binary.LittleEndian.Uint64(h[headerSize+reqCap:]) != 0 {
+		return 0, 0, 0, 0, nil, false
+	}
+	// The payload's slot points right past the timeout (its first tail
+	// ends the fixed section there, so the general parse reads the
+	// timeout and no field after it), or is null with nothing after the
+	// fixed section, which then ends at the message's end.
+	n := len(b) - DeadlineRequestOverhead
+	switch binary.LittleEndian.Uint64(h[headerSize+reqPayload:]) {
+	case uint64(reqExtDeadlineSize-reqPayload) | uint64(n)<<32:
+		if n > 0 {
+			payload = b[DeadlineRequestOverhead:len(b):len(b)]
+		}
+	case 0:
+		if n != 0 {
+			return 0, 0, 0, 0, nil, false
+		}
+	default:
+		return 0, 0, 0, 0, nil, false
+	}
+	return binary.LittleEndian.Uint32(h[headerSize+reqMethod:]),
+		binary.LittleEndian.Uint32(h[headerSize+reqPromise:]),
+		binary.LittleEndian.Uint32(h[headerSize+reqTarget:]),
+		binary.LittleEndian.Uint64(h[headerSize+reqTimeout:]), payload, true
+}
+
 // parseRequestTo is parseRequest into *r (kept out of line: the general
 // path is rare).
 //

@@ -437,6 +437,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		AppendRequest(nil, &Request{Method: 3, PromiseID: 7}),
 		AppendRequest(nil, &Request{Method: 3, PromiseID: 7, Cap: []byte("c"), Payload: p}),
 		AppendRequest(nil, &Request{Method: 3, PromiseID: 7, Payload: p, Timeout: 5}),
+		AppendRequest(nil, &Request{Method: 3, PromiseID: 7, Timeout: 5}),
 		AppendResponse(nil, &Response{Status: 200, PromiseID: 7, Body: p}),
 		AppendResponse(nil, &Response{Status: 500, PromiseID: 7}),
 		AppendResponse(nil, &Response{Status: 503, PromiseID: 7, Body: p, NotRun: true}),
@@ -488,6 +489,14 @@ func FuzzCanonicalFastPath(f *testing.F) {
 			}
 		} else if _, serr := parseResponse(b); serr == nil || serr.Error() != err.Error() {
 			t.Fatalf("ParseResponse error %v, general %v", err, serr)
+		}
+		if method, promise, target, timeout, payload, ok := ParseDeadlineRequest(b); ok {
+			slow, err := parseRequest(b)
+			if err != nil || method != slow.Method || promise != slow.PromiseID || target != slow.Target ||
+				timeout != slow.Timeout || !sameSlice(payload, slow.Payload) || slow.Cap != nil ||
+				slow.Metadata != nil || slow.AcceptDeflate || slow.PayloadDeflated {
+				t.Fatalf("ParseDeadlineRequest %d %d %d %d %x, general %+v (%v)", method, promise, target, timeout, payload, slow, err)
+			}
 		}
 		if fast, ok := parseCanonicalRequest(b); ok {
 			slow, err := parseRequest(b)
@@ -818,6 +827,102 @@ func TestAppendResponseHeaderWords(t *testing.T) {
 			t.Fatalf("status %d pid %d body %d: parseResponse = %+v, %v", status, pid, n, r, err)
 		}
 	}
+}
+
+// ParseDeadlineRequest on random requests (with a timeout alone, 0 too,
+// as PutDeadlineRequestHeader writes them; plain; with cap, metadata,
+// flags besides the timeout) and on random corruptions of them: what it
+// accepts the general parser accepts with the same values (the same
+// payload slice) and no cap, metadata or flags, and it accepts every
+// envelope PutDeadlineRequestHeader and its payload make.
+func TestParseDeadlineRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 36))
+	randBytes := func(n int) []byte {
+		if n == 0 {
+			return nil
+		}
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	corrupt := func(b []byte) []byte {
+		b = append([]byte(nil), b...)
+		switch rng.IntN(5) {
+		case 0:
+			for range 1 + rng.IntN(3) {
+				b[rng.IntN(len(b))] = byte(rng.Uint32())
+			}
+		case 1:
+			b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
+		case 2:
+			b = b[:rng.IntN(len(b))]
+		case 3:
+			b = append(b, randBytes(1+rng.IntN(8))...)
+		case 4: // a byte of the header or fixed section
+			b[rng.IntN(min(len(b), DeadlineRequestOverhead))] ^= 1 << rng.IntN(8)
+		}
+		return b
+	}
+	accepted := 0
+	for i := 0; i < 10000; i++ {
+		payload := randBytes(rng.IntN(100))
+		r := Request{Method: rng.Uint32(), PromiseID: rng.Uint32(), Target: rng.Uint32(), Payload: payload,
+			Timeout: 1 + uint64(rng.Uint32())}
+		var env []byte
+		deadline := false
+		switch rng.IntN(6) {
+		case 0:
+			r.Timeout = 0
+			env = AppendRequest(nil, &r)
+		case 1:
+			r.Cap = randBytes(1 + rng.IntN(8))
+			env = AppendRequest(nil, &r)
+		case 2:
+			r.Metadata = []byte{1, 0, 0, 0, 'k', 0, 0, 0, 0}
+			env = AppendRequest(nil, &r)
+		case 3:
+			r.AcceptDeflate = true
+			env = AppendRequest(nil, &r)
+		default:
+			if rng.IntN(8) == 0 {
+				r.Timeout = 0 // not what a client writes, but the layout
+			}
+			var h [DeadlineRequestOverhead]byte
+			PutDeadlineRequestHeader(&h, r.Method, r.PromiseID, r.Target, r.Timeout, len(payload))
+			env = append(h[:], payload...)
+			deadline = true
+		}
+		for j, b := range [][]byte{env, corrupt(env), corrupt(env), corrupt(env)} {
+			method, promise, target, timeout, got, ok := ParseDeadlineRequest(b)
+			if j == 0 && deadline && !ok {
+				t.Fatalf("request %d: %x, written by PutDeadlineRequestHeader, refused", i, b)
+			}
+			if !ok {
+				if method != 0 || promise != 0 || target != 0 || timeout != 0 || got != nil {
+					t.Fatalf("request %d.%d %x: refused with values %d %d %d %d %x", i, j, b, method, promise, target, timeout, got)
+				}
+				continue
+			}
+			accepted++
+			want, err := parseRequest(b)
+			if err != nil || method != want.Method || promise != want.PromiseID || target != want.Target ||
+				timeout != want.Timeout || !sameSlice(got, want.Payload) || want.Cap != nil || want.Metadata != nil ||
+				want.AcceptDeflate || want.PayloadDeflated {
+				t.Fatalf("request %d.%d %x: ParseDeadlineRequest %d %d %d %d %x, general %+v (%v)",
+					i, j, b, method, promise, target, timeout, got, want, err)
+			}
+			if j == 0 && (method != r.Method || promise != r.PromiseID || target != r.Target || timeout != r.Timeout ||
+				!bytes.Equal(got, r.Payload)) {
+				t.Fatalf("request %d: wrote %+v, ParseDeadlineRequest %d %d %d %d %x", i, r, method, promise, target, timeout, got)
+			}
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("nothing accepted")
+	}
+	t.Logf("%d accepted", accepted)
 }
 
 // ParsePlainRequest and ParsePlainResponse, on random envelopes (plain,
