@@ -837,34 +837,8 @@ func TestAppendResponseHeaderWords(t *testing.T) {
 // envelope PutDeadlineRequestHeader and its payload make.
 func TestParseDeadlineRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 36))
-	randBytes := func(n int) []byte {
-		if n == 0 {
-			return nil
-		}
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
-	corrupt := func(b []byte) []byte {
-		b = append([]byte(nil), b...)
-		switch rng.IntN(5) {
-		case 0:
-			for range 1 + rng.IntN(3) {
-				b[rng.IntN(len(b))] = byte(rng.Uint32())
-			}
-		case 1:
-			b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
-		case 2:
-			b = b[:rng.IntN(len(b))]
-		case 3:
-			b = append(b, randBytes(1+rng.IntN(8))...)
-		case 4: // a byte of the header or fixed section
-			b[rng.IntN(min(len(b), DeadlineRequestOverhead))] ^= 1 << rng.IntN(8)
-		}
-		return b
-	}
+	randBytes := func(n int) []byte { return randomBytes(rng, n) }
+	corrupt := func(b []byte) []byte { return corruptEnvelope(rng, b, DeadlineRequestOverhead) }
 	accepted := 0
 	for i := 0; i < 10000; i++ {
 		payload := randBytes(rng.IntN(100))
@@ -933,32 +907,8 @@ func TestParseDeadlineRandom(t *testing.T) {
 // body, writes they accept.
 func TestParsePlainRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 6))
-	randBytes := func(n int) []byte {
-		if n == 0 {
-			return nil
-		}
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
-	corrupt := func(b []byte) []byte {
-		b = append([]byte(nil), b...)
-		switch rng.IntN(4) {
-		case 0:
-			for range 1 + rng.IntN(3) {
-				b[rng.IntN(len(b))] = byte(rng.Uint32())
-			}
-		case 1:
-			b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
-		case 2:
-			b = b[:rng.IntN(len(b))]
-		case 3:
-			b = append(b, randBytes(1+rng.IntN(8))...)
-		}
-		return b
-	}
+	randBytes := func(n int) []byte { return randomBytes(rng, n) }
+	corrupt := func(b []byte) []byte { return corruptEnvelope(rng, b, 0) }
 	for i := 0; i < 5000; i++ {
 		payload := randBytes(rng.IntN(100))
 		r := Request{Method: rng.Uint32(), PromiseID: rng.Uint32(), Target: rng.Uint32(), Payload: payload}
@@ -1054,4 +1004,43 @@ func TestPutDeadlineRequestHeaderRandom(t *testing.T) {
 			t.Fatalf("request %d (%d-byte payload, timeout %d):\n got %x\nwant %x", i, len(payload), r.Timeout, got, want)
 		}
 	}
+}
+
+// randomBytes is n random bytes from rng, nil for 0.
+func randomBytes(rng *rand.Rand, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// corruptEnvelope returns a copy of the non-empty b with a random
+// corruption: bytes changed, a bit flipped, cut, lengthened, or (with
+// head > 0) a bit flipped in its first head bytes, the header and fixed
+// section a fast parse checks.
+func corruptEnvelope(rng *rand.Rand, b []byte, head int) []byte {
+	b = append([]byte(nil), b...)
+	kinds := 4
+	if head > 0 {
+		kinds = 5
+	}
+	switch rng.IntN(kinds) {
+	case 0:
+		for range 1 + rng.IntN(3) {
+			b[rng.IntN(len(b))] = byte(rng.Uint32())
+		}
+	case 1:
+		b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
+	case 2:
+		b = b[:rng.IntN(len(b))]
+	case 3:
+		b = append(b, randomBytes(rng, 1+rng.IntN(8))...)
+	case 4:
+		b[rng.IntN(min(len(b), head))] ^= 1 << rng.IntN(8)
+	}
+	return b
 }
