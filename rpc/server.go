@@ -152,10 +152,14 @@ type Server struct {
 
 type serverStats struct {
 	accepted, rejected, active atomic.Int64
-	calls                      atomic.Uint64
-	byStatus                   [6]atomic.Uint64 // 200, 400, 404, 500, 503, other
-	bytesIn, bytesOut          atomic.Uint64
-	dropped                    atomic.Uint64
+	// admitted counts the connections WithMaxConns' limit applies to:
+	// from admit to removeConn, so from before active (which counts a
+	// connection once it is registered, for Shutdown to reach it).
+	admitted          atomic.Int64
+	calls             atomic.Uint64
+	byStatus          [6]atomic.Uint64 // 200, 400, 404, 500, 503, other
+	bytesIn, bytesOut atomic.Uint64
+	dropped           atomic.Uint64
 }
 
 // Stats is a snapshot of a server's counters.
@@ -396,18 +400,19 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
-			s.stats.active.Add(-1)
+			s.stats.admitted.Add(-1)
 			nc.Close()
 			return ErrServerClosed
 		}
 		s.conns[c] = struct{}{}
+		s.stats.active.Add(1)
 		s.connWG.Add(1)
 		s.mu.Unlock()
 		go c.serve()
 	}
 }
 
-// admit counts a connection just accepted among the active ones, unless
+// admit counts a connection just accepted among the admitted ones, unless
 // WithMaxConns' limit is reached (it reports false then). The check and
 // the count are one step: listeners served at once (one Serve each)
 // could otherwise all pass the check before any counted, and exceed the
@@ -415,11 +420,11 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) admit() bool {
 	limit := int64(s.opts.maxConns)
 	for {
-		n := s.stats.active.Load()
+		n := s.stats.admitted.Load()
 		if limit > 0 && n >= limit {
 			return false
 		}
-		if s.stats.active.CompareAndSwap(n, n+1) {
+		if s.stats.admitted.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
@@ -460,5 +465,6 @@ func (s *Server) removeConn(c *serverConn) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.stats.active.Add(-1)
+	s.stats.admitted.Add(-1)
 	s.connWG.Done()
 }
