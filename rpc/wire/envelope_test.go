@@ -617,10 +617,7 @@ func TestAppendPlainRequestMatchesGeneral(t *testing.T) {
 func TestAppendPlainRequestRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 14))
 	for i := 0; i < 2000; i++ {
-		payload := make([]byte, rng.IntN(300))
-		for j := range payload {
-			payload[j] = byte(rng.Uint32())
-		}
+		payload := randomBytes(rng, rng.IntN(300))
 		if rng.IntN(4) == 0 {
 			payload = nil
 		}
@@ -980,10 +977,7 @@ func TestParsePlainRandom(t *testing.T) {
 func TestPutDeadlineRequestHeaderRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 7))
 	for i := 0; i < 2000; i++ {
-		payload := make([]byte, rng.IntN(300))
-		for j := range payload {
-			payload[j] = byte(rng.Uint32())
-		}
+		payload := randomBytes(rng, rng.IntN(300))
 		if rng.IntN(4) == 0 {
 			payload = nil
 		}
