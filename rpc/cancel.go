@@ -21,7 +21,8 @@ import (
 // wire.CancelQuestion; a canonical server ignores it), and a zapcodec
 // server answers with a cancel of promise id 0 before the pong. The read
 // loop, as it reads that announcement, sends the cancels of the calls
-// canceled meanwhile whose answers have not come (slot.cancelPid). A
+// abandoned meanwhile whose answers have not come (slot.cancelPid); a
+// call's cancel never leaves before its caller abandoned the call. A
 // canonical server never sees the kind.
 //
 // A cancel is queued only while the call's slot is still abandoned with
@@ -311,6 +312,17 @@ func appendControl(o *outbox, kind byte, pid uint32) {
 // loop frees a slot on its answer). Their write is left to a goroutine:
 // the read loop does not wait for the socket (see the go-away's
 // acknowledgement).
+//
+// Only abandoned calls: a caller whose ctx ended sets cancelPid before
+// its abandon, and a slot still waiting (or canceled by a watch) with it
+// is a call its caller has not given up yet. A cancel for it would end
+// the handler's ctx while the call is still the caller's, and the
+// caller, whose abandon then finds the answer delivered, would return
+// the answer that the cancel brought about (a handler that answers as
+// its ctx ends) instead of its ctx's error. Such a caller sends the
+// cancel itself once it has abandoned: it looks at cancelSt after its
+// abandon, and this loop set cancelSt before its look at the slot, so
+// it sees cancelOn (see cancelSlot).
 func (c *Client) cancelAnnounced(p []byte) {
 	pid, ok := wire.ParseCancel(p)
 	if !ok || pid != 0 || c.cancelSt.Swap(cancelOn) == cancelOn {
@@ -324,9 +336,7 @@ func (c *Client) cancelAnnounced(p []byte) {
 	lead := false
 	for _, s := range *t {
 		v := s.st.Load()
-		switch v & slotStateMask {
-		case slotWaiting, slotAbandoned, slotCanceled:
-		default:
+		if v&slotStateMask != slotAbandoned {
 			continue
 		}
 		if pid := uint32(v >> 32); s.cancelPid.Load() == pid {
