@@ -43,6 +43,11 @@ const (
 	rawDrop                  // close the connection, the request unanswered
 	rawClose                 // write the answer, then close the connection
 	rawGoAway                // write the answer and a go-away, read on (refusing what follows 503 unrun)
+	// rawGoAwayFirst: write a go-away, then the answer (the call crossed
+	// the go-away), and read on as rawGoAway. The client reads the
+	// go-away before the answer, so it knows the connection went away
+	// by the time the caller has the answer.
+	rawGoAwayFirst
 )
 
 // rawReplica is a server that speaks the wire by hand: answer says what to
@@ -83,6 +88,10 @@ func rawReplica(t *testing.T, accepted *atomic.Int32, answer func(wire.Request) 
 			resp, next := answer(req)
 			if next == rawDrop {
 				return
+			}
+			if next == rawGoAwayFirst {
+				w.WriteFrame(wire.KindGoAway, nil)
+				goneAway = true
 			}
 			w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
 			if next == rawGoAway {
