@@ -425,9 +425,10 @@ func sameCanonical(a, b Request) bool {
 }
 
 // FuzzCanonicalFastPath: whatever the canonical fast paths of ParseRequest
-// and ParseResponse accept, the general parsers accept too, with the same
-// values (the same slices: same start, length and capacity; nil where
-// they give nil). Seeds: envelopes AppendRequest/AppendResponse write,
+// and ParseResponse accept (and the read loops' ParsePlainRequest,
+// ParseDeadlineRequest, ParsePlainResponse), the general parsers accept
+// too, with the same values, every field and flag (the same slices: same
+// start, length and capacity; nil where they give nil). Seeds: envelopes AppendRequest/AppendResponse write,
 // with and without payload, and near misses (a size one short, a payload
 // slot that stops early, a tail after the payload, a cap).
 func FuzzCanonicalFastPath(f *testing.F) {
@@ -457,9 +458,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		// they give what the general parsers give, whatever the input.
 		if got, err := ParseRequest(b); err == nil {
 			slow, serr := parseRequest(b)
-			if serr != nil || got.Method != slow.Method || got.PromiseID != slow.PromiseID || got.Target != slow.Target ||
-				!sameSlice(got.Cap, slow.Cap) || !sameSlice(got.Payload, slow.Payload) ||
-				got.Timeout != slow.Timeout || !sameSlice(got.Metadata, slow.Metadata) {
+			if serr != nil || !sameRequest(got, slow) {
 				t.Fatalf("ParseRequest %+v, general %+v (%v)", got, slow, serr)
 			}
 		} else if _, serr := parseRequest(b); serr == nil || serr.Error() != err.Error() {
@@ -468,23 +467,18 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		// ParseRequestTo sets every field, whatever *r held.
 		dreq := Request{Method: 1, PromiseID: 2, Target: 3, Cap: []byte("c"), Payload: []byte("p"), Timeout: 4, Metadata: []byte("m")}
 		dqerr := ParseRequestTo(&dreq, b)
-		if got, err := ParseRequest(b); (err == nil) != (dqerr == nil) || got.Method != dreq.Method || got.PromiseID != dreq.PromiseID ||
-			got.Target != dreq.Target || !sameSlice(got.Cap, dreq.Cap) || !sameSlice(got.Payload, dreq.Payload) ||
-			got.Timeout != dreq.Timeout || !sameSlice(got.Metadata, dreq.Metadata) {
+		if got, err := ParseRequest(b); (err == nil) != (dqerr == nil) || !sameRequest(got, dreq) {
 			t.Fatalf("ParseRequestTo over a used Request: %+v (%v), ParseRequest %+v (%v)", dreq, dqerr, got, err)
 		}
 		// ParseResponseTo sets every field, whatever *r held.
 		dirty := Response{Status: 1, PromiseID: 2, Body: []byte("old"), NotRun: true, Metadata: []byte("m")}
 		derr := ParseResponseTo(&dirty, b)
-		if got, err := ParseResponse(b); (err == nil) != (derr == nil) || got.Status != dirty.Status ||
-			got.PromiseID != dirty.PromiseID || got.NotRun != dirty.NotRun || !sameSlice(got.Body, dirty.Body) ||
-			!sameSlice(got.Metadata, dirty.Metadata) {
+		if got, err := ParseResponse(b); (err == nil) != (derr == nil) || !sameResponse(got, dirty) {
 			t.Fatalf("ParseResponseTo over a used Response: %+v (%v), ParseResponse %+v (%v)", dirty, derr, got, err)
 		}
 		if got, err := ParseResponse(b); err == nil {
 			slow, serr := parseResponse(b)
-			if serr != nil || got.Status != slow.Status || got.PromiseID != slow.PromiseID || got.NotRun != slow.NotRun ||
-				!sameSlice(got.Body, slow.Body) || !sameSlice(got.Metadata, slow.Metadata) {
+			if serr != nil || !sameResponse(got, slow) {
 				t.Fatalf("ParseResponse %+v, general %+v (%v)", got, slow, serr)
 			}
 		} else if _, serr := parseResponse(b); serr == nil || serr.Error() != err.Error() {
@@ -492,9 +486,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 		}
 		if method, promise, target, timeout, payload, ok := ParseDeadlineRequest(b); ok {
 			slow, err := parseRequest(b)
-			if err != nil || method != slow.Method || promise != slow.PromiseID || target != slow.Target ||
-				timeout != slow.Timeout || !sameSlice(payload, slow.Payload) || slow.Cap != nil ||
-				slow.Metadata != nil || slow.AcceptDeflate || slow.PayloadDeflated {
+			if err != nil || !sameRequest(Request{Method: method, PromiseID: promise, Target: target, Timeout: timeout, Payload: payload}, slow) {
 				t.Fatalf("ParseDeadlineRequest %d %d %d %d %x, general %+v (%v)", method, promise, target, timeout, payload, slow, err)
 			}
 		}
@@ -503,9 +495,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 			if err != nil {
 				t.Fatalf("fast path accepted a request the general parser refuses: %v", err)
 			}
-			if fast.Method != slow.Method || fast.PromiseID != slow.PromiseID || fast.Target != slow.Target ||
-				!sameSlice(fast.Cap, slow.Cap) || !sameSlice(fast.Payload, slow.Payload) ||
-				fast.Timeout != slow.Timeout || !sameSlice(fast.Metadata, slow.Metadata) {
+			if !sameRequest(fast, slow) {
 				t.Fatalf("fast %+v, general %+v", fast, slow)
 			}
 		}
@@ -514,8 +504,7 @@ func FuzzCanonicalFastPath(f *testing.F) {
 			if err != nil {
 				t.Fatalf("fast path accepted an answer the general parser refuses: %v", err)
 			}
-			if fast.Status != slow.Status || fast.PromiseID != slow.PromiseID || fast.NotRun != slow.NotRun ||
-				!sameSlice(fast.Body, slow.Body) || !sameSlice(fast.Metadata, slow.Metadata) {
+			if !sameResponse(fast, slow) {
 				t.Fatalf("fast %+v, general %+v", fast, slow)
 			}
 		}
