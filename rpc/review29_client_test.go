@@ -389,3 +389,61 @@ func TestFastCallsFullQueue(t *testing.T) {
 		return idleSlots(t, c) == len(*c.table.Load())
 	})
 }
+
+// TestFastCallsAtMaxPending: with every slot of WithMaxPending waiting,
+// a call of each kind fails with ErrTooManyPending, nothing written and
+// no slot added; once an answer frees a slot, a call of each kind takes
+// it.
+func TestFastCallsAtMaxPending(t *testing.T) {
+	const max = 3
+	c, peer := pipeClient(t, WithMaxPending(max))
+	type result struct {
+		out string
+		err error
+	}
+	held := make(chan result, max)
+	var reqs []wire.Request
+	for i := 0; i < max; i++ {
+		go func() {
+			out, err := c.Call(context.Background(), 7, []byte("held"), nil)
+			held <- result{string(out), err}
+		}()
+		r, _ := recvRequestSkipping(t, peer)
+		reqs = append(reqs, r)
+	}
+	for _, tc := range fastCtxs(t) {
+		if _, err := c.Call(tc.ctx, 7, []byte("refused"), nil); !errors.Is(err, ErrTooManyPending) {
+			t.Fatalf("%s with every slot waiting: %v, want ErrTooManyPending", tc.name, err)
+		}
+	}
+	if n := len(*c.table.Load()); n != max {
+		t.Fatalf("%d slots, want %d", n, max)
+	}
+	for _, tc := range fastCtxs(t) {
+		r := reqs[0]
+		reqs = reqs[1:]
+		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID, Body: []byte("held")}))
+		if got := receive(t, "a held call's answer", held); got.err != nil || got.out != "held" {
+			t.Fatalf("held call: %q, %v", got.out, got.err)
+		}
+		go func() {
+			out, err := c.Call(tc.ctx, 7, []byte("next"), nil)
+			held <- result{string(out), err}
+		}()
+		// The first frame the peer reads is the next call's: the refused
+		// ones wrote nothing.
+		nr, _ := recvRequestSkipping(t, peer)
+		if string(nr.Payload) != "next" || nr.PromiseID&0xFFFF != r.PromiseID&0xFFFF {
+			t.Fatalf("%s: request %q in slot %d, want \"next\" in the freed slot %d", tc.name, nr.Payload, nr.PromiseID&0xFFFF, r.PromiseID&0xFFFF)
+		}
+		reqs = append(reqs, nr)
+	}
+	for _, r := range reqs {
+		peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID, Body: []byte("held")}))
+	}
+	for range reqs {
+		if got := receive(t, "the calls' answers", held); got.err != nil {
+			t.Fatal(got.err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -202,5 +203,56 @@ func TestTakeOverKeepsInlineRequest(t *testing.T) {
 	close(release)
 	if a := peer.recvResponse(); a.PromiseID != 1 || a.Status != StatusOK || !bytes.Equal(a.Body, pattern(blockedLen, 1)) {
 		t.Fatalf("the blocked call's answer: promise %d status %d %q", a.PromiseID, a.Status, a.Body[:min(len(a.Body), 80)])
+	}
+}
+
+// TestFastParsesAtFrameLimit: requests whose frames are exactly the
+// server's largest, in the layouts the read loop parses by hand (the
+// plain request, the request with a deadline), buffered whole behind
+// another frame (TryNext takes them) or alone, are run and answered.
+// (A frame one byte over is s29-oversize's: not asserted here.)
+func TestFastParsesAtFrameLimit(t *testing.T) {
+	const max = 2000
+	s, addr, _ := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(max)))
+	s.Handle(2, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return append(resp, fmt.Sprint(len(req), req[0], req[len(req)-1])...), nil
+	})
+	peer := rawDial(t, addr)
+	plainEnv := func(pid uint32) []byte {
+		p := bytes.Repeat([]byte{byte(pid)}, max-1-wire.RequestOverhead)
+		return wire.AppendPlainRequest(nil, 2, pid, 0, p)
+	}
+	deadlineEnv := func(pid uint32) []byte {
+		p := bytes.Repeat([]byte{byte(pid)}, max-1-wire.DeadlineRequestOverhead)
+		env := wire.AppendRequest(nil, &wire.Request{Method: 2, PromiseID: pid, Timeout: 3600e6, Payload: p})
+		if len(env) != wire.DeadlineRequestOverhead+len(p) {
+			t.Fatalf("AppendRequest wrote %d bytes for a request with a deadline, want %d", len(env), wire.DeadlineRequestOverhead+len(p))
+		}
+		return env
+	}
+	var batch []byte
+	for pid := uint32(1); pid <= 6; pid++ {
+		env := plainEnv(pid)
+		if pid%2 == 0 {
+			env = deadlineEnv(pid)
+		}
+		if f := frameBytes(wire.KindRequest, env); len(f) != 4+max {
+			t.Fatalf("frame of %d bytes, want %d", len(f), 4+max)
+		} else {
+			batch = append(batch, f...)
+		}
+	}
+	if _, err := peer.Write(batch); err != nil {
+		t.Fatal(err)
+	}
+	for pid := uint32(1); pid <= 6; pid++ {
+		n := max - 1 - wire.RequestOverhead
+		if pid%2 == 0 {
+			n = max - 1 - wire.DeadlineRequestOverhead
+		}
+		want := fmt.Sprint(n, pid, pid)
+		if a := peer.recvResponse(); a.PromiseID != pid || a.Status != StatusOK || string(a.Body) != want {
+			t.Fatalf("answer: promise %d status %d %q, want %d 200 %q", a.PromiseID, a.Status, a.Body, pid, want)
+		}
 	}
 }
