@@ -171,7 +171,9 @@ const wireFirstEnv = "ZAPCODEC_WIRE_FIRST"
 // The first WithCap or WithMetadata of a process turns wireFrom's lookup
 // on (wireInUse): the first ctx made by either carries its token or
 // metadata into the request. Each case runs in a child process of its
-// own, where no other test has made such a ctx before.
+// own, where no other test has made such a ctx before; there Client.Call
+// first makes a plain call and one with a deadline (its own ways, while
+// wireInUse is unset), then both kinds with the new ctx.
 func TestWireInUseFirst(t *testing.T) {
 	cases := map[string]struct {
 		ctx  func() context.Context
@@ -191,12 +193,45 @@ func TestWireInUseFirst(t *testing.T) {
 		if wireInUse.Load() {
 			t.Fatal("wireInUse set before any WithCap or WithMetadata")
 		}
+		// Call's own ways (the plain call, the call with a deadline)
+		// run while wireInUse is unset, then meet the first ctx that
+		// carries something: that one's request carries it.
+		c, peer := pipeClient(t)
+		call := func(ctx context.Context) wire.Request {
+			t.Helper()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctx, mEcho, []byte("x"), nil)
+				done <- err
+			}()
+			r := peer.recvRequest()
+			peer.send(wire.KindResponse, wire.AppendResponse(nil, &wire.Response{Status: StatusOK, PromiseID: r.PromiseID}))
+			if err := receive(t, "the call's answer", done); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		timed := func(ctx context.Context) context.Context {
+			ctx, cancel := context.WithTimeout(ctx, time.Hour)
+			t.Cleanup(cancel)
+			return ctx
+		}
+		for _, ctx := range []context.Context{context.Background(), timed(context.Background())} {
+			if r := call(ctx); r.Cap != nil || r.Metadata != nil {
+				t.Fatalf("a call without cap or metadata carries cap %q, metadata %x", r.Cap, r.Metadata)
+			}
+		}
 		tc := cases[name]
 		ctx := tc.ctx()
 		var r wire.Request
 		callRequest(&r, ctx, ctx.Done(), mEcho, 0, nil)
 		if !bytes.Equal(r.Cap, tc.want.Cap) || !bytes.Equal(r.Metadata, tc.want.Metadata) {
 			t.Fatalf("request carries cap %q, metadata %x; want %q, %x", r.Cap, r.Metadata, tc.want.Cap, tc.want.Metadata)
+		}
+		for _, ctx := range []context.Context{ctx, timed(ctx)} {
+			if r := call(ctx); !bytes.Equal(r.Cap, tc.want.Cap) || !bytes.Equal(r.Metadata, tc.want.Metadata) {
+				t.Fatalf("Call's request carries cap %q, metadata %x; want %q, %x", r.Cap, r.Metadata, tc.want.Cap, tc.want.Metadata)
+			}
 		}
 		return
 	}
