@@ -93,7 +93,13 @@ func init() {
   -payload-file FILE  request payload read from FILE, raw bytes; a request
                       frame holds at most 16 MiB
   -schema FILE.zap    with -payload-json: encode the payload
-                      (a schema file of at most 16 MiB)
+                      (a schema file of at most 16 MiB); a -method name is
+                      looked up in it
+  -at N               the mount offset of the -schema's service
+                      (rpc.At(N) on the server), added to the ordinal of
+                      the method named through -schema (default 0; not
+                      with an ordinal, nor without -schema, where
+                      reflection gives the whole ordinal)
   -type NAME          a struct, or a method whose request struct to encode
                       (either may be qualified by the schema's package:
                       "eth.Eth.getBalance"); default: the request of the
@@ -151,6 +157,10 @@ type loadFlags struct {
 	// its request struct, which encodes js (-payload-json) when not nil.
 	reflect bool
 	js      []byte
+	// at is -at, the mount offset of the -schema's service, added to the
+	// ordinal of a method named through -schema; atSet says it was given.
+	at    uint64
+	atSet bool
 }
 
 func runLoad(args []string, stdout, stderr io.Writer) int {
@@ -180,6 +190,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&lf.payloadHex, "payload-hex", "", "payload as hex")
 	fs.StringVar(&lf.payloadFile, "payload-file", "", "payload file (raw bytes)")
 	fs.StringVar(&lf.schemaPath, "schema", "", "schema file")
+	fs.Uint64Var(&lf.at, "at", 0, "the mount offset of the -schema's service (added to the ordinal of a method named through -schema)")
 	fs.StringVar(&lf.typeName, "type", "", "struct or method to encode -payload-json as")
 	fs.StringVar(&lf.jsonIn, "payload-json", "", "payload as a JSON object, or @FILE")
 	fs.Var(&lf.md, "metadata", "request metadata k=v (repeatable)")
@@ -199,6 +210,7 @@ func runLoadCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "zapcodec load: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	lf.atSet = flagSet(fs, "at")
 	c.Metadata = lf.md
 	if err := lf.resolve(); err != nil {
 		fmt.Fprintf(stderr, "zapcodec load: %v\n", err)
@@ -562,17 +574,23 @@ func (lf *loadFlags) resolve() error {
 		lf.cfg.Payload = p
 	}
 	if lf.reflect {
+		if lf.atSet {
+			return errors.New("-at offsets a method named through -schema; without -schema the server's reflection gives the whole ordinal")
+		}
 		return nil
 	}
 	switch {
 	case lf.method == "" && typeMethod != nil:
-		lf.cfg.Method = typeMethod.Ordinal
+		return lf.setSchemaMethod(f, typeMethod)
 	case lf.method == "":
 		return errors.New("-method is required (an ordinal, or a method name: with -schema, or the server's by reflection)")
 	default:
 		if n, err := strconv.ParseUint(lf.method, 10, 32); err == nil {
 			if n == 0 {
 				return errors.New("-method 0: ordinals start at 1")
+			}
+			if lf.atSet {
+				return fmt.Errorf("-at: -method %d is an ordinal, the whole of it: -at offsets a method named through -schema", n)
 			}
 			lf.cfg.Method = uint32(n)
 			break
@@ -584,8 +602,20 @@ func (lf *loadFlags) resolve() error {
 		if err := loadUnary(m, "-method", lf.method); err != nil {
 			return err
 		}
-		lf.cfg.Method = m.Ordinal
+		return lf.setSchemaMethod(f, m)
 	}
+	return nil
+}
+
+// setSchemaMethod makes m, a method of the -schema file f, the run's:
+// its ordinal past the service's mount offset (-at), and its name for the
+// report.
+func (lf *loadFlags) setSchemaMethod(f *schema.File, m *schema.Method) error {
+	ord := lf.at + uint64(m.Ordinal)
+	if ord > math.MaxUint32 {
+		return fmt.Errorf("-at %d: the method's ordinal %d is above the largest (%d)", lf.at, ord, uint32(math.MaxUint32))
+	}
+	lf.cfg.Method, lf.cfg.MethodName = uint32(ord), callMethodName(f, m)
 	return nil
 }
 
@@ -708,12 +738,12 @@ func (lf *loadFlags) loadReflect(ctx context.Context) (int, error) {
 		}
 	}
 	for i, addr := range addrs {
-		ord, payload, code, err := lf.reflectOne(ctx, addr)
+		ord, name, payload, code, err := lf.reflectOne(ctx, addr)
 		switch {
 		case err != nil:
 			return code, err
 		case i == 0:
-			c.Method, c.Payload = ord, payload
+			c.Method, c.MethodName, c.Payload = ord, name, payload
 		case ord != c.Method:
 			return 2, fmt.Errorf("-method %q: the replicas disagree: %s serves it at ordinal %d, %s at %d (pass -schema and an ordinal to choose)", lf.method, addrs[0], c.Method, addr, ord)
 		case !bytes.Equal(payload, c.Payload):
@@ -724,9 +754,10 @@ func (lf *loadFlags) loadReflect(ctx context.Context) (int, error) {
 }
 
 // reflectOne asks the server at addr for its schemas and returns the
-// ordinal of -method there and the payload (-payload-json encoded by
-// its request struct, else the one given), or the exit status and why.
-func (lf *loadFlags) reflectOne(ctx context.Context, addr string) (uint32, []byte, int, error) {
+// ordinal of -method there, its full name (service.method) and the
+// payload (-payload-json encoded by its request struct, else the one
+// given), or the exit status and why.
+func (lf *loadFlags) reflectOne(ctx context.Context, addr string) (uint32, string, []byte, int, error) {
 	tc := lf.cfg.TLS
 	if tc != nil && tc.ServerName == "" {
 		host, _, err := net.SplitHostPort(addr)
@@ -741,15 +772,15 @@ func (lf *loadFlags) reflectOne(ctx context.Context, addr string) (uint32, []byt
 	defer cancel()
 	cl, err := rpc.Dial(rctx, lf.cfg.Network, addr, opts...)
 	if err != nil {
-		return 0, nil, 1, fmt.Errorf("cannot connect to %s to ask for its schemas (reflection): %v", addr, lf.tls.explainDial(err))
+		return 0, "", nil, 1, fmt.Errorf("cannot connect to %s to ask for its schemas (reflection): %v", addr, lf.tls.explainDial(err))
 	}
 	defer cl.Close()
 	svcs, err := rpc.Reflect(rctx, cl)
 	switch {
 	case rpc.IsNoSuchMethod(err):
-		return 0, nil, 2, fmt.Errorf("-method %q: the server at %s does not serve reflection (rpc.WithReflection): pass -schema FILE, or an ordinal", lf.method, addr)
+		return 0, "", nil, 2, fmt.Errorf("-method %q: the server at %s does not serve reflection (rpc.WithReflection): pass -schema FILE, or an ordinal", lf.method, addr)
 	case err != nil:
-		return 0, nil, 1, fmt.Errorf("asking %s for its schemas (reflection): %v", addr, lf.tls.explain(err, sniff))
+		return 0, "", nil, 1, fmt.Errorf("asking %s for its schemas (reflection): %v", addr, lf.tls.explain(err, sniff))
 	}
 	r, m, bad, err := reflectFindMethod(parseReflected(svcs), lf.method)
 	if err != nil {
@@ -757,19 +788,19 @@ func (lf *loadFlags) reflectOne(ctx context.Context, addr string) (uint32, []byt
 		if bad {
 			code = 1
 		}
-		return 0, nil, code, fmt.Errorf("-method %q at %s: %v", lf.method, addr, err)
+		return 0, "", nil, code, fmt.Errorf("-method %q at %s: %v", lf.method, addr, err)
 	}
 	if err := loadUnary(m, "-method", lf.method); err != nil {
-		return 0, nil, 2, err
+		return 0, "", nil, 2, err
 	}
 	payload := lf.cfg.Payload
 	if lf.js != nil {
 		if m.Req == nil {
-			return 0, nil, 2, fmt.Errorf("-payload-json: %s takes no request", callMethodName(r.f, m))
+			return 0, "", nil, 2, fmt.Errorf("-payload-json: %s takes no request", callMethodName(r.f, m))
 		}
 		if payload, err = dynamic.AppendMessage(nil, m.Req, lf.js); err != nil {
-			return 0, nil, 2, fmt.Errorf("-payload-json: %v", dynamicErr(err))
+			return 0, "", nil, 2, fmt.Errorf("-payload-json: %v", dynamicErr(err))
 		}
 	}
-	return r.base + m.Ordinal, payload, 0, nil
+	return r.base + m.Ordinal, callMethodName(r.f, m), payload, 0, nil
 }

@@ -111,3 +111,47 @@ func TestLoadReflectCluster(t *testing.T) {
 		t.Errorf("replicas that disagree ran %d and %d calls, want the reflection call alone", nc.Load(), nd.Load())
 	}
 }
+
+// TestLoadMethodNamed: a run whose method was named reports the name
+// beside the ordinal (text and JSON), whether reflection or -schema
+// found it, and -at offsets a method -schema names by the mount of its
+// service: without it, the calls go to the unmounted ordinal and fail
+// 404. -at with an ordinal, or without -schema, is a usage error.
+func TestLoadMethodNamed(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	addr := greetServer(t, 100, "", &n)
+	schemaPath := "../../examples/quickstart/greet/greet.zap"
+	base := []string{"-addr", addr, "-n", "20", "-c", "1", "-concurrency", "2", "-payload-json", `{"Name": "ZAP"}`}
+
+	code, out, errOut := loadRun(t, append(base, "-method", "hello")...)
+	if code != 0 || !strings.Contains(out, ", greet.Greeter.hello (method 101): ") {
+		t.Fatalf("reflected -method hello: exit %d, report %q (stderr %q), want it named greet.Greeter.hello (method 101)", code, out, errOut)
+	}
+	code, out, errOut = loadRun(t, append(base, "-method", "hello", "-schema", schemaPath, "-at", "100", "-json")...)
+	if code != 0 {
+		t.Fatalf("-schema -at 100: exit %d: %s", code, errOut)
+	}
+	rep := loadReport(t, out)
+	loadCheckClean(t, rep)
+	if rep.Method != 101 || rep.MethodName != "greet.Greeter.hello" {
+		t.Errorf("-schema -at 100: method %d %q, want 101 greet.Greeter.hello", rep.Method, rep.MethodName)
+	}
+	_, out, _ = loadRun(t, append(base, "-method", "hello", "-schema", schemaPath, "-json")...)
+	if rep := loadReport(t, out); rep.Method != 1 || rep.Statuses["404"] != rep.Calls {
+		t.Errorf("-schema without -at: method %d, statuses %v, want method 1 answered 404", rep.Method, rep.Statuses)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-method", "101", "-at", "100"}, "-at: -method 101 is an ordinal, the whole of it"},
+		{[]string{"-method", "hello", "-at", "100"}, "-at offsets a method named through -schema"},
+		{[]string{"-method", "hello", "-schema", schemaPath, "-at", "4294967295"}, "-at 4294967295: the method's ordinal 4294967296 is above the largest"},
+	} {
+		code, _, errOut := loadRun(t, append([]string{"-addr", addr, "-n", "1"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q, want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}

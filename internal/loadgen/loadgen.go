@@ -142,6 +142,9 @@ type Config struct {
 
 	// Method is the 1-based method ordinal called.
 	Method uint32
+	// MethodName, when set, names the method in the report
+	// (Report.MethodName; "service.method"): the calls use Method alone.
+	MethodName string
 	// Metadata, when set, is request metadata every call carries: key,
 	// value, key, value... (rpc.WithMetadata's pairs, in its metadata
 	// extension field; New refuses an odd count). It is encoded once (by
@@ -691,7 +694,7 @@ func (r *Runner) run(ctx context.Context, cfg Config) (*Report, error) {
 	<-timeoutsDone
 
 	rep := &Report{
-		Network: cfg.Network, Addr: cfg.Addr, Method: cfg.Method,
+		Network: cfg.Network, Addr: cfg.Addr, Method: cfg.Method, MethodName: cfg.MethodName,
 		Conns: cfg.Conns, Concurrency: cfg.Concurrency, TargetRate: cfg.Rate,
 		BytesIn:  in1 - in0,
 		BytesOut: out1 - out0,

@@ -14,7 +14,8 @@ type Report struct {
 	Network     string  `json:"network"`
 	Addr        string  `json:"addr"`
 	Method      uint32  `json:"method"`
-	Conns       int     `json:"conns"` // Config.Conns: per replica with a cluster Target
+	MethodName  string  `json:"method_name,omitempty"` // Config.MethodName
+	Conns       int     `json:"conns"`                 // Config.Conns: per replica with a cluster Target
 	Concurrency int     `json:"concurrency"`
 	TargetRate  float64 `json:"target_rate,omitempty"` // open loop only
 	// Seconds is the interval measured: from the start until sending
@@ -103,8 +104,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.TargetRate > 0 {
 		mode = "open loop at " + strconv.FormatFloat(r.TargetRate, 'f', -1, 64) + " calls/s"
 	}
-	fmt.Fprintf(&b, "%s %s, method %d: %d connections x %d in flight, %s, %.2fs\n",
-		r.Network, r.Addr, r.Method, r.Conns, r.Concurrency, mode, r.Seconds)
+	method := "method " + strconv.FormatUint(uint64(r.Method), 10)
+	if r.MethodName != "" {
+		method = r.MethodName + " (method " + strconv.FormatUint(uint64(r.Method), 10) + ")"
+	}
+	fmt.Fprintf(&b, "%s %s, %s: %d connections x %d in flight, %s, %.2fs\n",
+		r.Network, r.Addr, method, r.Conns, r.Concurrency, mode, r.Seconds)
 	fmt.Fprintf(&b, "  calls      %d (%d ok, %d failed)\n", r.Calls, r.OK, r.Failed)
 	if n := r.Errors[abandoned]; n > 0 {
 		fmt.Fprintf(&b, "  calls/s    %s (the %d abandoned not counted)\n", perSec(r.CallsPerSec), n)
