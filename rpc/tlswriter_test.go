@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"net"
 	"runtime"
 	"sync"
@@ -343,4 +344,50 @@ func TestWriterEndsWhenStreamBreaks(t *testing.T) {
 		a.Close()
 		b.Close()
 	}
+}
+
+// TestHandToWriterAfterBreak: the stream breaks while a caller holds the
+// writer role and has not yet handed it to the connection's writer
+// goroutine (halt leaves that goroutine to the role's holder, who may be
+// about to kick it). The hand-over then gives the role up and ends the
+// goroutine itself: none is left behind, none is kicked, and the role is
+// free.
+func TestHandToWriterAfterBreak(t *testing.T) {
+	await(t, "writer goroutines of earlier tests gone", func() bool { return writers.Load() == 0 })
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	var o outbox
+	o.setup(a, time.Hour, 0)
+	o.keepWriter = true
+
+	// A first hand-over, with nothing queued, starts the goroutine,
+	// which takes the role and gives it up at once.
+	o.mu.Lock()
+	o.flushing = true
+	o.mu.Unlock()
+	o.handToWriter()
+	await(t, "the writer goroutine to start and give the role up", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return writers.Load() == 1 && !o.flushing
+	})
+
+	// A caller takes the role; the stream breaks before it hands over.
+	o.mu.Lock()
+	o.flushing = true
+	o.halt(errors.New("broken"))
+	if o.wr == nil {
+		o.mu.Unlock()
+		t.Fatal("halt ended the writer goroutine while a caller held the role (its kick would panic on the closed channel)")
+	}
+	o.mu.Unlock()
+	o.handToWriter()
+	o.mu.Lock()
+	flushing, wr := o.flushing, o.wr
+	o.mu.Unlock()
+	if flushing || wr != nil {
+		t.Fatalf("after the hand-over on a broken stream: flushing %v, writer channel %v; want the role free and the goroutine ended", flushing, wr != nil)
+	}
+	await(t, "the writer goroutine to end", func() bool { return writers.Load() == 0 })
 }
