@@ -1148,7 +1148,7 @@ func (c *Client) readFrames() {
 				c.fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 				return
 			}
-			if (r.Deflated || r.TakesDeflate) && c.deliverFlagged(&r) { // compress.go
+			if (r.Deflated || r.TakesDeflate) && c.deliverFlagged(&r, frameHeader+len(p)) { // compress.go
 				continue
 			}
 			// The delivery of the answer, here in the loop (a function

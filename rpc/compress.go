@@ -64,10 +64,17 @@ func maxCompressors() int32 {
 // says so, and never gets one. The client inflates a compressed answer
 // on its read loop, into the buffer the call's answer is appended to,
 // and fails the call with an error matching [ErrDecompress] when the
-// body does not inflate or inflates past the largest answer a frame can
-// carry (the maximum frame size, [WithFrameOptions]): a small frame that
-// would inflate to gigabytes takes at most that much memory, fails that
-// call only, and the connection goes on. While the read loop inflates,
+// body does not inflate or inflates past what the client takes: 100
+// times the bytes of its frame ([WithMaxInflateRatio]), or the room of
+// the call's buffer (its capacity beyond its length) when that is more,
+// and never past the largest answer a frame can carry (the maximum frame
+// size, [WithFrameOptions]). So the memory compressed answers take
+// follows the bytes received, as plain ones' does: a small frame that
+// would inflate to gigabytes takes at most 100 times its bytes beyond
+// the caller's buffer, fails that call only, and the connection goes
+// on; an answer that compresses more than 100 times (long runs of one
+// byte) fails too, unless the call's buffer has room for it or the
+// client takes a larger ratio. While the read loop inflates,
 // the answers behind on the connection wait for it: some 3 ms per MiB
 // inflated (16 MiB took 40 to 58 ms on a loaded 2-core machine, against
 // a few ms to read it plain), so calls that must not wait behind large
@@ -115,9 +122,58 @@ func WithCompression(minSize int) Option {
 
 // ErrDecompress matches (errors.Is) the error of a call whose answer came
 // compressed and did not inflate: malformed compressed data, bytes after
-// the compressed stream, or more bytes than the largest answer (a
-// decompression bomb). The call fails; the connection goes on.
+// the compressed stream, or more bytes than the client takes (a
+// decompression bomb: see [WithMaxInflateRatio]). The call fails; the
+// connection goes on.
 var ErrDecompress = errors.New("rpc: compressed answer did not inflate")
+
+// DefaultMaxInflateRatio is how many times the bytes of its frame a
+// compressed answer may inflate to on a client without
+// [WithMaxInflateRatio]: 100.
+const DefaultMaxInflateRatio = 100
+
+// WithMaxInflateRatio bounds what a compressed answer ([WithCompression])
+// may inflate to on this client: n times the bytes of the frame that
+// carried it (header included), or the room of the call's buffer (the
+// capacity of [Client.Call]'s resp beyond its length; for a generated
+// client's calls, the pooled buffer's) when that is more, and never more
+// than the largest answer a frame can carry. An answer that inflates past
+// it fails its call alone, with an error matching [ErrDecompress] that
+// names the bound; the connection and its other calls go on. n <= 0
+// means [DefaultMaxInflateRatio] (100).
+//
+// Why a ratio: a call's answer is the caller's, appended to its buffer,
+// and a plain answer costs the client the bytes the server sent. A
+// compressed one would otherwise cost what the server declares in a few
+// bytes: DEFLATE inflates up to some 1,000 times (16 MiB of zeros is
+// 20 KiB at flate.BestSpeed), so a hostile or broken server that
+// answered each pending call ([WithMaxPending]; calls and promises not
+// yet waited for alike) with a small frame inflating to the largest
+// answer made the client hold the pending calls times 16 MiB for the
+// tens of KiB it received (16 promises answered so with 4 MiB frames:
+// 64 MiB held for 82 KB received, TestCompressionAnswerBombsBounded).
+// With the ratio, what the answers inflate to beyond the buffers the
+// callers gave is at most n times the bytes received for them, however
+// many calls are pending. The room of the call's buffer is memory the
+// caller set aside already, so filling it costs nothing new: a caller
+// that expects a large, very compressible answer gives its call a buffer
+// of that capacity.
+//
+// Why 100: real payloads compress 3 to 20 times (the getLogs-like
+// records of the tests 8.4 times, structured records with varied
+// values some 6), and a frame's 40-odd bytes of envelope let any
+// answer of up to some 4 KiB through; only long runs of repeated bytes
+// pass 100 (the same JSON record over and over: 160; zeros: 800 to
+// DEFLATE's most, about 1,032). A client that takes such answers
+// without buffers for them sets a larger n: 1,032 or more leaves only
+// the frame's bound, and the memory a hostile server can make it hold
+// grows with n.
+func WithMaxInflateRatio(n int) ClientOption {
+	if n <= 0 {
+		n = DefaultMaxInflateRatio
+	}
+	return clientOption(func(o *clientOptions) { o.inflateRatio = n })
+}
 
 // errNoGain stops a compression whose output would not be shorter than
 // its input.
@@ -296,7 +352,7 @@ func (z *inflater) readInflated(dst []byte, limit int, grow func(int) bool) ([]b
 				continue
 			}
 			if len(dst)-start >= limit {
-				return dst, fmt.Errorf("%w: it inflates past %d bytes, the most this side takes", ErrDecompress, limit)
+				return dst, &pastLimit{limit}
 			}
 			// By hand: append's growth (and slices.Grow's) may take
 			// the buffer a quarter past the limit.
@@ -316,7 +372,7 @@ func (z *inflater) readInflated(dst []byte, limit int, grow func(int) bool) ([]b
 		dst = dst[:len(dst)+n]
 		switch {
 		case len(dst)-start > limit:
-			return dst, fmt.Errorf("%w: it inflates past %d bytes, the most this side takes", ErrDecompress, limit)
+			return dst, &pastLimit{limit}
 		case err == io.EOF:
 			return dst, nil
 		case err != nil:
@@ -325,13 +381,42 @@ func (z *inflater) readInflated(dst []byte, limit int, grow func(int) bool) ([]b
 	}
 }
 
+// pastLimit is the error of an inflation stopped one byte past its
+// limit (readInflated): a bomb, or more than this side takes.
+type pastLimit struct{ limit int }
+
+func (e *pastLimit) Error() string {
+	return fmt.Sprintf("%v: it inflates past %d bytes, the most this side takes", ErrDecompress, e.limit)
+}
+
+func (e *pastLimit) Unwrap() error { return ErrDecompress }
+
+// inflateLimit is the most a compressed answer that came in a frame of
+// frameLen bytes may inflate to on c, into a call's buffer with room
+// spare bytes of capacity ([WithMaxInflateRatio]): the client's ratio
+// times frameLen, or room when that is more, at most the largest answer
+// a frame can carry. byRatio says that the ratio and the room bound it,
+// not the frame.
+func (c *Client) inflateLimit(frameLen, room int) (limit int, byRatio bool) {
+	most := c.r.MaxFrameSize() - 1 - wire.ResponseOverhead
+	k := c.opts.inflateRatio
+	if frameLen > most/k { // k*frameLen > most, without overflowing
+		return most, false
+	}
+	if limit = max(k*frameLen, room); limit >= most {
+		return most, false
+	}
+	return limit, true
+}
+
 // deliverFlagged is the client's read loop's delivery (readFrames) for
 // an answer whose body is compressed (r.Deflated: the body is inflated
 // into the call's buffer, or the call fails) or that says the server
 // takes compressed requests (r.TakesDeflate, noted for the client's
-// later calls). It reports false when the answer is still to be
+// later calls). frameLen is the length of the frame that carried it,
+// header included. It reports false when the answer is still to be
 // delivered as any other (its body is not compressed).
-func (c *Client) deliverFlagged(r *wire.Response) bool {
+func (c *Client) deliverFlagged(r *wire.Response, frameLen int) bool {
 	if r.TakesDeflate && c.opts.deflate && !c.zipReq.Load() {
 		c.zipReq.Store(true)
 	}
@@ -347,7 +432,12 @@ func (c *Client) deliverFlagged(r *wire.Response) bool {
 		return true
 	}
 	var err error
-	if s.resp, err = inflate(s.resp, r.Body, c.r.MaxFrameSize()-1-wire.ResponseOverhead); err != nil {
+	limit, byRatio := c.inflateLimit(frameLen, cap(s.resp)-len(s.resp))
+	if s.resp, err = inflate(s.resp, r.Body, limit); err != nil {
+		if _, past := err.(*pastLimit); past && byRatio {
+			err = fmt.Errorf("%w: more than %d times the %d bytes of its frame (rpc.WithMaxInflateRatio) and than the room of the call's buffer",
+				err, c.opts.inflateRatio, frameLen)
+		}
 		failDelivered(s, err)
 		return true
 	}

@@ -151,7 +151,9 @@
 // answers and payloads with raw DEFLATE, negotiated in extension flags
 // without a round trip and never sent to a peer that did not say it
 // takes them (a compressed call allocates what compress/flate's
-// decompressor does). None of the others allocates per call once warm (a
+// decompressor does); a client inflates an answer to at most 100 times
+// the bytes of its frame ([WithMaxInflateRatio]), or into the room of
+// the call's buffer, so its memory follows the bytes received. None of the others allocates per call once warm (a
 // caller's copy of response metadata is one allocation per answer that
 // carries some), and a call using none of them is the canonical
 // envelope byte for byte.

@@ -135,6 +135,7 @@ type clientOptions struct {
 	maxRespMD     int                 // 0: DefaultMaxMetadata (respmeta.go)
 	deflate       bool                // WithCompression (compress.go)
 	deflateMin    int                 // WithCompression's minSize
+	inflateRatio  int                 // WithMaxInflateRatio; > 0 (compress.go)
 	names         *MethodNames        // WithMethodNames; nil: the client's own (methodnames.go)
 	onClosing     []func(*Client)     // WithOnClosing, in order (closing.go)
 
@@ -176,6 +177,7 @@ func buildClientOptions(opts []ClientOption) clientOptions {
 		maxPending:    DefaultMaxPending,
 		writeTimeout:  DefaultWriteTimeout,
 		answerTimeout: DefaultAnswerTimeout,
+		inflateRatio:  DefaultMaxInflateRatio,
 	}
 	for _, f := range opts {
 		if f != nil {
