@@ -139,8 +139,11 @@ const DefaultMaxInflateRatio = 100
 // client's calls, the pooled buffer's) when that is more, and never more
 // than the largest answer a frame can carry. An answer that inflates past
 // it fails its call alone, with an error matching [ErrDecompress] that
-// names the bound; the connection and its other calls go on. n <= 0
-// means [DefaultMaxInflateRatio] (100).
+// names the bound; the connection and its other calls go on. n below
+// [DefaultMaxInflateRatio] (100) counts as it: a zapcodec server sends
+// compressed only answers that inflate at most that many times their
+// compressed bytes (the others go plain), so that no answer of one fails
+// on a client for its ratio.
 //
 // Why a ratio: a call's answer is the caller's, appended to its buffer,
 // and a plain answer costs the client the bytes the server sent. A
@@ -164,14 +167,13 @@ const DefaultMaxInflateRatio = 100
 // values some 6), and a frame's 40-odd bytes of envelope let any
 // answer of up to some 4 KiB through; only long runs of repeated bytes
 // pass 100 (the same JSON record over and over: 160; zeros: 800 to
-// DEFLATE's most, about 1,032). A client that takes such answers
-// without buffers for them sets a larger n: 1,032 or more leaves only
-// the frame's bound, and the memory a hostile server can make it hold
-// grows with n.
+// DEFLATE's most, about 1,032), and a zapcodec server sends those plain.
+// A client that takes them compressed from another server without
+// buffers for them sets a larger n: 1,032 or more leaves only the
+// frame's bound, and the memory a hostile server can make it hold grows
+// with n.
 func WithMaxInflateRatio(n int) ClientOption {
-	if n <= 0 {
-		n = DefaultMaxInflateRatio
-	}
+	n = max(n, DefaultMaxInflateRatio)
 	return clientOption(func(o *clientOptions) { o.inflateRatio = n })
 }
 
@@ -485,7 +487,11 @@ func (c *serverConn) writeDeflated(status, pid uint32, body, md []byte, inReader
 	d := getDeflater()
 	defer putDeflater(d)
 	switch {
-	case d.deflate(body):
+	case d.deflate(body) && len(body)/DefaultMaxInflateRatio <= len(d.out):
+		// Sent compressed only when it inflates at most
+		// DefaultMaxInflateRatio times its bytes, which every zapcodec
+		// client takes (WithMaxInflateRatio): a body that compresses
+		// more (long runs of one byte) goes plain.
 		c.writeFlagged(true, status, pid, d.out, md, inReader)
 	case tell:
 		c.writeFlagged(false, status, pid, body, md, inReader)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,6 +117,8 @@ func TestCompressionAnswerRatio(t *testing.T) {
 		{"small zeros", nil, zeros[:4<<10], nil, false},
 		{"zeros", nil, zeros, nil, true},
 		{"zeros, ratio 0 is the default", []ClientOption{WithMaxInflateRatio(0)}, zeros, nil, true},
+		{"zeros, ratio 10 is the default", []ClientOption{WithMaxInflateRatio(10)}, zeros, nil, true},
+		{"records, ratio 2 is the default", []ClientOption{WithMaxInflateRatio(2)}, logRecords(1 << 20), nil, false},
 		{"zeros into room", nil, zeros, make([]byte, 3, 3+len(zeros)), false},
 		{"zeros into room a byte short", nil, zeros, make([]byte, 3, 2+len(zeros)), true},
 		{"zeros, ratio 2000", []ClientOption{WithMaxInflateRatio(2000)}, zeros, nil, false},
@@ -143,7 +146,8 @@ func TestCompressionAnswerRatio(t *testing.T) {
 
 // inflateLimit: the ratio times the frame, or the room when that is
 // more, never past the largest answer; a ratio whose product would
-// overflow an int is the largest answer.
+// overflow an int is the largest answer, one below the default the
+// default.
 func TestInflateLimit(t *testing.T) {
 	const maxFrame = 1 << 20
 	most := maxFrame - 1 - wire.ResponseOverhead
@@ -153,18 +157,54 @@ func TestInflateLimit(t *testing.T) {
 		byRatio            bool
 	}{
 		{0, 100, 0, 100 * DefaultMaxInflateRatio, true},
-		{10, 100, 0, 1000, true},
-		{10, 100, 999, 1000, true},
-		{10, 100, 1001, 1001, true},
-		{10, 100, most, most, false},
-		{10, most / 10, 0, most / 10 * 10, true},
-		{10, most/10 + 1, 0, most, false},
-		{10, 100, most + 5, most, false},
+		{10, 100, 0, 100 * DefaultMaxInflateRatio, true}, // below the default: the default
+		{200, 100, 0, 20000, true},
+		{200, 100, 19999, 20000, true},
+		{200, 100, 20001, 20001, true},
+		{200, 100, most, most, false},
+		{200, most / 200, 0, most / 200 * 200, true},
+		{200, most/200 + 1, 0, most, false},
+		{200, 100, most + 5, most, false},
 		{math.MaxInt, 2, 0, most, false},
 	} {
 		c, _ := pipeClient(t, WithMaxInflateRatio(tc.ratio), WithFrameOptions(frame.WithMaxFrameSize(maxFrame)))
 		if got, byRatio := c.inflateLimit(tc.frame, tc.room); got != tc.want || byRatio != tc.byRatio {
 			t.Errorf("ratio %d, frame %d, room %d: %d (by ratio %v), want %d (%v)", tc.ratio, tc.frame, tc.room, got, byRatio, tc.want, tc.byRatio)
+		}
+	}
+}
+
+// TestCompressionServerSendsHighRatioPlain: a zapcodec server sends plain
+// an answer that would inflate more than DefaultMaxInflateRatio times its
+// compressed bytes, so that a zapcodec client with the default ratio
+// takes it (1 MiB of zeros, which DEFLATE shrinks some 800 times), and
+// compressed the answers within it (records, 8 times). On the wire, to a
+// peer that asks for compression.
+func TestCompressionServerSendsHighRatioPlain(t *testing.T) {
+	t.Parallel()
+	s, addr := compressServer(t)
+	const mZeros = 72
+	s.Handle(mZeros, func(_ context.Context, req, resp []byte) ([]byte, error) {
+		return append(resp, make([]byte, atoi(req))...), nil
+	})
+	c := dial(t, addr, WithCompression(0))
+	out, err := c.Call(context.Background(), mZeros, []byte("1048576"), nil)
+	if err != nil || len(out) != 1<<20 || bytes.Count(out, []byte{0}) != 1<<20 {
+		t.Fatalf("1 MiB of zeros: %d bytes, %v; want them all", len(out), err)
+	}
+	peer := rawDial(t, addr)
+	for i, tc := range []struct {
+		m        uint32
+		n        int
+		deflated bool
+	}{{mZeros, 1 << 20, false}, {mZeros, 4 << 10, false}, {mLogs, 2000, true}, {mLogs, 1 << 20, true}} {
+		peer.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: tc.m, PromiseID: uint32(i + 1), Payload: []byte(strconv.Itoa(tc.n)), AcceptDeflate: true}))
+		a := peer.recvResponse()
+		if a.Status != StatusOK || a.Deflated != tc.deflated {
+			t.Fatalf("method %d, %d bytes: status %d, deflated %v; want deflated %v", tc.m, tc.n, a.Status, a.Deflated, tc.deflated)
+		}
+		if body := a.Body; tc.deflated && len(inflateBytes(t, body)) > DefaultMaxInflateRatio*len(body) {
+			t.Fatalf("method %d, %d bytes: compressed to %d bytes, inflating more than %d times", tc.m, tc.n, len(body), DefaultMaxInflateRatio)
 		}
 	}
 }
