@@ -20,7 +20,14 @@
 // A length prefix above the maximum frame size ([WithMaxFrameSize], default
 // 16 MiB) fails with [ErrFrameTooLarge], and a canonical length of 0 with
 // [ErrEmptyFrame], as soon as the 4 length bytes are in: no further byte
-// is awaited or read, and no buffer is taken for the body. A stream whose
+// is awaited or read, and no buffer is taken for the body. Either breaks
+// the Reader; a protocol that can refuse one frame alone (package rpc
+// answers such a request with an error status) sets
+// [Reader.DiscardTooLarge]: Next then returns the first bytes of a frame
+// over the maximum with a [*TooLargeError], reads the rest of it through
+// its buffer and drops it, and goes on with the next frame, up to a
+// length of [DiscardLimit] (64 MiB, or four times the maximum if more),
+// beyond which it breaks as before. A stream whose
 // first bytes are a TLS ClientHello under 256 bytes, whose length prefix
 // is within the limit, fails with [ErrForeignProtocol] as soon as 11 of
 // them are in.

@@ -7,7 +7,9 @@ import "errors"
 var (
 	// ErrFrameTooLarge: a header announced, or a caller tried to write, a
 	// frame whose length prefix exceeds the maximum frame size. The reader
-	// reports it before reading or allocating any of the body.
+	// reports it before reading or allocating any of the body (a Reader set
+	// with DiscardTooLarge, after the head it returns, as a
+	// *TooLargeError, and reads past the rest).
 	ErrFrameTooLarge = errors.New("frame: frame too large")
 
 	// ErrEmptyFrame: a canonical frame with length 0, which cannot hold

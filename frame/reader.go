@@ -56,7 +56,8 @@ const (
 // Errors come in two classes. A protocol error (ErrFrameTooLarge,
 // ErrEmptyFrame), the end of the stream (io.EOF, io.ErrUnexpectedEOF) or
 // an underlying reader that returns a count outside 0..len(p) breaks the
-// Reader: every later Next returns the same error. An error of
+// Reader: every later Next returns the same error (but for a frame over
+// the maximum on a Reader set with DiscardTooLarge, refused alone). An error of
 // the underlying reader (a read deadline, a reset connection) is returned
 // as is and loses nothing: the next call to Next resumes where the stream
 // stopped, even inside a large body, so a read loop may retry after
@@ -91,6 +92,15 @@ type Reader struct {
 	rerr   error
 	err    error  // sticky error
 	start  uint64 // received at the last Reset: where the stream began
+
+	// Reading past frames over the maximum (DiscardTooLarge): head is
+	// how many bytes of such a frame's envelope Next returns, 0 when the
+	// mode is off; skip is how many bytes of the frame Next refused are
+	// still to be read and dropped, skipped how many were read so far
+	// (its header included, for Buffered).
+	head    int
+	skip    int
+	skipped int
 
 	received atomic.Uint64 // bytes read from src, for Received
 	// framed is the number of bytes of the stream up to the end of the
@@ -142,6 +152,7 @@ func (fr *Reader) Reset(r io.Reader) {
 	fr.r, fr.w = 0, 0
 	fr.full, fr.raCap, fr.credit = false, 0, 0
 	fr.rerr, fr.err = nil, nil
+	fr.skip, fr.skipped = 0, 0
 	fr.fast = fr.fastLimit()
 	fr.start = fr.received.Load()
 }
@@ -158,11 +169,14 @@ func (fr *Reader) fastLimit() uint32 {
 
 // Buffered returns the number of bytes taken from the stream that no Next
 // has returned yet: bytes read ahead, or the part read so far of a frame
-// interrupted by an error. Zero means the Reader stands exactly between
-// two frames with nothing read ahead. A server can use Buffered() == 0
-// after handling a frame as the moment to flush its Writer: no further
-// request is already waiting.
-func (fr *Reader) Buffered() int { return fr.w - fr.r }
+// interrupted by an error; while the Reader reads past a frame over the
+// maximum frame size (see [Reader.DiscardTooLarge]), the bytes of that
+// frame read so far, its header included. Zero means the Reader stands
+// exactly between two frames with nothing read ahead. A server can use
+// Buffered() == 0 after handling a frame as the moment to flush its
+// Writer: no further request is already waiting; and Buffered() != 0 as
+// the sign that a frame has begun and not ended (to bound its time).
+func (fr *Reader) Buffered() int { return fr.w - fr.r + fr.skipped }
 
 // Held returns the capacity of the pooled buffer the Reader holds now, 0
 // when it holds none (its inline 512-byte buffer is not counted). The
@@ -277,6 +291,12 @@ func (fr *Reader) Wait() error {
 		return nil
 	}
 	fr.release()
+	if fr.skip != 0 {
+		// The rest of a frame over the maximum first: it is no new frame.
+		if err := fr.discard(); err != nil {
+			return err
+		}
+	}
 	if err := fr.fill(4); err != nil {
 		if err == io.EOF {
 			_, _, err = fr.fail(io.EOF)
@@ -315,7 +335,9 @@ func (fr *Reader) total(h []byte) (int, error) {
 // Errors: io.EOF when the stream ends cleanly between frames;
 // io.ErrUnexpectedEOF when it ends inside a header or a body;
 // ErrFrameTooLarge (wrapped, naming the length) when the length prefix
-// exceeds the maximum frame size, and ErrEmptyFrame for a canonical
+// exceeds the maximum frame size (with [Reader.DiscardTooLarge], a
+// [*TooLargeError] with the frame's kind and first bytes, and the Reader
+// goes on), and ErrEmptyFrame for a canonical
 // length of 0: both are reported as soon as the 4 length bytes are in,
 // before any further byte is read or any buffer is taken for the body.
 // When the first frame of a stream fails so (or is cut short by the end
@@ -373,6 +395,11 @@ func (fr *Reader) next() (kind byte, payload []byte, err error) {
 		return 0, nil, fr.err
 	}
 	fr.release()
+	if fr.skip != 0 {
+		if err := fr.discard(); err != nil {
+			return 0, nil, err // nothing lost: the next call resumes
+		}
+	}
 	for {
 		avail := fr.w - fr.r
 		need := 4
@@ -384,6 +411,9 @@ func (fr *Reader) next() (kind byte, payload []byte, err error) {
 			if t-1 < fr.max && t > 0 && !fr.http {
 				t += 4
 			} else if t, err = fr.total(fr.buf[fr.r:fr.w]); err != nil {
+				if fr.head != 0 && fr.pastable(err) {
+					return fr.tooLarge(err)
+				}
 				return fr.fail(err)
 			}
 			if avail >= t {
@@ -706,6 +736,7 @@ func (fr *Reader) fail(err error) (byte, []byte, error) {
 	fr.release()
 	fr.dropBig()
 	fr.r, fr.w = 0, 0
+	fr.skip, fr.skipped = 0, 0
 	return 0, nil, err
 }
 
@@ -714,3 +745,159 @@ func (fr *Reader) fail(err error) (byte, []byte, error) {
 // frames of its own (package rpc queues its frames itself) uses it to hold
 // what it sends to the same limit it reads with.
 func (fr *Reader) MaxFrameSize() int { return fr.max }
+
+// DiscardLimit is the least length prefix a Reader set to read past
+// frames over its maximum ([Reader.DiscardTooLarge]) still breaks on: 64
+// MiB, the canonical runtime's own limit, or four times the maximum frame
+// size when that is more. A peer whose limit is a few times ours (a
+// client configured apart from its server, a canonical peer) gets its
+// frame refused alone, at the cost of reading at most a few times the
+// bytes of a frame we accept; a length beyond it (up to 4 GiB in a u32)
+// is no frame any such peer sends, and reading it would keep the Reader,
+// at the slowest rate a read timeout allows, for days.
+const DiscardLimit = 64 << 20
+
+// discardLimit is the largest frame length fr reads past: DiscardLimit
+// or four times the maximum, whichever is more.
+func (fr *Reader) discardLimit() uint64 {
+	return max(DiscardLimit, 4*uint64(fr.max))
+}
+
+// DiscardTooLarge makes fr read past a frame whose length prefix exceeds
+// its maximum frame size instead of breaking on it, for a protocol that
+// refuses such a frame alone (package rpc answers a request so with an
+// error status): Next returns the frame's kind, the first head bytes of
+// its envelope (fewer when the frame has fewer; head is capped at 256),
+// and a [*TooLargeError], which matches ErrFrameTooLarge; the Reader is
+// not broken, and the next Next (or Wait) reads the rest of the frame and
+// drops it before it reads the next frame. The head is valid as a payload
+// is. Memory follows bytes received as for any frame: the rest is read
+// through the Reader's buffer, never held whole (at most the read-ahead
+// limit, [WithBufferSize], taken as a busy stream's read-ahead is), and
+// the read deadlines and errors of the underlying reader work as inside
+// any frame: an error leaves the rest to a later Next; Buffered counts
+// the bytes of the frame read so far. Not read past, and breaking the
+// Reader with ErrFrameTooLarge as before: a length above [DiscardLimit]
+// (or four times the maximum, if more), and the first frame of a stream
+// whose bytes name another protocol (see Next). head 0 turns the mode
+// off (the default). Reset keeps the setting.
+func (fr *Reader) DiscardTooLarge(head int) {
+	fr.head = min(max(head, 0), maxDiscardHead)
+}
+
+// maxDiscardHead caps DiscardTooLarge's head: it fits the inline buffer
+// with the frame's header.
+const maxDiscardHead = 256
+
+// TooLargeError is the error of Next for a frame over the maximum frame
+// size that a Reader set with [Reader.DiscardTooLarge] reads past: it
+// matches [ErrFrameTooLarge] (errors.Is), and the Reader goes on with the
+// next frame.
+type TooLargeError struct {
+	Kind byte   // the frame's kind byte (0 in the HTTP framing)
+	Len  uint32 // the frame's length prefix
+	Max  int    // the Reader's maximum frame size
+}
+
+// Error returns ErrFrameTooLarge's text with the length and the maximum,
+// as the error that breaks a Reader says them, and that the frame is
+// read past.
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s (len:%d max:%d), read past", ErrFrameTooLarge.Error(), e.Len, e.Max)
+}
+
+// Unwrap returns ErrFrameTooLarge.
+func (e *TooLargeError) Unwrap() error { return ErrFrameTooLarge }
+
+// length returns the length prefix of the frame at buf[r] (4 bytes in).
+func (fr *Reader) length() uint32 {
+	if fr.http {
+		return binary.BigEndian.Uint32(fr.buf[fr.r:])
+	}
+	return binary.LittleEndian.Uint32(fr.buf[fr.r:])
+}
+
+// pastable reports whether the frame at buf[r], which total refused with
+// err, is one to read past: over the maximum, within the discard limit,
+// and not the first frame of a stream that names another protocol.
+func (fr *Reader) pastable(err error) bool {
+	if !errors.Is(err, ErrFrameTooLarge) || uint64(fr.length()) > fr.discardLimit() {
+		return false
+	}
+	first := !fr.http && fr.received.Load()-uint64(fr.w-fr.r) == fr.start
+	return !first || foreignProtocol(fr.buf[fr.r:fr.w]) == ""
+}
+
+// tooLarge reads the head of the frame at buf[r], over the maximum, and
+// returns its kind, the head and a *TooLargeError, leaving the rest of
+// the frame to discard (see DiscardTooLarge). An error of the underlying
+// reader while the head is not all in is returned as is: the next call
+// begins again with the frame's header, which stays buffered.
+func (fr *Reader) tooLarge(err error) (byte, []byte, error) {
+	n := fr.length()
+	env := int(n) // the envelope's length
+	if !fr.http {
+		env-- // n > max >= 1: the kind byte is there
+	}
+	h := min(env, fr.head)
+	need := fr.off + h
+	for fr.w-fr.r < need {
+		if err := fr.fill(need); err != nil {
+			if err == io.EOF {
+				return fr.fail(fr.foreign(io.ErrUnexpectedEOF))
+			}
+			return 0, nil, err
+		}
+	}
+	start := fr.r
+	total := 4 + int(n)
+	take := min(fr.w-fr.r, total)
+	fr.r += take
+	if take < total {
+		fr.skip, fr.skipped = total-take, take
+		fr.fast = 0 // Next's and TryNext's one compare would read the frame's bytes as a header
+	}
+	var kind byte
+	if !fr.http {
+		kind = fr.buf[start+4]
+	}
+	head := fr.buf[start+fr.off : start+need : start+need]
+	if poison.Enabled() {
+		fr.payload = head // for release to poison
+	}
+	return kind, head, &TooLargeError{Kind: kind, Len: n, Max: fr.max}
+}
+
+// discard reads the rest of a frame tooLarge returned the head of, and
+// drops it: through the inline buffer, then, while reads fill the
+// buffer, a pooled one up to the read-ahead limit, as a busy stream's
+// read-ahead grows (never more than is left of the frame). It reads no
+// byte past the frame. An error of the underlying reader is returned and
+// the rest stays to discard; the end of the stream breaks the Reader
+// with io.ErrUnexpectedEOF.
+func (fr *Reader) discard() error {
+	for fr.skip > 0 {
+		fr.r, fr.w = 0, 0
+		if fr.full && len(fr.buf) < fr.rsize && len(fr.buf) < fr.skip {
+			fr.grow(min(fr.rsize, max(minChunk, growFactor*len(fr.buf))))
+		}
+		p := fr.buf
+		if len(p) > fr.skip {
+			p = p[:fr.skip]
+		}
+		err := fr.read(p)
+		fr.skip -= fr.w
+		fr.skipped += fr.w
+		fr.w = 0
+		if err != nil {
+			if err == io.EOF {
+				fr.fail(io.ErrUnexpectedEOF)
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	fr.skipped = 0
+	fr.fast = fr.fastLimit()
+	return nil
+}
