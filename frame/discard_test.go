@@ -145,9 +145,18 @@ func TestDiscardTooLargeBufferedCounts(t *testing.T) {
 	t.Parallel()
 	body := bytes.Repeat([]byte{1}, 3000)
 	in := cat(le(3001), []byte{1}, body, le(2), []byte{1, 'y'})
-	r := &errAfterReader{data: in[:1000], err: os.ErrDeadlineExceeded}
+	r := &errAfterReader{data: in[:36], err: os.ErrDeadlineExceeded}
 	fr := NewReader(r, WithMaxFrameSize(100))
 	fr.DiscardTooLarge(32)
+	// The head not all in: Next would read (a read loop arms the frame's
+	// deadline first).
+	if _, _, err := fr.Next(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal(err)
+	}
+	if fr.Ready() || fr.Buffered() != 36 {
+		t.Fatalf("Ready %v, Buffered %d with 31 bytes of the 32-byte head in", fr.Ready(), fr.Buffered())
+	}
+	r.data = in[36:1000]
 	if _, _, err := fr.Next(); !errors.Is(err, ErrFrameTooLarge) {
 		t.Fatal(err)
 	}

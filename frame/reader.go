@@ -267,6 +267,11 @@ func (fr *Reader) ready() bool {
 		return false
 	}
 	t, err := fr.total(fr.buf[fr.r:fr.w])
+	if err != nil && fr.head != 0 && fr.pastable(err) {
+		// A frame over the maximum to read past: Next returns at once
+		// once its head is in (see tooLarge), and reads until then.
+		return avail >= fr.off+min(fr.envLen(), fr.head)
+	}
 	return err != nil || avail >= t
 }
 
@@ -817,6 +822,16 @@ func (fr *Reader) length() uint32 {
 	return binary.LittleEndian.Uint32(fr.buf[fr.r:])
 }
 
+// envLen returns the length of the envelope of the frame at buf[r] (4
+// bytes in), one over the maximum: its length prefix less the kind byte
+// (there: the length is above the maximum, at least 1).
+func (fr *Reader) envLen() int {
+	if fr.http {
+		return int(fr.length())
+	}
+	return int(fr.length()) - 1
+}
+
 // pastable reports whether the frame at buf[r], which total refused with
 // err, is one to read past: over the maximum, within the discard limit,
 // and not the first frame of a stream that names another protocol.
@@ -835,11 +850,7 @@ func (fr *Reader) pastable(err error) bool {
 // begins again with the frame's header, which stays buffered.
 func (fr *Reader) tooLarge(err error) (byte, []byte, error) {
 	n := fr.length()
-	env := int(n) // the envelope's length
-	if !fr.http {
-		env-- // n > max >= 1: the kind byte is there
-	}
-	h := min(env, fr.head)
+	h := min(fr.envLen(), fr.head)
 	need := fr.off + h
 	for fr.w-fr.r < need {
 		if err := fr.fill(need); err != nil {
