@@ -1042,3 +1042,27 @@ func fixedEnd(msg []byte, slots ...int) int {
 	}
 	return int(end)
 }
+
+// PeekEnvelope reads the first two fields of an envelope from head, its
+// first bytes only (the rest of the message need not be there): a
+// request's method and promise_id, or an answer's status and promise_id
+// (both lie at offsets 0 and 4 of the root). It checks what those bytes
+// allow: the magic, version 1 or 2, type 200, a root at 16 or past it
+// whose first 8 bytes lie inside head, and a size field that covers
+// them; ok is false otherwise. A read loop uses it on the head of a frame
+// over its maximum frame size (frame.Reader.DiscardTooLarge), to answer
+// that call alone. It neither allocates nor fails.
+func PeekEnvelope(head []byte) (first, promiseID uint32, ok bool) {
+	if len(head) < headerSize || string(head[:4]) != "ZAP\x00" {
+		return 0, 0, false
+	}
+	if v := binary.LittleEndian.Uint16(head[4:]); v != 1 && v != 2 || head[7] != EnvelopeType {
+		return 0, 0, false
+	}
+	root := uint64(binary.LittleEndian.Uint32(head[8:]))
+	size := uint64(binary.LittleEndian.Uint32(head[12:]))
+	if root < headerSize || root+8 > uint64(len(head)) || root+8 > size {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint32(head[root:]), binary.LittleEndian.Uint32(head[root+4:]), true
+}
