@@ -287,6 +287,7 @@ func newClient(nc net.Conn, o clientOptions) *Client {
 		readDone: make(chan struct{}),
 	}
 	c.r = frame.NewReader(nc, o.frame...)
+	c.r.DiscardTooLarge(oversizeHead) // an answer over the maximum fails alone (oversize.go)
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
 	// Only the outbox sets nc's write deadline; a write that breaks the
 	// stream fails the client at once, whichever goroutine ran it (fail
@@ -1122,6 +1123,12 @@ func (c *Client) readFrames() {
 	for {
 		kind, p, err := c.r.Next()
 		if err != nil {
+			if tl, ok := err.(*frame.TooLargeError); ok {
+				if c.oversized(tl, p) {
+					continue // read past, failing its call or stream alone (oversize.go)
+				}
+				err = unrefusable(tl, "client")
+			}
 			if werr := c.out.failure(); werr != nil {
 				err = werr // the write side closed the connection: say why
 			} else if errors.Is(err, frame.ErrEmptyFrame) || errors.Is(err, frame.ErrForeignProtocol) {

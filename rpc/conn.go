@@ -239,6 +239,7 @@ func newServerConn(s *Server, nc net.Conn, base context.Context) *serverConn {
 		r:    frame.NewReader(nc, o.frame...),
 		done: make(chan struct{}),
 	}
+	c.r.DiscardTooLarge(oversizeHead) // a frame over the maximum fails alone (oversize.go)
 	c.free.wake = make(chan struct{}, 1)
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.out.setup(nc, o.writeTimeout, c.r.MaxFrameSize())
@@ -481,6 +482,15 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 			c.hs = c.s.handlerTable()
 		}
 		if err != nil {
+			if tl, ok := err.(*frame.TooLargeError); ok {
+				// A frame over the maximum, read past: it fails alone
+				// (oversize.go).
+				if c.oversized(tl, p) {
+					continue
+				}
+				c.flushOwed()
+				return true
+			}
 			// A broken stream may fail Next at once: answers owed so far
 			// still go out (a write error is the read error's business).
 			c.flushOwed()

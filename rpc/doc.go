@@ -63,8 +63,11 @@
 //	                each builds its whole answer first: handlers with large
 //	                answers bound them with ReserveAnswer (WithAnswerBudget)
 //	frame size      16 MiB (WithFrameOptions(frame.WithMaxFrameSize(n)));
-//	                memory follows bytes received; a larger frame drops
-//	                its connection and every call on it
+//	                memory follows bytes received; a larger request is
+//	                read past and answered 413 (StatusTooLarge), not run,
+//	                the connection going on; a larger frame that names
+//	                no call or stream, or one over 64 MiB, drops the
+//	                connection and every call on it
 //	connections     no limit (WithMaxConns: beyond it, closed at once)
 //	shutdown grace  500 ms for a peer that does not acknowledge the go-away
 //	accept errors   EMFILE, ENFILE...: retried after 5 ms doubling to 1 s

@@ -663,16 +663,16 @@ func callerRows() []journeyRow {
 			}
 			return err
 		},
-		code:  StatusInternal,
+		code:  StatusTooLarge,
 		is:    []string{"frame.ErrFrameTooLarge"},
 		text:  []string{"frame too large"},
 		check: noStatus,
 	}, {
 		// A server's limit below the client's (frame.WithMaxFrameSize
 		// on the server alone, as a service facing the internet sets
-		// it): the server cannot skip the frame, so it drops the
-		// connection, and every call on it fails, with nothing that
-		// says why (the server logs "frame too large").
+		// it): the server reads past the frame and answers that call
+		// alone 413, not run; the call beside it, running, and the
+		// connection go on.
 		name: "request over the server's maximum frame size",
 		provoke: func(t *testing.T) error {
 			j := newJourneyServer(t, WithFrameOptions(frame.WithMaxFrameSize(1024)))
@@ -684,16 +684,23 @@ func callerRows() []journeyRow {
 			}()
 			receive(t, "the handler's start", j.started)
 			_, err := c.Call(context.Background(), mEcho, make([]byte, 2048), nil)
-			if other := receive(t, "the error of the call beside it", errc); !errors.Is(other, ErrClosed) {
-				t.Errorf("the call beside it: %v, want ErrClosed", other)
+			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
+				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
+			}
+			j.releaseAll()
+			if other := receive(t, "the answer of the call beside it", errc); other != nil {
+				t.Errorf("the call beside it: %v, want its answer", other)
 			}
 			return err
 		},
-		code:  StatusUnavailable,
-		is:    []string{"ErrClosed"},
-		maybe: []string{"io.EOF", "syscall.ECONNRESET"},
-		text:  []string{closedText},
-		check: noStatus,
+		code: StatusTooLarge,
+		text: []string{"rpc: status 413: rpc: request too large for the server's maximum frame size (len:2093 max:1024)"},
+		check: func(t *testing.T, err error) {
+			se := StatusOf(err)
+			if se == nil || se.Code != StatusTooLarge || !se.refused || IsRetryable(err) {
+				t.Errorf("StatusOf(err) = %+v, want 413 not run, not retryable", se)
+			}
+		},
 	}, {
 		name: "answer too large for the server",
 		provoke: func(t *testing.T) error {
@@ -711,11 +718,16 @@ func callerRows() []journeyRow {
 		name: "answer too large for the client",
 		provoke: func(t *testing.T) error {
 			j := newJourneyServer(t)
-			return callOn(t, context.Background(), j.addr, mjBig, nil, WithFrameOptions(frame.WithMaxFrameSize(1024)))
+			c := dial(t, j.addr, WithFrameOptions(frame.WithMaxFrameSize(1024)))
+			_, err := c.Call(context.Background(), mjBig, nil, nil)
+			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
+				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
+			}
+			return err
 		},
-		code:  StatusUnavailable,
-		is:    []string{"ErrClosed", "frame.ErrFrameTooLarge"},
-		text:  []string{closedText, "frame too large"},
+		code:  StatusTooLarge,
+		is:    []string{"frame.ErrFrameTooLarge"},
+		text:  []string{"rpc: answer over the client's maximum frame size", "frame too large (len:2085 max:1024), read past"},
 		check: noStatus,
 	}, {
 		name: "server at MaxInFlight: the caller's deadline",

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/internal/unavailable"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -21,8 +22,8 @@ var (
 	// connection broke matches ErrClosed and wraps what broke it, which
 	// errors.Is and errors.As find: io.EOF (the peer closed), a
 	// *net.OpError (syscall.ECONNRESET, os.ErrDeadlineExceeded...), a
-	// TLS handshake's error, frame.ErrFrameTooLarge (an answer over the
-	// client's maximum frame size), [ErrProtocol], the client's own
+	// TLS handshake's error, frame.ErrFrameTooLarge (a frame longer than
+	// the client reads past, see [StatusTooLarge]), [ErrProtocol], the client's own
 	// [WithWriteTimeout] or [WithAnswerTimeout] (an error that matches
 	// os.ErrDeadlineExceeded, as a socket's timeout does). It is gRPC's
 	// Unavailable: [Code] says 503 (StatusUnavailable) of it, but 500 of
@@ -52,8 +53,9 @@ var (
 	// did not decode, its promise id unreadable (readable, it fails that
 	// call alone). A frame over the client's maximum frame size is not
 	// ErrProtocol but frame.ErrFrameTooLarge (a limit, not a broken
-	// peer), and a foreign protocol the frame reader names by its first
-	// bytes (an HTTP server, say) wraps the reader's error instead.
+	// peer: an answer so fails its call alone, see [StatusTooLarge]), and
+	// a foreign protocol the frame reader names by its first bytes (an
+	// HTTP server, say) wraps the reader's error instead.
 	ErrProtocol = errors.New("rpc: protocol violation")
 )
 
@@ -290,14 +292,21 @@ func Errorf(code uint32, format string, args ...any) error {
 //     the server's timer fires first: errors.Is matches
 //     context.DeadlineExceeded on both;
 //   - 499 [StatusCanceled] for the caller's cancel (context.Canceled);
+//   - 413 [StatusTooLarge] for frame.ErrFrameTooLarge (gRPC's
+//     ResourceExhausted): a request (or stream message) over the
+//     client's maximum frame size, refused unsent, and an answer over it,
+//     which the client reads past, failing that call alone (the server's
+//     413 answer to a request over its own maximum is a status too);
 //   - 500 [StatusInternal] for anything else: [ErrProtocol] (a peer that
 //     broke the protocol: gRPC's Internal), [ErrTooManyPending],
-//     [ErrTooManyStreams], a request over the maximum frame size, the
-//     error of [Dial] (its TLS handshake's included: with [NewClient],
-//     the calls get that one wrapped in ErrClosed), a plain error.
+//     [ErrTooManyStreams], the error of [Dial] (its TLS handshake's
+//     included: with [NewClient], the calls get that one wrapped in
+//     ErrClosed), a plain error.
 //
 // A lost connection is 503 whatever else its error wraps (a ctx's error
-// that a net.Conn's Read returned, say), but for ErrProtocol.
+// that a net.Conn's Read returned, say, or the frame.ErrFrameTooLarge of
+// a length beyond what the reader reads past, frame.DiscardLimit), but
+// for ErrProtocol.
 // errors.Is tells those failures apart as before; Code adds no match.
 // Codes 0 and 200 of a *StatusError are no error status and count as
 // 500. Code allocates nothing.
@@ -321,6 +330,8 @@ func Code(err error) uint32 {
 		return StatusInternal
 	case errors.Is(err, ErrClosed), errors.Is(err, ErrGoAway), errors.Is(err, unavailable.Marker):
 		return StatusUnavailable
+	case errors.Is(err, frame.ErrFrameTooLarge):
+		return StatusTooLarge
 	case errors.Is(err, context.DeadlineExceeded):
 		return StatusDeadlineExceeded
 	case errors.Is(err, context.Canceled):
@@ -417,6 +428,16 @@ const (
 	// not-run flag, a call whose metadata exceeds the server's limit
 	// ([WithMaxMetadata]).
 	StatusMetadataTooLarge = 431
+	// StatusTooLarge is not canonical: it answers, with the not-run
+	// flag, a call whose request frame exceeds the server's maximum frame
+	// size (the server reads past the frame and the connection goes on),
+	// and ends so the open of a stream whose frame does, or the stream of
+	// a message that does. [Code] says it of frame.ErrFrameTooLarge too: a
+	// request, stream open or message over the client's own maximum
+	// (nothing sent), an answer over it (read past, that call alone
+	// failing). gRPC's ResourceExhausted ("received message larger than
+	// max").
+	StatusTooLarge = 413
 	// StatusCanceled is not canonical: it is the status of the error end a
 	// client sends when the ctx of [Client.OpenStream] ends before the
 	// stream does (the server handler's ctx is canceled); [Code] says it

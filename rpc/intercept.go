@@ -23,7 +23,8 @@ import (
 // only until the interceptor returns; an interceptor that keeps bytes of
 // either copies them. Interceptors do not run for calls answered without
 // a handler: an unknown method (404), a malformed envelope (400), a call
-// refused after go-away (503), metadata refused (431, 400), a target
+// refused after go-away (503), metadata refused (431, 400), a request
+// over the maximum frame size (413), a target
 // without [WithPipelining] (400), a call whose connection closed before a
 // worker started it, one whose deadline passed before it could run
 // (504), one whose pipelining target failed (400), nor for the health

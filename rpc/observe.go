@@ -104,7 +104,8 @@ type Observer func(CallEvent)
 // (404), a request read after the go-away (503, not run), an envelope that
 // does not parse but names its promise (400), a target set without
 // [WithPipelining] (400), metadata over [WithMaxMetadata] (431) or
-// malformed (400), a call whose connection closed while it waited for a
+// malformed (400), a request over the maximum frame size (413, not
+// run), a call whose connection closed while it waited for a
 // worker (503, which reaches no one). A call whose handler did not run to
 // its end is seen too, with the time it took: one whose deadline passed
 // before it could run (504, not run), one whose pipelining target failed

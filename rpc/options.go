@@ -236,11 +236,13 @@ func ClientTLSConfig(opts ...ClientOption) *tls.Config {
 
 // WithFrameOptions passes frame settings through to the connection's
 // frame reader: [frame.WithMaxFrameSize] (the largest frame accepted and
-// sent: a peer announcing a larger frame loses its connection, and with
-// it every call on it, which fail with [ErrClosed] and learn no reason
-// (so give clients a server's lower limit too); a call whose request is
-// larger than its own client's limit fails unsent, without breaking the
-// connection; default 16 MiB) and
+// sent: a larger request is read past and answered 413 [StatusTooLarge],
+// not run, and a larger answer fails its call on the client (an error
+// matching frame.ErrFrameTooLarge), each alone, the connection going on;
+// a larger frame that names no call or stream (a ping, a cancel...), or
+// one over [frame.DiscardLimit], drops the connection, every call on it
+// failing with [ErrClosed]; a call whose request is larger than its own
+// client's limit fails unsent; default 16 MiB) and
 // [frame.WithBufferSize] (the read-ahead limit: frames up to a quarter of
 // it are read into the shared read-ahead buffer, larger ones into a buffer
 // of their own; default 64 KiB), with the

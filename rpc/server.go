@@ -171,7 +171,9 @@ type Stats struct {
 	Calls    uint64 // requests read
 	// Answers counts answers sent by status.
 	OK, BadRequest, NotFound, Internal, Unavailable, OtherStatus uint64
-	// BytesIn counts the bytes of the frames read, BytesOut the bytes
+	// BytesIn counts the bytes of the frames read (of a frame over the
+	// maximum frame size, read past, its header and the 64 bytes looked
+	// at), BytesOut the bytes
 	// written to the connections: frames of every kind (calls and their
 	// answers, refusals, stream opens, messages, ends and windows, pings
 	// and pongs, go-aways), headers included. BytesOut counts a write as

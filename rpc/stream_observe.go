@@ -44,7 +44,8 @@ type StreamEvent struct {
 	// the connection closes (no end is sent), one stream too many
 	// ([WithMaxStreams]) or reusing the id of a stream the client canceled
 	// whose handler still runs (after the client's id counter wrapped), 431
-	// metadata over [WithMaxMetadata], 504 its deadline (the client's,
+	// metadata over [WithMaxMetadata], 413 its frame over the maximum frame
+	// size, 504 its deadline (the client's,
 	// carried in the open) passed before the handler could run, 400
 	// malformed metadata or envelope, or stream id 0 or the id of a stream
 	// still running that the client did not cancel (whatever else is wrong

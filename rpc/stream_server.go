@@ -166,6 +166,15 @@ var errStreamOverrun = &StatusError{Code: StatusBadRequest, Message: streamOverr
 // messages of the stream are dropped as after any end.
 func (c *serverConn) streamOverrun(p []byte) {
 	id, _, _ := wire.ParseStreamMsg(p) // parsed by onMsg
+	c.streamFailed(id, errStreamOverrun)
+}
+
+// streamFailed ends the stream id, from the read loop, for a message it
+// cannot take (see streamOverrun): its handler's Recv and Send return
+// e, its ctx is canceled, and the client gets an error end of e's code
+// and message unless our direction had ended. Nothing when no such
+// stream runs.
+func (c *serverConn) streamFailed(id uint32, e *StatusError) {
 	st := c.streams.lookup(id)
 	if st == nil {
 		return
@@ -177,15 +186,15 @@ func (c *serverConn) streamOverrun(p []byte) {
 		st.mu.Unlock()
 		return
 	}
-	st.rdone, st.rerr = true, errStreamOverrun
+	st.rdone, st.rerr = true, e
 	st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
 	send := !st.sdone || st.endOwed
 	if !st.sdone {
-		st.sdone, st.serr = true, errStreamOverrun
+		st.sdone, st.serr = true, e
 	}
 	st.endOwed = false
 	if st.acct.status == 0 {
-		st.acct.status = StatusBadRequest
+		st.acct.status = e.Code
 	}
 	st.cond.Broadcast()
 	st.mu.Unlock()
@@ -196,7 +205,7 @@ func (c *serverConn) streamOverrun(p []byte) {
 			//lint:ignore SA2001 the lock is taken only to wait for the Send that holds it
 			st.wmu.Unlock()
 			if !c.closed.Load() {
-				c.streams.writeEnd(noCtx, id, StatusBadRequest, streamOverrunText)
+				c.streams.writeEnd(noCtx, id, e.Code, e.Message)
 			}
 		}()
 	}
@@ -418,8 +427,9 @@ var interruptedSends atomic.Int64
 // handler's end of the same status and text (a canonical one ignores the
 // kind): it is set for the refusals a unary call gets with the not-run
 // flag, 503 for an open read after the go-away, 504 for one whose
-// deadline passed before its handler could run, and 431 for metadata
-// over the limit. It reports false when the connection broke.
+// deadline passed before its handler could run, 431 for metadata over
+// the limit, and 413 for an open over the maximum frame size
+// (oversize.go). It reports false when the connection broke.
 func (c *serverConn) streamRefuse(r *wire.Request, status uint32, text string, all, notRun bool) bool {
 	if old := c.streams.lookup(r.PromiseID); old != nil && !old.canceledByPeer() {
 		// The open reuses the id of a stream still running: its end
