@@ -153,8 +153,8 @@ func TestDiscardTooLargeBufferedCounts(t *testing.T) {
 	if _, _, err := fr.Next(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatal(err)
 	}
-	if fr.Ready() || fr.Buffered() != 36 {
-		t.Fatalf("Ready %v, Buffered %d with 31 bytes of the 32-byte head in", fr.Ready(), fr.Buffered())
+	if fr.Ready() || fr.Buffered() != 36 || fr.Discarding() {
+		t.Fatalf("Ready %v, Buffered %d, Discarding %v with 31 bytes of the 32-byte head in", fr.Ready(), fr.Buffered(), fr.Discarding())
 	}
 	r.data = in[36:1000]
 	if _, _, err := fr.Next(); !errors.Is(err, ErrFrameTooLarge) {
@@ -163,8 +163,8 @@ func TestDiscardTooLargeBufferedCounts(t *testing.T) {
 	if b := fr.Buffered(); b == 0 || b > 1000 {
 		t.Fatalf("Buffered %d after the head, want the bytes of the frame read (1..1000)", b)
 	}
-	if fr.Ready() {
-		t.Fatal("Ready while the rest of the frame is to be read")
+	if fr.Ready() || !fr.Discarding() {
+		t.Fatalf("Ready %v, Discarding %v while the rest of the frame is to be read", fr.Ready(), fr.Discarding())
 	}
 	if _, _, ok := fr.TryNext(); ok {
 		t.Fatal("TryNext returned a frame while the rest of one is to be read")
@@ -176,8 +176,8 @@ func TestDiscardTooLargeBufferedCounts(t *testing.T) {
 		t.Fatalf("Buffered %d, want 1000 (the bytes of the frame read)", b)
 	}
 	r.data = in[1000:]
-	if err := fr.Wait(); err != nil {
-		t.Fatalf("Wait: %v", err)
+	if err := fr.Wait(); err != nil || fr.Discarding() {
+		t.Fatalf("Wait: %v (Discarding %v)", err, fr.Discarding())
 	}
 	if k, p, err := fr.Next(); k != 1 || string(p) != "y" || err != nil {
 		t.Fatalf("%d %q %v", k, p, err)

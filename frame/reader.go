@@ -790,6 +790,14 @@ func (fr *Reader) DiscardTooLarge(head int) {
 	fr.head = min(max(head, 0), maxDiscardHead)
 }
 
+// Discarding reports whether fr has yet to read past the rest of a frame
+// over the maximum whose head Next returned (see [Reader.DiscardTooLarge]):
+// the next Next or Wait reads it first, and Buffered counts its bytes
+// read so far. A read loop that bounds each frame's time calls Wait
+// then, which returns once that frame has ended and the next one begun,
+// to give the next frame a clock of its own.
+func (fr *Reader) Discarding() bool { return fr.skip != 0 }
+
 // maxDiscardHead caps DiscardTooLarge's head: it fits the inline buffer
 // with the frame's header.
 const maxDiscardHead = 256

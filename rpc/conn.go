@@ -463,14 +463,24 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 			read = true
 		}
 		var err error
-		if !ok && c.r.Buffered() == 0 && c.s.opts.readTimeout > 0 {
+		if !ok && (c.r.Buffered() == 0 || c.r.Discarding()) && c.s.opts.readTimeout > 0 {
 			// Between frames: wait for a frame to begin under the wait's
 			// deadline (the idle one on a quiet connection), so that an
 			// idle connection is not woken every read timeout; a frame
 			// that begins but is not all there gets the frame deadline
-			// (armWait, at the top of the loop) for the rest.
-			if err = c.r.Wait(); err == nil && !c.r.Ready() {
-				continue
+			// (armWait, at the top of the loop) for the rest. Inside a
+			// frame over the maximum that the Reader reads past
+			// (oversize.go), Wait reads the rest of it under its frame
+			// deadline and returns once the next frame has begun, which
+			// gets a clock of its own.
+			past := c.r.Buffered() != 0
+			if err = c.r.Wait(); err == nil {
+				if past {
+					c.frameStart = 0
+				}
+				if !c.r.Ready() {
+					continue
+				}
 			}
 		}
 		if !ok && err == nil {

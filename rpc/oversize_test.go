@@ -159,7 +159,7 @@ func TestOversizedHostileSlowPeer(t *testing.T) {
 	if a := rc.recvResponse(); a.PromiseID != 7 || a.Status != StatusTooLarge || !a.NotRun {
 		t.Fatalf("answer %+v, want 413 not run for promise 7", a)
 	}
-	go func() {
+	go func(rc *rawConn) {
 		// A few bytes every 20 ms: about 250 B/s, far under the
 		// minimum rate (16 KiB/s).
 		for {
@@ -168,16 +168,16 @@ func TestOversizedHostileSlowPeer(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-	}()
+	}(rc)
 	rc.expectClosed()
 	await(t, "the log of the read timeout", func() bool { return contains(logs.String(), "read timeout: frame not finished") })
 
-	rc = rawDial(t, addr)
+	huge := rawDial(t, addr)
 	var h [5]byte
 	binary.LittleEndian.PutUint32(h[:], 0xFFFFFFF0)
 	h[4] = wire.KindRequest
-	rc.Write(h[:])
-	rc.expectClosed()
+	huge.Write(h[:])
+	huge.expectClosed()
 	await(t, "the log of the huge frame", func() bool { return contains(logs.String(), "len:4294967280 max:4096") })
 }
 
@@ -392,5 +392,36 @@ func TestOversizedPingToClient(t *testing.T) {
 	want := fmt.Sprintf("frame too large (len:%d max:%d), of kind %d, which names no call or stream the client could fail alone", 1+2*ovMaxSize, ovMaxSize, wire.KindPing)
 	if !errors.Is(err, ErrClosed) || !errors.Is(err, frame.ErrFrameTooLarge) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("the call: %v; want ErrClosed, frame.ErrFrameTooLarge, %q", err, want)
+	}
+}
+
+// The frame after one read past gets a frame clock of its own: a request
+// that begins well after an oversized one ended, and takes less than the
+// read timeout to arrive, is answered (its clock was the oversized
+// frame's, and the read timeout closed the connection while it came).
+// The pauses leave 1.5 s of margin on the side of the answer.
+func TestOversizedNextFrameOwnClock(t *testing.T) {
+	_, addr, logs, _, _, _ := ovServer(t, WithReadTimeout(3*time.Second), WithMinReadRate(1<<30))
+	rc := rawDial(t, addr)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log: %s", logs.String())
+		}
+	})
+	rc.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: make([]byte, 2*ovMaxSize)}))
+	if a := rc.recvResponse(); a.PromiseID != 1 || a.Status != StatusTooLarge {
+		t.Fatalf("answer %+v, want 413 for promise 1", a)
+	}
+	next := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Payload: []byte("next")}))
+	time.Sleep(2 * time.Second) // two thirds of the read timeout after the oversized frame
+	if _, err := rc.Write(next[:10]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // half the read timeout into the frame: past the oversized frame's bound
+	if _, err := rc.Write(next[10:]); err != nil {
+		t.Fatal(err)
+	}
+	if a := rc.recvResponse(); a.PromiseID != 2 || a.Status != StatusOK || string(a.Body) != "next" {
+		t.Fatalf("answer %+v, want the echo of promise 2", a)
 	}
 }
