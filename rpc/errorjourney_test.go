@@ -31,6 +31,7 @@ const (
 	sjHold     = 707 // stream: waits for its ctx's end
 	mjDeaf     = 708 // waits for release alone, not its ctx
 	sjDeaf     = 709 // stream: waits for release alone, not its ctx
+	sjBig      = 710 // stream: sends a 2 KiB message, then waits for its ctx's end
 )
 
 // sentinels are the errors the docs name, which every row of the journey
@@ -108,6 +109,13 @@ func newJourneyServer(t *testing.T, opts ...ServerOption) *journeyServer {
 	})
 	s.HandleStream(sjHold, func(ctx context.Context, init []byte, st *Stream) error {
 		j.started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	s.HandleStream(sjBig, func(ctx context.Context, init []byte, st *Stream) error {
+		if err := st.Send(make([]byte, 2048)); err != nil {
+			return err
+		}
 		<-ctx.Done()
 		return ctx.Err()
 	})
@@ -1012,6 +1020,49 @@ func streamRows() []journeyRow {
 		},
 		code: StatusUnavailable,
 		is:   []string{"ErrGoAway"},
+	}, {
+		// A server's limit below the client's: the server reads the
+		// message past and ends that stream alone 413; the connection
+		// goes on.
+		name: "stream: a message over the server's maximum frame size",
+		provoke: func(t *testing.T) error {
+			j := newJourneyServer(t, WithFrameOptions(frame.WithMaxFrameSize(1024)))
+			c, st := heldStream(t, j, context.Background())
+			if err := st.Send(make([]byte, 2048)); err != nil {
+				t.Fatalf("Send: %v, want it sent", err)
+			}
+			_, err := st.Recv(nil)
+			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
+				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
+			}
+			return err
+		},
+		code: StatusTooLarge,
+		text: []string{"rpc: status 413: rpc: stream message too large for the server's maximum frame size (len:2053 max:1024)"},
+		check: func(t *testing.T, err error) {
+			if se := StatusOf(err); se == nil || se.Code != StatusTooLarge || se.refused || IsRetryable(err) {
+				t.Errorf("StatusOf(err) = %+v, want 413, not retryable", se)
+			}
+		},
+	}, {
+		name: "stream: a message over the client's maximum frame size",
+		provoke: func(t *testing.T) error {
+			j := newJourneyServer(t)
+			c := dial(t, j.addr, WithFrameOptions(frame.WithMaxFrameSize(1024)))
+			st, err := c.OpenStream(context.Background(), sjBig, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = st.Recv(nil)
+			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
+				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
+			}
+			return err
+		},
+		code:  StatusTooLarge,
+		is:    []string{"frame.ErrFrameTooLarge"},
+		text:  []string{"rpc: stream message over the client's maximum frame size", "frame too large (len:2053 max:1024), read past"},
+		check: noStatus,
 	}}
 }
 
