@@ -22,8 +22,11 @@ var (
 	// connection broke matches ErrClosed and wraps what broke it, which
 	// errors.Is and errors.As find: io.EOF (the peer closed), a
 	// *net.OpError (syscall.ECONNRESET, os.ErrDeadlineExceeded...), a
-	// TLS handshake's error, frame.ErrFrameTooLarge (a frame longer than
-	// the client reads past, see [StatusTooLarge]), [ErrProtocol], the client's own
+	// TLS handshake's error, frame.ErrFrameTooLarge (a frame over the
+	// client's maximum that it cannot fail alone: one that names no call
+	// or stream, such as a ping, or one longer than frame.DiscardLimit;
+	// an answer or stream message over it fails alone, see
+	// [StatusTooLarge]), [ErrProtocol], the client's own
 	// [WithWriteTimeout] or [WithAnswerTimeout] (an error that matches
 	// os.ErrDeadlineExceeded, as a socket's timeout does). It is gRPC's
 	// Unavailable: [Code] says 503 (StatusUnavailable) of it, but 500 of
