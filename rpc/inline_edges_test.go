@@ -26,7 +26,7 @@ import (
 func TestInlineUndoThenPlainCall(t *testing.T) {
 	const budget = 1000
 	s, addr, _ := testServer(t, WithMaxInFlight(1), WithCompression(0), WithAnswerBudget(budget, budget), WithLogger(discardLogger()))
-	big := strings.Repeat("z", 4096) // compresses well
+	big := string(logRecords(4096)) // compresses well, within DefaultMaxInflateRatio
 	s.Handle(2, func(ctx context.Context, req, resp []byte) ([]byte, error) {
 		switch string(req) {
 		case "warm":
