@@ -60,8 +60,8 @@ func TestCodeOfErrorsWithoutAnswer(t *testing.T) {
 		{context.DeadlineExceeded, StatusDeadlineExceeded},
 		{fmt.Errorf("op: %w", context.DeadlineExceeded), StatusDeadlineExceeded},
 		{context.Canceled, StatusCanceled},
-		{ErrTooManyPending, StatusInternal},
-		{ErrTooManyStreams, StatusInternal},
+		{ErrTooManyPending, StatusTooManyRequests},
+		{ErrTooManyStreams, StatusTooManyRequests},
 		{errors.New("plain"), StatusInternal},
 		{newStatusError(StatusNotFound, []byte("no"), false), StatusNotFound},
 	} {

@@ -761,7 +761,7 @@ func callerRows() []journeyRow {
 			_, err := c.Call(context.Background(), mEcho, nil, nil)
 			return err
 		},
-		code:  StatusInternal,
+		code:  StatusTooManyRequests,
 		is:    []string{"ErrTooManyPending"},
 		check: noStatus,
 	}, {
@@ -988,7 +988,7 @@ func streamRows() []journeyRow {
 			_, err := c.OpenStream(context.Background(), sjHold, nil)
 			return err
 		},
-		code:  StatusInternal,
+		code:  StatusTooManyRequests,
 		is:    []string{"ErrTooManyStreams"},
 		check: noStatus,
 	}, {

@@ -300,9 +300,11 @@ func Errorf(code uint32, format string, args ...any) error {
 //     client's maximum frame size, refused unsent, and an answer over it,
 //     which the client reads past, failing that call alone (the server's
 //     413 answer to a request over its own maximum is a status too);
+//   - 429 [StatusTooManyRequests] for [ErrTooManyPending] and
+//     [ErrTooManyStreams] (gRPC's ResourceExhausted): a call or stream
+//     open that the client's own limit refused, nothing sent;
 //   - 500 [StatusInternal] for anything else: [ErrProtocol] (a peer that
-//     broke the protocol: gRPC's Internal), [ErrTooManyPending],
-//     [ErrTooManyStreams], the error of [Dial] (its TLS handshake's
+//     broke the protocol: gRPC's Internal), the error of [Dial] (its TLS handshake's
 //     included: with [NewClient], the calls get that one wrapped in
 //     ErrClosed), a plain error.
 //
@@ -335,6 +337,8 @@ func Code(err error) uint32 {
 		return StatusUnavailable
 	case errors.Is(err, frame.ErrFrameTooLarge):
 		return StatusTooLarge
+	case errors.Is(err, ErrTooManyPending), errors.Is(err, ErrTooManyStreams):
+		return StatusTooManyRequests
 	case errors.Is(err, context.DeadlineExceeded):
 		return StatusDeadlineExceeded
 	case errors.Is(err, context.Canceled):
@@ -431,6 +435,11 @@ const (
 	// not-run flag, a call whose metadata exceeds the server's limit
 	// ([WithMaxMetadata]).
 	StatusMetadataTooLarge = 431
+	// StatusTooManyRequests is not canonical and never on the wire from
+	// this package (a handler may answer it): [Code] says it of
+	// [ErrTooManyPending] and [ErrTooManyStreams], a client's own limits
+	// (gRPC's ResourceExhausted).
+	StatusTooManyRequests = 429
 	// StatusTooLarge is not canonical: it answers, with the not-run
 	// flag, a call whose request frame exceeds the server's maximum frame
 	// size (the server reads past the frame and the connection goes on),
