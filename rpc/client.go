@@ -65,13 +65,18 @@ type Client struct {
 	closingNoted atomic.Bool
 
 	_ cacheLinePad
-	// Idle slots form a lock-free stack: free is
-	// tag<<32 | count<<16 | (index+1) of the top slot (0: none), where
-	// count is the number of slots on the stack; each idle slot's state
-	// word links to the one below (see slotStateMask). The tag changes on
-	// every push and pop, so a stale compare-and-swap fails. Every call
-	// writes it twice: it has a cache line of its own. The count tells a
-	// flusher whether other calls are under way (busySlots).
+	// Idle slots form a stack that any goroutine pushes onto without a
+	// lock but that only a holder of out.mu pops from (popLocked): free
+	// is count<<16 | (index+1) of the top slot (0: none), where count is
+	// the number of slots on the stack; each idle slot's next links to
+	// the one below. With one popper at a time, the top slot cannot be
+	// popped and pushed again between a pop's load of free and its
+	// compare-and-swap (no ABA), so the link is a plain field, written by
+	// the pusher before the compare-and-swap that publishes it, and read
+	// by the popper after the load that sees it: a push is one locked
+	// instruction, a pop one more. Every call writes free twice: it has a
+	// cache line of its own. The count tells a flusher whether other
+	// calls are under way (busySlots).
 	free atomic.Uint64
 	_    cacheLinePad
 
@@ -122,11 +127,14 @@ type Client struct {
 type cacheLinePad [64]byte
 
 // Slot states: the low 16 bits of slot.st. The high 32 bits are the
-// promise id of the slot's current use; bits 16–31 hold, while the slot is
-// idle on the free stack, index+1 of the slot below it (0 none).
+// promise id of the slot's current use (its last, for an idle slot).
 const slotStateMask = 0xFFFF
 
 const (
+	// slotIdle: not in use. A slot pushed on the free stack keeps the
+	// state its last use ended in (idle, delivered or late; never
+	// waiting, abandoned or canceled), which no answer or cancel acts
+	// on: push does not store it again.
 	slotIdle uint64 = iota
 	slotWaiting
 	// slotDelivered: the read loop (or fail) claimed the slot for the
@@ -179,7 +187,7 @@ type slot struct {
 
 // slotLine is the first cache line of a slot (see slot).
 type slotLine struct {
-	st     atomic.Uint64 // pid<<32 | next<<16 | state: a state change names its use
+	st     atomic.Uint64 // pid<<32 | state: a state change names its use
 	ch     chan struct{} // capacity 1: one signal per delivered answer
 	resp   []byte        // the caller's buffer while waiting
 	err    *error        // the call failed (rare): *err says why
@@ -190,6 +198,10 @@ type slotLine struct {
 	// sameDone (the caller's, from acquire): the slot's previous call
 	// with a ctx that can end had the same Done channel as this one.
 	sameDone bool
+	// next is, while the slot is on the free stack, index+1 of the slot
+	// below it (0 none): written by push before it publishes the slot,
+	// read by popLocked (see Client.free).
+	next uint16
 }
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
@@ -440,20 +452,25 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 		if c.goAway.Load() {
 			return resp, ErrGoAway
 		}
-		// acquire's work by hand for a slot off the free stack (pop and
-		// use are inlined; an idle slot's rmd is nil already, see drop);
-		// acquire itself for a new slot or a broken client.
-		s := c.pop()
+		// acquire's work by hand for a slot off the free stack, popped
+		// under the outbox's lock that the request is queued under
+		// (popLocked and use are inlined; an idle slot's rmd is nil
+		// already, see drop); acquire itself for a new slot or a broken
+		// client.
+		c.out.mu.Lock() // queuePlain unlocks it
+		s := c.popLocked()
 		if s != nil {
 			s.use(resp)
 			if s.donePid.Load() != 0 {
 				s.donePid.Store(0) // see acquire
 			}
 			s.st.Store(uint64(s.pid)<<32 | slotWaiting)
-			if c.broken.Load() {
-				c.unsend(s) // see acquire, which reports the error
-				s = nil
-			}
+		}
+		if s != nil && c.broken.Load() {
+			c.out.mu.Unlock()
+			c.unsend(s) // see acquire, which reports the error
+			s = nil
+			c.out.mu.Lock()
 		}
 		if s == nil {
 			var err error
@@ -461,7 +478,6 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 				return resp, err
 			}
 		}
-		c.out.mu.Lock() // queuePlain unlocks it
 		if lead, ok := c.out.queuePlain(method, s.pid, 0, req, &c.goAway); ok {
 			if lead {
 				c.flushRequests(ctx)
@@ -508,7 +524,10 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			// acquire's work by hand for a slot off the free stack and
 			// a call that a watch of ctx may cancel (see the plain
 			// call's, and acquire).
-			if s = c.pop(); s != nil {
+			// Popped under the outbox's lock that the request is
+			// queued under.
+			c.out.mu.Lock()
+			if s = c.popLocked(); s != nil {
 				s.use(resp)
 				id := chanID(done)
 				s.sameDone = s.doneID.Load() == id
@@ -516,14 +535,16 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 				s.donePid.Store(s.pid)
 				s.st.Store(uint64(s.pid)<<32 | slotWaiting)
 				if c.broken.Load() {
+					c.out.mu.Unlock()
 					c.unsend(s) // send's acquire reports the error
 					s = nil
 				}
+			} else {
+				c.out.mu.Unlock()
 			}
 			if s != nil {
 				// The canonical envelope, with the timeout when ctx has
 				// a deadline (queueDeadline, and queuePlain, unlock mu).
-				c.out.mu.Lock()
 				var lead, ok bool
 				if timeout != 0 {
 					lead, ok = c.out.queueDeadline(method, s.pid, timeout, req, &c.goAway)
@@ -606,11 +627,13 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 	if rmd != nil {
 		*rmd = Metadata{} // emptied when the call is sent
 	}
+	c.out.mu.Lock() // the slot is popped under it (acquire), the request queued
 	s, err := c.acquire(resp, watchDone, rmd)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
+		c.out.mu.Unlock()
 		c.unsend(s)
 		return nil, context.DeadlineExceeded
 	}
@@ -618,7 +641,7 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 
 	// Queued at once when there is room (the common case); else the
 	// general way (queueSlow), which waits for room or reports the error.
-	if lead, ok := c.out.queueRequest(&r, &c.goAway); ok {
+	if lead, ok := c.out.queueRequestLocked(&r, &c.goAway); ok {
 		if lead {
 			c.flushRequests(ctx)
 		}
@@ -852,10 +875,15 @@ func callRequest(r *wire.Request, ctx context.Context, done <-chan struct{}, met
 // and which ends when done (a ctx's Done) is closed: the client's watch
 // of a ctx with that Done may cancel it (ctxwatch.go); nil: it may not.
 // rmd receives the answer's response metadata, nil for none.
-// On a closed connection it fails with notSent's error.
+// On a closed connection it fails with notSent's error. It is called with
+// c.out.mu held (it pops under it, see Client.free), and returns with it
+// held, unless it fails: the request is queued under the same hold.
 func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slot, error) {
-	s := c.pop()
+	s := c.popLocked()
 	if s == nil {
+		// A new slot, under c.mu, which is not taken under c.out.mu (fail
+		// takes them the other way round).
+		c.out.mu.Unlock()
 		c.mu.Lock()
 		if c.closed {
 			err := c.notSent(c.err)
@@ -878,6 +906,7 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slo
 		table := c.slots
 		c.table.Store(&table)
 		c.mu.Unlock()
+		c.out.mu.Lock()
 	}
 	s.use(resp)
 	if s.rmd != rmd {
@@ -899,13 +928,11 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slo
 	w := uint64(s.pid) << 32
 	s.st.Store(w | slotWaiting)
 	if c.broken.Load() {
+		c.out.mu.Unlock()
 		// fail may have passed this slot before it was waiting: give it
 		// back, or take the signal fail (or a watch's cancel) sent
 		// meanwhile.
-		if !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
-			<-s.ch
-		}
-		c.release(s)
+		c.unsend(s)
 		c.mu.Lock()
 		err := c.notSent(c.err)
 		c.mu.Unlock()
@@ -938,8 +965,10 @@ func (c *Client) notSent(err error) error {
 	return err
 }
 
-// pop takes an idle slot off the free stack; nil when it is empty.
-func (c *Client) pop() *slot {
+// popLocked takes an idle slot off the free stack; nil when it is empty.
+// The caller holds c.out.mu, which makes it the only popper (see
+// Client.free).
+func (c *Client) popLocked() *slot {
 	for {
 		h := c.free.Load()
 		i := h & 0xFFFF
@@ -947,32 +976,28 @@ func (c *Client) pop() *slot {
 			return nil
 		}
 		s := (*c.table.Load())[i-1]
-		// The new head: the slot below s (bits 16–31 of its state word,
-		// if s is still on top) in place of s, the count (bits 16–31, at
-		// least 1 here) one less, the version (bits 32–63) one more, in
-		// one sum (small enough for pop to be inlined in acquire).
-		const countDownVersionUp = 1<<32 - 1<<16
-		if c.free.CompareAndSwap(h, h-i+s.st.Load()>>16&0xFFFF+countDownVersionUp) {
+		// The new head: the slot below s in place of s, the count (bits
+		// 16–31, at least 1 here) one less, in one sum. The
+		// compare-and-swap fails only on a push meanwhile.
+		if c.free.CompareAndSwap(h, h-i+uint64(s.next)-1<<16) {
 			return s
 		}
 	}
 }
 
-// push puts a slot on the free stack: one store makes it idle and links
-// it to the slot below (bits 16–31 of its state word), a compare-and-swap
-// puts it on top.
+// push puts a slot on the free stack: it links the slot to the one below
+// (a plain store: no popper reads it before the compare-and-swap that puts
+// it on top). The slot's state stays as its use left it (see slotIdle).
 func (c *Client) push(s *slot) {
-	idle := uint64(s.pid)<<32 | slotIdle
 	top := uint64(s.pid & 0xFFFF)
 	for {
 		h := c.free.Load()
 		i := h & 0xFFFF
-		s.st.Store(idle | i<<16)
+		s.next = uint16(i)
 		// The new head: s in place of the top i, the count (bits 16–31,
-		// at most the table's length, under 65,536, once s is on) and the
-		// version (bits 32–63) one more, in one sum (see pop).
-		const countUpVersionUp = 1<<32 + 1<<16
-		if c.free.CompareAndSwap(h, h-i+top+countUpVersionUp) {
+		// at most the table's length, under 65,536, once s is on) one
+		// more, in one sum.
+		if c.free.CompareAndSwap(h, h-i+top+1<<16) {
 			return
 		}
 	}
@@ -1012,10 +1037,16 @@ func (s *slot) drop() {
 	}
 }
 
-// unsend gives back the slot of a call that was not written.
+// unsend gives back the slot of a call that was not written, idle.
 func (c *Client) unsend(s *slot) {
 	if w := uint64(s.pid) << 32; !s.st.CompareAndSwap(w|slotWaiting, w|slotIdle) {
 		<-s.ch // failed by fail(), or canceled by a watch, meanwhile
+		// Idle again: no answer comes for a call not written, and a
+		// slot on the free stack keeps its state (see slotIdle), which
+		// must not say canceled there (pending, cancelAnnounced). A
+		// fail meanwhile may move a canceled slot to late: it then
+		// finds it idle and leaves it.
+		s.st.Store(w | slotIdle)
 	}
 	c.release(s)
 }

@@ -203,7 +203,7 @@ func TestCtxWatchCanceledThenAnswered(t *testing.T) {
 		t.Run(fmt.Sprintf("answer first %v", answerFirst), func(t *testing.T) {
 			c, _ := pipeClient(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			s, err := c.acquire(nil, ctx.Done(), nil)
+			s, err := acquireSlot(c, ctx.Done())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -306,7 +306,7 @@ func TestCtxWatchForgetsDone(t *testing.T) {
 	c, _ := pipeClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := c.acquire(nil, ctx.Done(), nil)
+	s, err := acquireSlot(c, ctx.Done())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestCtxWatchForgetsDone(t *testing.T) {
 		t.Fatal("a watchable call did not record its Done and pid")
 	}
 	c.unsend(s)
-	s2, err := c.acquire(nil, nil, nil)
+	s2, err := acquireSlot(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestCtxWatchHandlerCtx(t *testing.T) {
 // no request written).
 func registeredCall(t *testing.T, c *Client, ctx context.Context, w *ctxWatch) *slot {
 	t.Helper()
-	s, err := c.acquire(nil, ctx.Done(), nil)
+	s, err := acquireSlot(c, ctx.Done())
 	if err != nil {
 		t.Fatal(err)
 	}

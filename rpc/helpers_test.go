@@ -310,12 +310,28 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// acquireSlot takes a slot for a call as Call does (acquire, under the
+// outbox's lock, which it gives back), with no buffer and no metadata
+// receiver; done as acquire's.
+func acquireSlot(c *Client, done <-chan struct{}) (*slot, error) {
+	c.out.mu.Lock()
+	s, err := c.acquire(nil, done, nil)
+	if err == nil {
+		c.out.mu.Unlock()
+	}
+	return s, err
+}
+
 // idleSlots counts the slots on c's free stack. It fails the test when
 // the count the stack's head keeps (see Client.free) is not the number of
-// slots on it. Calls may be running: the stack is walked again until no
-// push or pop changed its head during a walk.
+// slots on it. Calls may be running: it holds the outbox's lock, which
+// makes it the stack's only popper (slots on the stack stay there, and
+// their links as they are), and walks the stack again until no push
+// changed its head during a walk.
 func idleSlots(t testing.TB, c *Client) int {
 	t.Helper()
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
 	for {
 		h := c.free.Load()
 		var table []*slot
@@ -326,7 +342,7 @@ func idleSlots(t testing.TB, c *Client) int {
 		// At most one step per slot, and only to slots of the table
 		// loaded: a walk that met pushes and pops may follow links of
 		// different moments, to slots added since.
-		for ; i != 0 && i <= uint64(len(table)) && n <= len(table); i = table[i-1].st.Load() >> 16 & 0xFFFF {
+		for ; i != 0 && i <= uint64(len(table)) && n <= len(table); i = uint64(table[i-1].next) {
 			n++
 		}
 		if c.free.Load() != h || i != 0 {

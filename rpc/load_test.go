@@ -70,4 +70,9 @@ func TestLoadOneConn(t *testing.T) {
 	if st := s.Stats(); st.OK != uint64(64*n) {
 		t.Fatalf("server answered %d OK, want %d", st.OK, 64*n)
 	}
+	// The free stack, pushed onto by 64 callers at once and popped under
+	// the outbox's lock, holds every slot again, linked as it counts.
+	if n, all := idleSlots(t, c), len(*c.table.Load()); n != all {
+		t.Fatalf("%d of %d slots on the free stack after the load", n, all)
+	}
 }

@@ -436,17 +436,23 @@ func (o *outbox) end(buf []byte) (lead bool, err error) {
 // then takes the general way (beginCtx, end), which waits or reports
 // the error. lead is end's.
 func (o *outbox) queueRequest(r *wire.Request, stop *atomic.Bool) (lead, ok bool) {
+	o.mu.Lock()
+	return o.queueRequestLocked(r, stop)
+}
+
+// queueRequestLocked is queueRequest called with mu held (the client's
+// send took it to pop its slot); it unlocks it.
+func (o *outbox) queueRequestLocked(r *wire.Request, stop *atomic.Bool) (lead, ok bool) {
 	if len(r.Cap) == 0 && len(r.Metadata) == 0 && r.Timeout == 0 && !r.AcceptDeflate && !r.PayloadDeflated {
 		// Nearly every call's: AppendRequest's bytes, without its look
 		// at those fields.
-		o.mu.Lock()
 		return o.queuePlain(r.Method, r.PromiseID, r.Target, r.Payload, stop)
 	}
 	n := 1 + wire.RequestLen(r) // the frame's length: kind byte and envelope
 	if n > o.max {
+		o.mu.Unlock()
 		return false, false
 	}
-	o.mu.Lock()
 	// No frame is begun while mu is free: the queue is cur's bytes
 	// (queued's other case does not arise).
 	if o.err != nil || stop.Load() || o.cur != nil && len(o.cur.B) >= outboxLimit {

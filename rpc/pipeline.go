@@ -154,7 +154,10 @@ func (p Promise) Client() *Client { return p.c }
 
 // owned reports whether p's slot still serves p's call (best effort: it
 // catches a second Wait or Release after the slot was reused, even 65,536
-// uses later, when the slot's pid is p's again: the epoch differs).
+// uses later, when the slot's pid is p's again: the epoch differs). A
+// slot freed by p's Wait and not yet reused keeps p's pid and the
+// delivered state (see slotIdle): owned is true, and spend refuses it
+// (spent is p's pid).
 func (p Promise) owned() bool {
 	if p.c == nil {
 		return false

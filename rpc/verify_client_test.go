@@ -221,7 +221,7 @@ func TestClosedAfterGoAwayRefusesWithGoAway(t *testing.T) {
 			}
 			peer.Close()
 			await(t, "the client to see the close", c.Closed)
-			if _, err := c.acquire(nil, nil, nil); !tc.want(err) {
+			if _, err := acquireSlot(c, nil); !tc.want(err) {
 				t.Errorf("a call's slot refused with %v", err)
 			}
 			if tc.callFirst && idleSlots(t, c) != 1 {
