@@ -530,8 +530,9 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 			if s = c.popLocked(); s != nil {
 				s.use(resp)
 				id := chanID(done)
-				s.sameDone = s.doneID.Load() == id
-				s.doneID.Store(id)
+				if s.sameDone = s.doneID.Load() == id; !s.sameDone {
+					s.doneID.Store(id) // see acquire
+				}
 				s.donePid.Store(s.pid)
 				s.st.Store(uint64(s.pid)<<32 | slotWaiting)
 				if c.broken.Load() {
@@ -916,8 +917,12 @@ func (c *Client) acquire(resp []byte, done <-chan struct{}, rmd *Metadata) (*slo
 		// Before the call is waiting: a watch that sees it waiting
 		// reads its Done (see ctxEnded).
 		id := chanID(done)
-		s.sameDone = s.doneID.Load() == id
-		s.doneID.Store(id)
+		// Stored only when it changes: a caller that gets its own slot
+		// back (the free stack is LIFO) with the same ctx, or calls that
+		// share a ctx, save a locked instruction.
+		if s.sameDone = s.doneID.Load() == id; !s.sameDone {
+			s.doneID.Store(id)
+		}
 		s.donePid.Store(s.pid)
 	} else if s.donePid.Load() != 0 {
 		// No watch may cancel this call, not even after 65,536 uses of

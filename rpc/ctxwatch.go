@@ -120,7 +120,11 @@ func (c *Client) watchFor(ctx context.Context, done <-chan struct{}, sameDone bo
 func (c *Client) watchWorthy(id uintptr) bool {
 	if c.cand.Load() != id {
 		c.cand.Store(id)
-		c.candHits.Store(1)
+		if c.candHits.Load() != 1 {
+			// Mostly 1 already: callers with ctxs of their own take
+			// turns here, each resetting the count (a store saved).
+			c.candHits.Store(1)
+		}
 		return false
 	}
 	if c.candHits.Load() >= watchAfter {
