@@ -312,6 +312,10 @@ func TestAnswerCheckSkipsAnsweredPromise(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, "the promise's answer", func() bool { return p.s.st.Load()&slotStateMask == slotDelivered })
+	// The read loop counts the answer's frame for the checks (Framed) as
+	// its next read begins, after the delivery: a check that saw it
+	// counted later would take it for life and start its count again.
+	await(t, "the answer's frame counted", func() bool { return c.r.Framed() == c.r.Received() })
 	for range 8 { // two answer timeouts of checks, no byte received
 		c.check()
 	}
@@ -329,7 +333,9 @@ func TestAnswerCheckSkipsAnsweredPromise(t *testing.T) {
 		_, err := c.Call(ctx, mSilent, nil, nil)
 		errc <- err
 	}()
-	await(t, "the silent call to wait", func() bool { return c.Pending() == 1 })
+	// Waiting, not just holding its slot (Pending counts it from the pop,
+	// pending from the state that says it waits).
+	await(t, "the silent call to wait", func() bool { return c.Pending() == 1 && c.pending() })
 	for range 5 {
 		c.check()
 	}
