@@ -13,12 +13,13 @@
 #   internal/rounds/cgcount.sh /tmp/rpc.test /tmp/cg [Unary|FloorMux|FloorMuxEnv]
 #
 # (GODEBUG=asyncpreemptoff=1: callgrind's signal handling asserts on Go's
-# preemption signal.)
+# preemption signal; cpu.rdtscp=off: valgrind 3.19 stops the process with
+# SIGILL at the runtime's RDTSCP on this machine's CPU since session 30.)
 set -e
 T=$1; D=$2; B=${3:-Unary}
 mkdir -p $D
 for n in 100000 300000; do
-  GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file=$D/cg.$B.$n $T -test.run '^$' -test.bench "Benchmark$B\$/size=64/callers=256\$" -test.benchtime ${n}x > $D/cg.$B.$n.log 2>&1
+  GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file=$D/cg.$B.$n $T -test.run '^$' -test.bench "Benchmark$B\$/size=64/callers=256\$" -test.benchtime ${n}x > $D/cg.$B.$n.log 2>&1
   callgrind_annotate --auto=no --tree=none --threshold=100 $D/cg.$B.$n 2>/dev/null | awk '/file:function/{p=1;next} p && $1 ~ /^[0-9,]+$/ {n=$1; gsub(",","",n); fn=$0; sub(/^[ 0-9,]+\([ 0-9.%]+\) +/,"",fn); sub(/ \[.*\]$/,"",fn); sub(/^[^:]*:/,"",fn); print n "\t" fn}' > $D/cg.$B.$n.fn
 done
 python3 - "$D" "$B" <<'PY'
