@@ -124,7 +124,7 @@ func WithAnswerBudget(perConn, perServer int) ServerOption {
 // [Server.Stats] counts the bytes reserved and the calls waiting.
 func ReserveAnswer(ctx context.Context, n int) error {
 	j := callJob(ctx)
-	if j == nil || j.live.Load() == 0 {
+	if j == nil || !j.running() {
 		// Not a unary handler's ctx, or the ctx of a call that is over
 		// (a goroutine the handler left behind): its job may be on its
 		// way to another connection, and a reservation now would be

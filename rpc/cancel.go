@@ -40,10 +40,14 @@ import (
 // (c.cx, below), and ends its ctx (job.cancel): its Done closes and
 // Err returns context.Canceled. A cancel for a call that is not running
 // (answered, unknown, never sent) does nothing. The job's live word ties
-// the cancel to the call: the read loop sets it as it takes a call on
-// and finish clears it, so a cancel read after the answer finds nothing,
-// and one that races with finish marks a job whose next call (taken on
-// by the read loop, after the cancel) clears the mark.
+// the cancel to the call: the read loop sets it as it hands a call to a
+// worker, and the watchdog as it takes an inline call over (an inline
+// call keeps it at 0: while its handler runs, its read loop reads no
+// frame, and the new read loop after a take-over finds the word set;
+// see serverConn.inlJob), and finish clears it, so a cancel read after
+// the answer finds nothing, and one that races with finish marks a job
+// whose next call (taken on by the read loop, after the cancel) clears
+// the mark.
 //
 // The index. A connection's jobs are one list (c.jobs), changed only as
 // jobs come from and go back to the pool, until its peer first asks

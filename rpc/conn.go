@@ -98,10 +98,20 @@ type serverConn struct {
 	// does not return promptly (see runInline). inl is the sequence number
 	// of the inline call running now, 0 when none, readerTaken after the
 	// watchdog took the role away from it.
-	inl  atomic.Uint64
-	seq  uint64  // role holder: last inline sequence number used
-	ans  *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
-	ansB []byte  // role holder: ans's bytes while it is the read loop's (ans.B is stale)
+	inl atomic.Uint64
+	// inlJob is the job of the inline call c.inl names (and, after it, of
+	// the last one): stored by the role holder before c.inl, and only
+	// when it changes (most calls run on the read loop's spare, the job
+	// of the call before). An inline call keeps job.live at 0: while
+	// its handler runs, the read loop reads no cancel, and its ctx tells
+	// that it runs by c.inl and inlJob (job.running); the watchdog sets
+	// job.live as it takes the call over, so that a cancel read by the
+	// new read loop finds it (scanLocked). Two locked instructions a
+	// call fewer than storing and clearing live for it.
+	inlJob atomic.Pointer[job]
+	seq    uint64  // role holder: last inline sequence number used
+	ans    *outBuf // role holder: answers of inline calls not yet in out (inlineAnswer); nil none
+	ansB   []byte  // role holder: ans's bytes while it is the read loop's (ans.B is stale)
 	// hs is the role holder's copy of the server's handler table, taken
 	// when the read loop starts and after each read from the socket (a
 	// frame sent after Handle returned is read after it): a call's
@@ -138,10 +148,13 @@ type serverConn struct {
 	// writePokes counts the writes pokeWrite ended (tests; writewatch.go).
 	writePokes atomic.Int64
 	// wdUnlists counts the times the watchdog took c off its list (tests).
-	wdUnlists atomic.Int64
+	// It and roomWaits are 32 bits (tests look for a change, and a wrap
+	// after 2^31 harms nothing): the 8 bytes they gave up hold inlJob
+	// within the 1,024-byte size class (TestServerConnSizeClass).
+	wdUnlists atomic.Int32
 	// roomWaits counts the read loop's waits for room in the outbox
 	// before it handed a call to a worker (answerRoom; tests).
-	roomWaits atomic.Int64
+	roomWaits atomic.Int32
 	// A goroutine sets the past read (write) deadline of a scan's
 	// pokeRead (pokeWrite) now; wClosing: pokeWrite closed the connection,
 	// the write deadline having failed to end a write. wPokedAt: when the
@@ -173,6 +186,14 @@ type serverConn struct {
 }
 
 const readerTaken = ^uint64(0)
+
+// takingOver is c.inl while the watchdog takes over the inline call it
+// held (scanLocked): between its compare-and-swap and its store of
+// readerTaken it sets the call's live word. The goroutine whose
+// compare-and-swap fails meanwhile waits for readerTaken (waitTaken)
+// before it finishes the call, so that its finish clears the live word
+// after that store; a ctx of the call (job.running) counts it running.
+const takingOver = ^uint64(0) - 1
 
 // connStats are counters the read loop keeps without atomics and adds to
 // the server's at its flush points (before its answers leave). The bytes
@@ -352,13 +373,15 @@ func (c *serverConn) serveReads() {
 //	|        |                                                      |
 //	+--------+------------------------------------------------------+
 //	         |
-//	watchdog sees the same seq at two scans: CAS seq -> readerTaken,
-//	dispatches c.rjob to a worker
+//	watchdog sees the same seq at two scans: CAS seq -> takingOver,
+//	sets the call's job.live, stores readerTaken, dispatches c.rjob
+//	to a worker
 //	         |
 //	         v
 //	TAKEN: the worker becomes the new READING holder; the old goroutine's
-//	CAS fails when its handler returns: it answers like a worker (doneOne)
-//	and joins the workers (serve) or goes back to its pool (worker).
+//	CAS fails when its handler returns: it waits for readerTaken
+//	(waitTaken), answers like a worker (doneOne) and joins the workers
+//	(serve) or goes back to its pool (worker).
 //
 // Only the role holder touches the fields marked "role holder"; the
 // hand-over goes through c.inl (compare-and-swap) and the work channel,
@@ -385,6 +408,7 @@ func (c *serverConn) failInline(g *inlineGuard) bool {
 	j, seq := g.j, g.seq
 	g.seq = 0
 	if !c.inl.CompareAndSwap(seq, 0) {
+		c.waitTaken()
 		c.finish(j, StatusInternal, nil, false)
 		return false
 	}
@@ -676,7 +700,6 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		// call ended (cancel.go).
 		j.canceled.Store(false)
 	}
-	j.live.Store(1<<32 | uint64(req.PromiseID))
 	if n := len(req.Payload); n <= cap(j.req) {
 		// The job's buffer holds it (nearly always): only j.req's length
 		// is stored, with no pointer store and its write barrier check.
@@ -704,6 +727,10 @@ func (c *serverConn) request(p []byte, g *inlineGuard) int {
 		if c.promises != nil {
 			j.pslot, j.pseq = c.promises.record(req.PromiseID)
 		}
+		// Running, for a cancel and the call's ctx (an inline call
+		// tells it by c.inl instead: see inlJob). After setExt: a late
+		// Done that sees it sees the call's deadline too.
+		j.live.Store(1<<32 | uint64(req.PromiseID))
 		c.inflight.Add(1) // the worker's doneOne ends it
 		s.dispatch(j)
 		return reqNext

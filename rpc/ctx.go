@@ -69,9 +69,11 @@ type job struct {
 	afWG     sync.WaitGroup
 
 	// The caller's cancel (kind 12, cancel.go). live is 1<<32 | the
-	// promise id while the call runs (set by the read loop as it takes
-	// the call on, cleared by finish), 0 otherwise: the read loop matches
-	// a cancel frame against it. canceled is set (under dmu) by a cancel
+	// promise id while the call runs on a worker (set by the read loop as
+	// it hands the call over, or by the watchdog as it takes an inline
+	// call over; cleared by finish), 0 otherwise, and 0 while a call runs
+	// inline (see serverConn.inlJob and job.running): the read loop
+	// matches a cancel frame against it. canceled is set (under dmu) by a cancel
 	// that matched, and cleared by the read loop as it takes the job's
 	// next call on. armedAny is set by the first Done or AfterFunc of a
 	// call (under dmu) and tells finish that there is something to
@@ -109,10 +111,25 @@ func (j *job) Deadline() (time.Time, bool) {
 // first Done arms the job's own channel (see deadline.go); after the
 // call, Done is the connection context's channel.
 func (j *job) Done() <-chan struct{} {
-	if j.dl.Load() == 0 && j.live.Load() == 0 {
+	if j.dl.Load() == 0 && !j.running() {
 		return j.conn().ctx.Done()
 	}
 	return j.armDone()
+}
+
+// running reports whether j runs a call now: an inline one, which keeps
+// job.live at 0, by its connection's inline guard (c.inl names a call
+// running inline, or one the watchdog is taking over, and c.inlJob is j:
+// see serverConn.inlJob); a worker's, or one taken over from the read
+// loop, by its live word (set by request, or by the watchdog's take-over,
+// and cleared by finish). c.inl is read first: the watchdog stores the
+// live word of the call it takes over before it stores readerTaken.
+func (j *job) running() bool {
+	c := j.conn()
+	if v := c.inl.Load(); v != 0 && v != readerTaken && c.inlJob.Load() == j {
+		return true
+	}
+	return j.live.Load() != 0
 }
 
 // Err is nil until Done is closed, then context.Canceled (the

@@ -89,11 +89,15 @@ func (j *job) armDone() <-chan struct{} {
 	if j.armed {
 		return j.dch
 	}
-	// Before the look at live, which finish clears before it looks at
-	// armedAny: one of the two sees the other's store.
+	// Before the look at the call's state (running), which finish, or
+	// runInline's compare-and-swap of c.inl, clears before it looks at
+	// armedAny: one of the two sees the other's store. The deadline is
+	// read after that look: the read loop stores it before it makes the
+	// call look running (live, c.inl), so a running call's is seen.
 	j.armedAny.Store(true)
+	run := j.running()
 	dl := j.dl.Load()
-	if dl == 0 && j.live.Load() == 0 {
+	if dl == 0 && !run {
 		// A late Done (see job.cc) that read the deadline, or the
 		// liveness, of a call now over: that call's ctx is done. Nothing
 		// is armed, so the job's next call finds its channel as it
@@ -199,7 +203,7 @@ type afterFunc struct {
 // the call's Done is closed (in its own goroutine if it already is); stop
 // unregisters it and reports whether it had not started.
 func (j *job) AfterFunc(f func()) (stop func() bool) {
-	if j.dl.Load() == 0 && j.live.Load() == 0 {
+	if j.dl.Load() == 0 && !j.running() {
 		return context.AfterFunc(j.conn().ctx, f)
 	}
 	j.Done() // arms

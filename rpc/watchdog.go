@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -23,6 +24,12 @@ import (
 func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	c.seq++
 	seq := c.seq
+	if g.j != j {
+		// Most often the job of the call before (see inlineGuard); the
+		// watchdog finds it by inlJob, stored before c.inl.
+		g.j = j
+		c.inlJob.Store(j)
+	}
 	c.inl.Store(seq)
 	if !c.wdListed.Load() {
 		c.s.watch(c)
@@ -34,9 +41,6 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	var body []byte
 	// No defer here: the read loop's recovers a panic and sees a
 	// runtime.Goexit (readGuarded).
-	if g.j != j {
-		g.j = j // most often the job of the call before (see inlineGuard)
-	}
 	g.seq = seq
 	switch {
 	case c.s.opts.observer != nil:
@@ -62,13 +66,13 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 		// Taken over: answer like a worker and leave reading to the
 		// goroutine that has the role now. The watchdog counted this
 		// call in inflight on its own; doneOne ends it.
+		c.waitTaken()
 		c.finish(j, status, body, false)
 		return reqLost
 	}
-	// finish, for the common call: over for its caller's cancel
-	// (cancel.go), and, with the look at armedAny, for a late Done (see
-	// armDone).
-	j.live.Store(0)
+	// Over, for its ctx: the compare-and-swap cleared c.inl, which
+	// job.running looks at after its store to armedAny, looked at below
+	// (see armDone). job.live was not set (see inlJob).
 	if zapdebug || j.undo || j.armedAny.Load() || len(body) >= frame.DefaultWritevThreshold {
 		c.finishAny(j, status, body, true)
 		return reqNext
@@ -84,6 +88,30 @@ func (c *serverConn) runInline(j *job, g *inlineGuard) int {
 	c.spare = j // the read loop's next call takes it without a channel op
 	return reqNext
 }
+
+// waitTaken is called by the goroutine whose inline call the watchdog
+// took over, after its compare-and-swap of c.inl failed and before it
+// finishes the call: the watchdog stores the job's live word between its
+// compare-and-swap and its store of readerTaken (a few instructions;
+// see takingOver), and finish must clear the word after that store, not
+// before (a word left set would make the call look live after its end).
+func (c *serverConn) waitTaken() {
+	if c.inl.Load() == takingOver {
+		takenWaits.Add(1)
+		for c.inl.Load() == takingOver {
+			runtime.Gosched()
+		}
+	}
+}
+
+// takingOverTest, when set (tests), runs in the watchdog's take-over of an
+// inline call between its compare-and-swap of c.inl and its store of the
+// call's live word; takenWaits counts the goroutines that waited in
+// waitTaken (TestTakeoverLiveClearedAfterFinish).
+var (
+	takingOverTest atomic.Pointer[func(*serverConn)]
+	takenWaits     atomic.Int64
+)
 
 // dispatch hands j to an idle worker, or starts a new one.
 func (s *Server) dispatch(j *job) {
@@ -404,8 +432,21 @@ func (s *Server) scanLocked(now int64) (any bool) {
 		// zero meanwhile would let Shutdown or EOF close the connection
 		// before the answers it holds are written.
 		c.inflight.Add(1)
-		if c.inl.CompareAndSwap(v, readerTaken) {
-			// The stuck call now ends on its own (see runInline).
+		if c.inl.CompareAndSwap(v, takingOver) {
+			if h := takingOverTest.Load(); h != nil {
+				(*h)(c)
+			}
+			// The stuck call now ends on its own (see runInline), as a
+			// worker's: its job's live word is set, as request sets a
+			// worker call's, for a cancel that the new read loop reads
+			// and for its ctx (job.running). The job is the one stored
+			// in inlJob before c.inl held v, and the read loop wrote
+			// its pid before that. The call's finish clears the word
+			// after this store (waitTaken), not before.
+			if j := c.inlJob.Load(); j != nil {
+				j.live.Store(1<<32 | uint64(j.pid))
+			}
+			c.inl.Store(readerTaken)
 			if s.takeoverHook != nil {
 				s.takeoverHook(c)
 			}
