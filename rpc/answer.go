@@ -119,8 +119,19 @@ func (c *serverConn) finishAny(j *job, status uint32, body []byte, inReader bool
 	if zapdebug && lateExt {
 		poison.Fill(j.ext)
 	}
-	if j.dl.Load() != 0 || j.armedAny.Load() {
+	if j.armedAny.Load() {
 		j.endDeadline()
+	} else if j.dl.Load() != 0 {
+		// A deadline, and no Done or AfterFunc during the call: armDone
+		// sets armedAny before it looks at the call's running state,
+		// which was cleared before this look (finish, or runInline's
+		// compare-and-swap). Nothing is armed and no callback runs, so
+		// endDeadline's locks have nothing to do (three locked
+		// instructions and some 30 others a call): only the deadline
+		// goes. A late Done that reads the deadline before this store
+		// arms the job as it could after endDeadline's unlock: it
+		// leaves armedAny set, and the next call's finish disarms it.
+		j.dl.Store(0)
 	}
 	j.capv, j.mdv = nil, nil
 	if cap(j.ext) > maxKeptBuffer {
