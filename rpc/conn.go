@@ -172,7 +172,11 @@ type serverConn struct {
 	frameStart int64 // when the loop first waited inside the current frame, 0 between frames
 	waitStart  int64 // when the current wait between frames began, 0 none
 	idleSince  int64 // when the loop last waited after reading a request
-	idleAway   int64 // when the idle timeout sent a go-away, 0 not
+	// away is the read loop's own go-away (readtimeout.go): once the idle
+	// timeout or the connection's age (WithMaxConnectionAge) sent it, the
+	// time it did (> 0); before, minus the time the age's is due (< 0),
+	// or 0 without an age limit.
+	away int64
 
 	// rjob is dispatched to a worker to take over the read loop; made at
 	// the connection's first take-over (watchdog only, under s.wdMu): a
@@ -318,6 +322,9 @@ func (c *serverConn) close(reason error) {
 // serve runs the connection: the TLS handshake if any, then the read loop.
 func (c *serverConn) serve() {
 	o := &c.s.opts
+	if o.maxAge > 0 {
+		c.away = -(monoNow() + int64(connAge(o.maxAge))) // counted from the accept
+	}
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		d := o.readTimeout
 		if d <= 0 {
@@ -794,6 +801,9 @@ func (c *serverConn) endUnit(ran bool) {
 			c.close(nil)
 		} else if ran && c.goAwaySent.Load() {
 			c.quietSince.Store(monoNow())
+			// A read loop that sent its own go-away (readtimeout.go)
+			// waits for this: the connection may close now.
+			c.wakeRead()
 		}
 	}
 }

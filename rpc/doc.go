@@ -69,6 +69,8 @@
 //	                no call or stream, or one over 64 MiB, drops the
 //	                connection and every call on it
 //	connections     no limit (WithMaxConns: beyond it, closed at once)
+//	connection age  no limit (WithMaxConnectionAge: at age ±10 %, go-away;
+//	                calls in flight finish, cut after a grace)
 //	shutdown grace  500 ms for a peer that does not acknowledge the go-away
 //	accept errors   EMFILE, ENFILE...: retried after 5 ms doubling to 1 s
 //

@@ -97,6 +97,8 @@ type serverOptions struct {
 	minReadRate   int
 	writeTimeout  time.Duration
 	shutdownGrace time.Duration
+	maxAge        time.Duration // WithMaxConnectionAge; 0: no limit (readtimeout.go)
+	maxAgeGrace   time.Duration // its grace; 0: no limit
 	pipelining    bool
 	promiseTable  int
 	logger        *slog.Logger
@@ -415,6 +417,56 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) { o.idleTimeout = d })
 }
 
+// WithMaxConnectionAge limits how long a server connection lives, as
+// gRPC-go's keepalive.ServerParameters MaxConnectionAge and
+// MaxConnectionAgeGrace do: so that the connections of long-lived clients
+// spread over the replicas started since they connected (behind a load
+// balancer, or a DNS name that rpc/cluster resolves again). Each
+// connection gets an age of its own, age give or take up to 10 % (drawn
+// uniformly as it is accepted: connections made together do not all
+// leave together). Once the connection is that old, the server sends it
+// the go-away that [Server.Shutdown] sends (frame kind 6): this package's
+// client takes no new call on it from then on (a call then fails with
+// [ErrGoAway], not sent, and may go to a new connection; [WithOnClosing]
+// tells of the go-away at once), and rpc/cluster dials a replacement and
+// sends its calls there; a call that crosses the go-away is refused as
+// not run, as during Shutdown. The calls and streams in flight go on:
+// the connection is closed as soon as none is left and the peer
+// acknowledged the go-away (a peer that does not acknowledge: once it ran
+// no call for [WithShutdownGrace]), or grace after the go-away, whichever
+// comes first; what still runs then is cut (its handler's ctx is done,
+// its caller gets [ErrClosed]), and that close is logged and counted in
+// Stats.Dropped. The grace also bounds a connection the idle timeout
+// sent its go-away to ([WithIdleTimeout]; no call runs on that one).
+//
+// age <= 0: no age limit (the default, as in gRPC-go). grace <= 0: no
+// limit, the calls and streams in flight finish however long they take
+// (gRPC-go's default too), so that an open stream keeps its connection
+// for as long as it stays open. Beyond some 36 years each counts as 36
+// years, as for every limit of this package. rpc/cluster takes a
+// connection that goes away sooner than its ejection back-off after it
+// was made (cluster.WithEjection, 500 ms by default) for a broken
+// replica: give ages well above that.
+//
+// Cost: no timer of its own and no work per call. The age is one more
+// bound on the read deadline that the connection's read loop keeps
+// anyway (that of the idle timeout, set lazily: an idle connection keeps
+// one pending timer, as before), and while the connection runs calls,
+// the watchdog's scans, which then watch its read limits in place of a
+// deadline, see it pass. Each wait of the read loop compares one more
+// time. The go-away is thus sent as the read loop waits for a frame, or
+// for the rest of one, once the age has passed: at the age on a
+// connection that is idle, waits between calls or receives a frame (a
+// busy connection does not escape its age), after the wait for a free
+// call slot ([WithMaxInFlight]) or for room in the answer queue, under
+// way otherwise; the grace's end is seen the same way, and a frame
+// still arriving then is cut too.
+func WithMaxConnectionAge(age, grace time.Duration) ServerOption {
+	age = min(max(age, 0), maxLimit)
+	grace = min(max(grace, 0), maxLimit)
+	return serverOption(func(o *serverOptions) { o.maxAge, o.maxAgeGrace = age, grace })
+}
+
 // WithReadTimeout bounds the transfer of one frame, measured on progress:
 // from its first byte, a frame gets d plus one second for every rate bytes
 // of it received so far ([WithMinReadRate]); a frame that has not finished
@@ -494,8 +546,9 @@ func WithBaseContext(f func(net.Listener) context.Context) ServerOption {
 
 // WithShutdownGrace sets how long [Server.Shutdown] waits, once a
 // connection has no call running, for a peer that did not acknowledge the
-// go-away frame before closing it; the connection a [WithIdleTimeout]
-// go-away was sent to gets as long. Streams still open that long after
+// go-away frame before closing it; a connection the server sent its
+// go-away to for its idleness ([WithIdleTimeout]) or its age
+// ([WithMaxConnectionAge]) gets as long. Streams still open that long after
 // Shutdown began are ended with 503. Default DefaultShutdownGrace, 500 ms
 // (a d beyond some 36 years counts as 36 years).
 //

@@ -2,10 +2,11 @@ package rpc
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
-// Read deadlines of a server connection's read loop. Three limits share
+// Read deadlines of a server connection's read loop. These limits share
 // the one read deadline of the socket:
 //
 //   - frame progress (WithReadTimeout, WithMinReadRate): a frame that has
@@ -15,7 +16,14 @@ import (
 //   - idle (WithIdleTimeout): no request for idleTimeout while no call runs
 //     sends a go-away; the connection closes when the peer acknowledges
 //     it or after the shutdown grace;
-//   - the grace after that idle go-away.
+//   - age (WithMaxConnectionAge): the connection's age, drawn at its
+//     accept, sends a go-away too (a timer of its own per connection
+//     would have been one more pending for its whole life, on busy
+//     connections too, which keep none: see Server.watch);
+//   - the wait after the read loop's own go-away (idle or age): the
+//     connection closes when no call runs and the peer acknowledged it,
+//     or ran no call for the shutdown grace, and at the latest the age's
+//     grace after the go-away.
 //
 // Times are monoNow values. Setting a deadline costs a timer update, so
 // it is set lazily: only when the deadline in force would fire later than
@@ -39,7 +47,7 @@ import (
 // It returns the time it read (monoNow), 0 when it read none.
 func (c *serverConn) armWait() (now int64) {
 	o := &c.s.opts
-	if o.idleTimeout <= 0 && o.readTimeout <= 0 && c.nJobs == 0 {
+	if o.idleTimeout <= 0 && o.readTimeout <= 0 && c.nJobs == 0 && c.away == 0 {
 		return 0
 	}
 	now = monoNow()
@@ -52,7 +60,7 @@ func (c *serverConn) armWait() (now int64) {
 			c.frameStart = now
 		}
 		c.waitStart = 0
-		c.deadline(c.frameStart + c.frameAllowance(c.r.Buffered()))
+		c.deadline(c.ageBound(c.frameStart + c.frameAllowance(c.r.Buffered())))
 		return now
 	}
 	c.frameStart = 0
@@ -92,10 +100,13 @@ func (c *serverConn) betweenFrames(now int64) int64 {
 	o := &c.s.opts
 	at := noDeadline
 	switch {
-	case c.idleAway != 0:
-		at = c.idleAway + int64(o.shutdownGrace)
+	case c.away > 0:
+		at = c.awayLimit(now)
 	case o.idleTimeout > 0:
 		at = c.idleSince + int64(o.idleTimeout)
+	}
+	if c.away < 0 {
+		at = min(at, -c.away) // the age's go-away
 	}
 	if c.nJobs > 1 {
 		// Several jobs: those left unused go back a read timeout apart
@@ -138,7 +149,7 @@ func (c *serverConn) deadline(at int64) {
 	}
 	if c.wdListed.Load() {
 		// The scans watch the wait: no timer.
-		if c.armed != 0 || c.rdPast {
+		if (c.armed != 0 || c.rdPast) && c.armed != armedWoken {
 			c.nc.SetReadDeadline(time.Time{})
 			c.armed, c.rdPast = 0, false
 		}
@@ -151,7 +162,7 @@ func (c *serverConn) deadline(at int64) {
 // armLocked makes the read deadline fire no later than at. Called with
 // rdMu held.
 func (c *serverConn) armLocked(at int64) {
-	if c.armed != 0 && c.armed <= at && !c.rdPast {
+	if c.armed != 0 && c.armed <= at && (!c.rdPast || c.armed == armedWoken) {
 		return // fires earlier: deadlineFired sets it again then
 	}
 	c.armed, c.rdPast = at, false
@@ -201,6 +212,9 @@ func (c *serverConn) deadlineFired() bool {
 	now := monoNow()
 	c.rdMu.Lock()
 	c.rdPast = true // the deadline in force has passed: deadline sets or clears it
+	if c.armed == armedWoken {
+		c.armed = 0 // wakeRead's, seen: the next wait's deadline replaces it
+	}
 	c.rdMu.Unlock()
 	c.s.readWakes.Add(1)
 	defer func() { c.waitStart = 0 }()
@@ -216,7 +230,19 @@ func (c *serverConn) deadlineFired() bool {
 		}
 		allow := c.frameAllowance(n)
 		if now-c.frameStart < allow {
-			c.deadline(c.frameStart + allow)
+			// The age (and its grace) is kept inside a frame too: a
+			// connection whose read loop always finds a frame under way
+			// as it waits (a peer streaming large messages) must not
+			// escape it.
+			if c.away < 0 && now >= -c.away {
+				c.ageAway(now)
+			} else if c.away > 0 && c.graceEnded(now) {
+				return false
+			}
+			if c.closed.Load() {
+				return false
+			}
+			c.deadline(c.ageBound(c.frameStart + allow))
 			return true
 		}
 		c.close(fmt.Errorf("read timeout: frame not finished %v after it began (%d bytes received; WithReadTimeout %v, WithMinReadRate %d B/s)",
@@ -235,13 +261,15 @@ func (c *serverConn) deadlineFired() bool {
 		c.trimJobs()
 		c.trimAt = 0
 	}
-	if c.idleAway != 0 {
-		// Waiting for the peer to acknowledge the idle go-away.
-		if !busy && now-c.idleAway >= int64(o.shutdownGrace) && c.outIdle() {
-			c.close(nil)
+	if c.away > 0 {
+		return c.awayFired(now)
+	}
+	if c.away < 0 && now >= -c.away {
+		c.ageAway(now)
+		if c.closed.Load() {
 			return false
 		}
-		c.deadline(max(c.betweenFrames(now), now+int64(time.Millisecond)))
+		c.deadline(c.betweenFrames(now))
 		return true
 	}
 	if busy {
@@ -253,11 +281,126 @@ func (c *serverConn) deadlineFired() bool {
 	}
 	// Idle: ask the peer to go away rather than close under a call it may
 	// be sending right now; calls that cross the go-away are refused.
-	c.idleAway = now
+	c.away = max(now, 1)
 	c.goAway()
 	if c.closed.Load() {
 		return false
 	}
 	c.deadline(c.betweenFrames(now))
 	return true
+}
+
+// awayLimit is when the read loop's wait ends once it sent its own
+// go-away (c.away > 0): when the connection may be drained (see
+// drained) or, at the latest, at the end of the age's grace. While calls
+// run, the last one's end wakes the wait (endUnit, wakeRead); the wait
+// also ends a read timeout later (DefaultReadTimeout without one), as
+// the waits of a connection running calls do.
+func (c *serverConn) awayLimit(now int64) int64 {
+	o := &c.s.opts
+	at := noDeadline
+	switch {
+	case c.inflight.Load() != 0:
+		rt := o.readTimeout
+		if rt <= 0 {
+			rt = quietWake()
+		}
+		at = now + int64(rt)
+	case c.acked.Load():
+		at = now // drained once the answers are written
+	default:
+		at = c.quietSince.Load() + int64(o.shutdownGrace)
+	}
+	if g := o.maxAgeGrace; g > 0 {
+		at = min(at, c.away+int64(g))
+	}
+	return at
+}
+
+// awayFired is deadlineFired once the read loop sent its own go-away: it
+// closes the connection when it is drained, or when the age's grace
+// ended, with what still runs cut (logged).
+func (c *serverConn) awayFired(now int64) bool {
+	if c.drained(now) {
+		c.close(nil)
+		return false
+	}
+	if c.graceEnded(now) {
+		return false
+	}
+	// Not yet (answers are being written: look again a millisecond on).
+	c.deadline(max(c.betweenFrames(now), now+int64(time.Millisecond)))
+	return true
+}
+
+// ageAway sends the go-away of the connection's age (WithMaxConnectionAge),
+// due at or before now. The calls and streams in flight go on; awayFired
+// closes the connection.
+func (c *serverConn) ageAway(now int64) {
+	c.away = max(now, 1)
+	c.goAway()
+}
+
+// graceEnded closes the connection, and reports true, when the age's
+// grace after the read loop's own go-away (c.away > 0) has ended: what
+// still runs, or is still being written or read, is cut, and that is
+// logged and counted as dropped.
+func (c *serverConn) graceEnded(now int64) bool {
+	g := c.s.opts.maxAgeGrace
+	if g <= 0 || now-c.away < int64(g) {
+		return false
+	}
+	n, buffered := c.inflight.Load(), c.r.Buffered()
+	if n != 0 || buffered != 0 || !c.outIdle() {
+		c.close(fmt.Errorf("max connection age: grace of %v ended %v after the go-away with %d calls or streams still running, %d bytes of a frame received, or answers not written (WithMaxConnectionAge)",
+			g, time.Duration(now-c.away).Round(time.Millisecond), n, buffered))
+	} else {
+		c.close(nil)
+	}
+	return true
+}
+
+// ageBound is at, bounded by the read loop's own go-away: before it, the
+// time the age's is due; after it, the end of the age's grace.
+func (c *serverConn) ageBound(at int64) int64 {
+	switch {
+	case c.away < 0:
+		return min(at, -c.away)
+	case c.away > 0 && c.s.opts.maxAgeGrace > 0:
+		return min(at, c.away+int64(c.s.opts.maxAgeGrace))
+	}
+	return at
+}
+
+// wakeRead ends the read loop's wait now, or its next one, so that it
+// looks at its limits (a read loop that sent its own go-away waits for
+// the last call to end: see awayLimit). It sets a read deadline in the
+// past, as pokeRead does, marked armedWoken: a read loop about to set
+// the deadline of its next wait, its limits computed before the wake
+// (the call still counted), keeps it (deadline, armLocked) instead of
+// replacing it, until deadlineFired has seen it.
+func (c *serverConn) wakeRead() {
+	c.rdMu.Lock()
+	if !c.closed.Load() {
+		c.armed, c.rdPast = armedWoken, false
+		c.nc.SetReadDeadline(pastDeadline)
+	}
+	c.rdMu.Unlock()
+}
+
+// armedWoken is serverConn.armed for wakeRead's deadline (a monoNow
+// value long past).
+const armedWoken = 1
+
+// connAge is the age of a connection accepted now under
+// WithMaxConnectionAge(age, ...): age give or take up to 10 %, uniformly.
+func connAge(age time.Duration) time.Duration {
+	return ageWithin(age, rand.Uint64())
+}
+
+// ageWithin is age moved by up to a tenth of it either way, by u (any
+// value, spread over the range).
+func ageWithin(age time.Duration, u uint64) time.Duration {
+	span := uint64(age / 10)
+	return age - time.Duration(span) + time.Duration(u%(2*span+1))
 }
