@@ -1170,6 +1170,12 @@ func (c *Client) readFrames() {
 			} else if errors.Is(err, frame.ErrEmptyFrame) || errors.Is(err, frame.ErrForeignProtocol) {
 				// Bytes that are no frame stream: the peer's fault.
 				err = fmt.Errorf("%w: %w", ErrProtocol, err)
+			} else if c.goAway.Load() {
+				// The server told us to go away and then closed the
+				// connection: the calls and streams still pending were
+				// cut by it, not lost to the network. Their error says
+				// so (and still matches io.EOF, a reset...).
+				err = fmt.Errorf("%w after the server's go-away (it cut what was still running: its grace for them ended, rpc.WithMaxConnectionAge or its Shutdown's ctx)", err)
 			}
 			c.fail(err)
 			return

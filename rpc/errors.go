@@ -30,7 +30,11 @@ var (
 	// [WithWriteTimeout] or [WithAnswerTimeout] (an error that matches
 	// os.ErrDeadlineExceeded, as a socket's timeout does). It is gRPC's
 	// Unavailable: [Code] says 503 (StatusUnavailable) of it, but 500 of
-	// one that wraps ErrProtocol (gRPC's Internal).
+	// one that wraps ErrProtocol (gRPC's Internal). When the server had
+	// sent its go-away before it closed the connection, the text says the
+	// server cut what was still pending ("... EOF after the server's
+	// go-away ..."): the grace of [WithMaxConnectionAge] or Shutdown's
+	// ctx ended with it running, the network did not lose it.
 	ErrClosed = errors.New("rpc: connection closed")
 	// ErrGoAway: the server announced shutdown (go-away frame) before this
 	// call was sent, so it did not run; it is safe to retry elsewhere

@@ -243,8 +243,8 @@ func TestMaxAgeGraceClosesStuckCall(t *testing.T) {
 		if !beganFirst(t, entered, res) {
 			return false
 		}
-		if err := receive(t, "the stuck call's end", res); !errors.Is(err, ErrClosed) {
-			t.Fatalf("the stuck call: %v, want ErrClosed", err)
+		if err := receive(t, "the stuck call's end", res); !errors.Is(err, ErrClosed) || !contains(err.Error(), "after the server's go-away") {
+			t.Fatalf("the stuck call: %v, want ErrClosed saying the server cut it after its go-away", err)
 		}
 		if !c.Draining() {
 			t.Fatal("the connection was closed without a go-away first")
@@ -487,8 +487,8 @@ func TestMaxAgeBusyConnection(t *testing.T) {
 }
 
 // A stream still open when the grace ends is cut: its handler's ctx is
-// done, the client's Recv fails with an error matching ErrClosed, and
-// the close is logged and
+// done, the client's Recv fails with an error matching ErrClosed that
+// says the server cut it after its go-away, and the close is logged and
 // counted as dropped.
 func TestMaxAgeGraceCutsStream(t *testing.T) {
 	const mStream = 91
@@ -526,8 +526,8 @@ func TestMaxAgeGraceCutsStream(t *testing.T) {
 			recvd <- err
 		}()
 		err = receive(t, "the stream's cut", recvd)
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("Recv on the stream cut at the grace: %v, want ErrClosed", err)
+		if !errors.Is(err, ErrClosed) || !errors.Is(err, io.EOF) || !contains(err.Error(), "after the server's go-away") {
+			t.Fatalf("Recv on the stream cut at the grace: %v, want ErrClosed saying the server cut it after its go-away", err)
 		}
 		if !c.Draining() {
 			t.Fatal("the stream was cut without a go-away first")

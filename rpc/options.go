@@ -435,7 +435,8 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 // acknowledged the go-away (a peer that does not acknowledge: once it ran
 // no call for [WithShutdownGrace]), or grace after the go-away, whichever
 // comes first; what still runs then is cut (its handler's ctx is done,
-// its caller gets [ErrClosed]), and that close is logged and counted in
+// its caller gets an error matching [ErrClosed] that says the server cut
+// it after its go-away), and that close is logged and counted in
 // Stats.Dropped. The grace also bounds a connection the idle timeout
 // sent its go-away to ([WithIdleTimeout]; no call runs on that one).
 //
