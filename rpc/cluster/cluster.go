@@ -567,6 +567,17 @@ func attempt[T any](c *Client, ctx context.Context, answered, unary bool, method
 				unsent++ // the connection went away before the call was written: not a retry
 				continue
 			}
+			if cn.rc.Draining() && errors.Is(err, rpc.ErrGoAway) {
+				// Refused unrun by a server that had sent its go-away
+				// (read before the refusal: the frames come in order):
+				// the call crossed the go-away, as one refused before it
+				// was written; not a retry either. It used to be the
+				// call's one retry, and a call that crossed the go-aways
+				// of two connections at once (connections made together
+				// aging out together, rpc.WithMaxConnectionAge) failed.
+				unsent++
+				continue
+			}
 			if errors.Is(err, rpc.ErrTooManyPending) {
 				unsent++ // the connection is full: not written, not a retry
 				avoid = cn.r
@@ -903,18 +914,46 @@ func elsewhere(conns []*Conn, i int, avoid []*replica) int {
 // A call that finds no replica ready cuts short the back-offs of the
 // replicas (see replica.backoff), and so does a call waiting for one all
 // the while it waits.
+//
+// A replica still admitted while none of its connections takes calls is
+// replacing them (they went away: a server's go-away for a connection's
+// age or idleness, or they closed), and a call waits for that, within
+// its ctx, WithWaitForReady or not, as a gRPC call waits while its
+// channel is connecting: until a replacement is in (or another replica
+// is), or the replica is ejected (its dial failed), when the call fails
+// as before. Without it, every call made in the moment between a
+// go-away and the new connection failed with ErrNoReplica.
 func (c *Client) waitReady(ctx context.Context, until *time.Time) error {
 	c.mu.Lock()
 	closed, ch := c.closed, c.readyCh
 	none := len(c.ready.Load().conns) == 0
+	var changed chan struct{}
 	if none && !closed {
 		c.wantLocked()
+		if c.o.waitReady <= 0 && c.replacingLocked() {
+			if c.stateCh == nil {
+				c.stateCh = make(chan struct{})
+			}
+			changed = c.stateCh
+		}
 	}
 	c.mu.Unlock()
 	if closed {
 		return errClientClosed
 	}
 	if !none {
+		return nil
+	}
+	if changed != nil {
+		// Any change of the ready set or of the replicas: the pick
+		// looks again (and comes back here while the replacement is
+		// still being dialed).
+		select {
+		case <-ch:
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		return nil
 	}
 	if c.o.waitReady <= 0 {
@@ -948,6 +987,18 @@ func (c *Client) waitReady(ctx context.Context, until *time.Time) error {
 	case <-t.C:
 		return c.noReplica()
 	}
+}
+
+// replacingLocked reports whether a replica is admitted (with none of
+// its connections in the ready set, when none is ready: it is dialing
+// their replacements; see waitReady).
+func (c *Client) replacingLocked() bool {
+	for _, r := range c.replicas {
+		if r.state == stateReady && !r.removed.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // wantLocked notes a call that found no replica ready, and wakes the

@@ -120,7 +120,14 @@
 // while the caller's ctx is live and the retry budget ([WithRetryBudget]:
 // 10 % of calls plus 10 a second by default) allows, so retries cannot
 // multiply the load of an outage; a retry that finds no replica ready is
-// not sent and takes nothing from the budget. A call that may have run (a
+// not sent and takes nothing from the budget. A call refused unrun by a
+// server that had sent its go-away first (the call crossed the go-away:
+// [rpc.Server.Shutdown], rpc.WithMaxConnectionAge) is no retry: it goes
+// to another connection as one that met the go-away before it was
+// written does, up to four times in all, counted in neither the retries
+// nor the budget, so that a call crossing the go-aways of two
+// connections at once (made together, aging out together) does not
+// fail. A call that may have run (a
 // handler's answer, a broken connection, a ctx error) is not sent again,
 // unless a [RetryPolicy] given for its method ([WithRetryPolicy], gRPC's
 // retryPolicy) says so: up to its MaxAttempts, for the statuses it names

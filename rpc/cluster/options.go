@@ -403,6 +403,14 @@ func WithRetryBudget(ratio, perSecond float64) Option {
 // [ErrNoReplica]. d bounds the call's waits in all: a replica admitted and
 // gone again before the call could take it does not start d afresh.
 // Default 0: fail at once.
+//
+// A call that finds replicas admitted but none of their connections
+// taking calls (they went away, a server's go-away for a connection's
+// age, rpc.WithMaxConnectionAge, or idleness, and are being redialed)
+// waits for a replacement within its ctx with or without this option,
+// as a gRPC call waits while its channel is connecting: until a
+// connection is in, or the replica is ejected (its dial failed), when
+// the call fails with ErrNoReplica as before.
 func WithWaitForReady(d time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if d >= 0 {
