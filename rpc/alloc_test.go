@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -39,6 +40,30 @@ func TestAllocsUnaryCall(t *testing.T) {
 		if n := testing.AllocsPerRun(2000, call); n != 0 {
 			t.Errorf("%d-byte unary call: %v allocs, want 0", size, n)
 		}
+	}
+}
+
+// The same on a server with a connection age (WithMaxConnectionAge): the
+// age is one more bound on the read loop's deadline, and costs a call
+// nothing.
+func TestAllocsUnaryCallMaxAge(t *testing.T) {
+	_, addr, _ := testServer(t, WithMaxConnectionAge(time.Hour, time.Minute))
+	c := dial(t, addr)
+	req := []byte("0123456789abcdef")
+	resp := make([]byte, 0, 64)
+	call := func() {
+		if _, err := c.Call(context.Background(), mEcho, req, resp[:0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		call()
+	}
+	if n := testing.AllocsPerRun(2000, call); n != 0 {
+		t.Errorf("unary call on a connection with an age: %v allocs, want 0", n)
+	}
+	if c.Draining() {
+		t.Fatal("a connection an hour from its age was sent a go-away")
 	}
 }
 
