@@ -527,6 +527,12 @@ func (c *serverConn) readFrames(g *inlineGuard) bool {
 				// A frame over the maximum, read past: it fails alone
 				// (oversize.go).
 				if c.oversized(tl, p) {
+					if !c.r.Discarding() {
+						// Read whole (its rest came with the bytes
+						// after it): the next frame, begun or not,
+						// gets a clock of its own, as after any frame.
+						c.frameStart = 0
+					}
 					continue
 				}
 				c.flushOwed()

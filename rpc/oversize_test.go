@@ -429,3 +429,43 @@ func TestOversizedNextFrameOwnClock(t *testing.T) {
 		t.Fatalf("answer %+v, want the echo of promise 2", a)
 	}
 }
+
+// TestOversizedWholeNextFrameOwnClock: an oversized frame whose first
+// bytes came alone, and whose rest came in one read with the start of
+// the next frame (so the Reader had nothing left of it to read past),
+// leaves the next frame a clock of its own: it kept the oversized
+// frame's, and the read timeout closed the healthy connection a second
+// into the next frame ("read timeout: frame not finished").
+func TestOversizedWholeNextFrameOwnClock(t *testing.T) {
+	t.Parallel()
+	const max = 256 // the whole oversized frame fits the Reader's inline buffer
+	_, addr, logs := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(max)),
+		WithReadTimeout(4*time.Second), WithMinReadRate(1<<30))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log: %s", logs.String())
+		}
+	})
+	rc := rawDial(t, addr)
+	over := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 1, Payload: make([]byte, max)}))
+	next := frameBytes(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: mEcho, PromiseID: 2, Payload: []byte("next")}))
+	if _, err := rc.Write(over[:3]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // most of the read timeout, inside the oversized frame
+	if _, err := rc.Write(append(over[3:len(over):len(over)], next[:10]...)); err != nil {
+		t.Fatal(err)
+	}
+	if a := rc.recvResponse(); a.PromiseID != 1 || a.Status != StatusTooLarge {
+		t.Fatalf("answer %+v, want 413 for promise 1", a)
+	}
+	// Two seconds into the next frame: past the oversized frame's bound,
+	// with two to spare within the next frame's own.
+	time.Sleep(2 * time.Second)
+	if _, err := rc.Write(next[10:]); err != nil {
+		t.Fatal(err)
+	}
+	if a := rc.recvResponse(); a.PromiseID != 2 || a.Status != StatusOK || string(a.Body) != "next" {
+		t.Fatalf("answer %+v, want the echo of promise 2", a)
+	}
+}
