@@ -16,8 +16,8 @@ import (
 // busy stream's read-ahead; the read deadlines bound it as any frame.
 // A server answers a request so with 413 (StatusTooLarge, not run),
 // refuses a stream open so the same, and ends the stream of a message
-// so; a client fails the call of an answer so, or cancels the stream of
-// a message so. A frame of a kind that carries no promise or stream id
+// so; a client fails the call of an answer so, cancels the stream of
+// a message so, and ends with the error the stream of a trailer so. A frame of a kind that carries no promise or stream id
 // (a ping, a cancel, a go-away...) or whose envelope's head does not
 // say its promise id still closes the connection, as a length beyond
 // frame.DiscardLimit (64 MiB, or four times the maximum if more) does.
@@ -102,8 +102,10 @@ func answerTooLarge(tl *frame.TooLargeError, what string) error {
 // maximum frame size that the Reader read past (tl; head, the first
 // bytes of its envelope): an answer fails its call alone, a stream
 // message cancels its stream (the server's handler sees a cancel, the
-// caller's Recv and Send the error), and a kind unknown to the client
-// is ignored. It reports false for any other frame, and for an answer
+// caller's Recv and Send the error), a stream's trailer makes the
+// stream's end fail with the error (a caller that asked for no response
+// metadata loses nothing: the stream ends as it would have), and a kind
+// unknown to the client is ignored. It reports false for any other frame, and for an answer
 // whose promise id the head does not say: the read loop then fails the
 // connection (its calls get an error matching ErrClosed and
 // frame.ErrFrameTooLarge, see unrefusable).
@@ -126,8 +128,18 @@ func (c *Client) oversized(tl *frame.TooLargeError, head []byte) bool {
 			go st.clientCancel(noCtx, answerTooLarge(tl, "stream message"))
 		}
 		return true
+	case wire.KindStreamTrailer:
+		// Response metadata within the server's metadata limit but past
+		// our frame limit: the stream's end, which follows, fails with
+		// the error (as a refused trailer does); nothing for a caller
+		// that asked for no metadata, or a stream not open.
+		if len(head) < 4 {
+			return false
+		}
+		c.streams.onTrailerTooLarge(binary.LittleEndian.Uint32(head), answerTooLarge(tl, "stream trailer"))
+		return true
 	case wire.KindRequest, wire.KindGoAway, wire.KindPing, wire.KindPong, wire.KindCancel, wire.KindStreamOpen,
-		wire.KindStreamEnd, wire.KindStreamWindow, wire.KindStreamTrailer, wire.KindStreamNotRun:
+		wire.KindStreamEnd, wire.KindStreamWindow, wire.KindStreamNotRun:
 		return false
 	}
 	return true // a kind it does not know: ignored (docs/wire.md §7)

@@ -469,3 +469,60 @@ func TestOversizedWholeNextFrameOwnClock(t *testing.T) {
 		t.Fatalf("answer %+v, want the echo of promise 2", a)
 	}
 }
+
+// TestOversizedStreamTrailerToClient: a stream's trailer over the
+// client's maximum frame size (response metadata within the server's
+// limit, 16 KiB by default, past a client's smaller frame limit) fails
+// that stream alone, as an answer so fails its call alone: the caller's
+// Recv returns an error matching frame.ErrFrameTooLarge (Code 413), and
+// the call beside it and the calls after it are answered. It closed the
+// connection, failing every call on it ("of kind 10, which names no
+// call or stream the client could fail alone").
+func TestOversizedStreamTrailerToClient(t *testing.T) {
+	const sBigTrailer = 803
+	s, addr, _ := testServer(t)
+	s.HandleStream(sBigTrailer, func(ctx context.Context, init []byte, st *Stream) error {
+		return SetResponseMetadata(ctx, "big", strings.Repeat("x", 2*ovMaxSize))
+	})
+	started, released := make(chan struct{}, 1), make(chan struct{})
+	s.Handle(mOvBlock, func(ctx context.Context, req, resp []byte) ([]byte, error) {
+		started <- struct{}{}
+		<-released
+		return append(resp, req...), nil
+	})
+	c := dial(t, addr, WithFrameOptions(frame.WithMaxFrameSize(ovMaxSize)))
+	beside := make(chan error, 1)
+	go func() {
+		out, err := c.Call(context.Background(), mOvBlock, []byte("beside"), nil)
+		if err == nil && string(out) != "beside" {
+			err = fmt.Errorf("answer %q", out)
+		}
+		beside <- err
+	}()
+	receive(t, "the call beside it running", started)
+	var md Metadata
+	st, err := c.OpenStream(WithResponseMetadata(context.Background(), &md), sBigTrailer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Recv(nil)
+	if !errors.Is(err, frame.ErrFrameTooLarge) || errors.Is(err, ErrClosed) || Code(err) != StatusTooLarge {
+		t.Fatalf("Recv: %v (Code %d), want frame.ErrFrameTooLarge alone, 413", err, Code(err))
+	}
+	close(released)
+	if err := receive(t, "the call beside it", beside); err != nil {
+		t.Fatalf("the call beside it: %v", err)
+	}
+	if out, err := c.Call(context.Background(), mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+		t.Fatalf("a call after it: %q %v", out, err)
+	}
+	await(t, "the stream uncounted", func() bool { return c.Streams() == 0 })
+	// A caller that asked for no response metadata loses nothing: its
+	// stream ends cleanly.
+	if st, err = c.OpenStream(context.Background(), sBigTrailer, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = st.Recv(nil); err != io.EOF {
+		t.Fatalf("Recv without a receiver of metadata: %v, want io.EOF", err)
+	}
+}

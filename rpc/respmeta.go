@@ -380,6 +380,23 @@ func (t *streamSet) onTrailer(p []byte) {
 	s.tmd = b
 }
 
+// onTrailerTooLarge is onTrailer for a trailer of the stream id over
+// the client's maximum frame size, read past (oversize.go): the stream's
+// end, which follows, fails with err, as for a trailer refused; nothing
+// when no such stream is open or its caller asked for no response
+// metadata (it loses nothing).
+func (t *streamSet) onTrailerTooLarge(id uint32, err error) {
+	s := t.lookup(id)
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.rmd != nil && !s.rdone {
+		s.tmd, s.terr = nil, err
+	}
+	s.mu.Unlock()
+}
+
 // giveTrailer hands the trailer of s, a client's stream that the server
 // ended, to the caller's receiver and returns the error Recv returns in
 // place of end (io.EOF or the error end's): the trailer's refusal, if
