@@ -426,3 +426,24 @@ func FuzzReaderDiscard(f *testing.F) {
 		}
 	})
 }
+
+// TestDiscardTooLargeAtLimit: a length of exactly DiscardLimit (over the
+// default maximum) is read past, and the frame after it returned; one
+// byte more breaks the Reader (TestDiscardTooLargeLimits).
+func TestDiscardTooLargeAtLimit(t *testing.T) {
+	t.Parallel()
+	body := &zeroSource{n: DiscardLimit - 3}
+	src := io.MultiReader(bytes.NewReader(cat(le(DiscardLimit), []byte{1, 2, 3})), body, bytes.NewReader(cat(le(2), []byte{5, 6})))
+	fr := NewReader(src)
+	fr.DiscardTooLarge(2)
+	var tl *TooLargeError
+	if k, p, err := fr.Next(); !errors.As(err, &tl) || k != 1 || string(p) != "\x02\x03" || tl.Len != DiscardLimit {
+		t.Fatalf("length DiscardLimit: %d %q %v", k, p, err)
+	}
+	if k, p, err := fr.Next(); err != nil || k != 5 || string(p) != "\x06" {
+		t.Fatalf("the frame after it: %d %q %v", k, p, err)
+	}
+	if body.n != 0 {
+		t.Fatalf("%d bytes of the frame left unread", body.n)
+	}
+}
