@@ -123,9 +123,20 @@ func (c *Client) oversized(tl *frame.TooLargeError, head []byte) bool {
 			return false
 		}
 		if st := c.streams.lookup(binary.LittleEndian.Uint32(head)); st != nil {
-			// On a goroutine: the cancel's end may wait for room in the
-			// outbox, and the read loop must not.
-			go st.clientCancel(noCtx, answerTooLarge(tl, "stream message"))
+			err := answerTooLarge(tl, "stream message")
+			// The receive side ends here, in the read loop, before the
+			// stream's next frame is read: a message after the lost one
+			// is dropped, never returned by Recv as if it were the next.
+			st.mu.Lock()
+			if !st.rdone {
+				st.rdone, st.rerr = true, err
+				st.q, st.qh, st.qBytes = putQueue(st.q), 0, 0
+				st.cond.Broadcast()
+			}
+			st.mu.Unlock()
+			// The cancel on a goroutine: its end may wait for room in
+			// the outbox, and the read loop must not.
+			go st.clientCancel(noCtx, err)
 		}
 		return true
 	case wire.KindStreamTrailer:
