@@ -236,9 +236,25 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add(AppendResponse(nil, &Response{Status: 500, PromiseID: 6, Metadata: []byte{1, 0, 0, 0, 'k', 0, 0, 0, 0}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		orig := append([]byte(nil), b...)
+		// PeekEnvelope of any prefix (a read loop's head of a frame over
+		// its maximum) never panics, and agrees with a parse that
+		// succeeds, checked below.
+		peeks := func(check func(first, pid uint32)) {
+			for _, n := range []int{len(b), min(len(b), 64), min(len(b), 24)} {
+				if first, pid, ok := PeekEnvelope(b[:n]); ok && check != nil {
+					check(first, pid)
+				}
+			}
+		}
+		peeks(nil)
 		r, err := ParseRequest(b)
 		checkEnvelopeError(t, b, err)
 		if err == nil {
+			peeks(func(first, pid uint32) {
+				if first != r.Method || pid != r.PromiseID {
+					t.Fatalf("PeekEnvelope %d %d, ParseRequest %+v", first, pid, r)
+				}
+			})
 			// A canonical reader finds the same canonical fields, and the
 			// slices are views of the message that cannot grow into it.
 			m, perr := codec.Parse(b)
@@ -262,6 +278,11 @@ func FuzzEnvelope(f *testing.F) {
 		a, err := ParseResponse(b)
 		checkEnvelopeError(t, b, err)
 		if err == nil {
+			peeks(func(first, pid uint32) {
+				if first != a.Status || pid != a.PromiseID {
+					t.Fatalf("PeekEnvelope %d %d, ParseResponse %+v", first, pid, a)
+				}
+			})
 			m, perr := codec.Parse(b)
 			root := m.Root()
 			if perr != nil || root.Uint32(respStatus) != a.Status || root.Uint32(respPromise) != a.PromiseID ||
