@@ -440,7 +440,7 @@ func TestOversizedWholeNextFrameOwnClock(t *testing.T) {
 	t.Parallel()
 	const max = 256 // the whole oversized frame fits the Reader's inline buffer
 	_, addr, logs := testServer(t, WithFrameOptions(frame.WithMaxFrameSize(max)),
-		WithReadTimeout(4*time.Second), WithMinReadRate(1<<30))
+		WithReadTimeout(8*time.Second), WithMinReadRate(1<<30))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server log: %s", logs.String())
@@ -452,16 +452,17 @@ func TestOversizedWholeNextFrameOwnClock(t *testing.T) {
 	if _, err := rc.Write(over[:3]); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // most of the read timeout, inside the oversized frame
+	time.Sleep(4500 * time.Millisecond) // over half the read timeout, inside the oversized frame (3.5 s to spare)
 	if _, err := rc.Write(append(over[3:len(over):len(over)], next[:10]...)); err != nil {
 		t.Fatal(err)
 	}
 	if a := rc.recvResponse(); a.PromiseID != 1 || a.Status != StatusTooLarge {
 		t.Fatalf("answer %+v, want 413 for promise 1", a)
 	}
-	// Two seconds into the next frame: past the oversized frame's bound,
-	// with two to spare within the next frame's own.
-	time.Sleep(2 * time.Second)
+	// 4.5 s into the next frame: past the oversized frame's bound, with
+	// 3.5 s to spare within the next frame's own (a loaded machine may
+	// stall the writes).
+	time.Sleep(4500 * time.Millisecond)
 	if _, err := rc.Write(next[10:]); err != nil {
 		t.Fatal(err)
 	}
