@@ -202,6 +202,9 @@ type slotLine struct {
 	// below it (0 none): written by push before it publishes the slot,
 	// read by popLocked (see Client.free).
 	next uint16
+	// zipped (the caller's, from send): the call's payload went
+	// compressed (compress.go).
+	zipped bool
 }
 
 // Dial connects to addr ("tcp", "tcp4", "tcp6" or "unix"; with
@@ -564,8 +567,11 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 	}
 	if s == nil {
 		var err error
-		if s, err = c.send(ctx, done, done, method, 0, req, resp); err != nil {
+		if s, err = c.send(ctx, done, done, method, 0, req, resp, false); err != nil {
 			return resp, err
+		}
+		if s.zipped {
+			return c.waitZipped(ctx, done, s, method, 0, req, resp)
 		}
 	}
 	if done != nil {
@@ -584,9 +590,12 @@ func (c *Client) Call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // call is one call on the wire, without interceptors or observer.
 func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]byte, error) {
 	done := ctx.Done()
-	s, err := c.send(ctx, done, done, method, 0, req, resp)
+	s, err := c.send(ctx, done, done, method, 0, req, resp, false)
 	if err != nil {
 		return resp, err
+	}
+	if s.zipped {
+		return c.waitZipped(ctx, done, s, method, 0, req, resp)
 	}
 	return c.wait(ctx, done, s, resp)
 }
@@ -599,8 +608,11 @@ func (c *Client) call(ctx context.Context, method uint32, req, resp []byte) ([]b
 // of ctx may then cancel it, see acquire), nil when not (a promise's
 // wait has a ctx of its own). On error nothing was sent and the slot is
 // free. A write failure after the request was queued fails the slot
-// with the connection (wait returns it).
-func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, method, target uint32, req, resp []byte) (*slot, error) {
+// with the connection (wait returns it). With [WithCompression], a large
+// payload goes compressed once the server said it takes that, unless
+// plain (a call sent again after a refusal, see waitZipped); the slot
+// says whether it did (zipped).
+func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, method, target uint32, req, resp []byte, plain bool) (*slot, error) {
 	if done != nil {
 		// ctx.Err without another walk of ctx's parents: Err is not nil
 		// once Done is closed.
@@ -620,7 +632,7 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 		// a large payload goes compressed once the server said it
 		// takes that.
 		r.AcceptDeflate = true
-		if len(req) >= c.opts.deflateMin && c.zipReq.Load() {
+		if len(req) >= c.opts.deflateMin && !plain && c.zipReq.Load() {
 			d := deflateRequest(&r)
 			defer putDeflater(d) // r.Payload is d's until the request is queued
 		}
@@ -639,6 +651,7 @@ func (c *Client) send(ctx context.Context, done, watchDone <-chan struct{}, meth
 		return nil, context.DeadlineExceeded
 	}
 	r.PromiseID = s.pid
+	s.zipped = r.PayloadDeflated
 
 	// Queued at once when there is room (the common case); else the
 	// general way (queueSlow), which waits for room or reports the error.
@@ -807,12 +820,19 @@ func (c *Client) answer(ctx context.Context, s *slot, resp []byte) ([]byte, erro
 // is not StatusOK.
 func (c *Client) answerFailed(ctx context.Context, s *slot, resp []byte) ([]byte, error) {
 	out, status, notRun, errp := s.resp, s.status, s.notRun, s.err
+	zipped := s.zipped
 	s.drop() // c.release(s) by hand (see drop)
 	c.push(s)
 	if errp != nil {
 		return resp, *errp
 	}
 	if status != StatusOK {
+		if zipped && notRun && status == StatusBadRequest {
+			// The server does not take compressed requests (see
+			// waitZipped): the next payloads go plain until one says it
+			// does.
+			c.zipReq.Store(false)
+		}
 		return out, answerError(ctx, status, out[len(resp):], notRun)
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -96,9 +97,18 @@ func maxCompressors() int32 {
 // buffer (the handler's req), bounded as a plain payload is, by the
 // maximum frame size; one that does not inflate, inflates past that, or
 // comes to a server without the option is answered 400 unrun, and the
-// connection goes on. What the payload grows by as it is inflated takes
-// the call's answer budget ([WithAnswerBudget]) before the memory is
-// allocated, until its answer has left, as a [ReserveAnswer] does; it
+// connection goes on. That last one carries the not-run flag: the client
+// that gets it (a proxy may have sent its call to another server than
+// the one that said it takes compressed requests) stops compressing its
+// requests until an answer says again that the server takes them, and
+// sends the call again, plain, once; not a promise's ([Client.Send]),
+// whose payload is not kept: its Wait returns the 400. A server of an
+// earlier release answers without the flag, and a canonical server
+// behind such a proxy takes the compressed bytes for the payload: a
+// client whose calls may reach either keeps the option off. What the
+// payload grows by as it is inflated takes the call's answer budget
+// ([WithAnswerBudget]) before the memory is allocated, until its answer
+// has left, as a [ReserveAnswer] does; it
 // may grow by at most the connection's budget (400 past it, when that
 // budget is below the largest frame); while a budget is short, the read loop
 // gives back what the request took, waits holding none, and inflates it
@@ -451,6 +461,24 @@ func (c *Client) deliverFlagged(r *wire.Response, frameLen int) bool {
 	return true
 }
 
+// waitZipped is wait for a unary call whose payload went compressed (in
+// slot s, sent by send with target, req and resp). When the server
+// refused it 400 with the not-run flag, as one without [WithCompression]
+// does (errNoDeflate), the call had no effect: answerFailed stopped the
+// client's compression of requests, and the call goes again, plain, once.
+// The server that said it takes compressed requests need not be the one
+// that got this call: a proxy may send a connection's calls to several.
+func (c *Client) waitZipped(ctx context.Context, done <-chan struct{}, s *slot, method, target uint32, req, resp []byte) ([]byte, error) {
+	out, err := c.wait(ctx, done, s, resp)
+	if se, ok := err.(*StatusError); !ok || !se.refused || se.Code != StatusBadRequest {
+		return out, err
+	}
+	if s, err = c.send(ctx, done, done, method, target, req, resp, true); err != nil {
+		return resp, err
+	}
+	return c.wait(ctx, done, s, resp)
+}
+
 // failDelivered fails the call of s, claimed for its answer, with err
 // (out of line: only a failing call moves err to the heap).
 //
@@ -546,8 +574,9 @@ func deflateRequest(r *wire.Request) *deflater {
 
 // inflateRequest inflates the compressed payload of r into j.req, and
 // points r.Payload at it; when that fails (or this server does not take
-// compressed requests: it never said it does), it answers the call 400
-// from the read loop, keeps j for the next call, and returns reqNext.
+// compressed requests: it never said it does; that answer alone carries
+// the not-run flag), it answers the call 400 from the read loop, keeps j
+// for the next call, and returns reqNext.
 // The bytes the payload grows by are the server's, not the peer's: they
 // take the call's answer budget as the buffer grows, before they are
 // allocated (inflateBudget), until its answer has left; it returns
@@ -555,8 +584,9 @@ func deflateRequest(r *wire.Request) *deflater {
 // -1 when the call is to run.
 func (c *serverConn) inflateRequest(j *job, r *wire.Request) int {
 	var err error
-	if c.s.opts.deflateMin == 0 {
-		err = errors.New("rpc: compressed payload, which this server does not take (rpc.WithCompression)")
+	refused := c.s.opts.deflateMin == 0
+	if refused {
+		err = errNoDeflate
 	} else {
 		// Bounded as a plain payload is, by the largest frame's, and
 		// grown by at most the connection's answer budget: past it, the
@@ -599,9 +629,17 @@ func (c *serverConn) inflateRequest(j *job, r *wire.Request) int {
 	}
 	c.spare = j
 	c.promiseFailed(r.PromiseID)
-	c.answerDirect(r, StatusBadRequest, err.Error(), false)
+	// The not-run flag on the refusal of a server without the option
+	// (and on it alone) tells a zapcodec client to send the call again
+	// plain (Client.waitZipped): behind a proxy, the server that said it
+	// takes compressed requests may be another than this one.
+	c.answerDirect(r, StatusBadRequest, err.Error(), refused)
 	return reqNext
 }
+
+// errNoDeflate is the error (400, with the not-run flag) of a compressed
+// request to a server without [WithCompression].
+var errNoDeflate = errors.New("rpc: compressed payload, which this server does not take (rpc.WithCompression)")
 
 // inflateBudget is the answer budget ([WithAnswerBudget]) a compressed
 // request takes on its connection and server as it is inflated: what

@@ -310,10 +310,14 @@ func (c *Client) observedCall(obs Observer, ctx context.Context, method, target 
 	start := monoNow()
 	done := ctx.Done()
 	sent := 0
-	s, err := c.send(ctx, done, done, method, target, req, resp)
-	if err != nil {
+	s, err := c.send(ctx, done, done, method, target, req, resp, false)
+	switch {
+	case err != nil:
 		out = resp
-	} else {
+	case s.zipped:
+		sent = len(req)
+		out, err = c.waitZipped(ctx, done, s, method, target, req, resp)
+	default:
 		sent = len(req)
 		out, err = c.wait(ctx, done, s, resp)
 	}

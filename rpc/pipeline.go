@@ -121,7 +121,7 @@ func (c *Client) sendPromise(ctx context.Context, method, target uint32, req, re
 	}
 	// Not watchDone: the promise's wait has a ctx of its own, which
 	// the end of ctx must not cancel.
-	s, err := c.send(ctx, ctx.Done(), nil, method, target, req, resp)
+	s, err := c.send(ctx, ctx.Done(), nil, method, target, req, resp, false)
 	sent := 0 // nothing when send failed
 	if err == nil {
 		sent = len(req)
@@ -316,7 +316,7 @@ func (p Promise) Call(ctx context.Context, method uint32, resp []byte) ([]byte, 
 	// c.call by hand, as in Client.Call: the caller parks in wait, and a
 	// frame between the two costs a mispredicted return after it wakes.
 	done := ctx.Done()
-	s, err := p.c.send(ctx, done, done, method, p.pid, nil, resp)
+	s, err := p.c.send(ctx, done, done, method, p.pid, nil, resp, false)
 	if err != nil {
 		return resp, err
 	}
