@@ -36,7 +36,8 @@ const DefaultCompressMin = 1 << 10
 // flate.BestSpeed holds about 1.2 MiB (a decompressor about 40 KiB), so
 // idle memory stays at most maxPooledCoders of each. How many
 // compressors exist at once, idle or working, is bounded too
-// (maxCompressors).
+// (maxCompressors); how many decompressors are at work is not (see
+// inflaters for why).
 const maxPooledCoders = 4
 
 // maxCompressors is how many compressors the process may hold at once,
@@ -296,7 +297,28 @@ type inflater struct {
 	probe [1]byte       // see readInflated
 }
 
-// inflaters keeps up to maxPooledCoders idle decompressors.
+// inflaters keeps up to maxPooledCoders idle decompressors; more may
+// be at work at once, one per inflation in progress, and beyond those
+// kept idle they are dropped.
+//
+// How many are at work is not bounded, as compressors are
+// (maxCompressors), by choice. A decompressor takes about 44 KiB
+// (flate.NewReader and its first Read: 44,626 B), 1/27 of a compressor,
+// and is held only while its inflation computes: the input is a frame in
+// memory already, so an inflation waits for nothing (a request whose
+// answer budget is short gives its decompressor back before its read
+// loop waits: inflateRequest). Every inflation runs on a connection's
+// read loop, one at a time on each, so those at work are at most the
+// connections inflating at that moment, each holding beside it the frame
+// it received and what the inflation grows to (the answer budget's, or
+// the client's inflate ratio's). A bound could not send the excess plain,
+// as a compressor's does: an inflation cannot be skipped, so past the
+// bound a read loop would wait or fail the call. Waiting makes every
+// connection's compressed calls wait behind the bombs of another peer
+// (16 MiB inflated in 40 to 58 ms on a loaded 2-core machine, see
+// WithCompression), and failing makes a peer's bombs fail other peers' calls:
+// both let one peer affect other connections, which costs more than 44
+// KiB per connection that is inflating.
 var inflaters = make(chan *inflater, maxPooledCoders)
 
 // inflate appends to dst the raw DEFLATE stream src inflated, at most

@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
 
@@ -208,5 +209,44 @@ func TestCompressionRefusedByServerWithout(t *testing.T) {
 	}
 	if events != 1 {
 		t.Fatalf("the observer saw %d events, want 1", events)
+	}
+}
+
+// Decompressors at work are not bounded (compress.go, inflaters) because
+// none is held while its read loop waits: connections whose compressed
+// requests wait for the server's answer budget hold no decompressor
+// meanwhile (no read loop waits inside inflateCharged), and are served
+// once the budget is back.
+func TestCompressionBudgetWaitHoldsNoDecompressor(t *testing.T) {
+	const (
+		maxFrame = 1 << 20
+		conns    = 8
+		budget   = 2 << 20
+	)
+	s, addr := compressServer(t, WithFrameOptions(frame.WithMaxFrameSize(maxFrame)), WithAnswerBudget(maxFrame, budget))
+	entered, release := handleZerosHeld(s)
+	size := maxFrame - 1 - wire.RequestOverhead - 64
+	bomb := deflateBytes(t, make([]byte, size))
+	peers := make([]*rawConn, conns)
+	for i := range peers {
+		peers[i] = rawDial(t, addr)
+	}
+	for _, p := range peers {
+		p.send(wire.KindRequest, wire.AppendRequest(nil, &wire.Request{Method: 74, PromiseID: 1, Payload: bomb, PayloadDeflated: true}))
+	}
+	var waiting int
+	await(t, "the calls the budget holds to run, the others to wait for it", func() bool {
+		n := int(entered.Load())
+		waiting = goroutinesIn("rpc.(*serverConn).waitBudget", "(*serverConn).inflateRequest")
+		return n > 0 && waiting > 0 && n+waiting == conns
+	})
+	if n := goroutinesIn("rpc.inflateCharged", "(*serverConn).inflateRequest"); n != 0 {
+		t.Errorf("%d read loops hold a decompressor while %d wait for the answer budget", n, waiting)
+	}
+	close(release)
+	for _, p := range peers {
+		if a := p.recvResponse(); a.Status != StatusOK || atoi(a.Body) != size {
+			t.Fatalf("answer %d %q", a.Status, a.Body)
+		}
 	}
 }
