@@ -9,9 +9,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
-	"testing/iotest"
 
-	"github.com/zapcodec/zapcodec/pool"
 )
 
 // chunkReader hands out data in reads of at most its chunk sizes (drawn
@@ -370,17 +368,7 @@ func FuzzReaderDiscard(f *testing.F) {
 		limit := max(int(maxSize), 1)
 		h := max(int(head), 1)
 		want, over, wantErr := refDiscard(stream, limit, h, http)
-		opts := []Option{WithBufferSize(int(bufSize)), WithMaxFrameSize(limit)}
-		if http {
-			opts = append(opts, WithHTTPFraming())
-		}
-		cr := &countingReader{r: bytes.NewReader(stream)}
-		var src io.Reader = cr
-		if oneByte {
-			src = iotest.OneByteReader(src)
-		}
-		r := NewReader(src, opts...)
-		r.bodies = new(pool.SizedPool)
+		r, cr := fuzzReader(stream, bufSize, limit, http, oneByte)
 		r.DiscardTooLarge(h)
 		wait := bufSize%2 == 1
 		for i := 0; ; i++ {

@@ -112,18 +112,7 @@ func FuzzReader(f *testing.F) {
 			max = 1 // WithMaxFrameSize(0) means the 16 MiB default
 		}
 		want, wantErr := refParse(stream, max, http)
-		opts := []Option{WithBufferSize(int(bufSize)), WithMaxFrameSize(max)}
-		if http {
-			opts = append(opts, WithHTTPFraming())
-		}
-		cr := &countingReader{r: bytes.NewReader(stream)}
-		var src io.Reader = cr
-		if oneByte {
-			src = iotest.OneByteReader(src)
-		}
-		r := NewReader(src, opts...)
-		// A pool of its own: every buffer seen was allocated here.
-		r.bodies = new(pool.SizedPool)
+		r, cr := fuzzReader(stream, bufSize, max, http, oneByte)
 		// An odd buffer size also waits for each frame to begin first, as
 		// a server's read loop does (Wait, then Next): same frames, same
 		// errors.
@@ -212,3 +201,21 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func heldBound(n int) int { return 4 * max(2*minChunk, 2*growFactor*n) }
 
 func builtinMax(a, b int) int { return max(a, b) }
+
+// fuzzReader is the Reader the fuzz targets test: over stream, counted
+// (the countingReader), one byte a read when oneByte, with a body pool of
+// its own, so that every buffer seen was allocated here.
+func fuzzReader(stream []byte, bufSize uint16, maxSize int, http, oneByte bool) (*Reader, *countingReader) {
+	opts := []Option{WithBufferSize(int(bufSize)), WithMaxFrameSize(maxSize)}
+	if http {
+		opts = append(opts, WithHTTPFraming())
+	}
+	cr := &countingReader{r: bytes.NewReader(stream)}
+	var src io.Reader = cr
+	if oneByte {
+		src = iotest.OneByteReader(src)
+	}
+	r := NewReader(src, opts...)
+	r.bodies = new(pool.SizedPool)
+	return r, cr
+}

@@ -202,18 +202,7 @@ func TestCtxWatchCanceledThenAnswered(t *testing.T) {
 	for _, answerFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("answer first %v", answerFirst), func(t *testing.T) {
 			c, _ := pipeClient(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			s, err := acquireSlot(c, ctx.Done())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-			// What ctxEnded does to a call it finds waiting.
-			pid := uint64(s.pid) << 32
-			if !s.st.CompareAndSwap(pid|slotWaiting, pid|slotCanceled) {
-				t.Fatal("slot not waiting")
-			}
-			s.ch <- struct{}{}
+			s, ctx := canceledWaitingSlot(t, c)
 			<-s.ch // the caller wakes
 			if answerFirst {
 				if c.claim(s.pid) != nil {

@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,18 +69,7 @@ func TestUnsentCanceledSlotIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := acquireSlot(c, ctx.Done())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	// What ctxEnded does to a call it finds waiting.
-	pid := uint64(s.pid) << 32
-	if !s.st.CompareAndSwap(pid|slotWaiting, pid|slotCanceled) {
-		t.Fatal("slot not waiting")
-	}
-	s.ch <- struct{}{}
+	s, _ := canceledWaitingSlot(t, c)
 	c.unsend(s) // as queueSlow does when ctx ends before there is room
 	if st := s.st.Load() & slotStateMask; st != slotIdle {
 		t.Errorf("an unsent call's slot is idle with state %d, want slotIdle", st)

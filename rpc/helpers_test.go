@@ -322,6 +322,26 @@ func acquireSlot(c *Client, done <-chan struct{}) (*slot, error) {
 	return s, err
 }
 
+// canceledWaitingSlot acquires a slot for a call whose ctx then ends,
+// and does to it what ctxEnded does to a call it finds waiting: the slot
+// goes from waiting to canceled and its caller is woken (s.ch holds the
+// wake-up). It returns the slot and the call's ctx, canceled.
+func canceledWaitingSlot(t *testing.T, c *Client) (*slot, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := acquireSlot(c, ctx.Done())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	pid := uint64(s.pid) << 32
+	if !s.st.CompareAndSwap(pid|slotWaiting, pid|slotCanceled) {
+		t.Fatal("slot not waiting")
+	}
+	s.ch <- struct{}{}
+	return s, ctx
+}
+
 // idleSlots counts the slots on c's free stack. It fails the test when
 // the count the stack's head keeps (see Client.free) is not the number of
 // slots on it. Calls may be running: it holds the outbox's lock, which
