@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"testing"
-
 )
 
 // chunkReader hands out data in reads of at most its chunk sizes (drawn
