@@ -158,13 +158,15 @@ func TestCallReflectHostile(t *testing.T) {
 
 	huge := "package h\ninterface H { x() }\n#" + strings.Repeat("x", frame.DefaultMaxFrameSize) + "\n"
 	big := reflServer(t, func(s *rpc.Server) { s.Mount("h.H", 1, rpc.At(700), rpc.WithSchema(huge)) })
-	code, _, errOut = callRun(ctx, "", "-list", big)
+	// The 16 MiB answers take seconds to build and check under -race on
+	// a loaded machine: a timeout well past call's default 5 s.
+	code, _, errOut = callRun(ctx, "", "-timeout", "2m", "-list", big)
 	if code != 1 || !strings.Contains(errOut, "zapcodec call: reflection: status 500: rpc: answer too large for a frame") {
 		t.Errorf("a reflection answer past the server's frame: exit %d, stderr %q", code, errOut)
 	}
 	bigger := reflServer(t, func(s *rpc.Server) { s.Mount("h.H", 1, rpc.At(700), rpc.WithSchema(huge)) },
 		rpc.WithFrameOptions(frame.WithMaxFrameSize(2*frame.DefaultMaxFrameSize)))
-	code, _, errOut = callRun(ctx, "", "-list", bigger)
+	code, _, errOut = callRun(ctx, "", "-timeout", "2m", "-list", bigger)
 	if code != 3 || !strings.Contains(errOut, "zapcodec call: asking the server for its schemas (reflection): ") {
 		t.Errorf("a reflection answer past the client's frame: exit %d, stderr %q", code, errOut)
 	}
