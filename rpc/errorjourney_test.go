@@ -1063,6 +1063,35 @@ func streamRows() []journeyRow {
 		is:    []string{"frame.ErrFrameTooLarge"},
 		text:  []string{"rpc: stream message over the client's maximum frame size", "frame too large (len:2053 max:1024), read past"},
 		check: noStatus,
+	}, {
+		// A client limit below the 1 KiB of text a zapcodec server's
+		// error end may carry.
+		name: "stream: an error end whose text is over the client's maximum frame size",
+		provoke: func(t *testing.T) error {
+			const sjLongError = 711
+			j := newJourneyServer(t)
+			j.s.HandleStream(sjLongError, func(ctx context.Context, init []byte, st *Stream) error {
+				return Errorf(418, "%s", strings.Repeat("e", 1000))
+			})
+			c := dial(t, j.addr, WithFrameOptions(frame.WithMaxFrameSize(512)))
+			st, err := c.OpenStream(context.Background(), sjLongError, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = st.Recv(nil)
+			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
+				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
+			}
+			return err
+		},
+		code: 418,
+		text: []string{"rpc: status 418: " + strings.Repeat("e", 56)},
+		check: func(t *testing.T, err error) {
+			// The frame's first 64 bytes: id, status and 56 of the text.
+			if se := StatusOf(err); se == nil || len(se.Message) != 56 || se.BodyLen != 1000 {
+				t.Errorf("StatusOf(err) = %+v, want 56 bytes of the text and BodyLen 1000", se)
+			}
+		},
 	}}
 }
 

@@ -17,7 +17,9 @@ import (
 // A server answers a request so with 413 (StatusTooLarge, not run),
 // refuses a stream open so the same, and ends the stream of a message
 // so; a client fails the call of an answer so, cancels the stream of
-// a message so, and ends with the error the stream of a trailer so. A frame of a kind that carries no promise or stream id
+// a message so, ends with the error the stream of a trailer so, and ends
+// the stream of an error end so with its status and the start of its
+// text. A frame of a kind that carries no promise or stream id
 // (a ping, a cancel, a go-away...) or whose envelope's head does not
 // say its promise id still closes the connection, as a length beyond
 // frame.DiscardLimit (64 MiB, or four times the maximum if more) does.
@@ -104,7 +106,8 @@ func answerTooLarge(tl *frame.TooLargeError, what string) error {
 // message cancels its stream (the server's handler sees a cancel, the
 // caller's Recv and Send the error), a stream's trailer makes the
 // stream's end fail with the error (a caller that asked for no response
-// metadata loses nothing: the stream ends as it would have), and a kind
+// metadata loses nothing: the stream ends as it would have), an error
+// end ends its stream with its status and the start of its text, and a kind
 // unknown to the client is ignored. It reports false for any other frame, and for an answer
 // whose promise id the head does not say: the read loop then fails the
 // connection (its calls get an error matching ErrClosed and
@@ -149,8 +152,12 @@ func (c *Client) oversized(tl *frame.TooLargeError, head []byte) bool {
 		}
 		c.streams.onTrailerTooLarge(binary.LittleEndian.Uint32(head), answerTooLarge(tl, "stream trailer"))
 		return true
+	case wire.KindStreamEnd:
+		// An error end whose text is past our frame limit: the stream
+		// ends with its status and the start of its text.
+		return c.streams.onClientEndTooLarge(tl, head)
 	case wire.KindRequest, wire.KindGoAway, wire.KindPing, wire.KindPong, wire.KindCancel, wire.KindStreamOpen,
-		wire.KindStreamEnd, wire.KindStreamWindow, wire.KindStreamNotRun:
+		wire.KindStreamWindow, wire.KindStreamNotRun:
 		return false
 	}
 	return true // a kind it does not know: ignored (docs/wire.md §7)

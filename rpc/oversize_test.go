@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -567,4 +568,34 @@ func TestOversizedStreamMessageNextNotDelivered(t *testing.T) {
 		t.Fatalf("%d of %d streams returned the message after the lost one", bad, n)
 	}
 	await(t, "the streams uncounted", func() bool { return c.Streams() == 0 })
+}
+
+// TestOversizedStreamErrorEndToClient: a stream's error end whose text
+// is over the client's maximum frame size ends that stream alone, with
+// the end's status and the start of its text, cut between whole
+// characters (BodyLen says how long the text was); the connection goes
+// on. It closed the connection, failing every call on it.
+func TestOversizedStreamErrorEndToClient(t *testing.T) {
+	t.Parallel()
+	const sLongError = 804
+	text := "x" + strings.Repeat("é", 1000) // the server sends its first 1 KiB
+	s, addr, _ := testServer(t)
+	s.HandleStream(sLongError, func(ctx context.Context, init []byte, st *Stream) error {
+		return Errorf(418, "%s", text)
+	})
+	c := dial(t, addr, WithFrameOptions(frame.WithMaxFrameSize(512)))
+	st, err := c.OpenStream(context.Background(), sLongError, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Recv(nil)
+	se := StatusOf(err)
+	if se == nil || se.Code != 418 || errors.Is(err, ErrClosed) || len(se.Message) < 40 ||
+		!strings.HasPrefix(text, se.Message) || !utf8.ValidString(se.Message) || se.BodyLen <= len(se.Message) {
+		t.Fatalf("Recv: %v (%+v); want status 418 with the start of the text in whole characters, and BodyLen past it", err, se)
+	}
+	if out, err := c.Call(context.Background(), mEcho, []byte("after"), nil); err != nil || string(out) != "after" {
+		t.Fatalf("a call after it: %q %v", out, err)
+	}
+	await(t, "the stream uncounted", func() bool { return c.Streams() == 0 })
 }

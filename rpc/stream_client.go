@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc/wire"
@@ -259,6 +260,36 @@ func (t *streamSet) onClientEnd(p []byte) {
 	if err != nil {
 		return
 	}
+	t.clientEnded(e, 0)
+}
+
+// onClientEndTooLarge is onClientEnd for an end over the client's
+// maximum frame size (tl), read past, of which the read loop has the
+// first bytes, head: an error end whose text is longer than the frame
+// limit (a clean end is 4 bytes). The stream ends with the end's status
+// and the start of its text (StatusError.BodyLen says the whole text's
+// length); one that says no error status ends with tl's error. It
+// reports false when head does not say the stream's id.
+func (t *streamSet) onClientEndTooLarge(tl *frame.TooLargeError, head []byte) bool {
+	e, err := wire.ParseStreamEnd(head)
+	if err != nil {
+		return false
+	}
+	if e.Status == 0 {
+		// A clean end with bytes after it: no status to end with.
+		e.Status, e.Message = StatusTooLarge, []byte(answerTooLarge(tl, "stream end").Error())
+	} else if !utf8.Valid(e.Message) {
+		// The start of the text may end inside a character.
+		e.Message = e.Message[:textCut(e.Message, len(e.Message)-1)]
+	}
+	t.clientEnded(e, max(int(tl.Len)-1-8, 0))
+	return true
+}
+
+// clientEnded ends the client's stream that the server's end e names;
+// textLen, when not 0, is the length of the error end's whole text, of
+// which e.Message is the start (see onClientEndTooLarge).
+func (t *streamSet) clientEnded(e wire.StreamEnd, textLen int) {
 	notRun := t.notRun && t.notRunID == e.ID
 	t.notRun = false
 	s := t.lookup(e.ID)
@@ -281,7 +312,11 @@ func (t *streamSet) onClientEnd(p []byte) {
 	} else {
 		// A 504 may be the stream's deadline, which ended it on the
 		// server first (see answerError).
-		end := error(answerError(s.ctx, e.Status, e.Message, notRun))
+		se := answerError(s.ctx, e.Status, e.Message, notRun)
+		if textLen > len(se.Message) {
+			se.BodyLen = textLen
+		}
+		end := error(se)
 		err := s.giveTrailer(end)
 		s.ended(err, true, err)
 		status := e.Status
