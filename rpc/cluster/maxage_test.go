@@ -2,13 +2,11 @@ package cluster
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/zapcodec/zapcodec/frame"
 	"github.com/zapcodec/zapcodec/rpc"
 	"github.com/zapcodec/zapcodec/rpc/wire"
 )
@@ -78,42 +76,19 @@ func TestMaxConnectionAgeNoFailedCall(t *testing.T) {
 // goAwayOnce is a replica whose first connection, at its first call,
 // sends a go-away and then refuses that call unrun (503 with the not-run
 // flag), as a server does with a call that crossed the go-away of the
-// connection's age; every later connection echoes. It answers health
+// connection's age (rawGoAwayFirst; rawReplica refuses what follows on
+// that connection); every later connection echoes. It answers health
 // checks 404 (a server without the health service: serving).
 func goAwayOnce(t *testing.T) string {
-	var conns atomic.Int32
-	return serveConns(t, func(nc net.Conn) {
-		first := conns.Add(1) == 1
-		r, w := frame.NewReader(nc), frame.NewWriter(nc)
-		gone := false
-		for {
-			kind, p, err := r.Next()
-			if err != nil {
-				return
-			}
-			if kind != wire.KindRequest {
-				continue
-			}
-			req, err := wire.ParseRequest(p)
-			if err != nil {
-				return
-			}
-			resp := wire.Response{Status: rpc.StatusOK, PromiseID: req.PromiseID, Body: req.Payload}
-			switch {
-			case req.Method == rpc.HealthMethod:
-				resp = wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}
-			case first:
-				if !gone {
-					w.WriteFrame(wire.KindGoAway, nil)
-					gone = true
-				}
-				resp = wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}
-			}
-			w.WriteFrame(wire.KindResponse, wire.AppendResponse(nil, &resp))
-			if w.Flush() != nil {
-				return
-			}
+	var accepted atomic.Int32
+	return rawReplica(t, &accepted, func(req wire.Request) (wire.Response, rawNext) {
+		switch {
+		case req.Method == rpc.HealthMethod:
+			return wire.Response{Status: rpc.StatusNotFound, PromiseID: req.PromiseID}, rawKeep
+		case accepted.Load() == 1: // the first connection: no redial before its go-away
+			return wire.Response{Status: rpc.StatusUnavailable, PromiseID: req.PromiseID, NotRun: true, Body: []byte("going away")}, rawGoAwayFirst
 		}
+		return wire.Response{Status: rpc.StatusOK, PromiseID: req.PromiseID, Body: req.Payload}, rawKeep
 	})
 }
 
