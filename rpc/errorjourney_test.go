@@ -692,9 +692,7 @@ func callerRows() []journeyRow {
 			}()
 			receive(t, "the handler's start", j.started)
 			_, err := c.Call(context.Background(), mEcho, make([]byte, 2048), nil)
-			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
-				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
-			}
+			nextCallWorks(t, c)
 			j.releaseAll()
 			if other := receive(t, "the answer of the call beside it", errc); other != nil {
 				t.Errorf("the call beside it: %v, want its answer", other)
@@ -728,9 +726,7 @@ func callerRows() []journeyRow {
 			j := newJourneyServer(t)
 			c := dial(t, j.addr, WithFrameOptions(frame.WithMaxFrameSize(1024)))
 			_, err := c.Call(context.Background(), mjBig, nil, nil)
-			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
-				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
-			}
+			nextCallWorks(t, c)
 			return err
 		},
 		code:  StatusTooLarge,
@@ -1032,9 +1028,7 @@ func streamRows() []journeyRow {
 				t.Fatalf("Send: %v, want it sent", err)
 			}
 			_, err := st.Recv(nil)
-			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
-				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
-			}
+			nextCallWorks(t, c)
 			return err
 		},
 		code: StatusTooLarge,
@@ -1054,9 +1048,7 @@ func streamRows() []journeyRow {
 				t.Fatal(err)
 			}
 			_, err = st.Recv(nil)
-			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
-				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
-			}
+			nextCallWorks(t, c)
 			return err
 		},
 		code:  StatusTooLarge,
@@ -1079,9 +1071,7 @@ func streamRows() []journeyRow {
 				t.Fatal(err)
 			}
 			_, err = st.Recv(nil)
-			if out, err2 := c.Call(context.Background(), mEcho, []byte("next"), nil); err2 != nil || string(out) != "next" {
-				t.Errorf("the next call: %q %v, want the connection unaffected", out, err2)
-			}
+			nextCallWorks(t, c)
 			return err
 		},
 		code: 418,
@@ -1093,6 +1083,16 @@ func streamRows() []journeyRow {
 			}
 		},
 	}}
+}
+
+// nextCallWorks checks that a call on c after a row's failure is
+// answered: the failure was the call's or stream's alone, not the
+// connection's.
+func nextCallWorks(t *testing.T, c *Client) {
+	t.Helper()
+	if out, err := c.Call(context.Background(), mEcho, []byte("next"), nil); err != nil || string(out) != "next" {
+		t.Errorf("the next call: %q %v, want the connection unaffected", out, err)
+	}
 }
 
 // asCertError checks that errors.As finds the certificate's verification
